@@ -1,0 +1,3 @@
+from bli_memory.cli import main
+
+raise SystemExit(main())

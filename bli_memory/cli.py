@@ -1,0 +1,88 @@
+"""The `bli-memory-mcp` entry point.
+
+Dispatch is a table of (module, function, summary) looked up by hand from argv,
+so that a hook run imports only its own module: no argparse, no SDK, no
+subcommand it does not need (pip's `commands/__init__.py` habit). Every
+subcommand exposes `main(argv: list[str]) -> int`.
+"""
+
+from __future__ import annotations
+
+import sys
+
+# name -> (module, function, one-line summary shown by --help)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "hook": ("bli_memory.hooks.run", "main", "run a Claude Code / Codex hook: session-start | prompt | stop"),
+    "daemon": ("bli_memory.daemon", "main", "run the resident daemon that keeps the prompt hook warm"),
+    "search": ("bli_memory.commands.search", "main", "search the memories of this folder's space"),
+    "save": ("bli_memory.commands.save", "main", "remember a piece of text in this folder's space"),
+    "forget": ("bli_memory.commands.forget", "main", "tombstone a memory by id, exact text or closest match"),
+    "status": ("bli_memory.commands.status", "main", "show pairing, door, daemon and space health"),
+    "space": ("bli_memory.commands.space", "main", "print the space (container tag) of a folder"),
+    "login": ("bli_memory.commands.login", "login_main", "pair this machine with a door (writes the session file)"),
+    "logout": ("bli_memory.commands.login", "logout_main", "forget this machine's pairing"),
+    "install": ("bli_memory.install", "install_main", "register the MCP server and hooks with Claude Code and Codex"),
+    "uninstall": ("bli_memory.install", "uninstall_main", "remove what install registered"),
+    "log": ("bli_memory.commands.experience", "log_main", "record a win/loss/noise opinion in the experience log"),
+    "sync": ("bli_memory.commands.experience", "sync_main", "ship queued experience entries to the door"),
+}
+
+SERVER = ("bli_memory.mcp_server", "main")
+PRINT_CONFIG = ("bli_memory.install", "print_config_main")
+
+
+def usage() -> str:
+    width = max(len(name) for name in COMMANDS)
+    lines = [
+        "usage: bli-memory-mcp [COMMAND] [ARGS]",
+        "",
+        "With no command, runs the MCP stdio server (stdout carries JSON-RPC only).",
+        "",
+        "commands:",
+    ]
+    lines += [f"  {name.ljust(width)}  {summary}" for name, (_, _, summary) in COMMANDS.items()]
+    lines += [
+        "",
+        "options:",
+        "  --print-config[=claude|codex]  print the install contract or the Codex config block",
+        "  --version                      print the version",
+        "  --help                         show this help",
+        "",
+        "Run `bli-memory-mcp COMMAND --help` for a command's own help.",
+    ]
+    return "\n".join(lines)
+
+
+def _run(module_name: str, function_name: str, argv: list[str]) -> int:
+    import importlib
+
+    module = importlib.import_module(module_name)
+    result: int = getattr(module, function_name)(argv)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if not args:
+        return _run(*SERVER, [])
+    first, rest = args[0], args[1:]
+    if first in ("--help", "-h", "help"):
+        sys.stdout.write(usage() + "\n")
+        return 0
+    if first == "--version":
+        from bli_memory import __version__
+
+        sys.stdout.write(f"bli-memory-mcp {__version__}\n")
+        return 0
+    if first == "--print-config" or first.startswith("--print-config="):
+        return _run(*PRINT_CONFIG, args)
+    entry = COMMANDS.get(first)
+    if entry is None:
+        sys.stderr.write(f"bli-memory-mcp: unknown command {first!r}; see `bli-memory-mcp --help`\n")
+        return 2
+    module_name, function_name, _ = entry
+    return _run(module_name, function_name, rest)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
