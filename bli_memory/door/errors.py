@@ -1,0 +1,72 @@
+"""Errors the door reports to a caller, each with its HTTP status and wire code.
+
+Everything a handler raises that is not a `DoorError` becomes a generic 500
+`internal_error` at the one boundary in `app.py`, so store internals and stack
+traces never reach the wire.
+"""
+
+from __future__ import annotations
+
+
+class DoorError(Exception):
+    """A failure the caller can act on: `{error: code, message}` with `status`."""
+
+    status = 400
+    code = "bad_request"
+
+    def __init__(self, message: str, *, code: str | None = None, status: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        if status is not None:
+            self.status = status
+
+
+class InvalidRequest(DoorError):
+    """The body or a parameter is missing, of the wrong type, or out of range."""
+
+    status = 400
+    code = "invalid_request"
+
+
+class Unauthorized(DoorError):
+    """No token, or a token that is unknown or revoked."""
+
+    status = 401
+    code = "unauthorized"
+
+
+class Forbidden(DoorError):
+    """A valid token that may not do this (e.g. aliases need an admin)."""
+
+    status = 403
+    code = "forbidden"
+
+
+class NotFound(DoorError):
+    """No such memory or job in the caller's team (existence is never revealed)."""
+
+    status = 404
+    code = "not_found"
+
+
+class NoMatch(DoorError):
+    """Forget found nothing to tombstone."""
+
+    status = 404
+    code = "no_match"
+
+
+class Conflict(DoorError):
+    """The request contradicts the stored state (a superseded version, a reused UUID)."""
+
+    status = 409
+    code = "conflict"
+
+
+class TooLarge(DoorError):
+    """The request body is over the size cap."""
+
+    status = 413
+    code = "body_too_large"

@@ -1,0 +1,158 @@
+"""Plain records passed between the door's HTTP layer and its store."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+# Limits every store enforces (the HTTP layer checks them first for a clear 400).
+MAX_CONTENT_CHARS = 100_000
+MAX_LIMIT = 100
+MAX_TAG_CHARS = 200
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: one device of one person in one team."""
+
+    team_id: int
+    person_id: int
+    device_id: str
+    person: str
+    team: str
+    admin: bool
+
+
+@dataclass(frozen=True)
+class Memory:
+    """One row of `memories`: a current version, a superseded one, or a tombstone."""
+
+    id: str
+    container_tag: str
+    content: str
+    kind: str
+    status: str
+    version: int
+    root_id: str
+    previous_version_id: str | None
+    custom_id: str | None
+    metadata: dict[str, Any] | None
+    created_at: float
+    updated_at: float
+    superseded_at: float | None
+    person: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "id": self.id,
+            "kind": self.kind,
+            "content": self.content,
+            "containerTag": self.container_tag,
+            "createdAt": iso(self.created_at),
+            "updatedAt": iso(self.updated_at),
+            "version": self.version,
+        }
+        if self.custom_id is not None:
+            body["customId"] = self.custom_id
+        if self.metadata:
+            body["metadata"] = self.metadata
+            link = self.metadata.get("link") if isinstance(self.metadata, dict) else None
+            if isinstance(link, str):
+                body["link"] = link
+        return body
+
+
+@dataclass(frozen=True)
+class Hit:
+    memory: Memory
+    similarity: float | None
+    score: float
+
+    def to_json(self) -> dict[str, Any]:
+        body = self.memory.to_json()
+        body["similarity"] = None if self.similarity is None else round(self.similarity, 4)
+        body["score"] = round(self.score, 6)
+        return body
+
+
+@dataclass(frozen=True)
+class SaveResult:
+    id: str
+    container_tag: str
+    status: str  # created | updated | unchanged
+
+
+@dataclass
+class JobOutcome:
+    added: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    conflicted: int = 0
+    extract_ms: int = 0
+    reconcile_ms: int = 0
+    facts: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            "added": self.added,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "conflicted": self.conflicted,
+            "extract_ms": self.extract_ms,
+            "reconcile_ms": self.reconcile_ms,
+        }
+
+
+@dataclass(frozen=True)
+class Job:
+    id: str
+    team_id: int
+    person_id: int
+    device_id: str
+    container_tag: str
+    content: str
+    metadata: dict[str, Any] | None
+    status: str
+    attempts: int
+    outcome: dict[str, Any] | None
+    error: str | None
+    created_at: float
+    finished_at: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "status": self.status,
+            "containerTag": self.container_tag,
+            "attempts": self.attempts,
+            "outcome": self.outcome,
+            "error": self.error,
+            "createdAt": iso(self.created_at),
+            "finishedAt": None if self.finished_at is None else iso(self.finished_at),
+        }
+
+
+def iso(epoch_s: float) -> str:
+    """ISO 8601 in UTC with milliseconds and a Z, as JavaScript clients print it."""
+    moment = datetime.fromtimestamp(epoch_s, tz=timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def parse_iso(text: str) -> float:
+    """Parse an ISO 8601 timestamp to epoch seconds; a naive time is taken as UTC.
+
+    Raises ValueError on anything else.
+    """
+    value = text.strip()
+    if value.endswith(("Z", "z")):
+        value = value[:-1] + "+00:00"
+    moment = datetime.fromisoformat(value)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.timestamp()
+
+
+def now_s() -> float:
+    return time.time()

@@ -1,0 +1,928 @@
+"""The embedded store: one SQLite file in WAL mode.
+
+Strategy:
+- `memories` holds every version of every memory. A row is `current`,
+  `superseded` (an older version, kept as history) or `forgotten` (a
+  tombstone: never hard-deleted). Versions of one memory share `root_id`.
+- Keyword search is an FTS5 table that indexes *current* rows only, so a
+  superseded or forgotten row can never be found by text. Each FTS row also
+  carries a space token in a second column (weight 0 in bm25), which lets one
+  MATCH restrict itself to the spaces being searched.
+- Vectors are float32 blobs on the row, searched exactly with numpy from a
+  per-space matrix cached in memory and kept in step with every write (this
+  Python's sqlite3 cannot load vector extensions).
+- Every write is one `BEGIN IMMEDIATE` transaction with synchronous=FULL:
+  a door killed at any instant loses no acknowledged write.
+- All SQL runs under one lock on one connection; a local door's requests take
+  milliseconds, and SQLite serialises writers anyway.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bli_memory.door import ranking
+from bli_memory.door.errors import Conflict, Forbidden, InvalidRequest, NoMatch, NotFound
+from bli_memory.door.model import Hit, Job, Memory, Principal, SaveResult, now_s
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from bli_memory.door.embed import Embedder
+
+SCHEMA_VERSION = 1
+FORGET_CLOSEST_MIN_SIMILARITY = 0.85
+TOKEN_PREFIX = "bli_"
+SECONDS_PER_DAY = 86_400.0
+PROFILE_DYNAMIC_COUNT = 8
+PROFILE_RECENT_COUNT = 10
+JOB_MAX_ATTEMPTS = 3
+
+_MIGRATIONS: dict[int, str] = {
+    1: """
+    CREATE TABLE teams (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        created_at REAL NOT NULL
+    );
+    CREATE TABLE people (
+        id INTEGER PRIMARY KEY,
+        team_id INTEGER NOT NULL REFERENCES teams(id),
+        name TEXT NOT NULL,
+        admin INTEGER NOT NULL DEFAULT 0,
+        created_at REAL NOT NULL,
+        UNIQUE (team_id, name)
+    );
+    CREATE TABLE devices (
+        id TEXT PRIMARY KEY,
+        person_id INTEGER NOT NULL REFERENCES people(id),
+        token_hash TEXT NOT NULL UNIQUE,
+        label TEXT,
+        created_at REAL NOT NULL,
+        last_used_at REAL,
+        revoked_at REAL
+    );
+    CREATE TABLE memories (
+        rowid INTEGER PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        team_id INTEGER NOT NULL REFERENCES teams(id),
+        container_tag TEXT NOT NULL,
+        custom_id TEXT,
+        content TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        kind TEXT NOT NULL DEFAULT 'memory',
+        status TEXT NOT NULL DEFAULT 'current',
+        version INTEGER NOT NULL DEFAULT 1,
+        root_id TEXT NOT NULL,
+        previous_version_id TEXT,
+        pinned INTEGER NOT NULL DEFAULT 0,
+        metadata TEXT,
+        person_id INTEGER,
+        device_id TEXT,
+        created_at REAL NOT NULL,
+        updated_at REAL NOT NULL,
+        superseded_at REAL,
+        embedding BLOB
+    );
+    CREATE INDEX memories_space ON memories (team_id, container_tag, status, updated_at);
+    CREATE INDEX memories_root ON memories (root_id, version);
+    CREATE INDEX memories_hash ON memories (team_id, container_tag, content_hash) WHERE status = 'current';
+    CREATE INDEX memories_custom ON memories (team_id, container_tag, custom_id) WHERE status = 'current';
+    CREATE VIRTUAL TABLE memories_fts USING fts5 (
+        content, space, tokenize = 'porter unicode61 remove_diacritics 2'
+    );
+    CREATE TABLE container_aliases (
+        team_id INTEGER NOT NULL REFERENCES teams(id),
+        alias TEXT NOT NULL,
+        canonical TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        PRIMARY KEY (team_id, alias)
+    );
+    CREATE TABLE memory_extract_jobs (
+        id TEXT PRIMARY KEY,
+        team_id INTEGER NOT NULL,
+        person_id INTEGER NOT NULL,
+        device_id TEXT NOT NULL,
+        container_tag TEXT NOT NULL,
+        content TEXT NOT NULL,
+        metadata TEXT,
+        status TEXT NOT NULL DEFAULT 'queued',
+        attempts INTEGER NOT NULL DEFAULT 0,
+        outcome TEXT,
+        error TEXT,
+        created_at REAL NOT NULL,
+        started_at REAL,
+        finished_at REAL
+    );
+    CREATE INDEX jobs_status ON memory_extract_jobs (status, created_at);
+    CREATE TABLE experience (
+        id TEXT PRIMARY KEY,
+        team_id INTEGER NOT NULL,
+        person_id INTEGER NOT NULL,
+        device_id TEXT,
+        store TEXT NOT NULL,
+        verdict TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        received_at REAL NOT NULL
+    );
+    CREATE INDEX experience_time ON experience (team_id, created_at);
+    """,
+}
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def content_hash(content: str) -> str:
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()
+
+
+def space_token(team_id: int, tag: str) -> str:
+    """The word that stands for one space in the FTS `space` column."""
+    digest = hashlib.sha256(f"{team_id}\0{tag}".encode()).hexdigest()[:20]
+    return f"sp{digest}"
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{secrets.token_hex(12)}"
+
+
+@dataclass
+class _SpaceVectors:
+    """The current vectors of one space, in memory: row i of `matrix` is `ids[i]`."""
+
+    ids: list[str]
+    matrix: np.ndarray
+
+
+class SqliteStore:
+    """The door's store over one SQLite file. Thread-safe; every method is one transaction."""
+
+    name = "sqlite"
+
+    def __init__(self, path: str | Path, *, embedder: Embedder | None = None) -> None:
+        self.path = str(path)
+        self.embedder = embedder
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
+        self._db.row_factory = sqlite3.Row
+        self._db.execute("PRAGMA journal_mode = WAL")
+        self._db.execute("PRAGMA synchronous = FULL")
+        self._db.execute("PRAGMA foreign_keys = ON")
+        self._db.execute("PRAGMA busy_timeout = 30000")
+        self._vectors: dict[tuple[int, str], _SpaceVectors] = {}
+        self._migrate()
+
+    # ------------------------------------------------------------------ plumbing
+
+    @contextmanager
+    def atomic(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction; nested calls join the outer one via a savepoint."""
+        with self._lock:
+            if self._db.in_transaction:
+                name = new_id("sp")
+                self._db.execute(f"SAVEPOINT {name}")
+                try:
+                    yield self._db
+                except BaseException:
+                    self._db.execute(f"ROLLBACK TO {name}")
+                    self._db.execute(f"RELEASE {name}")
+                    raise
+                self._db.execute(f"RELEASE {name}")
+                return
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                self._vectors.clear()  # the cache may hold rows the rollback undid
+                raise
+            self._db.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        with self.atomic() as db:
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise RuntimeError(
+                    f"database schema version {version} is newer than this door ({SCHEMA_VERSION}); upgrade bli-memory"
+                )
+            for step in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in _MIGRATIONS[step].split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+                db.execute(f"PRAGMA user_version = {step}")
+
+    def schema_version(self) -> int:
+        with self._lock:
+            return int(self._db.execute("PRAGMA user_version").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # ------------------------------------------------------------------ teams, people, devices
+
+    def create_device(
+        self, *, person: str, team: str = "local", admin: bool = False, label: str | None = None
+    ) -> tuple[str, str]:
+        """Create a device token for `person` in `team` (both made if new). Returns (device_id, token).
+
+        Only the token's hash is stored: the token is shown once, here.
+        """
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        device_id = new_id("dev")
+        now = now_s()
+        with self.atomic() as db:
+            db.execute("INSERT OR IGNORE INTO teams (name, created_at) VALUES (?, ?)", (team, now))
+            team_id = db.execute("SELECT id FROM teams WHERE name = ?", (team,)).fetchone()[0]
+            db.execute(
+                "INSERT OR IGNORE INTO people (team_id, name, admin, created_at) VALUES (?, ?, ?, ?)",
+                (team_id, person, int(admin), now),
+            )
+            if admin:
+                db.execute("UPDATE people SET admin = 1 WHERE team_id = ? AND name = ?", (team_id, person))
+            person_id = db.execute(
+                "SELECT id FROM people WHERE team_id = ? AND name = ?", (team_id, person)
+            ).fetchone()[0]
+            db.execute(
+                "INSERT INTO devices (id, person_id, token_hash, label, created_at) VALUES (?, ?, ?, ?, ?)",
+                (device_id, person_id, hash_token(token), label, now),
+            )
+        return device_id, token
+
+    def authenticate(self, token: str) -> Principal | None:
+        with self._lock:
+            row = self._db.execute(
+                """SELECT d.id AS device_id, p.id AS person_id, p.name AS person, p.admin AS admin,
+                          t.id AS team_id, t.name AS team
+                   FROM devices d JOIN people p ON p.id = d.person_id JOIN teams t ON t.id = p.team_id
+                   WHERE d.token_hash = ? AND d.revoked_at IS NULL""",
+                (hash_token(token),),
+            ).fetchone()
+        if row is None:
+            return None
+        return Principal(
+            team_id=row["team_id"],
+            person_id=row["person_id"],
+            device_id=row["device_id"],
+            person=row["person"],
+            team=row["team"],
+            admin=bool(row["admin"]),
+        )
+
+    def list_devices(self) -> list[dict[str, Any]]:
+        with self._lock:
+            rows = self._db.execute(
+                """SELECT d.id, d.label, d.created_at, d.revoked_at, p.name AS person, p.admin, t.name AS team
+                   FROM devices d JOIN people p ON p.id = d.person_id JOIN teams t ON t.id = p.team_id
+                   ORDER BY d.created_at"""
+            ).fetchall()
+        return [dict(row) for row in rows]
+
+    def revoke_device(self, device_id: str) -> bool:
+        with self.atomic() as db:
+            cursor = db.execute(
+                "UPDATE devices SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", (now_s(), device_id)
+            )
+            return cursor.rowcount == 1
+
+    # ------------------------------------------------------------------ spaces and aliases
+
+    def canonical_tag(self, principal: Principal, tag: str) -> str:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT canonical FROM container_aliases WHERE team_id = ? AND alias = ?",
+                (principal.team_id, tag),
+            ).fetchone()
+        return tag if row is None else str(row[0])
+
+    def space_tags(self, principal: Principal, tag: str) -> list[str]:
+        """Every tag that names the same space as `tag`, canonical first."""
+        canonical = self.canonical_tag(principal, tag)
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT alias FROM container_aliases WHERE team_id = ? AND canonical = ? ORDER BY alias",
+                (principal.team_id, canonical),
+            ).fetchall()
+        return [canonical, *(str(row[0]) for row in rows if row[0] != canonical)]
+
+    def set_alias(self, principal: Principal, alias: str, canonical: str) -> dict[str, Any]:
+        if not principal.admin:
+            raise Forbidden("only an admin token may set container aliases")
+        if alias == canonical:
+            raise InvalidRequest("alias and canonical must differ")
+        with self.atomic() as db:
+            target = db.execute(
+                "SELECT canonical FROM container_aliases WHERE team_id = ? AND alias = ?",
+                (principal.team_id, canonical),
+            ).fetchone()
+            if target is not None:
+                raise InvalidRequest(
+                    f"{canonical!r} is itself an alias of {target[0]!r}; name the canonical tag"
+                )
+            db.execute(
+                """INSERT INTO container_aliases (team_id, alias, canonical, created_at) VALUES (?, ?, ?, ?)
+                   ON CONFLICT (team_id, alias) DO UPDATE SET canonical = excluded.canonical""",
+                (principal.team_id, alias, canonical, now_s()),
+            )
+            # Tags that pointed at the new alias now point at its canonical: no chains.
+            db.execute(
+                "UPDATE container_aliases SET canonical = ? WHERE team_id = ? AND canonical = ?",
+                (canonical, principal.team_id, alias),
+            )
+        return {"alias": alias, "canonical": canonical, "tags": self.space_tags(principal, canonical)}
+
+    # ------------------------------------------------------------------ memories: reading
+
+    def _memory(self, row: sqlite3.Row) -> Memory:
+        metadata = json.loads(row["metadata"]) if row["metadata"] else None
+        keys = row.keys()
+        return Memory(
+            id=row["id"],
+            container_tag=row["container_tag"],
+            content=row["content"],
+            kind=row["kind"],
+            status=row["status"],
+            version=row["version"],
+            root_id=row["root_id"],
+            previous_version_id=row["previous_version_id"],
+            custom_id=row["custom_id"],
+            metadata=metadata,
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+            superseded_at=row["superseded_at"],
+            person=row["person"] if "person" in keys else None,
+        )
+
+    def get(self, principal: Principal, memory_id: str) -> Memory:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT * FROM memories WHERE id = ? AND team_id = ?", (memory_id, principal.team_id)
+            ).fetchone()
+        if row is None:
+            raise NotFound(f"no memory {memory_id!r}")
+        return self._memory(row)
+
+    def history(self, principal: Principal, memory_id: str) -> list[Memory]:
+        root = self.get(principal, memory_id).root_id
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT * FROM memories WHERE root_id = ? AND team_id = ? ORDER BY version, created_at",
+                (root, principal.team_id),
+            ).fetchall()
+        return [self._memory(row) for row in rows]
+
+    def count_current(self, principal: Principal, tag: str) -> int:
+        tags = self.space_tags(principal, tag)
+        marks = ",".join("?" * len(tags))
+        with self._lock:
+            row = self._db.execute(
+                f"SELECT count(*) FROM memories WHERE team_id = ? AND status = 'current' "
+                f"AND container_tag IN ({marks})",
+                (principal.team_id, *tags),
+            ).fetchone()
+        return int(row[0])
+
+    # ------------------------------------------------------------------ vectors
+
+    def _embed(self, texts: Sequence[str], kind: str) -> np.ndarray | None:
+        if self.embedder is None or self.embedder.dim == 0 or not texts:
+            return None
+        return self.embedder.embed(list(texts), kind=kind)  # type: ignore[arg-type]
+
+    def _space_vectors(self, team_id: int, tag: str) -> _SpaceVectors | None:
+        """The cached matrix of a space's current vectors, loaded on first use (call under the lock)."""
+        if self.embedder is None or self.embedder.dim == 0:
+            return None
+        key = (team_id, tag)
+        cached = self._vectors.get(key)
+        if cached is not None:
+            return cached
+        import numpy as np
+
+        rows = self._db.execute(
+            """SELECT id, embedding FROM memories WHERE team_id = ? AND container_tag = ?
+               AND status = 'current' AND embedding IS NOT NULL ORDER BY rowid""",
+            (team_id, tag),
+        ).fetchall()
+        dim = self.embedder.dim
+        vectors = [np.frombuffer(row[1], dtype=np.float32) for row in rows if len(row[1]) == dim * 4]
+        ids = [row[0] for row in rows if len(row[1]) == dim * 4]
+        matrix = np.vstack(vectors) if vectors else np.zeros((0, dim), dtype=np.float32)
+        cached = _SpaceVectors(ids=ids, matrix=matrix)
+        self._vectors[key] = cached
+        return cached
+
+    def _vector_added(self, team_id: int, tag: str, memory_id: str, vector: np.ndarray | None) -> None:
+        cached = self._vectors.get((team_id, tag))
+        if cached is None or vector is None:
+            return
+        import numpy as np
+
+        cached.ids.append(memory_id)
+        cached.matrix = np.vstack([cached.matrix, vector.reshape(1, -1)])
+
+    def _vector_removed(self, team_id: int, tag: str, memory_id: str) -> None:
+        cached = self._vectors.get((team_id, tag))
+        if cached is None or memory_id not in cached.ids:
+            return
+        import numpy as np
+
+        index = cached.ids.index(memory_id)
+        del cached.ids[index]
+        cached.matrix = np.delete(cached.matrix, index, axis=0)
+
+    # ------------------------------------------------------------------ memories: writing
+
+    def _insert(
+        self,
+        db: sqlite3.Connection,
+        principal: Principal,
+        *,
+        tag: str,
+        content: str,
+        vector: np.ndarray | None,
+        custom_id: str | None,
+        metadata: dict[str, Any] | None,
+        created_at: float,
+        previous: Memory | None = None,
+        kind: str = "memory",
+    ) -> str:
+        memory_id = new_id("mem")
+        now = now_s()
+        pinned = bool(metadata and metadata.get("pinned") is True)
+        if previous is not None:
+            kind = previous.kind
+        cursor = db.execute(
+            """INSERT INTO memories (id, team_id, container_tag, custom_id, content, content_hash, kind,
+                   status, version, root_id, previous_version_id, pinned, metadata, person_id, device_id,
+                   created_at, updated_at, embedding)
+               VALUES (?, ?, ?, ?, ?, ?, ?, 'current', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            (
+                memory_id,
+                principal.team_id,
+                tag,
+                custom_id,
+                content,
+                content_hash(content),
+                kind,
+                1 if previous is None else previous.version + 1,
+                memory_id if previous is None else previous.root_id,
+                None if previous is None else previous.id,
+                int(pinned),
+                json.dumps(metadata) if metadata else None,
+                principal.person_id,
+                principal.device_id,
+                created_at if previous is None else previous.created_at,
+                created_at if previous is None else now,
+                None if vector is None else vector.astype("float32").tobytes(),
+            ),
+        )
+        db.execute(
+            "INSERT INTO memories_fts (rowid, content, space) VALUES (?, ?, ?)",
+            (cursor.lastrowid, content, space_token(principal.team_id, tag)),
+        )
+        self._vector_added(principal.team_id, tag, memory_id, vector)
+        return memory_id
+
+    def _retire(self, db: sqlite3.Connection, memory: Memory, status: str) -> None:
+        """Mark a current row superseded or forgotten and take it out of every search path."""
+        row = db.execute(
+            "SELECT rowid, team_id FROM memories WHERE id = ? AND status = 'current'", (memory.id,)
+        ).fetchone()
+        if row is None:
+            raise Conflict(f"memory {memory.id!r} is no longer current")
+        db.execute(
+            "UPDATE memories SET status = ?, superseded_at = ? WHERE rowid = ?", (status, now_s(), row[0])
+        )
+        db.execute("DELETE FROM memories_fts WHERE rowid = ?", (row[0],))
+        self._vector_removed(row[1], memory.container_tag, memory.id)
+
+    def _current_by(
+        self, db: sqlite3.Connection, principal: Principal, tags: Sequence[str], column: str, value: str
+    ) -> Memory | None:
+        marks = ",".join("?" * len(tags))
+        row = db.execute(
+            f"""SELECT * FROM memories WHERE team_id = ? AND status = 'current'
+                AND container_tag IN ({marks}) AND {column} = ? ORDER BY updated_at DESC LIMIT 1""",
+            (principal.team_id, *tags, value),
+        ).fetchone()
+        return None if row is None else self._memory(row)
+
+    def save(
+        self,
+        principal: Principal,
+        tag: str,
+        content: str,
+        *,
+        custom_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        created_at: float | None = None,
+        kind: str = "memory",
+    ) -> SaveResult:
+        """Save `content` in the space of `tag` (its canonical tag).
+
+        With `custom_id`, the current memory carrying it is replaced by a new
+        version (`updated`) unless the text is the same (`unchanged`). Without
+        it, an exact duplicate of a current memory in the space is `unchanged`.
+        """
+        tags = self.space_tags(principal, tag)
+        canonical = tags[0]
+        vectors = self._embed([content], "passage")
+        vector = None if vectors is None else vectors[0]
+        when = now_s() if created_at is None else created_at
+        with self.atomic() as db:
+            if custom_id is not None:
+                existing = self._current_by(db, principal, tags, "custom_id", custom_id)
+                if existing is not None:
+                    if existing.content == content and (metadata or None) == (existing.metadata or None):
+                        return SaveResult(existing.id, existing.container_tag, "unchanged")
+                    self._retire(db, existing, "superseded")
+                    new = self._insert(
+                        db,
+                        principal,
+                        tag=existing.container_tag,
+                        content=content,
+                        vector=vector,
+                        custom_id=custom_id,
+                        metadata=metadata,
+                        created_at=when,
+                        previous=existing,
+                    )
+                    return SaveResult(new, existing.container_tag, "updated")
+            else:
+                duplicate = self._current_by(db, principal, tags, "content_hash", content_hash(content))
+                if duplicate is not None and duplicate.content == content:
+                    return SaveResult(duplicate.id, duplicate.container_tag, "unchanged")
+            new = self._insert(
+                db,
+                principal,
+                tag=canonical,
+                content=content,
+                vector=vector,
+                custom_id=custom_id,
+                metadata=metadata,
+                created_at=when,
+                kind=kind,
+            )
+            return SaveResult(new, canonical, "created")
+
+    def update(self, principal: Principal, memory_id: str, content: str) -> Memory:
+        """Replace what a current memory says; the old text stays as a superseded version."""
+        current = self.get(principal, memory_id)
+        if current.status != "current":
+            latest = self._latest(principal, current.root_id)
+            hint = f"; its current version is {latest.id!r}" if latest is not None else ""
+            raise Conflict(f"memory {memory_id!r} is {current.status}{hint}", code="not_current")
+        vectors = self._embed([content], "passage")
+        with self.atomic() as db:
+            self._retire(db, current, "superseded")
+            new = self._insert(
+                db,
+                principal,
+                tag=current.container_tag,
+                content=content,
+                vector=None if vectors is None else vectors[0],
+                custom_id=current.custom_id,
+                metadata=current.metadata,
+                created_at=current.created_at,
+                previous=current,
+            )
+        return self.get(principal, new)
+
+    def _latest(self, principal: Principal, root_id: str) -> Memory | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT * FROM memories WHERE root_id = ? AND team_id = ? AND status = 'current'",
+                (root_id, principal.team_id),
+            ).fetchone()
+        return None if row is None else self._memory(row)
+
+    def forget(
+        self,
+        principal: Principal,
+        tag: str,
+        *,
+        memory_id: str | None = None,
+        content: str | None = None,
+        query: str | None = None,
+    ) -> tuple[Memory, str, float | None]:
+        """Tombstone one memory. Returns (the memory, match kind, similarity for a closest match)."""
+        tags = self.space_tags(principal, tag)
+        if memory_id is not None:
+            target = self.get(principal, memory_id)
+            if target.status != "current":
+                raise Conflict(f"memory {memory_id!r} is already {target.status}", code="not_current")
+            with self.atomic() as db:
+                self._retire(db, target, "forgotten")
+            return target, "id", None
+        if content is not None:
+            with self.atomic() as db:
+                found = self._current_by(db, principal, tags, "content_hash", content_hash(content))
+                if found is None or found.content != content:
+                    raise NoMatch("no current memory in this space has exactly that text")
+                self._retire(db, found, "forgotten")
+            return found, "exact", None
+        assert query is not None
+        hits = self.search(principal, tag, query, limit=1, threshold=0.0)
+        best = hits[0] if hits else None
+        if best is None or best.similarity is None or best.similarity < FORGET_CLOSEST_MIN_SIMILARITY:
+            shown = "no match" if best is None or best.similarity is None else f"{best.similarity:.2f}"
+            raise NoMatch(
+                f"no memory is close enough to forget (closest similarity {shown}, "
+                f"needs {FORGET_CLOSEST_MIN_SIMILARITY})"
+            )
+        with self.atomic() as db:
+            self._retire(db, best.memory, "forgotten")
+        return best.memory, "closest", best.similarity
+
+    # ------------------------------------------------------------------ search
+
+    def search(
+        self, principal: Principal, tag: str, q: str, *, limit: int = 5, threshold: float = 0.0
+    ) -> list[Hit]:
+        """Hybrid search of a space (every tag that names it): keyword, meaning and recency, fused.
+
+        `similarity` is the cosine of query and memory where the memory has a
+        vector; `threshold` filters on it (rows without one are not filtered:
+        with no embedder the door ranks by keyword and recency alone).
+        """
+        tags = self.space_tags(principal, tag)
+        query_vectors = self._embed([q], "query")
+        query_vector = None if query_vectors is None else query_vectors[0]
+        now = now_s()
+        with self._lock:
+            keyword_ids = self._keyword_candidates(principal.team_id, tags, q)
+            similarities: dict[str, float] = {}
+            vector_ids: list[str] = []
+            if query_vector is not None:
+                similarities, vector_ids = self._vector_candidates(principal.team_id, tags, query_vector)
+            candidate_ids = list(dict.fromkeys([*keyword_ids, *vector_ids]))
+            if not candidate_ids:
+                return []
+            rows = self._rows_by_id(principal.team_id, candidate_ids)
+        keyword_rank = {memory_id: rank for rank, memory_id in enumerate(keyword_ids)}
+        memories = [rows[memory_id] for memory_id in candidate_ids if memory_id in rows]
+        signals = [
+            ranking.Signals(
+                keyword_rank=keyword_rank.get(memory.id),
+                similarity=similarities.get(memory.id),
+                age_days=max(0.0, (now - memory.updated_at) / SECONDS_PER_DAY),
+            )
+            for memory in memories
+        ]
+        scores = ranking.fuse(signals)
+        hits = [
+            Hit(memory=memory, similarity=similarities.get(memory.id), score=score)
+            for memory, score in zip(memories, scores, strict=False)
+        ]
+        hits = [hit for hit in hits if hit.similarity is None or hit.similarity >= threshold]
+        hits.sort(key=lambda hit: (-hit.score, -hit.memory.updated_at))
+        return hits[:limit]
+
+    def _keyword_candidates(self, team_id: int, tags: Sequence[str], q: str) -> list[str]:
+        expression = ranking.fts_query(q)
+        if expression is None:
+            return []
+        spaces = " OR ".join(f'"{space_token(team_id, tag)}"' for tag in tags)
+        match = f"space : ({spaces}) AND content : ({expression})"
+        try:
+            rows = self._db.execute(
+                """SELECT m.id FROM memories_fts f JOIN memories m ON m.rowid = f.rowid
+                   WHERE memories_fts MATCH ? AND m.status = 'current'
+                   ORDER BY bm25(memories_fts, 1.0, 0.0) LIMIT ?""",
+                (match, ranking.KEYWORD_CANDIDATES),
+            ).fetchall()
+        except sqlite3.OperationalError:
+            return []  # fts_query promises a valid expression; a miss must not fail the search
+        return [row[0] for row in rows]
+
+    def _vector_candidates(
+        self, team_id: int, tags: Sequence[str], query_vector: np.ndarray
+    ) -> tuple[dict[str, float], list[str]]:
+        import numpy as np
+
+        ids: list[str] = []
+        blocks = []
+        for tag in tags:
+            space = self._space_vectors(team_id, tag)
+            if space is not None and space.ids:
+                ids.extend(space.ids)
+                blocks.append(space.matrix)
+        if not ids:
+            return {}, []
+        matrix = blocks[0] if len(blocks) == 1 else np.vstack(blocks)
+        sims = matrix @ query_vector.astype(np.float32)
+        count = min(ranking.VECTOR_CANDIDATES, len(ids))
+        top = np.argpartition(-sims, count - 1)[:count]
+        top = top[np.argsort(-sims[top])]
+        similarities = {ids[i]: float(sims[i]) for i in range(len(ids))}
+        return similarities, [ids[i] for i in top]
+
+    def _rows_by_id(self, team_id: int, ids: Sequence[str]) -> dict[str, Memory]:
+        found: dict[str, Memory] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = self._db.execute(
+                f"""SELECT m.*, p.name AS person FROM memories m LEFT JOIN people p ON p.id = m.person_id
+                    WHERE m.team_id = ? AND m.status = 'current' AND m.id IN ({marks})""",
+                (team_id, *chunk),
+            ).fetchall()
+            for row in rows:
+                found[row["id"]] = self._memory(row)
+        return found
+
+    # ------------------------------------------------------------------ profile
+
+    def profile(self, principal: Principal, tag: str, q: str | None = None) -> dict[str, Any]:
+        tags = self.space_tags(principal, tag)
+        marks = ",".join("?" * len(tags))
+        with self._lock:
+            pinned = self._db.execute(
+                f"""SELECT * FROM memories WHERE team_id = ? AND status = 'current' AND pinned = 1
+                    AND container_tag IN ({marks}) ORDER BY created_at""",
+                (principal.team_id, *tags),
+            ).fetchall()
+            recent = self._db.execute(
+                f"""SELECT * FROM memories WHERE team_id = ? AND status = 'current' AND pinned = 0
+                    AND container_tag IN ({marks}) ORDER BY updated_at DESC, rowid DESC LIMIT ?""",
+                (principal.team_id, *tags, PROFILE_RECENT_COUNT),
+            ).fetchall()
+        recent_memories = [self._memory(row) for row in recent]
+        if q:
+            dynamic = [
+                hit.memory.content for hit in self.search(principal, tag, q, limit=PROFILE_DYNAMIC_COUNT)
+            ]
+        else:
+            dynamic = [memory.content for memory in recent_memories[:PROFILE_DYNAMIC_COUNT]]
+        return {
+            "profile": {"static": [row["content"] for row in pinned], "dynamic": dynamic},
+            "recent": [memory.to_json() for memory in recent_memories],
+            "containerTag": tags[0],
+            "searched": tags,
+        }
+
+    # ------------------------------------------------------------------ extraction jobs
+
+    def enqueue_job(
+        self, principal: Principal, tag: str, content: str, metadata: dict[str, Any] | None
+    ) -> tuple[str, str]:
+        """Write one durable job row; returns (job id, canonical tag)."""
+        canonical = self.canonical_tag(principal, tag)
+        job_id = new_id("job")
+        with self.atomic() as db:
+            db.execute(
+                """INSERT INTO memory_extract_jobs (id, team_id, person_id, device_id, container_tag, content,
+                       metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
+                (
+                    job_id,
+                    principal.team_id,
+                    principal.person_id,
+                    principal.device_id,
+                    canonical,
+                    content,
+                    json.dumps(metadata) if metadata else None,
+                    now_s(),
+                ),
+            )
+        return job_id, canonical
+
+    def _job(self, row: sqlite3.Row) -> Job:
+        return Job(
+            id=row["id"],
+            team_id=row["team_id"],
+            person_id=row["person_id"],
+            device_id=row["device_id"],
+            container_tag=row["container_tag"],
+            content=row["content"],
+            metadata=json.loads(row["metadata"]) if row["metadata"] else None,
+            status=row["status"],
+            attempts=row["attempts"],
+            outcome=json.loads(row["outcome"]) if row["outcome"] else None,
+            error=row["error"],
+            created_at=row["created_at"],
+            finished_at=row["finished_at"],
+        )
+
+    def get_job(self, principal: Principal, job_id: str) -> Job:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT * FROM memory_extract_jobs WHERE id = ? AND team_id = ?", (job_id, principal.team_id)
+            ).fetchone()
+        if row is None:
+            raise NotFound(f"no job {job_id!r}")
+        return self._job(row)
+
+    def requeue_interrupted_jobs(self) -> int:
+        """At start: a job left `running` by a killed door goes back to the queue (its work was
+        never committed: a job's facts and its `done` mark land in one transaction)."""
+        with self.atomic() as db:
+            cursor = db.execute("UPDATE memory_extract_jobs SET status = 'queued' WHERE status = 'running'")
+            return cursor.rowcount
+
+    def claim_job(self) -> Job | None:
+        with self.atomic() as db:
+            row = db.execute(
+                "SELECT * FROM memory_extract_jobs WHERE status = 'queued' ORDER BY created_at LIMIT 1"
+            ).fetchone()
+            if row is None:
+                return None
+            db.execute(
+                "UPDATE memory_extract_jobs SET status = 'running', attempts = attempts + 1, started_at = ? "
+                "WHERE id = ?",
+                (now_s(), row["id"]),
+            )
+            claimed = db.execute("SELECT * FROM memory_extract_jobs WHERE id = ?", (row["id"],)).fetchone()
+        return self._job(claimed)
+
+    def finish_job(self, job_id: str, outcome: dict[str, Any]) -> None:
+        with self.atomic() as db:
+            db.execute(
+                "UPDATE memory_extract_jobs SET status = 'done', outcome = ?, error = NULL, finished_at = ? "
+                "WHERE id = ? AND status = 'running'",
+                (json.dumps(outcome), now_s(), job_id),
+            )
+
+    def fail_job(self, job_id: str, error: str, *, retry: bool) -> None:
+        with self.atomic() as db:
+            db.execute(
+                "UPDATE memory_extract_jobs SET status = ?, error = ?, finished_at = ? WHERE id = ?",
+                ("queued" if retry else "failed", error, None if retry else now_s(), job_id),
+            )
+
+    def principal_for_job(self, job: Job) -> Principal:
+        with self._lock:
+            row = self._db.execute(
+                """SELECT p.name AS person, p.admin, t.name AS team FROM people p JOIN teams t ON t.id = p.team_id
+                   WHERE p.id = ?""",
+                (job.person_id,),
+            ).fetchone()
+        return Principal(
+            team_id=job.team_id,
+            person_id=job.person_id,
+            device_id=job.device_id,
+            person=row["person"] if row else "?",
+            team=row["team"] if row else "?",
+            admin=bool(row["admin"]) if row else False,
+        )
+
+    # ------------------------------------------------------------------ experience log
+
+    def record_experience(
+        self, principal: Principal, *, entry_id: str, store: str, verdict: str, reason: str, created_at: float
+    ) -> int:
+        """Insert one opinion. Returns 201 (inserted) or 200 (identical retry); raises Conflict (409)."""
+        with self.atomic() as db:
+            existing = db.execute("SELECT * FROM experience WHERE id = ?", (entry_id,)).fetchone()
+            if existing is not None:
+                same = (
+                    existing["team_id"] == principal.team_id
+                    and existing["person_id"] == principal.person_id
+                    and existing["store"] == store
+                    and existing["verdict"] == verdict
+                    and existing["reason"] == reason
+                    and abs(existing["created_at"] - created_at) < 0.001
+                )
+                if same:
+                    return 200
+                raise Conflict(f"experience entry {entry_id} exists with different content", code="conflict")
+            db.execute(
+                """INSERT INTO experience (id, team_id, person_id, device_id, store, verdict, reason, created_at,
+                       received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                (
+                    entry_id,
+                    principal.team_id,
+                    principal.person_id,
+                    principal.device_id,
+                    store,
+                    verdict,
+                    reason,
+                    created_at,
+                    now_s(),
+                ),
+            )
+        return 201
+
+    def experience_rows(self, principal: Principal, since: float) -> list[dict[str, Any]]:
+        with self._lock:
+            rows = self._db.execute(
+                """SELECT e.id, e.store, e.verdict, e.reason, e.created_at, p.name AS person
+                   FROM experience e JOIN people p ON p.id = e.person_id
+                   WHERE e.team_id = ? AND e.created_at >= ? ORDER BY e.created_at, e.id""",
+                (principal.team_id, since),
+            ).fetchall()
+        return [dict(row) for row in rows]
