@@ -1,0 +1,271 @@
+"""Text and structured views of door answers, shared by the MCP server and the human CLI.
+
+Pure functions: no I/O, no clock (callers pass `now`), no imports beyond the
+standard library. Every `render_*` returns `(text, structured)` where
+`structured` carries the same facts as `text` — Claude Code forwards only
+`structuredContent` to the model when it is present, so the two must never say
+different things. Both start with the same one-line `summary`.
+
+Rules the output keeps (DESIGN.md, "The client"):
+- remembered facts (`kind: "memory"`) and documents are listed apart;
+- each hit shows its id, its full text, its age, its source (container tag)
+  and its link when the door gives one;
+- cosine similarity is labelled only when the row carries one: a fused `score`
+  is never shown as a similarity and a missing value never as 0%;
+- zero matches is data ("the record is silent on ..."), not an error;
+- the space named is the one the door says the memory landed in.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Mapping
+from typing import Any
+
+HOUR_S = 3600.0
+DAY_S = 24 * HOUR_S
+MONTH_DAYS = 30
+YEAR_DAYS = 365
+
+MATCH_WORDS: dict[str, str] = {
+    "id": "by id",
+    "exact": "by exact text",
+    "closest": "as the closest match",
+}
+
+
+def parse_timestamp(value: object) -> _dt.datetime | None:
+    """Read a door timestamp: ISO 8601 text (``Z`` or an offset), or epoch seconds/milliseconds.
+
+    A naive ISO time is taken as UTC, which is what the door writes. Anything
+    unreadable gives ``None`` so the caller can say "age unknown" instead of guessing.
+    """
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        seconds = float(value) / 1000.0 if value > 1e11 else float(value)
+        try:
+            return _dt.datetime.fromtimestamp(seconds, tz=_dt.timezone.utc)
+        except (OverflowError, OSError, ValueError):
+            return None
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        parsed = _dt.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=_dt.timezone.utc)
+    return parsed
+
+
+def format_age(created_at: object, now: _dt.datetime) -> str:
+    """Age as a person reads it: ``<1h``, ``5h``, ``3d``, ``2mo``, ``1y``; ``?`` when unknown.
+
+    A timestamp in the future (clock skew between machines) reads as ``<1h``.
+    """
+    when = parse_timestamp(created_at)
+    if when is None:
+        return "?"
+    elapsed_s = (now - when).total_seconds()
+    if elapsed_s < HOUR_S:
+        return "<1h"
+    if elapsed_s < DAY_S:
+        return f"{int(elapsed_s // HOUR_S)}h"
+    days = int(elapsed_s // DAY_S)
+    if days < MONTH_DAYS:
+        return f"{days}d"
+    if days < YEAR_DAYS:
+        return f"{days // MONTH_DAYS}mo"
+    return f"{days // YEAR_DAYS}y"
+
+
+def format_similarity(value: object) -> str | None:
+    """``cosine similarity 0.83`` for a real number, ``None`` for null/missing/not a number."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return f"cosine similarity {float(value):.2f}"
+
+
+def _quote(text: str, limit: int = 120) -> str:
+    flat = " ".join(text.split())
+    if len(flat) > limit:
+        flat = flat[: limit - 1] + "…"
+    return f"“{flat}”"
+
+
+def _hit_lines(index: int, row: Mapping[str, Any], now: _dt.datetime) -> list[str]:
+    facets = [f"id {row.get('id', '?')}", format_age(row.get("createdAt"), now)]
+    source = row.get("containerTag")
+    if source:
+        facets.append(f"source {source}")
+    similarity = format_similarity(row.get("similarity"))
+    if similarity is not None:
+        facets.append(similarity)
+    link = row.get("link")
+    if link:
+        facets.append(f"link {link}")
+    lines = [f"{index}. [" + " · ".join(facets) + "]"]
+    content = str(row.get("content", ""))
+    lines += ["   " + line if line else "" for line in content.splitlines() or [""]]
+    return lines
+
+
+def _with_age(row: Mapping[str, Any], now: _dt.datetime) -> dict[str, Any]:
+    out = dict(row)
+    out["age"] = format_age(row.get("createdAt"), now)
+    return out
+
+
+def _plural(count: int, one: str, many: str) -> str:
+    return f"{count} {one if count == 1 else many}"
+
+
+def render_search(
+    query: str, container_tag: str, answer: Mapping[str, Any], now: _dt.datetime
+) -> tuple[str, dict[str, Any]]:
+    """Search hits split into remembered facts and documents, or the record's silence."""
+    raw_rows = answer.get("results")
+    rows = [r for r in raw_rows if isinstance(r, Mapping)] if isinstance(raw_rows, list) else []
+    raw_searched = answer.get("searched")
+    searched = [str(t) for t in raw_searched] if isinstance(raw_searched, list) else [container_tag]
+    memories = [r for r in rows if r.get("kind", "memory") == "memory"]
+    documents = [r for r in rows if r.get("kind", "memory") != "memory"]
+    scope = f"space {container_tag}"
+    others = [t for t in searched if t != container_tag]
+    if others:
+        scope += " (also searched: " + ", ".join(others) + ")"
+    if not rows:
+        summary = f"The record is silent on {_quote(query)} in {scope}: no memory or document matches."
+        lines = [summary]
+    else:
+        summary = (
+            f"{_plural(len(memories), 'remembered fact', 'remembered facts')} and "
+            f"{_plural(len(documents), 'document', 'documents')} for {_quote(query)} in {scope}."
+        )
+        lines = [summary]
+        for title, group in (("Remembered facts:", memories), ("Documents:", documents)):
+            if group:
+                lines += ["", title]
+                for i, row in enumerate(group, 1):
+                    lines += _hit_lines(i, row, now)
+    structured: dict[str, Any] = {
+        "summary": summary,
+        "query": query,
+        "containerTag": container_tag,
+        "searched": searched,
+        "silent": not rows,
+        "memories": [_with_age(r, now) for r in memories],
+        "documents": [_with_age(r, now) for r in documents],
+    }
+    return "\n".join(lines), structured
+
+
+def _landed(answer_tag: object, requested_tag: str) -> tuple[str, str]:
+    landed = str(answer_tag) if answer_tag else requested_tag
+    note = ""
+    if landed != requested_tag:
+        note = f" (asked for {requested_tag}; the door files that tag under {landed})"
+    return landed, note
+
+
+def render_save(answer: Mapping[str, Any], requested_tag: str) -> tuple[str, dict[str, Any]]:
+    """A save: created/updated/unchanged with the id, or queued for extraction with the job id."""
+    landed, note = _landed(answer.get("containerTag"), requested_tag)
+    if answer.get("queued"):
+        summary = (
+            f"Queued for extraction in space {landed}{note} as job {answer.get('jobId', '?')}: "
+            "the door distils facts after answering, so nothing is counted yet."
+        )
+        structured: dict[str, Any] = {
+            "summary": summary,
+            "queued": True,
+            "jobId": answer.get("jobId"),
+            "containerTag": landed,
+            "requestedContainerTag": requested_tag,
+        }
+        return summary, structured
+    status = str(answer.get("status", "created"))
+    verb = {"created": "Saved", "updated": "Updated", "unchanged": "Already remembered"}.get(status, "Saved")
+    summary = f"{verb} memory {answer.get('id', '?')} in space {landed}{note} (status: {status})."
+    structured = {
+        "summary": summary,
+        "queued": False,
+        "id": answer.get("id"),
+        "status": status,
+        "containerTag": landed,
+        "requestedContainerTag": requested_tag,
+    }
+    return summary, structured
+
+
+def render_update(answer: Mapping[str, Any], memory_id: str) -> tuple[str, dict[str, Any]]:
+    """An update: the new version, and where the old one is kept."""
+    new_id = answer.get("id", memory_id)
+    version = answer.get("version")
+    previous = answer.get("previousVersionId")
+    summary = f"Updated memory {new_id}"
+    if version is not None:
+        summary += f" to version {version}"
+    if answer.get("containerTag"):
+        summary += f" in space {answer['containerTag']}"
+    summary += "; "
+    summary += (
+        f"the previous text is kept as history ({previous})."
+        if previous
+        else "the previous text is kept as history."
+    )
+    structured: dict[str, Any] = {
+        "summary": summary,
+        "id": new_id,
+        "version": version,
+        "previousVersionId": previous,
+        "containerTag": answer.get("containerTag"),
+    }
+    return summary, structured
+
+
+def render_forget(answer: Mapping[str, Any], container_tag: str) -> tuple[str, dict[str, Any]]:
+    """A forget: exactly which memory was tombstoned, and how it was matched."""
+    raw = answer.get("forgotten")
+    forgotten: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+    match = str(answer.get("match", "?"))
+    how = MATCH_WORDS.get(match, f"by {match}")
+    similarity = format_similarity(forgotten.get("similarity"))
+    if similarity is not None:
+        how += f", {similarity}"
+    landed = str(answer.get("containerTag") or container_tag)
+    summary = (
+        f"Forgot memory {forgotten.get('id', '?')} in space {landed} ({how}); it is tombstoned, not erased."
+    )
+    content = str(forgotten.get("content", ""))
+    text = summary + "\nIt said:\n" + "\n".join("   " + line for line in content.splitlines() or [""])
+    structured: dict[str, Any] = {
+        "summary": summary,
+        "forgotten": dict(forgotten),
+        "match": match,
+        "containerTag": landed,
+    }
+    return text, structured
+
+
+def render_error(
+    action: str, reason: str, message: str, *, code: str | None = None, status: int | None = None
+) -> tuple[str, dict[str, Any]]:
+    """A failure named by its reason, so "could not look" never reads as "found nothing"."""
+    detail = f"reason: {reason}"
+    if code:
+        detail += f", door error: {code}"
+    summary = f"{action} failed ({detail})"
+    if message:
+        summary += f": {message.rstrip('.')}."
+    else:
+        summary += "."
+    structured: dict[str, Any] = {
+        "summary": summary,
+        "error": {"reason": reason, "code": code, "status": status, "message": message},
+    }
+    return summary, structured
