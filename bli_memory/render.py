@@ -202,8 +202,28 @@ def render_save(answer: Mapping[str, Any], requested_tag: str) -> tuple[str, dic
     return summary, structured
 
 
-def render_update(answer: Mapping[str, Any], memory_id: str) -> tuple[str, dict[str, Any]]:
-    """An update: the new version, and where the old one is kept."""
+def _previous_version(versions: object, current_version: object) -> Mapping[str, Any] | None:
+    """The version just before the current one in a door history (oldest first), if any."""
+    if not isinstance(versions, list):
+        return None
+    rows = [v for v in versions if isinstance(v, Mapping)]
+    older = (
+        [v for v in rows if v.get("version") != current_version] if current_version is not None else rows[:-1]
+    )
+    return older[-1] if older else None
+
+
+def render_update(
+    answer: Mapping[str, Any],
+    memory_id: str,
+    content: str = "",
+    history: Mapping[str, Any] | None = None,
+) -> tuple[str, dict[str, Any]]:
+    """An update: the new version, its text, and the text it replaced (kept as history).
+
+    `history` is the door's `GET /api/memory/{id}/history` answer when the caller could fetch it;
+    without it the summary still says the old text is kept, just not what it was.
+    """
     new_id = answer.get("id", memory_id)
     version = answer.get("version")
     previous = answer.get("previousVersionId")
@@ -218,14 +238,26 @@ def render_update(answer: Mapping[str, Any], memory_id: str) -> tuple[str, dict[
         if previous
         else "the previous text is kept as history."
     )
+    lines = [summary]
+    if content:
+        lines += ["It now says:"] + ["   " + line for line in content.splitlines() or [""]]
+    before = _previous_version(history.get("versions") if history else None, version)
+    if before is not None:
+        lines += ["It said before:"] + [
+            "   " + line for line in str(before.get("content", "")).splitlines() or [""]
+        ]
     structured: dict[str, Any] = {
         "summary": summary,
         "id": new_id,
         "version": version,
         "previousVersionId": previous,
         "containerTag": answer.get("containerTag"),
+        "content": content,
+        "previousContent": None if before is None else before.get("content"),
     }
-    return summary, structured
+    if history is not None and isinstance(history.get("versions"), list):
+        structured["versions"] = [dict(v) for v in history["versions"] if isinstance(v, Mapping)]
+    return "\n".join(lines), structured
 
 
 def render_forget(answer: Mapping[str, Any], container_tag: str) -> tuple[str, dict[str, Any]]:
@@ -250,6 +282,56 @@ def render_forget(answer: Mapping[str, Any], container_tag: str) -> tuple[str, d
         "containerTag": landed,
     }
     return text, structured
+
+
+def render_nothing_forgotten(
+    container_tag: str, how: str, target: str, *, code: str | None = None
+) -> tuple[str, dict[str, Any]]:
+    """A forget that matched nothing: data ("nothing was forgotten"), not a failure.
+
+    `how` is ``id``/``exact``/``closest``; `target` is what was asked for. The closest match
+    only counts at cosine similarity ≥ 0.85, so the text says so for that case.
+    """
+    asked = {"id": f"id {target}", "exact": f"the exact text {_quote(target)}"}.get(
+        how, f"anything close to {_quote(target)} (cosine similarity ≥ 0.85)"
+    )
+    summary = f"Nothing forgotten in space {container_tag}: no memory matches {asked}."
+    structured: dict[str, Any] = {
+        "summary": summary,
+        "forgotten": None,
+        "match": None,
+        "asked": {"by": how, "target": target},
+        "containerTag": container_tag,
+        "code": code,
+    }
+    return summary, structured
+
+
+#: What each closed-set reason means to the person or agent reading a failed tool call.
+REASON_EXPLANATIONS: dict[str, str] = {
+    "timeout": "the memory door at {url} did not answer in time",
+    "dashboard_unreachable": "nothing answered at {url}; is the memory door (`bli-memory-door serve`) running?",
+    "bad_response": "the memory door at {url} answered with something that is not readable JSON",
+    "http_401": "the memory door refused this machine's device token (unknown or revoked); "
+    "pair again with `bli-memory-mcp login`",
+    "http_403": "the memory door does not let this device token do that",
+    "http_413": "the text is larger than the memory door accepts",
+    "unpaired": "this machine is not paired with a memory door",
+    "invalid_arguments": "the arguments do not fit the tool",
+}
+
+
+def explain_reason(reason: str, door_url: str | None) -> str:
+    """One clause saying what a reason means, without the door's own words (callers add those)."""
+    template = REASON_EXPLANATIONS.get(reason)
+    if template is None:
+        if reason.startswith("http_5"):
+            template = "the memory door at {url} failed while answering"
+        elif reason.startswith("http_"):
+            template = "the memory door at {url} refused the request"
+        else:
+            template = "the client failed before it could ask the door"
+    return template.format(url=door_url or "the configured address")
 
 
 def render_error(
