@@ -1,0 +1,186 @@
+"""UserPromptSubmit: recall what this space remembers about the prompt, before the model starts.
+
+Order matters for cost: the trivial-prompt rule runs first on the text alone (no settings, no door),
+then pairing, then one search (top 5, similarity ≥ 0.55). Zero hits prints nothing — the model must
+never reason about a "no memories" line, which would read the same as an unreachable store. A
+failed recall is silent on stdout too (BLI-3730): the receipt on stderr says why.
+
+The block (and session-start's, which reuses `render_block`) carries this store's marker `[bli]` on
+every line, so the live A/B can tell whose recall an agent saw (seed README, "Live A/B").
+"""
+
+from __future__ import annotations
+
+import time
+
+from bli_memory.hooks import receipt
+from bli_memory.hooks.transcript import clip_utf8
+from bli_memory.hooks.trivial import skip_reason
+
+TYPE_CHECKING = False  # `typing` costs milliseconds on every hook; mypy reads this constant as True
+if TYPE_CHECKING:
+    from bli_memory.settings import Settings
+    from bli_memory.wire.http import Connection
+
+MARKER = "[bli]"
+RECALL_TAG = "bli-memory-recall"
+RECALL_LIMIT = 5
+RECALL_MIN_SIMILARITY = 0.55
+#: the door embeds the query; a pasted 50 KB log is not a better query than its first 4 KB.
+QUERY_MAX_BYTES = 4 * 1024
+#: Claude Code caps injected text at 10,000 characters (then replaces it by a file path).
+BLOCK_MAX_CHARS = 8000
+ITEM_MAX_CHARS = 1200
+
+_HOUR_S = 3600.0
+_DAY_S = 86400.0
+
+
+def _parse_epoch_s(value: object) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value) / 1000.0 if value > 1e11 else float(value)
+    if not isinstance(value, str) or not value.strip():
+        return None
+    from datetime import datetime, timezone  # only when there is a row to date
+
+    text = value.strip()
+    if text[-1:] in ("Z", "z"):
+        text = text[:-1] + "+00:00"
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    return parsed.timestamp()
+
+
+def format_age(created_at: object, now_s: float) -> str:
+    """`<1h`, `5h`, `3d`, `2mo`, `1y`, or `?` — the same scale as the MCP tool output."""
+    when = _parse_epoch_s(created_at)
+    if when is None:
+        return "?"
+    elapsed_s = now_s - when
+    if elapsed_s < _HOUR_S:
+        return "<1h"
+    if elapsed_s < _DAY_S:
+        return f"{int(elapsed_s // _HOUR_S)}h"
+    days = int(elapsed_s // _DAY_S)
+    if days < 30:
+        return f"{days}d"
+    if days < 365:
+        return f"{days // 30}mo"
+    return f"{days // 365}y"
+
+
+def _neutralise(text: str) -> str:
+    """A memory must not be able to close (or open) our block early."""
+    return text.replace("</bli-memory", "‹/bli-memory").replace("<bli-memory", "‹bli-memory")
+
+
+def _clip_chars(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def render_block(tag: str, lines: list[str]) -> str:
+    """`<tag> [bli]`, each line prefixed by the marker, `</tag> [bli]`; cut whole lines to fit."""
+    out = [f"<{tag}> {MARKER}"]
+    closing = f"</{tag}> {MARKER}"
+    used = len(out[0]) + len(closing) + 2
+    for line in lines:
+        marked = f"{MARKER} {_neutralise(line)}" if line else MARKER
+        if used + len(marked) + 1 > BLOCK_MAX_CHARS:
+            out.append(f"{MARKER} […]")
+            break
+        out.append(marked)
+        used += len(marked) + 1
+    out.append(closing)
+    return "\n".join(out) + "\n"
+
+
+def item_lines(index: int, row: dict[str, object], now_s: float) -> list[str]:
+    """One remembered item: `1. [3d · cosine similarity 0.81 · id …]` then its text, indented."""
+    facets = [format_age(row.get("createdAt"), now_s)]
+    similarity = row.get("similarity")
+    if isinstance(similarity, (int, float)) and not isinstance(similarity, bool):
+        facets.append(f"cosine similarity {float(similarity):.2f}")
+    if row.get("kind", "memory") != "memory":
+        facets.append(str(row.get("kind")))
+    if row.get("id"):
+        facets.append(f"id {row['id']}")
+    content = _clip_chars(str(row.get("content", "")).strip(), ITEM_MAX_CHARS)
+    body = content.splitlines() or [""]
+    return [f"{index}. [{' · '.join(facets)}] {body[0]}"] + [f"   {line}" for line in body[1:]]
+
+
+def recalled_rows(answer: dict[str, object]) -> list[dict[str, object]]:
+    """The door's results that clear the floor: a numeric similarity below 0.55 is dropped; a row the
+    vector channel did not score (similarity null) is kept only because the door chose it."""
+    rows = answer.get("results")
+    if not isinstance(rows, list):
+        return []
+    kept: list[dict[str, object]] = []
+    for row in rows:
+        if not isinstance(row, dict) or not str(row.get("content", "")).strip():
+            continue
+        similarity = row.get("similarity")
+        numeric = isinstance(similarity, (int, float)) and not isinstance(similarity, bool)
+        if numeric and float(similarity) < RECALL_MIN_SIMILARITY:  # type: ignore[arg-type]
+            continue
+        kept.append(row)
+    return kept[:RECALL_LIMIT]
+
+
+def render_recall(rows: list[dict[str, object]], container_tag: str, now_s: float) -> str:
+    lines = [f"Memories from this space ({container_tag}) that may bear on the prompt:"]
+    for index, row in enumerate(rows, 1):
+        lines += item_lines(index, row, now_s)
+    return render_block(RECALL_TAG, lines)
+
+
+def answer(
+    payload: dict[str, object],
+    cwd: str,
+    *,
+    deadline: float,
+    settings: Settings | None = None,
+    connection: Connection | None = None,
+) -> tuple[str, dict[str, object]]:
+    """(stdout, outcome) for one prompt; raises only for an internal failure the caller names."""
+    prompt = payload.get("prompt")
+    reason = skip_reason(prompt)
+    if reason is not None:
+        return "", receipt.skipped(reason)
+    assert isinstance(prompt, str)
+    if settings is None:
+        from bli_memory.settings import load_settings
+
+        settings = load_settings()
+    if not settings.paired:
+        return "", receipt.skipped("unpaired")
+    from bli_memory.door_client import DoorClient, DoorError
+    from bli_memory.space import resolve_space
+
+    container_tag = resolve_space(settings, cwd)
+    client = DoorClient(str(settings.door_url), str(settings.token), connection=connection)
+    try:
+        found = client.search(
+            clip_utf8(prompt.strip(), QUERY_MAX_BYTES),
+            container_tag,
+            limit=RECALL_LIMIT,
+            threshold=RECALL_MIN_SIMILARITY,
+            deadline=deadline,
+        )
+    except DoorError as exc:
+        return "", receipt.failed(exc.reason)
+    finally:
+        if connection is None:
+            client.close()
+    if not isinstance(found, dict):
+        return "", receipt.failed("bad_response")
+    rows = recalled_rows(found)
+    if not rows:
+        return "", receipt.ok(hits=0)
+    return render_recall(rows, container_tag, time.time()), receipt.ok(hits=len(rows))

@@ -1,0 +1,350 @@
+"""`bli-memory-mcp hook session-start|prompt|stop [--probe] [--host claude|codex]`.
+
+The four rules every hook keeps (seed README, "The three hooks"), and where each is enforced here:
+
+- Never block: one absolute `time.monotonic()` deadline per run (`DEADLINE_S`: 8 / 2 / 15 s, inside
+  the 30 / 5 / 30 s the installer registers), taken at entry and threaded into the stdin read and the
+  door client; an interval timer raises `HookDeadline` a moment later as a backstop for anything
+  that does not watch the clock itself.
+- Always exit 0: `main` returns 0 on every branch, including its own bugs (`unknown_internal:<name>`).
+- Print nothing or one whole block: the event module returns the whole stdout at once; it is written
+  with one `os.write` loop after the work is done, never piecemeal.
+- One stderr receipt per run (`receipt.line`), and one count in the hourly stats file unless `--probe`.
+
+`answer()` is the core the resident daemon also runs (there is no second implementation of recall):
+no stdin, no stats, no printing. `main()` adds those, and tries the daemon first for prompt and
+session-start (`bli_memory.hooks.via_daemon`, when present) before taking the direct path.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from bli_memory.hooks import receipt
+
+TYPE_CHECKING = False  # `typing` costs milliseconds on every hook; mypy reads this constant as True
+if TYPE_CHECKING:
+    from types import FrameType
+
+    from bli_memory.settings import Settings
+    from bli_memory.wire.http import Connection
+
+EVENTS = ("session-start", "prompt", "stop")
+#: each hook's own budget, under the host timeouts the installer registers (30 / 5 / 30 s)
+DEADLINE_S = {"session-start": 8.0, "prompt": 2.0, "stop": 15.0}
+#: the host writes the payload at once; a read that takes longer than this is a stuck pipe
+STDIN_BUDGET_S = {"session-start": 2.0, "prompt": 1.0, "stop": 3.0}
+#: the backstop timer fires this long after the deadline: the door client should have given up first
+BACKSTOP_GRACE_S = 0.05
+#: events the daemon may answer (Stop always runs here: it is not latency-bound)
+DAEMON_EVENTS = ("session-start", "prompt")
+HOSTS = ("claude", "codex")
+#: mirrors settings.ENV_DAEMON; read directly so a daemon-routed run never loads the settings module
+ENV_DAEMON = "BLI_MEMORY_DAEMON"
+
+USAGE = "usage: bli-memory-mcp hook session-start|prompt|stop [--probe] [--host claude|codex]"
+
+
+class HookDeadline(Exception):
+    """The backstop timer fired: the run outlived its deadline."""
+
+    reason = "timeout"
+
+
+class HookAnswer:
+    """What a hook run produced: the exact stdout, and the (cleaned) receipt outcome."""
+
+    __slots__ = ("outcome", "stdout")
+
+    def __init__(self, stdout: str, outcome: dict[str, object]) -> None:
+        self.stdout = stdout
+        self.outcome = outcome
+
+    def __repr__(self) -> str:
+        return f"HookAnswer(stdout={len(self.stdout)} chars, outcome={self.outcome!r})"
+
+
+def detect_host(payload: dict[str, object]) -> str:
+    """Codex payloads carry `turn_id` (Claude Code's never do)."""
+    return "codex" if "turn_id" in payload else "claude"
+
+
+def _dispatch(
+    event: str,
+    payload: dict[str, object],
+    cwd: str,
+    deadline: float,
+    settings: Settings | None,
+    connection: Connection | None,
+) -> tuple[str, dict[str, object]]:
+    if event == "prompt":
+        from bli_memory.hooks import prompt
+
+        return prompt.answer(payload, cwd, deadline=deadline, settings=settings, connection=connection)
+    if event == "session-start":
+        from bli_memory.hooks import session_start
+
+        return session_start.answer(payload, cwd, deadline=deadline, settings=settings, connection=connection)
+    if event == "stop":
+        from bli_memory.hooks import stop
+
+        return stop.answer(payload, cwd, deadline=deadline, settings=settings, connection=connection)
+    return "", receipt.failed("unknown_event")
+
+
+def _failure_stdout(event: str, outcome: dict[str, object]) -> str:
+    if event == "stop" and outcome.get("status") == "failed":
+        from bli_memory.hooks.stop import failure_message
+
+        return failure_message(str(outcome.get("reason")))
+    return ""
+
+
+def finish(
+    event: str,
+    stdout: str,
+    outcome: dict[str, object],
+    *,
+    via: str,
+    elapsed_s: float,
+    host: str,
+    probe: bool = False,
+) -> HookAnswer:
+    """Stamp route, timing and probe flag on an outcome, clean it, and fit stdout to the host."""
+    outcome = dict(outcome)
+    outcome["via"] = via
+    if outcome.get("status") != "skipped":
+        outcome["elapsed_ms"] = max(0, int(elapsed_s * 1000))
+        outcome["deadline_ms"] = int(DEADLINE_S.get(event, 0.0) * 1000)
+    if probe:
+        outcome["probe"] = receipt.PROBE_FLAG
+    cleaned = receipt.clean(outcome) or receipt.clean(receipt.failed("missing_outcome"))
+    assert cleaned is not None
+    if event == "stop" and host == "codex" and not stdout:
+        from bli_memory.hooks.stop import CODEX_EMPTY_STDOUT
+
+        stdout = CODEX_EMPTY_STDOUT
+    return HookAnswer(stdout, cleaned)
+
+
+def answer(
+    event: str,
+    payload: dict[str, object],
+    cwd: str,
+    *,
+    via: str,
+    deadline: float | None = None,
+    settings: Settings | None = None,
+    connection: Connection | None = None,
+    host: str | None = None,
+) -> HookAnswer:
+    """Run one hook on a parsed payload; never raises (an internal failure is a `failed` outcome).
+
+    `deadline` is absolute (`time.monotonic()`); by default the event's budget from now. The daemon
+    passes its warm `connection` (kept open) and its own `settings`.
+    """
+    started = time.monotonic()
+    if deadline is None:
+        deadline = started + DEADLINE_S.get(event, 0.0)
+    try:
+        stdout, outcome = _dispatch(event, payload, cwd, deadline, settings, connection)
+    except Exception as exc:  # the boundary: any failure becomes a closed-set reason, never a trace
+        outcome = receipt.failed(exc)
+        stdout = _failure_stdout(event, outcome)
+    return finish(
+        event,
+        stdout,
+        outcome,
+        via=via,
+        elapsed_s=time.monotonic() - started,
+        host=host or detect_host(payload),
+    )
+
+
+def _parse_argv(argv: list[str]) -> tuple[str | None, bool, str | None]:
+    """(event, probe, host); unknown flags are ignored so a newer installer never breaks a turn."""
+    event: str | None = None
+    probe = False
+    host: str | None = None
+    index = 0
+    while index < len(argv):
+        arg = argv[index]
+        if arg == "--probe":
+            probe = True
+        elif arg == "--host" and index + 1 < len(argv):
+            index += 1
+            host = argv[index]
+        elif arg.startswith("--host="):
+            host = arg.split("=", 1)[1]
+        elif not arg.startswith("-") and event is None:
+            event = arg
+        index += 1
+    return event, probe, (host if host in HOSTS else None)
+
+
+def _write_all(fd: int, text: str) -> None:
+    data = text.encode("utf-8", "replace")
+    try:
+        while data:
+            written = os.write(fd, data)
+            data = data[written:]
+    except OSError:
+        pass  # the host went away; nothing left to tell it
+
+
+def _on_alarm(signum: int, frame: FrameType | None) -> None:
+    raise HookDeadline()
+
+
+def _arm_backstop(deadline: float) -> bool:
+    try:
+        import signal
+
+        signal.signal(signal.SIGALRM, _on_alarm)
+        signal.setitimer(signal.ITIMER_REAL, max(0.001, deadline - time.monotonic() + BACKSTOP_GRACE_S))
+        return True
+    except (ImportError, AttributeError, ValueError, OSError):
+        return False  # no SIGALRM (Windows) or not the main thread: the door client's deadline stands
+
+
+def _disarm_backstop() -> None:
+    import signal
+
+    signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def _cwd(payload: dict[str, object]) -> str:
+    cwd = payload.get("cwd")
+    if isinstance(cwd, str) and cwd and os.path.isdir(cwd):
+        return cwd
+    try:
+        return os.getcwd()
+    except OSError:
+        return os.path.expanduser("~")
+
+
+def _needs_door(event: str, payload: dict[str, object]) -> bool:
+    if event == "prompt":
+        from bli_memory.hooks.trivial import skip_reason
+
+        return skip_reason(payload.get("prompt")) is None
+    if event == "stop":
+        return payload.get("stop_hook_active") is not True
+    return True
+
+
+def _ask_daemon(event: str, payload: dict[str, object], cwd: str, deadline: float) -> HookAnswer | None:
+    """The daemon's answer, or None to take the direct path (no daemon module, off, or any failure)."""
+    if event not in DAEMON_EVENTS or os.environ.get(ENV_DAEMON, "1") == "0":
+        return None
+    try:
+        from bli_memory.hooks import via_daemon  # type: ignore[attr-defined,unused-ignore]
+
+        got = via_daemon.ask(event, payload, cwd, deadline=deadline)
+    except HookDeadline:
+        raise
+    except Exception:  # the daemon is an accelerator: any failure at all means direct
+        return None
+    if got is None:
+        return None
+    stdout = getattr(got, "stdout", None)
+    outcome = getattr(got, "outcome", None)
+    if isinstance(got, dict):
+        stdout, outcome = got.get("stdout"), got.get("outcome")
+    cleaned = receipt.clean(outcome)
+    if not isinstance(stdout, str) or cleaned is None:
+        return None
+    return HookAnswer(stdout, cleaned)
+
+
+def run_hook(event: str, probe: bool, host: str | None, started: float) -> HookAnswer:
+    """Read the payload, answer (daemon first where it may), under the event's deadline."""
+    from bli_memory.hooks.stdin import StdinFailure, read_payload
+
+    deadline = started + DEADLINE_S[event]
+    try:
+        payload = read_payload(0, min(deadline, started + STDIN_BUDGET_S[event]))
+    except StdinFailure as exc:
+        outcome = receipt.failed(exc.reason)
+        return finish(
+            event,
+            _failure_stdout(event, outcome),
+            outcome,
+            via="direct",
+            elapsed_s=time.monotonic() - started,
+            host=host or "claude",
+            probe=probe,
+        )
+    host = host or detect_host(payload)
+    cwd = _cwd(payload)
+    if not _needs_door(event, payload):
+        result = answer(event, payload, cwd, via="direct", deadline=deadline, host=host)
+    else:
+        armed = _arm_backstop(deadline)
+        try:
+            via_daemon = _ask_daemon(event, payload, cwd, deadline)
+            if via_daemon is not None:
+                result = finish(
+                    event,
+                    via_daemon.stdout,
+                    via_daemon.outcome,
+                    via="daemon",
+                    elapsed_s=0.0,
+                    host=host,
+                )
+            else:
+                result = answer(event, payload, cwd, via="direct", deadline=deadline, host=host)
+        except HookDeadline as exc:
+            outcome = receipt.failed(exc)
+            stdout = _failure_stdout(event, outcome)
+            result = finish(event, stdout, outcome, via="direct", elapsed_s=0.0, host=host)
+        finally:
+            if armed:
+                _disarm_backstop()
+    # the receipt's duration is the whole hook body, whichever route answered
+    return finish(
+        event,
+        result.stdout,
+        result.outcome,
+        via=str(result.outcome.get("via", "direct")),
+        elapsed_s=time.monotonic() - started,
+        host=host,
+        probe=probe,
+    )
+
+
+def main(argv: list[str]) -> int:
+    """The `hook` subcommand. Returns 0 on every branch a host can cause."""
+    started = time.monotonic()
+    event, probe, host = _parse_argv(argv)
+    if "--help" in argv or "-h" in argv or event == "help":
+        _write_all(1, USAGE + "\n")
+        return 0
+    if event not in EVENTS:
+        _write_all(2, f"bli-memory-mcp hook: unknown hook {event!r}; {USAGE}\n" if event else USAGE + "\n")
+        return 2
+    try:
+        result = run_hook(event, probe, host, started)
+    except BaseException as exc:  # the last boundary: a hook never fails its host
+        outcome = receipt.failed(exc if isinstance(exc, Exception) else "interrupted")
+        result = finish(
+            event,
+            _failure_stdout(event, outcome),
+            outcome,
+            via="direct",
+            elapsed_s=time.monotonic() - started,
+            host=host or "claude",
+            probe=probe,
+        )
+    elapsed_ms = int((time.monotonic() - started) * 1000)
+    _write_all(1, result.stdout)
+    _write_all(2, receipt.line(event, result.outcome) + "\n")
+    if not probe:
+        try:
+            from bli_memory.hooks import stats
+
+            stats.record(event, result.outcome, elapsed_ms)
+        except Exception:
+            pass  # counting is best effort; the turn is not
+    return 0

@@ -1,0 +1,88 @@
+"""Stop: keep the turn. Send the last user/assistant exchange, redacted, to be distilled into facts.
+
+The exchange is at most 12 KB, tail-read from the transcript (the reply preferably from the payload's
+`last_assistant_message`), masked by `bli_memory.redact` before it leaves the machine, and saved with
+`extract: true`: the door answers 202 and distils after the response (BLI-3730), so the receipt says
+`{"chars":…,"masked":…,"queued":true}` and never a count it cannot see. A re-entrant Stop
+(`stop_hook_active`) saves nothing. If redaction fails nothing is sent (`redaction_failed`).
+
+A failed save is the one hook failure a person should hear about — the turn was not kept — and
+Claude Code shows no hook stderr, so it prints one `systemMessage` JSON line. Codex rejects plain
+text (and, in some builds, empty output) from Stop, so for Codex an otherwise empty answer is `{}`.
+"""
+
+from __future__ import annotations
+
+import json
+
+from bli_memory.hooks import receipt
+from bli_memory.hooks.prompt import MARKER
+from bli_memory.hooks.transcript import compose, last_exchange
+
+TYPE_CHECKING = False  # `typing` costs milliseconds on every hook; mypy reads this constant as True
+if TYPE_CHECKING:
+    from bli_memory.settings import Settings
+    from bli_memory.wire.http import Connection
+
+SAVE_METADATA = {"source": "stop_hook"}
+CODEX_EMPTY_STDOUT = "{}\n"
+
+
+def failure_message(reason: str) -> str:
+    """The one JSON line a failed save prints (valid for Claude Code and Codex alike)."""
+    text = f"{MARKER} bli-memory: this turn was not saved to memory ({reason})."
+    return json.dumps({"systemMessage": text}) + "\n"
+
+
+def _save(
+    payload: dict[str, object], cwd: str, deadline: float, settings: Settings, connection: Connection | None
+) -> tuple[str, dict[str, object]]:
+    exchange = last_exchange(payload.get("transcript_path"), payload.get("last_assistant_message"))
+    text = compose(exchange)
+    if not text.strip():
+        return "", receipt.skipped("no_transcript")
+    try:
+        from bli_memory.redact import redact  # type: ignore[import-not-found,unused-ignore]
+
+        redaction = redact(text)
+        clean_text = redaction.text
+        masked = int(redaction.masked)
+    except Exception:  # an unredacted turn must never leave the machine
+        return "", receipt.skipped("redaction_failed")
+    from bli_memory.door_client import DoorClient, DoorError
+    from bli_memory.space import resolve_space
+
+    container_tag = resolve_space(settings, cwd)
+    client = DoorClient(str(settings.door_url), str(settings.token), connection=connection)
+    try:
+        saved = client.save(
+            clean_text, container_tag, extract=True, metadata=dict(SAVE_METADATA), deadline=deadline
+        )
+    except DoorError as exc:
+        outcome = receipt.failed(exc.reason)
+        return failure_message(str(outcome["reason"])), outcome
+    finally:
+        if connection is None:
+            client.close()
+    queued = isinstance(saved, dict) and saved.get("queued") is True
+    return "", receipt.ok(chars=len(clean_text), masked=masked, queued=queued)
+
+
+def answer(
+    payload: dict[str, object],
+    cwd: str,
+    *,
+    deadline: float,
+    settings: Settings | None = None,
+    connection: Connection | None = None,
+) -> tuple[str, dict[str, object]]:
+    """(stdout, outcome) for one Stop; raises only for an internal failure the caller names."""
+    if payload.get("stop_hook_active") is True:
+        return "", receipt.skipped("reentrant")
+    if settings is None:
+        from bli_memory.settings import load_settings
+
+        settings = load_settings()
+    if not settings.paired:
+        return "", receipt.skipped("unpaired")
+    return _save(payload, cwd, deadline, settings, connection)

@@ -1,0 +1,188 @@
+"""The last user/assistant exchange of a session, read from the END of its transcript.
+
+A transcript grows for the whole session (tens of MB is normal), and Stop runs on every turn, so it
+is read backwards in blocks from the end (`lines_backwards`) and parsing stops at the last real user
+prompt: a 40 MB file costs what a small one does. The search is bounded by `SEARCH_MAX_BYTES`; a turn
+whose prompt lies further back than that (hundreds of tool results) is saved without its prompt.
+
+Which lines count (research/host-contracts.md, "Transcript JSONL"): only `user`/`assistant` lines;
+not sidechains, meta, compact summaries or API error lines; a user line that carries a tool result,
+a slash-command echo or a "session is being continued" preamble is not a prompt. Codex rollout
+lines (`response_item` messages) are read the same way. Parsing (`exchange_from_lines`) is pure;
+only `lines_backwards` touches the file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Iterable, Iterator
+
+READ_BLOCK_BYTES = 64 * 1024
+SEARCH_MAX_BYTES = 4 * 1024 * 1024
+#: what the hook sends: the exchange, UTF-8, at most this long (seed README: 12 KB)
+EXCHANGE_MAX_BYTES = 12 * 1024
+USER_MAX_BYTES = 4 * 1024
+ELISION = "\n[…]\n"
+
+_SKIP_FLAGS = ("isSidechain", "isMeta", "isCompactSummary", "isApiErrorMessage", "isVisibleInTranscriptOnly")
+_NOT_A_PROMPT_PREFIXES = (
+    "<command-name>",
+    "<command-message>",
+    "<local-command-",
+    "<command-stdout>",
+    "This session is being continued",
+    "Caveat: The messages below were generated",
+    "<environment_context>",
+    "<user_instructions>",
+    "<turn_aborted>",
+    "[Request interrupted",
+)
+
+
+class Exchange:
+    """The last prompt and the reply that followed it; either may be empty."""
+
+    __slots__ = ("assistant", "user")
+
+    def __init__(self, user: str, assistant: str) -> None:
+        self.user = user
+        self.assistant = assistant
+
+    def __repr__(self) -> str:
+        return f"Exchange(user={len(self.user)} chars, assistant={len(self.assistant)} chars)"
+
+
+def lines_backwards(path: str, *, max_bytes: int = SEARCH_MAX_BYTES) -> Iterator[bytes]:
+    """The file's lines, last first, reading at most `max_bytes` from the end.
+
+    Raises OSError when the file cannot be opened. A line longer than the search window is dropped.
+    """
+    with open(path, "rb") as handle:
+        handle.seek(0, 2)
+        position = handle.tell()
+        carry = b""
+        read_bytes = 0
+        while position > 0 and read_bytes < max_bytes:
+            size = min(READ_BLOCK_BYTES, position)
+            position -= size
+            handle.seek(position)
+            block = handle.read(size) + carry
+            read_bytes += size
+            pieces = block.split(b"\n")
+            carry = pieces[0]
+            for piece in reversed(pieces[1:]):
+                if piece.strip():
+                    yield piece
+        if position == 0 and carry.strip():
+            yield carry
+
+
+def _text_of(content: object, text_types: tuple[str, ...]) -> tuple[str, bool]:
+    """(joined text, has_tool_result) of a message `content` (a string or a list of blocks)."""
+    if isinstance(content, str):
+        return content, False
+    if not isinstance(content, list):
+        return "", False
+    parts: list[str] = []
+    tool_result = False
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind in ("tool_result", "function_call_output"):
+            tool_result = True
+        elif kind in text_types and isinstance(block.get("text"), str):
+            parts.append(block["text"])
+    return "\n".join(parts), tool_result
+
+
+def _message(line: bytes) -> tuple[str, str, bool] | None:
+    """(role, text, is_prompt) of a transcript line, or None for a line that is no part of a turn."""
+    try:
+        entry = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(entry, dict) or any(entry.get(flag) for flag in _SKIP_FLAGS):
+        return None
+    kind = entry.get("type")
+    if kind in ("user", "assistant"):
+        message = entry.get("message")
+        role = kind
+        content = message.get("content") if isinstance(message, dict) else None
+    elif kind == "response_item":  # Codex rollout
+        payload = entry.get("payload")
+        if not isinstance(payload, dict) or payload.get("type") != "message":
+            return None
+        role = str(payload.get("role"))
+        content = payload.get("content")
+        if role not in ("user", "assistant"):
+            return None
+    else:
+        return None
+    text, tool_result = _text_of(content, ("text", "input_text", "output_text"))
+    if role == "assistant":
+        return role, text, False
+    stripped = text.lstrip()
+    is_prompt = bool(stripped) and not tool_result and not stripped.startswith(_NOT_A_PROMPT_PREFIXES)
+    return role, text, is_prompt
+
+
+def exchange_from_lines(lines_last_first: Iterable[bytes]) -> Exchange:
+    """The last real user prompt and the assistant text after it, from lines given last first."""
+    replies: list[str] = []
+    for line in lines_last_first:
+        message = _message(line)
+        if message is None:
+            continue
+        role, text, is_prompt = message
+        if role == "assistant":
+            if text.strip():
+                replies.append(text)
+        elif is_prompt:
+            return Exchange(text.strip(), "\n".join(reversed(replies)).strip())
+    return Exchange("", "\n".join(reversed(replies)).strip())
+
+
+def clip_utf8(text: str, max_bytes: int, *, keep_tail: bool = False) -> str:
+    """`text` cut to `max_bytes` of UTF-8 on a character boundary; with `keep_tail`, head + tail."""
+    raw = text.encode("utf-8")
+    if len(raw) <= max_bytes:
+        return text
+    if not keep_tail:
+        return raw[:max_bytes].decode("utf-8", "ignore")
+    budget = max_bytes - len(ELISION.encode("utf-8"))
+    head = raw[: budget // 2].decode("utf-8", "ignore")
+    tail = raw[len(raw) - (budget - budget // 2) :].decode("utf-8", "ignore")
+    return head + ELISION + tail
+
+
+def compose(exchange: Exchange, *, max_bytes: int = EXCHANGE_MAX_BYTES) -> str:
+    """The text to save: `User: …` then `Assistant: …`, at most `max_bytes` of UTF-8 in all.
+
+    The prompt keeps its head (the question); the reply keeps head and tail (the conclusion).
+    """
+    parts: list[str] = []
+    used = 0
+    if exchange.user:
+        user = "User: " + clip_utf8(exchange.user, USER_MAX_BYTES)
+        parts.append(user)
+        used = len(user.encode("utf-8")) + 2
+    if exchange.assistant:
+        label = "Assistant: "
+        room = max_bytes - used - len(label)
+        if room > 0:
+            parts.append(label + clip_utf8(exchange.assistant, room, keep_tail=True))
+    return "\n\n".join(parts)
+
+
+def last_exchange(transcript_path: object, last_assistant_message: object) -> Exchange:
+    """The exchange for Stop: the prompt from the transcript, the reply preferably from the payload
+    (the transcript is written asynchronously and may lag the turn). Missing parts are empty."""
+    exchange = Exchange("", "")
+    if isinstance(transcript_path, str) and transcript_path:
+        with contextlib.suppress(OSError):
+            exchange = exchange_from_lines(lines_backwards(transcript_path))
+    if isinstance(last_assistant_message, str) and last_assistant_message.strip():
+        exchange.assistant = last_assistant_message.strip()
+    return exchange
