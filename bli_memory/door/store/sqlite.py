@@ -200,6 +200,7 @@ class SqliteStore:
                 except BaseException:
                     self._db.execute(f"ROLLBACK TO {name}")
                     self._db.execute(f"RELEASE {name}")
+                    self._vectors.clear()  # the cache may hold rows the rollback undid
                     raise
                 self._db.execute(f"RELEASE {name}")
                 return
@@ -883,9 +884,19 @@ class SqliteStore:
     # ------------------------------------------------------------------ experience log
 
     def record_experience(
-        self, principal: Principal, *, entry_id: str, store: str, verdict: str, reason: str, created_at: float
+        self,
+        principal: Principal,
+        *,
+        entry_id: str,
+        store: str,
+        verdict: str,
+        reason: str,
+        created_at: float | None,
     ) -> int:
-        """Insert one opinion. Returns 201 (inserted) or 200 (identical retry); raises Conflict (409)."""
+        """Insert one opinion. Returns 201 (inserted) or 200 (identical retry); raises Conflict (409).
+
+        Without `created_at` the door's clock stamps the row, and a retry is identical when the rest is.
+        """
         with self.atomic() as db:
             existing = db.execute("SELECT * FROM experience WHERE id = ?", (entry_id,)).fetchone()
             if existing is not None:
@@ -895,7 +906,7 @@ class SqliteStore:
                     and existing["store"] == store
                     and existing["verdict"] == verdict
                     and existing["reason"] == reason
-                    and abs(existing["created_at"] - created_at) < 0.001
+                    and (created_at is None or abs(existing["created_at"] - created_at) < 0.001)
                 )
                 if same:
                     return 200
@@ -911,7 +922,7 @@ class SqliteStore:
                     store,
                     verdict,
                     reason,
-                    created_at,
+                    now_s() if created_at is None else created_at,
                     now_s(),
                 ),
             )

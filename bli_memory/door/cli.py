@@ -1,0 +1,274 @@
+"""`bli-memory-door`: serve the memory API, pair devices, list and revoke tokens."""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import os
+import socket
+import sqlite3
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from bli_memory import __version__
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8787
+LISTEN_BACKLOG = 256
+
+
+class CliError(Exception):
+    """A one-line error for the person at the terminal; exit status attached."""
+
+    def __init__(self, message: str, status: int = 1) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def default_db_path(env: Mapping[str, str]) -> Path:
+    """SQLite under the XDG data folder: `$XDG_DATA_HOME/bli-memory/memory.db`."""
+    base = env.get("XDG_DATA_HOME") or os.path.join(
+        env.get("HOME") or os.path.expanduser("~"), ".local", "share"
+    )
+    return Path(base) / "bli-memory" / "memory.db"
+
+
+def open_store(db: str | None, env: Mapping[str, str], embedder: Any = None) -> Any:
+    from bli_memory.door.store.sqlite import SqliteStore
+
+    if db and "://" in db:
+        scheme = db.split("://", 1)[0]
+        if scheme in ("postgres", "postgresql"):
+            raise CliError("the PostgreSQL store is not in this version yet; use a SQLite file path", 2)
+        raise CliError(f"--db must be a file path (got a {scheme}:// URL)", 2)
+    path = Path(db).expanduser() if db else default_db_path(env)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CliError(f"cannot create {path.parent}: {exc.strerror}") from None
+    try:
+        return SqliteStore(path, embedder=embedder)
+    except sqlite3.DatabaseError as exc:
+        raise CliError(f"cannot open {path} as a memory database: {exc}") from None
+    except RuntimeError as exc:  # a schema newer than this door
+        raise CliError(str(exc)) from None
+    except OSError as exc:
+        raise CliError(f"cannot open {path}: {exc.strerror}") from None
+
+
+# ---------------------------------------------------------------------------- serve
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise CliError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    sock.listen(LISTEN_BACKLOG)
+    sock.set_inheritable(True)
+    return sock
+
+
+def _autopair(store: Any, url: str, env: Mapping[str, str]) -> None:
+    """Pair the local user and write the client session file, unless one exists already."""
+    from bli_memory import settings
+
+    path = settings.session_file(env)
+    if os.path.exists(path):
+        return
+    person = env.get("USER") or getpass.getuser()
+    _, token = store.create_device(person=person, team="local", admin=True, label="autopair")
+    try:
+        settings.write_session(url, token, env)
+    except settings.SessionFileError as exc:
+        sys.stderr.write(f"bli-memory-door: could not pair the local user: {exc}\n")
+        return
+    sys.stderr.write(f"bli-memory-door paired local user {person!r}; session written to {path}\n")
+
+
+def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    import uvicorn
+
+    from bli_memory.door.app import create_app
+    from bli_memory.door.embed import load_embedder
+
+    embedder, warning = load_embedder(args.embedder, env=env)
+    if warning:
+        sys.stderr.write(f"bli-memory-door: {warning}\n")
+    store = open_store(args.db, env, embedder)
+    sock = _bind(args.host, args.port)
+    port = sock.getsockname()[1]
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    url = f"http://{host}:{port}"
+    worker = None
+    if args.worker:
+        try:
+            from bli_memory.door.jobs import Worker
+        except ImportError as exc:  # a broken install must not stop the door from serving
+            sys.stderr.write(
+                f"bli-memory-door: extraction unavailable ({exc}); save with extract answers 400\n"
+            )
+        else:
+            worker = Worker(store, env)
+            worker.start()
+    if not args.no_autopair:
+        _autopair(store, url, env)
+    app = create_app(
+        store,
+        embedder_name=embedder.name,
+        extract_enabled=worker is not None,
+        on_job_queued=None if worker is None else worker.wake,
+    )
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", server_header=False)
+    server = uvicorn.Server(config)
+    sys.stderr.write(f"bli-memory-door {__version__}: store sqlite {store.path}, embedder {embedder.name}\n")
+    sys.stderr.write(f"bli-memory-door listening on {url}\n")
+    sys.stderr.flush()
+    try:
+        server.run(sockets=[sock])
+    finally:
+        if worker is not None:
+            worker.stop()
+        store.close()
+    return 0
+
+
+# ---------------------------------------------------------------------------- pair and tokens
+
+
+def pair(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    person = args.person.strip()
+    team = args.team.strip()
+    if not person or not team:
+        raise CliError("--person and --team must not be empty", 2)
+    store = open_store(args.db, env)
+    try:
+        device_id, token = store.create_device(person=person, team=team, admin=args.admin, label=args.label)
+    finally:
+        store.close()
+    sys.stderr.write(
+        f"bli-memory-door: device {device_id} for {person!r} in team {team!r}"
+        f"{' (admin)' if args.admin else ''}; the token below is shown once\n"
+    )
+    sys.stdout.write(token + "\n")
+    return 0
+
+
+def tokens(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    from bli_memory.door.model import iso
+
+    store = open_store(args.db, env)
+    try:
+        if args.tokens_command == "revoke":
+            if not store.revoke_device(args.device_id):
+                raise CliError(f"no active device {args.device_id!r}", 1)
+            sys.stdout.write(f"revoked {args.device_id}\n")
+            return 0
+        devices = store.list_devices()
+    finally:
+        store.close()
+    rows = [
+        {
+            "id": device["id"],
+            "person": device["person"],
+            "team": device["team"],
+            "admin": bool(device["admin"]),
+            "label": device["label"],
+            "createdAt": iso(device["created_at"]),
+            "revokedAt": None if device["revoked_at"] is None else iso(device["revoked_at"]),
+        }
+        for device in devices
+    ]
+    if args.json:
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return 0
+    if not rows:
+        sys.stdout.write("no devices; create one with `bli-memory-door pair --person NAME`\n")
+        return 0
+    for row in rows:
+        state = "revoked " + row["revokedAt"] if row["revokedAt"] else "active"
+        admin = " admin" if row["admin"] else ""
+        sys.stdout.write(f"{row['id']}  {row['team']}/{row['person']}{admin}  {row['createdAt']}  {state}\n")
+    return 0
+
+
+# ---------------------------------------------------------------------------- argv
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="bli-memory-door",
+        description="The bli-memory door: an HTTP memory service over SQLite.",
+        epilog="Start it with `bli-memory-door serve`; it pairs the local user on first start.",
+    )
+    parser.add_argument("--version", action="version", version=f"bli-memory-door {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    db_help = "SQLite file (default: $XDG_DATA_HOME/bli-memory/memory.db)"
+
+    serve_parser = commands.add_parser(
+        "serve", help="serve the memory API", description="Serve the memory API."
+    )
+    serve_parser.add_argument(
+        "--host", default=DEFAULT_HOST, help=f"address to listen on (default {DEFAULT_HOST})"
+    )
+    serve_parser.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"port; 0 picks a free one (default {DEFAULT_PORT})"
+    )
+    serve_parser.add_argument("--db", help=db_help)
+    serve_parser.add_argument(
+        "--embedder",
+        help="onnx (default; the packaged MiniLM), onnx:/folder, openai, or none; env BLI_MEMORY_EMBEDDER",
+    )
+    serve_parser.add_argument(
+        "--no-autopair",
+        action="store_true",
+        help="do not pair the local user or write the client session file",
+    )
+    serve_parser.add_argument(
+        "--no-worker", dest="worker", action="store_false", help="do not run extraction jobs in this process"
+    )
+
+    pair_parser = commands.add_parser(
+        "pair",
+        help="create a device token for a person",
+        description="Create a device token; it is printed once.",
+    )
+    pair_parser.add_argument("--person", required=True, help="the person the token belongs to")
+    pair_parser.add_argument("--team", default="local", help="the team (tenant); default 'local'")
+    pair_parser.add_argument("--admin", action="store_true", help="may manage the team's container aliases")
+    pair_parser.add_argument("--label", help="a note to recognise the device by")
+    pair_parser.add_argument("--db", help=db_help)
+
+    tokens_parser = commands.add_parser("tokens", help="list or revoke device tokens")
+    tokens_commands = tokens_parser.add_subparsers(dest="tokens_command", metavar="ACTION", required=True)
+    list_parser = tokens_commands.add_parser("list", help="list devices (never their tokens)")
+    list_parser.add_argument("--json", action="store_true", help="print JSON")
+    list_parser.add_argument("--db", help=db_help)
+    revoke_parser = tokens_commands.add_parser("revoke", help="revoke a device's token")
+    revoke_parser.add_argument("device_id", metavar="DEVICE_ID", help="the device id from `tokens list`")
+    revoke_parser.add_argument("--db", help=db_help)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    handlers = {"serve": serve, "pair": pair, "tokens": tokens}
+    handler = handlers.get(args.command)
+    if handler is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return handler(args, os.environ)
+    except CliError as exc:
+        sys.stderr.write(f"bli-memory-door: {exc}\n")
+        return exc.status
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,121 @@
+"""The extraction worker: turns queued `save {extract: true}` rows into reconciled facts.
+
+One thread inside the door. A job is claimed (`running`), its text distilled into facts by the
+librarian, each fact reconciled against the space, and every resulting write plus the job's `done`
+mark committed in one transaction — so a door killed mid-job has written nothing for it, and at the
+next start `requeue_interrupted_jobs` puts it back in the queue: a job is applied once, never twice.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from bli_memory.door import librarian
+from bli_memory.door.model import Job, JobOutcome
+from bli_memory.door.store.sqlite import SqliteStore
+
+#: how many neighbours each fact is compared with.
+RECONCILE_NEIGHBOURS = 5
+#: an idle worker still looks for work this often (a wake-up is normally immediate).
+IDLE_POLL_S = 5.0
+#: a job that failed this many times is marked failed for good.
+JOB_MAX_ATTEMPTS = 3
+
+Extractor = Callable[[str], tuple[list[str], str]]
+
+
+def run_job(store: SqliteStore, job: Job, extract: Extractor) -> JobOutcome:
+    """Extract, reconcile and apply one job; the writes and the `done` mark commit together."""
+    principal = store.principal_for_job(job)
+    outcome = JobOutcome()
+    started = time.perf_counter()
+    facts, _ = extract(job.content)
+    outcome.extract_ms = round((time.perf_counter() - started) * 1000)
+    started = time.perf_counter()
+    metadata = dict(job.metadata or {})
+    metadata["source"] = metadata.get("source", "extract")
+    with store.atomic():
+        for fact in facts:
+            hits = store.search(principal, job.container_tag, fact, limit=RECONCILE_NEIGHBOURS)
+            neighbours = [
+                librarian.Neighbour(hit.memory.id, hit.memory.content, hit.similarity) for hit in hits
+            ]
+            decision = librarian.decide(fact, neighbours)
+            if decision.action == "unchanged":
+                outcome.unchanged += 1
+            elif decision.action == "update" and decision.target_id is not None:
+                store.update(principal, decision.target_id, fact)
+                outcome.updated += 1
+            elif decision.action == "conflict":
+                flagged = {**metadata, "conflicted": True, "conflictsWith": decision.target_id}
+                store.save(principal, job.container_tag, fact, metadata=flagged)
+                outcome.conflicted += 1
+            else:
+                result = store.save(principal, job.container_tag, fact, metadata=metadata)
+                if result.status == "unchanged":
+                    outcome.unchanged += 1
+                else:
+                    outcome.added += 1
+        outcome.reconcile_ms = round((time.perf_counter() - started) * 1000)
+        store.finish_job(job.id, outcome.to_json())
+    return outcome
+
+
+class Worker:
+    """A daemon thread that drains the job queue; `wake()` after enqueueing starts work at once."""
+
+    def __init__(self, store: SqliteStore, env: Mapping[str, str], log: Any = None) -> None:
+        self.store = store
+        self.extract: Extractor = librarian.extractor_from_env(env)
+        self.log = log or sys.stderr
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="bli-memory-extract", daemon=True)
+
+    def start(self) -> None:
+        requeued = self.store.requeue_interrupted_jobs()
+        if requeued:
+            self._write(f"[bli-memory] requeued {requeued} interrupted extract job(s)")
+        self._thread.start()
+        self._wake.set()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout_s)
+
+    def _write(self, line: str) -> None:
+        self.log.write(line + "\n")
+        self.log.flush()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(IDLE_POLL_S)
+            self._wake.clear()
+            while not self._stop.is_set():
+                job = self.store.claim_job()
+                if job is None:
+                    break
+                self._process(job)
+
+    def _process(self, job: Job) -> None:
+        try:
+            outcome = run_job(self.store, job, self.extract)
+        except Exception as exc:
+            retry = job.attempts < JOB_MAX_ATTEMPTS
+            reason = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}".rstrip(
+                ": "
+            )
+            self.store.fail_job(job.id, reason, retry=retry)
+            self._write(f"[bli-memory] extract job failed {json.dumps({'job': job.id, 'retry': retry})}")
+            return
+        fields = {"job": job.id, **outcome.to_json()}
+        self._write(f"[bli-memory] extract job done {json.dumps(fields)}")
