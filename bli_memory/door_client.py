@@ -1,0 +1,227 @@
+"""Typed calls to the door's HTTP API, over ``wire.http``, for the hooks, the MCP server and the CLI.
+
+Each method sends one JSON request with ``Authorization: Bearer <device token>`` and returns the decoded
+JSON object. Every failure is one exception, ``DoorError``, whose ``reason`` is a member of the closed
+set in ``wire.reasons`` (``http_404``, ``timeout``, ``dashboard_unreachable``, ``bad_response``), so a
+hook receipt and an MCP ``isError`` name the same thing. For a non-2xx answer it also carries the
+status and the door's ``{error, message}``; those are for a person reading a CLI error, never for a
+receipt (which prints only the reason).
+
+The token lives in one private attribute and goes on the wire only: never into a ``repr``, an error
+message, or an exception's arguments.
+
+Standard library only (``json`` plus the wire modules): every hook imports this.
+"""
+
+from __future__ import annotations
+
+import json
+
+from bli_memory.wire import http
+from bli_memory.wire.reasons import http_reason
+
+TYPE_CHECKING = False  # `typing` costs milliseconds on every hook; mypy reads this constant as True
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from collections.abc import Mapping
+    from typing import Any
+
+#: the door's answers are small; a search of 100 hits of long memories is well under this.
+MAX_ANSWER_BYTES = 4 * 1024 * 1024
+#: the door's own message is shown to people; keep it to one readable line.
+MAX_MESSAGE_CHARS = 300
+_PATH_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
+
+
+class DoorError(Exception):
+    """A door call that did not give a 2xx JSON object; ``reason`` is its closed-set reason."""
+
+    def __init__(
+        self, reason: str, status: int | None = None, code: str | None = None, message: str | None = None
+    ) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.status = status
+        self.code = code
+        self.message = message
+
+    def __str__(self) -> str:
+        text = self.reason
+        if self.code:
+            text += f" ({self.code})"
+        if self.message:
+            text += f": {self.message}"
+        return text
+
+    def __repr__(self) -> str:
+        return f"DoorError(reason={self.reason!r}, status={self.status!r}, code={self.code!r})"
+
+
+def _path_segment(value: str) -> str:
+    """Percent-encode one path segment (a memory or job id) so it cannot step outside its route."""
+    return "".join(c if c in _PATH_SAFE else "".join(f"%{b:02X}" for b in c.encode()) for c in value)
+
+
+def _one_line(value: object) -> str | None:
+    if not isinstance(value, str):
+        return None
+    text = " ".join(value.split())
+    return text[:MAX_MESSAGE_CHARS] if text else None
+
+
+def _decode_object(body: bytes) -> dict[str, Any] | None:
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+class DoorClient:
+    """One door, one device token, one keep-alive connection (not thread-safe: one client per thread).
+
+    ``base_url`` may carry a path prefix (``https://tower.example/memory``); the API paths go under it.
+    Every method takes ``deadline``, an absolute ``time.monotonic()`` value covering connect, send and
+    read together.
+    """
+
+    def __init__(self, base_url: str, token: str | None, connection: http.Connection | None = None) -> None:
+        self._connection = connection if connection is not None else http.Connection(base_url)
+        prefix = http.parse_url(base_url)[3].partition("?")[0]
+        self._prefix = prefix.rstrip("/")
+        self._origin = self._connection.origin
+        self.__token = token
+
+    def __repr__(self) -> str:
+        return f"DoorClient({self._origin + self._prefix!r})"
+
+    def close(self) -> None:
+        self._connection.close()
+
+    def __enter__(self) -> DoorClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- the API -----------------------------------------------------------------------------------
+
+    def search(
+        self, q: str, container_tag: str, *, limit: int = 5, threshold: float = 0.0, deadline: float
+    ) -> dict[str, Any]:
+        """``{results: [...], searched: [tags]}``: meaning, keyword and recency at once."""
+        body = {"q": q, "containerTag": container_tag, "limit": limit, "threshold": threshold}
+        return self._call("POST", "/api/memory/search", body, deadline=deadline)
+
+    def save(
+        self,
+        content: str,
+        container_tag: str,
+        *,
+        custom_id: str | None = None,
+        extract: bool = False,
+        metadata: Mapping[str, Any] | None = None,
+        deadline: float,
+    ) -> dict[str, Any]:
+        """``{id, containerTag, status}``, or with ``extract`` (202) ``{queued, jobId, containerTag}``."""
+        body: dict[str, Any] = {"content": content, "containerTag": container_tag}
+        if custom_id is not None:
+            body["customId"] = custom_id
+        if extract:
+            body["extract"] = True
+        if metadata is not None:
+            body["metadata"] = dict(metadata)
+        return self._call("POST", "/api/memory/save", body, deadline=deadline)
+
+    def update(self, memory_id: str, content: str, *, deadline: float) -> dict[str, Any]:
+        """``{id, version, previousVersionId, containerTag}``; the old text stays as history."""
+        return self._call(
+            "POST", "/api/memory/update", {"id": memory_id, "content": content}, deadline=deadline
+        )
+
+    def forget(
+        self,
+        container_tag: str,
+        *,
+        memory_id: str | None = None,
+        content: str | None = None,
+        query: str | None = None,
+        deadline: float,
+    ) -> dict[str, Any]:
+        """``{forgotten: {id, content, similarity?}, match}``; the door insists on exactly one selector."""
+        body: dict[str, Any] = {"containerTag": container_tag}
+        for name, value in (("id", memory_id), ("content", content), ("query", query)):
+            if value is not None:
+                body[name] = value
+        return self._call("POST", "/api/memory/forget", body, deadline=deadline)
+
+    def profile(self, container_tag: str, q: str | None = None, *, deadline: float) -> dict[str, Any]:
+        """``{profile: {static, dynamic}, recent, searched}`` for session start."""
+        body: dict[str, Any] = {"containerTag": container_tag}
+        if q is not None:
+            body["q"] = q
+        return self._call("POST", "/api/memory/v4/profile", body, deadline=deadline)
+
+    def history(self, memory_id: str, *, deadline: float) -> dict[str, Any]:
+        """``{id, versions: [...]}``, oldest first."""
+        return self._call("GET", f"/api/memory/{_path_segment(memory_id)}/history", None, deadline=deadline)
+
+    def job(self, job_id: str, *, deadline: float) -> dict[str, Any]:
+        """``{id, status, outcome, error}`` of an extract job."""
+        return self._call("GET", f"/api/memory/jobs/{_path_segment(job_id)}", None, deadline=deadline)
+
+    def healthz(self, *, deadline: float) -> dict[str, Any]:
+        """``{ok, version, store, embedder}``; needs no token, so none is sent."""
+        return self._call("GET", "/healthz", None, deadline=deadline, authenticate=False)
+
+    def experience(self, entry: Mapping[str, Any], *, deadline: float) -> dict[str, Any]:
+        """Record one experience opinion (201 inserted, 200 an identical retry)."""
+        return self._call("POST", "/api/memory/experience", dict(entry), deadline=deadline)
+
+    # -- one exchange ------------------------------------------------------------------------------
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None,
+        *,
+        deadline: float,
+        authenticate: bool = True,
+    ) -> dict[str, Any]:
+        headers = {"Accept": "application/json"}
+        payload = None
+        if body is not None:
+            payload = json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+            headers["Content-Type"] = "application/json"
+        if authenticate and self.__token:
+            headers["Authorization"] = f"Bearer {self.__token}"
+        try:
+            response = self._connection.request(
+                method,
+                self._prefix + path,
+                body=payload,
+                headers=headers,
+                deadline=deadline,
+                max_body_bytes=MAX_ANSWER_BYTES,
+            )
+        except http.WireError as exc:
+            raise DoorError(exc.reason, message=str(exc)) from None
+        except ValueError:
+            # A header value that would break framing: only the token can be one. Never echo it.
+            raise DoorError(
+                "unknown_internal:InvalidToken", message="the device token is not a valid header value"
+            ) from None
+        decoded = _decode_object(response.body)
+        if not 200 <= response.status < 300:
+            error = decoded or {}
+            raise DoorError(
+                http_reason(response.status),
+                status=response.status,
+                code=_one_line(error.get("error")),
+                message=_one_line(error.get("message")),
+            )
+        if decoded is None:
+            raise DoorError(
+                "bad_response", status=response.status, message="the door's answer is not a JSON object"
+            )
+        return decoded
