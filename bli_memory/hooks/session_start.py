@@ -51,11 +51,13 @@ def profile_facts(answer: dict[str, object]) -> list[str]:
     return facts[:PROFILE_MAX_ITEMS]
 
 
-def recent_rows(answer: dict[str, object]) -> list[object]:
+def recent_rows(answer: dict[str, object], facts: list[str]) -> list[object]:
+    """The latest memories, minus any the profile already states word for word."""
     rows = answer.get("recent")
     if not isinstance(rows, list):
         return []
-    return [row for row in rows if _text(row)][:RECENT_MAX_ITEMS]
+    known = set(facts)
+    return [row for row in rows if _text(row) and _one_line(_text(row)) not in known][:RECENT_MAX_ITEMS]
 
 
 def render_context(facts: list[str], recent: list[object], container_tag: str, now_s: float) -> str:
@@ -105,7 +107,7 @@ def answer(
     if not isinstance(found, dict):
         return "", receipt.failed("bad_response")
     facts = profile_facts(found)
-    recent = recent_rows(found)
+    recent = recent_rows(found, facts)
     outcome = receipt.ok(profile=len(facts), recent=len(recent))
     if not facts and not recent:
         return "", outcome
