@@ -699,6 +699,24 @@ def test_https_with_keep_alive(stand_in: Callable[..., StandIn], tls_server_cont
     assert server.connections == 1
 
 
+def test_https_idle_connection_closed_by_the_door_is_replaced(
+    stand_in: Callable[..., StandIn], tls_server_context: ssl.SSLContext
+) -> None:
+    def one_request_per_connection(conn: socket.socket, index: int, server: StandIn) -> None:
+        server.read_request(conn)
+        conn.sendall(ok())
+        assert isinstance(conn, ssl.SSLSocket)
+        conn.unwrap()  # close_notify, then FIN: the door's idle timeout
+
+    server = stand_in(one_request_per_connection, tls=tls_server_context)
+    client_context = ssl.create_default_context(cadata=TEST_CERT_PEM)
+    with Connection(server.url, tls_context=client_context) as connection:
+        assert connection.request("GET", "/", deadline=in_s(5)).status == 200
+        time.sleep(0.1)
+        assert connection.request("GET", "/", deadline=in_s(5)).status == 200
+    assert server.connections == 2 and len(server.requests) == 2
+
+
 def test_https_to_an_untrusted_certificate_is_unreachable(
     stand_in: Callable[..., StandIn], tls_server_context: ssl.SSLContext
 ) -> None:
