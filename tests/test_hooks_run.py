@@ -1,0 +1,456 @@
+"""Each hook as the host runs it: a subprocess with a JSON payload on stdin and a temporary HOME,
+against the real door and against stand-ins that hang, refuse, answer 500, answer garbage, or answer
+after the deadline. Every run must exit 0, print nothing or one whole block, leave exactly one
+receipt with the right reason, hold its deadline, and count itself in the hourly stats."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bli_memory.hooks import stats
+from bli_memory.settings import write_session
+
+BIN = str(Path(sys.executable).parent / "bli-memory-mcp")
+RECEIPT_PREFIX = "[bli-memory] "
+#: interpreter start, imports and teardown on a busy 2-core machine, on top of a hook's own deadline
+MARGIN_S = 0.8
+
+SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+
+
+class Run:
+    def __init__(self, returncode: int, stdout: str, stderr: str, elapsed_s: float) -> None:
+        self.returncode = returncode
+        self.stdout = stdout
+        self.stderr = stderr
+        self.elapsed_s = elapsed_s
+
+    @property
+    def receipts(self) -> list[str]:
+        return [line for line in self.stderr.splitlines() if line.startswith(RECEIPT_PREFIX)]
+
+    def receipt(self) -> tuple[str, str, dict[str, object]]:
+        """(hook, status, fields) of the one receipt line."""
+        assert len(self.receipts) == 1, self.stderr
+        _, hook, status, fields = self.receipts[0].split(" ", 3)
+        return hook, status, json.loads(fields)
+
+
+def hook_env(home: Path, **extra: str) -> dict[str, str]:
+    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "BLI_MEMORY_DAEMON": "0", "LANG": "C.UTF-8"}
+    env.update(extra)
+    return env
+
+
+def run_hook(
+    event: str,
+    payload: object,
+    home: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    keep_stdin_open: bool = False,
+    cwd: Path | None = None,
+) -> Run:
+    """Run `bli-memory-mcp hook EVENT` with `payload` (a dict is JSON-encoded; bytes go as they are)."""
+    data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    started = time.monotonic()
+    process = subprocess.Popen(
+        [BIN, "hook", event, *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env or hook_env(home),
+        cwd=str(cwd or home),
+    )
+    try:
+        if keep_stdin_open:
+            stdout, stderr = _write_and_wait(process, data)
+        else:
+            stdout, stderr = process.communicate(data, timeout=40)
+    finally:
+        process.kill()
+    elapsed = time.monotonic() - started
+    return Run(process.returncode, stdout.decode(), stderr.decode(), elapsed)
+
+
+def _write_and_wait(process: subprocess.Popen[bytes], data: bytes) -> tuple[bytes, bytes]:
+    """Write the payload and leave stdin open until the hook has exited on its own."""
+    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
+    with contextlib.suppress(BrokenPipeError):
+        process.stdin.write(data)
+        process.stdin.flush()
+    process.wait(timeout=40)
+    out, err = process.stdout.read(), process.stderr.read()
+    process.stdin.close()
+    return out, err
+
+
+def assert_one_block_or_nothing(stdout: str, tag: str) -> None:
+    if not stdout:
+        return
+    lines = stdout.splitlines()
+    assert lines[0] == f"<{tag}> [bli]" and lines[-1] == f"</{tag}> [bli]", stdout
+    assert stdout.count(f"<{tag}>") == 1 and stdout.endswith("\n")
+    assert all("[bli]" in line for line in lines)
+
+
+def counts(home: Path, hook: str) -> dict[str, object]:
+    row = stats.read_hour({"HOME": str(home)}).get("hooks", {})
+    assert isinstance(row, dict)
+    return row.get(hook, {})
+
+
+# -- stand-ins for a door that misbehaves --------------------------------------------------------
+
+
+class StandIn:
+    """A loopback peer that accepts connections and then misbehaves as `mode` says; counts requests."""
+
+    def __init__(self, mode: str, delay_s: float = 0.0) -> None:
+        self.mode = mode
+        self.delay_s = delay_s
+        self.requests = 0
+        self.bodies: list[bytes] = []
+        self._listener = socket.socket()
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(16)
+        self._listener.settimeout(0.2)
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._stop = threading.Event()
+        self._held: list[socket.socket] = []
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                continue
+            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+
+    def _read_request(self, conn: socket.socket) -> bytes:
+        conn.settimeout(5)
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = conn.recv(65536)
+            if not chunk:
+                return data
+            data += chunk
+        head, _, body = data.partition(b"\r\n\r\n")
+        length = 0
+        for line in head.split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value.strip())
+        while len(body) < length:
+            chunk = conn.recv(65536)
+            if not chunk:
+                break
+            body += chunk
+        return body
+
+    def _handle(self, conn: socket.socket) -> None:
+        try:
+            body = self._read_request(conn)
+            self.requests += 1
+            self.bodies.append(body)
+            if self.mode == "hang":
+                self._held.append(conn)
+                return
+            if self.delay_s:
+                self._stop.wait(self.delay_s)
+            if self.mode == "500":
+                payload = b'{"error":"internal","message":"boom at /srv/door/secret.py"}'
+                conn.sendall(
+                    b"HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\n"
+                    + f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n".encode()
+                    + payload
+                )
+            elif self.mode == "garbage":
+                conn.sendall(b"\x00\x17 this is not http at all \xff\r\n\r\n")
+            elif self.mode == "not_json":
+                payload = b"<html>hello</html>"
+                conn.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
+                    + f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n".encode()
+                    + payload
+                )
+            elif self.mode == "ok":
+                payload = b'{"results":[],"searched":["x"],"queued":true,"jobId":"job_1","containerTag":"x"}'
+                conn.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                    + f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n".encode()
+                    + payload
+                )
+            conn.close()
+        except OSError:
+            conn.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._listener.close()
+        for conn in self._held:
+            conn.close()
+        self._thread.join(2)
+
+
+def refused_url() -> str:
+    """A loopback port with nobody listening."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    folder = tmp_path / "home"
+    folder.mkdir()
+    return folder
+
+
+@pytest.fixture
+def stand_in() -> Iterator[list[StandIn]]:
+    made: list[StandIn] = []
+    yield made
+    for peer in made:
+        peer.close()
+
+
+def paired_env(home: Path, url: str, tag: str = "repo_test_hooks") -> dict[str, str]:
+    write_session(url, "bli_test_token_not_real", env={"HOME": str(home)})
+    return hook_env(home, BLI_MEMORY_CONTAINER_TAG=tag)
+
+
+PROMPT = {"session_id": "s1", "hook_event_name": "UserPromptSubmit", "prompt": "how does the stop hook save?"}
+SESSION_START = {"session_id": "s1", "hook_event_name": "SessionStart", "source": "startup"}
+STOP = {
+    "session_id": "s1",
+    "hook_event_name": "Stop",
+    "stop_hook_active": False,
+    "last_assistant_message": "Done.",
+}
+PAYLOADS = {"prompt": PROMPT, "session-start": SESSION_START, "stop": STOP}
+TAGS = {"prompt": "bli-memory-recall", "session-start": "bli-memory-context"}
+
+
+def assert_quiet_failure(run: Run, event: str, reason: str) -> None:
+    assert run.returncode == 0
+    hook, status, fields = run.receipt()
+    assert (hook, status, fields["reason"]) == (event, "failed", reason), run.stderr
+    assert fields["via"] == "direct"
+    if event == "stop":  # a failed save is the one failure a person hears about
+        assert json.loads(run.stdout)["systemMessage"].startswith("[bli] ")
+        assert run.stdout.count("\n") == 1
+    else:
+        assert run.stdout == ""
+    assert "Traceback" not in run.stderr and "secret" not in run.stderr
+
+
+# -- a door that misbehaves ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("event", ["prompt", "session-start", "stop"])
+@pytest.mark.parametrize(
+    ("mode", "reason"), [("500", "http_500"), ("garbage", "bad_response"), ("not_json", "bad_response")]
+)
+def test_a_door_that_answers_badly_is_a_quiet_named_failure(
+    event: str, mode: str, reason: str, home: Path, stand_in: list[StandIn]
+) -> None:
+    peer = StandIn(mode)
+    stand_in.append(peer)
+    run = run_hook(event, PAYLOADS[event], home, env=paired_env(home, peer.url))
+    assert_quiet_failure(run, event, reason)
+    assert peer.requests == 1
+    assert counts(home, event)["failed"] == 1
+
+
+@pytest.mark.parametrize("event", ["prompt", "session-start", "stop"])
+def test_a_door_that_refuses_is_dashboard_unreachable(event: str, home: Path) -> None:
+    run = run_hook(event, PAYLOADS[event], home, env=paired_env(home, refused_url()))
+    assert_quiet_failure(run, event, "dashboard_unreachable")
+    assert run.elapsed_s < 2.0
+
+
+def test_a_door_that_hangs_costs_the_prompt_its_deadline_and_no_more(
+    home: Path, stand_in: list[StandIn]
+) -> None:
+    peer = StandIn("hang")
+    stand_in.append(peer)
+    run = run_hook("prompt", PROMPT, home, env=paired_env(home, peer.url))
+    assert_quiet_failure(run, "prompt", "timeout")
+    _, _, fields = run.receipt()
+    assert fields["deadline_ms"] == 2000
+    assert 1900 <= int(str(fields["elapsed_ms"])) <= 2150
+    assert run.elapsed_s < 2.0 + MARGIN_S
+
+
+def test_a_door_slower_than_the_deadline_is_a_timeout(home: Path, stand_in: list[StandIn]) -> None:
+    peer = StandIn("ok", delay_s=3.0)
+    stand_in.append(peer)
+    run = run_hook("prompt", PROMPT, home, env=paired_env(home, peer.url))
+    assert_quiet_failure(run, "prompt", "timeout")
+    assert run.elapsed_s < 2.0 + MARGIN_S
+
+
+def test_session_start_holds_its_eight_second_deadline(home: Path, stand_in: list[StandIn]) -> None:
+    peer = StandIn("hang")
+    stand_in.append(peer)
+    run = run_hook("session-start", SESSION_START, home, env=paired_env(home, peer.url))
+    assert_quiet_failure(run, "session-start", "timeout")
+    assert run.elapsed_s < 8.0 + MARGIN_S
+
+
+# -- stdin ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("event", ["prompt", "session-start", "stop"])
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [(b"", "stdin_empty"), (b"{not json", "stdin_malformed"), (b'"a string"', "stdin_malformed")],
+)
+def test_a_bad_payload_never_touches_the_door(
+    event: str, data: bytes, reason: str, home: Path, stand_in: list[StandIn]
+) -> None:
+    peer = StandIn("ok")
+    stand_in.append(peer)
+    run = run_hook(event, data, home, env=paired_env(home, peer.url))
+    assert_quiet_failure(run, event, reason)
+    assert peer.requests == 0
+
+
+def test_an_oversized_payload_is_stdin_too_large(home: Path) -> None:
+    data = json.dumps({"prompt": "x" * (5 * 1024 * 1024)}).encode()
+    run = run_hook("prompt", data, home)
+    assert_quiet_failure(run, "prompt", "stdin_too_large")
+
+
+def test_a_stdin_that_never_closes_nor_speaks_times_out(home: Path) -> None:
+    run = run_hook("prompt", b"", home, keep_stdin_open=True)
+    assert_quiet_failure(run, "prompt", "stdin_timeout")
+    assert run.elapsed_s < 1.0 + MARGIN_S
+
+
+def test_a_whole_payload_on_a_stdin_left_open_is_still_answered(home: Path) -> None:
+    run = run_hook("prompt", {"prompt": "ok"}, home, keep_stdin_open=True)
+    assert run.receipt()[1:] == ("skipped", {"reason": "trivial_prompt", "via": "direct"})
+    assert run.elapsed_s < 1.0
+
+
+def test_no_stdin_at_all_is_no_stdin(home: Path) -> None:
+    started = time.monotonic()
+    done = subprocess.run(
+        [BIN, "hook", "prompt"], stdin=subprocess.DEVNULL, capture_output=True, env=hook_env(home), timeout=30
+    )
+    assert done.returncode == 0 and done.stdout == b""
+    assert "stdin_empty" in done.stderr.decode()  # /dev/null is a file at EOF
+    assert time.monotonic() - started < 2
+    closed = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import os, sys; os.close(0); from bli_memory.hooks.run import main; sys.exit(main(['prompt']))",
+        ],
+        capture_output=True,
+        env=hook_env(home),
+        timeout=30,
+    )
+    assert closed.returncode == 0 and closed.stdout == b""
+    assert '"reason":"no_stdin"' in closed.stderr.decode()
+
+
+# -- local skips ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("event", ["prompt", "session-start", "stop"])
+def test_an_unpaired_machine_is_quiet(event: str, home: Path) -> None:
+    run = run_hook(event, PAYLOADS[event], home)
+    assert run.returncode == 0 and run.stdout == ""
+    assert run.receipt() == (event, "skipped", {"reason": "unpaired", "via": "direct"})
+    assert counts(home, event)["skipped"] == 1
+
+
+def test_a_trivial_prompt_makes_no_door_call_and_is_counted(home: Path, stand_in: list[StandIn]) -> None:
+    peer = StandIn("ok")
+    stand_in.append(peer)
+    env = paired_env(home, peer.url)
+    for text in ("ok", "continue", "/compact", "thanks!"):
+        run = run_hook("prompt", {**PROMPT, "prompt": text}, home, env=env)
+        assert run.returncode == 0 and run.stdout == ""
+        assert run.receipt() == ("prompt", "skipped", {"reason": "trivial_prompt", "via": "direct"})
+    empty = run_hook("prompt", {**PROMPT, "prompt": "   "}, home, env=env)
+    assert empty.receipt() == ("prompt", "skipped", {"reason": "no_prompt", "via": "direct"})
+    assert peer.requests == 0
+    row = counts(home, "prompt")
+    assert row["skipped_trivial"] == 4 and row["skipped"] == 5 and row["runs"] == 5
+
+
+def test_a_reentrant_stop_saves_nothing(home: Path, stand_in: list[StandIn]) -> None:
+    peer = StandIn("ok")
+    stand_in.append(peer)
+    run = run_hook("stop", {**STOP, "stop_hook_active": True}, home, env=paired_env(home, peer.url))
+    assert run.stdout == "" and run.receipt() == ("stop", "skipped", {"reason": "reentrant", "via": "direct"})
+    assert peer.requests == 0
+
+
+def test_a_stop_with_nothing_to_save_is_no_transcript(home: Path, stand_in: list[StandIn]) -> None:
+    peer = StandIn("ok")
+    stand_in.append(peer)
+    payload = {"session_id": "s1", "transcript_path": str(home / "missing.jsonl"), "stop_hook_active": False}
+    run = run_hook("stop", payload, home, env=paired_env(home, peer.url))
+    assert run.stdout == "" and run.receipt() == (
+        "stop",
+        "skipped",
+        {"reason": "no_transcript", "via": "direct"},
+    )
+    assert peer.requests == 0
+
+
+def test_a_probe_run_says_stats_excluded_and_counts_nowhere(home: Path) -> None:
+    run = run_hook("prompt", {**PROMPT, "prompt": "ok"}, home, "--probe")
+    assert run.receipt() == (
+        "prompt",
+        "skipped",
+        {"reason": "trivial_prompt", "via": "direct", "probe": "stats_excluded"},
+    )
+    assert not os.path.exists(stats.stats_dir({"HOME": str(home)}))
+
+
+# -- Codex ---------------------------------------------------------------------------------------------
+
+
+def test_codex_stop_prints_an_empty_object_never_nothing_nor_text(home: Path) -> None:
+    by_flag = run_hook("stop", {**STOP, "stop_hook_active": True}, home, "--host", "codex")
+    assert by_flag.stdout == "{}\n"
+    by_payload = run_hook("stop", {**STOP, "turn_id": "t1", "stop_hook_active": True}, home)
+    assert by_payload.stdout == "{}\n"
+    claude = run_hook("stop", {**STOP, "stop_hook_active": True}, home)
+    assert claude.stdout == ""
+
+
+def test_codex_stop_failure_is_a_schema_valid_system_message(home: Path) -> None:
+    run = run_hook(
+        "stop", {**STOP, "turn_id": "t1"}, home, "--host=codex", env=paired_env(home, refused_url())
+    )
+    assert set(json.loads(run.stdout)) == {"systemMessage"}
+
+
+def test_unknown_flags_are_ignored_and_an_unknown_hook_is_a_usage_error(home: Path) -> None:
+    run = run_hook("prompt", {**PROMPT, "prompt": "ok"}, home, "--future-flag")
+    assert run.returncode == 0 and run.receipt()[1] == "skipped"
+    bad = subprocess.run(
+        [BIN, "hook", "bogus"], capture_output=True, env=hook_env(home), timeout=30, stdin=subprocess.DEVNULL
+    )
+    assert bad.returncode == 2 and bad.stdout == b"" and bad.stderr.decode().count("\n") == 1
