@@ -1,0 +1,175 @@
+"""The three hooks against the real door (the `door` fixture of conftest.py): recall, context, and a
+Stop that redacts and queues the turn for extraction — including from a 40 MB transcript."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bli_memory.settings import write_session
+from tests.test_hooks_run import (
+    PROMPT,
+    SECRET,
+    SESSION_START,
+    STOP,
+    assert_one_block_or_nothing,
+    counts,
+    hook_env,
+    run_hook,
+)
+
+FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    folder = tmp_path / "home"
+    folder.mkdir()
+    return folder
+
+
+def paired(home: Path, door: Any, tag: str) -> dict[str, str]:
+    """A machine paired through the session file, in the test's own space."""
+    write_session(door.url, door.token, env={"HOME": str(home)})
+    return hook_env(home, BLI_MEMORY_CONTAINER_TAG=tag)
+
+
+def remember(door: Any, tag: str, content: str) -> str:
+    status, body = door.post("/api/memory/save", {"content": content, "containerTag": tag})
+    assert status == 201, body
+    return str(body["id"])
+
+
+def test_prompt_recalls_what_the_space_remembers(home: Path, door: Any, tag: str) -> None:
+    memory_id = remember(door, tag, "The stop hook saves the last exchange in extract mode.")
+    remember(door, tag, "Lunch is at noon on Fridays.")
+    run = run_hook(
+        "prompt",
+        {**PROMPT, "prompt": "how does the stop hook save a turn?"},
+        home,
+        env=paired(home, door, tag),
+    )
+    assert run.returncode == 0
+    assert_one_block_or_nothing(run.stdout, "bli-memory-recall")
+    assert "The stop hook saves the last exchange in extract mode." in run.stdout
+    assert memory_id in run.stdout
+    hook, status, fields = run.receipt()
+    assert (hook, status, fields["via"]) == ("prompt", "ok", "direct")
+    assert 1 <= int(str(fields["hits"])) <= 5 and fields["deadline_ms"] == 2000
+    assert counts(home, "prompt")["ok"] == 1
+
+
+def test_a_short_prompt_naming_an_identifier_is_searched(home: Path, door: Any, tag: str) -> None:
+    remember(door, tag, "BLI-3580 made identifiers always searchable.")
+    run = run_hook("prompt", {**PROMPT, "prompt": "BLI-3580?"}, home, env=paired(home, door, tag))
+    assert run.receipt()[1] == "ok"
+    assert "BLI-3580 made identifiers always searchable." in run.stdout
+
+
+def test_zero_hits_prints_nothing(home: Path, door: Any, tag: str) -> None:
+    run = run_hook("prompt", PROMPT, home, env=paired(home, door, tag))
+    _, status, fields = run.receipt()
+    assert run.stdout == "" and (status, fields["hits"]) == ("ok", 0)
+
+
+def test_session_start_prints_profile_and_recent_context(home: Path, door: Any, tag: str) -> None:
+    remember(door, tag, "The team ships the client as a zipapp.")
+    run = run_hook("session-start", SESSION_START, home, env=paired(home, door, tag))
+    assert run.returncode == 0
+    assert_one_block_or_nothing(run.stdout, "bli-memory-context")
+    assert "The team ships the client as a zipapp." in run.stdout
+    hook, status, fields = run.receipt()
+    assert (hook, status) == ("session-start", "ok") and fields["deadline_ms"] == 8000
+    assert int(str(fields["profile"])) + int(str(fields["recent"])) >= 1
+
+
+def test_session_start_in_an_empty_space_prints_nothing(home: Path, door: Any, tag: str) -> None:
+    run = run_hook("session-start", SESSION_START, home, env=paired(home, door, tag))
+    assert run.stdout == ""
+    assert run.receipt()[1] == "ok"
+
+
+def test_a_bad_token_is_a_quiet_http_401(home: Path, door: Any, tag: str) -> None:
+    env = hook_env(
+        home,
+        BLI_MEMORY_DASHBOARD_URL=door.url,
+        BLI_MEMORY_DEVICE_TOKEN="bli_wrong",
+        BLI_MEMORY_CONTAINER_TAG=tag,
+    )
+    run = run_hook("prompt", PROMPT, home, env=env)
+    _, status, fields = run.receipt()
+    assert run.stdout == "" and (status, fields["reason"]) == ("failed", "http_401")
+    assert "bli_wrong" not in run.stderr
+
+
+def _job_done(door: Any, tag: str, needle: str, timeout_s: float = 30.0) -> list[dict[str, Any]]:
+    """Rows of the space once extraction has filed something containing `needle`."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        status, body = door.post("/api/memory/search", {"q": needle, "containerTag": tag, "limit": 20})
+        assert status == 200
+        rows = [row for row in body["results"] if needle in row["content"]]
+        if rows:
+            return rows
+        time.sleep(0.2)
+    raise AssertionError(f"nothing about {needle!r} was filed in {tag}")
+
+
+def test_stop_redacts_and_queues_the_last_exchange(home: Path, door: Any, tag: str) -> None:
+    transcript = home / "session.jsonl"
+    lines = (FIXTURES / "claude_session.jsonl").read_text().splitlines()
+    lines.append(
+        json.dumps(
+            {
+                "type": "user",
+                "message": {"role": "user", "content": f"Use token {SECRET} for the zipapp release."},
+            }
+        )
+    )
+    transcript.write_text("\n".join(lines) + "\n")
+    payload = {
+        **STOP,
+        "transcript_path": str(transcript),
+        "last_assistant_message": "We decided to publish the zipapp from the release job.",
+    }
+    run = run_hook("stop", payload, home, env=paired(home, door, tag))
+    assert run.returncode == 0 and run.stdout == ""
+    hook, status, fields = run.receipt()
+    assert (hook, status) == ("stop", "ok")
+    assert fields["queued"] is True and "saved" not in fields
+    assert int(str(fields["masked"])) >= 1 and 0 < int(str(fields["chars"])) <= 12 * 1024
+    rows = _job_done(door, tag, "zipapp")
+    assert all(SECRET not in row["content"] for row in rows)
+    assert SECRET not in run.stderr
+
+
+def test_stop_with_a_40_mb_transcript_costs_what_a_small_one_does(home: Path, door: Any, tag: str) -> None:
+    transcript = home / "big.jsonl"
+    filler = json.dumps(
+        {
+            "type": "user",
+            "message": {"role": "user", "content": [{"type": "tool_result", "content": "z" * 8000}]},
+        }
+    ).encode()
+    with open(transcript, "wb") as handle:
+        for _ in range(40 * 1024 * 1024 // (len(filler) + 1) + 1):
+            handle.write(filler + b"\n")
+        handle.write((FIXTURES / "claude_session.jsonl").read_bytes())
+    assert transcript.stat().st_size > 40 * 1024 * 1024
+    run = run_hook("stop", {**STOP, "transcript_path": str(transcript)}, home, env=paired(home, door, tag))
+    hook, status, fields = run.receipt()
+    assert (hook, status, fields["queued"]) == ("stop", "ok", True)
+    assert int(str(fields["elapsed_ms"])) < 1500
+    assert counts(home, "stop")["ok"] == 1
+
+
+def test_codex_stop_success_prints_an_empty_object(home: Path, door: Any, tag: str) -> None:
+    run = run_hook(
+        "stop", {**STOP, "turn_id": "t1", "transcript_path": None}, home, env=paired(home, door, tag)
+    )
+    assert run.stdout == "{}\n"
+    assert run.receipt()[1] == "ok"
