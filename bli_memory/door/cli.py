@@ -6,6 +6,7 @@ import argparse
 import getpass
 import json
 import os
+import signal
 import socket
 import sqlite3
 import sys
@@ -93,6 +94,10 @@ def _autopair(store: Any, url: str, env: Mapping[str, str]) -> None:
     sys.stderr.write(f"bli-memory-door paired local user {person!r}; session written to {path}\n")
 
 
+def _exit_cleanly(signum: int, frame: object) -> None:
+    raise SystemExit(0)
+
+
 def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     import uvicorn
 
@@ -131,6 +136,10 @@ def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     sys.stderr.write(f"bli-memory-door {__version__}: store sqlite {store.path}, embedder {embedder.name}\n")
     sys.stderr.write(f"bli-memory-door listening on {url}\n")
     sys.stderr.flush()
+    # uvicorn shuts down gracefully on SIGTERM/SIGINT, then re-raises the signal to the handler it
+    # found; this one turns that (or a signal before uvicorn took over) into a clean exit 0.
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, _exit_cleanly)
     try:
         server.run(sockets=[sock])
     finally:
