@@ -69,6 +69,9 @@ WHATWG_SPECIAL_SCHEMES = frozenset({*WHATWG_DEFAULT_PORTS, "file"})
 #: characters the WHATWG path percent-encode set escapes (besides controls and non-ASCII).
 WHATWG_PATH_ESCAPES = frozenset(' "<>`{}')
 
+#: what git's isspace() accepts (ASCII only: a no-break space is part of a value to git).
+GIT_SPACE = frozenset(" \t\n\v\f\r")
+
 SCOPE_SYSTEM = "system"
 SCOPE_GLOBAL = "global"
 SCOPE_LOCAL = "local"
@@ -295,7 +298,7 @@ def _scheme_url_core(url: str) -> str | None:
             end = found
     authority, tail = rest[:end], rest[end:]
     if scheme == "file":
-        return "file:" + _percent_decode(_split_path_tail(tail)[0])
+        return "file:" + _percent_decode(_remove_dot_segments(_split_path_tail(tail)[0]))
     host_port = authority.rpartition("@")[2]
     host, port = host_port, ""
     bracket = host_port.rfind("]")
@@ -527,6 +530,8 @@ class _ConfigReader:
             return
         text = _read_small(path)
         if text is None:
+            if depth == 0 and not os.access(path, os.R_OK):
+                return  # git skips an unreadable system or user config (ACCESS_EACCES_OK)
             raise GitConfigError(f"cannot read {path}")
         for section, subsection, key, value in _parse_config(text, path):
             self.add(ConfigEntry(section, subsection, key, value, scope), path, depth)
@@ -720,7 +725,7 @@ def _parse_config(text: str, path: str) -> Iterator[tuple[str, str | None, str, 
 
     while index < length:
         char = text[index]
-        if char == "\n" or char.isspace():
+        if char in GIT_SPACE:
             index += 1
             continue
         if char in "#;":
@@ -738,7 +743,7 @@ def _parse_config(text: str, path: str) -> Iterator[tuple[str, str | None, str, 
                 index += 1
                 if char == "]":
                     break
-                if char.isspace():
+                if char in GIT_SPACE:
                     while index < length and text[index] in " \t":
                         index += 1
                     if index >= length or text[index] != '"':
@@ -807,7 +812,7 @@ def _parse_value(text: str, index: int, fail: Callable[[str], GitConfigError]) -
             return index, "".join(out)
         if comment:
             continue
-        if char.isspace() and not quote:
+        if char in GIT_SPACE and not quote:
             if out:
                 spaces += 1
             continue

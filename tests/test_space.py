@@ -477,3 +477,16 @@ def test_space_command_has_help(env: dict[str, str]) -> None:
     assert done.returncode == 0
     assert "usage: bli-memory-mcp space [PATH] [--json]" in done.stdout
     assert "BLI_MEMORY_CONTAINER_TAG" in done.stdout
+
+
+def test_computing_a_space_imports_nothing_the_hook_path_forbids(tmp_path: Path, env: dict[str, str]) -> None:
+    (tmp_path / "home" / ".gitconfig").write_text('[includeIf "gitdir:/"]\n\tpath = x\n')
+    repo = make_repo(env, tmp_path / "r", TEST_VECTOR_REMOTE)
+    forbidden = "mcp asyncio argparse urllib.request http.client email subprocess logging uuid hashlib"
+    probe = (
+        "import sys\nfrom bli_memory import space\nfrom bli_memory.settings import load_settings\n"
+        f"print(space.resolve_space(load_settings(), {str(repo)!r}))\n"
+        f"print(sorted(set({forbidden.split()!r}) & set(sys.modules)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines() == [TEST_VECTOR_TAG, "[]"]
