@@ -78,7 +78,7 @@ def test_every_hook_on_its_full_path_imports_nothing_forbidden(
         "/api/memory/save", {"content": "The stop hook saves the turn.", "containerTag": tag}
     )
     assert status == 201
-    runs: dict[str, tuple[dict[str, object], str]] = {
+    runs: dict[str, tuple[object, str]] = {
         "prompt": (PROMPT, "prompt ok"),
         "session-start": (SESSION_START, "session-start ok"),
         "stop": ({**STOP, "transcript_path": str(FIXTURES / "claude_session.jsonl")}, "stop ok"),
