@@ -29,9 +29,7 @@ FORBIDDEN = (
 FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
 
 
-def imported_modules(
-    event: str, payload: dict[str, object], env: dict[str, str], *args: str
-) -> tuple[set[str], str]:
+def imported_modules(event: str, payload: object, env: dict[str, str], *args: str) -> tuple[set[str], str]:
     """(modules the hook imported, its receipt line)."""
     done = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "bli_memory", "hook", event, *args],
