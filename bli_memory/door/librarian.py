@@ -50,7 +50,7 @@ MAX_SUBJECT_WORDS = 8
 #: cosine similarity at or above which two facts say the same thing (unless their numbers differ).
 NEAR_DUPLICATE_SIMILARITY = 0.92
 #: Jaccard overlap of word sets at or above which two facts say the same thing.
-NEAR_DUPLICATE_OVERLAP = 0.85
+NEAR_DUPLICATE_OVERLAP = 0.8
 #: a fact whose words are all inside a stored fact at least this much longer... is already known;
 #: a stored fact whose words are all inside the new one is updated to the richer wording.
 CONTAINMENT_MIN_LENGTH_RATIO = 0.5
@@ -439,6 +439,7 @@ _AFTER_PRONOUN = _VERBS | frozenset(
     "also only by to in on at with for from and or but because so when if as into after before "
     "instead again now too first once just still already never always".split()
 )
+_REFERRING = frozenset("it its it's this that these those they them their".split())
 _STOP_IN_SUBJECT = frozenset("to for with in on at from by into when if locally now again here there".split())
 _SPACE_NOUNS = frozenset("project repo repository codebase team workspace monorepo".split())
 _ARTICLES = frozenset({"the", "a", "an"})
@@ -484,6 +485,8 @@ def _subject(sentence: str) -> str | None:
         return None
     if all(_bare(w) in _ARTICLES for w in words):
         return None
+    if any(_bare(w) in _REFERRING for w in words):
+        return None  # "the config of this" only moves the question; it also keeps _resolve finite
     return " ".join(words)
 
 
@@ -652,7 +655,10 @@ def _polarity(tokens: Sequence[str]) -> tuple[bool, list[str]]:
             continue
         if token in _DO_AUX and i + 1 < len(tokens) and tokens[i + 1] in _NEGATIONS:
             continue
-        core.append(token)
+        # "lives" and "does not live" must meet: a crude singular is enough for the comparison.
+        core.append(
+            token[:-1] if len(token) > 3 and token.endswith("s") and not token.endswith("ss") else token
+        )
     return negated, core
 
 
@@ -718,19 +724,19 @@ def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str
         return "update", f"{subject!r}: {before!r} -> {after!r}"
     same_numbers = sorted(_numbers(old)) == sorted(_numbers(new))
     similarity = neighbour.similarity
+    if new_negated != old_negated:
+        return "add", "the opposite polarity of a different statement"
     if similarity is not None and similarity >= NEAR_DUPLICATE_SIMILARITY and same_numbers:
         return "unchanged", f"similarity {similarity:.3f} >= {NEAR_DUPLICATE_SIMILARITY} with {neighbour.id}"
     overlap = _jaccard(old, new)
-    if overlap >= NEAR_DUPLICATE_OVERLAP and same_numbers and new_negated == old_negated:
+    if overlap >= NEAR_DUPLICATE_OVERLAP and same_numbers:
         return "unchanged", f"word overlap {overlap:.2f} >= {NEAR_DUPLICATE_OVERLAP} with {neighbour.id}"
-    if new_negated == old_negated:
-        old_set, new_set = set(old), set(new)
-        ratio = min(len(old), len(new)) / max(len(old), len(new), 1)
-        if ratio >= CONTAINMENT_MIN_LENGTH_RATIO:
-            if len(new) >= CONTAINMENT_MIN_WORDS and new_set <= old_set:
-                return "unchanged", f"already contained in {neighbour.id}"
-            if len(old) >= CONTAINMENT_MIN_WORDS and old_set <= new_set:
-                return "update", f"adds detail to {neighbour.id}"
+    old_set, new_set = set(old), set(new)
+    if min(len(old), len(new)) / max(len(old), len(new), 1) >= CONTAINMENT_MIN_LENGTH_RATIO:
+        if len(new) >= CONTAINMENT_MIN_WORDS and new_set <= old_set:
+            return "unchanged", f"already contained in {neighbour.id}"
+        if len(old) >= CONTAINMENT_MIN_WORDS and old_set <= new_set:
+            return "update", f"adds detail to {neighbour.id}"
     return "add", "no stored fact says the same or the opposite"
 
 
