@@ -227,9 +227,11 @@ def render_update(
     new_id = answer.get("id", memory_id)
     version = answer.get("version")
     previous = answer.get("previousVersionId")
-    summary = f"Updated memory {new_id}"
+    summary = f"Updated memory {memory_id}"
     if version is not None:
         summary += f" to version {version}"
+    if new_id != memory_id:
+        summary += f", now id {new_id}"
     if answer.get("containerTag"):
         summary += f" in space {answer['containerTag']}"
     summary += "; "
