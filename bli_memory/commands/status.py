@@ -1,0 +1,189 @@
+"""`bli-memory-mcp status`: is this machine paired, does the door answer, is the daemon alive, which space?
+
+Each check says what it saw, never guesses: the door's version and embedder come from its
+`/healthz`; the token is proven by an authenticated request (a job lookup that cannot match, so it
+costs the door nothing); the daemon is alive only if its socket answers a ping. A missing daemon is
+normal (the prompt hook starts it on demand) and never makes the status fail.
+
+Exit status: 0 paired, door reachable and token accepted; 1 otherwise; 2 bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from bli_memory.commands.search import EXIT_FAILED, EXIT_OK, new_parser, parse, print_json
+from bli_memory.settings import ENV_TOKEN, ENV_URL, Settings, load_settings, session_file
+
+#: the door is on the same machine or the LAN; a status that hangs is worse than one that says "timeout".
+DOOR_CHECK_DEADLINE_S = 5.0
+DAEMON_PING_TIMEOUT_S = 0.5
+DAEMON_ANSWER_MAX_BYTES = 64 * 1024
+#: a job id that cannot exist: looking it up proves the token without touching any memory.
+TOKEN_PROBE_JOB_ID = "status-probe-0"
+
+
+def daemon_socket_path(env: Mapping[str, str]) -> str:
+    home = env.get("HOME") or os.path.expanduser("~")
+    return os.path.join(home, ".local", "state", "bli-cockpit", "memory-daemon.sock")
+
+
+def check_daemon(path: str, version: str) -> dict[str, Any]:
+    """Ping the daemon's socket: `{alive, socket, answer|reason}`."""
+    if not os.path.exists(path):
+        return {"alive": False, "socket": path, "reason": "no socket"}
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(DAEMON_PING_TIMEOUT_S)
+    try:
+        sock.connect(path)
+        sock.sendall(json.dumps({"event": "ping", "version": version}).encode() + b"\n")
+        data = b""
+        while b"\n" not in data and len(data) < DAEMON_ANSWER_MAX_BYTES:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    except TimeoutError:
+        return {"alive": False, "socket": path, "reason": "no answer within timeout"}
+    except OSError as exc:
+        return {"alive": False, "socket": path, "reason": exc.strerror or type(exc).__name__}
+    finally:
+        sock.close()
+    try:
+        answer = json.loads(data.split(b"\n", 1)[0])
+    except ValueError:
+        return {"alive": False, "socket": path, "reason": "answer is not JSON"}
+    return {"alive": True, "socket": path, "answer": answer}
+
+
+def check_door(settings: Settings) -> dict[str, Any]:
+    """`/healthz` plus a token probe: `{reachable, version, store, embedder, token}` or a reason."""
+    from bli_memory.door_client import DoorClient
+    from bli_memory.wire.reasons import to_log_reason
+
+    assert settings.door_url is not None and settings.token is not None
+    client = DoorClient(settings.door_url, settings.token)
+    deadline = time.monotonic() + DOOR_CHECK_DEADLINE_S
+    try:
+        try:
+            health = client.healthz(deadline=deadline)
+        except Exception as exc:
+            return {"url": settings.door_url, "reachable": False, "reason": to_log_reason(exc)}
+        door: dict[str, Any] = {
+            "url": settings.door_url,
+            "reachable": True,
+            "ok": health.get("ok"),
+            "version": health.get("version"),
+            "store": health.get("store"),
+            "embedder": health.get("embedder"),
+        }
+        try:
+            client.job(TOKEN_PROBE_JOB_ID, deadline=deadline)
+            door["token"] = "accepted"
+        except Exception as exc:
+            reason = to_log_reason(exc)
+            if reason in ("http_401", "http_403"):
+                door["token"] = "refused"
+            elif reason.startswith("http_4"):
+                door["token"] = "accepted"  # past the gate: the door looked for the job
+            else:
+                door["token"] = f"unknown ({reason})"
+        return door
+    finally:
+        client.close()
+
+
+def _space(settings: Settings, cwd: str) -> dict[str, Any]:
+    from bli_memory.space import resolve_space
+    from bli_memory.wire.reasons import to_log_reason
+
+    try:
+        return {"folder": cwd, "containerTag": resolve_space(settings, cwd)}
+    except Exception as exc:
+        return {"folder": cwd, "containerTag": None, "reason": to_log_reason(exc)}
+
+
+def _describe(value: object) -> str:
+    if isinstance(value, Mapping):
+        return ", ".join(f"{key} {val}" for key, val in value.items() if val not in (None, ""))
+    return str(value)
+
+
+def render_text(status: Mapping[str, Any]) -> str:
+    pairing = status["pairing"]
+    lines = []
+    if pairing["paired"]:
+        lines.append(f"paired:  yes (door {pairing['doorUrl']}, token from {pairing['tokenFrom']})")
+    else:
+        lines.append("paired:  no (run `bli-memory-mcp login --url URL --token-stdin`)")
+    door = status.get("door")
+    if door is None:
+        lines.append("door:    not checked (not paired)")
+    elif door["reachable"]:
+        facts = [f"version {door.get('version')}", f"store {_describe(door.get('store'))}"]
+        facts.append(f"embedder {_describe(door.get('embedder'))}")
+        lines.append("door:    reachable, " + ", ".join(facts))
+        lines.append(f"token:   {door['token']}")
+    else:
+        lines.append(f"door:    unreachable ({door['reason']}) at {door['url']}")
+    daemon = status["daemon"]
+    if daemon["alive"]:
+        lines.append(f"daemon:  alive ({daemon['socket']})")
+    else:
+        lines.append(f"daemon:  not running ({daemon['reason']}; the prompt hook starts it when needed)")
+    space = status["space"]
+    if space["containerTag"]:
+        lines.append(f"space:   {space['containerTag']} (of {space['folder']})")
+    else:
+        lines.append(f"space:   unknown ({space.get('reason')}) for {space['folder']}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    parser = new_parser(
+        "status",
+        "Show whether this machine is paired, whether the door answers (its version and\n"
+        "embedder) and accepts the token, whether the resident daemon is alive, and the\n"
+        "space (container tag) of the current folder.",
+        "exit status: 0 healthy (the daemon is optional), 1 unpaired / door down / token refused,\n"
+        "2 bad input",
+    )
+    parser.add_argument("--json", action="store_true", help="print the checks as JSON on stdout")
+    args = parse(parser, argv)
+    if isinstance(args, int):
+        return args
+    from bli_memory import __version__
+    from bli_memory.mcp_server import project_dir
+    from bli_memory.settings import UNPAIRED_MESSAGE
+
+    env = os.environ
+    settings = load_settings(env)
+    pairing: dict[str, Any] = {
+        "paired": settings.paired,
+        "doorUrl": settings.door_url,
+        "tokenFrom": ENV_TOKEN if env.get(ENV_TOKEN) else session_file(env),
+        "urlFrom": ENV_URL if env.get(ENV_URL) else session_file(env),
+    }
+    status: dict[str, Any] = {
+        "version": __version__,
+        "pairing": pairing,
+        "door": check_door(settings) if settings.paired else None,
+        "daemon": check_daemon(daemon_socket_path(env), __version__),
+        "space": _space(settings, project_dir(env)),
+    }
+    door = status["door"]
+    healthy = bool(door and door["reachable"] and door.get("token") == "accepted")
+    status["healthy"] = healthy
+    if args.json:
+        print_json(status)
+    else:
+        sys.stdout.write(render_text(status) + "\n")
+    if not settings.paired:
+        sys.stderr.write(UNPAIRED_MESSAGE + "\n")
+    return EXIT_OK if healthy else EXIT_FAILED

@@ -1,0 +1,258 @@
+"""The human commands (`search`, `save`, `forget`, `status`, `log`, `sync`) as subprocesses.
+
+Each run gets a temporary HOME; pairing goes through the real session file, the door is the real one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bli_memory.settings import UNPAIRED_MESSAGE, write_session
+
+BIN = Path(sys.executable).parent / "bli-memory-mcp"
+RUN_TIMEOUT_S = 60.0
+
+
+class Cli:
+    """`bli-memory-mcp` with a HOME of its own, paired (or not) through the session file."""
+
+    def __init__(self, home: Path, cwd: Path, extra_env: dict[str, str] | None = None) -> None:
+        self.home = home
+        self.cwd = cwd
+        self.env = {
+            "HOME": str(home),
+            "PATH": os.environ["PATH"],
+            "BLI_MEMORY_DAEMON": "0",
+            **(extra_env or {}),
+        }
+
+    def pair(self, url: str, token: str) -> Cli:
+        write_session(url, token, env={"HOME": str(self.home)})
+        return self
+
+    def __call__(self, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(BIN), *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=self.env,
+            cwd=self.cwd,
+            timeout=RUN_TIMEOUT_S,
+        )
+
+
+@pytest.fixture
+def cli(tmp_path: Path, door: Any, tag: str) -> Cli:
+    home = tmp_path / "home"
+    home.mkdir()
+    return Cli(home, tmp_path, {"BLI_MEMORY_CONTAINER_TAG": tag}).pair(door.url, door.token)
+
+
+@pytest.fixture
+def unpaired(tmp_path: Path) -> Cli:
+    home = tmp_path / "home"
+    home.mkdir()
+    return Cli(home, tmp_path)
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_save_then_search_then_forget_by_id(cli: Cli, tag: str) -> None:
+    word = f"narwhal{uuid.uuid4().hex[:6]}"
+    saved = cli("save", "The", word, "service", "restarts", "at", "03:00")
+    assert saved.returncode == 0, saved.stderr
+    assert saved.stdout.startswith("Saved memory mem_") and f"in space {tag}" in saved.stdout
+
+    found = cli("search", word, "--json")
+    assert found.returncode == 0, found.stderr
+    answer = json.loads(found.stdout)
+    (memory,) = answer["memories"]
+    assert memory["content"] == f"The {word} service restarts at 03:00"
+    assert memory["age"] == "<1h"
+
+    text = cli("search", word)
+    assert f"[id {memory['id']} · <1h · source {tag}]" in text.stdout
+    assert f"   The {word} service restarts at 03:00" in text.stdout
+
+    forgot = cli("forget", "--id", memory["id"])
+    assert forgot.returncode == 0, forgot.stderr
+    assert forgot.stdout.startswith(f"Forgot memory {memory['id']} in space {tag} (by id)")
+    silent = cli("search", word)
+    assert silent.returncode == 0  # silence is data
+    assert silent.stdout.startswith(f"The record is silent on “{word}”")
+
+
+def test_save_from_stdin_with_custom_id_and_forget_by_exact_text(cli: Cli) -> None:
+    key = f"owner-{uuid.uuid4().hex[:6]}"
+    first = cli("save", "--stdin", "--custom-id", key, "--json", stdin=f"{key}: Ana\n")
+    assert json.loads(first.stdout)["status"] == "created"
+    again = cli("save", "--custom-id", key, "--json", f"{key}: Bo")
+    assert json.loads(again.stdout)["status"] == "updated"
+    forgot = cli("forget", "--content", f"{key}: Bo", "--json")
+    assert forgot.returncode == 0
+    assert json.loads(forgot.stdout)["match"] == "exact"
+    nothing = cli("forget", "--content", f"{key}: Bo")
+    assert nothing.returncode == 1  # asked to remove something, nothing matched
+    assert "Nothing forgotten" in nothing.stdout
+
+
+def test_forget_closest_without_an_embedder_forgets_nothing(cli: Cli) -> None:
+    cli("save", "The quarterly report is due on the fifth")
+    result = cli("forget", "--query", "quarterly report due date")
+    assert result.returncode == 1
+    assert "cosine similarity ≥ 0.85" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["search"], "the following arguments are required: QUERY"),
+        (["search", "--limit", "0", "x"], "must be between 1 and 100"),
+        (["search", "   "], "QUERY must not be empty"),
+        (["save"], "nothing to save"),
+        (["save", "--stdin", "text"], "give TEXT or --stdin, not both"),
+        (["forget"], "one of the arguments --id --content --query is required"),
+        (["forget", "--id", "a", "--query", "b"], "not allowed with argument"),
+        (["forget", "--id", " "], "must not be empty"),
+        (["status", "--bogus"], "unrecognized arguments: --bogus"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(cli: Cli, args: list[str], needle: str) -> None:
+    result = cli(*args)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1 and needle in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("command", ["search", "save", "forget", "status"])
+def test_every_command_has_a_helpful_help(unpaired: Cli, command: str) -> None:
+    result = unpaired(command, "--help")
+    assert result.returncode == 0
+    assert result.stdout.startswith(f"usage: bli-memory-mcp {command}")
+    assert "--json" in result.stdout and "exit status" in result.stdout
+
+
+@pytest.mark.parametrize("args", [["search", "x"], ["save", "x"], ["forget", "--id", "x"]])
+def test_unpaired_says_one_sentence_and_exits_1(unpaired: Cli, args: list[str]) -> None:
+    result = unpaired(*args)
+    assert result.returncode == 1
+    assert result.stderr == UNPAIRED_MESSAGE + "\n"
+    assert result.stdout == ""
+
+
+def test_a_door_failure_is_one_line_with_its_reason_and_exit_1(unpaired: Cli) -> None:
+    unpaired.pair(f"http://127.0.0.1:{closed_port()}", "bli_unused_token")
+    result = unpaired("search", "anything")
+    assert result.returncode == 1
+    assert len(result.stderr.splitlines()) == 1
+    assert "reason: dashboard_unreachable" in result.stderr
+    assert "bli_unused_token" not in result.stderr
+    as_json = unpaired("save", "x", "--json")
+    assert as_json.returncode == 1
+    assert json.loads(as_json.stdout)["error"]["reason"] == "dashboard_unreachable"
+
+
+def test_status_of_a_healthy_pairing(cli: Cli, door: Any, tag: str) -> None:
+    result = cli("status")
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert (
+        lines[0] == f"paired:  yes (door {door.url}, token from {cli.home}/.config/bli-cockpit/session.json)"
+    )
+    assert lines[1].startswith("door:    reachable, version 0.") and "embedder none" in lines[1]
+    assert lines[2] == "token:   accepted"
+    assert lines[3].startswith("daemon:  not running (no socket;")
+    assert lines[4] == f"space:   {tag} (of {cli.cwd})"
+    assert door.token not in result.stdout + result.stderr
+    data = json.loads(cli("status", "--json").stdout)
+    assert data["healthy"] is True and data["door"]["token"] == "accepted"
+    assert data["space"]["containerTag"] == tag and data["daemon"]["alive"] is False
+
+
+def test_status_with_a_revoked_token_or_no_door_fails(tmp_path: Path, door: Any) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    refused = Cli(home, tmp_path).pair(door.url, "bli_not_a_real_token")("status", "--json")
+    assert refused.returncode == 1
+    assert json.loads(refused.stdout)["door"]["token"] == "refused"
+    down = Cli(home, tmp_path).pair(f"http://127.0.0.1:{closed_port()}", "bli_x")("status")
+    assert down.returncode == 1
+    assert "door:    unreachable (dashboard_unreachable)" in down.stdout
+
+
+def test_status_unpaired_still_shows_the_space(unpaired: Cli) -> None:
+    result = unpaired("status")
+    assert result.returncode == 1
+    assert result.stdout.startswith("paired:  no")
+    assert "space:   dir_" in result.stdout
+    assert result.stderr == UNPAIRED_MESSAGE + "\n"
+
+
+@pytest.fixture
+def short_home() -> Iterator[Path]:
+    """A HOME short enough for a unix socket path under it (sun_path is ~108 bytes)."""
+    home = Path(tempfile.mkdtemp(prefix="bm", dir="/tmp"))
+    yield home
+    shutil.rmtree(home, ignore_errors=True)
+
+
+def serve_one_answer(path: Path, answer: bytes) -> threading.Thread:
+    """A stand-in daemon socket answering one connection with `answer` (real or garbage)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(1)
+    server.settimeout(RUN_TIMEOUT_S)
+
+    def run() -> None:
+        with server:
+            connection, _ = server.accept()
+            with connection:
+                connection.recv(4096)
+                connection.sendall(answer)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        (b'{"stdout": "", "outcome": {"pong": true}}\n', "daemon:  alive ("),
+        (b"garbage\n", "daemon:  not running (answer is not JSON;"),
+    ],
+)
+def test_status_pings_the_daemon_socket(
+    short_home: Path, tmp_path: Path, answer: bytes, expected: str
+) -> None:
+    thread = serve_one_answer(short_home / ".local/state/bli-cockpit/memory-daemon.sock", answer)
+    result = Cli(short_home, tmp_path)("status")
+    thread.join(RUN_TIMEOUT_S)
+    assert expected in result.stdout
+
+
+@pytest.mark.parametrize("command", ["log", "sync"])
+def test_the_experience_log_says_it_is_not_there_yet(unpaired: Cli, command: str) -> None:
+    result = unpaired(command, "win", "--store", "bli", "reason")
+    assert result.returncode == 2
+    assert len(result.stderr.splitlines()) == 1 and "not implemented yet" in result.stderr
