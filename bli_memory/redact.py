@@ -1,0 +1,844 @@
+"""Mask secrets in text before it leaves the machine (the Stop hook saves a redacted exchange).
+
+Strategy. Detectors find *spans* of secret material in the original text; spans are merged and
+each merged span is replaced by a typed mask ``[REDACTED:<kind>]``, so the structure around a
+secret survives (``ghp_[REDACTED:github_token]``, ``postgres://user:[REDACTED:password]@host``,
+PEM BEGIN/END lines, quotes, keys). Two tiers:
+
+- *Anchored* detectors (vendor prefixes, PEM private keys, JWTs, webhook URLs) know the exact
+  shape of a secret. Each one *claims* the whole token, prefix included, and masks the part after
+  the vendor prefix.
+- *Context* detectors (Authorization-style headers, URL userinfo, keyword assignments, CLI
+  flags) decide from the surroundings. Their spans give way to claims, so a GitHub token behind
+  ``password=`` keeps its typed mask.
+
+Linear time on hostile input. Python's ``re`` has no timeout, so every pattern is built to fail
+fast: a literal first (the engine's prefix search) or a charset gate, bounded quantifiers where a
+failure would backtrack, unbounded runs only where nothing after them can fail. Scans over a value
+are never repeated (see ``_KeywordScanner``) and PEM BEGIN/END markers are paired in one pass.
+Patterns compile lazily on first use, and a detector whose literal does not occur in the text
+never runs, which keeps both the import and the common case cheap on the hook path.
+
+Only the standard library (``re``, ``math``) is used.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from bisect import bisect_right
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+__all__ = ["MASK_FORMAT", "Redaction", "redact"]
+
+MASK_FORMAT = "[REDACTED:{kind}]"
+_MASK_MARK = "[REDACTED"
+
+# Bounds (characters) on how far a detector looks; the mask itself always covers the whole value.
+KEY_MAX_CHARS = 64
+QUOTED_VALUE_MAX_CHARS = 2048
+VALUE_SAMPLE_CHARS = 256
+PASSWORD_MIN_CHARS = 4
+SECRET_MIN_CHARS = 8
+TOKEN_MIN_CHARS = 16
+TOKEN_MIN_ENTROPY_BITS = 3.0
+PEM_MIN_BODY_CHARS = 16
+
+
+@dataclass(frozen=True)
+class Redaction:
+    """The redacted text, how many masks were applied, and how many of each kind."""
+
+    text: str
+    masked: int = 0
+    kinds: dict[str, int] = field(default_factory=dict)
+
+
+_Span = tuple[int, int, str]  # start, end, kind
+_Spans = list[_Span]
+_Claims = list[tuple[int, int]]
+
+_compiled: dict[str, re.Pattern[str]] = {}
+_state = {"warm": False}
+
+
+def _rx(source: str) -> re.Pattern[str]:
+    """Compile on first use and keep it: the hook path pays only for the patterns it needs."""
+    pattern = _compiled.get(source)
+    if pattern is None:
+        pattern = re.compile(source, re.ASCII)
+        _compiled[source] = pattern
+    return pattern
+
+
+# --------------------------------------------------------------------------------------------
+# Anchored detectors: vendor prefixes
+# --------------------------------------------------------------------------------------------
+
+# (kind, literals that must occur for the rule to run, pattern). The group ``b`` is masked; what
+# precedes it in the match is the vendor prefix, which is kept. Every pattern starts with a
+# literal (fast prefix search); the left boundary is checked in Python (``_left_boundary_ok``).
+_PREFIX_RULES: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    (
+        "aws_access_key",
+        ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
+        r"(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])(?P<b>[A-Z0-9]{16})(?![A-Za-z0-9])",
+    ),
+    ("github_token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), r"gh[pousr]_(?P<b>[A-Za-z0-9_]{36,})"),
+    ("github_token", ("github_pat_",), r"github_pat_(?P<b>\w{40,})"),
+    ("gitlab_token", ("gl",), r"gl(?:pat|dt|rt|ptt|ft|imt|oas|cbt|soat|ffct|agent)-(?P<b>[\w-]{20,})"),
+    ("anthropic_key", ("sk-ant-",), r"sk-ant-(?:api|admin|oat|ort|sid)\d\d-(?P<b>[\w-]{32,})"),
+    (
+        "openai_key",
+        ("sk-proj-", "sk-svcacct-", "sk-admin-", "sk-None-"),
+        r"sk-(?:proj|svcacct|admin|None)-(?P<b>[\w-]{40,})",
+    ),
+    ("openai_key", ("T3BlbkFJ",), r"sk-(?P<b>[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20,})"),
+    ("openrouter_key", ("sk-or-",), r"sk-or-v\d-(?P<b>[\w-]{32,})"),
+    ("langfuse_key", ("sk-lf-",), r"sk-lf-(?P<b>[\w-]{20,})"),
+    ("api_key", ("sk-",), r"sk-(?P<b>[A-Za-z0-9]{32,})(?![\w-])"),
+    ("google_api_key", ("AIza",), r"AIza(?P<b>[\w-]{35})(?![\w-])"),
+    ("google_oauth_secret", ("GOCSPX-",), r"GOCSPX-(?P<b>[\w-]{20,})"),
+    ("google_oauth_token", ("ya29.",), r"ya29\.(?P<b>[\w-]{20,})"),
+    ("slack_token", ("xox",), r"xox[abposre]-(?P<b>[A-Za-z0-9-]{10,})"),
+    ("slack_token", ("xapp-",), r"xapp-(?P<b>[A-Za-z0-9-]{10,})"),
+    (
+        "slack_webhook",
+        ("hooks.slack.com",),
+        r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<b>[A-Za-z0-9/_-]{20,})",
+    ),
+    ("discord_webhook", ("discord",), r"discord(?:app)?\.com/api/webhooks/(?P<b>\d{5,30}/[\w-]{20,})"),
+    ("stripe_key", ("sk_live_", "sk_test_"), r"sk_(?:live|test)_(?P<b>[A-Za-z0-9]{20,})"),
+    ("stripe_key", ("rk_live_", "rk_test_"), r"rk_(?:live|test)_(?P<b>[A-Za-z0-9]{20,})"),
+    ("stripe_webhook_secret", ("whsec_",), r"whsec_(?P<b>[A-Za-z0-9+/=]{24,})"),
+    ("twilio_key", ("SK",), r"SK(?P<b>[0-9a-f]{32})(?![0-9A-Za-z])"),
+    ("sendgrid_key", ("SG.",), r"SG\.(?P<b>[\w-]{16,32}\.[\w-]{20,})"),
+    ("mailgun_key", ("key-",), r"key-(?P<b>[0-9a-f]{32})(?![0-9A-Za-z])"),
+    ("npm_token", ("npm_",), r"npm_(?P<b>[A-Za-z0-9]{36})(?![A-Za-z0-9])"),
+    ("pypi_token", ("pypi-AgEIcHlwaS5vcmc",), r"pypi-(?P<b>AgEIcHlwaS5vcmc[\w-]{30,})"),
+    ("huggingface_token", ("hf_",), r"hf_(?P<b>[A-Za-z0-9]{30,40})(?![\w])"),
+    ("groq_key", ("gsk_",), r"gsk_(?P<b>[A-Za-z0-9]{40,})"),
+    ("xai_key", ("xai-",), r"xai-(?P<b>[A-Za-z0-9]{40,})"),
+    ("replicate_token", ("r8_",), r"r8_(?P<b>[A-Za-z0-9]{30,})"),
+    ("perplexity_key", ("pplx-",), r"pplx-(?P<b>[A-Za-z0-9]{40,})"),
+    ("langsmith_key", ("lsv2_",), r"lsv2_(?:pt|sk)_(?P<b>[A-Za-z0-9_]{30,})"),
+    ("tavily_key", ("tvly-",), r"tvly-(?P<b>[\w-]{20,})"),
+    ("pinecone_key", ("pcsk_",), r"pcsk_(?P<b>\w{40,})"),
+    ("fireworks_key", ("fw_",), r"fw_(?P<b>[A-Za-z0-9]{20,})(?![\w])"),
+    ("databricks_token", ("dapi",), r"dapi(?P<b>[a-f0-9]{32}(?:-\d)?)(?![A-Za-z0-9])"),
+    ("digitalocean_token", ("_v1_",), r"do[opr]_v1_(?P<b>[a-f0-9]{40,})"),
+    ("heroku_key", ("HRKU-",), r"HRKU-(?P<b>AA[\w-]{30,})"),
+    ("shopify_token", ("shp",), r"shp(?:at|ss|ca|pa)_(?P<b>[a-fA-F0-9]{32})"),
+    ("linear_key", ("lin_api_",), r"lin_api_(?P<b>[A-Za-z0-9]{30,})"),
+    ("notion_token", ("ntn_",), r"ntn_(?P<b>[A-Za-z0-9]{40,})"),
+    ("notion_token", ("secret_",), r"secret_(?P<b>[A-Za-z0-9]{43})(?![\w])"),
+    ("doppler_token", ("dp.",), r"dp\.(?:pt|st|sa|ct|scim|audit)\.(?P<b>[A-Za-z0-9]{40,})"),
+    ("vault_token", ("hvs.", "hvb."), r"hv[sb]\.(?P<b>[\w-]{24,})"),
+    ("pulumi_token", ("pul-",), r"pul-(?P<b>[a-f0-9]{40})"),
+    ("postman_key", ("PMAK-",), r"PMAK-(?P<b>[A-Za-z0-9-]{40,})"),
+    ("sentry_token", ("sntry",), r"sntry[us]_(?P<b>[\w=+/-]{40,})"),
+    ("grafana_token", ("glsa_", "glc_"), r"gl(?:sa|c)_(?P<b>[A-Za-z0-9_+/=]{30,})"),
+    ("atlassian_token", ("ATATT3",), r"ATATT3(?P<b>[\w=-]{50,})"),
+    ("newrelic_key", ("NRAK-",), r"NRAK-(?P<b>[A-Z0-9]{20,})"),
+    ("age_secret_key", ("AGE-SECRET-KEY-1",), r"AGE-SECRET-KEY-1(?P<b>[0-9A-Z]{50,})"),
+    ("onepassword_token", ("ops_eyJ",), r"ops_(?P<b>eyJ[A-Za-z0-9+/=]{50,})"),
+    ("supabase_token", ("sbp_", "sb_secret_"), r"(?:sbp_|sb_secret_)(?P<b>[\w-]{30,})"),
+    ("flyio_token", ("fo1_",), r"fo1_(?P<b>[\w-]{30,})"),
+    ("e2b_key", ("e2b_",), r"e2b_(?P<b>[a-f0-9]{40})"),
+)
+
+_JWT = r"eyJ[\w-]{8,}\.eyJ[\w-]{8,}\.[\w-]*"
+_TELEGRAM = r":AA[\w-]{30,}"
+_DISCORD_BOT = r"[MNO][\w-]{23,27}\.[\w-]{6}\.[\w-]{27,}"
+
+
+def _left_boundary_ok(text: str, start: int) -> bool:
+    """A token starts at a word boundary, or right after a JSON-escaped ``\\n``/``\\r``/``\\t``."""
+    if start == 0:
+        return True
+    before = text[start - 1]
+    if not (before.isalnum() or before == "_"):
+        return True
+    return start >= 2 and text[start - 2] == "\\" and before in "nrt"
+
+
+def _looks_placeholder_token(body: str) -> bool:
+    """``ghp_xxxx…`` or ``sk-proj-XXXX…``: a real prefix over a zero-entropy body."""
+    return len(set(body[:VALUE_SAMPLE_CHARS].lower())) <= 3
+
+
+def _find_prefix_tokens(text: str, spans: _Spans, claims: _Claims) -> None:
+    for kind, literals, source in _PREFIX_RULES:
+        pattern = _compiled.get(source)
+        if pattern is None:
+            # A one-shot hook compiles only the rules whose literal occurs; a process that calls
+            # again (the daemon, a benchmark) compiles them all, since the engine's literal
+            # search is cheaper than the ``in`` gate.
+            if not _state["warm"] and not any(literal in text for literal in literals):
+                continue
+            pattern = _rx(source)
+        for m in pattern.finditer(text):
+            if not _left_boundary_ok(text, m.start()) or _looks_placeholder_token(m.group("b")):
+                continue
+            spans.append((m.start("b"), m.end("b"), kind))
+            claims.append((m.start(), m.end()))
+
+
+def _find_structured_tokens(text: str, spans: _Spans, claims: _Claims) -> None:
+    """JWTs, Telegram bot tokens and Discord bot tokens: no vendor prefix, a fixed structure."""
+    if "eyJ" in text:
+        for m in _rx(_JWT).finditer(text):
+            if _left_boundary_ok(text, m.start()):
+                spans.append((m.start(), m.end(), "jwt"))
+                claims.append((m.start(), m.end()))
+    if ":AA" in text:
+        for m in _rx(_TELEGRAM).finditer(text):
+            start = m.start()
+            while start > m.start() - 10 and start > 0 and text[start - 1].isdigit():
+                start -= 1
+            if m.start() - start < 8 or (start > 0 and text[start - 1].isdigit()):
+                continue
+            if _left_boundary_ok(text, start) or text.endswith("bot", 0, start):
+                spans.append((start, m.end(), "telegram_bot_token"))
+                claims.append((start, m.end()))
+    for m in _rx(_DISCORD_BOT).finditer(text):
+        if _left_boundary_ok(text, m.start()) and _is_opaque(m.group()):
+            spans.append((m.start(), m.end(), "discord_token"))
+            claims.append((m.start(), m.end()))
+
+
+# --------------------------------------------------------------------------------------------
+# Anchored detectors: PEM private keys
+# --------------------------------------------------------------------------------------------
+
+_PEM_MARKER = r"-----(?P<edge>BEGIN|END) [A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+# A line of a truncated body (``head -5 id_rsa``): base64, or an RFC 1421 header, or empty; with an
+# optional YAML indent, Claude Code gutter (``     7→``) or quote, ending at a line break.
+_PEM_TRUNCATED_BODY = (
+    r"(?:(?:\r?\n|\\r?\\n)[ \t]*(?:\d{1,9}\u2192[ \t]*)?[\"']?"
+    r"(?:[A-Za-z0-9+/=]{1,200}|[A-Za-z][A-Za-z-]{0,30}: [^\r\n\\]{0,200})?[ \t]*"
+    r"(?=\r?\n|\\[rn]|[\"']|$))+"
+)
+_PEM_BASE64_RUN = r"[A-Za-z0-9+/=]{16}"
+_PEM_MASKED_BODY = r"(?:\s|\\[rn]|\d{1,9}\u2192|[\"'])*\[REDACTED:[a-z_]+\](?:\s|\\[rn]|\d{1,9}\u2192)*"
+_PEM_LEAD = r"[ \t]*(?:\r?\n|\\r?\\n)"
+
+
+def _find_pem_keys(text: str, spans: _Spans, claims: _Claims) -> None:
+    """Pair BEGIN/END markers in one pass; a BEGIN without END is a truncated block."""
+    if "PRIVATE KEY" not in text:
+        return
+    open_begin: re.Match[str] | None = None
+    for m in _rx(_PEM_MARKER).finditer(text):
+        if m.group("edge") == "BEGIN":
+            if open_begin is not None:
+                _pem_truncated(text, open_begin, m.start(), spans, claims)
+            open_begin = m
+        elif open_begin is not None:
+            _pem_body(text, open_begin.end(), m.start(), spans)
+            claims.append((open_begin.start(), m.end()))
+            open_begin = None
+    if open_begin is not None:
+        _pem_truncated(text, open_begin, len(text), spans, claims)
+
+
+def _pem_body(text: str, body_start: int, body_end: int, spans: _Spans) -> None:
+    """Mask between the line break after BEGIN and the line break before END."""
+    if _rx(_PEM_MASKED_BODY).fullmatch(text, body_start, body_end):
+        return
+    if not _rx(_PEM_BASE64_RUN).search(text, body_start, body_end):
+        return
+    lead = _rx(_PEM_LEAD).match(text, body_start, body_end)
+    start = lead.end() if lead else body_start
+    end = body_end
+    for sep in ("\\n", "\n"):
+        cut = text.rfind(sep, start, body_end)
+        if cut != -1 and not text[cut + len(sep) : body_end].strip(" \t\"'0123456789\u2192"):
+            end = cut - 1 if sep == "\n" and cut > start and text[cut - 1] == "\r" else cut
+            break
+    if end > start:
+        spans.append((start, end, "private_key"))
+
+
+def _pem_truncated(text: str, begin: re.Match[str], limit: int, spans: _Spans, claims: _Claims) -> None:
+    body = _rx(_PEM_TRUNCATED_BODY).match(text, begin.end(), limit)
+    if body is None or not _rx(_PEM_BASE64_RUN).search(text, begin.end(), body.end()):
+        return
+    if _rx(_PEM_MASKED_BODY).fullmatch(text, begin.end(), body.end()):
+        return
+    lead = _rx(_PEM_LEAD).match(text, begin.end(), body.end())
+    start = lead.end() if lead else begin.end()
+    spans.append((start, body.end(), "private_key"))
+    claims.append((begin.start(), body.end()))
+
+
+# --------------------------------------------------------------------------------------------
+# Value judgement: placeholders, references, opaque tokens
+# --------------------------------------------------------------------------------------------
+
+_NULLISH = frozenset(
+    "null none nil undefined true false yes no on off string str int bool boolean number any bytes "
+    "object optional required empty unset redacted hidden masked secret password token key value "
+    "example sample dummy fake placeholder todo tbd".split()
+)
+_PLACEHOLDER_RE = (
+    r"(?i:your|my|the|insert|enter|put|paste|replace|example|sample|dummy|fake|placeholder)[-_ .]"
+    r"|.*(?i:[-_]here|replace[-_]?me)$"
+)
+_TEMPLATE_OPENERS = ("${", "$(", "{{", "{%", "%(", "#{", "<%", "[[")
+_REFERENCE_RE = r"[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)*"
+_WORDY_SEGMENT_RE = r"[a-z]+[0-9]{0,2}(?:_[a-z0-9]+)*|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*|[A-Z]?[a-z]+(?:[A-Z][a-z]+)*[0-9]{0,2}|_\w*"
+_PATH_SEGMENT_RE = r"[a-z0-9._@-]*|[A-Z][a-z0-9._-]*"
+_YAML_TAGS = frozenset(
+    "Ref Sub GetAtt ImportValue Join Select FindInMap If Base64 GetAZs Split vault env".split()
+)
+
+
+def _is_placeholder(value: str) -> bool:
+    """Empty values, templates, ``<…>``, ``$VAR``, ``***``, elisions and our own masks."""
+    v = value.strip()
+    if len(v) < 2 or _MASK_MARK in v:
+        return True
+    if v.startswith(_TEMPLATE_OPENERS) or v[0] in "<{[(" or v.startswith("$"):
+        return True
+    if v[0] == "%" and v[-1] == "%":
+        return True
+    if v.endswith(("...", "\u2026")) or not v.strip("*xX.\u2022\u2026-_# "):
+        return True
+    if v.lower() in _NULLISH:
+        return True
+    if v.isupper() and not any(c.isdigit() for c in v) and all(c.isalpha() or c == "_" for c in v):
+        return True  # OPENAI_API_KEY (a reference) or TEXT (a metavar)
+    return _rx(_PLACEHOLDER_RE).match(v) is not None
+
+
+def _is_yaml_tag(value: str) -> bool:
+    if not value.startswith("!"):
+        return False
+    name = value[1:].split(" ", 1)[0]
+    return name in _YAML_TAGS
+
+
+def _is_reference(value: str, text: str, value_end: int) -> bool:
+    """An unquoted value that is code: ``os.environ[…]``, ``settings.KEY``, ``api_key)``, ``!Ref``."""
+    if _is_yaml_tag(value):
+        return True
+    m = _rx(_REFERENCE_RE).match(value)
+    if m is None:
+        return False
+    after = value[m.end() : m.end() + 1] or text[value_end : value_end + 1]
+    if m.end() < len(value) and after not in "([":
+        return False
+    if after in ("(", "["):
+        return True
+    ref = m.group()
+    if "::" in ref or "->" in ref:
+        return True
+    if "." in ref:
+        return all(_rx(_WORDY_SEGMENT_RE).fullmatch(s) for s in ref.split("."))
+    nxt = text[value_end : value_end + 1]
+    if nxt in (")", ","):
+        return True
+    return "_" in ref and ref.lower() == ref and not any(c.isdigit() for c in ref)
+
+
+def _is_dotted_words(value: str) -> bool:
+    parts = value.split(".")
+    return len(parts) >= 2 and all(_rx(_WORDY_SEGMENT_RE).fullmatch(p) for p in parts)
+
+
+def _is_path(value: str) -> bool:
+    """``/var/secrets/key.json`` or ``uploads/2024/x.pdf``; base64 with ``/`` mixes case."""
+    if "/" not in value and "\\" not in value:
+        return False
+    if "+" in value or "=" in value:
+        return False
+    parts = [p for p in re.split(r"[/\\]", value) if p]
+    if not parts:
+        return True
+    if parts[0] in ("~", ".", ".."):
+        parts = parts[1:]
+    if len(parts) >= 1 and re.fullmatch(r"[A-Za-z]:", parts[0]):
+        parts = parts[1:]
+    return all(_rx(_PATH_SEGMENT_RE).fullmatch(p) for p in parts)
+
+
+def _entropy_bits(sample: str) -> float:
+    n = len(sample)
+    total = 0.0
+    for ch in set(sample):
+        p = sample.count(ch) / n
+        total -= p * math.log2(p)
+    return total
+
+
+def _is_opaque(value: str) -> bool:
+    """Looks machine-generated: long, mixed character classes, enough entropy, no word shape."""
+    sample = value[:VALUE_SAMPLE_CHARS]
+    if len(value) < TOKEN_MIN_CHARS:
+        return False
+    classes = (
+        any(c.islower() for c in sample) + any(c.isupper() for c in sample) + any(c.isdigit() for c in sample)
+    )
+    if classes < 2 or _entropy_bits(sample) < TOKEN_MIN_ENTROPY_BITS:
+        return False
+    return not (_is_dotted_words(sample) or _is_path(sample))
+
+
+# --------------------------------------------------------------------------------------------
+# Key classification
+# --------------------------------------------------------------------------------------------
+
+_PASSWORD_WORDS = frozenset("password passwd pwd pass passphrase passcode".split())
+_SECRET_WORDS = frozenset(
+    "secret mnemonic signature sig pat credential credentials privatekey apikey apisecret secretkey "
+    "accesskey authtoken accesstoken refreshtoken clientsecret".split()
+)
+_TOKEN_WORDS = frozenset("token key auth session sessionid jsessionid phpsessid".split())
+_STRONG_QUALIFIERS = frozenset(
+    "secret private api access auth signing encryption encrypt hmac master account storage bot refresh "
+    "session bearer oauth client app webhook service deploy personal jwt security admin root "
+    "subscription consumer".split()
+)
+_META_FIRST = frozenset(
+    "max min num total input output cache primary sort partition foreign idempotency is has use enable "
+    "enabled disable bypass csrf xsrf unique".split()
+)
+_KEY_PART_RE = r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+"
+_key_classes: dict[str, str | None] = {}
+
+
+def _classify_key(key: str) -> str | None:
+    """``password``, ``secret`` (strong), ``token`` (weak: needs an opaque value) or None."""
+    if key in _key_classes:
+        return _key_classes[key]
+    comps = [c.lower() for c in _rx(_KEY_PART_RE).findall(key)]
+    result = _classify_parts(comps)
+    if len(_key_classes) < 4096:
+        _key_classes[key] = result
+    return result
+
+
+def _classify_parts(comps: list[str]) -> str | None:
+    if not comps or comps[0] in _META_FIRST or "public" in comps or "publishable" in comps:
+        return None
+    last = comps[-1]
+    if last in _PASSWORD_WORDS or last.endswith(("password", "passwd")):
+        return "password"
+    if last in _SECRET_WORDS or last.endswith("secret"):
+        return "secret"
+    if last in _TOKEN_WORDS or last.endswith(("token", "key")):
+        qualifiers = set(comps[:-1])
+        embedded = last[: -len("token")] if last.endswith("token") else last[: -len("key")]
+        if qualifiers & _STRONG_QUALIFIERS or embedded in _STRONG_QUALIFIERS:
+            return "secret"
+        return "token"
+    return None
+
+
+def _mask_kind(key_class: str, key: str) -> str:
+    if key_class == "password":
+        return "password"
+    lowered = key.lower().replace("-", "_")
+    if key_class == "secret" and ("api_key" in lowered or "apikey" in lowered):
+        return "api_key"
+    if "private_key" in lowered or "privatekey" in lowered:
+        return "private_key"
+    return key_class
+
+
+def _value_ok(key_class: str, value: str, quoted: bool, text: str, value_end: int) -> bool:
+    """Gate a candidate value by the strength of its key."""
+    if _is_placeholder(value) or value.startswith("-----"):
+        return False
+    if not quoted and _is_reference(value, text, value_end):
+        return False
+    if key_class == "password":
+        return len(value) >= PASSWORD_MIN_CHARS
+    if key_class == "secret":
+        return len(value) >= SECRET_MIN_CHARS and not _is_path(value) and not _is_dotted_words(value)
+    return _is_opaque(value)
+
+
+# --------------------------------------------------------------------------------------------
+# Context detectors
+# --------------------------------------------------------------------------------------------
+
+_OPERATOR = r"[=:]"
+_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+_KEY_START_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
+_UNQUOTED_RUN = r"[^\s;&,\"'`<>)\]}\\]*"
+_QUOTES = ('\\"', "\\'", '"""', "'''", '"', "'", "`")
+_HEADER_TAIL = (
+    r"(?:\\?[\"'`]\]?|\])?[ \t]{0,8}[:=][ \t]{0,8}(?:\\?[\"'`])?"
+    r"(?:(?P<scheme>bearer|basic|token|bot|sso-key|apikey)[ \t]+)?"
+    r"(?P<v>[^\s\"'`,;\\]+)"
+)
+# Header names, lower case; each pattern starts with its name so the engine's literal search runs.
+_HEADER_NAMES = (
+    "authorization",
+    "api-key",
+    "x-auth-token",
+    "private-token",
+    "x-access-token",
+    "subscription-key",
+)
+_BEARER = r"bearer[ \t]+(?P<v>[a-z0-9._~+/=-]{16,})"
+_URL_USERINFO = (
+    r"://(?:(?P<user>[^\s:/@'\"<>\\]{0,256}):(?P<pw>[^\s/'\"<>\\]{1,512})"
+    r"|(?P<tok>[^\s:/@'\"<>\\]{16,256}))@"
+)
+_FLAG_SPACE = r"--(?P<key>[A-Za-z][\w-]{0,40})[ \t]+(?=[^\s-])"
+_XML_TAG = r"<(?P<key>[A-Za-z_][\w.-]{0,40})>(?P<v>[^<\n]{1,512})</(?P=key)>"
+_NUGET = r"key=\"(?P<key>[^\"\n]{1,64})\"[ \t]+value=\"(?P<v>[^\"\n]{1,1024})\""
+_NETRC = r"machine[ \t]+\S{1,200}(?:\s+login[ \t]+\S{1,200})?\s+password[ \t]+(?P<v>\S+)"
+_CURL_USER = r"-(?:u|-user)[ \t=]*(?P<q>[\"']?)[^\s:'\"-][^\s:'\"]{0,99}:(?P<v>[^\s'\"]+)"
+_SHORT_P = r"-p[ \t]*(?P<v>'[^'\n]{1,512}'|\"[^\"\n]{1,512}\"|[^\s'\"]+)"
+_SHORT_P_CONTEXT = r"(?:\s-u[ \t]*[^\s-]\S{0,99}[ \t]+|sshpass[ \t]+)\Z"
+_PROSE_PASSWORD = r"pass(?:word|phrase|code)[ \t]+(?:is|was)[ \t:]+(?P<v>[^\s,;]{6,})"
+
+
+def _unquote_span(text: str, start: int, end: int) -> tuple[int, int]:
+    """Strip one pair of matching quotes from a captured value."""
+    if end - start >= 2 and text[start] in "\"'" and text[end - 1] == text[start]:
+        return start + 1, end - 1
+    return start, end
+
+
+def _ascii_lower(text: str) -> str:
+    """Lower-case copy with the same indices, for literal-first case-insensitive scans."""
+    lowered = text.lower()
+    if len(lowered) == len(text):
+        return lowered
+    return text.translate({code: code + 32 for code in range(65, 91)})
+
+
+def _word_start(text: str, start: int) -> bool:
+    return start == 0 or not (text[start - 1].isalnum() or text[start - 1] == "_")
+
+
+class _KeywordScanner:
+    """Find ``KEY OP VALUE`` assignments and mask values whose key names a secret.
+
+    The scan is anchored on the operator (``=``, ``:``, ``:=``, ``=>``), which the engine finds
+    fast; the key is read backwards from it (at most ``KEY_MAX_CHARS``) and the value forwards.
+    Only key and operator are consumed, so a value that itself contains an assignment
+    (``"command": "export DB_PASSWORD='…'"``) is still seen. A rejected unquoted value's extent
+    is remembered, so ``token=token=token…`` costs one scan of the run, not one per operator.
+    """
+
+    def __init__(self, text: str, spans: _Spans) -> None:
+        self.text = text
+        self.spans = spans
+        self.scanned_from = -1
+        self.scanned_until = -1
+
+    def run(self) -> None:
+        text = self.text
+        masked_until = 0
+        for m in _rx(_OPERATOR).finditer(text):
+            i = m.start()
+            if i < masked_until:
+                continue
+            found = self.key_before(i)
+            if found is None:
+                continue
+            key, op_end = found
+            key_class = _classify_key(key)
+            if key_class is None:
+                continue
+            vstart = op_end
+            while vstart < len(text) and vstart - op_end < 16 and text[vstart] in " \t":
+                vstart += 1
+            end = self.judge(key, key_class, vstart)
+            if end is not None:
+                masked_until = end
+
+    def key_before(self, i: int) -> tuple[str, int] | None:
+        """The key that ends before the operator at ``i``, and where the operator ends."""
+        text = self.text
+        op = text[i]
+        nxt = text[i + 1 : i + 2]
+        prev = text[i - 1 : i]
+        if op == ":":
+            if nxt in (":", "/", "=") or prev == ":":
+                return None
+            op_end, j = i + 1, i
+        else:
+            if nxt == "=" or prev in ("=", "!", "<", ">"):
+                return None
+            op_end = i + 2 if nxt == ">" else i + 1
+            j = i - 1 if prev == ":" else i
+        spaces = 0
+        while j > 0 and spaces < 16 and text[j - 1] in " \t":
+            j -= 1
+            spaces += 1
+        quoted = False
+        if j > 0 and text[j - 1] == "]":
+            j -= 1
+            quoted = True
+        if j > 0 and text[j - 1] in "\"'`":
+            j -= 1
+            quoted = True
+            if j > 0 and text[j - 1] == "\\":
+                j -= 1
+        if op == ":" and spaces and not quoted:
+            return None  # SQL ``PASSWORD :'var'``, not an assignment
+        k = j
+        floor = max(0, j - KEY_MAX_CHARS)
+        while k > floor and text[k - 1] in _KEY_CHARS:
+            k -= 1
+        if k == floor and k > 0 and text[k - 1] in _KEY_CHARS:
+            return None  # longer than any key
+        if k >= 1 and k < j and text[k - 1] == "\\" and text[k] in "nrt":
+            k += 1  # JSON-escaped line break before the key
+        run = text[k:j]
+        key = run.lstrip("-")
+        dashes = len(run) - len(key)
+        if not key or key[0] not in _KEY_START_CHARS or dashes > 2:
+            return None
+        if dashes == 1 and k > 0 and not text[k - 1].isspace():
+            return None
+        if k > 0 and text[k - 1] in "$@#%":
+            return None  # $env:NAME, a shell or template variable
+        if k >= 10 and text.endswith(_MASK_MARK + ":", k - 10, k):
+            return None
+        return key, op_end
+
+    def judge(self, key: str, key_class: str, vstart: int) -> int | None:
+        """Mask the value at ``vstart`` if it passes the gate; return where the mask ends."""
+        text = self.text
+        quoted = self.quoted_value(vstart)
+        if quoted is not None:
+            start, end = quoted
+            value = text[start : min(end, start + VALUE_SAMPLE_CHARS * 16)]
+        else:
+            start, end = vstart, self.unquoted_end(vstart)
+            value = text[start : min(end, start + VALUE_SAMPLE_CHARS)]
+        if end <= start or not _value_ok(key_class, value, quoted is not None, text, end):
+            return None
+        self.spans.append((start, end, _mask_kind(key_class, key)))
+        return end
+
+    def quoted_value(self, vstart: int) -> tuple[int, int] | None:
+        text = self.text
+        if text[vstart : vstart + 1] not in ('"', "'", "`", "\\"):
+            return None
+        for quote in _QUOTES:
+            if text.startswith(quote, vstart):
+                start = vstart + len(quote)
+                limit = min(len(text), start + QUOTED_VALUE_MAX_CHARS)
+                newline = text.find("\n", start, limit)
+                stop = limit if newline == -1 or len(quote) == 3 else newline
+                close = text.find(quote, start, stop)
+                while close > start and len(quote) == 1 and text[close - 1] == "\\":
+                    close = text.find(quote, close + 1, stop)
+                return (start, close) if close != -1 else None
+        return None
+
+    def unquoted_end(self, vstart: int) -> int:
+        """End of an unquoted value: whitespace, separators, quotes, or a JSON escape."""
+        if self.scanned_from <= vstart < self.scanned_until:
+            return self.scanned_until
+        text = self.text
+        end = vstart
+        pattern = _rx(_UNQUOTED_RUN)
+        while True:
+            m = pattern.match(text, end)
+            end = m.end() if m else end
+            if end + 1 < len(text) and text[end] == "\\" and text[end + 1] not in "nrt\"'\\":
+                end += 1
+                continue
+            break
+        self.scanned_from, self.scanned_until = vstart, end
+        return end
+
+
+def _find_keyword_values(text: str, lowered: str, spans: _Spans) -> None:
+    if "=" in text or ":" in text:
+        _KeywordScanner(text, spans).run()
+    if "--" in text:
+        scanner = _KeywordScanner(text, spans)
+        for m in _rx(_FLAG_SPACE).finditer(text):
+            if m.start() > 0 and (text[m.start() - 1].isalnum() or text[m.start() - 1] in "_-"):
+                continue
+            key_class = _classify_key(m.group("key"))
+            if key_class is not None:
+                scanner.judge(m.group("key"), key_class, m.end())
+    if "</" in text:
+        for m in _rx(_XML_TAG).finditer(text):
+            _judge_captured(text, m, _classify_key(m.group("key")), spans)
+    if "value=" in text:
+        for m in _rx(_NUGET).finditer(text):
+            _judge_captured(text, m, _classify_key(m.group("key")), spans)
+
+
+def _judge_captured(text: str, m: re.Match[str], key_class: str | None, spans: _Spans) -> None:
+    if key_class is None:
+        return
+    start, end = _unquote_span(text, m.start("v"), m.end("v"))
+    value = text[start:end]
+    if _value_ok(key_class, value, True, text, end):
+        spans.append((start, end, _mask_kind(key_class, m.group("key"))))
+
+
+def _find_headers(text: str, lowered: str, spans: _Spans) -> None:
+    for name in _HEADER_NAMES:
+        if name not in lowered:
+            continue
+        for m in _rx(name + _HEADER_TAIL).finditer(lowered):
+            if not _word_start(text, m.start()):
+                continue
+            start, end = m.span("v")
+            value = text[start:end]
+            if _is_placeholder(value) or len(value) < SECRET_MIN_CHARS:
+                continue
+            scheme = m.group("scheme") or ""
+            kind = {"bearer": "bearer_token", "basic": "basic_auth"}.get(scheme, "auth_token")
+            if not scheme and name != "authorization":
+                kind = "api_key"
+            spans.append((start, end, kind))
+    if "bearer" in lowered:
+        for m in _rx(_BEARER).finditer(lowered):
+            start, end = m.span("v")
+            if _word_start(text, m.start()) and _is_opaque(text[start:end]):
+                spans.append((start, end, "bearer_token"))
+
+
+def _find_url_credentials(text: str, lowered: str, spans: _Spans) -> None:
+    if "://" not in text:
+        return
+    for m in _rx(_URL_USERINFO).finditer(text):
+        if m.group("pw") is not None:
+            user = m.group("user")
+            if not _is_placeholder(m.group("pw")) and not (user and _is_placeholder(user)):
+                spans.append((m.start("pw"), m.end("pw"), "password"))
+        elif _is_opaque(m.group("tok")) and not _is_placeholder(m.group("tok")):
+            spans.append((m.start("tok"), m.end("tok"), "url_token"))
+
+
+def _find_cli_credentials(text: str, lowered: str, spans: _Spans) -> None:
+    """``.netrc`` lines, ``curl -u user:pass``, ``-u user -p pass``, ``sshpass -p``, prose."""
+    candidates: list[tuple[int, int]] = []
+    if "machine" in text and "password" in text:
+        candidates += [m.span("v") for m in _rx(_NETRC).finditer(text) if _word_start(text, m.start())]
+    if "-u" in text:
+        for m in _rx(_CURL_USER).finditer(text):
+            if m.start() > 0 and text[m.start() - 1].isspace():
+                candidates.append(m.span("v"))
+    if "-p" in text and ("-u" in text or "sshpass" in text):
+        for m in _rx(_SHORT_P).finditer(text):
+            s = m.start()
+            if s > 0 and text[s - 1].isspace() and _rx(_SHORT_P_CONTEXT).search(text, max(0, s - 128), s):
+                candidates.append(m.span("v"))
+    for start, end in candidates:
+        start, end = _unquote_span(text, start, end)
+        value = text[start:end]
+        if len(value) >= PASSWORD_MIN_CHARS and not _is_placeholder(value):
+            spans.append((start, end, "password"))
+    if "pass" in lowered and (" is" in lowered or " was" in lowered):
+        for m in _rx(_PROSE_PASSWORD).finditer(lowered):
+            start, end = m.span("v")
+            value = text[start:end]
+            if not lowered.endswith(("my ", "the ", "our "), max(0, m.start() - 4), m.start()):
+                continue
+            if any(c.isdigit() for c in value) and any(c.isalpha() for c in value):
+                spans.append((start, end, "password"))
+
+
+# --------------------------------------------------------------------------------------------
+# Assembly
+# --------------------------------------------------------------------------------------------
+
+_ANCHORED: tuple[Callable[[str, _Spans, _Claims], None], ...] = (
+    _find_pem_keys,
+    _find_prefix_tokens,
+    _find_structured_tokens,
+)
+_CONTEXTUAL: tuple[Callable[[str, str, _Spans], None], ...] = (
+    _find_headers,
+    _find_url_credentials,
+    _find_cli_credentials,
+    _find_keyword_values,
+)
+
+
+def _merge_claims(claims: _Claims) -> _Claims:
+    merged: _Claims = []
+    for start, end in sorted(claims):
+        if merged and start <= merged[-1][1]:
+            if end > merged[-1][1]:
+                merged[-1] = (merged[-1][0], end)
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def _outside_claims(span: _Span, claims: _Claims, claim_starts: list[int]) -> Iterator[_Span]:
+    """The parts of a context span that no anchored token claimed."""
+    start, end, kind = span
+    i = max(bisect_right(claim_starts, start) - 1, 0)
+    cursor = start
+    while i < len(claims) and claims[i][0] < end:
+        c_start, c_end = claims[i]
+        if c_end > cursor:
+            if c_start > cursor:
+                yield (cursor, c_start, kind)
+            cursor = max(cursor, c_end)
+        i += 1
+    if cursor < end:
+        yield (cursor, end, kind)
+
+
+def _assemble(text: str, spans: _Spans) -> Redaction:
+    spans.sort(key=lambda s: (s[0], -s[1]))
+    merged: _Spans = []
+    for start, end, kind in spans:
+        if end <= start:
+            continue
+        if merged and start < merged[-1][1]:
+            if end > merged[-1][1]:
+                merged[-1] = (merged[-1][0], end, merged[-1][2])
+        else:
+            merged.append((start, end, kind))
+    if not merged:
+        return Redaction(text)
+    out: list[str] = []
+    kinds: dict[str, int] = {}
+    cursor = 0
+    for start, end, kind in merged:
+        out.append(text[cursor:start])
+        out.append(MASK_FORMAT.format(kind=kind))
+        kinds[kind] = kinds.get(kind, 0) + 1
+        cursor = end
+    out.append(text[cursor:])
+    return Redaction("".join(out), len(merged), kinds)
+
+
+def redact(text: str) -> Redaction:
+    """Mask every secret found in ``text``; text without secrets comes back unchanged."""
+    if not text:
+        return Redaction(text)
+    result = _redact(text)
+    _state["warm"] = True
+    return result
+
+
+def _redact(text: str) -> Redaction:
+    anchored: _Spans = []
+    claims: _Claims = []
+    for find_anchored in _ANCHORED:
+        find_anchored(text, anchored, claims)
+    lowered = _ascii_lower(text)
+    contextual: _Spans = []
+    for find_contextual in _CONTEXTUAL:
+        find_contextual(text, lowered, contextual)
+    merged_claims = _merge_claims(claims)
+    claim_starts = [start for start, _ in merged_claims]
+    spans = anchored
+    for span in contextual:
+        for piece in _outside_claims(span, merged_claims, claim_starts):
+            if piece[1] - piece[0] >= PASSWORD_MIN_CHARS or piece == span:
+                spans.append(piece)
+    return _assemble(text, spans)
