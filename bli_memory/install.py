@@ -213,11 +213,12 @@ def resolve_command(
     return [executable, "-m", MODULE_NAME]
 
 
-def is_our_hook_command(command: object) -> bool:
+def is_our_hook_command(command: object, own: Sequence[str] = ()) -> bool:
     """True for any command string that runs one of our hooks, whatever path or host argument it has.
 
     Recognising ours by shape (not by the exact string) lets install replace a registration made by
-    an older install from another path, and uninstall remove it.
+    an older install from another path, and uninstall remove it. `own` is the running program's
+    prefix, so a zipapp under any file name also knows its own registrations.
     """
     if not isinstance(command, str):
         return False
@@ -229,14 +230,16 @@ def is_our_hook_command(command: object) -> bool:
         if words[index] != "hook" or words[index + 1] not in HOOK_SUBCOMMANDS:
             continue
         before = words[:index]
+        if own and before[-len(own) :] == list(own):
+            return True
         program = os.path.basename(before[-1])
         if program in (BIN_NAME, ZIPAPP_NAME) or before[-2:] == ["-m", MODULE_NAME]:
             return True
     return False
 
 
-def _is_our_handler(handler: object) -> bool:
-    return isinstance(handler, dict) and is_our_hook_command(handler.get("command"))
+def _is_our_handler(handler: object, own: Sequence[str]) -> bool:
+    return isinstance(handler, dict) and is_our_hook_command(handler.get("command"), own)
 
 
 # --------------------------------------------------------------------------- files
@@ -435,7 +438,11 @@ def plan_claude_json(path: str, prefix: Sequence[str] | None) -> FileChange:
 
 
 def _edit_hook_groups(
-    path: str, data: dict[str, Any], wanted: dict[str, dict[str, Any]] | None, actions: list[str]
+    path: str,
+    data: dict[str, Any],
+    wanted: dict[str, dict[str, Any]] | None,
+    actions: list[str],
+    own: Sequence[str],
 ) -> None:
     """Make `hooks.<Event>` hold exactly one group of ours per event (wanted), or none (wanted None)."""
     hooks = _child(path, data, "hooks", dict, "hooks")
@@ -452,7 +459,7 @@ def _edit_hook_groups(
             for g in groups or []
             if isinstance(g, dict) and isinstance(g.get("hooks"), list)
             for handler in g["hooks"]
-            if _is_our_handler(handler)
+            if _is_our_handler(handler, own)
         ]
         if group is not None and len(ours) == 1 and groups is not None and group in groups:
             continue
@@ -463,7 +470,7 @@ def _edit_hook_groups(
             if not (isinstance(g, dict) and isinstance(g.get("hooks"), list)):
                 kept.append(g)
                 continue
-            handlers = [h for h in g["hooks"] if not _is_our_handler(h)]
+            handlers = [h for h in g["hooks"] if not _is_our_handler(h, own)]
             if len(handlers) == len(g["hooks"]):
                 kept.append(g)
             elif handlers:
@@ -497,13 +504,15 @@ def _hook_groups(prefix: Sequence[str], *, codex: bool) -> dict[str, dict[str, A
     }
 
 
-def plan_hooks_json(path: str, prefix: Sequence[str] | None, *, codex: bool) -> FileChange:
+def plan_hooks_json(
+    path: str, prefix: Sequence[str] | None, *, codex: bool, own: Sequence[str] = ()
+) -> FileChange:
     """The three hooks in a Claude settings.json or a Codex hooks.json, and the Claude permission."""
     old_text = read_text(path)
     data = load_json_object(path, old_text)
     actions: list[str] = []
     wanted = None if prefix is None else _hook_groups(prefix, codex=codex)
-    _edit_hook_groups(path, data, wanted, actions)
+    _edit_hook_groups(path, data, wanted, actions, own)
     if not codex:
         _edit_permission(path, data, add=prefix is not None, actions=actions)
     return _finish_json(path, old_text, data, actions)
@@ -845,15 +854,20 @@ def plan_codex_toml(path: str, prefix: Sequence[str] | None) -> FileChange:
 # --------------------------------------------------------------------------- install / uninstall
 
 
-def plan(paths: Paths, prefix: Sequence[str] | None, hosts: Sequence[str]) -> list[FileChange]:
-    """Every file's change, computed before any is written; InstallError names the first bad file."""
+def plan(
+    paths: Paths, prefix: Sequence[str] | None, hosts: Sequence[str], own: Sequence[str] = ()
+) -> list[FileChange]:
+    """Every file's change, computed before any is written; InstallError names the first bad file.
+
+    prefix None plans an uninstall; `own` is the running program's prefix (see is_our_hook_command).
+    """
     changes: list[FileChange] = []
     if "claude" in hosts:
         changes.append(plan_claude_json(paths.claude_json, prefix))
-        changes.append(plan_hooks_json(paths.claude_settings, prefix, codex=False))
+        changes.append(plan_hooks_json(paths.claude_settings, prefix, codex=False, own=own))
     if "codex" in hosts:
         changes.append(plan_codex_toml(paths.codex_config, prefix))
-        changes.append(plan_hooks_json(paths.codex_hooks, prefix, codex=True))
+        changes.append(plan_hooks_json(paths.codex_hooks, prefix, codex=True, own=own))
     return changes
 
 
@@ -903,9 +917,10 @@ def run(verb: str, argv: Sequence[str], env: Mapping[str, str] | None = None) ->
         return options
     env = os.environ if env is None else env
     paths = Paths.from_env(env)
-    prefix = resolve_command() if verb == "install" else None
+    own = resolve_command()
+    prefix = own if verb == "install" else None
     try:
-        changes = plan(paths, prefix, options.hosts)
+        changes = plan(paths, prefix, options.hosts, own)
     except InstallError as exc:
         sys.stderr.write(f"bli-memory-mcp {verb}: {exc}\n")
         return 1
