@@ -173,3 +173,35 @@ def test_codex_stop_success_prints_an_empty_object(home: Path, door: Any, tag: s
     )
     assert run.stdout == "{}\n"
     assert run.receipt()[1] == "ok"
+
+
+def test_the_daemon_core_answers_on_a_warm_connection_it_does_not_close(
+    door: Any, tag: str, tmp_path: Path
+) -> None:
+    from bli_memory.hooks.run import answer
+    from bli_memory.settings import Settings
+    from bli_memory.wire.http import Connection
+
+    remember(door, tag, "The daemon keeps one warm connection to the door.")
+    settings = Settings(
+        door_url=door.url, token=door.token, container_tag=tag, isolate_worktrees=False, daemon_enabled=True
+    )
+    connection = Connection(door.url)
+    try:
+        for _ in range(2):
+            result = answer(
+                "prompt",
+                {"prompt": "what does the daemon keep warm?"},
+                str(tmp_path),
+                via="daemon",
+                settings=settings,
+                connection=connection,
+            )
+            assert result.outcome["status"] == "ok" and result.outcome["via"] == "daemon"
+            assert "The daemon keeps one warm connection to the door." in result.stdout
+        context = answer(
+            "session-start", {}, str(tmp_path), via="daemon", settings=settings, connection=connection
+        )
+        assert context.outcome["status"] == "ok" and "<bli-memory-context> [bli]" in context.stdout
+    finally:
+        connection.close()

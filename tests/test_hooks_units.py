@@ -397,3 +397,37 @@ def test_a_failed_stop_message_is_one_json_line() -> None:
     assert json.loads(line) == {
         "systemMessage": "[bli] bli-memory: this turn was not saved to memory (timeout)."
     }
+
+
+# -- the backstop ------------------------------------------------------------------------------------
+
+
+def test_the_backstop_timer_interrupts_a_run_that_ignores_the_clock() -> None:
+    from bli_memory.hooks import run
+
+    started = time.monotonic()
+    assert run._arm_backstop(started + 0.1)
+    with pytest.raises(run.HookDeadline):
+        time.sleep(2)
+    run._disarm_backstop()
+    assert time.monotonic() - started < 0.5
+    assert receipt.failed(run.HookDeadline())["reason"] == "timeout"
+
+
+def test_answer_never_raises_and_names_an_internal_failure() -> None:
+    from bli_memory.hooks import run
+    from bli_memory.settings import Settings
+
+    broken = Settings(
+        door_url="http://127.0.0.1:1",
+        token="t",
+        container_tag=None,
+        isolate_worktrees=False,
+        daemon_enabled=False,
+    )
+    result = run.answer(
+        "stop", {"last_assistant_message": 42, "transcript_path": 7}, "/", via="daemon", settings=broken
+    )
+    assert result.outcome == {"status": "skipped", "reason": "no_transcript", "via": "daemon"}
+    odd = run.answer("nonsense", {}, "/", via="direct")
+    assert odd.stdout == "" and odd.outcome["reason"] == "unknown_internal:unknown_event"
