@@ -47,6 +47,7 @@ counts as outside git, as it did for the vendor's plugin.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable, Iterator, Mapping
 
 # `typing` costs milliseconds cold; mypy honours a TYPE_CHECKING of any origin.
@@ -84,12 +85,12 @@ REPO_SCOPES = frozenset({SCOPE_LOCAL, SCOPE_WORKTREE})
 def _load_sha256() -> Callable[[bytes], str]:
     """sha256 hex digest without importing hashlib when possible (hashlib loads OpenSSL, ~6 ms cold)."""
     try:
-        from _sha2 import sha256  # type: ignore[import-not-found,unused-ignore]  # Python >= 3.12
-    except ImportError:
-        try:
-            from _sha256 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]  # <= 3.11
-        except ImportError:
-            from hashlib import sha256  # type: ignore[assignment,unused-ignore]
+        if sys.version_info >= (3, 12):
+            from _sha2 import sha256  # type: ignore[import-not-found,unused-ignore]
+        else:
+            from _sha256 import sha256  # type: ignore[import-not-found,no-redef,unused-ignore]
+    except ImportError:  # a build without the built-in module
+        from hashlib import sha256  # type: ignore[assignment,unused-ignore]
 
     def digest(data: bytes) -> str:
         result: str = sha256(data).hexdigest()
@@ -794,7 +795,17 @@ def _parse_config(text: str, path: str) -> Iterator[tuple[str, str | None, str, 
         yield section, subsection, key, value
 
 
+#: a value with none of these on its line needs no character-by-character parse.
+_VALUE_SPECIALS = frozenset('"\\;#')
+_SPACES_TO_BLANK = str.maketrans("\t\v\f\r", "    ")
+
+
 def _parse_value(text: str, index: int, fail: Callable[[str], GitConfigError]) -> tuple[int, str]:
+    end = text.find("\n", index)
+    end = len(text) if end < 0 else end
+    line = text[index:end]
+    if _VALUE_SPECIALS.isdisjoint(line):  # the common case: git keeps inner blanks, one space each
+        return end + 1, line.strip(" \t\v\f\r").translate(_SPACES_TO_BLANK)
     out: list[str] = []
     quote = comment = False
     spaces = 0
