@@ -1,0 +1,325 @@
+"""The hook's side of the resident daemon: ask it over its unix socket, or start it detached.
+
+This runs inside the prompt and session-start hooks, so it imports only `os`, `socket`, `json` and
+`time` (no subprocess: the daemon is started with `os.posix_spawn`). The daemon is an accelerator: every
+failure here is a short reason string and the hook takes the direct path, unchanged.
+
+Protocol (one JSON line each way, UTF-8, on `~/.local/state/bli-cockpit/memory-daemon.sock`):
+
+    → {"event": "prompt", "payload": {...}, "cwd": "/abs/folder", "version": "0.1.0",
+       "budgetMs": 1900, "env": {"BLI_MEMORY_CONTAINER_TAG": "...", "GIT_CONFIG_GLOBAL": "..."}}
+    ← {"stdout": "...", "outcome": {"status": "ok", "hits": 2, ...}}
+    ← {"error": "version_mismatch", "version": "0.1.1"}          (then the daemon stands down)
+    → {"event": "ping"}   ← {"ok": true, "version": "0.1.0", "pid": 4242}
+
+`env` carries only the variables that decide a folder's space (never a secret): the daemon reads
+the token and the door URL from the session file itself, so the token never crosses the socket. A hook
+whose environment overrides the token or the URL (or passes git config on the command line, which may
+hold credentials) does not use the daemon: `daemon_env_override`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+
+TYPE_CHECKING = False  # `typing` costs milliseconds on every hook; mypy reads this constant as True
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from bli_memory.hooks.run import HookAnswer
+
+SOCKET_NAME = "memory-daemon.sock"
+LOCK_NAME = "memory-daemon.lock"
+STAMP_NAME = "memory-daemon.spawned"
+STATE_DIR_MODE = 0o700
+#: the seed's connect budget, taken inside the hook's own unchanged deadline
+CONNECT_BUDGET_S = 0.05
+#: the daemon is told to give up this long before the hook does, so its answer arrives in time
+REPLY_MARGIN_S = 0.05
+#: the hook reads at most 4 MiB of payload; a request line is that, re-encoded, plus a little
+REQUEST_MAX_BYTES = 4 * 1024 * 1024 + 64 * 1024
+#: an answer is one block of at most a few thousand characters and a small outcome
+RESPONSE_MAX_BYTES = 1024 * 1024
+RECV_BYTES = 64 * 1024
+#: the prompt hook starts the daemon at most this often per machine (per installed version)
+SPAWN_INTERVAL_S = 3600.0
+#: the daemon tells its version with every answer; a request of another version makes it stand down
+VERSION_MISMATCH = "version_mismatch"
+
+#: the reasons this module returns; each means "take the direct path"
+UNAVAILABLE = "daemon_unavailable"  # no socket, nobody listening, or it hung up before reading
+TIMEOUT = "daemon_timeout"  # the hook's deadline passed while waiting for the answer
+BAD_RESPONSE = "daemon_bad_response"  # it answered, but not one readable answer line
+MISMATCH = "daemon_version_mismatch"  # another version: it stands down, the hook starts a current one
+ENV_OVERRIDE = "daemon_env_override"  # this hook's environment holds settings the daemon must not see
+TOO_LARGE = "daemon_too_large"  # the payload is over the socket's line cap
+REASONS = (UNAVAILABLE, TIMEOUT, BAD_RESPONSE, MISMATCH, ENV_OVERRIDE, TOO_LARGE)
+#: after these, the hook should start a daemon (spawn_daemon keeps that to once an hour)
+SPAWN_REASONS = (UNAVAILABLE, MISMATCH)
+
+#: variables that decide a folder's space (settings + space.py's git discovery and config order);
+#: HOME is not sent: the daemon serving this socket has the same HOME by construction.
+SPACE_ENV_NAMES = (
+    "BLI_MEMORY_CONTAINER_TAG",
+    "BLI_MEMORY_ISOLATE_WORKTREES",
+    "XDG_CONFIG_HOME",
+    "GIT_CONFIG_NOSYSTEM",
+    "GIT_CONFIG_SYSTEM",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_CEILING_DIRECTORIES",
+    "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+)
+#: a hook with any of these set goes direct: they are secrets, or settings the daemon cannot share
+DECLINE_ENV_NAMES = (
+    "BLI_MEMORY_DEVICE_TOKEN",
+    "BLI_MEMORY_DASHBOARD_URL",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_COUNT",
+)
+
+
+def state_dir(env: Mapping[str, str] | None = None) -> str:
+    """`~/.local/state/bli-cockpit`: the daemon's socket, lock and spawn stamp (and the hook stats)."""
+    env = os.environ if env is None else env
+    home = env.get("HOME") or os.path.expanduser("~")
+    return os.path.join(home, ".local", "state", "bli-cockpit")
+
+
+def socket_path(env: Mapping[str, str] | None = None) -> str:
+    return os.path.join(state_dir(env), SOCKET_NAME)
+
+
+def space_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The space-deciding variables this hook has set (sent with each request)."""
+    return {name: env[name] for name in SPACE_ENV_NAMES if name in env}
+
+
+def encode_request(
+    event: str, payload: dict[str, object], cwd: str, *, budget_s: float, env: Mapping[str, str]
+) -> bytes:
+    from bli_memory import __version__
+
+    request = {
+        "event": event,
+        "payload": payload,
+        "cwd": os.path.abspath(cwd),
+        "version": __version__,
+        "budgetMs": max(0, int(budget_s * 1000)),
+        "env": space_env(env),
+    }
+    return json.dumps(request, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "replace") + b"\n"
+
+
+def _read_line(sock: socket.socket, deadline: float) -> bytes | str:
+    """One answer line, or a reason. EOF or a reset before the newline is a bad response."""
+    buf = bytearray()
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return TIMEOUT
+        sock.settimeout(remaining)
+        try:
+            chunk = sock.recv(RECV_BYTES)
+        except TimeoutError:
+            return TIMEOUT
+        except OSError:
+            return BAD_RESPONSE
+        if not chunk:
+            return BAD_RESPONSE
+        newline = chunk.find(b"\n")
+        if newline >= 0:
+            buf += chunk[:newline]
+            return bytes(buf)
+        buf += chunk
+        if len(buf) > RESPONSE_MAX_BYTES:
+            return BAD_RESPONSE
+
+
+def exchange(line: bytes, deadline: float, env: Mapping[str, str] | None = None) -> bytes | str:
+    """Send one request line and read one answer line before `deadline`; or a reason.
+
+    Connecting gets at most CONNECT_BUDGET_S of the remaining time.
+    """
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        return TIMEOUT
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(min(CONNECT_BUDGET_S, remaining))
+        try:
+            sock.connect(socket_path(env))
+        except OSError:  # absent, refused (a stale socket), over the budget, path too long
+            return UNAVAILABLE
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return TIMEOUT
+        sock.settimeout(remaining)
+        try:
+            sock.sendall(line)
+        except TimeoutError:
+            return TIMEOUT
+        except OSError:  # it hung up before reading: going away (stood down, idle exit, killed)
+            return UNAVAILABLE
+        return _read_line(sock, deadline)
+    finally:
+        sock.close()
+
+
+def decode_answer(line: bytes) -> HookAnswer | str:
+    """An answer line → HookAnswer (outcome rebuilt from the receipt allow-list), or a reason."""
+    from bli_memory.hooks import receipt
+    from bli_memory.hooks.run import HookAnswer
+
+    try:
+        data = json.loads(line)
+    except (ValueError, UnicodeDecodeError):
+        return BAD_RESPONSE
+    if not isinstance(data, dict):
+        return BAD_RESPONSE
+    if data.get("error") == VERSION_MISMATCH:
+        return MISMATCH
+    stdout = data.get("stdout")
+    outcome = receipt.clean(data.get("outcome"))
+    if not isinstance(stdout, str) or outcome is None:
+        return BAD_RESPONSE
+    return HookAnswer(stdout, outcome)
+
+
+def ask_daemon(
+    event: str,
+    payload: dict[str, object],
+    cwd: str,
+    *,
+    deadline: float,
+    env: Mapping[str, str] | None = None,
+) -> HookAnswer | str:
+    """The daemon's answer to one hook run, or why not (one of REASONS): then take the direct path.
+
+    `deadline` is the hook's own absolute `time.monotonic()` deadline, unchanged; the daemon is told
+    the time left (minus REPLY_MARGIN_S) so it gives up on the door before the hook gives up on it.
+    """
+    env = os.environ if env is None else env
+    if any(env.get(name) for name in DECLINE_ENV_NAMES):
+        return ENV_OVERRIDE
+    budget_s = deadline - time.monotonic() - REPLY_MARGIN_S
+    if budget_s <= 0:
+        return TIMEOUT
+    line = encode_request(event, payload, cwd, budget_s=budget_s, env=env)
+    if len(line) > REQUEST_MAX_BYTES:
+        return TOO_LARGE
+    got = exchange(line, deadline, env)
+    return got if isinstance(got, str) else decode_answer(got)
+
+
+#: the name hooks/run.py looks up
+ask = ask_daemon
+
+
+def ping(deadline: float, env: Mapping[str, str] | None = None) -> dict[str, object] | str:
+    """`{"ok": true, "version", "pid"}` from a running daemon, or a reason (for `status` and tests)."""
+    got = exchange(b'{"event":"ping"}\n', deadline, env)
+    if isinstance(got, str):
+        return got
+    try:
+        data = json.loads(got)
+    except (ValueError, UnicodeDecodeError):
+        return BAD_RESPONSE
+    return data if isinstance(data, dict) and data.get("ok") is True else BAD_RESPONSE
+
+
+# -- starting it -------------------------------------------------------------------------------------
+
+
+def _spawn_throttled(stamp: str, version: str, now_s: float) -> bool:
+    """True when this version was started less than SPAWN_INTERVAL_S ago (the stamp says so)."""
+    try:
+        with open(stamp, "rb") as handle:
+            stamped = handle.read(64).decode("ascii", "replace").strip()
+        age_s = now_s - os.stat(stamp).st_mtime
+    except OSError:
+        return False
+    return stamped == version and 0 <= age_s < SPAWN_INTERVAL_S
+
+
+def _write_stamp(stamp: str, version: str) -> bool:
+    folder = os.path.dirname(stamp)
+    try:
+        os.makedirs(folder, mode=STATE_DIR_MODE, exist_ok=True)
+        fd = os.open(stamp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, version.encode("ascii", "replace") + b"\n")
+        finally:
+            os.close(fd)
+    except OSError:
+        return False
+    return True
+
+
+def _inheritable_fds() -> list[int]:
+    """Descriptors above stdio that an exec would pass on (the host may have left some open)."""
+    for listing in ("/proc/self/fd", "/dev/fd"):
+        try:
+            names = os.listdir(listing)
+        except OSError:
+            continue
+        out = []
+        for name in names:
+            if not name.isdigit() or int(name) <= 2:
+                continue
+            try:
+                if os.get_inheritable(int(name)):
+                    out.append(int(name))
+            except OSError:
+                pass  # the listing's own descriptor, already closed
+        return out
+    return []
+
+
+def _package_root() -> str:
+    """The sys.path entry that holds `bli_memory` (a site-packages folder, a checkout, a zipapp)."""
+    import bli_memory
+
+    return os.path.dirname(os.path.dirname(os.path.abspath(bli_memory.__file__)))
+
+
+def daemon_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The daemon's environment: this one minus the secrets it must not hold, plus where we live."""
+    out = {name: value for name, value in env.items() if name not in DECLINE_ENV_NAMES}
+    root = _package_root()
+    existing = out.get("PYTHONPATH")
+    out["PYTHONPATH"] = root + (os.pathsep + existing if existing else "")
+    return out
+
+
+def spawn_daemon(env: Mapping[str, str] | None = None, *, force: bool = False) -> int | None:
+    """Start `bli-memory-mcp daemon` detached; its pid, or None when throttled or it could not start.
+
+    Detached: a new session (no controlling terminal, no signal from the host's process group),
+    stdin/stdout/stderr on /dev/null, no inherited descriptor. At most once per SPAWN_INTERVAL_S per
+    machine and version (a stamp file); a second daemon started by a race exits 0 by itself. The
+    caller does not wait for it: the hook exits and init adopts the daemon.
+    """
+    from bli_memory import __version__
+
+    env = os.environ if env is None else env
+    stamp = os.path.join(state_dir(env), STAMP_NAME)
+    if not force and _spawn_throttled(stamp, __version__, time.time()):
+        return None
+    if not _write_stamp(stamp, __version__):
+        return None
+    actions: list[tuple[object, ...]] = [
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+        (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
+    ]
+    actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in _inheritable_fds()]
+    import sys
+
+    argv = [sys.executable, "-m", "bli_memory", "daemon"]
+    try:
+        return os.posix_spawn(sys.executable, argv, daemon_env(env), file_actions=actions, setsid=True)
+    except (OSError, AttributeError, NotImplementedError):  # no posix_spawn (Windows): direct only
+        return None
