@@ -121,6 +121,8 @@ def normalise_door_url(url: str) -> str:
 def read_token(from_stdin: bool) -> str:
     """The token from stdin's first line, or a no-echo prompt on a terminal; ValueError otherwise."""
     if from_stdin:
+        if sys.stdin is None:
+            raise ValueError("--token-stdin, but there is no stdin")
         raw = sys.stdin.readline(TOKEN_MAX_CHARS + 2)
     elif sys.stdin is not None and sys.stdin.isatty():
         import getpass
