@@ -293,7 +293,7 @@ def test_a_door_that_hangs_costs_the_prompt_its_deadline_and_no_more(
     assert_quiet_failure(run, "prompt", "timeout")
     _, _, fields = run.receipt()
     assert fields["deadline_ms"] == 2000
-    assert 1900 <= int(str(fields["elapsed_ms"])) <= 2150
+    assert 1900 <= int(str(fields["elapsed_ms"])) <= 2300
     assert run.elapsed_s < 2.0 + MARGIN_S
 
 
