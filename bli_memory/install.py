@@ -794,7 +794,10 @@ def edit_codex_toml(text: str, prefix: Sequence[str] | None) -> tuple[str, list[
                 new_lines[number] = ""
     if missing:
         changed = True
-        new_lines[header.start] = new_lines[header.start] + "".join(missing)
+        header_line = new_lines[header.start]
+        if not header_line.endswith(("\n", "\r")):  # the header was the file's last line
+            header_line += newline
+        new_lines[header.start] = header_line + "".join(missing)
     if not changed:
         return text, []
     return "".join(new_lines), [f"update [mcp_servers.{SERVER_ID}] ({shlex.join(prefix)})"]

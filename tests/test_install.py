@@ -424,6 +424,7 @@ TRICKY_TOML = [
     '[mcp_servers."bli-memory"]\ncommand = "old"\nargs = [\n "a",\n]\n[mcp_servers.bli-memory.env]\nK = "v"\n',
     "key = '''\n[mcp_servers.bli-memory]\n'''\r\nother = 2\r\n",
     'x = { a = [1, "]"], b = "}" }  # c\n[t]\ny = """\\""""\n',
+    "a = 1\n[mcp_servers.bli-memory]",
 ]
 
 
