@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -251,8 +252,107 @@ def test_status_pings_the_daemon_socket(
     assert expected in result.stdout
 
 
-@pytest.mark.parametrize("command", ["log", "sync"])
-def test_the_experience_log_says_it_is_not_there_yet(unpaired: Cli, command: str) -> None:
-    result = unpaired(command, "win", "--store", "bli", "reason")
+LOG_LINE = re.compile(
+    r"^- \d{4}-\d\d-\d\d \d\d:\d\d ICT · (?P<agent>[^·]+) · (?P<project>[^·]+) · (?P<store>\S+) (?P<marker>\S+) · (?P<verdict>\w+): (?P<reason>.+)$"
+)
+
+
+def outbox(home: Path) -> list[dict[str, Any]]:
+    folder = home / ".codex" / "agent-experience-outbox"
+    return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+
+
+def test_log_appends_a_receipt_and_ships_it(cli: Cli, door: Any) -> None:
+    reason = f"The dated decision answered the question directly {uuid.uuid4().hex[:6]}"
+    result = cli("log", "win", "--store", "bli", reason, "--agent", "claude-code", "--json")
+    assert result.returncode == 0, result.stderr
+    answer = json.loads(result.stdout)
+    assert answer["shipped"] is True and answer["reason"] is None
+    (line,) = (cli.home / ".codex" / "AGENT-EXPERIENCE.md").read_text().splitlines()
+    match = LOG_LINE.match(line)
+    assert match is not None, line
+    assert match["agent"] == "claude-code" and match["project"] == cli.cwd.name
+    assert (match["store"], match["marker"], match["verdict"], match["reason"]) == (
+        "bli",
+        "[bli]",
+        "win",
+        reason,
+    )
+    (entry,) = outbox(cli.home)
+    assert entry["id"] == answer["id"] and entry["shipped"] is True and entry["receipt"] == line
+    status, usage = door.get("/api/ops/memory-usage")
+    assert status == 200 and reason in json.dumps(usage)
+
+
+def test_both_stores_carry_both_markers_and_stdin_reasons_work(cli: Cli) -> None:
+    result = cli(
+        "log", "noise", "--store", "both", "--reason-stdin", stdin="Both recalls repeated the prompt\n"
+    )
+    assert result.returncode == 0, result.stderr
+    match = LOG_LINE.match(result.stdout.splitlines()[0])
+    assert (
+        match is not None
+        and match["marker"] == "[bli]+◪"
+        and match["reason"] == "Both recalls repeated the prompt"
+    )
+
+
+def test_an_unshipped_entry_waits_for_sync_under_the_same_id(unpaired: Cli, door: Any) -> None:
+    logged = unpaired(
+        "log", "loss", "--store", "supermemory", "Recall", "missed", "the", "migration", "--json"
+    )
+    assert logged.returncode == 0
+    answer = json.loads(logged.stdout)
+    assert answer["shipped"] is False and answer["reason"] == "unpaired"
+    assert unpaired("sync").returncode == 1  # unpaired: one sentence, exit 1
+
+    unpaired.pair(f"http://127.0.0.1:{closed_port()}", "bli_x")
+    down = unpaired("sync", "--json")
+    assert down.returncode == 1
+    assert json.loads(down.stdout) == {
+        "shipped": 0,
+        "rejected": 0,
+        "queued": 1,
+        "stopped": "dashboard_unreachable",
+    }
+
+    unpaired.pair(door.url, door.token)
+    synced = unpaired("sync", "--json")
+    assert synced.returncode == 0, synced.stderr
+    assert json.loads(synced.stdout) == {"shipped": 1, "rejected": 0, "queued": 0, "stopped": None}
+    (entry,) = outbox(unpaired.home)
+    assert entry["id"] == answer["id"] and entry["shipped"] is True
+    assert json.loads(unpaired("sync", "--json").stdout)["shipped"] == 0
+
+
+def test_a_conflicting_entry_is_rejected_and_does_not_block_the_queue(cli: Cli) -> None:
+    first = json.loads(cli("log", "win", "--store", "bli", "first opinion", "--json").stdout)
+    folder = cli.home / ".codex" / "agent-experience-outbox"
+    (entry,) = outbox(cli.home)
+    forged = {**entry, "reason": "a different opinion under the same id", "shipped": False}
+    (folder / "forged.json").write_text(json.dumps(forged))
+    result = cli("sync", "--json")
+    assert json.loads(result.stdout) == {"shipped": 0, "rejected": 1, "queued": 0, "stopped": None}
+    assert first["shipped"] is True
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "needle"),
+    [
+        (["log", "win", "--store", "bli", "--reason-stdin"], "two\nlines", "one line"),
+        (["log", "win", "--store", "bli", "x" * 501], "", "at most 500"),
+        (["log", "win", "--store", "bli"], "", "the reason is empty"),
+        (["log", "meh", "--store", "bli", "x"], "", "invalid choice: 'meh'"),
+        (["log", "win", "x"], "", "the following arguments are required: --store"),
+        (
+            ["log", "win", "--store", "bli", "token ghp_" + "a1B2c3D4e5" * 4],
+            "",
+            "looks like it holds a secret",
+        ),
+    ],
+)
+def test_log_refuses_bad_reasons_in_one_line(unpaired: Cli, args: list[str], stdin: str, needle: str) -> None:
+    result = unpaired(*args, stdin=stdin)
     assert result.returncode == 2
-    assert len(result.stderr.splitlines()) == 1 and "not implemented yet" in result.stderr
+    assert len(result.stderr.splitlines()) == 1 and needle in result.stderr, result.stderr
+    assert not (unpaired.home / ".codex").exists()

@@ -56,7 +56,7 @@ def new_parser(name: str, description: str, epilog: str = "") -> CommandParser:
 def parse(parser: CommandParser, argv: Sequence[str]) -> argparse.Namespace | int:
     """The parsed arguments, or the exit status to return (0 after --help, 2 after a usage error)."""
     try:
-        return parser.parse_args(list(argv))
+        return parser.parse_intermixed_args(list(argv))
     except UsageError as exc:
         sys.stderr.write(f"{exc}\n")
         return EXIT_USAGE
