@@ -19,11 +19,23 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "forget": ("bli_memory.commands.forget", "main", "tombstone a memory by id, exact text or closest match"),
     "status": ("bli_memory.commands.status", "main", "show pairing, door, daemon and space health"),
     "space": ("bli_memory.commands.space", "main", "print the space (container tag) of a folder"),
-    "login": ("bli_memory.commands.login", "login_main", "pair this machine with a door (writes the session file)"),
+    "login": (
+        "bli_memory.commands.login",
+        "login_main",
+        "pair this machine with a door (writes the session file)",
+    ),
     "logout": ("bli_memory.commands.login", "logout_main", "forget this machine's pairing"),
-    "install": ("bli_memory.install", "install_main", "register the MCP server and hooks with Claude Code and Codex"),
+    "install": (
+        "bli_memory.install",
+        "install_main",
+        "register the MCP server and hooks with Claude Code and Codex",
+    ),
     "uninstall": ("bli_memory.install", "uninstall_main", "remove what install registered"),
-    "log": ("bli_memory.commands.experience", "log_main", "record a win/loss/noise opinion in the experience log"),
+    "log": (
+        "bli_memory.commands.experience",
+        "log_main",
+        "record a win/loss/noise opinion in the experience log",
+    ),
     "sync": ("bli_memory.commands.experience", "sync_main", "ship queued experience entries to the door"),
 }
 
@@ -64,6 +76,14 @@ def _run(module_name: str, function_name: str, argv: list[str]) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if not args:
+        import importlib.util
+
+        if importlib.util.find_spec("mcp") is None:
+            sys.stderr.write(
+                "bli-memory-mcp: the MCP server needs the `mcp` package "
+                "(pip install 'mcp>=2.3,<3'); hooks and the other commands work without it\n"
+            )
+            return 1
         return _run(*SERVER, [])
     first, rest = args[0], args[1:]
     if first in ("--help", "-h", "help"):

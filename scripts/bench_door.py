@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""Door latency: seed one space with N memories, then time search and save over real HTTP.
+
+    .venv/bin/python scripts/bench_door.py [--sizes 10000,100000] [--embedder none|onnx] [--queries 200]
+
+For each size it seeds a fresh SQLite file through the store's own write path (`SqliteStore.save_many`,
+vectors computed in batches when an embedder is set), starts the real `bli-memory-door serve` on it,
+and measures from one keep-alive client: search p50/p95 (limit 5), save p50/p95, and, with an
+embedder, the query-embedding time alone. Progress goes to stderr; the table to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bli_memory.door.embed import load_embedder
+from bli_memory.door.store.sqlite import SqliteStore
+
+LISTENING = "bli-memory-door listening on "
+TAG = "repo_bench"
+SEED_BATCH = 1000
+BIN = Path(sys.executable).parent
+
+SUBJECTS = "the API gateway|the billing service|our CI pipeline|the mobile app|the search index|staging|the auth module|the data warehouse|the release train|the feature flag service|the payments worker|the docs site".split(
+    "|"
+)
+VERBS = "uses|depends on|was migrated to|must never call|is configured with|caches|retries against|is deployed by|logs to|is tested with|reads from|writes to".split(
+    "|"
+)
+OBJECTS = "PostgreSQL 16|Redis 7|a 30 second timeout|MAX_POOL_SIZE=20|the useAuthStore hook|ArgoCD|Flux|S3 bucket assets-prod|Kafka topic orders.v2|ruff and mypy|pnpm workspaces|Node 20|BLI-1234 workaround|gRPC on port 9090|OpenTelemetry|a nightly cron at 02:00 UTC".split(
+    "|"
+)
+REASONS = "because the old one leaked connections|after the outage in March|to keep costs down|so that tests stay fast|per the security review|until the vendor fixes it|as agreed in the design review|".split(
+    "|"
+)
+
+
+def sentence(rng: random.Random, index: int) -> str:
+    parts = [rng.choice(SUBJECTS).capitalize(), rng.choice(VERBS), rng.choice(OBJECTS), rng.choice(REASONS)]
+    return " ".join(part for part in parts if part) + f" (note {index})."
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
+
+
+def seed(db: Path, size: int, embedder_spec: str) -> str:
+    embedder, warning = load_embedder(embedder_spec)
+    if warning:
+        sys.stderr.write(warning + "\n")
+    store = SqliteStore(db, embedder=embedder)
+    _, token = store.create_device(person="bench", team="local", admin=True)
+    principal = store.authenticate(token)
+    assert principal is not None
+    rng = random.Random(size)
+    started = time.perf_counter()
+    for start in range(0, size, SEED_BATCH):
+        texts = [sentence(rng, index) for index in range(start, min(size, start + SEED_BATCH))]
+        store.save_many(principal, TAG, texts)
+        sys.stderr.write(f"\r  seeded {start + len(texts):>7}/{size} ({time.perf_counter() - started:.0f} s)")
+    sys.stderr.write("\n")
+    store.close()
+    return token
+
+
+def start_door(db: Path, embedder_spec: str) -> tuple[subprocess.Popen[str], str, int]:
+    process = subprocess.Popen(
+        [
+            str(BIN / "bli-memory-door"),
+            "serve",
+            "--port",
+            "0",
+            "--db",
+            str(db),
+            "--no-autopair",
+            "--embedder",
+            embedder_spec,
+            "--no-worker",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stderr is not None
+    for line in process.stderr:
+        if line.startswith(LISTENING):
+            host, port = line[len(LISTENING) :].strip().removeprefix("http://").split(":")
+            return process, host, int(port)
+    raise SystemExit("the door did not start")
+
+
+def timed_calls(
+    conn: http.client.HTTPConnection, token: str, path: str, bodies: list[dict[str, object]]
+) -> list[float]:
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    timings = []
+    for body in bodies:
+        payload = json.dumps(body)
+        started = time.perf_counter()
+        conn.request("POST", path, payload, headers)
+        response = conn.getresponse()
+        response.read()
+        timings.append((time.perf_counter() - started) * 1000)
+        if response.status >= 300:
+            raise SystemExit(f"{path} answered {response.status}")
+    return timings
+
+
+def bench(size: int, embedder_spec: str, queries: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory() as folder:
+        db = Path(folder) / "bench.db"
+        sys.stderr.write(f"size {size}, embedder {embedder_spec}\n")
+        token = seed(db, size, embedder_spec)
+        process, host, port = start_door(db, embedder_spec)
+        try:
+            conn = http.client.HTTPConnection(host, port, timeout=60)
+            rng = random.Random(7)
+            search_bodies: list[dict[str, object]] = [
+                {"q": f"{rng.choice(SUBJECTS)} {rng.choice(OBJECTS)}", "containerTag": TAG}
+                for _ in range(queries)
+            ]
+            timed_calls(conn, token, "/api/memory/search", search_bodies[:20])  # warm the vector cache
+            search = timed_calls(conn, token, "/api/memory/search", search_bodies)
+            save_bodies: list[dict[str, object]] = [
+                {"content": sentence(rng, size + index) + " fresh", "containerTag": TAG}
+                for index in range(queries)
+            ]
+            save = timed_calls(conn, token, "/api/memory/save", save_bodies)
+        finally:
+            process.terminate()
+            process.wait(30)
+        result = {
+            "search_p50": statistics.median(search),
+            "search_p95": percentile(search, 0.95),
+            "save_p50": statistics.median(save),
+            "save_p95": percentile(save, 0.95),
+        }
+        if embedder_spec != "none":
+            embedder, _ = load_embedder(embedder_spec)
+            texts = [str(body["q"]) for body in search_bodies]
+            embedder.embed(texts[:5], kind="query")
+            embed_ms = []
+            for text in texts:
+                started = time.perf_counter()
+                embedder.embed([text], kind="query")
+                embed_ms.append((time.perf_counter() - started) * 1000)
+            result["query_embed_p50"] = statistics.median(embed_ms)
+        return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--sizes", default="10000,100000", help="comma-separated space sizes (default 10000,100000)"
+    )
+    parser.add_argument("--embedder", default="none", help="none (keyword + recency) or onnx (default none)")
+    parser.add_argument(
+        "--queries", type=int, default=200, help="searches and saves timed per size (default 200)"
+    )
+    args = parser.parse_args()
+    try:
+        sizes = [int(size) for size in args.sizes.split(",")]
+    except ValueError:
+        parser.error("--sizes takes integers, e.g. 10000,100000")
+    rows = [(size, bench(size, args.embedder, args.queries)) for size in sizes]
+    print(
+        f"door latency over HTTP, embedder {args.embedder}, {args.queries} calls each, ms (python {sys.version.split()[0]}, {os.cpu_count()} cpus)"
+    )
+    extra = " | query embed p50" if args.embedder != "none" else ""
+    print(f"| memories | search p50 | search p95 | save p50 | save p95{extra} |")
+    print("|---:|---:|---:|---:|---:|" + ("---:|" if extra else ""))
+    for size, result in rows:
+        line = (
+            f"| {size:,} | {result['search_p50']:.2f} | {result['search_p95']:.2f} | "
+            f"{result['save_p50']:.2f} | {result['save_p95']:.2f} |"
+        )
+        if extra:
+            line += f" {result['query_embed_p50']:.2f} |"
+        print(line)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
