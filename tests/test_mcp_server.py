@@ -95,8 +95,17 @@ class McpClient:
 
 @pytest.fixture(scope="module")
 def client(tmp_path_factory: pytest.TempPathFactory, door: Any) -> Iterator[McpClient]:
-    """One server on the shared door for the tests that only need a space of their own."""
-    mcp = McpClient(tmp_path_factory.mktemp("mcp"), door.url, door.token, "repo_default_space__0")
+    """One server on the shared door, run in a git project of its own (no space forced).
+
+    Tests that need a space of their own pass `containerTag`; the default-space test does not.
+    """
+    tmp = tmp_path_factory.mktemp("mcp")
+    project = tmp / "project"
+    project.mkdir()
+    subprocess.run(["git", "init", "-q", str(project)], check=True)
+    remote = f"git@github.com:acme/mcp-{uuid.uuid4().hex[:8]}.git"
+    subprocess.run(["git", "-C", str(project), "remote", "add", "origin", remote], check=True)
+    mcp = McpClient(tmp, door.url, door.token, None, cwd=project)
     yield mcp
     mcp.close()
 
@@ -110,16 +119,9 @@ def client_onnx(tmp_path_factory: pytest.TempPathFactory, door_onnx: Any) -> Ite
     mcp.close()
 
 
-def one_off(
-    tmp_path: Path,
-    url: str,
-    token: str,
-    tag: str | None,
-    *steps: tuple[str, dict[str, Any]],
-    cwd: Path | None = None,
-) -> list[Any]:
-    """A server of the test's own (another door, token or folder) for a few calls."""
-    mcp = McpClient(tmp_path, url, token, tag, cwd)
+def one_off(tmp_path: Path, url: str, token: str, tag: str, *steps: tuple[str, dict[str, Any]]) -> list[Any]:
+    """A server of the test's own (another door or token) for a few calls."""
+    mcp = McpClient(tmp_path, url, token, tag)
     try:
         return [mcp.call(name, arguments) for name, arguments in steps]
     finally:
@@ -318,23 +320,13 @@ def test_a_revoked_token_is_an_error_naming_http_401(tmp_path: Path, door: Any, 
     assert token not in text and token not in Path(tmp_path / "server-stderr.log").read_text()
 
 
-def test_the_default_space_is_the_project_folders(tmp_path: Path, door: Any) -> None:
+def test_the_default_space_is_the_project_folders(client: McpClient) -> None:
     from bli_memory.space import container_tag
 
-    project = tmp_path / "project"
-    project.mkdir()
-    subprocess.run(["git", "init", "-q", str(project)], check=True)
-    remote = f"git@github.com:acme/mcp-{uuid.uuid4().hex[:8]}.git"
-    subprocess.run(["git", "-C", str(project), "remote", "add", "origin", remote], check=True)
-    (saved,) = one_off(
-        tmp_path,
-        door.url,
-        door.token,
-        None,
-        ("save_memory", {"content": "space from the folder"}),
-        cwd=project,
-    )
-    assert saved.structured_content["containerTag"] == container_tag(str(project))
+    saved = client.call("save_memory", {"content": "space from the folder"})
+    assert not saved.is_error, text_of(saved)
+    assert saved.structured_content["containerTag"] == container_tag(str(client.cwd))
+    assert container_tag(str(client.cwd)).startswith("repo_mcp_")
 
 
 def raw_exchange(env: dict[str, str], cwd: Path, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
