@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from bli_memory import render
-from bli_memory.settings import UNPAIRED_MESSAGE, Settings, load_settings
+from bli_memory.settings import ENV_URL, UNPAIRED_MESSAGE, Settings, load_settings
 from bli_memory.wire.reasons import to_log_reason
 
 if TYPE_CHECKING:
@@ -396,13 +396,28 @@ def project_dir(env: Mapping[str, str]) -> str:
     return env.get("CLAUDE_PROJECT_DIR") or os.getcwd()
 
 
-def open_tools(settings: Settings, cwd: str) -> MemoryTools:
-    """`MemoryTools` for a paired machine's door, deriving the default space from `cwd` on first use."""
+class DoorUrlError(Exception):
+    """The configured door URL cannot be used (not http(s), no host, bad port); the text is one line."""
+
+
+def door_client_for(settings: Settings) -> DoorClient:
+    """A `DoorClient` for a paired machine; a URL it cannot use is a `DoorUrlError`, never a traceback."""
     from bli_memory.door_client import DoorClient
-    from bli_memory.space import resolve_space
 
     assert settings.door_url is not None and settings.token is not None, "callers check settings.paired"
-    client = DoorClient(settings.door_url, settings.token)
+    try:
+        return DoorClient(settings.door_url, settings.token)
+    except ValueError as exc:  # the wire's own words, which never repeat the URL
+        raise DoorUrlError(
+            f"bli-memory: the door URL is not usable ({exc}); fix {ENV_URL} or run `bli-memory-mcp login`"
+        ) from None
+
+
+def open_tools(settings: Settings, cwd: str) -> MemoryTools:
+    """`MemoryTools` for a paired machine's door, deriving the default space from `cwd` on first use."""
+    from bli_memory.space import resolve_space
+
+    client = door_client_for(settings)
     return MemoryTools(client, space=lambda: resolve_space(settings, cwd), door_url=settings.door_url)
 
 
@@ -427,7 +442,11 @@ def main(argv: list[str]) -> int:
     if not settings.paired:
         sys.stderr.write(UNPAIRED_MESSAGE + "\n")
         return 1
-    tools = open_tools(settings, project_dir(os.environ))
+    try:
+        tools = open_tools(settings, project_dir(os.environ))
+    except DoorUrlError as exc:
+        sys.stderr.write(f"{exc}\n")
+        return 1
     sys.stderr.write(f"bli-memory: MCP server on stdio, door {settings.door_url}\n")
     try:
         _serve(tools)

@@ -356,3 +356,14 @@ def test_log_refuses_bad_reasons_in_one_line(unpaired: Cli, args: list[str], std
     assert result.returncode == 2
     assert len(result.stderr.splitlines()) == 1 and needle in result.stderr, result.stderr
     assert not (unpaired.home / ".codex").exists()
+
+
+@pytest.mark.parametrize("args", [["search", "x"], ["save", "x"], ["sync"], []])
+def test_an_unusable_door_url_is_one_line_not_a_traceback(unpaired: Cli, args: list[str]) -> None:
+    unpaired.env.update(BLI_MEMORY_DASHBOARD_URL="ftp://door.example", BLI_MEMORY_DEVICE_TOKEN="bli_secret_x")
+    if args == ["sync"]:
+        unpaired("log", "win", "--store", "bli", "queued first")
+    result = unpaired(*args)
+    assert result.returncode == 1
+    assert len(result.stderr.splitlines()) == 1 and "the door URL is not usable" in result.stderr
+    assert "Traceback" not in result.stderr and "bli_secret_x" not in result.stderr

@@ -122,15 +122,12 @@ def _mark(path: Path, entry: dict[str, Any], failure: str | None) -> None:
 
 
 def _open_client(env: Mapping[str, str]) -> Any:
-    """A DoorClient for a paired machine, else None."""
+    """A DoorClient for a paired machine; None when unpaired. A bad door URL raises DoorUrlError."""
+    from bli_memory.mcp_server import door_client_for
     from bli_memory.settings import load_settings
 
     settings = load_settings(env)
-    if not settings.paired:
-        return None
-    from bli_memory.door_client import DoorClient
-
-    return DoorClient(settings.door_url or "", settings.token)
+    return door_client_for(settings) if settings.paired else None
 
 
 def log_main(argv: list[str]) -> int:
@@ -203,8 +200,14 @@ def log_main(argv: list[str]) -> int:
         sys.stderr.write(f"{parser.prog}: cannot write the experience log: {exc.strerror}\n")
         return EXIT_FAILED
 
-    client = _open_client(env)
-    failure = "unpaired" if client is None else ship(entry, client)
+    from bli_memory.mcp_server import DoorUrlError
+
+    try:
+        client = _open_client(env)
+        failure = "unpaired" if client is None else ship(entry, client)
+    except DoorUrlError as exc:
+        sys.stderr.write(f"{exc}\n")
+        client, failure = None, "invalid_door_url"
     if client is not None:
         _mark(sidecar, entry, failure)
         client.close()
@@ -257,8 +260,14 @@ def sync_main(argv: list[str]) -> int:
     from bli_memory.settings import UNPAIRED_MESSAGE
 
     env = os.environ
+    from bli_memory.mcp_server import DoorUrlError
+
     queue = queued_entries(outbox_dir(env))
-    client = _open_client(env) if queue else None
+    try:
+        client = _open_client(env) if queue else None
+    except DoorUrlError as exc:
+        sys.stderr.write(f"{exc}\n")
+        return EXIT_FAILED
     if queue and client is None:
         sys.stderr.write(UNPAIRED_MESSAGE + "\n")
         return EXIT_FAILED

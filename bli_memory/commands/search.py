@@ -71,14 +71,18 @@ def usage_error(prog: str, message: str) -> int:
 
 def with_tools(prog: str, run: Callable[[MemoryTools], int]) -> int:
     """Run `run` with the memory tools of this machine's door; unpaired → one sentence, exit 1."""
-    from bli_memory.mcp_server import open_tools, project_dir
+    from bli_memory.mcp_server import DoorUrlError, open_tools, project_dir
     from bli_memory.settings import UNPAIRED_MESSAGE, load_settings
 
     settings = load_settings()
     if not settings.paired:
         sys.stderr.write(UNPAIRED_MESSAGE + "\n")
         return EXIT_FAILED
-    tools = open_tools(settings, project_dir(os.environ))
+    try:
+        tools = open_tools(settings, project_dir(os.environ))
+    except DoorUrlError as exc:
+        sys.stderr.write(f"{exc}\n")
+        return EXIT_FAILED
     try:
         return run(tools)
     finally:

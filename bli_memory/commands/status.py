@@ -64,11 +64,13 @@ def check_daemon(path: str, version: str) -> dict[str, Any]:
 
 def check_door(settings: Settings) -> dict[str, Any]:
     """`/healthz` plus a token probe: `{reachable, version, store, embedder, token}` or a reason."""
-    from bli_memory.door_client import DoorClient
+    from bli_memory.mcp_server import DoorUrlError, door_client_for
     from bli_memory.wire.reasons import to_log_reason
 
-    assert settings.door_url is not None and settings.token is not None
-    client = DoorClient(settings.door_url, settings.token)
+    try:
+        client = door_client_for(settings)
+    except DoorUrlError as exc:
+        return {"url": settings.door_url, "reachable": False, "reason": str(exc).removeprefix("bli-memory: ")}
     deadline = time.monotonic() + DOOR_CHECK_DEADLINE_S
     try:
         try:
