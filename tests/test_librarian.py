@@ -483,3 +483,8 @@ def test_a_large_exchange_is_extracted_quickly() -> None:
     facts = extract_facts(text)
     assert time.perf_counter() - started < 2.0
     assert len(facts) == MAX_FACTS_PER_TEXT
+
+
+def test_control_characters_in_the_text_do_not_hang_or_leak_into_facts() -> None:
+    text = "User: We use Postgres\x00 16.\x1b[0m The port is \x000\x00 8080 by default."
+    assert extract_facts(text) == ["We use Postgres 16.", "The port is 0 8080 by default."]

@@ -108,6 +108,9 @@ _DROPPED_TAGS = (
     "thinking|antml:[\\w-]+"
 )
 _TAGGED_BLOCK = re.compile(rf"<({_DROPPED_TAGS})\b[^>]*>.*?</\1>", re.DOTALL | re.IGNORECASE)
+#: terminal colour codes and control characters are never part of a fact, and NUL is the sentence
+#: splitter's placeholder mark.
+_CONTROL = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|[\x00-\x08\x0b-\x1f\x7f]")
 _FENCE = re.compile(r"^\s*(```+|~~~+)\s*([\w+.-]*)")
 _SPEAKER = re.compile(r"^\s*(?:\*\*)?(user|human|assistant|claude|ai|h|a)(?:\*\*)?\s*:\s*", re.IGNORECASE)
 _BULLET = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?")
@@ -169,7 +172,8 @@ def _fold_code(lead_in: str, code_lines: list[str]) -> str:
 
 def _prose_units(text: str) -> list[str]:
     """Split the exchange into prose units (a line or a bullet), dropping code, noise and markup."""
-    text = _TAGGED_BLOCK.sub("\n", text.replace("\r\n", "\n").replace("\r", "\n"))
+    text = _CONTROL.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+    text = _TAGGED_BLOCK.sub("\n", text)
     units: list[str] = []
     fence: list[str] | None = None
     fence_lang = ""
@@ -245,7 +249,7 @@ def _sentences(unit: str) -> list[str]:
     restore = re.compile(f"{_PROTECT}(\\d+){_PROTECT}")
 
     def unmask(part: str) -> str:
-        while _PROTECT in part:
+        for _depth in range(3):  # code spans, then URLs, then abbreviations were masked in turn
             part = restore.sub(lambda m: kept[int(m.group(1))], part)
         return part
 
