@@ -664,17 +664,30 @@ class SqliteStore:
                 self._retire(db, found, "forgotten")
             return found, "exact", None
         assert query is not None
-        hits = self.search(principal, tag, query, limit=1, threshold=0.0)
-        best = hits[0] if hits else None
-        if best is None or best.similarity is None or best.similarity < FORGET_CLOSEST_MIN_SIMILARITY:
-            shown = "no match" if best is None or best.similarity is None else f"{best.similarity:.2f}"
+        closest = self._closest(principal, tags, query)
+        if closest is None:
+            raise NoMatch("no memory in this space can be compared by meaning (no embedder, or no memories)")
+        memory, similarity = closest
+        if similarity < FORGET_CLOSEST_MIN_SIMILARITY:
             raise NoMatch(
-                f"no memory is close enough to forget (closest similarity {shown}, "
+                f"no memory is close enough to forget (closest similarity {similarity:.2f}, "
                 f"needs {FORGET_CLOSEST_MIN_SIMILARITY})"
             )
         with self.atomic() as db:
-            self._retire(db, best.memory, "forgotten")
-        return best.memory, "closest", best.similarity
+            self._retire(db, memory, "forgotten")
+        return memory, "closest", similarity
+
+    def _closest(self, principal: Principal, tags: Sequence[str], query: str) -> tuple[Memory, float] | None:
+        """The current memory of the space most similar in meaning to `query`, with its cosine."""
+        vectors = self._embed([query], "query")
+        if vectors is None:
+            return None
+        with self._lock:
+            similarities, ranked = self._vector_candidates(principal.team_id, tags, vectors[0])
+            rows = self._rows_by_id(principal.team_id, ranked[:1])
+        if not ranked or ranked[0] not in rows:
+            return None
+        return rows[ranked[0]], similarities[ranked[0]]
 
     # ------------------------------------------------------------------ search
 
@@ -716,7 +729,8 @@ class SqliteStore:
             Hit(memory=memory, similarity=similarities.get(memory.id), score=score)
             for memory, score in zip(memories, scores, strict=False)
         ]
-        hits = [hit for hit in hits if hit.similarity is None or hit.similarity >= threshold]
+        if threshold > 0:  # cosines can be negative: the default 0 must keep every row
+            hits = [hit for hit in hits if hit.similarity is None or hit.similarity >= threshold]
         hits.sort(key=lambda hit: (-hit.score, -hit.memory.updated_at))
         return hits[:limit]
 

@@ -1,0 +1,360 @@
+#!/usr/bin/env python3
+"""Write docs/door-api.md from real calls to a real door, so every example is a true answer.
+
+    .venv/bin/python scripts/door_api_examples.py > docs/door-api.md
+
+Starts `bli-memory-door serve` on a temporary SQLite file with the packaged model, pairs two people,
+and makes each call the doc shows. Ids, tokens and times differ on every run; nothing else should.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+BIN = Path(sys.executable).parent
+LISTENING = "bli-memory-door listening on "
+
+INTRO = """# The door's HTTP API
+
+`bli-memory-door serve` answers JSON over HTTP on 127.0.0.1:8787 by default. Every call but
+`/healthz` and `/openapi.json` needs `Authorization: Bearer <device token>` (from
+`bli-memory-door pair` or the session file `serve` writes when it pairs the local user). Bodies are
+JSON with camelCase fields; bodies over 1 MiB are refused with 413 before they are read.
+
+Every error is `{"error": <code>, "message": <one sentence>}` with its status: `invalid_request`
+(400: a missing or wrong-typed field, empty content, content over 100 000 characters, `limit`
+outside 1..100, `threshold` outside 0..1, malformed JSON), `extract_unavailable` (400),
+`unauthorized` (401: missing, unknown or revoked token), `forbidden` (403), `not_found` (404; also
+for another team's memory, so existence is not revealed), `no_match` (404), `not_current` (409),
+`conflict` (409), `body_too_large` (413), `insert_failed` (502).
+
+A door serves one or more teams. A token belongs to one person in one team; the spaces (container
+tags) of a team are shared by its people and invisible to every other team. Superseded and forgotten
+rows never appear in search, profile or forget-by-text.
+
+## Ranking
+
+Search gathers candidates from two channels in the space — BM25 over SQLite FTS5 (porter stemming)
+and, when an embedder is loaded, exact cosine similarity over every vector of the space — and fuses
+them (see `bli_memory/door/ranking.py` for the function and the measurements behind its constants):
+
+    score = (w_k / (k + rank_keyword) + w_v / (k + rank_vector)) * recency(age)
+    recency(age) = floor + (1 - floor) * 0.5 ** (age_days / half_life_days)
+
+`similarity` is the cosine of query and memory (null when the vector channel did not score the row,
+e.g. with `--embedder none`); `threshold` filters on it. `score` is the fused rank score.
+
+The examples below are real answers of a door started by `scripts/door_api_examples.py`.
+"""
+
+
+def start(db: Path) -> tuple[subprocess.Popen[str], str]:
+    process = subprocess.Popen(
+        [str(BIN / "bli-memory-door"), "serve", "--port", "0", "--db", str(db), "--no-autopair"],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stderr is not None
+    for line in process.stderr:
+        if line.startswith(LISTENING):
+            return process, line[len(LISTENING) :].strip()
+    raise SystemExit("the door did not start")
+
+
+def pair(db: Path, person: str, team: str, admin: bool = False) -> str:
+    command = [str(BIN / "bli-memory-door"), "pair", "--person", person, "--team", team, "--db", str(db)]
+    if admin:
+        command.append("--admin")
+    return subprocess.run(command, capture_output=True, text=True, check=True).stdout.strip()
+
+
+class Doc:
+    def __init__(self, url: str, token: str) -> None:
+        self.url = url
+        self.token = token
+        self.parts: list[str] = []
+
+    def call(
+        self,
+        title: str,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        token: str | None = None,
+        note: str = "",
+        auth: bool = True,
+    ) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.url + path, data=data, method=method)
+        request.add_header("Content-Type", "application/json")
+        if auth:
+            request.add_header("Authorization", f"Bearer {token or self.token}")
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                status, payload = response.status, json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            status, payload = error.code, json.loads(error.read())
+        shown_auth = " \\\n  -H 'Authorization: Bearer bli_…'" if auth else ""
+        shown_body = "" if body is None else f" \\\n  -d '{json.dumps(body)}'"
+        self.parts.append(f"### {title}\n")
+        if note:
+            self.parts.append(note + "\n")
+        self.parts.append(
+            f"```console\n$ curl -s -X {method} http://127.0.0.1:8787{path}{shown_auth}{shown_body}\n```\n"
+        )
+        self.parts.append(
+            f"`{status}`\n\n```json\n{json.dumps(payload, indent=2, ensure_ascii=False)}\n```\n"
+        )
+        return payload
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory() as folder:
+        db = Path(folder) / "memory.db"
+        admin = pair(db, "ana", "acme", admin=True)
+        colleague = pair(db, "ben", "acme")
+        outsider = pair(db, "eve", "other")
+        process, url = start(db)
+        try:
+            doc = Doc(url, admin)
+            tag = "repo_acme_payments__3f1c2a9e0b7d4c11"
+            doc.parts.append("## Health and schema\n")
+            doc.call(
+                "GET /healthz",
+                "GET",
+                "/healthz",
+                auth=False,
+                note="No token. `embedder` is `none` when no model loaded.",
+            )
+            doc.parts.append(
+                "`GET /openapi.json` returns the OpenAPI 3.1 document of every endpoint below.\n"
+            )
+            doc.parts.append("## Memories\n")
+            first = doc.call(
+                "POST /api/memory/save",
+                "POST",
+                "/api/memory/save",
+                {
+                    "content": "Payments retries use exponential backoff capped at 30 s (MAX_RETRY_DELAY_S).",
+                    "containerTag": tag,
+                },
+                note="201 with `status` `created`, `updated` (same `customId`, new text) or `unchanged` (an exact "
+                "duplicate of a current memory, or the same `customId` and text). Optional: `customId`, `metadata` "
+                '(`{"pinned": true}` puts it in the profile\'s static part), `kind` (`memory`|`document`), '
+                "`createdAt` (ISO 8601, not in the future: imports keep their history), `extract`.",
+            )
+            doc.call(
+                "Saving the same text again",
+                "POST",
+                "/api/memory/save",
+                {
+                    "content": "Payments retries use exponential backoff capped at 30 s (MAX_RETRY_DELAY_S).",
+                    "containerTag": tag,
+                },
+            )
+            doc.call(
+                "Upsert by customId",
+                "POST",
+                "/api/memory/save",
+                {
+                    "content": "The payments service deploys with Flux.",
+                    "containerTag": tag,
+                    "customId": "deploy-tool",
+                },
+            )
+            doc.call(
+                "A pinned profile fact",
+                "POST",
+                "/api/memory/save",
+                {
+                    "content": "Team convention: conventional commits, squash merges.",
+                    "containerTag": tag,
+                    "metadata": {"pinned": True},
+                },
+                token=colleague,
+            )
+            doc.call(
+                "POST /api/memory/search",
+                "POST",
+                "/api/memory/search",
+                {"q": "how long do we wait between payment retries?", "containerTag": tag, "limit": 3},
+                note="`limit` 1..100 (default 5), `threshold` 0..1 on `similarity` (default 0). `searched` lists every "
+                "tag of the space (aliases included).",
+            )
+            doc.call(
+                "An identifier query",
+                "POST",
+                "/api/memory/search",
+                {"q": "MAX_RETRY_DELAY_S", "containerTag": tag, "limit": 1},
+            )
+            updated = doc.call(
+                "POST /api/memory/update",
+                "POST",
+                "/api/memory/update",
+                {
+                    "id": first["id"],
+                    "content": "Payments retries use exponential backoff capped at 60 s (MAX_RETRY_DELAY_S).",
+                },
+                note="A new version; the old one is kept as history. Updating a superseded version is 409 `not_current`.",
+            )
+            doc.call(
+                "GET /api/memory/{id}/history",
+                "GET",
+                f"/api/memory/{updated['id']}/history",
+                note="Every version, oldest first, from the id of any of them.",
+            )
+            doc.call(
+                "Updating an old version",
+                "POST",
+                "/api/memory/update",
+                {"id": first["id"], "content": "again"},
+            )
+            doc.call(
+                "POST /api/memory/forget by id",
+                "POST",
+                "/api/memory/forget",
+                {"containerTag": tag, "id": updated["id"]},
+                note="Exactly one of `id`, `content` (exact text) or `query` (the closest current memory, only "
+                "when its similarity is at least 0.85). Forgotten rows are tombstones: kept, never shown.",
+            )
+            doc.call(
+                "Forget by closest match",
+                "POST",
+                "/api/memory/forget",
+                {"containerTag": tag, "query": "the payments service deploys using Flux"},
+            )
+            doc.call(
+                "Nothing close enough",
+                "POST",
+                "/api/memory/forget",
+                {"containerTag": tag, "query": "office coffee machine"},
+            )
+            doc.call(
+                "POST /api/memory/v4/profile",
+                "POST",
+                "/api/memory/v4/profile",
+                {"containerTag": tag},
+                note="`static`: pinned facts; `dynamic`: newest (or, with `q`, most relevant) facts; `recent`: newest rows.",
+            )
+            doc.parts.append("## Spaces and teams\n")
+            doc.call(
+                "POST /api/memory/aliases",
+                "POST",
+                "/api/memory/aliases",
+                {"alias": "repo_acme_payments_legacy", "canonical": tag},
+                note="Admin tokens only (403 otherwise). Search reads every tag of the space; a save through an "
+                "alias lands in the canonical tag and says so.",
+            )
+            doc.call(
+                "Saving through an alias",
+                "POST",
+                "/api/memory/save",
+                {
+                    "content": "Legacy notes now land in the canonical space.",
+                    "containerTag": "repo_acme_payments_legacy",
+                },
+            )
+            doc.call(
+                "Another team sees nothing",
+                "POST",
+                "/api/memory/search",
+                {"q": "payments", "containerTag": tag},
+                token=outsider,
+            )
+            doc.call(
+                "Another team's memory is not found",
+                "GET",
+                f"/api/memory/{updated['id']}/history",
+                token=outsider,
+            )
+            doc.parts.append("## Extraction jobs\n")
+            job = doc.call(
+                "POST /api/memory/save with extract",
+                "POST",
+                "/api/memory/save",
+                {
+                    "content": "User: which Postgres do we run?\n\nAssistant: We run PostgreSQL 16 in production; "
+                    "the connection pool is capped by MAX_POOL_SIZE=20 in config/database.yml.",
+                    "containerTag": tag,
+                    "extract": True,
+                },
+                note="202: one durable job row is written, and a worker inside the door distils facts and "
+                "reconciles them with the space after the answer.",
+            )
+            for _ in range(100):
+                time.sleep(0.1)
+                request = urllib.request.Request(
+                    url + f"/api/memory/jobs/{job['jobId']}", headers={"Authorization": f"Bearer {admin}"}
+                )
+                with urllib.request.urlopen(request, timeout=10) as response:
+                    if json.loads(response.read())["status"] in ("done", "failed"):
+                        break
+            doc.call(
+                "GET /api/memory/jobs/{id}",
+                "GET",
+                f"/api/memory/jobs/{job['jobId']}",
+                note="`status` is `queued`, `running`, `done` or `failed` (with `error`).",
+            )
+            doc.parts.append("## Experience log\n")
+            doc.call(
+                "POST /api/memory/experience",
+                "POST",
+                "/api/memory/experience",
+                {
+                    "id": "5f0c6f0e-8d7a-4a39-9a53-3c8f8d0e4b21",
+                    "store": "bli",
+                    "verdict": "win",
+                    "reason": "The dated decision answered the question directly",
+                },
+                note="201 inserted, 200 an identical retry of the same id, 409 the same id with other content, "
+                "400 invalid, 502 a failed insert. Person and device come from the token.",
+            )
+            doc.call(
+                "An identical retry",
+                "POST",
+                "/api/memory/experience",
+                {
+                    "id": "5f0c6f0e-8d7a-4a39-9a53-3c8f8d0e4b21",
+                    "store": "bli",
+                    "verdict": "win",
+                    "reason": "The dated decision answered the question directly",
+                },
+            )
+            doc.call(
+                "GET /api/ops/memory-usage",
+                "GET",
+                "/api/ops/memory-usage",
+                note="7- and 30-day totals by store and person, and the last five reasons per store.",
+            )
+            doc.parts.append("## Errors\n")
+            doc.call(
+                "A wrong-typed field",
+                "POST",
+                "/api/memory/search",
+                {"q": "x", "containerTag": tag, "limit": "5"},
+            )
+            doc.call(
+                "A revoked or unknown token",
+                "POST",
+                "/api/memory/search",
+                {"q": "x", "containerTag": tag},
+                token="bli_unknown",
+            )
+        finally:
+            process.terminate()
+            process.wait(30)
+    sys.stdout.write(INTRO + "\n" + "\n".join(doc.parts))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
