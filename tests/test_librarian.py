@@ -87,6 +87,24 @@ EXCHANGES: list[tuple[str, str, list[str]]] = [
         ],
     ),
     (
+        "a diagnosis in a Claude Code turn with tool lines and a change list",
+        "User: why does `test_door_api.py` hang on CI?\n\nAssistant: I'll investigate.\n\n"
+        "⏺ Read(tests/test_door_api.py)\n  ⎿  Read 120 lines\n\n"
+        "The hang comes from uvicorn waiting for keep-alive connections on shutdown. I changed the fixture "
+        "to pass `timeout_graceful_shutdown=1` to `uvicorn.Config`, which fixes it. Going forward, every "
+        "door fixture should set a graceful shutdown timeout.\n\n**Changes:**\n"
+        "1. `tests/conftest.py`: added `timeout_graceful_shutdown=1`\n2. Bumped pytest-timeout to 2.4\n\n"
+        "Would you like me to run the full suite?",
+        [
+            "The hang comes from uvicorn waiting for keep-alive connections on shutdown.",
+            "I changed the fixture to pass `timeout_graceful_shutdown=1` to `uvicorn.Config`, which fixes "
+            "the hang.",
+            "Going forward, every door fixture should set a graceful shutdown timeout.",
+            "`tests/conftest.py`: added `timeout_graceful_shutdown=1`.",
+            "Bumped pytest-timeout to 2.4.",
+        ],
+    ),
+    (
         "greetings and thanks only",
         "User: Thanks, that's all!\n\nAssistant: You're welcome! Let me know if you need anything else.",
         [],
@@ -488,3 +506,10 @@ def test_a_large_exchange_is_extracted_quickly() -> None:
 def test_control_characters_in_the_text_do_not_hang_or_leak_into_facts() -> None:
     text = "User: We use Postgres\x00 16.\x1b[0m The port is \x000\x00 8080 by default."
     assert extract_facts(text) == ["We use Postgres 16.", "The port is 0 8080 by default."]
+
+
+def test_saving_the_same_exchange_twice_reconciles_to_unchanged() -> None:
+    for _name, text, _expected in EXCHANGES:
+        stored = [Neighbour(f"m{i}", fact, None) for i, fact in enumerate(extract_facts(text))]
+        for fact in extract_facts(text):
+            assert decide(fact, stored).action == "unchanged"

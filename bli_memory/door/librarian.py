@@ -399,7 +399,7 @@ _SIGNALS: tuple[tuple[str, re.Pattern[str], bool], ...] = (
         re.compile(
             r"\b(?:fix(?:ed|es)?|the fix|bug|root cause|caused by|because|was failing|fails|broke|"
             r"breaks|broken|resolved?|workaround|work around|regression|the (?:issue|problem) was|"
-            r"turned out|crash(?:es|ed)?|leak(?:s|ed)?|race condition)\b",
+            r"turned out|crash(?:es|ed)?|leak(?:s|ed)?|race condition|comes from|due to|happens when|hangs?)\b",
             re.IGNORECASE,
         ),
         False,
