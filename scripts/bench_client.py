@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Cold-start cost of the client, side by side with `python -c pass` of the same interpreter.
 
-Measures, as wall time from spawn to answer (median over --runs after --warmup runs):
+Measures wall time from spawn to answer and the child's CPU time (median over --runs interleaved
+rounds after --warmup rounds; CPU time is the stable number on a shared, loaded machine):
 - `python -c pass` (the floor);
 - `bli-memory-mcp --version` (entry point + dispatch);
 - `bli-memory-mcp space` (the space of a folder; asks git);
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -116,10 +118,26 @@ def time_mcp_handshake(command: list[str], env: dict[str, str], cwd: str) -> flo
             process.wait()
 
 
-def measure(run: Callable[[], float], runs: int, warmup: int) -> list[float]:
-    for _ in range(warmup):
-        run()
-    return [run() for _ in range(runs)]
+Sample = tuple[float, float]  # (wall seconds, child CPU seconds)
+
+
+def with_cpu(run: Callable[[], float]) -> Sample:
+    """Wall time as `run` reports it, and the CPU the child used (user + system, whole process life)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = run()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def measure(cases: list[tuple[str, Callable[[], float]]], runs: int, warmup: int) -> list[list[Sample]]:
+    """Interleaved rounds (one run of every case per round), so a burst of load hits all cases alike."""
+    samples: list[list[Sample]] = [[] for _ in cases]
+    for round_index in range(warmup + runs):
+        for index, (_, run) in enumerate(cases):
+            sample = with_cpu(run)
+            if round_index >= warmup:
+                samples[index].append(sample)
+    return samples
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -144,20 +162,42 @@ def main(argv: list[str] | None = None) -> int:
             ("bli-memory-mcp space", lambda: time_run([*client, "space"], env, folder)),
             ("MCP spawn -> initialize + tools/list", lambda: time_mcp_handshake(client, env, folder)),
         ]
-        medians_ms = [statistics.median(measure(run, args.runs, args.warmup)) * 1000 for _, run in cases]
+        samples = measure(cases, args.runs, args.warmup)
     names = [name for name, _ in cases]
+    wall_ms = [statistics.median(w for w, _ in rows) * 1000 for rows in samples]
+    cpu_ms = [statistics.median(c for _, c in rows) * 1000 for rows in samples]
     results = [
-        {"command": name, "median_ms": round(median, 1), "ratio": round(median / medians_ms[0], 2)}
-        for name, median in zip(names, medians_ms, strict=True)
+        {
+            "command": name,
+            "wall_median_ms": round(wall, 1),
+            "wall_ratio": round(wall / wall_ms[0], 2),
+            "cpu_median_ms": round(cpu, 1),
+            "cpu_ratio": round(cpu / cpu_ms[0], 2) if cpu_ms[0] else None,
+        }
+        for name, wall, cpu in zip(names, wall_ms, cpu_ms, strict=True)
     ]
+    load = os.getloadavg()[0]
     if args.json:
-        print(json.dumps({"python": sys.version.split()[0], "client": client, "results": results}, indent=2))
+        print(
+            json.dumps(
+                {"python": sys.version.split()[0], "client": client, "load1": load, "results": results},
+                indent=2,
+            )
+        )
         return 0
-    print(f"python {sys.version.split()[0]} ({sys.executable}); client: {' '.join(client)}; runs {args.runs}")
+    print(
+        f"python {sys.version.split()[0]} ({sys.executable}); client: {' '.join(client)}; "
+        f"{args.runs} interleaved runs; load average {load:.1f} on {os.cpu_count()} CPUs"
+    )
     width = max(len(name) for name in names)
-    print(f"{'command'.ljust(width)}  {'median':>10}  {'x python -c pass':>16}")
-    for name, median in zip(names, medians_ms, strict=True):
-        print(f"{name.ljust(width)}  {median:>8.1f}ms  {median / medians_ms[0]:>15.2f}x")
+    print(f"{'command'.ljust(width)}  {'wall p50':>10}  {'ratio':>7}  {'CPU p50':>10}  {'ratio':>7}")
+    for row in results:
+        cpu_ratio = "-" if row["cpu_ratio"] is None else f"{row['cpu_ratio']:.2f}x"
+        print(
+            f"{str(row['command']).ljust(width)}  {row['wall_median_ms']:>8.1f}ms  {row['wall_ratio']:>6.2f}x"
+            f"  {row['cpu_median_ms']:>8.1f}ms  {cpu_ratio:>7}"
+        )
+    print("ratio = against `python -c pass`; CPU counts the whole child process (MCP: including its exit).")
     return 0
 
 
