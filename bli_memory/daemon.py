@@ -29,7 +29,6 @@ Standard library only; threads plus `selectors` for the accept loop.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
 import queue
@@ -209,7 +208,7 @@ class Worker:
     def answer(self, request: dict[str, object]) -> dict[str, object]:
         """The reply to one parsed request line (raises Refusal for one it will not answer)."""
         from bli_memory.hooks.run import DEADLINE_S, answer
-        from bli_memory.settings import load_settings
+        from bli_memory.settings import Settings, load_settings
 
         event = request.get("event")
         if event == "ping":
@@ -232,8 +231,15 @@ class Worker:
         settings = load_settings(env)  # the session file, read here: the token never crosses the socket
         connection = None
         if settings.paired:
-            tag = self.server.spaces.tag(settings.isolate_worktrees, cwd, env)
-            settings = dataclasses.replace(settings, container_tag=tag)
+            if not settings.container_tag:  # an override (BLI_MEMORY_CONTAINER_TAG) wins, as in space.py
+                tag = self.server.spaces.tag(settings.isolate_worktrees, cwd, env)
+                settings = Settings(
+                    settings.door_url,
+                    settings.token,
+                    tag,
+                    settings.isolate_worktrees,
+                    settings.daemon_enabled,
+                )
             connection = self.connection(str(settings.door_url))
         result = answer(
             event,

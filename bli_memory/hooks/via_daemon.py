@@ -98,7 +98,7 @@ def space_env(env: Mapping[str, str]) -> dict[str, str]:
 
 
 def encode_request(
-    event: str, payload: dict[str, object], cwd: str, *, budget_s: float, env: Mapping[str, str]
+    event: str, payload: Mapping[str, object], cwd: str, *, budget_s: float, env: Mapping[str, str]
 ) -> bytes:
     from bli_memory import __version__
 
@@ -190,7 +190,7 @@ def decode_answer(line: bytes) -> HookAnswer | str:
 
 def ask_daemon(
     event: str,
-    payload: dict[str, object],
+    payload: Mapping[str, object],
     cwd: str,
     *,
     deadline: float,
@@ -214,8 +214,10 @@ def ask_daemon(
     return got if isinstance(got, str) else decode_answer(got)
 
 
-#: the name hooks/run.py looks up
-ask = ask_daemon
+def ask(
+    event: str, payload: Mapping[str, object], cwd: str, *, deadline: float
+) -> HookAnswer | str:  # the name hooks/run.py looks up
+    return ask_daemon(event, payload, cwd, deadline=deadline)
 
 
 def ping(deadline: float, env: Mapping[str, str] | None = None) -> dict[str, object] | str:

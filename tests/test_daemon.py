@@ -1,0 +1,618 @@
+"""The resident daemon as it runs for real: `bli-memory-mcp daemon` processes on a temporary HOME, against
+the real door, asked by real hook subprocesses and by the hook-side client (`hooks.via_daemon`).
+
+Stand-ins appear only where a peer must misbehave: a socket that accepts and never answers, one that
+answers garbage, and a recording relay that captures every byte crossing the socket.
+
+HOME is a short folder under /tmp (not pytest's tmp_path): a unix socket path must fit in ~104 bytes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import socket
+import stat
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bli_memory import __version__, daemon
+from bli_memory.hooks import via_daemon
+from bli_memory.hooks.run import HookAnswer
+from bli_memory.settings import write_session
+from tests.test_hooks_run import BIN, MARGIN_S, PROMPT, SESSION_START, Run, hook_env, run_hook
+
+START_TIMEOUT_S = 15.0
+EXIT_TIMEOUT_S = 10.0
+QUESTION = "how does the stop hook save the turn?"
+
+
+class Daemon:
+    """One `bli-memory-mcp daemon` subprocess; stderr goes to a file so it can never block."""
+
+    def __init__(self, home: Path, idle_s: float | None = None, wait: bool = True) -> None:
+        self.home = home
+        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "LANG": "C.UTF-8"}
+        if idle_s is not None:
+            env[daemon.ENV_IDLE_S] = str(idle_s)
+        self.log = home / f"daemon-{time.monotonic_ns()}.log"
+        with open(self.log, "wb") as log:
+            self.process = subprocess.Popen([BIN, "daemon"], stdin=subprocess.DEVNULL, stderr=log, env=env)
+        if wait:
+            self.wait_ready()
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def stderr(self) -> str:
+        return self.log.read_text()
+
+    def wait_ready(self) -> dict[str, object]:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            got = via_daemon.ping(time.monotonic() + 1.0, {"HOME": str(self.home)})
+            if isinstance(got, dict) and got.get("pid") == self.pid:
+                return got
+            assert self.process.poll() is None, self.stderr()
+            time.sleep(0.02)
+        raise AssertionError("the daemon did not answer a ping:\n" + self.stderr())
+
+    def wait_exit(self, timeout_s: float = EXIT_TIMEOUT_S) -> int:
+        return self.process.wait(timeout_s)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGCONT)
+            self.process.kill()
+        self.process.wait(10)
+
+
+@pytest.fixture
+def home() -> Iterator[Path]:
+    folder = Path(tempfile.mkdtemp(prefix="bd", dir="/tmp"))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture
+def daemons() -> Iterator[list[Daemon]]:
+    started: list[Daemon] = []
+    yield started
+    for one in started:
+        one.stop()
+
+
+@pytest.fixture
+def paired(home: Path, door: Any, tag: str) -> Path:
+    """A HOME paired with the door, with one memory in the test's own space."""
+    write_session(door.url, door.token, env={"HOME": str(home)})
+    status, _ = door.post(
+        "/api/memory/save",
+        {"content": "The stop hook saves the turn through the librarian.", "containerTag": tag},
+    )
+    assert status == 201
+    return home
+
+
+def start(daemons: list[Daemon], home: Path, idle_s: float | None = None) -> Daemon:
+    one = Daemon(home, idle_s)
+    daemons.append(one)
+    return one
+
+
+def daemon_env(home: Path, **extra: str) -> dict[str, str]:
+    return hook_env(home, BLI_MEMORY_DAEMON="1", **extra)
+
+
+def prompt_payload(cwd: Path) -> dict[str, object]:
+    return {**PROMPT, "prompt": QUESTION, "cwd": str(cwd)}
+
+
+def fd_count(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def thread_count(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/task"))
+
+
+def children(pid: int) -> list[str]:
+    found: list[str] = []
+    for task in os.listdir(f"/proc/{pid}/task"):
+        found += Path(f"/proc/{pid}/task/{task}/children").read_text().split()
+    return found
+
+
+def raw_exchange(home: Path, line: bytes, timeout_s: float = 5.0) -> bytes:
+    """Send bytes on the daemon's socket, read until it closes."""
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(timeout_s)
+        sock.connect(via_daemon.socket_path({"HOME": str(home)}))
+        sock.sendall(line)
+        chunks = []
+        while chunk := sock.recv(65536):
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+# -- answers ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("event", "payload"), [("prompt", {**PROMPT, "prompt": QUESTION}), ("session-start", SESSION_START)]
+)
+def test_the_hook_answered_via_the_daemon_prints_what_the_direct_path_prints(
+    paired: Path, daemons: list[Daemon], tag: str, event: str, payload: dict[str, object]
+) -> None:
+    start(daemons, paired)
+    direct = run_hook(event, payload, paired, env=hook_env(paired, BLI_MEMORY_CONTAINER_TAG=tag))
+    via = run_hook(event, payload, paired, env=daemon_env(paired, BLI_MEMORY_CONTAINER_TAG=tag))
+    assert direct.receipt()[1:] == ("ok", direct.receipt()[2]) and direct.receipt()[2]["via"] == "direct"
+    _, status, fields = via.receipt()
+    assert status == "ok" and fields["via"] == "daemon", via.stderr
+    assert via.stdout == direct.stdout and "librarian" in via.stdout and tag in via.stdout
+    assert via.returncode == 0
+
+
+def git(folder: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(folder), *args], check=True, capture_output=True, timeout=30)
+
+
+def test_the_daemon_finds_the_same_space_as_the_hook_and_notices_when_it_changes(
+    paired: Path, daemons: list[Daemon], door: Any, tmp_path: Path
+) -> None:
+    """No override: the daemon computes the folder's space (cached), and a new origin is a new space."""
+    start(daemons, paired)
+    repo = tmp_path / "project"
+    (repo / "src").mkdir(parents=True)
+    git(repo, "init", "-q")
+    git(repo, "remote", "add", "origin", f"https://example.invalid/{tmp_path.name}/one.git")
+    one = recall_both_ways(paired, door, repo / "src", "The first origin's memory about the stop hook.")
+    git(repo, "remote", "set-url", "origin", f"https://example.invalid/{tmp_path.name}/two.git")
+    two = recall_both_ways(paired, door, repo / "src", "The second origin's memory about the stop hook.")
+    assert one != two
+
+
+def recall_both_ways(home: Path, door: Any, cwd: Path, memory: str) -> str:
+    """Save `memory` in cwd's space (as `space` computes it); both routes must recall exactly it."""
+    from bli_memory.space import container_tag
+
+    tag = container_tag(str(cwd), env={"HOME": str(home)})
+    assert door.post("/api/memory/save", {"content": memory, "containerTag": tag})[0] == 201
+    direct = run_hook("prompt", prompt_payload(cwd), home, env=hook_env(home), cwd=cwd)
+    via = run_hook("prompt", prompt_payload(cwd), home, env=daemon_env(home), cwd=cwd)
+    assert via.receipt()[2]["via"] == "daemon", via.stderr
+    assert via.stdout == direct.stdout and memory in via.stdout and tag in via.stdout
+    return tag
+
+
+# -- the socket --------------------------------------------------------------------------------------
+
+
+def test_the_socket_is_0600_in_a_folder_only_the_user_can_enter(home: Path, daemons: list[Daemon]) -> None:
+    folder = home / ".local" / "state" / "bli-cockpit"
+    folder.mkdir(parents=True, mode=0o755)
+    folder.chmod(0o755)  # an over-open folder left by something else is made private
+    start(daemons, home)
+    sock = Path(via_daemon.socket_path({"HOME": str(home)}))
+    assert stat.S_ISSOCK(sock.lstat().st_mode)
+    assert stat.S_IMODE(sock.lstat().st_mode) == 0o600
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert folder.stat().st_uid == os.getuid()
+
+
+class Relay:
+    """A recording man-in-the-middle: listens on the daemon's path, forwards to where it was moved."""
+
+    def __init__(self, path: str, target: str) -> None:
+        self.captured = bytearray()
+        self.connections = 0
+        self._lock = threading.Lock()
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(path)
+        self.listener.listen(16)
+        self.target = target
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            upstream.connect(self.target)
+            self.connections += 1
+            threading.Thread(target=self._pump, args=(client, upstream), daemon=True).start()
+            threading.Thread(target=self._pump, args=(upstream, client), daemon=True).start()
+
+    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while chunk := source.recv(65536):
+                with self._lock:
+                    self.captured += chunk
+                sink.sendall(chunk)
+        with contextlib.suppress(OSError):
+            sink.shutdown(socket.SHUT_WR)
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def test_the_token_never_crosses_the_socket(paired: Path, daemons: list[Daemon], door: Any, tag: str) -> None:
+    start(daemons, paired)
+    path = via_daemon.socket_path({"HOME": str(paired)})
+    moved = path + ".real"
+    os.rename(path, moved)
+    relay = Relay(path, moved)
+    try:
+        env = daemon_env(paired, BLI_MEMORY_CONTAINER_TAG=tag)
+        runs = [run_hook("prompt", {**PROMPT, "prompt": QUESTION}, paired, env=env)]
+        runs.append(run_hook("session-start", SESSION_START, paired, env=env))
+        assert via_daemon.ping(time.monotonic() + 2, {"HOME": str(paired)}) != "daemon_unavailable"
+    finally:
+        relay.close()
+    assert [run.receipt()[2]["via"] for run in runs] == ["daemon", "daemon"]
+    assert "librarian" in runs[0].stdout
+    captured = bytes(relay.captured)
+    assert relay.connections == 3 and b'"version"' in captured and b"librarian" in captured
+    token = door.token.encode()
+    assert token not in captured
+    assert token[4:20] not in captured  # not even a slice of its secret part
+    assert b"Bearer" not in captured and b"device_token" not in captured
+
+
+# -- lifecycle ---------------------------------------------------------------------------------------
+
+
+def test_a_second_instance_exits_0_saying_daemon_already_running(home: Path, daemons: list[Daemon]) -> None:
+    first = start(daemons, home)
+    second = Daemon(home, wait=False)
+    daemons.append(second)
+    assert second.wait_exit() == 0
+    assert "daemon_already_running" in second.stderr()
+    assert first.wait_ready()["pid"] == first.pid
+
+
+def test_idle_exit_removes_the_socket(home: Path, daemons: list[Daemon]) -> None:
+    one = start(daemons, home, idle_s=1.0)
+    assert via_daemon.ping(time.monotonic() + 1, {"HOME": str(home)}) != "daemon_unavailable"
+    started = time.monotonic()
+    assert one.wait_exit() == 0
+    assert time.monotonic() - started < 5.0
+    assert "idle" in one.stderr()
+    assert not os.path.exists(via_daemon.socket_path({"HOME": str(home)}))
+
+
+def test_sigterm_exits_cleanly_and_removes_the_socket(home: Path, daemons: list[Daemon]) -> None:
+    one = start(daemons, home)
+    one.process.send_signal(signal.SIGTERM)
+    assert one.wait_exit() == 0
+    assert "SIGTERM" in one.stderr() and "Traceback" not in one.stderr()
+    assert not os.path.exists(via_daemon.socket_path({"HOME": str(home)}))
+
+
+def test_another_version_gets_a_refusal_and_the_daemon_stands_down(home: Path, daemons: list[Daemon]) -> None:
+    one = start(daemons, home)
+    request = {"event": "prompt", "payload": PROMPT, "cwd": str(home), "version": "0.0.0-older"}
+    reply = raw_exchange(home, json.dumps(request).encode() + b"\n")
+    assert json.loads(reply) == {"error": "version_mismatch", "version": __version__}
+    assert via_daemon.decode_answer(reply.rstrip(b"\n")) == via_daemon.MISMATCH
+    assert one.wait_exit() == 0
+    assert not os.path.exists(via_daemon.socket_path({"HOME": str(home)}))
+    # ... so the hook can start a current one, at once
+    assert start(daemons, home).wait_ready()["version"] == __version__
+
+
+def test_a_stale_socket_from_a_crashed_daemon_is_replaced(home: Path, daemons: list[Daemon]) -> None:
+    path = via_daemon.socket_path({"HOME": str(home)})
+    os.makedirs(os.path.dirname(path), mode=0o700)
+    crashed = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    crashed.bind(path)
+    crashed.close()  # the file stays; nobody listens: connect is refused
+    assert (
+        via_daemon.ask_daemon("prompt", PROMPT, str(home), deadline=time.monotonic() + 2)
+        == via_daemon.UNAVAILABLE
+    )
+    one = start(daemons, home)
+    assert "stale socket" in one.stderr()
+    assert one.wait_ready()["pid"] == one.pid
+
+
+def test_a_killed_daemon_also_replaced_by_the_next_one(home: Path, daemons: list[Daemon]) -> None:
+    first = start(daemons, home)
+    first.process.kill()
+    first.wait_exit()
+    assert os.path.exists(via_daemon.socket_path({"HOME": str(home)}))  # SIGKILL leaves it behind
+    second = start(daemons, home)
+    assert second.wait_ready()["pid"] == second.pid
+
+
+def test_daemon_killed_mid_request_the_hook_still_answers_direct_within_its_deadline(
+    paired: Path, daemons: list[Daemon], tag: str
+) -> None:
+    one = start(daemons, paired)
+    os.kill(one.pid, signal.SIGSTOP)  # it accepts in the kernel's backlog but never answers...
+    result: list[Run] = []
+    hook = threading.Thread(
+        target=lambda: result.append(
+            run_hook(
+                "prompt",
+                {**PROMPT, "prompt": QUESTION},
+                paired,
+                env=daemon_env(paired, BLI_MEMORY_CONTAINER_TAG=tag),
+            )
+        )
+    )
+    hook.start()
+    time.sleep(0.4)
+    one.process.kill()  # ... and dies with the request in flight
+    hook.join(30)
+    (run,) = result
+    _, status, fields = run.receipt()
+    assert status == "ok" and fields["via"] == "direct", run.stderr
+    assert "librarian" in run.stdout
+    assert run.elapsed_s < 2.0 + MARGIN_S
+
+
+def test_bli_memory_daemon_0_takes_the_direct_path(paired: Path, daemons: list[Daemon], tag: str) -> None:
+    start(daemons, paired)
+    run = run_hook(
+        "prompt", {**PROMPT, "prompt": QUESTION}, paired, env=hook_env(paired, BLI_MEMORY_CONTAINER_TAG=tag)
+    )
+    assert run.receipt()[2]["via"] == "direct" and "librarian" in run.stdout
+
+
+# -- robustness ----------------------------------------------------------------------------------------
+
+
+def test_garbage_huge_and_hanging_clients_cost_only_their_own_connection(
+    home: Path, daemons: list[Daemon]
+) -> None:
+    one = start(daemons, home)
+    hanging = [socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) for _ in range(daemon.WORKER_COUNT)]
+    for sock in hanging:  # every worker stuck on a client that never sends its line
+        sock.connect(via_daemon.socket_path({"HOME": str(home)}))
+        sock.sendall(b'{"event": "pi')
+    try:
+        started = time.monotonic()
+        assert json.loads(raw_exchange(home, b'{"event":"ping"}\n'))["pid"] == one.pid
+        assert time.monotonic() - started < daemon.CLIENT_IO_TIMEOUT_S + 2.0  # cut loose, not stuck
+        for sock in hanging:
+            sock.settimeout(5)
+            assert sock.recv(100) == b""  # the daemon closed it after CLIENT_IO_TIMEOUT_S
+    finally:
+        for sock in hanging:
+            sock.close()
+    assert json.loads(raw_exchange(home, b"\x00\xffnot json\n")) == {"error": "bad_request"}
+    assert json.loads(raw_exchange(home, b"[1, 2]\n")) == {"error": "bad_request"}
+    bad_cwd = {"event": "prompt", "payload": PROMPT, "cwd": "relative", "version": __version__}
+    assert json.loads(raw_exchange(home, json.dumps(bad_cwd).encode() + b"\n")) == {"error": "bad_request"}
+    stop = {"event": "stop", "payload": {}, "cwd": "/", "version": __version__}
+    assert json.loads(raw_exchange(home, json.dumps(stop).encode() + b"\n")) == {"error": "unsupported_event"}
+    huge = b'{"event":"prompt","payload":{"prompt":"' + b"x" * (daemon.REQUEST_MAX_BYTES + 10) + b'"}}\n'
+    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+        assert json.loads(raw_exchange(home, huge)) == {"error": "too_large"}
+    assert one.wait_ready()["pid"] == one.pid
+
+
+def test_no_descriptor_thread_or_child_leaks_over_1000_requests(
+    paired: Path, daemons: list[Daemon], tag: str
+) -> None:
+    one = start(daemons, paired)
+    env = {"HOME": str(paired), via_daemon.SPACE_ENV_NAMES[0]: tag}
+    base_fds = fd_count(one.pid)
+    base_threads = thread_count(one.pid)
+    kinds = ["prompt", "trivial", "session-start", "ping", "garbage", "hangup", "nocontainer"]
+
+    def one_request(index: int) -> None:
+        kind = kinds[index % len(kinds)]
+        deadline = time.monotonic() + 5
+        if kind == "prompt":
+            got = via_daemon.ask_daemon("prompt", {"prompt": QUESTION}, "/", deadline=deadline, env=env)
+            assert isinstance(got, HookAnswer) and got.outcome["status"] == "ok", got
+        elif kind == "trivial":
+            got = via_daemon.ask_daemon("prompt", {"prompt": "ok"}, "/", deadline=deadline, env=env)
+            assert isinstance(got, HookAnswer) and got.outcome["reason"] == "trivial_prompt"
+        elif kind == "session-start":
+            got = via_daemon.ask_daemon("session-start", {}, "/", deadline=deadline, env=env)
+            assert isinstance(got, HookAnswer) and got.outcome["status"] == "ok", got
+        elif kind == "nocontainer":  # the space is computed (and cached) by the daemon
+            got = via_daemon.ask_daemon(
+                "prompt",
+                {"prompt": QUESTION},
+                str(paired),
+                deadline=deadline,
+                env=env | {via_daemon.SPACE_ENV_NAMES[0]: ""},
+            )
+            assert isinstance(got, HookAnswer), got
+        elif kind == "ping":
+            assert isinstance(via_daemon.ping(deadline, env), dict)
+        elif kind == "garbage":
+            assert raw_exchange(paired, b"}{\n") == b'{"error":"bad_request"}\n'
+        else:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.connect(via_daemon.socket_path(env))
+                sock.sendall(b'{"event":')  # and hang up mid-line
+
+    errors: list[BaseException] = []
+
+    def client(first: int) -> None:
+        try:
+            for index in range(first, 1000, 4):
+                one_request(index)
+        except BaseException as exc:
+            errors.append(exc)
+
+    clients = [threading.Thread(target=client, args=(first,)) for first in range(4)]
+    for thread in clients:
+        thread.start()
+    for thread in clients:
+        thread.join(60)
+    assert not errors, errors[:3]
+    assert via_daemon.ping(time.monotonic() + 2, env) != "daemon_unavailable"
+    time.sleep(0.2)  # the last hang-ups are closed by their workers
+    # at most one keep-alive door connection per worker beyond what it had before any request
+    assert fd_count(one.pid) <= base_fds + daemon.WORKER_COUNT
+    assert thread_count(one.pid) == base_threads
+    assert children(one.pid) == []
+    one.process.send_signal(signal.SIGTERM)
+    assert one.wait_exit() == 0
+    served = int(one.stderr().rsplit(" after ", 1)[1].split()[0])
+    assert served >= 1000 + 2  # every request counted: the ping that found it ready, 1000, the last ping
+
+
+# -- the hook-side client --------------------------------------------------------------------------------
+
+
+class StandIn:
+    """A socket at the daemon's path that accepts, reads a line, then does `behaviour`."""
+
+    def __init__(self, home: Path, behaviour: str) -> None:
+        path = via_daemon.socket_path({"HOME": str(home)})
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.listener.bind(path)
+        self.listener.listen(4)
+        self.behaviour = behaviour
+        self.held: list[socket.socket] = []
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                client, _ = self.listener.accept()
+                self.held.append(client)
+                client.recv(65536)
+                if self.behaviour == "garbage":
+                    client.sendall(b"<html>nope</html>\n")
+                elif self.behaviour == "hangup":
+                    client.close()
+                elif self.behaviour == "wrong-shape":
+                    client.sendall(b'{"stdout": 3, "outcome": {"status": "ok"}}\n')
+
+    def close(self) -> None:
+        self.listener.close()
+        for sock in self.held:
+            sock.close()
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "reason"),
+    [
+        ("hang", via_daemon.TIMEOUT),
+        ("garbage", via_daemon.BAD_RESPONSE),
+        ("hangup", via_daemon.BAD_RESPONSE),
+        ("wrong-shape", via_daemon.BAD_RESPONSE),
+    ],
+)
+def test_ask_daemon_names_why_a_misbehaving_daemon_was_not_used(
+    home: Path, behaviour: str, reason: str
+) -> None:
+    stand_in = StandIn(home, behaviour)
+    try:
+        started = time.monotonic()
+        got = via_daemon.ask_daemon(
+            "prompt", PROMPT, str(home), deadline=started + 0.5, env={"HOME": str(home)}
+        )
+        assert got == reason
+        assert time.monotonic() - started < 0.5 + 0.2
+    finally:
+        stand_in.close()
+
+
+def test_ask_daemon_without_a_daemon_or_with_overrides(home: Path) -> None:
+    env = {"HOME": str(home)}
+    started = time.monotonic()
+    assert (
+        via_daemon.ask_daemon("prompt", PROMPT, "/", deadline=started + 2, env=env) == via_daemon.UNAVAILABLE
+    )
+    assert time.monotonic() - started < via_daemon.CONNECT_BUDGET_S + 0.1
+    for name in via_daemon.DECLINE_ENV_NAMES:
+        got = via_daemon.ask_daemon("prompt", PROMPT, "/", deadline=started + 2, env={**env, name: "x"})
+        assert got == via_daemon.ENV_OVERRIDE
+    assert (
+        via_daemon.ask_daemon("prompt", PROMPT, "/", deadline=time.monotonic(), env=env) == via_daemon.TIMEOUT
+    )
+    huge = {"prompt": "x" * via_daemon.REQUEST_MAX_BYTES}
+    assert (
+        via_daemon.ask_daemon("prompt", huge, "/", deadline=time.monotonic() + 2, env=env)
+        == via_daemon.TOO_LARGE
+    )
+
+
+def test_spawn_daemon_starts_it_detached_once_an_hour(home: Path) -> None:
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(home),
+        "BLI_MEMORY_DEVICE_TOKEN": "bli_secret_in_env",
+    }
+    marker = os.open(os.devnull, os.O_RDONLY)
+    os.set_inheritable(marker, True)  # a descriptor the host left open: the daemon must not get it
+    try:
+        pid = via_daemon.spawn_daemon(env)
+    finally:
+        os.close(marker)
+    assert pid is not None
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while not isinstance(got := via_daemon.ping(time.monotonic() + 1, env), dict):
+            assert time.monotonic() < deadline, got
+            time.sleep(0.02)
+        assert got["pid"] == pid
+        assert os.getsid(pid) == pid  # its own session: no terminal, no signals meant for the host
+        targets = {fd: os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+        assert [targets[str(fd)] for fd in (0, 1, 2)] == ["/dev/null"] * 3
+        assert list(targets.values()).count("/dev/null") == 3, targets  # the marker was not inherited
+        assert b"bli_secret_in_env" not in Path(f"/proc/{pid}/environ").read_bytes()
+        assert via_daemon.spawn_daemon(env) is None  # throttled: once an hour per machine
+        stamp = Path(via_daemon.state_dir(env)) / via_daemon.STAMP_NAME
+        assert stamp.read_text().strip() == __version__
+        stamp.write_text("0.0.0-older\n")  # an upgrade is not throttled by the old version's stamp
+        again = via_daemon.spawn_daemon(env)
+        assert again is not None
+        assert os.waitpid(again, 0)[1] == 0  # the second one exits 0: daemon_already_running
+    finally:
+        os.kill(pid, signal.SIGTERM)
+        _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_space_cache_hits_and_invalidates(tmp_path: Path) -> None:
+    repo = tmp_path / "r"
+    (repo / "a" / "b").mkdir(parents=True)
+    env = {"HOME": str(tmp_path), "GIT_CONFIG_NOSYSTEM": "1"}
+    cache = daemon.SpaceCache()
+    outside = cache.tag(False, str(repo / "a" / "b"), env)
+    assert outside.startswith("dir_b__")
+    git(repo, "init", "-q")
+    inside = cache.tag(False, str(repo / "a" / "b"), env)
+    assert inside.startswith("repo_r__") and cache.misses == 2
+    assert cache.tag(False, str(repo / "a" / "b"), env) == inside and cache.hits == 1
+    git(repo, "remote", "add", "origin", "https://example.invalid/x/proj.git")
+    remote = cache.tag(False, str(repo / "a" / "b"), env)
+    assert remote.startswith("repo_proj__") and cache.misses == 3
+    (tmp_path / ".gitconfig").write_text(
+        '[url "https://mirror.invalid/"]\n\tinsteadOf = https://example.invalid/\n'
+    )
+    from bli_memory.space import container_tag
+
+    assert (
+        cache.tag(False, str(repo / "a" / "b"), env)
+        == container_tag(str(repo / "a" / "b"), env=env)
+        != remote
+    )
