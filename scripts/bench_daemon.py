@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+"""The prompt hook through the resident daemon, next to the direct path and the interpreter floor.
+
+Round-robin (so machine noise hits every case alike), each a fresh process as the host runs it:
+
+    python -c pass                   the floor
+    hook prompt, direct              BLI_MEMORY_DAEMON=0: settings, space, connect, search, render
+    hook prompt, via daemon          the same prompt answered by a warm `bli-memory-mcp daemon`
+    hook session-start, direct / via daemon
+
+against a local door (embedder `none`, SQLite) holding 10 000 memories in the space of a real git
+repository (the folder the hooks run in; its space is computed, not overridden, so the daemon's
+space cache is part of what is measured). Reports medians, p90 and ratios to the floor; each case's
+last receipt is printed so the path measured is the path meant. Target (issue 6, DESIGN.md "Quality
+bars"): prompt via the daemon within 3x `python -c pass`.
+
+    .venv/bin/python scripts/bench_daemon.py [--rounds 30] [--memories 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+VENV_BIN = Path(sys.executable).parent
+HOOK_BIN = str(VENV_BIN / "bli-memory-mcp")
+EMBEDDER = ("--embedder", "none")
+QUESTION = "why does the prompt hook time out on big repositories?"
+ON_TOPIC = [
+    "The prompt hook used to time out on big repositories because it spawned git; it now reads git's files.",
+    "Big repositories slowed the prompt hook until space.py stopped asking git for the remote.",
+    "The prompt hook budget is 2 s; on big repositories most of it went to connecting, not searching.",
+]
+WORDS = (
+    "door hook prompt session memory space token daemon socket deadline recall search index sqlite "
+    "vector keyword ranking tombstone version history profile context librarian extract redact team "
+    "device person install zipapp cold start interpreter import cache worktree remote origin config "
+    "latency budget receipt stats outage retry keepalive connection thread worker queue lock stamp"
+).split()
+
+
+def fake_memories(count: int, seed: int = 7) -> list[str]:
+    """Distinct, wordy sentences so the keyword channel has real work (and a few on-topic ones)."""
+    rng = random.Random(seed)
+    out = []
+    for index in range(count - len(ON_TOPIC)):
+        words = rng.choices(WORDS, k=rng.randint(8, 24))
+        out.append(f"Note {index}: " + " ".join(words) + ".")
+    return out + ON_TOPIC
+
+
+def make_repo(folder: Path) -> None:
+    folder.mkdir(parents=True)
+    for args in (["init", "-q"], ["remote", "add", "origin", "https://example.invalid/bench/daemon.git"]):
+        subprocess.run(["git", "-C", str(folder), *args], check=True, capture_output=True)
+
+
+def seed_store(db: Path, tag: str, count: int) -> str:
+    """Create the device and bulk-insert the memories through the store itself; returns the token."""
+    sys.path.insert(0, str(REPO))
+    from bli_memory.door.store.sqlite import SqliteStore
+
+    store = SqliteStore(db)
+    try:
+        _, token = store.create_device(person="bench", team="local", admin=True)
+        principal = store.authenticate(token)
+        assert principal is not None
+        store.save_many(principal, tag, fake_memories(count), created_at=time.time() - 86400)
+    finally:
+        store.close()
+    return token
+
+
+def start_door(db: Path, home: Path) -> tuple[subprocess.Popen[str], str]:
+    env = {**os.environ, "HOME": str(home)}
+    env.pop("BLI_MEMORY_EMBEDDER", None)
+    process = subprocess.Popen(
+        [
+            str(VENV_BIN / "bli-memory-door"),
+            "serve",
+            "--port",
+            "0",
+            "--db",
+            str(db),
+            "--no-autopair",
+            *EMBEDDER,
+        ],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
+    assert process.stderr is not None
+    for line in process.stderr:
+        if line.startswith("bli-memory-door listening on "):
+            return process, line.rsplit(" ", 1)[1].strip()
+    raise SystemExit("bench_daemon: the door did not start")
+
+
+def start_daemon(env: dict[str, str]) -> subprocess.Popen[bytes]:
+    from bli_memory.hooks import via_daemon
+
+    process = subprocess.Popen(
+        [HOOK_BIN, "daemon"], env=env, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 20
+    while not isinstance(via_daemon.ping(time.monotonic() + 1, env), dict):
+        if time.monotonic() > deadline or process.poll() is not None:
+            raise SystemExit("bench_daemon: the daemon did not start")
+        time.sleep(0.02)
+    return process
+
+
+def run_once(argv: list[str], stdin: bytes, env: dict[str, str], cwd: str) -> tuple[float, str, str]:
+    """(wall seconds, stdout, last receipt line) of one process."""
+    started = time.perf_counter()
+    done = subprocess.run(argv, input=stdin, capture_output=True, env=env, cwd=cwd, check=False)
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"bench_daemon: {argv} exited {done.returncode}")
+    receipts = [line for line in done.stderr.decode().splitlines() if line.startswith("[bli-memory]")]
+    return elapsed, done.stdout.decode(), receipts[-1] if receipts else ""
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--memories", type=int, default=10_000)
+    args = parser.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="bdb", dir="/tmp"))  # short: a unix socket path is ~104 bytes
+    door = daemon = None
+    try:
+        home = work / "h"
+        home.mkdir()
+        project = work / "project"
+        make_repo(project)
+        sys.path.insert(0, str(REPO))
+        from bli_memory.settings import write_session
+        from bli_memory.space import container_tag
+
+        base_env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "LANG": "C.UTF-8"}
+        tag = container_tag(str(project), env=base_env)
+        started = time.monotonic()
+        token = seed_store(work / "bench.db", tag, args.memories)
+        seeded_s = time.monotonic() - started
+        door, url = start_door(work / "bench.db", work / "door-home")
+        write_session(url, token, env=base_env)
+        daemon = start_daemon(base_env)
+
+        prompt = json.dumps({"session_id": "b", "prompt": QUESTION, "cwd": str(project)}).encode()
+        start_payload = json.dumps({"session_id": "b", "source": "startup", "cwd": str(project)}).encode()
+        direct_env = {**base_env, "BLI_MEMORY_DAEMON": "0"}
+        daemon_env = {**base_env, "BLI_MEMORY_DAEMON": "1"}
+        hook = [HOOK_BIN, "hook"]
+        cases: list[tuple[str, list[str], bytes, dict[str, str], str | None]] = [
+            ("python -c pass", [sys.executable, "-c", "pass"], b"", base_env, None),
+            ("hook prompt, direct", [*hook, "prompt"], prompt, direct_env, "direct"),
+            ("hook prompt, via daemon", [*hook, "prompt"], prompt, daemon_env, "daemon"),
+            ("hook session-start, direct", [*hook, "session-start"], start_payload, direct_env, "direct"),
+            ("hook session-start, via daemon", [*hook, "session-start"], start_payload, daemon_env, "daemon"),
+        ]
+        times: dict[str, list[float]] = {name: [] for name, *_ in cases}
+        last: dict[str, tuple[str, str]] = {}
+        for _name, argv, stdin, env, _ in cases:  # warm-up: page cache, the daemon's connections
+            run_once(argv, stdin, env, str(project))
+        for _ in range(args.rounds):
+            for name, argv, stdin, env, route in cases:
+                elapsed, stdout, receipt = run_once(argv, stdin, env, str(project))
+                if route is not None and f'"via":"{route}"' not in receipt:
+                    raise SystemExit(f"bench_daemon: {name} took another route: {receipt}")
+                times[name].append(elapsed)
+                last[name] = (stdout, receipt)
+        if last["hook prompt, direct"][0] != last["hook prompt, via daemon"][0]:
+            raise SystemExit("bench_daemon: the daemon printed something else than the direct path")
+
+        floor = statistics.median(times["python -c pass"])
+        print(
+            f"bench_daemon: {args.memories} memories in {tag} (seeded in {seeded_s:.1f} s), "
+            f"{args.rounds} rounds, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}, "
+            f"Python {sys.version.split()[0]}"
+        )
+        print(f"{'case':32} {'median':>9} {'p90':>9} {'x floor':>8}")
+        for name, *_ in cases:
+            median = statistics.median(times[name])
+            p90 = percentile(times[name], 0.9)
+            print(f"{name:32} {median * 1000:7.1f}ms {p90 * 1000:7.1f}ms {median / floor:7.2f}x")
+        direct = statistics.median(times["hook prompt, direct"])
+        via = statistics.median(times["hook prompt, via daemon"])
+        print(
+            f"prompt via daemon / direct: {via / direct:.2f}  (target: via daemon <= 3x the floor: "
+            f"{'met' if via <= 3 * floor else 'NOT met'})"
+        )
+        hits = last["hook prompt, via daemon"][0].count("\n[bli] ") - 1
+        print(f"recall block: {hits} lines; receipts:")
+        for name, (_, receipt) in last.items():
+            if receipt:
+                print(f"  {name:30} {receipt}")
+    finally:
+        for process in (daemon, door):
+            if process is not None and process.poll() is None:
+                process.terminate()
+                process.wait(10)
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
