@@ -45,9 +45,26 @@ REASONS = "because the old one leaked connections|after the outage in March|to k
 )
 
 
+#: real project memories name many distinct files, modules and tickets; a few thousand made-up words
+#: give the keyword channel a long-tailed vocabulary instead of forty words shared by every row.
+_SYLLABLES = "ka lo mi nu pe ra si to vu xe ba de fi go hu ja ke li mo ne".split()
+VOCABULARY = sorted({a + b + c for a in _SYLLABLES for b in _SYLLABLES for c in _SYLLABLES})[:4000]
+
+
 def sentence(rng: random.Random, index: int) -> str:
     parts = [rng.choice(SUBJECTS).capitalize(), rng.choice(VERBS), rng.choice(OBJECTS), rng.choice(REASONS)]
-    return " ".join(part for part in parts if part) + f" (note {index})."
+    where = f"see src/{rng.choice(VOCABULARY)}/{rng.choice(VOCABULARY)}.py and ticket BLI-{rng.randrange(1, 20000)}"
+    return " ".join(part for part in parts if part) + f"; {where} (note {index})."
+
+
+def query(rng: random.Random) -> str:
+    """Half broad questions, a quarter module names, a quarter ticket ids."""
+    kind = rng.random()
+    if kind < 0.5:
+        return f"what about {rng.choice(SUBJECTS)} and {rng.choice(OBJECTS)}?"
+    if kind < 0.75:
+        return f"{rng.choice(VOCABULARY)} module"
+    return f"BLI-{rng.randrange(1, 20000)}"
 
 
 def percentile(values: list[float], fraction: float) -> float:

@@ -227,3 +227,41 @@ def test_extract_job_outcome_line_has_no_memory_text(door_onnx: DoorProcess, tag
     fields = json.loads(line.split("extract job done ", 1)[1])
     assert set(fields) == {"job", "added", "updated", "unchanged", "conflicted", "extract_ms", "reconcile_ms"}
     assert "PostgreSQL" not in line
+
+
+class _FailingLlm(BaseHTTPRequestHandler):
+    """An OpenAI-compatible chat endpoint that answers 500."""
+
+    def do_POST(self) -> None:
+        self.send_response(500)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_a_failing_llm_falls_back_to_the_deterministic_extractor(
+    start_door: Callable[..., DoorProcess],
+) -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _FailingLlm)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}"
+        door = start_door(
+            "--embedder",
+            "none",
+            env={
+                "BLI_MEMORY_LLM_URL": url,
+                "BLI_MEMORY_LLM_MODEL": "m",
+                "BLI_MEMORY_LLM_KEY": "sk-secret-key",
+            },
+        )
+        door.wait_for_log("librarian: LLM extractor (m) with deterministic fallback")
+        job = wait_job(door, save(door, "repo_llm", EXCHANGE, extract=True)["jobId"])
+        assert job["status"] == "done" and job["outcome"]["added"] >= 2
+        door.wait_for_log("used the deterministic one")
+        assert not any("sk-secret-key" in line for line in door.lines)
+    finally:
+        server.shutdown()

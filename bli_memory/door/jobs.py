@@ -71,13 +71,27 @@ class Worker:
 
     def __init__(self, store: SqliteStore, env: Mapping[str, str], log: Any = None) -> None:
         self.store = store
-        self.extract: Extractor = librarian.extractor_from_env(env)
         self.log = log or sys.stderr
+        self.extract: Extractor = librarian.extractor_from_env(env, on_fallback=self._fell_back)
+        self.llm_model = (
+            env.get(librarian.ENV_LLM_MODEL, "").strip() if env.get(librarian.ENV_LLM_URL) else ""
+        )
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="bli-memory-extract", daemon=True)
 
+    def _fell_back(self, reason: str) -> None:
+        self._write(
+            f"[bli-memory] librarian: the LLM extractor failed ({reason}); used the deterministic one"
+        )
+
     def start(self) -> None:
+        chosen = (
+            f"LLM extractor ({self.llm_model}) with deterministic fallback"
+            if self.llm_model
+            else "deterministic"
+        )
+        self._write(f"bli-memory-door librarian: {chosen}")
         requeued = self.store.requeue_interrupted_jobs()
         if requeued:
             self._write(f"[bli-memory] requeued {requeued} interrupted extract job(s)")
