@@ -43,7 +43,7 @@ PASSWORD_MIN_CHARS = 4
 SECRET_MIN_CHARS = 8
 TOKEN_MIN_CHARS = 16
 TOKEN_MIN_ENTROPY_BITS = 3.0
-PEM_MIN_BODY_CHARS = 16
+VERDICT_MEMO_ENTRIES = 1024  # per call: repeated values (hostile input) are judged once
 
 
 @dataclass(frozen=True)
@@ -284,8 +284,8 @@ _NULLISH = frozenset(
 )
 _PLACEHOLDER_RE = (
     r"(?i:your|my|the|insert|enter|put|paste|replace|example|sample|dummy|fake|placeholder)[-_ .]"
-    r"|.*(?i:[-_]here|replace[-_]?me)$"
 )
+_PLACEHOLDER_ENDINGS = ("-here", "_here", "replaceme", "replace_me", "replace-me")
 _TEMPLATE_OPENERS = ("${", "$(", "{{", "{%", "%(", "#{", "<%", "[[")
 _REFERENCE_RE = r"[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)*"
 _WORDY_SEGMENT_RE = r"[a-z]+[0-9]{0,2}(?:_[a-z0-9]+)*|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*|[A-Z]?[a-z]+(?:[A-Z][a-z]+)*[0-9]{0,2}|_\w*"
@@ -310,7 +310,7 @@ def _is_placeholder(value: str) -> bool:
         return True
     if v.isupper() and not any(c.isdigit() for c in v) and all(c.isalpha() or c == "_" for c in v):
         return True  # OPENAI_API_KEY (a reference) or TEXT (a metavar)
-    return _rx(_PLACEHOLDER_RE).match(v) is not None
+    return v.lower().endswith(_PLACEHOLDER_ENDINGS) or _rx(_PLACEHOLDER_RE).match(v) is not None
 
 
 def _is_yaml_tag(value: str) -> bool:
@@ -450,14 +450,15 @@ def _mask_kind(key_class: str, key: str) -> str:
 
 def _value_ok(key_class: str, value: str, quoted: bool, text: str, value_end: int) -> bool:
     """Gate a candidate value by the strength of its key."""
-    if _is_placeholder(value) or value.startswith("-----"):
+    minimum = {"password": PASSWORD_MIN_CHARS, "secret": SECRET_MIN_CHARS}.get(key_class, TOKEN_MIN_CHARS)
+    if len(value) < minimum or _is_placeholder(value) or value.startswith("-----"):
         return False
     if not quoted and _is_reference(value, text, value_end):
         return False
     if key_class == "password":
-        return len(value) >= PASSWORD_MIN_CHARS
+        return True
     if key_class == "secret":
-        return len(value) >= SECRET_MIN_CHARS and not _is_path(value) and not _is_dotted_words(value)
+        return not _is_path(value) and not _is_dotted_words(value)
     return _is_opaque(value)
 
 
@@ -468,7 +469,7 @@ def _value_ok(key_class: str, value: str, quoted: bool, text: str, value_end: in
 _OPERATOR = r"[=:]"
 _KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 _KEY_START_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
-_UNQUOTED_RUN = r"[^\s;&,\"'`<>)\]}\\]*"
+_UNQUOTED_RUN = r"[^\s;&,\"'`<>)\]}\\=]*"
 _QUOTES = ('\\"', "\\'", '"""', "'''", '"', "'", "`")
 _HEADER_TAIL = (
     r"(?:\\?[\"'`]\]?|\])?[ \t]{0,8}[:=][ \t]{0,8}(?:\\?[\"'`])?"
@@ -533,6 +534,7 @@ class _KeywordScanner:
         self.spans = spans
         self.scanned_from = -1
         self.scanned_until = -1
+        self.verdicts: dict[tuple[str, str, bool, str], bool] = {}
 
     def run(self) -> None:
         text = self.text
@@ -616,7 +618,15 @@ class _KeywordScanner:
         else:
             start, end = vstart, self.unquoted_end(vstart)
             value = text[start : min(end, start + VALUE_SAMPLE_CHARS)]
-        if end <= start or not _value_ok(key_class, value, quoted is not None, text, end):
+        if end <= start:
+            return None
+        memo = (key_class, value, quoted is not None, text[end : end + 1])
+        verdict = self.verdicts.get(memo)
+        if verdict is None:
+            verdict = _value_ok(key_class, value, quoted is not None, text, end)
+            if len(self.verdicts) < VERDICT_MEMO_ENTRIES:
+                self.verdicts[memo] = verdict
+        if not verdict:
             return None
         self.spans.append((start, end, _mask_kind(key_class, key)))
         return end
@@ -650,6 +660,14 @@ class _KeywordScanner:
             if end + 1 < len(text) and text[end] == "\\" and text[end + 1] not in "nrt\"'\\":
                 end += 1
                 continue
+            if text.startswith("=", end):
+                # Base64 padding ends a value; ``=`` before more word characters starts the
+                # next assignment (``a=b=c``), which keeps every value short.
+                pad = end
+                while pad < len(text) and pad - end < 3 and text[pad] == "=":
+                    pad += 1
+                if pad >= len(text) or not (text[pad].isalnum() or text[pad] in "_="):
+                    end = pad
             break
         self.scanned_from, self.scanned_until = vstart, end
         return end
@@ -791,6 +809,12 @@ def _outside_claims(span: _Span, claims: _Claims, claim_starts: list[int]) -> It
         yield (cursor, end, kind)
 
 
+def _inside_mask(text: str, start: int) -> bool:
+    """A context rule matched the kind inside one of our masks (``-u sk_live_[REDACTED:x]:``)."""
+    mark = text.rfind(_MASK_MARK, max(0, start - 48), start)
+    return mark != -1 and "]" not in text[mark:start]
+
+
 def _assemble(text: str, spans: _Spans) -> Redaction:
     spans.sort(key=lambda s: (s[0], -s[1]))
     merged: _Spans = []
@@ -838,6 +862,8 @@ def _redact(text: str) -> Redaction:
     claim_starts = [start for start, _ in merged_claims]
     spans = anchored
     for span in contextual:
+        if _inside_mask(text, span[0]):
+            continue
         for piece in _outside_claims(span, merged_claims, claim_starts):
             if piece[1] - piece[0] >= PASSWORD_MIN_CHARS or piece == span:
                 spans.append(piece)
