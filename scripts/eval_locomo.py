@@ -1,0 +1,253 @@
+"""Retrieval quality of the door's search on LoCoMo: recall@k, hybrid vs keyword-only vs vector-only.
+
+Usage: .venv/bin/python scripts/eval_locomo.py PATH_TO_LOCOMO_JSON [--embedder SPEC] [--limit-samples N]
+
+Every turn of each conversation is saved as one memory ("Speaker: text", plus the shared image's
+caption when the turn has one) in its own space, through the real `SqliteStore` code on a temporary
+database. A turn's `created_at` comes from its session's date, shifted so the conversation's last
+session ends "now": recency then means what it would for someone asking right after the last session.
+Every question of categories 1-4 is asked of its conversation's space; a question's recall@k is the
+fraction of its evidence turns among the first k results (LoCoMo's own retrieval metric), averaged
+over questions, overall and per category. Channel-only runs swap the ranking weights
+(`ranking.use(ranking.KEYWORD_ONLY)` / `VECTOR_ONLY`); everything else is the door's own path.
+
+Progress goes to stderr; the table goes to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from bli_memory.door import ranking
+from bli_memory.door.embed import load_embedder
+from bli_memory.door.model import now_s
+from bli_memory.door.store.sqlite import SqliteStore
+
+KS = (1, 5, 10, 25)
+CATEGORIES = (1, 2, 3, 4)
+CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+SECONDS_PER_TURN = 30.0
+MODES: dict[str, ranking.Weights] = {
+    "hybrid": ranking.DEFAULT_WEIGHTS,
+    "keyword": ranking.KEYWORD_ONLY,
+    "vector": ranking.VECTOR_ONLY,
+}
+_EVIDENCE = re.compile(r"D:?(\d+):(\d+)")
+_SESSION_KEY = re.compile(r"session_(\d+)$")
+
+
+@dataclass
+class Question:
+    text: str
+    category: int
+    evidence: list[str]  # memory ids (deduplicated)
+
+
+@dataclass
+class Conversation:
+    sample_id: str
+    tag: str
+    questions: list[Question] = field(default_factory=list)
+    turns: int = 0
+    unresolved_evidence: int = 0
+
+
+def parse_session_date(raw: str) -> float:
+    """ "1:56 pm on 8 May, 2023" -> POSIX seconds (naive local reading; only differences matter)."""
+    return datetime.strptime(raw.strip(), "%I:%M %p on %d %B, %Y").timestamp()
+
+
+def turn_text(turn: dict[str, Any]) -> str:
+    """What a person would have saved for this turn: who said it, what, and the photo they shared."""
+    text = f"{turn['speaker']}: {turn['text']}"
+    caption = turn.get("blip_caption")
+    if caption:
+        text += f" [shares a photo: {caption}]"
+    return text
+
+
+def evidence_ids(raw: Sequence[Any]) -> list[tuple[int, int]]:
+    """(session, turn) pairs from evidence strings, read leniently ("D:11:26", "D8:6; D9:17")."""
+    found: list[tuple[int, int]] = []
+    for item in raw:
+        for session, turn in _EVIDENCE.findall(str(item)):
+            found.append((int(session), int(turn)))
+    return found
+
+
+def sessions(conversation: dict[str, Any]) -> list[tuple[int, float, list[dict[str, Any]]]]:
+    out = []
+    for key, turns in conversation.items():
+        match = _SESSION_KEY.match(key)
+        if match and isinstance(turns, list) and turns:
+            number = int(match.group(1))
+            out.append((number, parse_session_date(conversation[f"{key}_date_time"]), turns))
+    return sorted(out)
+
+
+def load(store: SqliteStore, principal: Any, sample: dict[str, Any]) -> Conversation:
+    """Save every turn of one sample in its own space; map its questions to memory ids."""
+    tag = f"locomo-{sample['sample_id']}"
+    conversation = Conversation(sample_id=str(sample["sample_id"]), tag=tag)
+    all_sessions = sessions(sample["conversation"])
+    shift = now_s() - max(when for _, when, turns in all_sessions) - SECONDS_PER_TURN * 100
+    by_dia: dict[tuple[int, int], str] = {}
+    for number, when, turns in all_sessions:
+        for index, turn in enumerate(turns):
+            created = when + shift + index * SECONDS_PER_TURN
+            result = store.save(principal, tag, turn_text(turn), created_at=created)
+            for session, turn_no in evidence_ids([turn.get("dia_id", "")]):
+                by_dia[(session, turn_no)] = result.id
+            if not evidence_ids([turn.get("dia_id", "")]):
+                by_dia[(number, index + 1)] = result.id
+            conversation.turns += 1
+    for qa in sample["qa"]:
+        category = int(qa.get("category", 0))
+        if category not in CATEGORIES:
+            continue
+        ids: list[str] = []
+        for pair in evidence_ids(qa.get("evidence", [])):
+            if pair in by_dia:
+                ids.append(by_dia[pair])
+            else:
+                conversation.unresolved_evidence += 1
+        ids = list(dict.fromkeys(ids))
+        if ids:  # a question none of whose evidence names a turn cannot be scored; its ids were counted
+            conversation.questions.append(Question(str(qa["question"]), category, ids))
+    return conversation
+
+
+def recall(ranked: Sequence[str], evidence: Sequence[str], k: int) -> float:
+    top = set(ranked[:k])
+    return sum(1 for e in evidence if e in top) / len(evidence)
+
+
+def evaluate(
+    store: SqliteStore, principal: Any, conversations: Sequence[Conversation], modes: Sequence[str]
+) -> dict[str, dict[int, list[list[float]]]]:
+    """mode -> category -> per-question [recall@k for k in KS]."""
+    results: dict[str, dict[int, list[list[float]]]] = {m: {c: [] for c in CATEGORIES} for m in modes}
+    total = sum(len(c.questions) for c in conversations)
+    done = 0
+    started = time.perf_counter()
+    for conversation in conversations:
+        for question in conversation.questions:
+            for mode in modes:
+                with ranking.use(MODES[mode]):
+                    hits = store.search(principal, conversation.tag, question.text, limit=max(KS))
+                # a channel-only run leaves the other channel's rows at score 0: they were not found
+                ranked = [hit.memory.id for hit in hits if hit.score > 0]
+                results[mode][question.category].append([recall(ranked, question.evidence, k) for k in KS])
+            done += 1
+            if done % 50 == 0 or done == total:
+                rate = done / max(time.perf_counter() - started, 1e-9)
+                print(f"  asked {done}/{total} questions ({rate:.0f}/s)", file=sys.stderr, flush=True)
+    return results
+
+
+def mean(rows: Sequence[Sequence[float]], column: int) -> float:
+    return sum(r[column] for r in rows) / len(rows) if rows else 0.0
+
+
+def table(results: dict[str, dict[int, list[list[float]]]]) -> str:
+    modes = list(results)
+    header = f"{'slice':<22}{'n':>6}  " + "  ".join(f"{m + ' @' + str(k):>12}" for k in KS for m in modes)
+    lines = [header, "-" * len(header)]
+    slices: list[tuple[str, int | None]] = [("overall", None)] + [
+        (f"{c} {CATEGORY_NAMES[c]}", c) for c in CATEGORIES
+    ]
+    for label, category in slices:
+        cells = []
+        n = 0
+        for col, _k in enumerate(KS):
+            for mode in modes:
+                rows = [
+                    row
+                    for cat, per in results[mode].items()
+                    if category is None or cat == category
+                    for row in per
+                ]
+                n = len(rows)
+                cells.append(f"{mean(rows, col):>12.3f}")
+        lines.append(f"{label:<22}{n:>6}  " + "  ".join(cells))
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "path", help="locomo JSON (a list of samples), e.g. ../shared/data/locomo/locomo_dev.json"
+    )
+    parser.add_argument(
+        "--embedder", default="onnx", help="embedder spec (default: onnx, the packaged MiniLM)"
+    )
+    parser.add_argument("--limit-samples", type=int, default=0, help="only the first N conversations")
+    parser.add_argument(
+        "--modes", default="hybrid,keyword,vector", help="comma list of hybrid,keyword,vector"
+    )
+    args = parser.parse_args(argv)
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    unknown = [m for m in modes if m not in MODES]
+    if unknown:
+        print(f"eval_locomo: unknown mode {unknown[0]!r} (use hybrid, keyword, vector)", file=sys.stderr)
+        return 2
+    path = Path(args.path)
+    try:
+        samples = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        print(f"eval_locomo: {path} does not exist (see ../shared/data/README.md)", file=sys.stderr)
+        return 2
+    except (OSError, ValueError) as exc:
+        print(f"eval_locomo: cannot read {path}: {type(exc).__name__}", file=sys.stderr)
+        return 2
+    if not isinstance(samples, list) or not samples:
+        print(f"eval_locomo: {path} is not a list of LoCoMo samples", file=sys.stderr)
+        return 2
+    if args.limit_samples > 0:
+        samples = samples[: args.limit_samples]
+    embedder, reason = load_embedder(args.embedder)
+    if reason:
+        print(f"eval_locomo: {reason}", file=sys.stderr)
+    if embedder.dim == 0 and "vector" in modes:
+        modes.remove("vector")
+    print(f"eval_locomo: embedder {embedder.name}, {len(samples)} conversations", file=sys.stderr)
+    with tempfile.TemporaryDirectory(prefix="bli-locomo-") as folder:
+        store = SqliteStore(Path(folder) / "memory.db", embedder=embedder)
+        _, token = store.create_device(person="eval")
+        principal = store.authenticate(token)
+        assert principal is not None
+        conversations = []
+        started = time.perf_counter()
+        for sample in samples:
+            conversations.append(load(store, principal, sample))
+            c = conversations[-1]
+            print(
+                f"  stored {c.sample_id}: {c.turns} turns, {len(c.questions)} questions "
+                f"({time.perf_counter() - started:.0f}s)",
+                file=sys.stderr,
+                flush=True,
+            )
+        results = evaluate(store, principal, conversations, modes)
+        store.close()
+    unresolved = sum(c.unresolved_evidence for c in conversations)
+    print(f"LoCoMo retrieval, {len(conversations)} conversations, embedder {embedder.name}")
+    print(
+        f"weights: {ranking.DEFAULT_WEIGHTS}; evidence ids that name no turn: {unresolved}; "
+        "cell = mean recall@k over questions"
+    )
+    print(table(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
