@@ -213,7 +213,10 @@ class Worker:
         event = request.get("event")
         if event == "ping":
             return {"ok": True, "version": __version__, "pid": os.getpid()}
-        if request.get("version") != __version__:
+        version = request.get("version")
+        if not isinstance(version, str) or not version:
+            raise Refusal("bad_request")  # garbage is not another version: it must not stop the daemon
+        if version != __version__:
             self.server.stand_down(via_daemon.VERSION_MISMATCH)
             return {"error": via_daemon.VERSION_MISMATCH, "version": __version__}
         payload, cwd = request.get("payload"), request.get("cwd")

@@ -11,7 +11,9 @@ Round-robin (so machine noise hits every case alike), each a fresh process as th
 against a local door (embedder `none`, SQLite) holding 10 000 memories in the space of a real git
 repository (the folder the hooks run in; its space is computed, not overridden, so the daemon's
 space cache is part of what is measured). Reports medians, p90 and ratios to the floor; each case's
-last receipt is printed so the path measured is the path meant. Target (issue 6, DESIGN.md "Quality
+last receipt is printed so the path measured is the path meant. "hook body" is the median of the
+receipts' `elapsed_ms` (the hook's work after interpreter start); the door's own search time, on a
+warm connection, is printed last: on loopback it is most of what the daemon cannot remove. Target (issue 6, DESIGN.md "Quality
 bars"): prompt via the daemon within 3x `python -c pass`.
 
     .venv/bin/python scripts/bench_daemon.py [--rounds 30] [--memories 10000]
@@ -132,6 +134,19 @@ def run_once(argv: list[str], stdin: bytes, env: dict[str, str], cwd: str) -> tu
     return elapsed, done.stdout.decode(), receipts[-1] if receipts else ""
 
 
+def door_search_ms(url: str, token: str, tag: str, rounds: int) -> float:
+    """The door's own cost for the prompt's search, on one warm keep-alive connection (median)."""
+    from bli_memory.door_client import DoorClient
+
+    samples = []
+    with DoorClient(url, token) as client:
+        for _ in range(rounds + 1):
+            started = time.perf_counter()
+            client.search(QUESTION, tag, limit=5, threshold=0.55, deadline=time.monotonic() + 5)
+            samples.append(time.perf_counter() - started)
+    return statistics.median(samples[1:]) * 1000
+
+
 def percentile(values: list[float], fraction: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
@@ -176,6 +191,7 @@ def main() -> int:
             ("hook session-start, via daemon", [*hook, "session-start"], start_payload, daemon_env, "daemon"),
         ]
         times: dict[str, list[float]] = {name: [] for name, *_ in cases}
+        bodies: dict[str, list[int]] = {name: [] for name, *_ in cases}
         last: dict[str, tuple[str, str]] = {}
         for _name, argv, stdin, env, _ in cases:  # warm-up: page cache, the daemon's connections
             run_once(argv, stdin, env, str(project))
@@ -185,6 +201,8 @@ def main() -> int:
                 if route is not None and f'"via":"{route}"' not in receipt:
                     raise SystemExit(f"bench_daemon: {name} took another route: {receipt}")
                 times[name].append(elapsed)
+                if receipt:
+                    bodies[name].append(int(json.loads(receipt.split(" ", 3)[3])["elapsed_ms"]))
                 last[name] = (stdout, receipt)
         if last["hook prompt, direct"][0] != last["hook prompt, via daemon"][0]:
             raise SystemExit("bench_daemon: the daemon printed something else than the direct path")
@@ -195,11 +213,16 @@ def main() -> int:
             f"{args.rounds} rounds, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f}, "
             f"Python {sys.version.split()[0]}"
         )
-        print(f"{'case':32} {'median':>9} {'p90':>9} {'x floor':>8}")
+        print(f"{'case':32} {'median':>9} {'p90':>9} {'x floor':>8} {'hook body':>10}")
         for name, *_ in cases:
             median = statistics.median(times[name])
             p90 = percentile(times[name], 0.9)
-            print(f"{name:32} {median * 1000:7.1f}ms {p90 * 1000:7.1f}ms {median / floor:7.2f}x")
+            body = f"{statistics.median(bodies[name]):8.0f}ms" if bodies[name] else ""
+            print(f"{name:32} {median * 1000:7.1f}ms {p90 * 1000:7.1f}ms {median / floor:7.2f}x {body:>10}")
+        search_ms = door_search_ms(url, token, tag, args.rounds)
+        print(
+            f"{'door search alone (warm, in-process)':40} {search_ms:7.1f}ms   (the daemon cannot go below this)"
+        )
         direct = statistics.median(times["hook prompt, direct"])
         via = statistics.median(times["hook prompt, via daemon"])
         print(

@@ -400,6 +400,8 @@ def test_garbage_huge_and_hanging_clients_cost_only_their_own_connection(
             sock.close()
     assert json.loads(raw_exchange(home, b"\x00\xffnot json\n")) == {"error": "bad_request"}
     assert json.loads(raw_exchange(home, b"[1, 2]\n")) == {"error": "bad_request"}
+    no_version = {"event": "prompt", "payload": PROMPT, "cwd": "/"}
+    assert json.loads(raw_exchange(home, json.dumps(no_version).encode() + b"\n")) == {"error": "bad_request"}
     bad_cwd = {"event": "prompt", "payload": PROMPT, "cwd": "relative", "version": __version__}
     assert json.loads(raw_exchange(home, json.dumps(bad_cwd).encode() + b"\n")) == {"error": "bad_request"}
     stop = {"event": "stop", "payload": {}, "cwd": "/", "version": __version__}
