@@ -618,3 +618,27 @@ def test_space_cache_hits_and_invalidates(tmp_path: Path) -> None:
         == container_tag(str(repo / "a" / "b"), env=env)
         != remote
     )
+
+
+def test_the_prompt_hook_starts_the_daemon_and_the_next_prompt_goes_through_it(
+    paired: Path, tag: str
+) -> None:
+    env = daemon_env(paired, BLI_MEMORY_CONTAINER_TAG=tag)
+    first = run_hook("prompt", {**PROMPT, "prompt": QUESTION}, paired, env=env)
+    _, status, fields = first.receipt()
+    assert status == "ok" and fields["via"] == "direct" and fields["daemon"] == "daemon_unavailable"
+    deadline = time.monotonic() + 30
+    pong: dict[str, object] | str = "daemon_unavailable"
+    while time.monotonic() < deadline:
+        pong = via_daemon.ping(time.monotonic() + 1.0, {"HOME": str(paired)})
+        if isinstance(pong, dict):
+            break
+        time.sleep(0.1)
+    assert isinstance(pong, dict) and pong["version"] == __version__, pong
+    try:
+        second = run_hook("prompt", {**PROMPT, "prompt": QUESTION}, paired, env=env)
+        _, status, fields = second.receipt()
+        assert status == "ok" and fields["via"] == "daemon" and "daemon" not in fields, second.stderr
+        assert second.stdout == first.stdout and tag in second.stdout
+    finally:
+        os.kill(int(str(pong["pid"])), signal.SIGTERM)

@@ -38,7 +38,7 @@ def zipapp_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def bare(pyz: Path, *args: str, home: Path, stdin: str = "") -> subprocess.CompletedProcess[str]:
     """Run the zipapp as a bare python3 would: -S (no site-packages, so no mcp), -I (no user env)."""
-    env = {"HOME": str(home), "PATH": "/usr/bin:/bin"}
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "BLI_MEMORY_DAEMON": "0"}
     return subprocess.run(
         [sys.executable, "-I", "-S", str(pyz), *args],
         input=stdin,

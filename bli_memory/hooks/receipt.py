@@ -20,6 +20,15 @@ PREFIX = "[bli-memory]"
 STATUSES = ("ok", "skipped", "failed")
 ROUTES = ("direct", "daemon")
 PROBE_FLAG = "stats_excluded"
+#: why a hook did not use the daemon (mirrors hooks.via_daemon.REASONS; this module imports nothing)
+DAEMON_REASONS = (
+    "daemon_unavailable",
+    "daemon_timeout",
+    "daemon_bad_response",
+    "daemon_version_mismatch",
+    "daemon_env_override",
+    "daemon_too_large",
+)
 
 #: Counted fields an `ok` receipt may carry, in print order; durations follow them.
 COUNT_KEYS = ("hits", "profile", "recent", "chars", "masked")
@@ -73,6 +82,8 @@ def clean(outcome: object) -> dict[str, object] | None:
                 out[key] = value
     if outcome.get("via") in ROUTES:
         out["via"] = outcome["via"]
+    if outcome.get("daemon") in DAEMON_REASONS:
+        out["daemon"] = outcome["daemon"]
     if outcome.get("probe") == PROBE_FLAG:
         out["probe"] = PROBE_FLAG
     return out

@@ -234,28 +234,21 @@ def _needs_door(event: str, payload: dict[str, object]) -> bool:
     return True
 
 
-def _ask_daemon(event: str, payload: dict[str, object], cwd: str, deadline: float) -> HookAnswer | None:
-    """The daemon's answer, or None to take the direct path (no daemon module, off, or any failure)."""
+def _ask_daemon(event: str, payload: dict[str, object], cwd: str, deadline: float) -> HookAnswer | str | None:
+    """The daemon's answer; or why not (a via_daemon reason: take the direct path); None when off."""
     if event not in DAEMON_EVENTS or os.environ.get(ENV_DAEMON, "1") == "0":
         return None
     try:
-        from bli_memory.hooks import via_daemon  # type: ignore[attr-defined,unused-ignore]
+        from bli_memory.hooks import via_daemon
 
-        got = via_daemon.ask(event, payload, cwd, deadline=deadline)
+        got = via_daemon.ask_daemon(event, payload, cwd, deadline=deadline)
+        if got in via_daemon.SPAWN_REASONS:
+            via_daemon.spawn_daemon()  # detached; at most once an hour per machine and version
     except HookDeadline:
         raise
     except Exception:  # the daemon is an accelerator: any failure at all means direct
-        return None
-    if got is None:
-        return None
-    stdout = getattr(got, "stdout", None)
-    outcome = getattr(got, "outcome", None)
-    if isinstance(got, dict):
-        stdout, outcome = got.get("stdout"), got.get("outcome")
-    cleaned = receipt.clean(outcome)
-    if not isinstance(stdout, str) or cleaned is None:
-        return None
-    return HookAnswer(stdout, cleaned)
+        return "daemon_unavailable"
+    return got
 
 
 def run_hook(event: str, probe: bool, host: str | None, started: float) -> HookAnswer:
@@ -283,18 +276,13 @@ def run_hook(event: str, probe: bool, host: str | None, started: float) -> HookA
     else:
         armed = _arm_backstop(deadline)
         try:
-            via_daemon = _ask_daemon(event, payload, cwd, deadline)
-            if via_daemon is not None:
-                result = finish(
-                    event,
-                    via_daemon.stdout,
-                    via_daemon.outcome,
-                    via="daemon",
-                    elapsed_s=0.0,
-                    host=host,
-                )
+            routed = _ask_daemon(event, payload, cwd, deadline)
+            if isinstance(routed, HookAnswer):
+                result = finish(event, routed.stdout, routed.outcome, via="daemon", elapsed_s=0.0, host=host)
             else:
                 result = answer(event, payload, cwd, via="direct", deadline=deadline, host=host)
+                if routed is not None:
+                    result.outcome["daemon"] = routed  # why not the daemon (receipt.DAEMON_REASONS)
         except HookDeadline as exc:
             outcome = receipt.failed(exc)
             stdout = _failure_stdout(event, outcome)
