@@ -41,6 +41,8 @@ MODES: dict[str, ranking.Weights] = {
     "hybrid": ranking.DEFAULT_WEIGHTS,
     "keyword": ranking.KEYWORD_ONLY,
     "vector": ranking.VECTOR_ONLY,
+    # the textbook fusion this module replaced (equal weights, k = 60, same recency): for comparison
+    "rrf60": ranking.Weights(keyword=1.0, vector=1.0, rrf_k=60.0),
 }
 _EVIDENCE = re.compile(r"D:?(\d+):(\d+)")
 _SESSION_KEY = re.compile(r"session_(\d+)$")
@@ -160,26 +162,28 @@ def mean(rows: Sequence[Sequence[float]], column: int) -> float:
 
 
 def table(results: dict[str, dict[int, list[list[float]]]]) -> str:
+    """One row per slice; per mode, recall at each k."""
     modes = list(results)
-    header = f"{'slice':<22}{'n':>6}  " + "  ".join(f"{m + ' @' + str(k):>12}" for k in KS for m in modes)
-    lines = [header, "-" * len(header)]
+    ks = " ".join(f"{'@' + str(k):>5}" for k in KS)
+    width = len(ks)
+    header = f"{'recall':<15}{'n':>5} | " + " | ".join(f"{m:^{width}}" for m in modes)
+    lines = [header, f"{'':<15}{'':>5} | " + " | ".join(ks for _ in modes), "-" * len(header)]
     slices: list[tuple[str, int | None]] = [("overall", None)] + [
         (f"{c} {CATEGORY_NAMES[c]}", c) for c in CATEGORIES
     ]
     for label, category in slices:
-        cells = []
+        blocks = []
         n = 0
-        for col, _k in enumerate(KS):
-            for mode in modes:
-                rows = [
-                    row
-                    for cat, per in results[mode].items()
-                    if category is None or cat == category
-                    for row in per
-                ]
-                n = len(rows)
-                cells.append(f"{mean(rows, col):>12.3f}")
-        lines.append(f"{label:<22}{n:>6}  " + "  ".join(cells))
+        for mode in modes:
+            rows = [
+                row
+                for cat, per in results[mode].items()
+                if category is None or cat == category
+                for row in per
+            ]
+            n = len(rows)
+            blocks.append(" ".join(f"{mean(rows, col):>5.3f}" for col in range(len(KS))))
+        lines.append(f"{label:<15}{n:>5} | " + " | ".join(blocks))
     return "\n".join(lines)
 
 
@@ -199,7 +203,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = [m for m in modes if m not in MODES]
     if unknown:
-        print(f"eval_locomo: unknown mode {unknown[0]!r} (use hybrid, keyword, vector)", file=sys.stderr)
+        print(
+            f"eval_locomo: unknown mode {unknown[0]!r} (use hybrid, keyword, vector, rrf60)", file=sys.stderr
+        )
         return 2
     path = Path(args.path)
     try:
