@@ -40,6 +40,13 @@ if TYPE_CHECKING:
     from bli_memory.door.embed import Embedder
 
 SCHEMA_VERSION = 1
+#: every column a Memory is built from: never the embedding blob (1.5 KB a row) where it is not used.
+_MEMORY_COLUMN_NAMES = (
+    "rowid id team_id container_tag custom_id content kind status version root_id previous_version_id "
+    "pinned metadata person_id device_id created_at updated_at superseded_at"
+).split()
+_MEMORY_COLUMNS = ", ".join(_MEMORY_COLUMN_NAMES)
+_MEMORY_COLUMNS_M = ", ".join(f"m.{name}" for name in _MEMORY_COLUMN_NAMES)
 FORGET_CLOSEST_MIN_SIMILARITY = 0.85
 TOKEN_PREFIX = "bli_"
 SECONDS_PER_DAY = 86_400.0
@@ -404,7 +411,8 @@ class SqliteStore:
     def get(self, principal: Principal, memory_id: str) -> Memory:
         with self._lock:
             row = self._db.execute(
-                "SELECT * FROM memories WHERE id = ? AND team_id = ?", (memory_id, principal.team_id)
+                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id = ? AND team_id = ?",
+                (memory_id, principal.team_id),
             ).fetchone()
         if row is None:
             raise NotFound(f"no memory {memory_id!r}")
@@ -414,7 +422,7 @@ class SqliteStore:
         root = self.get(principal, memory_id).root_id
         with self._lock:
             rows = self._db.execute(
-                "SELECT * FROM memories WHERE root_id = ? AND team_id = ? ORDER BY version, created_at",
+                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE root_id = ? AND team_id = ? ORDER BY version, created_at",
                 (root, principal.team_id),
             ).fetchall()
         return [self._memory(row) for row in rows]
@@ -541,7 +549,7 @@ class SqliteStore:
     ) -> Memory | None:
         marks = ",".join("?" * len(tags))
         row = db.execute(
-            f"""SELECT * FROM memories WHERE team_id = ? AND status = 'current'
+            f"""SELECT {_MEMORY_COLUMNS} FROM memories WHERE team_id = ? AND status = 'current'
                 AND container_tag IN ({marks}) AND {column} = ? ORDER BY updated_at DESC LIMIT 1""",
             (principal.team_id, *tags, value),
         ).fetchone()
@@ -656,7 +664,7 @@ class SqliteStore:
     def _latest(self, principal: Principal, root_id: str) -> Memory | None:
         with self._lock:
             row = self._db.execute(
-                "SELECT * FROM memories WHERE root_id = ? AND team_id = ? AND status = 'current'",
+                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE root_id = ? AND team_id = ? AND status = 'current'",
                 (root_id, principal.team_id),
             ).fetchone()
         return None if row is None else self._memory(row)
@@ -821,7 +829,7 @@ class SqliteStore:
             chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
             rows = self._db.execute(
-                f"""SELECT m.*, p.name AS person FROM memories m LEFT JOIN people p ON p.id = m.person_id
+                f"""SELECT {_MEMORY_COLUMNS_M}, p.name AS person FROM memories m LEFT JOIN people p ON p.id = m.person_id
                     WHERE m.id IN ({marks}) AND +m.team_id = ? AND m.status = 'current'""",
                 (*chunk, team_id),
             ).fetchall()
@@ -836,12 +844,12 @@ class SqliteStore:
         marks = ",".join("?" * len(tags))
         with self._lock:
             pinned = self._db.execute(
-                f"""SELECT * FROM memories WHERE team_id = ? AND status = 'current' AND pinned = 1
+                f"""SELECT {_MEMORY_COLUMNS} FROM memories WHERE team_id = ? AND status = 'current' AND pinned = 1
                     AND container_tag IN ({marks}) ORDER BY created_at""",
                 (principal.team_id, *tags),
             ).fetchall()
             recent = self._db.execute(
-                f"""SELECT * FROM memories WHERE team_id = ? AND status = 'current' AND pinned = 0
+                f"""SELECT {_MEMORY_COLUMNS} FROM memories WHERE team_id = ? AND status = 'current' AND pinned = 0
                     AND container_tag IN ({marks}) ORDER BY updated_at DESC, rowid DESC LIMIT ?""",
                 (principal.team_id, *tags, PROFILE_RECENT_COUNT),
             ).fetchall()
