@@ -226,3 +226,15 @@ def test_help_is_helpful(tmp_path: Path) -> None:
         assert word in done.stdout
     serve_help = run_door("serve", "--help", home=tmp_path)
     assert "--no-autopair" in serve_help.stdout and "--embedder" in serve_help.stdout
+
+
+def test_the_listening_socket_says_tcp_so_answers_are_not_held_by_nagle() -> None:
+    """asyncio sets TCP_NODELAY on accepted sockets only when the listener's proto is TCP; without it
+    every answer waited for the client's delayed ACK (measured: 44 ms per /healthz, 2 ms with it)."""
+    from bli_memory.door.cli import _bind
+
+    sock = _bind("127.0.0.1", 0)
+    try:
+        assert sock.proto == socket.IPPROTO_TCP
+    finally:
+        sock.close()
