@@ -10,6 +10,15 @@ Three kinds sit behind one small interface, chosen by ``--embedder`` / ``BLI_MEM
   ``BLI_MEMORY_EMBED_MODEL`` and an optional ``BLI_MEMORY_EMBED_KEY``.
 - ``none``: no vectors; the door serves keyword + recency.
 
+Why onnxruntime + tokenizers and not fastembed (issue 3 asked to measure both and keep one):
+fastembed fetches its models from a hub this machine cannot reach, so it was timed on a local folder
+(``specific_model_path``) with the very same int8 graph and tokenizer (scripts/bench_embed.py
+``--fastembed-model-dir``). Its vectors matched ours to a cosine of 1.0000 on every text, and it was
+no faster on this 2-core machine (timings there, under a shared load, put neither reliably ahead), so
+it would buy nothing but a download path we cannot use and seven more dependencies (among them
+huggingface-hub < 2, which conflicts with what the door's environment already holds, pillow, loguru,
+mmh3, py-rust-stemmers). This module stays ~150 lines of our own code over two wheels we need anyway.
+
 Loading never raises for a model that is missing or broken: :func:`load_embedder` returns the
 :class:`NoneEmbedder` and a one-line reason, so the door can say so and keep serving. Heavy modules
 (numpy, onnxruntime, tokenizers, urllib.request) are imported inside the loaders, never at import

@@ -12,13 +12,14 @@ Ranks start at 1 within each channel's candidate list; a channel that did not re
 nothing.
 
 Why these numbers (scripts/eval_locomo.py on ../shared/data/locomo/locomo_dev.json, 7 conversations,
-1033 questions of categories 1-4, packaged MiniLM int8, recall@10 overall; offline sweeps over the
-same stored signals):
+1033 questions of categories 1-4, every turn one memory, packaged MiniLM int8; recall@10 overall
+through the real store, and offline sweeps over the same stored signals for the alternatives):
 
-- keyword alone 0.611, vector alone 0.482. Reciprocal-rank fusion with the textbook RRF_K = 60 gives
-  0.565, *worse than keyword alone*: at k = 60 rank 1 and rank 10 differ by 13 %, so a middling row
-  that both channels half-like beats the row one channel is sure of. A small k trusts each channel's
-  top: k = 1..10 all land at 0.63-0.65 (a broad plateau, not a spike); k = 3 is in its middle.
+- keyword alone 0.610, vector alone 0.482. Reciprocal-rank fusion with the textbook RRF_K = 60 gives
+  0.565 (0.546 with this recency), *worse than keyword alone*: at k = 60 rank 1 and rank 10 differ by
+  13 %, so a middling row that both channels half-like beats the row one channel is sure of. A small k
+  trusts each channel's top: k = 1..10 all land at 0.63-0.65 (a broad plateau, not a spike); k = 3 is
+  in its middle. The rule below scores 0.643 (recall@25 0.746).
 - BM25 is the stronger channel here and the one that must win for identifiers (`MAX_POOL_SIZE`),
   so it weighs 1.5 against the vector's 1.0 (1.25-1.75 all within 0.005).
 - A calibrated blend (BM25 / max BM25 of the query + cosine, either raw or floored) peaked at 0.633,
