@@ -116,6 +116,12 @@ def start_door(db: Path, embedder_spec: str) -> tuple[subprocess.Popen[str], str
     raise SystemExit("the door did not start")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU of a process so far (Linux /proc): the door's own cost, whatever the load."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def timed_calls(
     conn: http.client.HTTPConnection, token: str, path: str, bodies: list[dict[str, object]]
 ) -> list[float]:
@@ -147,12 +153,16 @@ def bench(size: int, embedder_spec: str, queries: int) -> dict[str, float]:
                 for _ in range(queries)
             ]
             timed_calls(conn, token, "/api/memory/search", search_bodies[:20])  # warm the vector cache
+            cpu_before = cpu_seconds(process.pid)
             search = timed_calls(conn, token, "/api/memory/search", search_bodies)
+            search_cpu_ms = (cpu_seconds(process.pid) - cpu_before) * 1000 / len(search_bodies)
             save_bodies: list[dict[str, object]] = [
                 {"content": sentence(rng, size + index) + " fresh", "containerTag": TAG}
                 for index in range(queries)
             ]
+            cpu_before = cpu_seconds(process.pid)
             save = timed_calls(conn, token, "/api/memory/save", save_bodies)
+            save_cpu_ms = (cpu_seconds(process.pid) - cpu_before) * 1000 / len(save_bodies)
         finally:
             process.terminate()
             process.wait(30)
@@ -161,6 +171,8 @@ def bench(size: int, embedder_spec: str, queries: int) -> dict[str, float]:
             "search_p95": percentile(search, 0.95),
             "save_p50": statistics.median(save),
             "save_p95": percentile(save, 0.95),
+            "search_cpu": search_cpu_ms,
+            "save_cpu": save_cpu_ms,
         }
         if embedder_spec != "none":
             embedder, _ = load_embedder(embedder_spec)
@@ -194,12 +206,16 @@ def main() -> int:
         f"door latency over HTTP, embedder {args.embedder}, {args.queries} calls each, ms (python {sys.version.split()[0]}, {os.cpu_count()} cpus)"
     )
     extra = " | query embed p50" if args.embedder != "none" else ""
-    print(f"| memories | search p50 | search p95 | save p50 | save p95{extra} |")
-    print("|---:|---:|---:|---:|---:|" + ("---:|" if extra else ""))
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    print(f"load average {load}; door CPU = the door process's own CPU time per call")
+    print(
+        f"| memories | search p50 | search p95 | search door CPU | save p50 | save p95 | save door CPU{extra} |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|" + ("---:|" if extra else ""))
     for size, result in rows:
         line = (
-            f"| {size:,} | {result['search_p50']:.2f} | {result['search_p95']:.2f} | "
-            f"{result['save_p50']:.2f} | {result['save_p95']:.2f} |"
+            f"| {size:,} | {result['search_p50']:.2f} | {result['search_p95']:.2f} | {result['search_cpu']:.2f} | "
+            f"{result['save_p50']:.2f} | {result['save_p95']:.2f} | {result['save_cpu']:.2f} |"
         )
         if extra:
             line += f" {result['query_embed_p50']:.2f} |"

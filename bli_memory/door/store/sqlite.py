@@ -20,13 +20,13 @@ Strategy:
 from __future__ import annotations
 
 import hashlib
-import heapq
 import json
 import secrets
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from operator import itemgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from bli_memory.door.embed import Embedder
 
 SCHEMA_VERSION = 1
+_SECOND = itemgetter(1)
 #: every column a Memory is built from: never the embedding blob (1.5 KB a row) where it is not used.
 _MEMORY_COLUMN_NAMES = (
     "rowid id team_id container_tag custom_id content kind status version root_id previous_version_id "
@@ -744,27 +745,45 @@ class SqliteStore:
             candidate_ids = list(dict.fromkeys([*keyword_ids, *vector_ids]))
             if not candidate_ids:
                 return []
-            rows = self._rows_by_id(principal.team_id, candidate_ids)
-            similarities = {memory_id: similarity_of(memory_id) for memory_id in candidate_ids}
+            updated = self._updated_at(principal.team_id, candidate_ids)
         keyword_rank = {memory_id: rank for rank, memory_id in enumerate(keyword_ids)}
-        memories = [rows[memory_id] for memory_id in candidate_ids if memory_id in rows]
+        live = [memory_id for memory_id in candidate_ids if memory_id in updated]
+        similarities = {memory_id: similarity_of(memory_id) for memory_id in live}
         signals = [
             ranking.Signals(
-                keyword_rank=keyword_rank.get(memory.id),
-                similarity=similarities.get(memory.id),
-                age_days=max(0.0, (now - memory.updated_at) / SECONDS_PER_DAY),
+                keyword_rank=keyword_rank.get(memory_id),
+                similarity=similarities[memory_id],
+                age_days=max(0.0, (now - updated[memory_id]) / SECONDS_PER_DAY),
             )
-            for memory in memories
+            for memory_id in live
         ]
-        scores = ranking.fuse(signals)
-        hits = [
-            Hit(memory=memory, similarity=similarities.get(memory.id), score=score)
-            for memory, score in zip(memories, scores, strict=False)
-        ]
+        scored = list(zip(live, ranking.fuse(signals), strict=True))
         if threshold > 0:  # cosines can be negative: the default 0 must keep every row
-            hits = [hit for hit in hits if hit.similarity is None or hit.similarity >= threshold]
-        hits.sort(key=lambda hit: (-hit.score, -hit.memory.updated_at))
-        return hits[:limit]
+            scored = [pair for pair in scored if (sim := similarities[pair[0]]) is None or sim >= threshold]
+        scored.sort(key=lambda pair: (-pair[1], -updated[pair[0]]))
+        top = scored[:limit]
+        with self._lock:
+            rows = self._rows_by_id(principal.team_id, [memory_id for memory_id, _ in top])
+        return [
+            Hit(memory=rows[memory_id], similarity=similarities[memory_id], score=score)
+            for memory_id, score in top
+            if memory_id in rows
+        ]
+
+    def _updated_at(self, team_id: int, ids: Sequence[str]) -> dict[str, float]:
+        """Last-change time of each current memory among `ids` (all fusion needs besides the signals)."""
+        found: dict[str, float] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            found.update(
+                self._db.execute(
+                    f"""SELECT id, updated_at FROM memories
+                        WHERE id IN ({marks}) AND +team_id = ? AND status = 'current'""",
+                    (*chunk, team_id),
+                ).fetchall()
+            )
+        return found
 
     def _keyword_candidates(self, team_id: int, tags: Sequence[str], q: str) -> list[str]:
         """Ids of the best BM25 matches in the space, best first.
@@ -784,7 +803,8 @@ class SqliteStore:
             ).fetchall()
         except sqlite3.OperationalError:
             return []  # fts_query promises a valid expression; a miss must not fail the search
-        best = heapq.nsmallest(ranking.KEYWORD_CANDIDATES, scored, key=lambda row: row[1])
+        scored.sort(key=_SECOND)  # bm25(): lower is better
+        best = scored[: ranking.KEYWORD_CANDIDATES]
         if not best:
             return []
         marks = ",".join("?" * len(best))
