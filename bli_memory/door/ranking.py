@@ -33,6 +33,12 @@ through the real store, and offline sweeps over the same stored signals for the 
   one a quarter older (rank 2 in both channels beats rank 1 after ~90 days), while a strong old match
   drops at most two places (rank 1 in both, at the floor, still beats a fresh rank 4 in both).
 
+- The issue's target (recall@10 >= 0.70) is out of reach of any fusion rule on raw turns with
+  these two channels: every variant above sat at 0.63-0.65. What moves it is what is stored: with
+  LoCoMo's generated atomic facts saved beside the turns (`--with-facts`, an upper reference for the
+  librarian), the same rule scores 0.708, and the vector channel alone rises from 0.482 to 0.650
+  because a self-contained fact embeds far better than a chat turn.
+
 Channel-only runs (the eval's keyword/vector columns) swap the weights with :func:`use`.
 """
 
