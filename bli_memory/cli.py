@@ -73,8 +73,38 @@ def _run(module_name: str, function_name: str, argv: list[str]) -> int:
     return result
 
 
+#: what a command that lost its reader exits with: the status a shell reports for SIGPIPE (128 + 13).
+EXIT_BROKEN_PIPE = 141
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
+    """Run one command; a reader that went away (`... | head -3`) ends it quietly, never a traceback.
+
+    The output is flushed here, inside the guard: a pipe closed early otherwise surfaces at
+    interpreter exit as "Exception ignored ... BrokenPipeError". After EPIPE, stdout is pointed at
+    /dev/null so that exit-time flush has nowhere to fail (the Python docs' recipe, signal docs).
+    """
+    try:
+        status = _dispatch(sys.argv[1:] if argv is None else argv)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
+    return status
+
+
+def _silence_stdout() -> None:
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
+def _dispatch(args: list[str]) -> int:
     if not args:
         import importlib.util
 

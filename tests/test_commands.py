@@ -367,3 +367,56 @@ def test_an_unusable_door_url_is_one_line_not_a_traceback(unpaired: Cli, args: l
     assert result.returncode == 1
     assert len(result.stderr.splitlines()) == 1 and "the door URL is not usable" in result.stderr
     assert "Traceback" not in result.stderr and "bli_secret_x" not in result.stderr
+
+
+def run_into_a_closed_pipe(cli: Cli, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run with stdout a pipe whose reader has already gone (`... | head -0`, deterministically)."""
+    reader, writer = os.pipe()
+    os.close(reader)
+    try:
+        return subprocess.run(
+            [str(BIN), *args],
+            stdin=subprocess.DEVNULL,
+            stdout=writer,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=cli.env,
+            cwd=cli.cwd,
+            timeout=RUN_TIMEOUT_S,
+        )
+    finally:
+        os.close(writer)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--print-config"],
+        ["--help"],
+        ["--version"],
+        ["space"],
+        ["status"],
+        ["search", "--help"],
+        ["install", "--dry-run"],
+        ["uninstall", "--dry-run"],
+    ],
+)
+def test_a_reader_that_went_away_ends_the_command_quietly(unpaired: Cli, args: list[str]) -> None:
+    result = run_into_a_closed_pipe(unpaired, *args)
+    assert "Traceback" not in result.stderr and "BrokenPipeError" not in result.stderr, result.stderr
+    assert result.returncode == 141
+    assert not (unpaired.home / ".claude.json").exists(), "a dry run stays dry"
+
+
+def test_status_never_prints_the_credential_of_a_door_url(unpaired: Cli) -> None:
+    port = closed_port()
+    unpaired.env.update(
+        BLI_MEMORY_DASHBOARD_URL=f"http://u:s3cretpw@127.0.0.1:{port}/base?token=t0psecret",
+        BLI_MEMORY_DEVICE_TOKEN="bli_x",
+    )
+    for args in (["status"], ["status", "--json"]):
+        result = unpaired(*args)
+        assert result.returncode == 1
+        shown = result.stdout + result.stderr
+        assert "s3cretpw" not in shown and "t0psecret" not in shown and "u:" not in shown, shown
+        assert f"http://***@127.0.0.1:{port}/base?***" in shown
