@@ -447,7 +447,7 @@ def main(argv: list[str]) -> int:
     except DoorUrlError as exc:
         sys.stderr.write(f"{exc}\n")
         return 1
-    sys.stderr.write(f"bli-memory: MCP server on stdio, door {settings.door_url}\n")
+    sys.stderr.write(f"bli-memory: MCP server on stdio, door {render.display_url(settings.door_url)}\n")
     try:
         _serve(tools)
     except KeyboardInterrupt:

@@ -323,8 +323,37 @@ REASON_EXPLANATIONS: dict[str, str] = {
 }
 
 
+def display_url(url: str | None) -> str | None:
+    """A door URL safe to print: user info and query masked (either may hold a credential).
+
+    `http://u:pw@door:8765/x?token=t` → `http://***@door:8765/x?***`. Every place that shows a door
+    URL to a person, a log or a model goes through this; the URL itself is never changed.
+    """
+    if url is None:
+        return None
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    cut = len(rest)
+    for stop in "/?#":
+        index = rest.find(stop)
+        if 0 <= index < cut:
+            cut = index
+    authority, tail = rest[:cut], rest[cut:]
+    if "@" in authority:
+        authority = "***@" + authority.rpartition("@")[2]
+    path, query_mark, _ = tail.partition("?")
+    path = path.partition("#")[0]
+    if query_mark:
+        path += "?***"
+    return (scheme + sep if sep else "") + authority + path
+
+
 def explain_reason(reason: str, door_url: str | None) -> str:
-    """One clause saying what a reason means, without the door's own words (callers add those)."""
+    """One clause saying what a reason means, without the door's own words (callers add those).
+
+    The URL is shown through `display_url`: a credential in it never reaches the text.
+    """
     template = REASON_EXPLANATIONS.get(reason)
     if template is None:
         if reason.startswith("http_5"):
@@ -333,7 +362,7 @@ def explain_reason(reason: str, door_url: str | None) -> str:
             template = "the memory door at {url} refused the request"
         else:
             template = "the client failed before it could ask the door"
-    return template.format(url=door_url or "the configured address")
+    return template.format(url=display_url(door_url) or "the configured address")
 
 
 def render_error(

@@ -212,3 +212,24 @@ def test_an_error_names_its_reason() -> None:
 )
 def test_every_reason_has_an_explanation(reason: str, needle: str) -> None:
     assert needle in render.explain_reason(reason, "http://door.test")
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("http://127.0.0.1:8765", "http://127.0.0.1:8765"),
+        ("https://door.example/base/", "https://door.example/base/"),
+        ("http://u:s3cretpw@door:8765/x", "http://***@door:8765/x"),
+        ("http://a@b@door", "http://***@door"),
+        ("https://door/x?token=t0p#frag", "https://door/x?***"),
+        ("u:pw@door.example", "***@door.example"),  # no scheme: still masked
+        (None, None),
+    ],
+)
+def test_display_url_masks_what_may_hold_a_credential(url: str | None, shown: str | None) -> None:
+    assert render.display_url(url) == shown
+
+
+def test_a_failure_never_repeats_the_credential_of_the_door_url() -> None:
+    text = render.explain_reason("timeout", "http://u:s3cretpw@door.test:1/?key=t0p")
+    assert "s3cretpw" not in text and "t0p" not in text and "http://***@door.test:1/?***" in text

@@ -65,20 +65,22 @@ def check_daemon(path: str, version: str) -> dict[str, Any]:
 def check_door(settings: Settings) -> dict[str, Any]:
     """`/healthz` plus a token probe: `{reachable, version, store, embedder, token}` or a reason."""
     from bli_memory.mcp_server import DoorUrlError, door_client_for
+    from bli_memory.render import display_url
     from bli_memory.wire.reasons import to_log_reason
 
+    shown_url = display_url(settings.door_url)
     try:
         client = door_client_for(settings)
     except DoorUrlError as exc:
-        return {"url": settings.door_url, "reachable": False, "reason": str(exc).removeprefix("bli-memory: ")}
+        return {"url": shown_url, "reachable": False, "reason": str(exc).removeprefix("bli-memory: ")}
     deadline = time.monotonic() + DOOR_CHECK_DEADLINE_S
     try:
         try:
             health = client.healthz(deadline=deadline)
         except Exception as exc:
-            return {"url": settings.door_url, "reachable": False, "reason": to_log_reason(exc)}
+            return {"url": shown_url, "reachable": False, "reason": to_log_reason(exc)}
         door: dict[str, Any] = {
-            "url": settings.door_url,
+            "url": shown_url,
             "reachable": True,
             "ok": health.get("ok"),
             "version": health.get("version"),
@@ -162,13 +164,14 @@ def main(argv: list[str]) -> int:
         return args
     from bli_memory import __version__
     from bli_memory.mcp_server import project_dir
+    from bli_memory.render import display_url
     from bli_memory.settings import UNPAIRED_MESSAGE
 
     env = os.environ
     settings = load_settings(env)
     pairing: dict[str, Any] = {
         "paired": settings.paired,
-        "doorUrl": settings.door_url,
+        "doorUrl": display_url(settings.door_url),
         "tokenFrom": ENV_TOKEN if env.get(ENV_TOKEN) else session_file(env),
         "urlFrom": ENV_URL if env.get(ENV_URL) else session_file(env),
     }
