@@ -100,23 +100,51 @@ def assert_private_session(home: Path, url: str, token: str) -> None:
 def test_login_with_a_piped_token_pairs_and_checks_the_door(
     door: Any, home: Path, env: dict[str, str]
 ) -> None:
-    done = run(env, "login", "--url", door.url + "/", "--token-stdin", stdin=TOKEN + "\n")
+    token = door.pair("login-tester")
+    done = run(env, "login", "--url", door.url + "/", "--token-stdin", stdin=token + "\n")
     assert done.returncode == 0, done.stderr
-    assert "the door answers: version" in done.stdout
+    assert "the door answers: version" in done.stdout and "token accepted" in done.stdout
     assert done.stderr == ""
-    assert TOKEN not in done.stdout + done.stderr
-    assert_private_session(home, door.url, TOKEN)
+    assert token not in done.stdout + done.stderr
+    assert_private_session(home, door.url, token)
     settings = load_settings(env)
-    assert settings.paired and settings.door_url == door.url and settings.token == TOKEN
+    assert settings.paired and settings.door_url == door.url and settings.token == token
 
 
 def test_login_json_reports_the_door(door: Any, home: Path, env: dict[str, str]) -> None:
-    done = run(env, "login", "--url", door.url, "--token-stdin", "--json", stdin=TOKEN)
+    token = door.pair("login-json-tester")
+    done = run(env, "login", "--url", door.url, "--token-stdin", "--json", stdin=token)
     body = json.loads(done.stdout)
     assert body["paired"] is True and body["url"] == door.url
     assert body["sessionFile"] == str(session_path(home))
     assert body["door"]["reachable"] is True and body["door"]["version"]
-    assert TOKEN not in done.stdout
+    assert body["door"]["token"] == "accepted"
+    assert token not in done.stdout
+
+
+def test_login_with_a_token_the_door_refuses_fails_and_keeps_the_earlier_pairing(
+    door: Any, home: Path, env: dict[str, str]
+) -> None:
+    earlier = door.pair("earlier-pairing")
+    assert run(env, "login", "--url", door.url, "--token-stdin", stdin=earlier).returncode == 0
+    before = session_path(home).read_bytes()
+    done = run(env, "login", "--url", door.url, "--token-stdin", stdin=TOKEN)
+    assert done.returncode == 1 and done.stdout == ""
+    assert len(done.stderr.splitlines()) == 1 and "refused this device token" in done.stderr
+    assert "nothing saved" in done.stderr and TOKEN not in done.stderr and "Traceback" not in done.stderr
+    assert session_path(home).read_bytes() == before, "a refused token never replaces a working pairing"
+    as_json = run(env, "login", "--url", door.url, "--token-stdin", "--json", stdin=TOKEN)
+    assert as_json.returncode == 1
+    body = json.loads(as_json.stdout)
+    assert body["paired"] is False and body["door"]["token"] == "refused" and body["sessionFile"] is None
+
+
+def test_login_with_a_refused_token_and_no_earlier_pairing_writes_no_file(
+    door: Any, home: Path, env: dict[str, str]
+) -> None:
+    done = run(env, "login", "--url", door.url, "--token-stdin", stdin=TOKEN)
+    assert done.returncode == 1
+    assert not session_path(home).exists()
 
 
 def test_login_to_an_unreachable_door_warns_but_pairs(home: Path, env: dict[str, str]) -> None:

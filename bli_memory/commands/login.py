@@ -3,11 +3,17 @@
 The pairing is the session file ``~/.config/bli-cockpit/session.json`` (mode 0600 in a 0700 folder,
 written by ``bli_memory.settings.write_session``). The device token never travels through argv, where
 every user of the machine can read it in the process list: it comes from stdin (``--token-stdin``) or
-from a no-echo prompt on a terminal. After saving, login asks the door's ``/healthz`` whether it
-answers and says what it saw; an unreachable door is a warning, not a failure (pairing a laptop
-before the door is up is normal).
+from a no-echo prompt on a terminal.
 
-Exit status: 0 done; 1 the session file could not be written (or removed) privately; 2 bad input.
+Before saving, login asks the door's ``/healthz`` whether it answers and then makes one authenticated
+call that cannot match anything (``check_door``): ``/healthz`` takes no token, so only that call can
+say "this token works". A token the door refuses (401/403) is not saved and login exits 1: the
+session file is left as it was, so a mistyped token never replaces a pairing that works. A door that
+does not answer is a warning, not a failure (pairing a laptop before the door is up is normal): the
+pairing is saved. ``--no-check`` saves without asking.
+
+Exit status: 0 paired; 1 the door refused the token, or the session file could not be written (or
+removed) privately; 2 bad input.
 """
 
 from __future__ import annotations
@@ -36,7 +42,9 @@ EXIT_USAGE = 2
 TOKEN_MAX_CHARS = 4096
 #: login waits this long for /healthz; a door on this machine or the LAN answers in milliseconds.
 HEALTH_CHECK_DEADLINE_S = 3.0
-HEALTH_MAX_BODY_BYTES = 64 * 1024
+#: a job id that cannot exist: looking it up proves the token without touching any memory.
+TOKEN_PROBE_JOB_ID = "job_probe"
+TOKEN_REFUSED_REASONS = ("http_401", "http_403")
 
 LOGIN_DESCRIPTION = """\
 Pair this machine with a memory door: save the door's URL and a device token in the session file
@@ -45,6 +53,10 @@ Pair this machine with a memory door: save the door's URL and a device token in 
 machine by itself)."""
 
 LOGIN_EPILOG = f"""\
+Before saving, login asks the door's /healthz and makes one authenticated call that cannot match
+anything: a token the door refuses is not saved (exit 1, an earlier pairing stays as it was). A door
+that does not answer is only a warning: the pairing is saved (--no-check skips both).
+
 The token is read from stdin with --token-stdin, or asked for without echo when run in a terminal;
 never on the command line, where other users can see it in the process list.
 
@@ -82,7 +94,11 @@ def login_parser() -> OneLineParser:
     parser.add_argument(
         "--token-stdin", action="store_true", help="read the device token from stdin (its first line)"
     )
-    parser.add_argument("--no-check", action="store_true", help="do not ask the door's /healthz after saving")
+    parser.add_argument(
+        "--no-check",
+        action="store_true",
+        help="save without asking the door (its /healthz and whether it takes the token)",
+    )
     parser.add_argument("--json", action="store_true", help="print {paired, url, sessionFile, door} as JSON")
     return parser
 
@@ -140,28 +156,44 @@ def read_token(from_stdin: bool) -> str:
     return token
 
 
-def check_door(url: str) -> dict[str, object]:
-    """Ask ``/healthz``: ``{reachable: True, version, embedder}`` or ``{reachable: False, reason}``."""
-    from bli_memory.wire.http import Connection, WireError
+def check_door(url: str, token: str) -> dict[str, object]:
+    """Ask the door whether it answers and whether it takes this token.
+
+    ``/healthz`` needs no token, so it only proves the door is there; the token is proven by one
+    authenticated call that cannot match anything (a job lookup, ``GET /api/memory/jobs/job_probe``):
+    404 means the request got past the token check, 401/403 means the door refused the token.
+    Returns ``{reachable: True, version, embedder, token: accepted|refused|unchecked (reason)}`` or
+    ``{reachable: False, reason}``.
+    """
+    from bli_memory.door_client import DoorClient
+    from bli_memory.wire.reasons import to_log_reason
 
     deadline = time.monotonic() + HEALTH_CHECK_DEADLINE_S
+    client = DoorClient(url, token)
     try:
-        with Connection(url) as connection:
-            path = connection.base_path.rstrip("/") + "/healthz"
-            response = connection.request(
-                "GET", path, deadline=deadline, max_body_bytes=HEALTH_MAX_BODY_BYTES
-            )
-    except WireError as exc:
-        return {"reachable": False, "reason": exc.reason}
-    if response.status != 200:
-        return {"reachable": False, "reason": f"http_{response.status}"}
-    try:
-        body = json.loads(response.body)
-    except ValueError:
-        body = None
-    if not isinstance(body, dict):
-        return {"reachable": False, "reason": "bad_response"}
-    return {"reachable": True, "version": body.get("version"), "embedder": body.get("embedder")}
+        try:
+            health = client.healthz(deadline=deadline)
+        except Exception as exc:
+            return {"reachable": False, "reason": to_log_reason(exc)}
+        door: dict[str, object] = {
+            "reachable": True,
+            "version": health.get("version"),
+            "embedder": health.get("embedder"),
+        }
+        try:
+            client.job(TOKEN_PROBE_JOB_ID, deadline=deadline)
+            door["token"] = "accepted"
+        except Exception as exc:
+            reason = to_log_reason(exc)
+            if reason in TOKEN_REFUSED_REASONS:
+                door["token"] = "refused"
+            elif reason.startswith("http_4"):
+                door["token"] = "accepted"  # past the gate: the door looked for the job
+            else:
+                door["token"] = f"unchecked ({reason})"
+        return door
+    finally:
+        client.close()
 
 
 def login_main(argv: list[str]) -> int:
@@ -177,11 +209,23 @@ def login_main(argv: list[str]) -> int:
         return fail(parser.prog, str(exc), EXIT_USAGE)
     except (EOFError, KeyboardInterrupt):
         return fail(parser.prog, "no token given", EXIT_USAGE)
+    door = None if args.no_check else check_door(url, token)
+    if door is not None and door.get("token") == "refused":
+        # checked before writing: a refused token never replaces a pairing that may still work
+        if args.json:
+            sys.stdout.write(
+                json.dumps({"paired": False, "url": url, "sessionFile": None, "door": door}) + "\n"
+            )
+        return fail(
+            parser.prog,
+            f"not paired: the door at {url} refused this device token (unknown or revoked); "
+            "nothing saved; get a new one with `bli-memory-door pair --person NAME`",
+            EXIT_FAILED,
+        )
     try:
         path = write_session(url, token)
     except SessionFileError as exc:
         return fail(parser.prog, f"not paired: {exc}", EXIT_FAILED)
-    door = None if args.no_check else check_door(url)
     if args.json:
         sys.stdout.write(json.dumps({"paired": True, "url": url, "sessionFile": path, "door": door}) + "\n")
         return EXIT_OK
@@ -193,7 +237,10 @@ def login_main(argv: list[str]) -> int:
         )
     if door is not None:
         if door["reachable"]:
-            sys.stdout.write(f"the door answers: version {door['version']}, embedder {door['embedder']}\n")
+            sys.stdout.write(
+                f"the door answers: version {door['version']}, embedder {door['embedder']}; "
+                f"token {door['token']}\n"
+            )
         else:
             sys.stderr.write(
                 f"{parser.prog}: warning: the door does not answer /healthz ({door['reason']}); "
