@@ -173,7 +173,7 @@ def test_pair_prints_only_the_token_and_validates(tmp_path: Path) -> None:
     listing = run_door("tokens", "list", "--db", db, home=tmp_path)
     assert "acme/sam admin" in listing.stdout and "active" in listing.stdout
     blank = run_door("pair", "--person", "  ", "--db", db, home=tmp_path)
-    assert blank.returncode == 2 and blank.stderr.startswith("bli-memory-door: ")
+    assert blank.returncode == 2 and "non-empty printable text on one line" in blank.stderr
     missing = run_door("pair", "--db", db, home=tmp_path)
     assert missing.returncode == 2 and "--person" in missing.stderr
 

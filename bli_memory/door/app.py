@@ -17,7 +17,16 @@ from typing import Annotated, Any, Literal
 from fastapi import Depends, FastAPI, Header, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    model_validator,
+)
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from bli_memory import __version__
@@ -47,7 +56,61 @@ Content = Annotated[StrictStr, Field(min_length=1, max_length=MAX_CONTENT_CHARS)
 Number = StrictFloat | StrictInt
 
 
-class SearchBody(BaseModel):
+#: metadata is echoed back on every search: bound it so one row cannot poison a space's answers.
+MAX_METADATA_BYTES = 16 * 1024
+MAX_METADATA_DEPTH = 16
+#: fields that name something and must hold more than whitespace.
+_NAMED_FIELDS = ("containerTag", "alias", "canonical", "customId", "content", "reason")
+
+
+class _Body(BaseModel):
+    """Checks every request body shares: text must be valid Unicode (a lone surrogate would be stored
+    but could never be sent back), names must not be blank, metadata must be plain bounded JSON."""
+
+    @model_validator(mode="after")
+    def _check(self) -> _Body:
+        for name, value in self:
+            if isinstance(value, str):
+                _valid_unicode(name, value)
+                if name in _NAMED_FIELDS and not value.strip():
+                    raise ValueError(f"{name} must not be blank")
+        metadata = getattr(self, "metadata", None)
+        if metadata is not None:
+            _check_metadata(metadata)
+        return self
+
+
+def _valid_unicode(name: str, value: str) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError(f"{name} is not valid Unicode (a lone surrogate)") from None
+
+
+def _depth(value: Any, limit: int) -> int:
+    if limit < 0:
+        return 0
+    if isinstance(value, dict):
+        return 1 + max((_depth(item, limit - 1) for item in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((_depth(item, limit - 1) for item in value), default=0)
+    return 0
+
+
+def _check_metadata(metadata: dict[str, Any]) -> None:
+    if _depth(metadata, MAX_METADATA_DEPTH + 1) > MAX_METADATA_DEPTH:
+        raise ValueError(f"metadata is nested deeper than {MAX_METADATA_DEPTH} levels")
+    try:
+        encoded = json.dumps(metadata, allow_nan=False, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:  # a ValueError too: test it first
+        raise ValueError("metadata is not valid Unicode (a lone surrogate)") from None
+    except ValueError:
+        raise ValueError("metadata must be plain JSON (no NaN or Infinity)") from None
+    if len(encoded) > MAX_METADATA_BYTES:
+        raise ValueError(f"metadata is larger than {MAX_METADATA_BYTES} bytes")
+
+
+class SearchBody(_Body):
     model_config = _STRICT
     q: Annotated[StrictStr, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
     containerTag: Tag
@@ -55,7 +118,7 @@ class SearchBody(BaseModel):
     threshold: Annotated[Number, Field(ge=0, le=1)] = 0.0
 
 
-class SaveBody(BaseModel):
+class SaveBody(_Body):
     model_config = _STRICT
     content: Content
     containerTag: Tag
@@ -66,13 +129,13 @@ class SaveBody(BaseModel):
     kind: Literal["memory", "document"] = "memory"
 
 
-class UpdateBody(BaseModel):
+class UpdateBody(_Body):
     model_config = _STRICT
     id: Annotated[StrictStr, Field(min_length=1, max_length=100)]
     content: Content
 
 
-class ForgetBody(BaseModel):
+class ForgetBody(_Body):
     model_config = _STRICT
     containerTag: Tag
     id: Annotated[StrictStr, Field(min_length=1, max_length=100)] | None = None
@@ -80,25 +143,40 @@ class ForgetBody(BaseModel):
     query: Annotated[StrictStr, Field(min_length=1, max_length=MAX_QUERY_CHARS)] | None = None
 
 
-class ProfileBody(BaseModel):
+class ProfileBody(_Body):
     model_config = _STRICT
     containerTag: Tag
     q: Annotated[StrictStr, Field(max_length=MAX_QUERY_CHARS)] | None = None
 
 
-class AliasBody(BaseModel):
+class AliasBody(_Body):
     model_config = _STRICT
     alias: Tag
     canonical: Tag
 
 
-class ExperienceBody(BaseModel):
+class ExperienceBody(_Body):
     model_config = _STRICT
-    id: Annotated[StrictStr, Field(pattern=r"^[0-9a-fA-F-]{36}$")] | None = None
+    id: Annotated[StrictStr, Field(max_length=36)] | None = None
     store: Literal["bli", "supermemory", "both"]
     verdict: Literal["win", "loss", "noise"]
     reason: Annotated[StrictStr, Field(min_length=1, max_length=MAX_REASON_CHARS)]
     created_at: StrictStr | None = None
+
+    @model_validator(mode="after")
+    def _entry(self) -> ExperienceBody:
+        if self.id is not None:
+            import uuid
+
+            try:
+                parsed = uuid.UUID(self.id)
+            except ValueError:
+                raise ValueError("id must be a UUID (8-4-4-4-12 hex digits)") from None
+            if str(parsed) != self.id.lower() or parsed.int == 0:
+                raise ValueError("id must be a UUID (8-4-4-4-12 hex digits)")
+        if len(self.reason.splitlines()) != 1 or any(char in self.reason for char in "\u2028\u2029\x85"):
+            raise ValueError("reason must be one line")
+        return self
 
 
 # ---------------------------------------------------------------------------- middleware
@@ -127,7 +205,7 @@ class BodyLimit:
                 headers.append((name, value))
         # Every body of this API is JSON; a client that forgot the header (curl -d) still means JSON.
         headers.append((b"content-type", b"application/json"))
-        scope = {**scope, "headers": headers}
+        scope["headers"] = headers  # in place: the request log reads the route the router records
         received = 0
         refused = False
 
@@ -188,14 +266,41 @@ class RequestLog:
                 status = message["status"]
             await send(message)
 
+        started_response = False
+
+        async def guarded_send(message: MutableMapping[str, Any]) -> None:
+            nonlocal started_response
+            if message["type"] == "http.response.start":
+                started_response = True
+            await recording_send(message)
+
+        failure = ""
         try:
-            await self.app(scope, receive, recording_send)
+            await self.app(scope, receive, guarded_send)
+        except Exception as exc:
+            # Starlette answers 500 through our handler, then re-raises for the server to log a
+            # traceback; stop it here: one line, and a JSON 500 if nothing was sent yet.
+            failure = f" internal error {type(exc).__name__}"
+            if not started_response:
+                status = 500
+                await _send_error(
+                    send, DoorError("the door failed; see its log", code="internal", status=500)
+                )
         finally:
             elapsed_ms = (time.perf_counter() - started) * 1000
             stream = self.stream or sys.stderr
-            path = scope.get("path", "?")
-            stream.write(f"bli-memory-door {scope.get('method', '?')} {path} {status} {elapsed_ms:.1f}ms\n")
+            stream.write(
+                f"bli-memory-door {scope.get('method', '?')} {_route_of(scope)} {status} {elapsed_ms:.1f}ms{failure}\n"
+            )
             stream.flush()
+
+
+def _route_of(scope: Scope) -> str:
+    """The matched route's template (`/api/memory/{memory_id}/history`), never the raw path: a path
+    is the caller's text (it could forge log lines or carry a pasted token)."""
+    route = scope.get("route")
+    path = getattr(route, "path", None)
+    return path if isinstance(path, str) else "(no route)"
 
 
 # ---------------------------------------------------------------------------- the app
@@ -239,7 +344,7 @@ def create_app(
 
     @api.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        codes = {404: "not_found", 405: "method_not_allowed"}
+        codes = {400: "invalid_request", 404: "not_found", 405: "method_not_allowed"}
         message = "no such endpoint" if exc.status_code == 404 else str(exc.detail)
         return JSONResponse(
             {"error": codes.get(exc.status_code, f"http_{exc.status_code}"), "message": message},
@@ -259,7 +364,15 @@ def create_app(
 
     @api.get("/healthz")
     def healthz() -> dict[str, Any]:
-        return {"ok": True, "version": __version__, "store": "sqlite", "embedder": embedder_name}
+        health: dict[str, Any] = {
+            "ok": True,
+            "version": __version__,
+            "store": "sqlite",
+            "embedder": embedder_name,
+        }
+        if store.embedder_error is not None:
+            health["embedderError"] = store.embedder_error  # serving keyword + recency meanwhile
+        return health
 
     @api.post("/api/memory/search")
     def search(body: SearchBody, caller: Caller) -> dict[str, Any]:
@@ -276,6 +389,8 @@ def create_app(
         _not_blank(body.content)
         created_at = _created_at(body.createdAt)
         if body.extract:
+            if body.customId is not None or body.createdAt is not None or body.kind != "memory":
+                raise InvalidRequest("customId, createdAt and kind apply to a plain save, not to extract")
             if not extract_enabled:
                 raise InvalidRequest("this door has no extraction worker", code="extract_unavailable")
             job_id, tag = store.enqueue_job(caller, body.containerTag, body.content, body.metadata)
@@ -354,8 +469,6 @@ def create_app(
 
         entry_id = (body.id or str(uuid.uuid4())).lower()
         created_at = _created_at(body.created_at)
-        if "\n" in body.reason or "\r" in body.reason:
-            raise InvalidRequest("reason must be one line")
         try:
             status = store.record_experience(
                 caller,
@@ -401,10 +514,12 @@ def _created_at(text: str | None) -> float | None:
         return None
     try:
         value = parse_iso(text)
-    except ValueError:
+    except (ValueError, OverflowError):
         raise InvalidRequest(f"createdAt is not an ISO 8601 timestamp: {text[:40]!r}") from None
     if value > now_s() + CREATED_AT_SKEW_S:
         raise InvalidRequest("createdAt is in the future")
+    if value < 0:
+        raise InvalidRequest("createdAt is before 1970")
     return value
 
 
@@ -420,7 +535,8 @@ def _describe_validation(errors: Any) -> str:
         elif kind == "missing":
             parts.append(f"{where} is required")
         else:
-            parts.append(f"{where}: {error.get('msg', 'invalid')}")
+            message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+            parts.append(message if kind == "value_error" and where == "body" else f"{where}: {message}")
     return "; ".join(parts) or "invalid request"
 
 

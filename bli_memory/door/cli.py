@@ -80,12 +80,25 @@ def _bind(host: str, port: int) -> socket.socket:
 
 
 def _autopair(store: Any, url: str, env: Mapping[str, str]) -> None:
-    """Pair the local user and write the client session file, unless one exists already."""
+    """Pair the local user and write the client session file when there is none, or when the one
+    there points at this very door with a token this database does not know (a reset database).
+
+    A session for another door is the user's choice and is left alone."""
     from bli_memory import settings
 
     path = settings.session_file(env)
-    if os.path.exists(path):
+    try:
+        session = settings.read_session(path)
+    except settings.SessionFileError as exc:
+        sys.stderr.write(f"bli-memory-door: not pairing the local user: {exc}\n")
         return
+    if session:
+        token = session.get("device_token", "")
+        if session.get("dashboard_url") != url or (token and store.authenticate(token) is not None):
+            return
+        sys.stderr.write(
+            "bli-memory-door: the session file's token is unknown to this database; pairing again\n"
+        )
     person = env.get("USER") or getpass.getuser()
     _, token = store.create_device(person=person, team="local", admin=True, label="autopair")
     try:
@@ -175,6 +188,9 @@ def pair(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 def tokens(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from bli_memory.door.model import iso
 
+    path = Path(args.db).expanduser() if args.db else default_db_path(env)
+    if "://" not in str(args.db or "") and not path.exists():
+        raise CliError(f"no memory database at {path}")
     store = open_store(args.db, env)
     try:
         if args.tokens_command == "revoke":
@@ -213,6 +229,24 @@ def tokens(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 # ---------------------------------------------------------------------------- argv
 
 
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0..65535 (0 picks a free one), not {port}")
+    return port
+
+
+def _name(text: str) -> str:
+    """A person or team name: one printable line."""
+    name = text.strip()
+    if not name or not name.isprintable():
+        raise argparse.ArgumentTypeError("a name must be non-empty printable text on one line")
+    return name
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bli-memory-door",
@@ -230,7 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--host", default=DEFAULT_HOST, help=f"address to listen on (default {DEFAULT_HOST})"
     )
     serve_parser.add_argument(
-        "--port", type=int, default=DEFAULT_PORT, help=f"port; 0 picks a free one (default {DEFAULT_PORT})"
+        "--port", type=_port, default=DEFAULT_PORT, help=f"port; 0 picks a free one (default {DEFAULT_PORT})"
     )
     serve_parser.add_argument("--db", help=db_help)
     serve_parser.add_argument(
@@ -251,8 +285,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="create a device token for a person",
         description="Create a device token; it is printed once.",
     )
-    pair_parser.add_argument("--person", required=True, help="the person the token belongs to")
-    pair_parser.add_argument("--team", default="local", help="the team (tenant); default 'local'")
+    pair_parser.add_argument("--person", required=True, type=_name, help="the person the token belongs to")
+    pair_parser.add_argument("--team", default="local", type=_name, help="the team (tenant); default 'local'")
     pair_parser.add_argument("--admin", action="store_true", help="may manage the team's container aliases")
     pair_parser.add_argument("--label", help="a note to recognise the device by")
     pair_parser.add_argument("--db", help=db_help)

@@ -17,14 +17,14 @@ from typing import Any
 
 from bli_memory.door import librarian
 from bli_memory.door.model import Job, JobOutcome
-from bli_memory.door.store.sqlite import SqliteStore
+from bli_memory.door.store.sqlite import JOB_MAX_ATTEMPTS, SqliteStore
 
 #: how many neighbours each fact is compared with.
 RECONCILE_NEIGHBOURS = 5
 #: an idle worker still looks for work this often (a wake-up is normally immediate).
 IDLE_POLL_S = 5.0
-#: a job that failed this many times is marked failed for good.
-JOB_MAX_ATTEMPTS = 3
+#: after an unexpected error the worker waits this long before trying again.
+ERROR_PAUSE_S = 2.0
 
 Extractor = Callable[[str], tuple[list[str], str]]
 
@@ -111,14 +111,33 @@ class Worker:
         self.log.flush()
 
     def _loop(self) -> None:
+        """Drain the queue, then backfill missing vectors, then sleep until woken (or a poll).
+
+        Nothing may end this thread but `stop()`: a locked database or any other error is logged in
+        one line and retried after a pause, so queued jobs are never stranded until a restart.
+        """
         while not self._stop.is_set():
             self._wake.wait(IDLE_POLL_S)
             self._wake.clear()
-            while not self._stop.is_set():
-                job = self.store.claim_job()
-                if job is None:
-                    break
-                self._process(job)
+            try:
+                self._drain()
+            except Exception as exc:
+                self._write(f"[bli-memory] background work paused ({type(exc).__name__}); retrying")
+                self._stop.wait(ERROR_PAUSE_S)
+                self._wake.set()
+
+    def _drain(self) -> None:
+        while not self._stop.is_set():
+            job = self.store.claim_job()
+            if job is None:
+                break
+            self._process(job)
+        while self.store.needs_backfill and not self._stop.is_set():
+            done = self.store.backfill_vectors()
+            if done:
+                self._write(f"[bli-memory] backfilled vectors {json.dumps({'rows': done})}")
+            elif self.store.embedder_error is not None:
+                break  # the embedder is down; try again at the next poll
 
     def _process(self, job: Job) -> None:
         try:

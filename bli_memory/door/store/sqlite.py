@@ -23,6 +23,7 @@ import hashlib
 import json
 import secrets
 import sqlite3
+import sys
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -39,7 +40,8 @@ if TYPE_CHECKING:
 
     from bli_memory.door.embed import Embedder
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+EMBED_ERROR_LOG_INTERVAL_S = 60.0
 _SECOND = itemgetter(1)
 #: every column a Memory is built from: never the embedding blob (1.5 KB a row) where it is not used.
 _MEMORY_COLUMN_NAMES = (
@@ -145,6 +147,30 @@ _MIGRATIONS: dict[int, str] = {
     );
     CREATE INDEX experience_time ON experience (team_id, created_at);
     """,
+    # v2: vectors name the model that made them (so a model change never mixes vector spaces and
+    # rows without a current vector are backfilled), and experience ids are scoped to their team
+    # (one team can neither see nor block another's ids).
+    2: """
+    ALTER TABLE memories ADD COLUMN embedding_model TEXT;
+    CREATE INDEX memories_unembedded ON memories (status, embedding_model);
+    CREATE TABLE experience_v2 (
+        id TEXT NOT NULL,
+        team_id INTEGER NOT NULL,
+        person_id INTEGER NOT NULL,
+        device_id TEXT,
+        store TEXT NOT NULL,
+        verdict TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        created_at REAL NOT NULL,
+        received_at REAL NOT NULL,
+        PRIMARY KEY (team_id, id)
+    );
+    INSERT INTO experience_v2 SELECT id, team_id, person_id, device_id, store, verdict, reason, created_at,
+        received_at FROM experience;
+    DROP TABLE experience;
+    ALTER TABLE experience_v2 RENAME TO experience;
+    CREATE INDEX experience_time ON experience (team_id, created_at);
+    """,
 }
 
 
@@ -225,6 +251,10 @@ class SqliteStore:
         self._db.execute("PRAGMA foreign_keys = ON")
         self._db.execute("PRAGMA busy_timeout = 30000")
         self._vectors: dict[tuple[int, str], _SpaceVectors] = {}
+        self._embed_error: tuple[float, str] | None = None
+        self._embed_error_logged_at = 0.0
+        #: set when rows may lack a vector of this embedder; the door's worker then backfills them.
+        self.needs_backfill = embedder is not None and embedder.dim > 0
         self._migrate()
 
     # ------------------------------------------------------------------ plumbing
@@ -442,9 +472,70 @@ class SqliteStore:
     # ------------------------------------------------------------------ vectors
 
     def _embed(self, texts: Sequence[str], kind: str) -> np.ndarray | None:
+        """Vectors for `texts`, or None when there is no embedder or it fails right now.
+
+        A failing embedder (an endpoint gone down) must not fail saves and searches: they go on by
+        keyword and recency, the rows saved meanwhile get their vectors from `backfill_vectors`, and
+        `embedder_error` reports the failure (in /healthz and one log line a minute).
+        """
         if self.embedder is None or self.embedder.dim == 0 or not texts:
             return None
-        return self.embedder.embed(list(texts), kind=kind)  # type: ignore[arg-type]
+        try:
+            vectors = self.embedder.embed(list(texts), kind=kind)  # type: ignore[arg-type]
+        except Exception as exc:
+            self._embed_failed(exc)
+            self.needs_backfill = True
+            return None
+        self._embed_error = None
+        return vectors
+
+    def _embed_failed(self, exc: Exception) -> None:
+        first_line = str(exc).splitlines()[0][:200] if str(exc) else ""
+        self._embed_error = (now_s(), f"{type(exc).__name__}: {first_line}".rstrip(": "))
+        if now_s() - self._embed_error_logged_at >= EMBED_ERROR_LOG_INTERVAL_S:
+            self._embed_error_logged_at = now_s()
+            sys.stderr.write(
+                f"bli-memory-door: embedder {self.embedder.name if self.embedder else '?'} failed "
+                f"({self._embed_error[1]}); serving keyword + recency until it answers again\n"
+            )
+            sys.stderr.flush()
+
+    @property
+    def embedder_error(self) -> str | None:
+        """The embedder's last failure, if the last attempt failed."""
+        return None if self._embed_error is None else self._embed_error[1]
+
+    def backfill_vectors(self, batch: int = 64) -> int:
+        """Give current memories without a vector of this embedder one (rows saved while it was
+        down, under `none`, or by another model). Returns how many were done; 0 when none are left."""
+        if self.embedder is None or self.embedder.dim == 0:
+            return 0
+        name = self.embedder.name
+        with self._lock:
+            rows = self._db.execute(
+                """SELECT rowid, id, team_id, container_tag, content, content_hash FROM memories
+                   WHERE status = 'current' AND (embedding_model IS NULL OR embedding_model != ?)
+                   LIMIT ?""",
+                (name, batch),
+            ).fetchall()
+        if not rows:
+            self.needs_backfill = False
+            return 0
+        vectors = self._embed([row["content"] for row in rows], "passage")
+        if vectors is None:
+            return 0
+        done = 0
+        with self.atomic() as db:
+            for row, vector in zip(rows, vectors, strict=True):
+                cursor = db.execute(
+                    """UPDATE memories SET embedding = ?, embedding_model = ?
+                       WHERE rowid = ? AND status = 'current' AND content_hash = ?""",
+                    (vector.astype("float32").tobytes(), name, row["rowid"], row["content_hash"]),
+                )
+                if cursor.rowcount == 1:
+                    self._vector_added(row["team_id"], row["container_tag"], row["id"], vector)
+                    done += 1
+        return done
 
     def _space_vectors(self, team_id: int, tag: str) -> _SpaceVectors | None:
         """The cached matrix of a space's current vectors, loaded on first use (call under the lock)."""
@@ -458,8 +549,8 @@ class SqliteStore:
 
         rows = self._db.execute(
             """SELECT id, embedding FROM memories WHERE team_id = ? AND container_tag = ?
-               AND status = 'current' AND embedding IS NOT NULL ORDER BY rowid""",
-            (team_id, tag),
+               AND status = 'current' AND embedding IS NOT NULL AND embedding_model = ? ORDER BY rowid""",
+            (team_id, tag, self.embedder.name),
         ).fetchall()
         dim = self.embedder.dim
         vectors = [np.frombuffer(row[1], dtype=np.float32) for row in rows if len(row[1]) == dim * 4]
@@ -503,8 +594,8 @@ class SqliteStore:
         cursor = db.execute(
             """INSERT INTO memories (id, team_id, container_tag, custom_id, content, content_hash, kind,
                    status, version, root_id, previous_version_id, pinned, metadata, person_id, device_id,
-                   created_at, updated_at, embedding)
-               VALUES (?, ?, ?, ?, ?, ?, ?, 'current', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                   created_at, updated_at, embedding, embedding_model)
+               VALUES (?, ?, ?, ?, ?, ?, ?, 'current', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
             (
                 memory_id,
                 principal.team_id,
@@ -523,6 +614,7 @@ class SqliteStore:
                 created_at if previous is None else previous.created_at,
                 created_at if previous is None else now,
                 None if vector is None else vector.astype("float32").tobytes(),
+                None if vector is None or self.embedder is None else self.embedder.name,
             ),
         )
         db.execute(
@@ -683,6 +775,8 @@ class SqliteStore:
         tags = self.space_tags(principal, tag)
         if memory_id is not None:
             target = self.get(principal, memory_id)
+            if target.container_tag not in tags:
+                raise NotFound(f"no memory {memory_id!r} in this space")
             if target.status != "current":
                 raise Conflict(f"memory {memory_id!r} is already {target.status}", code="not_current")
             with self.atomic() as db:
@@ -942,6 +1036,13 @@ class SqliteStore:
         """At start: a job left `running` by a killed door goes back to the queue (its work was
         never committed: a job's facts and its `done` mark land in one transaction)."""
         with self.atomic() as db:
+            # a job that was running at every one of its attempts may be what kills the door
+            db.execute(
+                """UPDATE memory_extract_jobs SET status = 'failed', finished_at = ?,
+                       error = 'interrupted by a door restart at each of its attempts'
+                   WHERE status = 'running' AND attempts >= ?""",
+                (now_s(), JOB_MAX_ATTEMPTS),
+            )
             cursor = db.execute("UPDATE memory_extract_jobs SET status = 'queued' WHERE status = 'running'")
             return cursor.rowcount
 
@@ -1008,7 +1109,9 @@ class SqliteStore:
         Without `created_at` the door's clock stamps the row, and a retry is identical when the rest is.
         """
         with self.atomic() as db:
-            existing = db.execute("SELECT * FROM experience WHERE id = ?", (entry_id,)).fetchone()
+            existing = db.execute(
+                "SELECT * FROM experience WHERE team_id = ? AND id = ?", (principal.team_id, entry_id)
+            ).fetchone()
             if existing is not None:
                 same = (
                     existing["team_id"] == principal.team_id
