@@ -60,6 +60,13 @@ def test_openapi_lists_every_endpoint(door: DoorProcess) -> None:
         "/healthz",
     ):
         assert path in paths
+    # it documents what the door really answers: 400 {error, message}, never FastAPI's 422
+    assert "422" not in json.dumps(spec)
+    search_post = spec["paths"]["/api/memory/search"]["post"]
+    assert {"400", "401", "413"} <= set(search_post["responses"])
+    assert spec["components"]["schemas"]["ErrorBody"]["required"] == ["error", "message"]
+    assert spec["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"
+    assert "202" in spec["paths"]["/api/memory/save"]["post"]["responses"]
 
 
 # ---------------------------------------------------------------------------- save and search
@@ -483,5 +490,6 @@ def test_experience_insert_retry_conflict_and_usage(door: DoorProcess) -> None:
     assert experience["windows"]["7d"]["bli"]["reviewer"] == {"win": 1}
     assert experience["windows"]["30d"]["both"]["reviewer"] == {"noise": 1}
     assert experience["lastReasons"]["bli"][0]["reason"] == "the dated decision answered it"
+    assert experience["rows"] == {"requested": 2, "returned": 2, "unique": 2, "capped": False, "failed": None}
     status, other = door.get("/api/ops/memory-usage", token=door.pair("outsider", team="elsewhere"))
     assert status == 200 and other["experience"]["windows"]["7d"] == {}

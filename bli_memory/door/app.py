@@ -14,9 +14,11 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Annotated, Any, Literal
 
-from fastapi import Depends, FastAPI, Header, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -179,6 +181,29 @@ class ExperienceBody(_Body):
         return self
 
 
+class ErrorBody(BaseModel):
+    """Every error the door answers: a stable code and one sentence for a person."""
+
+    error: str = Field(examples=["invalid_request"])
+    message: str = Field(examples=["limit: Input should be less than or equal to 100"])
+
+
+def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    meaning = {
+        400: "invalid_request: a missing, wrong-typed or out-of-range field, malformed JSON",
+        401: "unauthorized: missing, unknown or revoked token",
+        403: "forbidden: the token may not do this",
+        404: "not_found / no_match: unknown id (also another team's), or nothing close enough",
+        409: "not_current / conflict",
+        413: "body_too_large: over 1 MiB",
+        502: "insert_failed",
+    }
+    return {status: {"model": ErrorBody, "description": meaning[status]} for status in statuses}
+
+
+_COMMON = (400, 401, 413)
+
+
 # ---------------------------------------------------------------------------- middleware
 
 
@@ -306,8 +331,15 @@ def _route_of(scope: Scope) -> str:
 # ---------------------------------------------------------------------------- the app
 
 
-def _principal(request: Request, authorization: Annotated[str | None, Header()] = None) -> Principal:
+_BEARER = HTTPBearer(auto_error=False, description="A device token from `bli-memory-door pair`.")
+
+
+def _principal(
+    request: Request, declared: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)] = None
+) -> Principal:
     """The caller behind `Authorization: Bearer <token>`; 401 for a missing, unknown or revoked token."""
+    del declared  # only declares the bearer scheme in /openapi.json; the header is read as sent
+    authorization = request.headers.get("authorization")
     if not authorization:
         raise Unauthorized("missing Authorization: Bearer token")
     scheme, _, token = authorization.partition(" ")
@@ -374,7 +406,7 @@ def create_app(
             health["embedderError"] = store.embedder_error  # serving keyword + recency meanwhile
         return health
 
-    @api.post("/api/memory/search")
+    @api.post("/api/memory/search", responses=_errors(*_COMMON))
     def search(body: SearchBody, caller: Caller) -> dict[str, Any]:
         hits = store.search(
             caller, body.containerTag, body.q, limit=body.limit, threshold=float(body.threshold)
@@ -384,7 +416,14 @@ def create_app(
             "searched": store.space_tags(caller, body.containerTag),
         }
 
-    @api.post("/api/memory/save", status_code=201)
+    @api.post(
+        "/api/memory/save",
+        status_code=201,
+        responses={
+            202: {"description": "extract: true: the job is queued ({queued, jobId, containerTag})"},
+            **_errors(*_COMMON),
+        },
+    )
     def save(body: SaveBody, caller: Caller) -> Any:
         _not_blank(body.content)
         created_at = _created_at(body.createdAt)
@@ -408,7 +447,7 @@ def create_app(
         )
         return {"id": result.id, "containerTag": result.container_tag, "status": result.status}
 
-    @api.post("/api/memory/update")
+    @api.post("/api/memory/update", responses=_errors(*_COMMON, 404, 409))
     def update(body: UpdateBody, caller: Caller) -> dict[str, Any]:
         _not_blank(body.content)
         memory = store.update(caller, body.id, body.content)
@@ -419,7 +458,7 @@ def create_app(
             "containerTag": memory.container_tag,
         }
 
-    @api.get("/api/memory/{memory_id}/history")
+    @api.get("/api/memory/{memory_id}/history", responses=_errors(401, 404))
     def history(memory_id: str, caller: Caller) -> dict[str, Any]:
         versions = store.history(caller, memory_id)
         return {
@@ -438,7 +477,7 @@ def create_app(
             ],
         }
 
-    @api.post("/api/memory/forget")
+    @api.post("/api/memory/forget", responses=_errors(*_COMMON, 404, 409))
     def forget(body: ForgetBody, caller: Caller) -> dict[str, Any]:
         given = [name for name in ("id", "content", "query") if getattr(body, name) is not None]
         if len(given) != 1:
@@ -451,19 +490,23 @@ def create_app(
             forgotten["similarity"] = round(similarity, 4)
         return {"forgotten": forgotten, "match": match, "containerTag": memory.container_tag}
 
-    @api.post("/api/memory/v4/profile")
+    @api.post("/api/memory/v4/profile", responses=_errors(*_COMMON))
     def profile(body: ProfileBody, caller: Caller) -> dict[str, Any]:
         return store.profile(caller, body.containerTag, body.q or None)
 
-    @api.post("/api/memory/aliases")
+    @api.post("/api/memory/aliases", responses=_errors(*_COMMON, 403))
     def aliases(body: AliasBody, caller: Caller) -> dict[str, Any]:
         return store.set_alias(caller, body.alias, body.canonical)
 
-    @api.get("/api/memory/jobs/{job_id}")
+    @api.get("/api/memory/jobs/{job_id}", responses=_errors(401, 404))
     def job(job_id: str, caller: Caller) -> dict[str, Any]:
         return store.get_job(caller, job_id).to_json()
 
-    @api.post("/api/memory/experience", status_code=201)
+    @api.post(
+        "/api/memory/experience",
+        status_code=201,
+        responses={200: {"description": "an identical retry of the same id"}, **_errors(*_COMMON, 409, 502)},
+    )
     def experience(body: ExperienceBody, caller: Caller) -> Any:
         import uuid
 
@@ -488,10 +531,30 @@ def create_app(
             {"id": entry_id, "status": "inserted" if status == 201 else "exists"}, status_code=status
         )
 
-    @api.get("/api/ops/memory-usage")
+    @api.get("/api/ops/memory-usage", responses=_errors(401))
     def memory_usage(caller: Caller) -> dict[str, Any]:
-        return _memory_usage(store.experience_rows(caller, now_s() - max(EXPERIENCE_WINDOW_DAYS) * 86_400.0))
+        since = now_s() - max(EXPERIENCE_WINDOW_DAYS) * 86_400.0
+        try:
+            rows, total = store.experience_rows(caller, since)
+        except Exception as exc:  # a failed read is named, not hidden
+            return _memory_usage([], 0, failed=type(exc).__name__)
+        return _memory_usage(rows, total)
 
+    def openapi() -> dict[str, Any]:
+        """FastAPI's schema, minus the 422 it documents for validation: the door answers those 400."""
+        if api.openapi_schema is None:
+            schema = get_openapi(
+                title=api.title, version=api.version, description=api.description, routes=api.routes
+            )
+            for path in schema.get("paths", {}).values():
+                for operation in path.values():
+                    operation.get("responses", {}).pop("422", None)
+            for name in ("HTTPValidationError", "ValidationError"):
+                schema.get("components", {}).get("schemas", {}).pop(name, None)
+            api.openapi_schema = schema
+        return api.openapi_schema
+
+    api.openapi = openapi  # type: ignore[method-assign]
     app: ASGIApp = RequestLog(BodyLimit(api))
     app.fastapi = api  # type: ignore[attr-defined]
     return app
@@ -540,7 +603,7 @@ def _describe_validation(errors: Any) -> str:
     return "; ".join(parts) or "invalid request"
 
 
-def _memory_usage(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def _memory_usage(rows: list[dict[str, Any]], total: int, failed: str | None = None) -> dict[str, Any]:
     """7/30-day totals by store and person, and the last reasons per store (seed README, EXPERIENCE)."""
     now = now_s()
     windows: dict[str, Any] = {}
@@ -563,9 +626,12 @@ def _memory_usage(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "windows": windows,
             "lastReasons": last,
             "rows": {
-                "requested": len(rows),
+                "requested": total,
                 "returned": len(rows),
                 "unique": len({row["id"] for row in rows}),
+                "capped": len(rows) < total,
+                "failed": failed,
             },
+            "note": "self-reported experience; counts do not establish quality or unbiased sampling",
         }
     }

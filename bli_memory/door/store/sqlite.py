@@ -1141,12 +1141,33 @@ class SqliteStore:
             )
         return 201
 
-    def experience_rows(self, principal: Principal, since: float) -> list[dict[str, Any]]:
+    def experience_rows(
+        self, principal: Principal, since: float, *, page_rows: int = 1000, cap_rows: int = 50_000
+    ) -> tuple[list[dict[str, Any]], int]:
+        """The team's opinions since `since`, read in (created_at, id) pages up to `cap_rows`.
+
+        Returns (rows, how many the window holds) so the caller can say when the read was capped.
+        Pages are separate reads, not one snapshot (seed README, EXPERIENCE)."""
         with self._lock:
-            rows = self._db.execute(
-                """SELECT e.id, e.store, e.verdict, e.reason, e.created_at, p.name AS person
-                   FROM experience e JOIN people p ON p.id = e.person_id
-                   WHERE e.team_id = ? AND e.created_at >= ? ORDER BY e.created_at, e.id""",
-                (principal.team_id, since),
-            ).fetchall()
-        return [dict(row) for row in rows]
+            total = int(
+                self._db.execute(
+                    "SELECT count(*) FROM experience WHERE team_id = ? AND created_at >= ?",
+                    (principal.team_id, since),
+                ).fetchone()[0]
+            )
+        rows: list[dict[str, Any]] = []
+        after: tuple[float, str] = (since, "")
+        while len(rows) < cap_rows:
+            with self._lock:
+                page = self._db.execute(
+                    """SELECT e.id, e.store, e.verdict, e.reason, e.created_at, p.name AS person
+                       FROM experience e JOIN people p ON p.id = e.person_id
+                       WHERE e.team_id = ? AND (e.created_at, e.id) > (?, ?) AND e.created_at >= ?
+                       ORDER BY e.created_at, e.id LIMIT ?""",
+                    (principal.team_id, after[0], after[1], since, min(page_rows, cap_rows - len(rows))),
+                ).fetchall()
+            if not page:
+                break
+            rows.extend(dict(row) for row in page)
+            after = (page[-1]["created_at"], page[-1]["id"])
+        return rows, total
