@@ -707,14 +707,22 @@ class SqliteStore:
             return SaveResult(new, canonical, "created")
 
     def save_many(
-        self, principal: Principal, tag: str, contents: Sequence[str], *, created_at: float | None = None
+        self,
+        principal: Principal,
+        tag: str,
+        contents: Sequence[str],
+        *,
+        created_at: float | None = None,
+        vectors: np.ndarray | None = None,
     ) -> list[str]:
         """Bulk import: embed in one batch and insert every text in one transaction (no dedupe).
 
         For imports and benchmarks; the API's `save` is the one-at-a-time path with its checks.
+        `vectors`, when given, are this store's embedder's vectors of `contents` computed elsewhere.
         """
         canonical = self.canonical_tag(principal, tag)
-        vectors = self._embed(list(contents), "passage")
+        if vectors is None:
+            vectors = self._embed(list(contents), "passage")
         when = now_s() if created_at is None else created_at
         with self.atomic() as db:
             return [
