@@ -34,6 +34,15 @@ TOOL_DEADLINE_S = 20.0
 #: search_memory's `limit` bounds, as the door accepts them.
 SEARCH_LIMIT_DEFAULT = 5
 SEARCH_LIMIT_MAX = 100
+#: search_memory's relevance floor: a row whose cosine similarity the door measured below this is not a
+#: match. Without it a vector door returns its nearest rows whatever they are, and "the record is
+#: silent" can never be said. Measured with the packaged all-MiniLM-L6-v2 (query vs a 5-memory space):
+#: unrelated queries ("zebra quantum flux") score -0.06..0.17, the intended memory 0.36..0.75 even
+#: for a one-word query ("numpy" 0.51, "line length" 0.44). The door applies it (`threshold`) before
+#: `limit`, and keeps rows without a similarity: the vector channel scores every memory that has a
+#: vector, so such a row reached the results through the keyword channel (and a door without an
+#: embedder has only that one). A model with another cosine scale (e5's sit at 0.7-0.9) needs its own.
+SEARCH_MIN_SIMILARITY = 0.25
 #: forget by query tombstones the closest match only at or above this cosine similarity (the door decides).
 FORGET_CLOSEST_MIN_SIMILARITY = 0.85
 INVALID_ARGUMENTS = "invalid_arguments"
@@ -77,7 +86,8 @@ TOOLS: tuple[ToolSpec, ...] = (
             "Search this project's long-term memory (facts, decisions and context saved in earlier "
             "sessions) by meaning, by keyword and by recency at once. Remembered facts and documents are "
             "listed apart; each hit shows its id, its full text, its age, its source space and a link when "
-            "there is one. Cosine similarity is shown only when the store measured one. Zero matches means "
+            "there is one. Cosine similarity is shown only when the store measured one; a memory whose "
+            f"cosine similarity is below {SEARCH_MIN_SIMILARITY} is not a match. Zero matches means "
             "the record is silent on the question - that is an answer. An error means the search could not "
             "run, and says why."
         ),
@@ -268,8 +278,10 @@ class MemoryTools:
         door_url: str | None,
         deadline_s: float = TOOL_DEADLINE_S,
         clock: Callable[[], _dt.datetime] = _utc_now,
+        min_similarity: float = SEARCH_MIN_SIMILARITY,
     ) -> None:
         self._client = client
+        self._min_similarity = min_similarity
         self._space_fn = space
         self._space: str | None = None
         self._door_url = door_url
@@ -334,8 +346,9 @@ class MemoryTools:
         tag = self._tag(args)
         query = str(args["query"])
         limit = int(args.get("limit") or SEARCH_LIMIT_DEFAULT)
-        answer = self._client.search(query, tag, limit=limit, deadline=self._deadline())
-        text, structured = render.render_search(query, tag, answer, self._clock())
+        floor = self._min_similarity
+        answer = self._client.search(query, tag, limit=limit, threshold=floor, deadline=self._deadline())
+        text, structured = render.render_search(query, tag, answer, self._clock(), min_similarity=floor)
         return ToolResult(text, structured)
 
     def _save_memory(self, args: dict[str, Any]) -> ToolResult:
@@ -413,12 +426,17 @@ def door_client_for(settings: Settings) -> DoorClient:
         ) from None
 
 
-def open_tools(settings: Settings, cwd: str) -> MemoryTools:
+def open_tools(settings: Settings, cwd: str, *, min_similarity: float = SEARCH_MIN_SIMILARITY) -> MemoryTools:
     """`MemoryTools` for a paired machine's door, deriving the default space from `cwd` on first use."""
     from bli_memory.space import resolve_space
 
     client = door_client_for(settings)
-    return MemoryTools(client, space=lambda: resolve_space(settings, cwd), door_url=settings.door_url)
+    return MemoryTools(
+        client,
+        space=lambda: resolve_space(settings, cwd),
+        door_url=settings.door_url,
+        min_similarity=min_similarity,
+    )
 
 
 USAGE = """usage: bli-memory-mcp

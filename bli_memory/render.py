@@ -124,12 +124,33 @@ def _plural(count: int, one: str, many: str) -> str:
     return f"{count} {one if count == 1 else many}"
 
 
+def _above_floor(row: Mapping[str, Any], min_similarity: float | None) -> bool:
+    """A row the door scored below the floor is not a match; a row it did not score is kept.
+
+    A floor of 0 is no floor (as for the door): cosines can be negative.
+    """
+    similarity = row.get("similarity")
+    if not min_similarity or isinstance(similarity, bool) or not isinstance(similarity, (int, float)):
+        return True
+    return float(similarity) >= min_similarity
+
+
 def render_search(
-    query: str, container_tag: str, answer: Mapping[str, Any], now: _dt.datetime
+    query: str,
+    container_tag: str,
+    answer: Mapping[str, Any],
+    now: _dt.datetime,
+    *,
+    min_similarity: float | None = None,
 ) -> tuple[str, dict[str, Any]]:
-    """Search hits split into remembered facts and documents, or the record's silence."""
+    """Search hits split into remembered facts and documents, or the record's silence.
+
+    `min_similarity` is the relevance floor the search asked for; rows below it are dropped here too,
+    so a door that ignored the `threshold` still cannot list noise as matches.
+    """
     raw_rows = answer.get("results")
     rows = [r for r in raw_rows if isinstance(r, Mapping)] if isinstance(raw_rows, list) else []
+    rows = [r for r in rows if _above_floor(r, min_similarity)]
     raw_searched = answer.get("searched")
     searched = [str(t) for t in raw_searched] if isinstance(raw_searched, list) else [container_tag]
     memories = [r for r in rows if r.get("kind", "memory") == "memory"]
@@ -139,7 +160,10 @@ def render_search(
     if others:
         scope += " (also searched: " + ", ".join(others) + ")"
     if not rows:
-        summary = f"The record is silent on {_quote(query)} in {scope}: no memory or document matches."
+        summary = f"The record is silent on {_quote(query)} in {scope}: no memory or document matches"
+        if min_similarity:
+            summary += f" (meaning matches count from cosine similarity {min_similarity:.2f})"
+        summary += "."
         lines = [summary]
     else:
         summary = (
@@ -158,6 +182,7 @@ def render_search(
         "containerTag": container_tag,
         "searched": searched,
         "silent": not rows,
+        "minSimilarity": min_similarity,
         "memories": [_with_age(r, now) for r in memories],
         "documents": [_with_age(r, now) for r in documents],
     }

@@ -420,3 +420,29 @@ def test_status_never_prints_the_credential_of_a_door_url(unpaired: Cli) -> None
         shown = result.stdout + result.stderr
         assert "s3cretpw" not in shown and "t0psecret" not in shown and "u:" not in shown, shown
         assert f"http://***@127.0.0.1:{port}/base?***" in shown
+
+
+def test_search_applies_the_similarity_floor_unless_threshold_is_given(
+    tmp_path: Path, door_onnx: Any, tag: str
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    cli = Cli(home, tmp_path, {"BLI_MEMORY_CONTAINER_TAG": tag}).pair(door_onnx.url, door_onnx.token)
+    memories = [
+        "Production deploys need two approvals from the platform team.",
+        "We pinned numpy below 2.0 because onnxruntime wheels broke.",
+        "Alice owns the billing service and its on-call rotation.",
+    ]
+    for content in memories:
+        assert cli("save", content).returncode == 0
+    silent = cli("search", "zebra", "quantum", "flux")
+    assert silent.returncode == 0 and silent.stdout.startswith("The record is silent on"), silent.stdout
+    everything = json.loads(cli("search", "--threshold", "0", "--json", "zebra quantum flux").stdout)
+    assert len(everything["memories"]) == len(memories) and everything["minSimilarity"] == 0
+    strict = json.loads(cli("search", "--threshold", "0.99", "--json", "why is numpy pinned").stdout)
+    assert strict["silent"] is True
+    found = json.loads(cli("search", "--json", "why is numpy pinned").stdout)
+    assert found["memories"][0]["content"] == memories[1]
+    for bad in ("1.5", "-0.1", "nan", "x"):
+        refused = cli("search", "--threshold", bad, "q")
+        assert refused.returncode == 2 and len(refused.stderr.splitlines()) == 1, refused.stderr

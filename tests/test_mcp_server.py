@@ -428,3 +428,34 @@ def test_arguments_are_refused_in_one_line(tmp_path: Path) -> None:
         timeout=SESSION_TIMEOUT_S,
     )
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
+
+
+FIVE_MEMORIES = (
+    "Production deploys need two approvals from the platform team.",
+    "We pinned numpy below 2.0 because onnxruntime wheels broke.",
+    "The staging database is reset every Monday at 6am.",
+    "Use ruff format with line length 110 for this repo.",
+    "Alice owns the billing service and its on-call rotation.",
+)
+
+
+def test_search_by_meaning_is_silent_on_a_question_nothing_answers(client_onnx: McpClient, tag: str) -> None:
+    for content in FIVE_MEMORIES:
+        client_onnx.call("save_memory", {"content": content, "containerTag": tag})
+    noise = client_onnx.call("search_memory", {"query": "zebra quantum flux", "containerTag": tag})
+    assert not noise.is_error
+    assert noise.structured_content["silent"] is True, text_of(noise)
+    assert text_of(noise).startswith("The record is silent on “zebra quantum flux”")
+    found = client_onnx.call("search_memory", {"query": "why is numpy pinned", "containerTag": tag})
+    memories = found.structured_content["memories"]
+    assert memories[0]["content"] == FIVE_MEMORIES[1]
+    assert all(m["similarity"] is None or m["similarity"] >= 0.25 for m in memories)
+    assert len(memories) < len(FIVE_MEMORIES), "the unrelated memories are not listed as matches"
+
+
+def test_search_without_an_embedder_keeps_keyword_matches(client: McpClient, tag: str) -> None:
+    word = f"quokka{uuid.uuid4().hex[:6]}"
+    client.call("save_memory", {"content": f"The {word} build flag is off.", "containerTag": tag})
+    found = client.call("search_memory", {"query": word, "containerTag": tag})
+    (memory,) = found.structured_content["memories"]
+    assert memory["similarity"] is None and word in memory["content"]

@@ -233,3 +233,28 @@ def test_display_url_masks_what_may_hold_a_credential(url: str | None, shown: st
 def test_a_failure_never_repeats_the_credential_of_the_door_url() -> None:
     text = render.explain_reason("timeout", "http://u:s3cretpw@door.test:1/?key=t0p")
     assert "s3cretpw" not in text and "t0p" not in text and "http://***@door.test:1/?***" in text
+
+
+def test_rows_below_the_similarity_floor_are_not_matches_and_unscored_rows_stay() -> None:
+    rows: list[dict[str, object]] = [
+            {"id": "a", "kind": "memory", "content": "near", "similarity": 0.6, "createdAt": ago(hours=2)},
+            {"id": "b", "kind": "memory", "content": "far", "similarity": 0.1, "createdAt": ago(hours=2)},
+            {
+                "id": "c",
+                "kind": "memory",
+                "content": "keyword",
+                "similarity": None,
+                "createdAt": ago(hours=2),
+            },
+        ],
+        "searched": ["t"],
+    }
+    text, structured = render.render_search("q", "t", answer, NOW, min_similarity=0.25)
+    assert [m["id"] for m in structured["memories"]] == ["a", "c"] and "far" not in text
+    assert structured["minSimilarity"] == 0.25
+    noise = {"results": [rows[1]], "searched": ["t"]}
+    text, structured = render.render_search("zebra", "t", noise, NOW, min_similarity=0.25)
+    assert structured["silent"] is True and text.startswith("The record is silent on “zebra”")
+    assert "cosine similarity 0.25" in text
+    _, unfloored = render.render_search("zebra", "t", noise, NOW)
+    assert unfloored["silent"] is False

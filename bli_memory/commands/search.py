@@ -21,6 +21,7 @@ from bli_memory.mcp_server import (
     INVALID_ARGUMENTS,
     SEARCH_LIMIT_DEFAULT,
     SEARCH_LIMIT_MAX,
+    SEARCH_MIN_SIMILARITY,
     MemoryTools,
     ToolResult,
 )
@@ -69,7 +70,9 @@ def usage_error(prog: str, message: str) -> int:
     return EXIT_USAGE
 
 
-def with_tools(prog: str, run: Callable[[MemoryTools], int]) -> int:
+def with_tools(
+    prog: str, run: Callable[[MemoryTools], int], *, min_similarity: float = SEARCH_MIN_SIMILARITY
+) -> int:
     """Run `run` with the memory tools of this machine's door; unpaired → one sentence, exit 1."""
     from bli_memory.mcp_server import DoorUrlError, open_tools, project_dir
     from bli_memory.settings import UNPAIRED_MESSAGE, load_settings
@@ -79,7 +82,7 @@ def with_tools(prog: str, run: Callable[[MemoryTools], int]) -> int:
         sys.stderr.write(UNPAIRED_MESSAGE + "\n")
         return EXIT_FAILED
     try:
-        tools = open_tools(settings, project_dir(os.environ))
+        tools = open_tools(settings, project_dir(os.environ), min_similarity=min_similarity)
     except DoorUrlError as exc:
         sys.stderr.write(f"{exc}\n")
         return EXIT_FAILED
@@ -115,15 +118,29 @@ def limit_arg(value: str) -> int:
     return number
 
 
+def threshold_arg(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number, got {value!r}") from None
+    if not 0.0 <= number <= 1.0:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {value}")
+    return number
+
+
 def main(argv: list[str]) -> int:
     parser = new_parser(
         "search",
         "Search the memories of this folder's space by meaning, keyword and recency at once.\n"
         "Remembered facts and documents are listed apart, each with its id, age and source;\n"
-        "cosine similarity is shown only when the door measured one.",
+        "cosine similarity is shown only when the door measured one. A memory whose cosine\n"
+        f"similarity is below {SEARCH_MIN_SIMILARITY} is not a match (the search_memory tool's floor);\n"
+        "--threshold sets another (0 lists the nearest memories whatever they are). Rows the\n"
+        "door found by keyword alone carry no similarity and are always kept.",
         "examples:\n"
         "  bli-memory-mcp search why did we pin numpy\n"
-        "  bli-memory-mcp search --limit 10 --json release checklist\n\n"
+        "  bli-memory-mcp search --limit 10 --json release checklist\n"
+        "  bli-memory-mcp search --threshold 0 deploy    (no floor)\n\n"
         "exit status: 0 answered (no match included), 1 door failure or unpaired, 2 bad input",
     )
     parser.add_argument(
@@ -135,6 +152,13 @@ def main(argv: list[str]) -> int:
         default=SEARCH_LIMIT_DEFAULT,
         help=f"hits at most (default {SEARCH_LIMIT_DEFAULT})",
     )
+    parser.add_argument(
+        "--threshold",
+        type=threshold_arg,
+        default=SEARCH_MIN_SIMILARITY,
+        metavar="SIM",
+        help=f"lowest cosine similarity that counts as a match, 0..1 (default {SEARCH_MIN_SIMILARITY})",
+    )
     parser.add_argument("--container-tag", metavar="TAG", help=TAG_HELP)
     parser.add_argument("--json", action="store_true", help=JSON_HELP)
     args = parse(parser, argv)
@@ -145,5 +169,7 @@ def main(argv: list[str]) -> int:
         return usage_error(parser.prog, "QUERY must not be empty")
     arguments: dict[str, Any] = {"query": query, "limit": args.limit, "containerTag": args.container_tag}
     return with_tools(
-        parser.prog, lambda tools: emit(parser.prog, tools.call("search_memory", arguments), args.json)
+        parser.prog,
+        lambda tools: emit(parser.prog, tools.call("search_memory", arguments), args.json),
+        min_similarity=args.threshold,
     )
