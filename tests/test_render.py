@@ -236,19 +236,13 @@ def test_a_failure_never_repeats_the_credential_of_the_door_url() -> None:
 
 
 def test_rows_below_the_similarity_floor_are_not_matches_and_unscored_rows_stay() -> None:
+    when = ago(hours=2)
     rows: list[dict[str, object]] = [
-            {"id": "a", "kind": "memory", "content": "near", "similarity": 0.6, "createdAt": ago(hours=2)},
-            {"id": "b", "kind": "memory", "content": "far", "similarity": 0.1, "createdAt": ago(hours=2)},
-            {
-                "id": "c",
-                "kind": "memory",
-                "content": "keyword",
-                "similarity": None,
-                "createdAt": ago(hours=2),
-            },
-        ],
-        "searched": ["t"],
-    }
+        {"id": "a", "kind": "memory", "content": "near", "similarity": 0.6, "createdAt": when},
+        {"id": "b", "kind": "memory", "content": "far", "similarity": 0.1, "createdAt": when},
+        {"id": "c", "kind": "memory", "content": "keyword", "similarity": None, "createdAt": when},
+    ]
+    answer = {"results": rows, "searched": ["t"]}
     text, structured = render.render_search("q", "t", answer, NOW, min_similarity=0.25)
     assert [m["id"] for m in structured["memories"]] == ["a", "c"] and "far" not in text
     assert structured["minSimilarity"] == 0.25
