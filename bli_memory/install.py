@@ -27,6 +27,13 @@ empty Stop stdout), so the Codex hook commands carry an explicit argument:
 Without `--host` (Claude Code) the hooks behave as the seed README says. An unknown `--host` value
 is treated as Claude. The argument is decided by the installer, never guessed from the payload.
 
+The MCP server is registered only when the python that would run it can import `mcp` (checked by
+running that interpreter, `can_run_server`). The zipapp on a bare python3 has none: install then
+registers the hooks (which need nothing but the standard library), leaves the server entries as they
+are, and says on stderr, in one line, how to get the server (install the package into a venv and run
+that venv's `bli-memory-mcp install`). Registering a server that cannot start would show a broken
+MCP server in every session; refusing would withhold the hooks, which work.
+
 Every edit is idempotent (a second run writes nothing), atomic (temp file + rename in the same
 folder, the file's mode kept, symlinks followed), keeps every other key, and backs the file up once
 (`<file>.bli-memory.bak`) before the first change. All files are planned before any is written: a
@@ -211,6 +218,63 @@ def resolve_command(
     if on_path:
         return [os.path.abspath(on_path)]
     return [executable, "-m", MODULE_NAME]
+
+
+#: the probe an interpreter runs to say whether it can import the SDK the MCP server needs (exit 0: yes).
+MCP_PROBE = "import importlib.util, sys; sys.exit(importlib.util.find_spec('mcp') is None)"
+MCP_PROBE_TIMEOUT_S = 20.0
+SERVER_SKIPPED_NOTE = (
+    "MCP server not registered: {python} cannot import the `mcp` package, so the server could not "
+    "start (the hooks are registered and work without it). For the server, install bli-memory into a "
+    "venv (python3 -m venv V && V/bin/pip install bli-memory, or pipx) and run V/bin/bli-memory-mcp install."
+)
+
+
+def server_interpreter(prefix: Sequence[str]) -> str:
+    """The python that runs the registered MCP server command.
+
+    `python x.pyz` and `python -m bli_memory` name it first; a console script names it in its
+    shebang (`#!/venv/bin/python`, or `#!/usr/bin/env python3`, looked up on PATH).
+    """
+    import shutil
+
+    if len(prefix) > 1:
+        return prefix[0]
+    try:
+        with open(prefix[0], "rb") as handle:
+            first = handle.readline(4096)
+    except OSError:
+        return sys.executable
+    if not first.startswith(b"#!"):
+        return sys.executable
+    words = first[2:].decode("utf-8", "replace").split()
+    if words and os.path.basename(words[0]) == "env":
+        words = [word for word in words[1:] if not word.startswith("-")]
+        found = shutil.which(words[0]) if words else None
+        return found or sys.executable
+    return words[0] if words else sys.executable
+
+
+def can_run_server(prefix: Sequence[str]) -> bool:
+    """True when the interpreter of `prefix` can import `mcp` (install registers the server only then).
+
+    The zipapp runs on whatever python3 is at hand, which usually has no `mcp`; registering a server
+    that cannot start would show the person a broken MCP server in every session.
+    """
+    import subprocess
+
+    try:
+        done = subprocess.run(
+            [server_interpreter(prefix), "-c", MCP_PROBE],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=MCP_PROBE_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
 
 
 def is_our_hook_command(command: object, own: Sequence[str] = ()) -> bool:
@@ -858,20 +922,34 @@ def plan_codex_toml(path: str, prefix: Sequence[str] | None) -> FileChange:
 
 
 def plan(
-    paths: Paths, prefix: Sequence[str] | None, hosts: Sequence[str], own: Sequence[str] = ()
+    paths: Paths,
+    prefix: Sequence[str] | None,
+    hosts: Sequence[str],
+    own: Sequence[str] = (),
+    *,
+    with_server: bool = True,
 ) -> list[FileChange]:
     """Every file's change, computed before any is written; InstallError names the first bad file.
 
     prefix None plans an uninstall; `own` is the running program's prefix (see is_our_hook_command).
+    `with_server` False leaves the MCP server entries as they are (install of a program whose python
+    has no `mcp`): a file is still read, so a malformed one is still reported.
     """
+    server_prefix = prefix if with_server or prefix is None else None
     changes: list[FileChange] = []
     if "claude" in hosts:
-        changes.append(plan_claude_json(paths.claude_json, prefix))
+        change = plan_claude_json(paths.claude_json, server_prefix)
+        changes.append(change if server_prefix is not None or prefix is None else _unchanged(change))
         changes.append(plan_hooks_json(paths.claude_settings, prefix, codex=False, own=own))
     if "codex" in hosts:
-        changes.append(plan_codex_toml(paths.codex_config, prefix))
+        change = plan_codex_toml(paths.codex_config, server_prefix)
+        changes.append(change if server_prefix is not None or prefix is None else _unchanged(change))
         changes.append(plan_hooks_json(paths.codex_hooks, prefix, codex=True, own=own))
     return changes
+
+
+def _unchanged(change: FileChange) -> FileChange:
+    return FileChange(change.path, change.old_text, change.old_text)
 
 
 @dataclass(frozen=True)
@@ -922,16 +1000,21 @@ def run(verb: str, argv: Sequence[str], env: Mapping[str, str] | None = None) ->
     paths = Paths.from_env(env)
     own = resolve_command()
     prefix = own if verb == "install" else None
+    with_server = prefix is None or can_run_server(prefix)
     try:
-        changes = plan(paths, prefix, options.hosts, own)
+        changes = plan(paths, prefix, options.hosts, own, with_server=with_server)
     except InstallError as exc:
         sys.stderr.write(f"bli-memory-mcp {verb}: {exc}\n")
         return 1
+    server_files = (paths.claude_json, paths.codex_config)
     status = 0
     for change in changes:
         shown = _show(change.path)
         if not change.changed:
-            state = "already registered" if verb == "install" else "nothing of ours"
+            if not with_server and change.path in server_files:
+                state = "MCP server not registered (see below)"
+            else:
+                state = "already registered" if verb == "install" else "nothing of ours"
             sys.stdout.write(f"{shown}: {state}\n")
             continue
         summary = "; ".join(change.actions)
@@ -952,6 +1035,8 @@ def run(verb: str, argv: Sequence[str], env: Mapping[str, str] | None = None) ->
             continue
         note = f" (backup {_show(backup)})" if backup else ""
         sys.stdout.write(f"{shown}: {summary}{note}\n")
+    if not with_server and prefix is not None:
+        sys.stderr.write(SERVER_SKIPPED_NOTE.format(python=server_interpreter(prefix)) + "\n")
     if options.dry_run:
         sys.stdout.write("dry run: nothing written\n")
     elif (

@@ -457,3 +457,16 @@ def test_the_toml_scanner_alone_refuses_what_it_cannot_read(text: str) -> None:
 def test_toml_strings_round_trip_through_tomllib() -> None:
     for value in ["plain", 'q"uote', "back\\slash", "tab\tnew\nline", "\x00\x7f", "ünï ✓"]:
         assert tomllib.loads(f"v = {install.toml_string(value)}")["v"] == value
+
+
+def test_the_server_interpreter_is_read_from_the_command_or_its_shebang(tmp_path: Path) -> None:
+    direct = tmp_path / "direct"
+    direct.write_text("#!/opt/venv/bin/python3.11\nimport x\n")
+    via_env = tmp_path / "via-env"
+    via_env.write_text("#!/usr/bin/env -S python3\n")
+    assert install.server_interpreter(["/usr/bin/python3", "/x/app.pyz"]) == "/usr/bin/python3"
+    assert install.server_interpreter(["/v/bin/python", "-m", "bli_memory"]) == "/v/bin/python"
+    assert install.server_interpreter([str(direct)]) == "/opt/venv/bin/python3.11"
+    assert os.path.basename(install.server_interpreter([str(via_env)])).startswith("python3")
+    assert install.can_run_server([sys.executable, "-m", "bli_memory"]) is True
+    assert install.can_run_server([str(tmp_path / "no-such-python"), "x.pyz"]) is False

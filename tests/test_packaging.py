@@ -159,3 +159,31 @@ def test_check_wheel_builds_installs_and_runs_the_bin(tmp_path: Path) -> None:
         text=True,
     )
     assert "build" not in status.stdout, "the build leaves no build/ in the checkout"
+
+
+def test_zipapp_install_on_a_python_without_mcp_registers_the_hooks_but_no_server(
+    zipapp_path: Path, tmp_path: Path
+) -> None:
+    venv = tmp_path / "plain-venv"
+    made = subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], capture_output=True)
+    assert made.returncode == 0, made.stderr
+    python = venv / "bin" / "python"
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin", "BLI_MEMORY_DAEMON": "0"}
+    installed = subprocess.run(
+        [str(python), str(zipapp_path), "install"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert installed.returncode == 0, installed.stderr
+    assert installed.stderr.count("\n") == 1 and "cannot import the `mcp` package" in installed.stderr
+    assert "pip install" in installed.stderr and str(python) in installed.stderr
+    assert not (home / ".claude.json").exists(), "no server entry that could not start"
+    assert not (home / ".codex" / "config.toml").exists()
+    settings = json.loads((home / ".claude" / "settings.json").read_text())
+    command = settings["hooks"]["Stop"][0]["hooks"][0]["command"]
+    assert command.startswith(f"{python} {zipapp_path} hook stop")
+    assert json.loads((home / ".codex" / "hooks.json").read_text())["hooks"]["SessionStart"]
+    again = subprocess.run(
+        [str(python), str(zipapp_path), "install"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert again.stdout.count("already registered") == 2 and again.stdout.count("not registered") == 2
