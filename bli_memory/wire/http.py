@@ -73,6 +73,13 @@ class BadResponse(WireError):
     reason = "bad_response"
 
 
+class InvalidURL(ValueError):
+    """The door URL cannot be used. A ValueError for callers that validate input; a hook receipt names
+    it `bad_config` (the session file or BLI_MEMORY_DASHBOARD_URL is wrong, not the network)."""
+
+    reason = "bad_config"
+
+
 class _Stale(Exception):
     """The connection closed before any byte of the response: retryable once on a reused connection."""
 
@@ -402,7 +409,7 @@ def parse_url(url: str) -> tuple[str, str, int, str]:
     scheme, sep, rest = url.partition("://")
     scheme = scheme.lower()
     if not sep or scheme not in _DEFAULT_PORTS:
-        raise ValueError("door URL must start with http:// or https://")
+        raise InvalidURL("door URL must start with http:// or https://")
     cut = len(rest)
     for stop in "/?#":
         index = rest.find(stop)
@@ -410,19 +417,19 @@ def parse_url(url: str) -> tuple[str, str, int, str]:
             cut = index
     authority, target = rest[:cut], rest[cut:].partition("#")[0]
     if "@" in authority:
-        raise ValueError("door URL must not carry user info")
+        raise InvalidURL("door URL must not carry user info")
     if authority.startswith("["):
         host, bracket, port_part = authority[1:].partition("]")
         if not bracket or (port_part and not port_part.startswith(":")):
-            raise ValueError("door URL has an invalid IPv6 host")
+            raise InvalidURL("door URL has an invalid IPv6 host")
         port_text = port_part[1:]
     else:
         host, _, port_text = authority.partition(":")
     if not host:
-        raise ValueError("door URL has no host")
+        raise InvalidURL("door URL has no host")
     if port_text:
         if not (port_text.isascii() and port_text.isdigit()) or not 0 < int(port_text) < 65536:
-            raise ValueError("door URL has an invalid port")
+            raise InvalidURL("door URL has an invalid port")
         port = int(port_text)
     else:
         port = _DEFAULT_PORTS[scheme]

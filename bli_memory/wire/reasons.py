@@ -28,8 +28,13 @@ STDIN_REASONS: tuple[str, ...] = (
 )
 
 # Local skips and failures: unpaired machine, nothing to search for, and the Stop-only ones.
+# `bad_config`: the door URL this machine is set up with cannot be used (not http(s), no host, a bad
+# port, user info in it); `unknown_event`: the host ran `hook <name>` with a name this version does
+# not know (an installer of another version), which must still exit 0 (exit 2 erases the prompt).
 LOCAL_REASONS: tuple[str, ...] = (
     "unpaired",
+    "bad_config",
+    "unknown_event",
     "no_prompt",
     "trivial_prompt",
     "reentrant",
