@@ -16,9 +16,12 @@ implementation of recall. The protocol is described in `bli_memory.hooks.via_dae
   files space.py read to compute it look the same (their stat signatures), for at most
   SPACE_CACHE_TTL_S (config includes are not tracked file by file).
 - Lifecycle: exits after BLI_MEMORY_DAEMON_IDLE_S (default 2 h) without a request; a request of
-  another version gets a `version_mismatch` refusal and the daemon stands down at once (socket and
-  lock released first, so the hook can start a current one); SIGTERM/SIGINT exit cleanly and remove
-  the socket. It starts no child process.
+  another version gets a `version_mismatch` refusal; when the caller's version is NEWER
+  (`via_daemon.is_newer`, a total order) the daemon also stands down at once (socket and lock
+  released first, so the hook can start a current one), while an older caller just goes direct — two
+  installs of different versions settle on the newer daemon instead of retiring each other in turn.
+  SIGTERM/SIGINT exit cleanly and remove the socket. It starts no child process. A daemon that stops
+  answering (stopped, deadlocked) is replaced by the hook (`via_daemon.replace_wedged`).
 - Robustness: a request line is capped (REQUEST_MAX_BYTES), a client that stalls is cut after
   CLIENT_IO_TIMEOUT_S, garbage gets `{"error": "bad_request"}`, and a full queue closes new
   connections at once (the hook then goes direct).
@@ -43,7 +46,7 @@ from collections.abc import Mapping
 
 from bli_memory import __version__
 from bli_memory.hooks import via_daemon
-from bli_memory.wire.http import Connection
+from bli_memory.wire.http import Connection, InvalidURL
 
 ENV_IDLE_S = "BLI_MEMORY_DAEMON_IDLE_S"
 IDLE_DEFAULT_S = 2 * 3600.0
@@ -217,7 +220,13 @@ class Worker:
         if not isinstance(version, str) or not version:
             raise Refusal("bad_request")  # garbage is not another version: it must not stop the daemon
         if version != __version__:
-            self.server.stand_down(via_daemon.VERSION_MISMATCH)
+            # only a newer caller retires us; an older one is refused and goes direct, so two installs
+            # of different versions never take turns standing each other down
+            if via_daemon.is_newer(version, __version__):
+                self.server.stand_down(via_daemon.VERSION_MISMATCH)
+                # a hook that finds no daemon next must start one now, not after the hourly stamp
+                with contextlib.suppress(OSError):
+                    os.unlink(os.path.join(self.server.folder, via_daemon.STAMP_NAME))
             return {"error": via_daemon.VERSION_MISMATCH, "version": __version__}
         payload, cwd = request.get("payload"), request.get("cwd")
         if event not in DAEMON_EVENTS:
@@ -243,7 +252,10 @@ class Worker:
                     settings.isolate_worktrees,
                     settings.daemon_enabled,
                 )
-            connection = self.connection(str(settings.door_url))
+            try:
+                connection = self.connection(str(settings.door_url))
+            except InvalidURL:
+                connection = None  # answer() meets the same URL and names it bad_config
         result = answer(
             event,
             payload,

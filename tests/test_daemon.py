@@ -34,7 +34,7 @@ from tests.test_hooks_run import BIN, MARGIN_S, PROMPT, SESSION_START, Run, hook
 
 START_TIMEOUT_S = 15.0
 EXIT_TIMEOUT_S = 10.0
-QUESTION = "how does the stop hook save the turn?"
+QUESTION = "how does stop_hook save the turn?"
 
 
 class Daemon:
@@ -102,7 +102,7 @@ def paired(home: Path, door: Any, tag: str) -> Path:
     write_session(door.url, door.token, env={"HOME": str(home)})
     status, _ = door.post(
         "/api/memory/save",
-        {"content": "The stop hook saves the turn through the librarian.", "containerTag": tag},
+        {"content": "The stop_hook saves the turn through the librarian.", "containerTag": tag},
     )
     assert status == 201
     return home
@@ -181,9 +181,9 @@ def test_the_daemon_finds_the_same_space_as_the_hook_and_notices_when_it_changes
     (repo / "src").mkdir(parents=True)
     git(repo, "init", "-q")
     git(repo, "remote", "add", "origin", f"https://example.invalid/{tmp_path.name}/one.git")
-    one = recall_both_ways(paired, door, repo / "src", "The first origin's memory about the stop hook.")
+    one = recall_both_ways(paired, door, repo / "src", "The first origin's memory about stop_hook.")
     git(repo, "remote", "set-url", "origin", f"https://example.invalid/{tmp_path.name}/two.git")
-    two = recall_both_ways(paired, door, repo / "src", "The second origin's memory about the stop hook.")
+    two = recall_both_ways(paired, door, repo / "src", "The second origin's memory about stop_hook.")
     assert one != two
 
 
@@ -306,16 +306,103 @@ def test_sigterm_exits_cleanly_and_removes_the_socket(home: Path, daemons: list[
     assert not os.path.exists(via_daemon.socket_path({"HOME": str(home)}))
 
 
-def test_another_version_gets_a_refusal_and_the_daemon_stands_down(home: Path, daemons: list[Daemon]) -> None:
-    one = start(daemons, home)
-    request = {"event": "prompt", "payload": PROMPT, "cwd": str(home), "version": "0.0.0-older"}
-    reply = raw_exchange(home, json.dumps(request).encode() + b"\n")
+def wait_for_ping(home: Path, timeout_s: float = 30.0) -> dict[str, object]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        pong = via_daemon.ping(time.monotonic() + 1.0, {"HOME": str(home)})
+        if isinstance(pong, dict):
+            return pong
+        time.sleep(0.05)
+    raise AssertionError("no daemon answered")
+
+
+def test_an_older_caller_is_refused_and_a_newer_one_retires_the_daemon(
+    paired: Path, daemons: list[Daemon], tag: str
+) -> None:
+    one = start(daemons, paired)
+    stamp = Path(via_daemon.state_dir({"HOME": str(paired)})) / via_daemon.STAMP_NAME
+    stamp.write_text(__version__ + "\n")  # this version was started less than an hour ago
+    older = {"event": "prompt", "payload": PROMPT, "cwd": str(paired), "version": "0.0.0-older"}
+    reply = raw_exchange(paired, json.dumps(older).encode() + b"\n")
     assert json.loads(reply) == {"error": "version_mismatch", "version": __version__}
-    assert via_daemon.decode_answer(reply.rstrip(b"\n")) == via_daemon.MISMATCH
+    assert one.wait_ready()["pid"] == one.pid  # an older caller goes direct; the daemon keeps serving
+    newer = {**older, "version": "999.0.0"}
+    reply = raw_exchange(paired, json.dumps(newer).encode() + b"\n")
+    assert json.loads(reply) == {"error": "version_mismatch", "version": __version__}
     assert one.wait_exit() == 0
-    assert not os.path.exists(via_daemon.socket_path({"HOME": str(home)}))
-    # ... so the hook can start a current one, at once
-    assert start(daemons, home).wait_ready()["version"] == __version__
+    assert not os.path.exists(via_daemon.socket_path({"HOME": str(paired)}))
+    assert not stamp.exists()  # so the stamp cannot keep the next hook from starting one
+    run = run_hook(
+        "prompt", prompt_payload(paired), paired, env=daemon_env(paired, BLI_MEMORY_CONTAINER_TAG=tag)
+    )
+    assert run.receipt()[2]["daemon"] == "daemon_unavailable"
+    pong = wait_for_ping(paired)
+    os.kill(int(str(pong["pid"])), signal.SIGTERM)
+    assert pong["version"] == __version__
+
+
+def test_versions_have_one_total_order() -> None:
+    ordered = [
+        "0.0.0-older",
+        "0.1",
+        "0.1.0rc1",
+        "0.1.0",
+        "0.1.1",
+        "0.2.0.dev1",
+        "0.10.0",
+        "999.0.0",
+    ]
+    assert sorted(reversed(ordered), key=via_daemon.version_key) == ordered
+    for a in ordered:
+        for b in ordered:
+            assert via_daemon.is_newer(a, b) + via_daemon.is_newer(b, a) == (a != b)
+
+
+def test_a_wedged_daemon_costs_one_slice_and_is_replaced_at_most_hourly(
+    paired: Path, daemons: list[Daemon], tag: str
+) -> None:
+    one = start(daemons, paired)
+    os.kill(one.pid, signal.SIGSTOP)  # accepts in the kernel's backlog, never answers
+    env = daemon_env(paired, BLI_MEMORY_CONTAINER_TAG=tag)
+    run = run_hook("prompt", prompt_payload(paired), paired, env=env)
+    _, status, fields = run.receipt()
+    assert status == "ok" and fields["via"] == "direct" and fields["daemon"] == "daemon_timeout", run.stderr
+    assert "librarian" in run.stdout
+    assert int(str(fields["elapsed_ms"])) < 2000 * via_daemon.DAEMON_SHARE + 600
+    assert one.wait_exit() == -signal.SIGKILL  # the hook replaced it...
+    pong = wait_for_ping(paired)
+    replacement = int(str(pong["pid"]))
+    try:
+        assert replacement != one.pid
+        again = run_hook("prompt", prompt_payload(paired), paired, env=env)
+        assert again.receipt()[2]["via"] == "daemon" and again.stdout == run.stdout
+        os.kill(replacement, signal.SIGSTOP)  # ... but only once an hour
+        third = run_hook("prompt", prompt_payload(paired), paired, env=env)
+        assert third.receipt()[2]["daemon"] == "daemon_timeout" and "librarian" in third.stdout
+        time.sleep(0.3)
+        assert Path(f"/proc/{replacement}").exists()
+    finally:
+        os.kill(replacement, signal.SIGCONT)
+        os.kill(replacement, signal.SIGTERM)
+
+
+def test_session_start_gives_a_hanging_socket_a_slice_and_kills_nothing_it_cannot_prove_ours(
+    paired: Path, tag: str
+) -> None:
+    """A socket that hangs but no daemon holds the lock (the lock file names this test's own pid)."""
+    folder = Path(via_daemon.state_dir({"HOME": str(paired)}))
+    folder.mkdir(parents=True, mode=0o700, exist_ok=True)
+    (folder / via_daemon.LOCK_NAME).write_text(f"{os.getpid()}\n")
+    stand_in = StandIn(paired, "hang")
+    try:
+        env = daemon_env(paired, BLI_MEMORY_CONTAINER_TAG=tag)
+        run = run_hook("session-start", SESSION_START, paired, env=env)
+    finally:
+        stand_in.close()
+    _, status, fields = run.receipt()
+    assert status == "ok" and fields["via"] == "direct" and fields["daemon"] == "daemon_timeout", run.stderr
+    assert run.elapsed_s < 8.0 * via_daemon.DAEMON_SHARE + 1.0 + MARGIN_S
+    assert via_daemon.replace_wedged({"HOME": str(paired)}) is None  # and it did not kill us
 
 
 def test_a_stale_socket_from_a_crashed_daemon_is_replaced(home: Path, daemons: list[Daemon]) -> None:
@@ -506,6 +593,8 @@ class StandIn:
                     client.close()
                 elif self.behaviour == "wrong-shape":
                     client.sendall(b'{"stdout": 3, "outcome": {"status": "ok"}}\n')
+                elif self.behaviour == "newer":
+                    client.sendall(b'{"error": "version_mismatch", "version": "999.0.0"}\n')
 
     def close(self) -> None:
         self.listener.close()
@@ -520,6 +609,7 @@ class StandIn:
         ("garbage", via_daemon.BAD_RESPONSE),
         ("hangup", via_daemon.BAD_RESPONSE),
         ("wrong-shape", via_daemon.BAD_RESPONSE),
+        ("newer", via_daemon.NEWER),
     ],
 )
 def test_ask_daemon_names_why_a_misbehaving_daemon_was_not_used(
@@ -532,7 +622,7 @@ def test_ask_daemon_names_why_a_misbehaving_daemon_was_not_used(
             "prompt", PROMPT, str(home), deadline=started + 0.5, env={"HOME": str(home)}
         )
         assert got == reason
-        assert time.monotonic() - started < 0.5 + 0.2
+        assert time.monotonic() - started < 0.5 * via_daemon.DAEMON_SHARE + 0.1  # its slice, no more
     finally:
         stand_in.close()
 
@@ -642,3 +732,13 @@ def test_the_prompt_hook_starts_the_daemon_and_the_next_prompt_goes_through_it(
         assert second.stdout == first.stdout and tag in second.stdout
     finally:
         os.kill(int(str(pong["pid"])), signal.SIGTERM)
+
+
+def test_an_unusable_door_url_is_bad_config_via_the_daemon_too(home: Path, daemons: list[Daemon]) -> None:
+    write_session("ftp://door.example", "bli_test_token_not_real", env={"HOME": str(home)})
+    start(daemons, home)
+    run = run_hook(
+        "prompt", prompt_payload(home), home, env=daemon_env(home, BLI_MEMORY_CONTAINER_TAG="repo_x")
+    )
+    _, status, fields = run.receipt()
+    assert (status, fields["reason"], fields["via"]) == ("failed", "bad_config", "daemon"), run.stderr

@@ -45,17 +45,17 @@ def remember(door: Any, tag: str, content: str) -> str:
 
 
 def test_prompt_recalls_what_the_space_remembers(home: Path, door: Any, tag: str) -> None:
-    memory_id = remember(door, tag, "The stop hook saves the last exchange in extract mode.")
+    memory_id = remember(door, tag, "stop.py saves the last exchange in extract mode.")
     remember(door, tag, "Lunch is at noon on Fridays.")
     run = run_hook(
         "prompt",
-        {**PROMPT, "prompt": "how does the stop hook save a turn?"},
+        {**PROMPT, "prompt": "how does stop.py save a turn?"},
         home,
         env=paired(home, door, tag),
     )
     assert run.returncode == 0
     assert_one_block_or_nothing(run.stdout, "bli-memory-recall")
-    assert "The stop hook saves the last exchange in extract mode." in run.stdout
+    assert "stop.py saves the last exchange in extract mode." in run.stdout and "Lunch" not in run.stdout
     assert memory_id in run.stdout
     hook, status, fields = run.receipt()
     assert (hook, status, fields["via"]) == ("prompt", "ok", "direct")
@@ -182,7 +182,7 @@ def test_the_daemon_core_answers_on_a_warm_connection_it_does_not_close(
     from bli_memory.settings import Settings
     from bli_memory.wire.http import Connection
 
-    remember(door, tag, "The daemon keeps one warm connection to the door.")
+    remember(door, tag, "daemon.py keeps one warm connection to the door.")
     settings = Settings(
         door_url=door.url, token=door.token, container_tag=tag, isolate_worktrees=False, daemon_enabled=True
     )
@@ -191,14 +191,14 @@ def test_the_daemon_core_answers_on_a_warm_connection_it_does_not_close(
         for _ in range(2):
             result = answer(
                 "prompt",
-                {"prompt": "what does the daemon keep warm?"},
+                {"prompt": "what does daemon.py keep warm?"},
                 str(tmp_path),
                 via="daemon",
                 settings=settings,
                 connection=connection,
             )
             assert result.outcome["status"] == "ok" and result.outcome["via"] == "daemon"
-            assert "The daemon keeps one warm connection to the door." in result.stdout
+            assert "daemon.py keeps one warm connection to the door." in result.stdout
         context = answer(
             "session-start", {}, str(tmp_path), via="daemon", settings=settings, connection=connection
         )

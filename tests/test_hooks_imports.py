@@ -65,6 +65,8 @@ def test_the_trivial_path_imports_nothing_forbidden_nor_the_door_client(home: Pa
     assert "trivial_prompt" in receipt
     assert forbidden_in(modules) == []
     assert not {"bli_memory.door_client", "bli_memory.settings", "bli_memory.space", "socket"} & modules
+    # the skip is decided before the recall code is imported (contextlib comes with runpy anyway)
+    assert not {"bli_memory.hooks.prompt", "bli_memory.hooks.transcript", "datetime"} & modules
 
 
 def test_every_hook_on_its_full_path_imports_nothing_forbidden(

@@ -447,10 +447,81 @@ def test_codex_stop_failure_is_a_schema_valid_system_message(home: Path) -> None
     assert set(json.loads(run.stdout)) == {"systemMessage"}
 
 
-def test_unknown_flags_are_ignored_and_an_unknown_hook_is_a_usage_error(home: Path) -> None:
+def test_unknown_flags_are_ignored(home: Path) -> None:
     run = run_hook("prompt", {**PROMPT, "prompt": "ok"}, home, "--future-flag")
     assert run.returncode == 0 and run.receipt()[1] == "skipped"
-    bad = subprocess.run(
-        [BIN, "hook", "bogus"], capture_output=True, env=hook_env(home), timeout=30, stdin=subprocess.DEVNULL
+
+
+@pytest.mark.parametrize(
+    ("argv", "hook"),
+    [(["user-prompt"], "user-prompt"), (["--probe"], "hook"), ([], "hook"), (["a b;"], "hook")],
+)
+def test_an_unknown_or_missing_event_exits_0_with_one_failed_receipt(
+    home: Path, argv: list[str], hook: str
+) -> None:
+    """Exit 2 would make Claude Code block the prompt and erase it: a wrong event name costs nothing."""
+    done = subprocess.run(
+        [BIN, "hook", *argv],
+        input=json.dumps(PROMPT).encode(),
+        capture_output=True,
+        env=hook_env(home),
+        timeout=30,
     )
-    assert bad.returncode == 2 and bad.stdout == b"" and bad.stderr.decode().count("\n") == 1
+    run = Run(done.returncode, done.stdout.decode(), done.stderr.decode(), 0.0)
+    assert run.returncode == 0 and run.stdout == "" and run.stderr.count("\n") == 1, run.stderr
+    expected: dict[str, object] = {"reason": "unknown_event", "via": "direct"}
+    if "--probe" in argv:
+        expected["probe"] = "stats_excluded"
+    assert run.receipt() == (hook, "failed", expected)
+
+
+@pytest.mark.parametrize("event", ["prompt", "session-start", "stop"])
+@pytest.mark.parametrize("url", ["ftp://door.example", "http://", "http://door.example:99999", "door"])
+def test_an_unusable_door_url_is_bad_config(event: str, url: str, home: Path) -> None:
+    write_session(url, "bli_test_token_not_real", env={"HOME": str(home)})
+    run = run_hook(event, PAYLOADS[event], home, env=hook_env(home, BLI_MEMORY_CONTAINER_TAG="repo_x"))
+    assert_quiet_failure(run, event, "bad_config")
+
+
+def write_transcript(path: Path, *turns: tuple[str, str]) -> None:
+    lines = []
+    for prompt, reply in turns:
+        lines.append({"type": "user", "message": {"role": "user", "content": prompt}})
+        lines.append(
+            {
+                "type": "assistant",
+                "message": {"role": "assistant", "content": [{"type": "text", "text": reply}]},
+            }
+        )
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def test_stop_pairs_the_reply_with_this_turns_prompt_when_the_transcript_lags(
+    home: Path, stand_in: list[StandIn]
+) -> None:
+    """Transcript: prompt A + reply A (it lags); payload: reply B. Saved: prompt B with reply B."""
+    peer = StandIn("ok")
+    stand_in.append(peer)
+    env = paired_env(home, peer.url)
+    log = home / "session.jsonl"
+    write_transcript(log, ("Prompt A about the cache", "Reply A about the cache"))
+    payload = {
+        **STOP,
+        "session_id": "sess-1",
+        "transcript_path": str(log),
+        "last_assistant_message": "Reply B",
+    }
+    for text in ("Prompt B about the daemon", "continue"):  # a trivial prompt is this turn's prompt too
+        prompted = run_hook("prompt", {**PROMPT, "session_id": "sess-1", "prompt": text}, home, env=env)
+        assert prompted.returncode == 0
+        run = run_hook("stop", payload, home, env=env)
+        assert run.receipt()[1] == "ok", run.stderr
+        saved = json.loads(peer.bodies[-1])["content"]
+        assert saved == f"User: {text}\n\nAssistant: Reply B" and "Prompt A" not in saved
+    # no remembered prompt (taken by the last Stop): the transcript's prompt cannot be shown to be B's
+    run_hook("stop", payload, home, env=env)
+    assert json.loads(peer.bodies[-1])["content"] == "Assistant: Reply B"
+    # caught up: the transcript holds this reply after its prompt, so that prompt is this turn's
+    write_transcript(log, ("Prompt A about the cache", "Reply A"), ("Prompt B about the daemon", "Reply B"))
+    run_hook("stop", payload, home, env=env)
+    assert json.loads(peer.bodies[-1])["content"] == "User: Prompt B about the daemon\n\nAssistant: Reply B"

@@ -1,7 +1,8 @@
 """UserPromptSubmit: recall what this space remembers about the prompt, before the model starts.
 
 Order matters for cost: the trivial-prompt rule runs first on the text alone (no settings, no door),
-then pairing, then one search (top 5, similarity ≥ 0.55). Zero hits prints nothing — the model must
+then pairing, then one search (top 5, similarity ≥ 0.55; a row without a similarity only when it
+contains an identifier the prompt names, see `recalled_rows`). Zero hits prints nothing — the model must
 never reason about a "no memories" line, which would read the same as an unreachable store. A
 failed recall is silent on stdout too (BLI-3730): the receipt on stderr says why.
 
@@ -15,7 +16,7 @@ import time
 
 from bli_memory.hooks import receipt
 from bli_memory.hooks.transcript import clip_utf8
-from bli_memory.hooks.trivial import skip_reason
+from bli_memory.hooks.trivial import identifiers, skip_reason
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on every hook; mypy reads this constant as True
 if TYPE_CHECKING:
@@ -115,19 +116,32 @@ def item_lines(index: int, row: dict[str, object], now_s: float) -> list[str]:
     return [f"{index}. [{' · '.join(facets)}] {body[0]}"] + [f"   {line}" for line in body[1:]]
 
 
-def recalled_rows(answer: dict[str, object]) -> list[dict[str, object]]:
-    """The door's results that clear the floor: a numeric similarity below 0.55 is dropped; a row the
-    vector channel did not score (similarity null) is kept only because the door chose it."""
+def recalled_rows(
+    answer: dict[str, object], prompt_identifiers: list[str] | None = None
+) -> list[dict[str, object]]:
+    """The door's results that clear the floor (seed: top 5 at similarity ≥ 0.55).
+
+    A row with a numeric similarity is kept at ≥ 0.55. A row the vector channel did not score
+    (similarity null: a door without embeddings, or a keyword-only hit) has no similarity to clear,
+    and a keyword match on a common word ("use") is no evidence it bears on the prompt, so it is kept
+    only on the one keyword match that is: the prompt names an identifier (`trivial.identifiers`:
+    BLI-3580, parse_args, foo.py, a version — the same override that searches short prompts) and the
+    row contains that identifier, case aside.
+    """
     rows = answer.get("results")
     if not isinstance(rows, list):
         return []
+    needles = [word.lower() for word in prompt_identifiers or []]
     kept: list[dict[str, object]] = []
     for row in rows:
-        if not isinstance(row, dict) or not str(row.get("content", "")).strip():
+        content = str(row.get("content", "")) if isinstance(row, dict) else ""
+        if not isinstance(row, dict) or not content.strip():
             continue
         similarity = row.get("similarity")
-        numeric = isinstance(similarity, (int, float)) and not isinstance(similarity, bool)
-        if numeric and float(similarity) < RECALL_MIN_SIMILARITY:  # type: ignore[arg-type]
+        if isinstance(similarity, (int, float)) and not isinstance(similarity, bool):
+            if float(similarity) < RECALL_MIN_SIMILARITY:
+                continue
+        elif not any(needle in content.lower() for needle in needles):
             continue
         kept.append(row)
     return kept[:RECALL_LIMIT]
@@ -180,7 +194,7 @@ def answer(
             client.close()
     if not isinstance(found, dict):
         return "", receipt.failed("bad_response")
-    rows = recalled_rows(found)
+    rows = recalled_rows(found, identifiers(prompt))
     if not rows:
         return "", receipt.ok(hits=0)
     return render_recall(rows, container_tag, time.time()), receipt.ok(hits=len(rows))

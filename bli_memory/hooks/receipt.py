@@ -26,8 +26,10 @@ DAEMON_REASONS = (
     "daemon_timeout",
     "daemon_bad_response",
     "daemon_version_mismatch",
+    "daemon_version_newer",
     "daemon_env_override",
     "daemon_too_large",
+    "daemon_door_timeout",
 )
 
 #: Counted fields an `ok` receipt may carry, in print order; durations follow them.

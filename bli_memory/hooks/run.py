@@ -6,7 +6,8 @@ The four rules every hook keeps (seed README, "The three hooks"), and where each
   the 30 / 5 / 30 s the installer registers), taken at entry and threaded into the stdin read and the
   door client; an interval timer raises `HookDeadline` a moment later as a backstop for anything
   that does not watch the clock itself.
-- Always exit 0: `main` returns 0 on every branch, including its own bugs (`unknown_internal:<name>`).
+- Always exit 0: `main` returns 0 on every branch, including its own bugs (`unknown_internal:<name>`)
+  and an unknown or missing event (`unknown_event`: exit 2 would erase the person's prompt).
 - Print nothing or one whole block: the event module returns the whole stdout at once; it is written
   with one `os.write` loop after the work is done, never piecemeal.
 - One stderr receipt per run (`receipt.line`), and one count in the hourly stats file unless `--probe`.
@@ -79,6 +80,11 @@ def _dispatch(
     connection: Connection | None,
 ) -> tuple[str, dict[str, object]]:
     if event == "prompt":
+        from bli_memory.hooks.trivial import skip_reason
+
+        reason = skip_reason(payload.get("prompt"))
+        if reason is not None:  # decided before importing the recall code: the trivial path stays light
+            return "", receipt.skipped(reason)
         from bli_memory.hooks import prompt
 
         return prompt.answer(payload, cwd, deadline=deadline, settings=settings, connection=connection)
@@ -242,13 +248,32 @@ def _ask_daemon(event: str, payload: dict[str, object], cwd: str, deadline: floa
         from bli_memory.hooks import via_daemon
 
         got = via_daemon.ask_daemon(event, payload, cwd, deadline=deadline)
-        if got in via_daemon.SPAWN_REASONS:
-            via_daemon.spawn_daemon()  # detached; at most once an hour per machine and version
+        if isinstance(got, str):
+            via_daemon.after_miss(got)  # start one (throttled), or replace a wedged one (hourly)
+        elif got.outcome.get("status") == "failed" and got.outcome.get("reason") == "timeout":
+            return via_daemon.DOOR_TIMEOUT  # the door was slow for the daemon's slice: direct gets the rest
     except HookDeadline:
         raise
     except Exception:  # the daemon is an accelerator: any failure at all means direct
         return "daemon_unavailable"
     return got
+
+
+def _remember_prompt(payload: dict[str, object]) -> None:
+    """Keep this turn's prompt for Stop (the transcript may lag a turn); best effort, never fails."""
+    try:
+        from bli_memory.hooks.last_prompt import remember
+
+        remember(payload)
+    except Exception:
+        pass
+
+
+def _safe_event_name(event: str | None) -> str:
+    """A receipt's hook name for an event we do not know: argv text, so only a short plain token."""
+    if event and len(event) <= 32 and all(c.isascii() and (c.isalnum() or c in "-_") for c in event):
+        return event
+    return "hook"
 
 
 def run_hook(event: str, probe: bool, host: str | None, started: float) -> HookAnswer:
@@ -271,6 +296,8 @@ def run_hook(event: str, probe: bool, host: str | None, started: float) -> HookA
         )
     host = host or detect_host(payload)
     cwd = _cwd(payload)
+    if event == "prompt" and not probe:
+        _remember_prompt(payload)
     if not _needs_door(event, payload):
         result = answer(event, payload, cwd, via="direct", deadline=deadline, host=host)
     else:
@@ -310,8 +337,15 @@ def main(argv: list[str]) -> int:
         _write_all(1, USAGE + "\n")
         return 0
     if event not in EVENTS:
-        _write_all(2, f"bli-memory-mcp hook: unknown hook {event!r}; {USAGE}\n" if event else USAGE + "\n")
-        return 2
+        # exit 2 would make Claude Code block and erase the prompt: an installer of another version
+        # (or a typo) must cost the turn nothing. One failed receipt, not counted in the stats.
+        outcome = receipt.clean(receipt.failed("unknown_event"))
+        assert outcome is not None
+        outcome["via"] = "direct"
+        if probe:
+            outcome["probe"] = receipt.PROBE_FLAG
+        _write_all(2, receipt.line(_safe_event_name(event), outcome) + "\n")
+        return 0
     try:
         result = run_hook(event, probe, host, started)
     except BaseException as exc:  # the last boundary: a hook never fails its host

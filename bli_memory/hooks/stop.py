@@ -1,7 +1,8 @@
 """Stop: keep the turn. Send the last user/assistant exchange, redacted, to be distilled into facts.
 
 The exchange is at most 12 KB, tail-read from the transcript (the reply preferably from the payload's
-`last_assistant_message`), masked by `bli_memory.redact` before it leaves the machine, and saved with
+`last_assistant_message`, the prompt preferably the one the prompt hook remembered for this session:
+`hooks.last_prompt`, because the transcript may lag a turn behind), masked by `bli_memory.redact` before it leaves the machine, and saved with
 `extract: true`: the door answers 202 and distils after the response (BLI-3730), so the receipt says
 `{"chars":…,"masked":…,"queued":true}` and never a count it cannot see. A re-entrant Stop
 (`stop_hook_active`) saves nothing. If redaction fails nothing is sent (`redaction_failed`).
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import json
 
-from bli_memory.hooks import receipt
+from bli_memory.hooks import last_prompt, receipt
 from bli_memory.hooks.prompt import MARKER
 from bli_memory.hooks.transcript import compose, last_exchange
 
@@ -35,9 +36,14 @@ def failure_message(reason: str) -> str:
 
 
 def _save(
-    payload: dict[str, object], cwd: str, deadline: float, settings: Settings, connection: Connection | None
+    payload: dict[str, object],
+    cwd: str,
+    deadline: float,
+    settings: Settings,
+    connection: Connection | None,
+    prompt: str | None,
 ) -> tuple[str, dict[str, object]]:
-    exchange = last_exchange(payload.get("transcript_path"), payload.get("last_assistant_message"))
+    exchange = last_exchange(payload.get("transcript_path"), payload.get("last_assistant_message"), prompt)
     text = compose(exchange)
     if not text.strip():
         return "", receipt.skipped("no_transcript")
@@ -79,10 +85,13 @@ def answer(
     """(stdout, outcome) for one Stop; raises only for an internal failure the caller names."""
     if payload.get("stop_hook_active") is True:
         return "", receipt.skipped("reentrant")
+    # taken (and removed) whatever happens next, so it can never be paired with a later turn
+    prompt = last_prompt.take(payload.get("session_id"), payload.get("turn_id"))
+    last_prompt.prune()
     if settings is None:
         from bli_memory.settings import load_settings
 
         settings = load_settings()
     if not settings.paired:
         return "", receipt.skipped("unpaired")
-    return _save(payload, cwd, deadline, settings, connection)
+    return _save(payload, cwd, deadline, settings, connection, prompt)

@@ -176,13 +176,44 @@ def compose(exchange: Exchange, *, max_bytes: int = EXCHANGE_MAX_BYTES) -> str:
     return "\n\n".join(parts)
 
 
-def last_exchange(transcript_path: object, last_assistant_message: object) -> Exchange:
-    """The exchange for Stop: the prompt from the transcript, the reply preferably from the payload
-    (the transcript is written asynchronously and may lag the turn). Missing parts are empty."""
+#: how much of the reply's end must be found in the transcript to show the transcript has caught up
+REPLY_MATCH_CHARS = 256
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _holds(text: str, part: str) -> bool:
+    """True when `part`'s last REPLY_MATCH_CHARS (whitespace aside) occur in `text`."""
+    tail = _flat(part)[-REPLY_MATCH_CHARS:]
+    return bool(tail) and tail in _flat(text)
+
+
+def last_exchange(
+    transcript_path: object, last_assistant_message: object, remembered_prompt: str | None = None
+) -> Exchange:
+    """The exchange for Stop. Missing parts are empty; a part that cannot be shown to belong to this
+    turn is left out rather than paired with the wrong one.
+
+    The reply: the payload's `last_assistant_message` when there is one (the transcript is written
+    asynchronously and may lag the turn), else the transcript's. The prompt: the one the prompt hook
+    remembered for this session (`hooks.last_prompt`) when there is one; else the transcript's, but
+    only when the transcript already holds this reply after it (or no reply at all after it yet): a
+    transcript that ends with another reply may end with the previous turn, prompt included.
+    """
     exchange = Exchange("", "")
     if isinstance(transcript_path, str) and transcript_path:
         with contextlib.suppress(OSError):
             exchange = exchange_from_lines(lines_backwards(transcript_path))
-    if isinstance(last_assistant_message, str) and last_assistant_message.strip():
-        exchange.assistant = last_assistant_message.strip()
+    reply = last_assistant_message.strip() if isinstance(last_assistant_message, str) else ""
+    if remembered_prompt and remembered_prompt.strip():
+        caught_up = _holds(exchange.user, remembered_prompt)
+        if not reply and not caught_up:
+            exchange.assistant = ""  # the transcript's reply answers an earlier prompt
+        exchange.user = remembered_prompt.strip()
+    elif reply and exchange.assistant and not _holds(exchange.assistant, reply):
+        exchange.user = ""  # lagging (prompt A + reply A, reply B in the payload) or mid-turn: unknown
+    if reply:
+        exchange.assistant = reply
     return exchange

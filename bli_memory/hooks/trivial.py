@@ -94,6 +94,20 @@ def names_identifier(text: str) -> bool:
     return any(_is_identifier(token) for token in text.split())
 
 
+def identifiers(text: str) -> list[str]:
+    """The identifier tokens of `text` (as `names_identifier` sees them), without edge punctuation or
+    backticks, e.g. `["BLI-3580", "parse_args"]` for "why did BLI-3580 break `parse_args`?"."""
+    found: list[str] = []
+    for token in text.split():
+        if _is_identifier(token):
+            word = token.strip(_EDGE_PUNCTUATION + "`")
+            if word.endswith("()"):
+                word = word[:-2]
+            if len(word) >= 2 and word not in found:
+                found.append(word)
+    return found
+
+
 def skip_reason(prompt: object) -> str | None:
     """`no_prompt`, `trivial_prompt`, or None when the prompt should be searched."""
     if not isinstance(prompt, str) or not prompt.strip():

@@ -9,13 +9,19 @@ Protocol (one JSON line each way, UTF-8, on `~/.local/state/bli-cockpit/memory-d
     → {"event": "prompt", "payload": {...}, "cwd": "/abs/folder", "version": "0.1.0",
        "budgetMs": 1900, "env": {"BLI_MEMORY_CONTAINER_TAG": "...", "GIT_CONFIG_GLOBAL": "..."}}
     ← {"stdout": "...", "outcome": {"status": "ok", "hits": 2, ...}}
-    ← {"error": "version_mismatch", "version": "0.1.1"}          (then the daemon stands down)
+    ← {"error": "version_mismatch", "version": "0.1.1"}   (it stands down if the caller is newer)
     → {"event": "ping"}   ← {"ok": true, "version": "0.1.0", "pid": 4242}
 
 `env` carries only the variables that decide a folder's space (never a secret): the daemon reads
 the token and the door URL from the session file itself, so the token never crosses the socket. A hook
 whose environment overrides the token or the URL (or passes git config on the command line, which may
 hold credentials) does not use the daemon: `daemon_env_override`.
+
+Budget: the daemon gets DAEMON_SHARE of the time the hook has left (0.8 s of the prompt's 2 s), and
+is told a little less, so a daemon that accepts and never answers (stopped, deadlocked) still leaves
+the direct path more than half the budget. A daemon that timed out that way is replaced
+(`replace_wedged`: killed by the pid in its lock file, only after proving it is our daemon, at most
+once an hour), because a wedged daemon never idles out and would cost every later prompt its slice.
 """
 
 from __future__ import annotations
@@ -37,6 +43,8 @@ STAMP_NAME = "memory-daemon.spawned"
 STATE_DIR_MODE = 0o700
 #: the seed's connect budget, taken inside the hook's own unchanged deadline
 CONNECT_BUDGET_S = 0.05
+#: the share of the hook's remaining time the daemon may use; the rest is the direct path's
+DAEMON_SHARE = 0.4
 #: the daemon is told to give up this long before the hook does, so its answer arrives in time
 REPLY_MARGIN_S = 0.05
 #: the hook reads at most 4 MiB of payload; a request line is that, re-encoded, plus a little
@@ -46,17 +54,24 @@ RESPONSE_MAX_BYTES = 1024 * 1024
 RECV_BYTES = 64 * 1024
 #: the prompt hook starts the daemon at most this often per machine (per installed version)
 SPAWN_INTERVAL_S = 3600.0
-#: the daemon tells its version with every answer; a request of another version makes it stand down
+#: the daemon tells its version with every answer; a request of a newer version makes it stand down
 VERSION_MISMATCH = "version_mismatch"
+REPLACE_STAMP_NAME = "memory-daemon.replaced"
+#: a daemon that accepts and never answers is killed and restarted at most this often per machine
+REPLACE_INTERVAL_S = 3600.0
+#: before killing, one more ping this short: a daemon that answers it is busy, not wedged
+WEDGE_PING_S = 0.1
 
 #: the reasons this module returns; each means "take the direct path"
 UNAVAILABLE = "daemon_unavailable"  # no socket, nobody listening, or it hung up before reading
 TIMEOUT = "daemon_timeout"  # the hook's deadline passed while waiting for the answer
 BAD_RESPONSE = "daemon_bad_response"  # it answered, but not one readable answer line
-MISMATCH = "daemon_version_mismatch"  # another version: it stands down, the hook starts a current one
+MISMATCH = "daemon_version_mismatch"  # an older daemon: it stands down, the hook starts a current one
+NEWER = "daemon_version_newer"  # a newer daemon serves; this older hook goes direct and starts nothing
 ENV_OVERRIDE = "daemon_env_override"  # this hook's environment holds settings the daemon must not see
 TOO_LARGE = "daemon_too_large"  # the payload is over the socket's line cap
-REASONS = (UNAVAILABLE, TIMEOUT, BAD_RESPONSE, MISMATCH, ENV_OVERRIDE, TOO_LARGE)
+DOOR_TIMEOUT = "daemon_door_timeout"  # it answered in its slice that the door timed out: retry direct
+REASONS = (UNAVAILABLE, TIMEOUT, BAD_RESPONSE, MISMATCH, NEWER, ENV_OVERRIDE, TOO_LARGE, DOOR_TIMEOUT)
 #: after these, the hook should start a daemon (spawn_daemon keeps that to once an hour)
 SPAWN_REASONS = (UNAVAILABLE, MISMATCH)
 
@@ -79,6 +94,29 @@ DECLINE_ENV_NAMES = (
     "GIT_CONFIG_PARAMETERS",
     "GIT_CONFIG_COUNT",
 )
+
+
+def version_key(version: str) -> tuple[tuple[int, ...], int, str]:
+    """A total order on version strings both sides compute alike: the leading dotted release numbers,
+    then a plain release above any suffixed one of the same numbers (`0.2.0rc1` < `0.2.0`), then the
+    text itself, so two different strings are never equal and exactly one of two installs is newer."""
+    numbers: list[int] = []
+    rest = version
+    while rest:
+        digits = len(rest) - len(rest.lstrip("0123456789"))
+        if digits == 0:
+            break
+        numbers.append(int(rest[:digits]))
+        rest = rest[digits:]
+        if rest.startswith(".") and rest[1:2].isdigit():
+            rest = rest[1:]
+        else:
+            break
+    return tuple(numbers), 0 if rest else 1, version
+
+
+def is_newer(version: str, than: str) -> bool:
+    return version_key(version) > version_key(than)
 
 
 def state_dir(env: Mapping[str, str] | None = None) -> str:
@@ -180,7 +218,10 @@ def decode_answer(line: bytes) -> HookAnswer | str:
     if not isinstance(data, dict):
         return BAD_RESPONSE
     if data.get("error") == VERSION_MISMATCH:
-        return MISMATCH
+        from bli_memory import __version__
+
+        theirs = data.get("version")
+        return NEWER if isinstance(theirs, str) and is_newer(theirs, __version__) else MISMATCH
     stdout = data.get("stdout")
     outcome = receipt.clean(data.get("outcome"))
     if not isinstance(stdout, str) or outcome is None:
@@ -198,19 +239,22 @@ def ask_daemon(
 ) -> HookAnswer | str:
     """The daemon's answer to one hook run, or why not (one of REASONS): then take the direct path.
 
-    `deadline` is the hook's own absolute `time.monotonic()` deadline, unchanged; the daemon is told
-    the time left (minus REPLY_MARGIN_S) so it gives up on the door before the hook gives up on it.
+    `deadline` is the hook's own absolute `time.monotonic()` deadline, unchanged; the daemon may use
+    DAEMON_SHARE of the time left and is told that slice minus REPLY_MARGIN_S, so it gives up on the
+    door before the hook gives up on it, and the direct path keeps the rest.
     """
     env = os.environ if env is None else env
     if any(env.get(name) for name in DECLINE_ENV_NAMES):
         return ENV_OVERRIDE
-    budget_s = deadline - time.monotonic() - REPLY_MARGIN_S
+    now = time.monotonic()
+    slice_end = now + DAEMON_SHARE * max(0.0, deadline - now)
+    budget_s = slice_end - now - REPLY_MARGIN_S
     if budget_s <= 0:
         return TIMEOUT
     line = encode_request(event, payload, cwd, budget_s=budget_s, env=env)
     if len(line) > REQUEST_MAX_BYTES:
         return TOO_LARGE
-    got = exchange(line, deadline, env)
+    got = exchange(line, slice_end, env)
     return got if isinstance(got, str) else decode_answer(got)
 
 
@@ -230,6 +274,92 @@ def ping(deadline: float, env: Mapping[str, str] | None = None) -> dict[str, obj
     except (ValueError, UnicodeDecodeError):
         return BAD_RESPONSE
     return data if isinstance(data, dict) and data.get("ok") is True else BAD_RESPONSE
+
+
+# -- replacing a wedged one ----------------------------------------------------------------------------
+
+
+def _lock_holder(lock_path: str) -> int | None:
+    """The pid of the daemon holding the lock at `lock_path`, proven as far as this OS lets us: the
+    lock is held (we cannot take it) and, where /proc exists, that pid has this very file open."""
+    import fcntl
+
+    try:
+        fd = os.open(lock_path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            pass  # held exclusively: a daemon serves
+        except OSError:
+            return None
+        else:
+            return None  # nobody holds it: no daemon to replace (the flock goes with the descriptor)
+        text = os.read(fd, 32).decode("ascii", "replace").strip()
+    finally:
+        os.close(fd)
+    if not text.isdigit() or int(text) <= 1 or int(text) == os.getpid():
+        return None
+    pid = int(text)
+    if not os.path.isdir("/proc/self/fd"):
+        return pid  # no /proc (macOS): the held lock in our own 0700 folder is the proof
+    real = os.path.realpath(lock_path)
+    try:
+        names = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return None  # gone, or not ours to look at: not ours to kill
+    for name in names:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{name}") == real:
+                return pid
+        except OSError:
+            continue
+    return None
+
+
+def replace_wedged(env: Mapping[str, str] | None = None) -> int | None:
+    """Kill a daemon that accepts but does not answer, and start a new one; the new pid, or None.
+
+    Called after `daemon_timeout`. Only our own daemon (`_lock_holder`), only when it misses one more
+    short ping, and at most once per REPLACE_INTERVAL_S per machine (a stamp file). SIGKILL because a
+    stopped or deadlocked process does not act on SIGTERM; the socket file it leaves is replaced by
+    the next daemon as stale.
+    """
+    import signal
+
+    env = os.environ if env is None else env
+    folder = state_dir(env)
+    stamp = os.path.join(folder, REPLACE_STAMP_NAME)
+    try:
+        age_s = time.time() - os.stat(stamp).st_mtime
+        if 0 <= age_s < REPLACE_INTERVAL_S:
+            return None
+    except OSError:
+        pass
+    pid = _lock_holder(os.path.join(folder, LOCK_NAME))
+    if pid is None or ping(time.monotonic() + WEDGE_PING_S, env) != TIMEOUT:
+        return None
+    if not _write_stamp(stamp, "replaced"):
+        return None
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        return None
+    return spawn_daemon(env, force=True)
+
+
+def after_miss(reason: str, env: Mapping[str, str] | None = None) -> None:
+    """What the hook does about a daemon it could not use, besides going direct: start one when there
+    is none (throttled) or when an older one stood down for us (not throttled: the stamp may be this
+    version's own, from before), and replace one that timed out."""
+    if reason == UNAVAILABLE:
+        spawn_daemon(env)
+    elif reason == MISMATCH:
+        spawn_daemon(env, force=True)
+    elif reason == TIMEOUT:
+        replace_wedged(env)
 
 
 # -- starting it -------------------------------------------------------------------------------------
