@@ -470,3 +470,103 @@ def test_the_server_interpreter_is_read_from_the_command_or_its_shebang(tmp_path
     assert os.path.basename(install.server_interpreter([str(via_env)])).startswith("python3")
     assert install.can_run_server([sys.executable, "-m", "bli_memory"]) is True
     assert install.can_run_server([str(tmp_path / "no-such-python"), "x.pyz"]) is False
+
+
+# --------------------------------------------------------------------------- JSON kept as written
+
+#: settings written by hand: 4-space indent, inline objects and arrays, a key order of the person's own.
+HANDWRITTEN_SETTINGS = """\
+{
+    "model": "opus",
+    "permissions": { "allow": ["Bash(ls:*)"], "deny": [] },
+    "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify"}]}]},
+    "env": {"A": "1", "B": [1, 2.50, true]},
+    "empty": {}
+}
+"""
+
+#: ~/.claude.json as a tool may leave it: one line, no spaces, no final newline.
+MINIFIED_CLAUDE_JSON = '{"numStartups":42,"tips":{"a":1,"b":[1,2]},"mcpServers":{"other":{"command":"x"}}}'
+
+JSON_SHAPES = [
+    HANDWRITTEN_SETTINGS,
+    MINIFIED_CLAUDE_JSON,
+    json.dumps(CLAUDE_JSON, indent=2, ensure_ascii=False),
+    json.dumps(CLAUDE_SETTINGS, indent="\t") + "\n",
+    json.dumps(CLAUDE_SETTINGS, indent=2).replace("\n", "\r\n") + "\r\n",
+    json.dumps(CLAUDE_SETTINGS),
+    "{}",
+    "{}\n",
+    '  {"a": "\\u00e9\\"}", "mcpServers": {"o": {}}, "hooks": {"PreToolUse": []}}  \n',
+]
+#: containers of ours that were there but empty: uninstall cannot tell them from ones install made,
+#: so it removes them; the splice itself still keeps every other byte.
+EMPTY_OURS = '{\n  "hooks": {},\n  "permissions": {\n    "allow": []\n  }, "mcpServers": {}\n}\n'
+
+
+@pytest.mark.parametrize("text", JSON_SHAPES)
+def test_install_then_uninstall_gives_back_the_same_bytes_whatever_the_json_style(
+    tmp_path: Path, text: str
+) -> None:
+    (tmp_path / ".claude").mkdir()
+    files = {tmp_path / ".claude.json": text, tmp_path / ".claude" / "settings.json": text}
+    for path, content in files.items():
+        path.write_bytes(content.encode())
+    assert run_cli(tmp_path, "install", "--host", "claude").returncode == 0
+    for path, content in files.items():
+        installed = path.read_text(encoding="utf-8")
+        assert installed != content
+        if "\n" not in content.strip():
+            assert "\n" not in installed.strip(), "a one-line file stays on one line"
+    assert run_cli(tmp_path, "uninstall", "--host", "claude").returncode == 0
+    for path, content in files.items():
+        assert path.read_bytes() == content.encode()
+
+
+def test_install_rewrites_only_its_own_subtrees(tmp_path: Path) -> None:
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "settings.json").write_text(HANDWRITTEN_SETTINGS)
+    (tmp_path / ".claude.json").write_text(MINIFIED_CLAUDE_JSON)
+    assert run_cli(tmp_path, "install", "--host", "claude").returncode == 0
+    settings = (tmp_path / ".claude" / "settings.json").read_text()
+    for line in (
+        '    "model": "opus",\n',
+        '    "env": {"A": "1", "B": [1, 2.50, true]},\n',
+        '    "empty": {}\n',
+    ):
+        assert line in settings, "every other key keeps its bytes"
+    assert (
+        '"permissions": { "allow": ["Bash(ls:*)", "mcp__bli-memory__search_memory"], "deny": [] },'
+        in settings
+    )
+    assert settings.startswith('{\n    "model"') and settings.endswith("}\n")
+    assert load(tmp_path / ".claude" / "settings.json")["hooks"]["Stop"][0] == {
+        "hooks": [{"type": "command", "command": "notify"}]
+    }
+    claude = (tmp_path / ".claude.json").read_text()
+    assert claude.startswith(
+        '{"numStartups":42,"tips":{"a":1,"b":[1,2]},"mcpServers":{"other":{"command":"x"},'
+    )
+    assert '"bli-memory":{"type":"stdio","command":' in claude and not claude.endswith("\n")
+
+
+def test_a_file_install_creates_uses_two_space_indent(tmp_path: Path) -> None:
+    assert run_cli(tmp_path, "install", "--host", "claude").returncode == 0
+    text = (tmp_path / ".claude.json").read_text()
+    assert text == json.dumps(load(tmp_path / ".claude.json"), indent=2, ensure_ascii=False) + "\n"
+
+
+@pytest.mark.parametrize("text", [*JSON_SHAPES, EMPTY_OURS])
+def test_splice_json_changes_only_what_differs(text: str) -> None:
+    old = json.loads(text)
+    assert install.splice_json(text, old) == text
+    new = json.loads(text)
+    new.setdefault("mcpServers", {})["bli-memory"] = {"command": "/x", "args": [], "env": {}}
+    new["added"] = {"nested": [1, {"k": "v"}]}
+    spliced = install.splice_json(text, new)
+    assert json.loads(spliced) == new
+    del new["added"]
+    del new["mcpServers"]["bli-memory"]
+    if not new["mcpServers"] and "mcpServers" not in old:
+        del new["mcpServers"]
+    assert install.splice_json(spliced, new) == text
