@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from bli_memory.door.embed import Embedder
 
 SCHEMA_VERSION = 2
+# Lookups by id write `+team_id` / `+status`: the unary plus keeps SQLite from choosing an index on
+# those columns (it did, twice: 20-60 ms scans of a whole space instead of 100 id probes).
 EMBED_ERROR_LOG_INTERVAL_S = 60.0
 _SECOND = itemgetter(1)
 #: every column a Memory is built from: never the embedding blob (1.5 KB a row) where it is not used.
@@ -152,7 +154,6 @@ _MIGRATIONS: dict[int, str] = {
     # (one team can neither see nor block another's ids).
     2: """
     ALTER TABLE memories ADD COLUMN embedding_model TEXT;
-    CREATE INDEX memories_unembedded ON memories (status, embedding_model);
     CREATE TABLE experience_v2 (
         id TEXT NOT NULL,
         team_id INTEGER NOT NULL,
@@ -881,7 +882,7 @@ class SqliteStore:
             found.update(
                 self._db.execute(
                     f"""SELECT id, updated_at FROM memories
-                        WHERE id IN ({marks}) AND +team_id = ? AND status = 'current'""",
+                        WHERE id IN ({marks}) AND +team_id = ? AND +status = 'current'""",
                     (*chunk, team_id),
                 ).fetchall()
             )
@@ -952,7 +953,7 @@ class SqliteStore:
             marks = ",".join("?" * len(chunk))
             rows = self._db.execute(
                 f"""SELECT {_MEMORY_COLUMNS_M}, p.name AS person FROM memories m LEFT JOIN people p ON p.id = m.person_id
-                    WHERE m.id IN ({marks}) AND +m.team_id = ? AND m.status = 'current'""",
+                    WHERE m.id IN ({marks}) AND +m.team_id = ? AND +m.status = 'current'""",
                 (*chunk, team_id),
             ).fetchall()
             for row in rows:
