@@ -348,6 +348,12 @@ REASON_EXPLANATIONS: dict[str, str] = {
 }
 
 
+TLS_UNREACHABLE_EXPLANATION = (
+    "could not reach the memory door at {url}: it is not running, the address is wrong, or its TLS "
+    "handshake failed (a certificate this machine does not trust)"
+)
+
+
 def display_url(url: str | None) -> str | None:
     """A door URL safe to print: user info and query masked (either may hold a credential).
 
@@ -380,6 +386,10 @@ def explain_reason(reason: str, door_url: str | None) -> str:
     The URL is shown through `display_url`: a credential in it never reaches the text.
     """
     template = REASON_EXPLANATIONS.get(reason)
+    if reason == "dashboard_unreachable" and (door_url or "").lower().startswith("https://"):
+        # the wire names a failed TLS handshake only in its message, under this same reason: over
+        # https "nothing answered" may be false (the door answered with a certificate we refuse)
+        template = TLS_UNREACHABLE_EXPLANATION
     if template is None:
         if reason.startswith("http_5"):
             template = "the memory door at {url} failed while answering"

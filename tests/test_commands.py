@@ -446,3 +446,41 @@ def test_search_applies_the_similarity_floor_unless_threshold_is_given(
     for bad in ("1.5", "-0.1", "nan", "x"):
         refused = cli("search", "--threshold", bad, "q")
         assert refused.returncode == 2 and len(refused.stderr.splitlines()) == 1, refused.stderr
+
+
+def test_a_door_whose_certificate_is_not_trusted_is_not_called_stopped(unpaired: Cli, tmp_path: Path) -> None:
+    """A stand-in TLS door with a self-signed certificate: the client refuses it during the handshake."""
+    import ssl
+
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    request = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
+    made = subprocess.run(
+        [*request, "-subj", "/CN=127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        capture_output=True,
+        timeout=RUN_TIMEOUT_S,
+    )
+    assert made.returncode == 0, made.stderr
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    server.settimeout(RUN_TIMEOUT_S)
+
+    def serve() -> None:
+        with server:
+            connection, _ = server.accept()
+            try:
+                with context.wrap_socket(connection, server_side=True):
+                    pass
+            except (ssl.SSLError, OSError):
+                pass  # the client hangs up on our certificate: that is the point
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    unpaired.pair(f"https://127.0.0.1:{server.getsockname()[1]}", "bli_unused_token")
+    result = unpaired("search", "anything")
+    thread.join(RUN_TIMEOUT_S)
+    assert result.returncode == 1 and len(result.stderr.splitlines()) == 1
+    assert "reason: dashboard_unreachable" in result.stderr
+    assert "TLS" in result.stderr and "nothing answered" not in result.stderr, result.stderr

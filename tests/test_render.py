@@ -252,3 +252,9 @@ def test_rows_below_the_similarity_floor_are_not_matches_and_unscored_rows_stay(
     assert "cosine similarity 0.25" in text
     _, unfloored = render.render_search("zebra", "t", noise, NOW)
     assert unfloored["silent"] is False
+
+
+def test_an_unreachable_https_door_may_be_a_tls_failure_not_only_a_stopped_door() -> None:
+    text = render.explain_reason("dashboard_unreachable", "https://door.test")
+    assert "TLS" in text and "certificate" in text and "nothing answered" not in text
+    assert "nothing answered" in render.explain_reason("dashboard_unreachable", "http://door.test")
