@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Cold-start benchmark of the hook paths, side by side with the interpreter floor.
 
-For each interpreter (the venv install, and `dist/bli-memory-mcp.pyz` on the bare base interpreter
-when that file exists) it runs, round-robin so machine noise hits every case alike:
+For each install (the built wheel in a fresh venv, as pipx installs it; with --dev-venv also this
+checkout's editable venv; and `dist/bli-memory-mcp.pyz` on the bare base interpreter when that file
+exists) it runs, round-robin so machine noise hits every case alike:
 
     python -c pass                     the floor
     hook prompt, trivial               "ok": no settings, no door
@@ -226,10 +227,38 @@ def bench(
         )
 
 
+def wheel_venv(workdir: Path) -> Path:
+    """Build the wheel and install it (no dependencies: hooks need none) into a fresh venv, as pipx
+    would; returns its bin folder. The editable install of a checkout adds an import hook to every
+    start (~30 ms), which no installed user pays, so it is not what the hook bench should measure."""
+    wheels = workdir / "wheels"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(REPO)],
+        check=True,
+        capture_output=True,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
+    venv = workdir / "wheel-venv"
+    base = shutil.which("python3", path=str(Path(sys.base_prefix) / "bin")) or sys.executable
+    subprocess.run([base, "-m", "venv", str(venv)], check=True)
+    (wheel,) = wheels.glob("bli_memory-*.whl")
+    subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", str(wheel)],
+        check=True,
+        capture_output=True,
+    )
+    return venv / "bin"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--embedder", default="none", choices=["none", "onnx"])
+    parser.add_argument(
+        "--dev-venv",
+        action="store_true",
+        help="also measure this checkout's editable install (its import hook costs ~30 ms no user pays)",
+    )
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="bench-hooks-"))
     door, url, token = start_door(workdir, args.embedder)
@@ -245,8 +274,27 @@ def main() -> int:
         write_transcript(transcript)
         down = refused_url()
         print(f"door {url} (embedder {args.embedder}); {sys.version.split()[0]} on {os.cpu_count()} CPUs")
-        venv_python = str(VENV_BIN / "python")
-        bench("venv", venv_python, [str(VENV_BIN / "bli-memory-mcp")], home, transcript, down, args.rounds)
+        if args.dev_venv:
+            venv_python = str(VENV_BIN / "python")
+            bench(
+                "dev venv",
+                venv_python,
+                [str(VENV_BIN / "bli-memory-mcp")],
+                home,
+                transcript,
+                down,
+                args.rounds,
+            )
+        installed = wheel_venv(workdir)
+        bench(
+            "wheel venv",
+            str(installed / "python"),
+            [str(installed / "bli-memory-mcp")],
+            home,
+            transcript,
+            down,
+            args.rounds,
+        )
         if ZIPAPP.exists():
             base = shutil.which("python3", path=str(Path(sys.base_prefix) / "bin")) or sys.executable
             bench("zipapp", base, [base, str(ZIPAPP)], home, transcript, down, args.rounds)
