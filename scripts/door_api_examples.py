@@ -52,6 +52,8 @@ them (see `bli_memory/door/ranking.py` for the function and the measurements beh
 with k = 3, w_k = 1.5, w_v = 1.0, a 90-day half-life and a floor of 0.6 (measured on LoCoMo: see
 docs/benchmarks.md). `similarity` is the cosine of query and memory (null when the vector channel did not score the row,
 e.g. with `--embedder none`); `threshold` filters on it. `score` is the fused rank score.
+`matchedBy` names the channels whose candidates held the row (`keyword`, `vector`): a row found by
+meaning alone, by keyword alone, or by both.
 
 The examples below are real answers of a door started by `scripts/door_api_examples.py`.
 """

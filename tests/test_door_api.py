@@ -81,6 +81,7 @@ def test_save_then_keyword_search_finds_it_with_null_similarity(door: DoorProces
     assert contents(answer)[0] == "We pin MAX_POOL_SIZE to 20 in config/database.yml"
     top = answer["results"][0]
     assert top["similarity"] is None and top["score"] > 0
+    assert top["matchedBy"] == ["keyword"]
     assert top["kind"] == "memory" and top["containerTag"] == tag
     assert top["createdAt"].endswith("Z") and top["updatedAt"].endswith("Z")
 

@@ -58,6 +58,9 @@ def test_paraphrase_with_no_shared_keyword_is_found(door_onnx: DoorProcess, tag:
     results = search(door_onnx, tag, "how do releases reach the test environment?")
     assert results[0]["content"] == "Staging deploys happen automatically whenever main is merged"
     assert results[0]["similarity"] is not None and 0 < results[0]["similarity"] <= 1
+    assert results[0]["matchedBy"] == ["vector"]  # no shared word: meaning alone found it
+    both = search(door_onnx, tag, "staging deploys")[0]
+    assert both["content"].startswith("Staging deploys") and both["matchedBy"] == ["keyword", "vector"]
 
 
 def test_identifier_query_finds_its_memory(door_onnx: DoorProcess, tag: str) -> None:

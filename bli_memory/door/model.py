@@ -69,11 +69,14 @@ class Hit:
     memory: Memory
     similarity: float | None
     score: float
+    #: the channels whose candidates held this row: "keyword" (BM25 top) and/or "vector" (cosine top)
+    matched_by: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         body = self.memory.to_json()
         body["similarity"] = None if self.similarity is None else round(self.similarity, 4)
         body["score"] = round(self.score, 6)
+        body["matchedBy"] = list(self.matched_by)
         return body
 
 

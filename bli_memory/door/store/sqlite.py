@@ -867,8 +867,21 @@ class SqliteStore:
         top = scored[:limit]
         with self._lock:
             rows = self._rows_by_id(principal.team_id, [memory_id for memory_id, _ in top])
+        vector_set = set(vector_ids)
         return [
-            Hit(memory=rows[memory_id], similarity=similarities[memory_id], score=score)
+            Hit(
+                memory=rows[memory_id],
+                similarity=similarities[memory_id],
+                score=score,
+                matched_by=tuple(
+                    channel
+                    for channel, found in (
+                        ("keyword", memory_id in keyword_rank),
+                        ("vector", memory_id in vector_set),
+                    )
+                    if found
+                ),
+            )
             for memory_id, score in top
             if memory_id in rows
         ]
