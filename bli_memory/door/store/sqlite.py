@@ -641,9 +641,12 @@ class SqliteStore:
     def _current_by(
         self, db: sqlite3.Connection, principal: Principal, tags: Sequence[str], column: str, value: str
     ) -> Memory | None:
+        # INDEXED BY: with ORDER BY updated_at the planner preferred walking the whole space in
+        # memories_space order (88 ms per save at 100 000 memories) to probing the hash index.
+        index = {"content_hash": "memories_hash", "custom_id": "memories_custom"}[column]
         marks = ",".join("?" * len(tags))
         row = db.execute(
-            f"""SELECT {_MEMORY_COLUMNS} FROM memories WHERE team_id = ? AND status = 'current'
+            f"""SELECT {_MEMORY_COLUMNS} FROM memories INDEXED BY {index} WHERE team_id = ? AND status = 'current'
                 AND container_tag IN ({marks}) AND {column} = ? ORDER BY updated_at DESC LIMIT 1""",
             (principal.team_id, *tags, value),
         ).fetchone()
