@@ -184,6 +184,20 @@ def bench(size: int, embedder_spec: str, queries: int) -> dict[str, float]:
             process.wait(30)
         result = {
             "search_p50": statistics.median(search),
+            "broad_p50": statistics.median(
+                [
+                    ms
+                    for ms, body in zip(search, search_bodies, strict=True)
+                    if str(body["q"]).startswith("what about")
+                ]
+            ),
+            "identifier_p50": statistics.median(
+                [
+                    ms
+                    for ms, body in zip(search, search_bodies, strict=True)
+                    if not str(body["q"]).startswith("what about")
+                ]
+            ),
             "search_p95": percentile(search, 0.95),
             "save_p50": statistics.median(save),
             "save_p95": percentile(save, 0.95),
@@ -244,6 +258,11 @@ def main() -> int:
         if extra:
             line += f" {result['query_embed_p50']:.2f} |"
         print(line)
+    for size, result in rows:
+        print(
+            f"search p50 at {size:,} by query kind: broad questions {result['broad_p50']:.2f} ms, "
+            f"module names and ticket ids {result['identifier_p50']:.2f} ms"
+        )
     for size, result in rows:
         print(
             f"bulk import of {size:,}: {result['bulk_rate']:,.0f} memories/s (SqliteStore.save_many, batches of {SEED_BATCH})"
