@@ -20,6 +20,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -128,6 +129,8 @@ def start_door(db: Path, embedder_spec: str) -> tuple[subprocess.Popen[str], str
     assert process.stderr is not None
     for line in process.stderr:
         if line.startswith(LISTENING):
+            # keep reading its log, or a full pipe would stop the door mid-bench
+            threading.Thread(target=process.stderr.read, daemon=True).start()
             host, port = line[len(LISTENING) :].strip().removeprefix("http://").split(":")
             return process, host, int(port)
     raise SystemExit("the door did not start")
