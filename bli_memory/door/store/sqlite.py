@@ -25,6 +25,7 @@ import secrets
 import sqlite3
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from operator import itemgetter
@@ -45,6 +46,7 @@ SCHEMA_VERSION = 2
 # those columns (it did, twice: 20-60 ms scans of a whole space instead of 100 id probes).
 EMBED_ERROR_LOG_INTERVAL_S = 60.0
 PAGE_CACHE_KIB = 64 * 1024
+SPACE_TAGS_TTL_S = 5.0
 MMAP_BYTES = 256 * 1024 * 1024
 _SECOND = itemgetter(1)
 #: every column a Memory is built from: never the embedding blob (1.5 KB a row) where it is not used.
@@ -259,6 +261,7 @@ class SqliteStore:
         self._db.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
         self._vectors: dict[tuple[int, str], _SpaceVectors] = {}
         self._embed_error: tuple[float, str] | None = None
+        self._space_tags: dict[tuple[int, str], tuple[float, tuple[str, ...]]] = {}
         self._embed_error_logged_at = 0.0
         #: set when rows may lack a vector of this embedder; the door's worker then backfills them.
         self.needs_backfill = embedder is not None and embedder.dim > 0
@@ -389,7 +392,19 @@ class SqliteStore:
         return tag if row is None else str(row[0])
 
     def space_tags(self, principal: Principal, tag: str) -> list[str]:
-        """Every tag that names the same space as `tag`, canonical first."""
+        """Every tag that names the same space as `tag`, canonical first.
+
+        Cached for SPACE_TAGS_TTL_S (every search and save asks, aliases change rarely): this door's
+        own alias changes clear the cache at once, another process's show within the TTL."""
+        key = (principal.team_id, tag)
+        cached = self._space_tags.get(key)
+        if cached is not None and cached[0] > time.monotonic():
+            return list(cached[1])
+        tags = self._load_space_tags(principal, tag)
+        self._space_tags[key] = (time.monotonic() + SPACE_TAGS_TTL_S, tuple(tags))
+        return tags
+
+    def _load_space_tags(self, principal: Principal, tag: str) -> list[str]:
         canonical = self.canonical_tag(principal, tag)
         with self._lock:
             rows = self._db.execute(
@@ -422,6 +437,7 @@ class SqliteStore:
                 "UPDATE container_aliases SET canonical = ? WHERE team_id = ? AND canonical = ?",
                 (canonical, principal.team_id, alias),
             )
+        self._space_tags.clear()
         return {"alias": alias, "canonical": canonical, "tags": self.space_tags(principal, canonical)}
 
     # ------------------------------------------------------------------ memories: reading
