@@ -36,6 +36,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
 HOOK_BIN = str(VENV_BIN / "bli-memory-mcp")
+#: `python -c pass` of the interpreter the hook runs on: the floor its ratio is measured against
+FLOOR_PYTHON = sys.executable
 EMBEDDER = ("--embedder", "none")
 QUESTION = "why does the prompt hook time out on big repositories?"
 ON_TOPIC = [
@@ -156,7 +158,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--memories", type=int, default=10_000)
+    parser.add_argument(
+        "--client-bin",
+        help="bin folder of the install to measure (e.g. a venv with the built wheel); default: this venv",
+    )
     args = parser.parse_args()
+    global HOOK_BIN, FLOOR_PYTHON
+    if args.client_bin:
+        HOOK_BIN = str(Path(args.client_bin) / "bli-memory-mcp")
+        FLOOR_PYTHON = str(Path(args.client_bin) / "python")
 
     work = Path(tempfile.mkdtemp(prefix="bdb", dir="/tmp"))  # short: a unix socket path is ~104 bytes
     door = daemon = None
@@ -184,7 +194,7 @@ def main() -> int:
         daemon_env = {**base_env, "BLI_MEMORY_DAEMON": "1"}
         hook = [HOOK_BIN, "hook"]
         cases: list[tuple[str, list[str], bytes, dict[str, str], str | None]] = [
-            ("python -c pass", [sys.executable, "-c", "pass"], b"", base_env, None),
+            ("python -c pass", [FLOOR_PYTHON, "-c", "pass"], b"", base_env, None),
             ("hook prompt, direct", [*hook, "prompt"], prompt, direct_env, "direct"),
             ("hook prompt, via daemon", [*hook, "prompt"], prompt, daemon_env, "daemon"),
             ("hook session-start, direct", [*hook, "session-start"], start_payload, direct_env, "direct"),
