@@ -66,9 +66,9 @@ def usage() -> str:
 
 
 def _run(module_name: str, function_name: str, argv: list[str]) -> int:
-    import importlib
-
-    module = importlib.import_module(module_name)
+    # __import__ + sys.modules rather than importlib: importlib pulls in `warnings` on every hook run
+    __import__(module_name)
+    module = sys.modules[module_name]
     result: int = getattr(module, function_name)(argv)
     return result
 

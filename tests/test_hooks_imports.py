@@ -93,3 +93,34 @@ def test_every_hook_on_its_full_path_imports_nothing_forbidden(
     assert "unpaired" in receipt and forbidden_in(unpaired) == []
     codex, receipt = imported_modules("stop", {**STOP, "stop_hook_active": True}, env, "--host", "codex")
     assert "reentrant" in receipt and forbidden_in(codex) == []
+
+
+def test_the_trivial_path_needs_no_json_re_typing_or_collections(home: Path) -> None:
+    """The trivial path's whole budget is the interpreter floor + 50 %: json alone (with the `re`,
+    `enum` and `functools` it imports) was 12-18 ms of it. Run without `site` (no editable-install
+    hook, which imports `re` itself) so only the hook's own imports are seen."""
+    repo = Path(__file__).resolve().parent.parent
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-S",
+            "-X",
+            "importtime",
+            "-c",
+            "import sys; from bli_memory.cli import main; sys.exit(main())",
+            "hook",
+            "prompt",
+        ],
+        input=json.dumps({**PROMPT, "prompt": "ok"}).encode(),
+        capture_output=True,
+        env={**hook_env(home), "PYTHONPATH": str(repo)},
+        timeout=60,
+    )
+    stderr = done.stderr.decode()
+    assert done.returncode == 0 and "trivial_prompt" in stderr, stderr
+    modules = {
+        line.rsplit("|", 1)[1].strip() for line in stderr.splitlines() if line.startswith("import time:")
+    }
+    assert (
+        not {"json", "re", "enum", "typing", "collections", "contextlib", "importlib", "functools"} & modules
+    )

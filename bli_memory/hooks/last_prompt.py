@@ -11,14 +11,15 @@ One small file per session under `~/.local/state/bli-cockpit/memory-prompts/` (0
 files, replaced atomically): parallel sessions never share a file, so there is no lock. Stop prunes
 files older than KEEP_S (sessions that ended without a Stop). The text stays here only between a
 prompt and its Stop, clipped to PROMPT_MAX_BYTES, readable by the same user as the host's own
-transcript, which holds it anyway. Imports only `os`, `json`, `time`: it runs on every prompt.
+transcript, which holds it anyway. Imports only `os`, `time` and the hooks' own tinyjson: it runs on every prompt.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import time
+
+from bli_memory.hooks import tinyjson
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on every hook; mypy reads this constant as True
 if TYPE_CHECKING:
@@ -73,7 +74,7 @@ def remember(payload: Mapping[str, object], env: Mapping[str, str] | None = None
         os.makedirs(os.path.dirname(path), mode=DIR_MODE, exist_ok=True)
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
         try:
-            os.write(fd, json.dumps(entry, ensure_ascii=False).encode("utf-8"))
+            os.write(fd, tinyjson.dumps(entry, ensure_ascii=False).encode("utf-8"))
         finally:
             os.close(fd)
         os.replace(temporary, path)
@@ -106,7 +107,7 @@ def take(
     except OSError:
         return None
     try:
-        entry = json.loads(raw)
+        entry = tinyjson.loads(raw.decode("utf-8"))
     except ValueError:
         return None
     if not isinstance(entry, dict) or not 0 <= age_s < KEEP_S:

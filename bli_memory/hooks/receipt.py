@@ -12,8 +12,7 @@ memory, a path, a token or a trace.
 
 from __future__ import annotations
 
-import json
-
+from bli_memory.hooks import tinyjson
 from bli_memory.wire.reasons import to_log_reason
 
 PREFIX = "[bli-memory]"
@@ -94,4 +93,4 @@ def clean(outcome: object) -> dict[str, object] | None:
 def line(hook: str, outcome: dict[str, object]) -> str:
     """`[bli-memory] <hook> <status> {json}` for a cleaned outcome (newline not included)."""
     fields = {key: value for key, value in outcome.items() if key != "status"}
-    return f"{PREFIX} {hook} {outcome['status']} {json.dumps(fields, separators=(',', ':'))}"
+    return f"{PREFIX} {hook} {outcome['status']} {tinyjson.dumps(fields, compact=True)}"

@@ -12,10 +12,11 @@ goes quiet for `QUIET_S` and what arrived parses as an object, the read ends the
 
 from __future__ import annotations
 
-import json
 import os
 import select
 import time
+
+from bli_memory.hooks import tinyjson
 
 #: Claude Code and Codex payloads are a few KB; a Stop payload carries the last assistant message,
 #: which can be long. Anything past this is not a payload we should be parsing on every turn.
@@ -41,7 +42,7 @@ def _parse(raw: bytes) -> dict[str, object]:
     if not text.strip():
         raise StdinFailure("stdin_empty")
     try:
-        data = json.loads(text)
+        data = tinyjson.loads(text)
     except ValueError:
         raise StdinFailure("stdin_malformed") from None
     if not isinstance(data, dict):
