@@ -298,7 +298,7 @@ def is_our_hook_command(command: object, own: Sequence[str] = ()) -> bool:
         if own and before[-len(own) :] == list(own):
             return True
         program = os.path.basename(before[-1])
-        if program in (BIN_NAME, ZIPAPP_NAME) or before[-2:] == ["-m", MODULE_NAME]:
+        if program in (BIN_NAME, ZIPAPP_NAME) or before[-2:] in (["-m", MODULE_NAME], ["-c", HOOK_LAUNCH]):
             return True
     return False
 
@@ -545,7 +545,24 @@ def _edit_hook_groups(
         del data["hooks"]
 
 
+#: what a registered hook runs instead of the console script: pip's generated `bli-memory-mcp` script
+#: imports `re` before our code (~16 ms on every hook; the trivial-prompt path's whole budget is the
+#: interpreter floor + 50 %), `python -c` with this line does not.
+HOOK_LAUNCH = "import sys; from bli_memory.cli import main; sys.exit(main())"
+
+
+def hook_prefix(prefix: Sequence[str]) -> list[str]:
+    """The argv prefix registered hooks run: the console script's own interpreter with `-c HOOK_LAUNCH`
+    when `prefix` is a console script, else `prefix` itself (a zipapp, or `python -m bli_memory`)."""
+    if len(prefix) == 1 and os.path.basename(prefix[0]) == BIN_NAME:
+        python = server_interpreter(prefix)
+        if os.path.isabs(python) and os.access(python, os.X_OK):
+            return [python, "-c", HOOK_LAUNCH]
+    return list(prefix)
+
+
 def _hook_groups(prefix: Sequence[str], *, codex: bool) -> dict[str, dict[str, Any]]:
+    prefix = hook_prefix(prefix)
     return {
         spec.event: {
             "hooks": [

@@ -232,8 +232,13 @@ def wheel_venv(workdir: Path) -> Path:
     would; returns its bin folder. The editable install of a checkout adds an import hook to every
     start (~30 ms), which no installed user pays, so it is not what the hook bench should measure."""
     wheels = workdir / "wheels"
+    source = workdir / "source"  # a copy: building in the checkout would leave build/ there
+    source.mkdir()
+    shutil.copytree(REPO / "bli_memory", source / "bli_memory", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(REPO / name, source / name)
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(REPO)],
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(source)],
         check=True,
         capture_output=True,
         env={**os.environ, "PYTHONWARNINGS": "ignore"},
@@ -286,10 +291,13 @@ def main() -> int:
                 args.rounds,
             )
         installed = wheel_venv(workdir)
+        from bli_memory.install import HOOK_LAUNCH
+
+        # what `bli-memory-mcp install` registers for hooks: the venv's python running the CLI with -c
         bench(
             "wheel venv",
             str(installed / "python"),
-            [str(installed / "bli-memory-mcp")],
+            [str(installed / "python"), "-c", HOOK_LAUNCH],
             home,
             transcript,
             down,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import stat
 import subprocess
 import sys
@@ -170,7 +171,10 @@ def test_fresh_install_registers_server_hooks_and_permission_with_both_hosts(tmp
     for event in HOOK_EVENTS:
         (handler,) = our_handlers(settings, event)
         assert handler["timeout"] == TIMEOUTS_S[event] and handler["type"] == "command"
-        assert handler["command"].startswith(claude["command"] + " hook ")
+        # hooks skip the console script (it imports `re` first): its interpreter runs the CLI with -c
+        launcher = shlex.join(install.hook_prefix([claude["command"]]))
+        assert launcher.endswith(shlex.quote(install.HOOK_LAUNCH)) and " -c " in launcher
+        assert handler["command"].startswith(launcher + " hook ")
         assert "--host" not in handler["command"]
         (codex_handler,) = our_handlers(codex_hooks, event)
         assert codex_handler["command"] == handler["command"] + " --host codex"
@@ -263,7 +267,7 @@ def test_install_replaces_a_stale_registration_of_ours_instead_of_adding_a_secon
     assert not handler["command"].startswith("/old/")
     table = tomllib.loads((tmp_path / ".codex" / "config.toml").read_text())["mcp_servers"]["bli-memory"]
     assert table["startup_timeout_sec"] == 20, "a key the person added to our table stays"
-    assert table["command"] != "/old/bin/bli-memory-mcp" and table["args"] == handler["command"].split()[1:-2]
+    assert table["command"] != "/old/bin/bli-memory-mcp" and table["args"] == []
 
 
 @pytest.mark.parametrize(
