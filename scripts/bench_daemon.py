@@ -163,9 +163,8 @@ def main() -> int:
         help="bin folder of the install to measure (e.g. a venv with the built wheel); default: this venv",
     )
     args = parser.parse_args()
-    global HOOK_BIN, FLOOR_PYTHON
+    global FLOOR_PYTHON
     if args.client_bin:
-        HOOK_BIN = str(Path(args.client_bin) / "bli-memory-mcp")
         FLOOR_PYTHON = str(Path(args.client_bin) / "python")
 
     work = Path(tempfile.mkdtemp(prefix="bdb", dir="/tmp"))  # short: a unix socket path is ~104 bytes
@@ -192,7 +191,10 @@ def main() -> int:
         start_payload = json.dumps({"session_id": "b", "source": "startup", "cwd": str(project)}).encode()
         direct_env = {**base_env, "BLI_MEMORY_DAEMON": "0"}
         daemon_env = {**base_env, "BLI_MEMORY_DAEMON": "1"}
-        hook = [HOOK_BIN, "hook"]
+        # what `install` registers: the client's python running the CLI with -c (or this venv's script)
+        from bli_memory.install import HOOK_LAUNCH
+
+        hook = [FLOOR_PYTHON, "-c", HOOK_LAUNCH, "hook"] if args.client_bin else [HOOK_BIN, "hook"]
         cases: list[tuple[str, list[str], bytes, dict[str, str], str | None]] = [
             ("python -c pass", [FLOOR_PYTHON, "-c", "pass"], b"", base_env, None),
             ("hook prompt, direct", [*hook, "prompt"], prompt, direct_env, "direct"),
