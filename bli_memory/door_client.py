@@ -18,7 +18,11 @@ from __future__ import annotations
 import json
 
 from bli_memory.wire import http
-from bli_memory.wire.reasons import http_reason
+from bli_memory.wire.reasons import http_reason, to_log_reason
+
+#: the job `check_token` asks for: no job has this id, so only authentication decides the answer.
+TOKEN_PROBE_JOB_ID = "job_probe"
+TOKEN_REFUSED_REASONS = ("http_401", "http_403")
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on every hook; mypy reads this constant as True
 if TYPE_CHECKING:  # pragma: no cover - typing only
@@ -168,6 +172,20 @@ class DoorClient:
     def job(self, job_id: str, *, deadline: float) -> dict[str, Any]:
         """``{id, status, outcome, error}`` of an extract job."""
         return self._call("GET", f"/api/memory/jobs/{_path_segment(job_id)}", None, deadline=deadline)
+
+    def check_token(self, *, deadline: float) -> str:
+        """ "accepted", "refused", or the closed-set reason the check could not get past.
+
+        Asks for a job that cannot exist: 401/403 means the door refused the token; any other 4xx
+        means the request got past authentication (the door looked for the job)."""
+        try:
+            self.job(TOKEN_PROBE_JOB_ID, deadline=deadline)
+        except Exception as exc:
+            reason = to_log_reason(exc)
+            if reason in TOKEN_REFUSED_REASONS:
+                return "refused"
+            return "accepted" if reason.startswith("http_4") else reason
+        return "accepted"
 
     def healthz(self, *, deadline: float) -> dict[str, Any]:
         """``{ok, version, store, embedder}``; needs no token, so none is sent."""
