@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 
-from bli_memory.hooks import receipt
+from bli_memory.hooks import door, receipt
 from bli_memory.hooks.transcript import clip_utf8
 from bli_memory.hooks.trivial import identifiers, skip_reason
 
@@ -168,30 +168,23 @@ def answer(
     if reason is not None:
         return "", receipt.skipped(reason)
     assert isinstance(prompt, str)
+    settings = door.paired_settings(settings)
     if settings is None:
-        from bli_memory.settings import load_settings
-
-        settings = load_settings()
-    if not settings.paired:
         return "", receipt.skipped("unpaired")
-    from bli_memory.door_client import DoorClient, DoorError
-    from bli_memory.space import resolve_space
+    from bli_memory.door_client import DoorError
 
-    container_tag = resolve_space(settings, cwd)
-    client = DoorClient(str(settings.door_url), str(settings.token), connection=connection)
+    query = clip_utf8(prompt.strip(), QUERY_MAX_BYTES)
     try:
-        found = client.search(
-            clip_utf8(prompt.strip(), QUERY_MAX_BYTES),
-            container_tag,
-            limit=RECALL_LIMIT,
-            threshold=RECALL_MIN_SIMILARITY,
-            deadline=deadline,
+        container_tag, found = door.call(
+            settings,
+            cwd,
+            connection,
+            lambda client, tag: client.search(
+                query, tag, limit=RECALL_LIMIT, threshold=RECALL_MIN_SIMILARITY, deadline=deadline
+            ),
         )
     except DoorError as exc:
         return "", receipt.failed(exc.reason)
-    finally:
-        if connection is None:
-            client.close()
     if not isinstance(found, dict):
         return "", receipt.failed("bad_response")
     rows = recalled_rows(found, identifiers(prompt))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from bli_memory.hooks import receipt
+from bli_memory.hooks import door, receipt
 from bli_memory.hooks.prompt import format_age, render_block
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on every hook; mypy reads this constant as True
@@ -86,24 +86,17 @@ def answer(
     connection: Connection | None = None,
 ) -> tuple[str, dict[str, object]]:
     """(stdout, outcome) for one session start; raises only for an internal failure."""
+    settings = door.paired_settings(settings)
     if settings is None:
-        from bli_memory.settings import load_settings
-
-        settings = load_settings()
-    if not settings.paired:
         return "", receipt.skipped("unpaired")
-    from bli_memory.door_client import DoorClient, DoorError
-    from bli_memory.space import resolve_space
+    from bli_memory.door_client import DoorError
 
-    container_tag = resolve_space(settings, cwd)
-    client = DoorClient(str(settings.door_url), str(settings.token), connection=connection)
     try:
-        found = client.profile(container_tag, deadline=deadline)
+        container_tag, found = door.call(
+            settings, cwd, connection, lambda client, tag: client.profile(tag, deadline=deadline)
+        )
     except DoorError as exc:
         return "", receipt.failed(exc.reason)
-    finally:
-        if connection is None:
-            client.close()
     if not isinstance(found, dict):
         return "", receipt.failed("bad_response")
     facts = profile_facts(found)

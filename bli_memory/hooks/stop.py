@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 
-from bli_memory.hooks import last_prompt, receipt
+from bli_memory.hooks import door, last_prompt, receipt
 from bli_memory.hooks.prompt import MARKER
 from bli_memory.hooks.transcript import compose, last_exchange
 
@@ -55,21 +55,20 @@ def _save(
         masked = int(redaction.masked)
     except Exception:  # an unredacted turn must never leave the machine
         return "", receipt.skipped("redaction_failed")
-    from bli_memory.door_client import DoorClient, DoorError
-    from bli_memory.space import resolve_space
+    from bli_memory.door_client import DoorError
 
-    container_tag = resolve_space(settings, cwd)
-    client = DoorClient(str(settings.door_url), str(settings.token), connection=connection)
     try:
-        saved = client.save(
-            clean_text, container_tag, extract=True, metadata=dict(SAVE_METADATA), deadline=deadline
+        _, saved = door.call(
+            settings,
+            cwd,
+            connection,
+            lambda client, tag: client.save(
+                clean_text, tag, extract=True, metadata=dict(SAVE_METADATA), deadline=deadline
+            ),
         )
     except DoorError as exc:
         outcome = receipt.failed(exc.reason)
         return failure_message(str(outcome["reason"])), outcome
-    finally:
-        if connection is None:
-            client.close()
     queued = isinstance(saved, dict) and saved.get("queued") is True
     return "", receipt.ok(chars=len(clean_text), masked=masked, queued=queued)
 
@@ -88,10 +87,7 @@ def answer(
     # taken (and removed) whatever happens next, so it can never be paired with a later turn
     prompt = last_prompt.take(payload.get("session_id"), payload.get("turn_id"))
     last_prompt.prune()
+    settings = door.paired_settings(settings)
     if settings is None:
-        from bli_memory.settings import load_settings
-
-        settings = load_settings()
-    if not settings.paired:
         return "", receipt.skipped("unpaired")
     return _save(payload, cwd, deadline, settings, connection, prompt)
