@@ -913,18 +913,25 @@ class SqliteStore:
 
     def _updated_at(self, team_id: int, ids: Sequence[str]) -> dict[str, float]:
         """Last-change time of each current memory among `ids` (all fusion needs besides the signals)."""
-        found: dict[str, float] = {}
+        return {
+            row[0]: row[1]
+            for row in self._current_by_ids("SELECT m.id, m.updated_at FROM memories m", team_id, ids)
+        }
+
+    def _current_by_ids(self, select: str, team_id: int, ids: Sequence[str]) -> list[sqlite3.Row]:
+        """`select` (over `memories m`) for the current rows of the team among `ids`, 500 ids a query.
+
+        The one place this filter is written: `+team_id` / `+status` keep SQLite on the id index
+        (tests/test_store_plans.py)."""
+        rows: list[sqlite3.Row] = []
         for start in range(0, len(ids), 500):
             chunk = ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            found.update(
-                self._db.execute(
-                    f"""SELECT id, updated_at FROM memories
-                        WHERE id IN ({marks}) AND +team_id = ? AND +status = 'current'""",
-                    (*chunk, team_id),
-                ).fetchall()
-            )
-        return found
+            rows += self._db.execute(
+                f"{select} WHERE m.id IN ({marks}) AND +m.team_id = ? AND +m.status = 'current'",
+                (*chunk, team_id),
+            ).fetchall()
+        return rows
 
     def _keyword_candidates(self, team_id: int, tags: Sequence[str], q: str) -> list[str]:
         """Ids of the best BM25 matches in the space, best first.
@@ -985,18 +992,8 @@ class SqliteStore:
         return similarity, [ids[i] for i in top]
 
     def _rows_by_id(self, team_id: int, ids: Sequence[str]) -> dict[str, Memory]:
-        found: dict[str, Memory] = {}
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            rows = self._db.execute(
-                f"""SELECT {_MEMORY_COLUMNS_M}, p.name AS person FROM memories m LEFT JOIN people p ON p.id = m.person_id
-                    WHERE m.id IN ({marks}) AND +m.team_id = ? AND +m.status = 'current'""",
-                (*chunk, team_id),
-            ).fetchall()
-            for row in rows:
-                found[row["id"]] = self._memory(row)
-        return found
+        select = f"SELECT {_MEMORY_COLUMNS_M}, p.name AS person FROM memories m LEFT JOIN people p ON p.id = m.person_id"
+        return {row["id"]: self._memory(row) for row in self._current_by_ids(select, team_id, ids)}
 
     # ------------------------------------------------------------------ profile
 
