@@ -276,6 +276,23 @@ def _safe_event_name(event: str | None) -> str:
     return "hook"
 
 
+def _failed_run(
+    event: str, why: BaseException | str, started: float, host: str | None, probe: bool
+) -> HookAnswer:
+    """The whole answer of a run that failed before (or around) its door call: the host's failure
+    output, if any, and the failed receipt, on the direct route."""
+    outcome = receipt.failed(why)
+    return finish(
+        event,
+        _failure_stdout(event, outcome),
+        outcome,
+        via="direct",
+        elapsed_s=time.monotonic() - started,
+        host=host or "claude",
+        probe=probe,
+    )
+
+
 def run_hook(event: str, probe: bool, host: str | None, started: float) -> HookAnswer:
     """Read the payload, answer (daemon first where it may), under the event's deadline."""
     from bli_memory.hooks.stdin import StdinFailure, read_payload
@@ -284,16 +301,7 @@ def run_hook(event: str, probe: bool, host: str | None, started: float) -> HookA
     try:
         payload = read_payload(0, min(deadline, started + STDIN_BUDGET_S[event]))
     except StdinFailure as exc:
-        outcome = receipt.failed(exc.reason)
-        return finish(
-            event,
-            _failure_stdout(event, outcome),
-            outcome,
-            via="direct",
-            elapsed_s=time.monotonic() - started,
-            host=host or "claude",
-            probe=probe,
-        )
+        return _failed_run(event, exc.reason, started, host, probe)
     host = host or detect_host(payload)
     cwd = _cwd(payload)
     if event == "prompt" and not probe:
@@ -349,15 +357,8 @@ def main(argv: list[str]) -> int:
     try:
         result = run_hook(event, probe, host, started)
     except BaseException as exc:  # the last boundary: a hook never fails its host
-        outcome = receipt.failed(exc if isinstance(exc, Exception) else "interrupted")
-        result = finish(
-            event,
-            _failure_stdout(event, outcome),
-            outcome,
-            via="direct",
-            elapsed_s=time.monotonic() - started,
-            host=host or "claude",
-            probe=probe,
+        result = _failed_run(
+            event, exc if isinstance(exc, Exception) else "interrupted", started, host, probe
         )
     elapsed_ms = int((time.monotonic() - started) * 1000)
     _write_all(1, result.stdout)
