@@ -42,7 +42,7 @@ rows never appear in search, profile or forget-by-text.
 
 ## Ranking
 
-Search gathers candidates from two channels in the space — BM25 over SQLite FTS5 (porter stemming)
+Search gathers candidates from two channels in the space — BM25 over an in-memory index of the space (porter stems)
 and, when an embedder is loaded, exact cosine similarity over every vector of the space — and fuses
 them (see `bli_memory/door/ranking.py` for the function and the measurements behind its constants):
 

@@ -1,7 +1,7 @@
 """Retrieval quality of the door's search on LoCoMo: recall@k, hybrid vs keyword-only vs vector-only.
 
 Usage: .venv/bin/python scripts/eval_locomo.py PATH_TO_LOCOMO_JSON [--embedder SPEC] [--limit-samples N]
-       [--modes hybrid,keyword,vector,rrf60] [--with-facts]
+       [--modes hybrid,keyword,vector,rrf60] [--with-facts] [--vector-cache FILE]
 
 Every turn of each conversation is saved as one memory ("Speaker: text", plus the shared image's
 caption when the turn has one) in its own space, through the real `SqliteStore` code on a temporary
@@ -17,12 +17,17 @@ from) in the same space, as the librarian's extraction would; a fact in the firs
 turn. These facts were written by the benchmark's authors with an LLM, not by this project's
 librarian: the number is an upper reference for what extraction can add, not a result of ours.
 
+`--vector-cache FILE` keeps every vector the embedder made in FILE (.npz) and reuses it on the next run,
+so a sweep of ranking constants re-embeds nothing (the first run embeds 5 000 texts one at a time, as
+the door does, about 10 minutes here). Vectors are keyed by model, kind and text.
+
 Progress goes to stderr; the table goes to stdout.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import re
 import sys
@@ -34,8 +39,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from bli_memory.door import ranking
-from bli_memory.door.embed import load_embedder
+from bli_memory.door.embed import Embedder, Kind, load_embedder
 from bli_memory.door.model import now_s
 from bli_memory.door.store.sqlite import SqliteStore
 
@@ -74,6 +81,44 @@ class Conversation:
     turns: int = 0
     facts: int = 0
     unresolved_evidence: int = 0
+
+
+class CachingEmbedder:
+    """An embedder whose vectors are kept in a file between runs; the same vectors, made once."""
+
+    def __init__(self, inner: Embedder, path: Path) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.dim = inner.dim
+        self.path = path
+        self.vectors: dict[str, np.ndarray] = {}
+        self.made = 0
+        if path.exists():
+            with np.load(path) as data:
+                self.vectors = dict(zip(data["keys"].tolist(), data["vectors"], strict=True))
+
+    def _key(self, text: str, kind: Kind) -> str:
+        return hashlib.sha256(f"{self.name}\0{kind}\0{text}".encode()).hexdigest()
+
+    def embed(self, texts: Sequence[str], *, kind: Kind) -> np.ndarray:
+        keys = [self._key(text, kind) for text in texts]
+        missing = [i for i, key in enumerate(keys) if key not in self.vectors]
+        if missing:
+            made = self.inner.embed([texts[i] for i in missing], kind=kind)
+            for i, vector in zip(missing, made, strict=True):
+                self.vectors[keys[i]] = vector
+            self.made += len(missing)
+        if not keys:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.vstack([self.vectors[key] for key in keys])
+
+    def save(self) -> None:
+        if self.made and self.vectors:
+            keys = list(self.vectors)
+            # np.savez appends .npz to a name without it: write to a name that has it, then rename
+            partial = self.path.with_name(self.path.name + ".partial.npz")
+            np.savez(partial, keys=np.array(keys), vectors=np.vstack([self.vectors[k] for k in keys]))
+            partial.replace(self.path)
 
 
 def parse_session_date(raw: str) -> float:
@@ -222,6 +267,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--limit-samples", type=int, default=0, help="only the first N conversations")
     parser.add_argument(
+        "--vector-cache", type=Path, help="keep the embedder's vectors in this .npz file and reuse them"
+    )
+    parser.add_argument(
         "--modes", default="hybrid,keyword,vector", help="comma list of hybrid,keyword,vector"
     )
     args = parser.parse_args(argv)
@@ -251,6 +299,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"eval_locomo: {reason}", file=sys.stderr)
     if embedder.dim == 0 and "vector" in modes:
         modes.remove("vector")
+    cache = None
+    if args.vector_cache is not None and embedder.dim:
+        try:
+            cache = CachingEmbedder(embedder, args.vector_cache)
+        except (OSError, ValueError, KeyError) as exc:
+            print(f"eval_locomo: cannot read {args.vector_cache}: {type(exc).__name__}", file=sys.stderr)
+            return 2
+        embedder = cache
     print(f"eval_locomo: embedder {embedder.name}, {len(samples)} conversations", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="bli-locomo-") as folder:
         store = SqliteStore(Path(folder) / "memory.db", embedder=embedder)
@@ -270,6 +326,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         results = evaluate(store, principal, conversations, modes)
         store.close()
+    if cache is not None:
+        cache.save()
     unresolved = sum(c.unresolved_evidence for c in conversations)
     memories = "turns + generated facts" if args.with_facts else "turns"
     print(

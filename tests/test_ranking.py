@@ -1,13 +1,11 @@
-"""The fusion rule and the keyword query builder, driven with plain numbers and a real FTS5 table."""
+"""The fusion rule, driven with plain numbers."""
 
 from __future__ import annotations
-
-import sqlite3
 
 import pytest
 
 from bli_memory.door import ranking
-from bli_memory.door.ranking import Signals, fts_query, fuse, recency
+from bli_memory.door.ranking import Signals, fuse, recency
 
 YEAR_DAYS = 365.0
 
@@ -77,74 +75,3 @@ def test_channel_only_weights_and_use_restores_the_default() -> None:
         old, new = fuse([Signals(None, 0.9, 10 * YEAR_DAYS), Signals(None, 0.8, 0.0)])
     assert old > new
     assert fuse(rows) == fuse(rows, ranking.DEFAULT_WEIGHTS)
-
-
-@pytest.mark.parametrize(
-    ("query", "expected"),
-    [
-        ("MAX_POOL_SIZE", '"MAX_POOL_SIZE"'),
-        ("useAuthStore", '"useAuthStore"'),
-        ("BLI-1234", '"BLI 1234"'),
-        ("what is BLI-1234 about", '"BLI 1234" OR "about"'),
-        ("src/door/app.py", '"src door app py"'),
-        ("John's dog", '"John" OR "dog"'),
-        ("what is it", None),
-        ("", None),
-    ],
-)
-def test_fts_query_shapes(query: str, expected: str | None) -> None:
-    assert fts_query(query) == expected
-
-
-@pytest.fixture(scope="module")
-def fts() -> sqlite3.Connection:
-    db = sqlite3.connect(":memory:")
-    db.execute(
-        "CREATE VIRTUAL TABLE t USING fts5 (content, tokenize = 'porter unicode61 remove_diacritics 2')"
-    )
-    rows = [
-        "MAX_POOL_SIZE is 40 on staging",
-        "the login state lives in useAuthStore",
-        "BLI-1234 tracks the flaky upload test",
-        "max and pool and size appear here apart",
-        'quotes " and stars * and NEAR( and a:b in text',
-    ]
-    db.executemany("INSERT INTO t (content) VALUES (?)", [(r,) for r in rows])
-    return db
-
-
-def _match(db: sqlite3.Connection, query: str) -> list[str]:
-    expression = fts_query(query)
-    if expression is None:
-        return []
-    return [r[0] for r in db.execute("SELECT content FROM t WHERE t MATCH ? ORDER BY rank", (expression,))]
-
-
-@pytest.mark.parametrize(
-    "query",
-    [
-        '"',
-        "*",
-        "NEAR(",
-        "a:b",
-        "content:x",
-        "AND",
-        "OR NOT",
-        "-x",
-        "^start",
-        '"unclosed',
-        "x*",
-        "(",
-        ")",
-        "{a b}:c",
-        "é",
-    ],
-)
-def test_fts_query_never_injects_syntax(fts: sqlite3.Connection, query: str) -> None:
-    _match(fts, query)  # raises sqlite3.OperationalError on a syntax error
-
-
-def test_identifier_matches_its_memory_not_its_scattered_parts(fts: sqlite3.Connection) -> None:
-    assert _match(fts, "MAX_POOL_SIZE") == ["MAX_POOL_SIZE is 40 on staging"]
-    assert _match(fts, "useAuthStore") == ["the login state lives in useAuthStore"]
-    assert _match(fts, "BLI-1234") == ["BLI-1234 tracks the flaky upload test"]

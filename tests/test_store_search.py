@@ -162,9 +162,7 @@ def test_score_orders_hits_and_similarity_is_the_cosine(
 
 
 @pytest.mark.parametrize("query", ['"', "*", "NEAR(", "a:b", "content : x", "space:x", "OR", "-", '""""'])
-def test_fts_syntax_in_a_query_never_fails_the_search(
-    space: tuple[SqliteStore, Principal], query: str
-) -> None:
+def test_query_syntax_never_fails_the_search(space: tuple[SqliteStore, Principal], query: str) -> None:
     store, principal = space
     _save_all(store, principal, ["a:b is a label in the config", *DISTRACTORS])
     hits = store.search(principal, TAG, query, limit=3)

@@ -44,7 +44,6 @@ Channel-only runs (the eval's keyword/vector columns) swap the weights with :fun
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -57,19 +56,6 @@ RECENCY_FLOOR = 0.6
 #: how many rows each channel contributes before fusion (50..200 measured the same at k <= 25).
 KEYWORD_CANDIDATES = 100
 VECTOR_CANDIDATES = 100
-#: words that carry no meaning on their own; dropped from keyword queries so BM25 ranks on content.
-STOPWORDS = frozenset(
-    (
-        "a an and are as at be but by can could did do does for from had has have how i if in into is it "
-        "its me my of on or our so that the their them then there these they this to was we were what when "
-        "where which who why will with would you your"
-    ).split()
-)
-_WORD = re.compile(r"\w+", re.UNICODE)
-#: "John's" asks about John: the possessive would otherwise become the phrase "John s".
-_POSSESSIVE = re.compile(r"(?<=[^\W\d_])['’]s\b", re.UNICODE)
-_LETTER = re.compile(r"[^\W\d_]", re.UNICODE)
-_MAX_QUERY_TERMS = 32
 
 
 @dataclass(frozen=True)
@@ -136,26 +122,3 @@ def fuse(signals: Sequence[Signals], weights: Weights | None = None) -> list[flo
             total += w.vector / (w.rrf_k + vector_rank[index])
         scores.append(total * recency(signal.age_days, w))
     return scores
-
-
-def fts_query(text: str) -> str | None:
-    """An FTS5 expression matching any meaningful word of `text`, or None when there is none.
-
-    Every term is double-quoted and made of word characters only, so user text can never inject
-    FTS5 syntax (`"`, `*`, `NEAR(`, `col:`). An identifier such as `MAX_POOL_SIZE` or `BLI-1234`
-    becomes a quoted phrase of its parts, which the tokenizer splits the same way in the stored text,
-    so it matches the identifier itself and not its parts scattered over a memory.
-    """
-    terms: list[str] = []
-    for chunk in _POSSESSIVE.sub("", text).split():
-        words = _WORD.findall(chunk)
-        if not words:
-            continue
-        if len(words) > 1 and _LETTER.search(chunk):
-            terms.append('"' + " ".join(words) + '"')
-            continue
-        terms.extend(f'"{word}"' for word in words if word.lower() not in STOPWORDS)
-    unique = list(dict.fromkeys(terms))[:_MAX_QUERY_TERMS]
-    if not unique:
-        return None
-    return " OR ".join(unique)

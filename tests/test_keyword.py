@@ -1,0 +1,212 @@
+"""The keyword channel's index and BM25, driven with plain strings and checked against SQLite FTS5.
+
+FTS5's `bm25()` with the `porter unicode61 remove_diacritics 2` tokenizer is the reference the
+in-memory index replaced: the same corpus must rank the same way.
+"""
+
+from __future__ import annotations
+
+import random
+import sqlite3
+
+import pytest
+
+from bli_memory.door import keyword
+from bli_memory.door.keyword import KeywordIndex, query_terms
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("MAX_POOL_SIZE", [("max", "pool", "size")]),
+        ("useAuthStore", [("useauthstor",)]),
+        ("BLI-1234", [("bli", "1234")]),
+        ("what is BLI-1234 about", [("bli", "1234"), ("about",)]),
+        ("src/door/app.py", [("src", "door", "app", "py")]),
+        ("John's dog", [("john",), ("dog",)]),
+        ("2024-05-01 release", [("2024",), ("05",), ("01",), ("releas",)]),
+        ("Café NAÏVE", [("cafe",), ("naiv",)]),
+        ("dogs dog DOGS", [("dog",)]),
+        ("what is it", []),
+        ("", []),
+        ('" * NEAR( a:b ^x', [("near",), ("a", "b"), ("x",)]),
+    ],
+)
+def test_query_terms(query: str, expected: list[tuple[str, ...]]) -> None:
+    assert query_terms(query) == expected
+
+
+def test_query_terms_are_capped() -> None:
+    many = " ".join(f"word{n}" for n in range(100))
+    assert len(query_terms(many)) == keyword.MAX_QUERY_TERMS
+
+
+def _index(texts: dict[str, str]) -> KeywordIndex:
+    return KeywordIndex.build(texts.items())
+
+
+IDENTIFIERS = {
+    "pool": "MAX_POOL_SIZE is 40 on staging",
+    "auth": "the login state lives in useAuthStore",
+    "ticket": "BLI-1234 tracks the flaky upload test",
+    "apart": "max and pool and size appear here apart, like bli and 1234",
+}
+
+
+@pytest.mark.parametrize(
+    ("query", "found"),
+    [("MAX_POOL_SIZE", "pool"), ("useAuthStore", "auth"), ("BLI-1234", "ticket"), ("bli-1234?", "ticket")],
+)
+def test_an_identifier_finds_its_memory_not_its_scattered_parts(query: str, found: str) -> None:
+    assert keyword.search([_index(IDENTIFIERS)], query, 10) == [found]
+
+
+def test_words_match_through_stems_case_and_accents() -> None:
+    index = _index({"a": "Deploying the Café service", "b": "nothing here"})
+    assert keyword.search([index], "deployed cafe", 10) == ["a"]
+    assert keyword.search([index], "CAFÉ", 10) == ["a"]
+
+
+def test_a_query_of_stopwords_or_unknown_words_finds_nothing() -> None:
+    index = _index(IDENTIFIERS)
+    assert keyword.search([index], "what is it", 10) == []
+    assert keyword.search([index], "zebra", 10) == []
+    assert keyword.search([KeywordIndex()], "pool", 10) == []
+    assert keyword.search([index], "pool", 0) == []
+
+
+def _corpus(seed: int, size: int) -> dict[str, str]:
+    """Short and long texts over a small vocabulary, so terms repeat within and across documents."""
+    rng = random.Random(seed)
+    vocabulary = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu nu xi omicron".split()
+    vocabulary += ["BLI-1234", "MAX_POOL_SIZE", "src/app.py", "deploying", "deployed", "Café"]
+    return {
+        f"m{n}": " ".join(
+            rng.choice(vocabulary[: rng.randint(3, len(vocabulary))]) for _ in range(rng.randint(1, 40))
+        )
+        for n in range(size)
+    }
+
+
+def _fts5_scores(texts: dict[str, str], query: str) -> dict[str, float]:
+    """What SQLite FTS5's bm25() says of the same corpus, higher is better."""
+    db = sqlite3.connect(":memory:")
+    db.execute(
+        "CREATE VIRTUAL TABLE t USING fts5 (id UNINDEXED, content, tokenize = 'porter unicode61 remove_diacritics 2')"
+    )
+    db.executemany("INSERT INTO t (id, content) VALUES (?, ?)", list(texts.items()))
+    expression = " OR ".join('"' + " ".join(term) + '"' for term in query_terms(query))
+    if not expression:
+        return {}
+    rows = db.execute("SELECT id, bm25(t) FROM t WHERE t MATCH ?", (expression,)).fetchall()
+    return {memory_id: -score for memory_id, score in rows}
+
+
+QUERIES = [
+    "alpha",
+    "alpha beta",
+    "what about omicron and xi",
+    "BLI-1234",
+    "MAX_POOL_SIZE deploy",
+    "src/app.py",
+    "cafe deploying",
+    "mu nu xi omicron kappa",
+    "gamma gamma delta",
+]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize("query", QUERIES)
+def test_bm25_ranks_as_sqlite_fts5_does(seed: int, query: str) -> None:
+    texts = _corpus(seed, 300)
+    reference = _fts5_scores(texts, query)
+    ours = keyword.search([_index(texts)], query, 25)
+    assert set(ours) <= set(reference)
+    # the FTS5 scores along our ranking are FTS5's best scores in order (ties may come in any order)
+    assert [round(reference[m], 9) for m in ours] == sorted(
+        (round(v, 9) for v in reference.values()), reverse=True
+    )[:25]
+
+
+def test_adding_one_by_one_equals_building_at_once() -> None:
+    texts = _corpus(4, 200)
+    built = _index(texts)
+    grown = KeywordIndex()
+    for memory_id, text in texts.items():
+        grown.add(memory_id, text)
+    grown.add("m0", "ignored: already indexed")
+    assert (
+        grown.ids == built.ids and grown.postings == built.postings and grown.frequencies == built.frequencies
+    )
+    for query in QUERIES:
+        assert keyword.search([grown], query, 50) == keyword.search([built], query, 50)
+
+
+def test_a_removed_memory_is_never_found_and_the_statistics_follow(monkeypatch: pytest.MonkeyPatch) -> None:
+    texts = _corpus(5, 400)
+    index = _index(texts)
+    removed = [f"m{n}" for n in range(0, 400, 2)]
+    for memory_id in removed:
+        index.remove(memory_id)
+    index.remove("m0")  # twice: a no-op
+    index.remove("unknown")
+    kept = {m: t for m, t in texts.items() if m not in removed}
+    fresh = _index(kept)
+    assert len(index) == len(fresh) == 200
+    for query in QUERIES:
+        found = keyword.search([index], query, 400)
+        assert not set(found) & set(removed)
+        assert found == keyword.search([fresh], query, 400)
+
+
+def test_compaction_keeps_every_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(keyword, "COMPACT_AFTER_DEAD", 10)
+    texts = _corpus(6, 100)
+    index = _index(texts)
+    before = {query: keyword.search([index], query, 100) for query in QUERIES}
+    for n in range(100, 250):
+        index.add(f"m{n}", "temporary alpha beta")
+    for n in range(100, 250):
+        index.remove(f"m{n}")
+    # compacted when the 126th retired slot outnumbered the 124 still live; 24 retired since
+    assert len(index.ids) == 124 and len(index) == 100
+    assert {query: keyword.search([index], query, 100) for query in QUERIES} == before
+    index.add("late", "alpha alpha alpha")
+    assert keyword.search([index], "alpha", 1) == ["late"]
+
+
+def test_a_space_of_several_tags_ranks_as_one_index() -> None:
+    texts = _corpus(7, 300)
+    first = {m: t for m, t in texts.items() if int(m[1:]) % 3}
+    second = {m: t for m, t in texts.items() if not int(m[1:]) % 3}
+    whole = _index(texts)
+    for query in QUERIES:
+        split = keyword.search([_index(first), _index(second)], query, 300)
+        assert sorted(split) == sorted(keyword.search([whole], query, 300))
+        reference = _fts5_scores(texts, query)
+        assert [round(reference[m], 9) for m in split] == sorted(
+            (round(v, 9) for v in reference.values()), reverse=True
+        )
+
+
+def test_repeated_phrases_count() -> None:
+    index = _index({"once": "BLI-1234 fixed", "twice": "BLI-1234 fixed, BLI-1234 verified"})
+    assert keyword.search([index], "BLI-1234", 2) == ["twice", "once"]
+
+
+def test_texts_without_words_are_indexed_and_never_found() -> None:
+    index = _index({"empty": "", "dots": "... --- !!!", "word": "hello"})
+    assert len(index) == 3
+    assert keyword.search([index], "hello", 10) == ["word"]
+
+
+def test_ties_keep_save_order() -> None:
+    index = _index({f"m{n}": "same words here" for n in range(30)})
+    assert keyword.search([index], "words", 5) == ["m0", "m1", "m2", "m3", "m4"]
+
+
+def test_a_phrase_never_spans_two_memories() -> None:
+    index = _index({"a": "set the max", "empty": "", "b": "pool size to 40", "c": "max pool size"})
+    assert keyword.search([index], "MAX_POOL_SIZE", 10) == ["c"]
+    index.remove("c")
+    assert keyword.search([index], "MAX_POOL_SIZE", 10) == []
