@@ -1,13 +1,17 @@
 """The keyword channel's index and BM25, driven with plain strings and checked against SQLite FTS5.
 
 FTS5's `bm25()` with the `porter unicode61 remove_diacritics 2` tokenizer is the reference the
-in-memory index replaced: the same corpus must rank the same way.
+in-memory index replaced: with FTS5's constants (k1 1.2, b 0.75, its idf) the same corpus must rank
+the same way, which checks the tokens, stems, phrases, term frequencies and lengths. The door's own
+constants differ (see door/keyword.py) and are checked by their effect.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import sqlite3
+from collections.abc import Iterator
 
 import pytest
 
@@ -102,6 +106,18 @@ def _fts5_scores(texts: dict[str, str], query: str) -> dict[str, float]:
     return {memory_id: -score for memory_id, score in rows}
 
 
+def _fts5_idf(documents: int, df: int) -> float:
+    return max(math.log((documents - df + 0.5) / (df + 0.5)), 1e-6)
+
+
+@pytest.fixture
+def fts5_constants(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.setattr(keyword, "K1", 1.2)
+    monkeypatch.setattr(keyword, "B", 0.75)
+    monkeypatch.setattr(keyword, "idf", _fts5_idf)
+    yield
+
+
 QUERIES = [
     "alpha",
     "alpha beta",
@@ -117,6 +133,7 @@ QUERIES = [
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
 @pytest.mark.parametrize("query", QUERIES)
+@pytest.mark.usefixtures("fts5_constants")
 def test_bm25_ranks_as_sqlite_fts5_does(seed: int, query: str) -> None:
     texts = _corpus(seed, 300)
     reference = _fts5_scores(texts, query)
@@ -171,10 +188,11 @@ def test_compaction_keeps_every_answer(monkeypatch: pytest.MonkeyPatch) -> None:
     # compacted when the 126th retired slot outnumbered the 124 still live; 24 retired since
     assert len(index.ids) == 124 and len(index) == 100
     assert {query: keyword.search([index], query, 100) for query in QUERIES} == before
-    index.add("late", "alpha alpha alpha")
-    assert keyword.search([index], "alpha", 1) == ["late"]
+    index.add("late", "alpha omega")
+    assert keyword.search([index], "omega", 5) == ["late"]
 
 
+@pytest.mark.usefixtures("fts5_constants")
 def test_a_space_of_several_tags_ranks_as_one_index() -> None:
     texts = _corpus(7, 300)
     first = {m: t for m, t in texts.items() if int(m[1:]) % 3}
@@ -210,3 +228,20 @@ def test_a_phrase_never_spans_two_memories() -> None:
     assert keyword.search([index], "MAX_POOL_SIZE", 10) == ["c"]
     index.remove("c")
     assert keyword.search([index], "MAX_POOL_SIZE", 10) == []
+
+
+def test_a_word_in_most_memories_still_counts() -> None:
+    """FTS5's idf is 1e-6 for a word in over half the documents; ours stays positive, so a speaker's
+    or a project's own name still separates the memory that has it."""
+    texts = {f"m{n}": f"Caroline said thing number {n}" for n in range(6)}
+    texts |= {"both": "Caroline started painting landscapes", "painting": "painting"}
+    index = _index(texts)
+    assert keyword.search([index], "Caroline painting", 1) == ["both"]
+
+
+def test_length_counts_less_than_in_fts5() -> None:
+    """B is 0.3, not 0.75: a longer memory with the word twice beats a short one with it once."""
+    index = _index(
+        {"short": "deploy notes", "long": "deploy the app, then deploy the docs, then tell the team"}
+    )
+    assert keyword.search([index], "deploy", 2) == ["long", "short"]
