@@ -17,6 +17,7 @@ import signal
 import socket
 import stat
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -170,6 +171,39 @@ def test_the_hook_answered_via_the_daemon_prints_what_the_direct_path_prints(
 
 def git(folder: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(folder), *args], check=True, capture_output=True, timeout=30)
+
+
+def test_the_hook_path_through_the_daemon_needs_no_json_re_enum_socket_or_signal(
+    paired: Path, daemons: list[Daemon], tag: str
+) -> None:
+    """Through the daemon a hook's work is one socket exchange, so its cold start is most of its cost:
+    `json` (with `re`), `socket` and `signal` (each with `enum`) were ~8 ms of it. Run without `site`
+    (no editable-install hook, which imports `re` itself) so only the hook's own imports are seen."""
+    start(daemons, paired)
+    repo = Path(__file__).resolve().parent.parent
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-S",
+            "-X",
+            "importtime",
+            "-c",
+            "import sys; from bli_memory.cli import main; sys.exit(main())",
+            "hook",
+            "prompt",
+        ],
+        input=json.dumps(prompt_payload(paired)).encode(),
+        capture_output=True,
+        env={**daemon_env(paired, BLI_MEMORY_CONTAINER_TAG=tag), "PYTHONPATH": str(repo)},
+        timeout=60,
+    )
+    stderr = done.stderr.decode()
+    assert done.returncode == 0 and '"via":"daemon"' in stderr and "prompt ok" in stderr, stderr
+    assert "librarian" in done.stdout.decode()
+    modules = {
+        line.rsplit("|", 1)[1].strip() for line in stderr.splitlines() if line.startswith("import time:")
+    }
+    assert not {"json", "re", "enum", "socket", "signal", "typing", "bli_memory.door_client"} & modules
 
 
 def test_the_daemon_finds_the_same_space_as_the_hook_and_notices_when_it_changes(

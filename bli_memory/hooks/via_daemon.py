@@ -1,7 +1,8 @@
 """The hook's side of the resident daemon: ask it over its unix socket, or start it detached.
 
-This runs inside the prompt and session-start hooks, so it imports only `os`, `socket`, `json` and
-`time` (no subprocess: the daemon is started with `os.posix_spawn`). The daemon is an accelerator: every
+This runs inside the prompt and session-start hooks, so it imports only `os`, `time`, `_socket` and
+our `tinyjson` (no subprocess: the daemon is started with `os.posix_spawn`; not `socket` or `json`,
+whose `enum` and `re` cost about 8 ms of a cold start, see tests/test_hooks_imports.py). The daemon is an accelerator: every
 failure here is a short reason string and the hook takes the direct path, unchanged.
 
 Protocol (one JSON line each way, UTF-8, on `~/.local/state/bli-cockpit/memory-daemon.sock`):
@@ -26,10 +27,11 @@ once an hour), because a wedged daemon never idles out and would cost every late
 
 from __future__ import annotations
 
-import json
+import _socket  # the C module itself: `socket` wraps its constants in enums (`enum` ~4 ms to import)
 import os
-import socket
 import time
+
+from bli_memory.hooks import tinyjson
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on every hook; mypy reads this constant as True
 if TYPE_CHECKING:
@@ -148,10 +150,10 @@ def encode_request(
         "budgetMs": max(0, int(budget_s * 1000)),
         "env": space_env(env),
     }
-    return json.dumps(request, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "replace") + b"\n"
+    return tinyjson.dumps(request, compact=True, ensure_ascii=False).encode("utf-8", "replace") + b"\n"
 
 
-def _read_line(sock: socket.socket, deadline: float) -> bytes | str:
+def _read_line(sock: _socket.socket, deadline: float) -> bytes | str:
     """One answer line, or a reason. EOF or a reset before the newline is a bad response."""
     buf = bytearray()
     while True:
@@ -184,7 +186,7 @@ def exchange(line: bytes, deadline: float, env: Mapping[str, str] | None = None)
     remaining = deadline - time.monotonic()
     if remaining <= 0:
         return TIMEOUT
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.settimeout(min(CONNECT_BUDGET_S, remaining))
         try:
@@ -212,8 +214,8 @@ def decode_answer(line: bytes) -> HookAnswer | str:
     from bli_memory.hooks.run import HookAnswer
 
     try:
-        data = json.loads(line)
-    except (ValueError, UnicodeDecodeError):
+        data = tinyjson.loads(line.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):  # UnicodeDecodeError is a ValueError; named for the reader
         return BAD_RESPONSE
     if not isinstance(data, dict):
         return BAD_RESPONSE
@@ -270,7 +272,7 @@ def ping(deadline: float, env: Mapping[str, str] | None = None) -> dict[str, obj
     if isinstance(got, str):
         return got
     try:
-        data = json.loads(got)
+        data = tinyjson.loads(got.decode("utf-8"))
     except (ValueError, UnicodeDecodeError):
         return BAD_RESPONSE
     return data if isinstance(data, dict) and data.get("ok") is True else BAD_RESPONSE
