@@ -45,6 +45,11 @@ def test_query_terms_are_capped() -> None:
     assert len(query_terms(many)) == keyword.MAX_QUERY_TERMS
 
 
+def _bm25(indexes: list[KeywordIndex], query: str, limit: int) -> list[str]:
+    """One BM25 pass, without feedback: what FTS5 compares with."""
+    return keyword.search(indexes, query, limit, feedback=False)
+
+
 def _index(texts: dict[str, str]) -> KeywordIndex:
     return KeywordIndex.build(texts.items())
 
@@ -62,21 +67,21 @@ IDENTIFIERS = {
     [("MAX_POOL_SIZE", "pool"), ("useAuthStore", "auth"), ("BLI-1234", "ticket"), ("bli-1234?", "ticket")],
 )
 def test_an_identifier_finds_its_memory_not_its_scattered_parts(query: str, found: str) -> None:
-    assert keyword.search([_index(IDENTIFIERS)], query, 10) == [found]
+    assert _bm25([_index(IDENTIFIERS)], query, 10) == [found]
 
 
 def test_words_match_through_stems_case_and_accents() -> None:
     index = _index({"a": "Deploying the Café service", "b": "nothing here"})
-    assert keyword.search([index], "deployed cafe", 10) == ["a"]
-    assert keyword.search([index], "CAFÉ", 10) == ["a"]
+    assert _bm25([index], "deployed cafe", 10) == ["a"]
+    assert _bm25([index], "CAFÉ", 10) == ["a"]
 
 
 def test_a_query_of_stopwords_or_unknown_words_finds_nothing() -> None:
     index = _index(IDENTIFIERS)
-    assert keyword.search([index], "what is it", 10) == []
-    assert keyword.search([index], "zebra", 10) == []
-    assert keyword.search([KeywordIndex()], "pool", 10) == []
-    assert keyword.search([index], "pool", 0) == []
+    assert _bm25([index], "what is it", 10) == []
+    assert _bm25([index], "zebra", 10) == []
+    assert _bm25([KeywordIndex()], "pool", 10) == []
+    assert _bm25([index], "pool", 0) == []
 
 
 def _corpus(seed: int, size: int) -> dict[str, str]:
@@ -137,7 +142,7 @@ QUERIES = [
 def test_bm25_ranks_as_sqlite_fts5_does(seed: int, query: str) -> None:
     texts = _corpus(seed, 300)
     reference = _fts5_scores(texts, query)
-    ours = keyword.search([_index(texts)], query, 25)
+    ours = _bm25([_index(texts)], query, 25)
     assert set(ours) <= set(reference)
     # the FTS5 scores along our ranking are FTS5's best scores in order (ties may come in any order)
     assert [round(reference[m], 9) for m in ours] == sorted(
@@ -156,7 +161,7 @@ def test_adding_one_by_one_equals_building_at_once() -> None:
         grown.ids == built.ids and grown.postings == built.postings and grown.frequencies == built.frequencies
     )
     for query in QUERIES:
-        assert keyword.search([grown], query, 50) == keyword.search([built], query, 50)
+        assert _bm25([grown], query, 50) == _bm25([built], query, 50)
 
 
 def test_a_removed_memory_is_never_found_and_the_statistics_follow(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -171,25 +176,25 @@ def test_a_removed_memory_is_never_found_and_the_statistics_follow(monkeypatch: 
     fresh = _index(kept)
     assert len(index) == len(fresh) == 200
     for query in QUERIES:
-        found = keyword.search([index], query, 400)
+        found = _bm25([index], query, 400)
         assert not set(found) & set(removed)
-        assert found == keyword.search([fresh], query, 400)
+        assert found == _bm25([fresh], query, 400)
 
 
 def test_compaction_keeps_every_answer(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(keyword, "COMPACT_AFTER_DEAD", 10)
     texts = _corpus(6, 100)
     index = _index(texts)
-    before = {query: keyword.search([index], query, 100) for query in QUERIES}
+    before = {query: _bm25([index], query, 100) for query in QUERIES}
     for n in range(100, 250):
         index.add(f"m{n}", "temporary alpha beta")
     for n in range(100, 250):
         index.remove(f"m{n}")
     # compacted when the 126th retired slot outnumbered the 124 still live; 24 retired since
     assert len(index.ids) == 124 and len(index) == 100
-    assert {query: keyword.search([index], query, 100) for query in QUERIES} == before
+    assert {query: _bm25([index], query, 100) for query in QUERIES} == before
     index.add("late", "alpha omega")
-    assert keyword.search([index], "omega", 5) == ["late"]
+    assert _bm25([index], "omega", 5) == ["late"]
 
 
 @pytest.mark.usefixtures("fts5_constants")
@@ -199,8 +204,8 @@ def test_a_space_of_several_tags_ranks_as_one_index() -> None:
     second = {m: t for m, t in texts.items() if not int(m[1:]) % 3}
     whole = _index(texts)
     for query in QUERIES:
-        split = keyword.search([_index(first), _index(second)], query, 300)
-        assert sorted(split) == sorted(keyword.search([whole], query, 300))
+        split = _bm25([_index(first), _index(second)], query, 300)
+        assert sorted(split) == sorted(_bm25([whole], query, 300))
         reference = _fts5_scores(texts, query)
         assert [round(reference[m], 9) for m in split] == sorted(
             (round(v, 9) for v in reference.values()), reverse=True
@@ -209,25 +214,25 @@ def test_a_space_of_several_tags_ranks_as_one_index() -> None:
 
 def test_repeated_phrases_count() -> None:
     index = _index({"once": "BLI-1234 fixed", "twice": "BLI-1234 fixed, BLI-1234 verified"})
-    assert keyword.search([index], "BLI-1234", 2) == ["twice", "once"]
+    assert _bm25([index], "BLI-1234", 2) == ["twice", "once"]
 
 
 def test_texts_without_words_are_indexed_and_never_found() -> None:
     index = _index({"empty": "", "dots": "... --- !!!", "word": "hello"})
     assert len(index) == 3
-    assert keyword.search([index], "hello", 10) == ["word"]
+    assert _bm25([index], "hello", 10) == ["word"]
 
 
 def test_ties_keep_save_order() -> None:
     index = _index({f"m{n}": "same words here" for n in range(30)})
-    assert keyword.search([index], "words", 5) == ["m0", "m1", "m2", "m3", "m4"]
+    assert _bm25([index], "words", 5) == ["m0", "m1", "m2", "m3", "m4"]
 
 
 def test_a_phrase_never_spans_two_memories() -> None:
     index = _index({"a": "set the max", "empty": "", "b": "pool size to 40", "c": "max pool size"})
-    assert keyword.search([index], "MAX_POOL_SIZE", 10) == ["c"]
+    assert _bm25([index], "MAX_POOL_SIZE", 10) == ["c"]
     index.remove("c")
-    assert keyword.search([index], "MAX_POOL_SIZE", 10) == []
+    assert _bm25([index], "MAX_POOL_SIZE", 10) == []
 
 
 def test_a_word_in_most_memories_still_counts() -> None:
@@ -236,7 +241,7 @@ def test_a_word_in_most_memories_still_counts() -> None:
     texts = {f"m{n}": f"Caroline said thing number {n}" for n in range(6)}
     texts |= {"both": "Caroline started painting landscapes", "painting": "painting"}
     index = _index(texts)
-    assert keyword.search([index], "Caroline painting", 1) == ["both"]
+    assert _bm25([index], "Caroline painting", 1) == ["both"]
 
 
 def test_length_counts_less_than_in_fts5() -> None:
@@ -244,4 +249,38 @@ def test_length_counts_less_than_in_fts5() -> None:
     index = _index(
         {"short": "deploy notes", "long": "deploy the app, then deploy the docs, then tell the team"}
     )
-    assert keyword.search([index], "deploy", 2) == ["long", "short"]
+    assert _bm25([index], "deploy", 2) == ["long", "short"]
+
+
+FEEDBACK_SPACE = {
+    "best": "the nightly backup job copies the database to the bucket at 02:00",
+    "kin": "the backup job failed: the bucket credentials expired, rotate them in the vault",
+    "loner": "someone mentioned a backup once",
+    "stranger": "the bucket credentials and the vault rotation policy",
+}
+
+
+def test_feedback_moves_up_matches_that_share_the_best_ones_words() -> None:
+    index = _index(FEEDBACK_SPACE)
+    assert _bm25([index], "nightly backup", 4) == ["best", "loner", "kin"]
+    assert keyword.search([index], "nightly backup", 4) == ["best", "kin", "loner"]
+
+
+def test_feedback_never_brings_a_memory_without_the_querys_words() -> None:
+    index = _index(FEEDBACK_SPACE)
+    assert "stranger" not in keyword.search([index], "nightly backup", 10)
+    lookalike = _index(
+        {"real": "Config: MAX_POOL_SIZE=40 on staging", "twin": "pool max size setting on staging"}
+    )
+    assert keyword.search([lookalike], "MAX_POOL_SIZE", 10) == ["real"]
+
+
+def test_feedback_terms_skip_the_query_stopwords_and_short_stems() -> None:
+    index = _index(FEEDBACK_SPACE)
+    terms = keyword.feedback_terms([index], ["best", "kin"], query_terms("nightly backup"))
+    stems = [term[0] for term in terms]
+    assert "backup" not in stems and "nightli" not in stems  # the query's own
+    assert "the" not in stems and "at" not in stems and "02" not in stems  # stopwords, short stems
+    assert stems[0] == "job"  # held by both and by no other memory
+    assert len(stems) <= keyword.FEEDBACK_TERMS
+    assert keyword.feedback_terms([index], [], query_terms("nightly backup")) == []

@@ -54,6 +54,11 @@ STOPWORDS = frozenset(
     ).split()
 )
 MAX_QUERY_TERMS = 32
+#: pseudo-relevance feedback: the words that best mark the first FEEDBACK_DOCS matches join the query,
+#: FEEDBACK_TERMS of them, each counting FEEDBACK_WEIGHT of a word the query itself holds.
+FEEDBACK_DOCS = 3
+FEEDBACK_TERMS = 20
+FEEDBACK_WEIGHT = 0.2
 #: a space's postings are compacted when retired documents outnumber live ones past this many.
 COMPACT_AFTER_DEAD = 1024
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
@@ -131,6 +136,7 @@ class KeywordIndex:
     def __init__(self) -> None:
         self.term_id: dict[str, int] = {}  # stem -> term id
         self._word_term: dict[str, int] = {}  # folded word -> term id of its stem
+        self.stems: list[str] = []  # per term id: its stem
         self.postings: list[array[int]] = []  # per term id: the slots that hold it, ascending
         self.frequencies: list[array[int]] = []  # per term id: how often, slot for slot
         self._clear_documents()
@@ -217,6 +223,7 @@ class KeywordIndex:
         term = self.term_id.get(stem)
         if term is None:
             term = self.term_id[stem] = len(self.postings)
+            self.stems.append(stem)
             self.postings.append(array("i"))
             self.frequencies.append(array("i"))
         self._word_term[word] = term
@@ -302,12 +309,136 @@ def idf(documents: int, df: int) -> float:
     return math.log(1.0 + (documents - df + 0.5) / (df + 0.5))
 
 
-def search(indexes: Iterable[KeywordIndex], query: str, limit: int) -> list[str]:
+def search(indexes: Iterable[KeywordIndex], query: str, limit: int, *, feedback: bool = True) -> list[str]:
     """The ids of the best BM25 matches of `query` over the union of `indexes`, best first."""
-    return search_terms(list(indexes), query_terms(query), limit)
+    indexes = list(indexes)
+    terms = query_terms(query)
+    return search_with_feedback(indexes, terms, limit) if feedback else search_terms(indexes, terms, limit)
+
+
+def search_with_feedback(indexes: Sequence[KeywordIndex], terms: Sequence[Term], limit: int) -> list[str]:
+    """BM25 in two passes: the second re-ranks the first's matches with the words that mark its best.
+
+    Pseudo-relevance feedback (RM3's idea, kept simple, :func:`feedback_terms`): among the memories
+    that hold the query's words, the ones that also share the vocabulary of the best few move up.
+    Only the first pass's matches are re-ranked; a memory that holds none of the query's words never
+    enters by feedback alone. (Letting it enter scored the same on LoCoMo, 0.674, but gave a memory
+    that merely resembles an identifier's memory a keyword rank: `MAX_POOL_SIZE` found "pool max
+    size setting" through the words of its own memory.) On LoCoMo re-ranking took hybrid recall@10
+    from 0.653 to 0.669 (keyword alone 0.627 to 0.632); 3 to 5 feedback memories and 10 to 20 words
+    at weight 0.2 to 0.5 all landed at 0.664-0.676. The matches are scored again from their own
+    tokens: scoring 20 more words over a whole space of 100 000 took 15 ms, this well under one.
+    """
+    first = _ranked(indexes, terms, limit)
+    extra = feedback_terms(
+        indexes, [indexes[owner].ids[slot] or "" for owner, slot, _ in first[:FEEDBACK_DOCS]], terms
+    )
+    if not extra:
+        return [indexes[owner].ids[slot] or "" for owner, slot, _ in first]
+    live = sum(index.live for index in indexes)
+    average_length = max(sum(index.total_length for index in indexes) / live, 1e-9)
+    scores = np.array([score for _, _, score in first])
+    owners = np.array([owner for owner, _, _ in first])
+    for owner, index in enumerate(indexes):
+        here = np.flatnonzero(owners == owner)
+        present = [(term, stem) for (stem,) in extra if (term := index.term_id.get(stem)) is not None]
+        if not here.size or not present:
+            continue
+        dfs = [
+            sum(len(other.postings[other.term_id[stem]]) for other in indexes if stem in other.term_id)
+            for _, stem in present
+        ]
+        term_ids = np.array([term for term, _ in present], dtype=np.int32)
+        term_weights = FEEDBACK_WEIGHT * np.array([idf(live, df) for df in dfs])
+        scores[here] += _extra_scores(
+            index, [first[i][1] for i in here.tolist()], term_ids, term_weights, average_length
+        )
+    order = np.lexsort((np.arange(len(first)), -scores))
+    return [indexes[first[i][0]].ids[first[i][1]] or "" for i in order.tolist()]
+
+
+def _extra_scores(
+    index: KeywordIndex,
+    slots: list[int],
+    term_ids: np.ndarray,
+    term_weights: np.ndarray,
+    average_length: float,
+) -> np.ndarray:
+    """BM25 of the weighted terms `term_ids` (distinct) for each of `slots`, from the slots' tokens."""
+    extra = np.zeros(len(slots))
+    order = np.argsort(term_ids)
+    sorted_ids, sorted_weights = term_ids[order], term_weights[order]
+    starts = np.frombuffer(index.starts, dtype=np.int64)[slots]
+    lengths = np.frombuffer(index.lengths)[slots]
+    counts = lengths.astype(np.int64)
+    total = int(counts.sum())
+    if not total:
+        return extra
+    document = np.repeat(np.arange(len(slots)), counts)
+    offsets = np.arange(total) - np.repeat(np.cumsum(counts) - counts, counts)
+    tokens = np.frombuffer(index.tokens, dtype=np.int32)[np.repeat(starts, counts) + offsets]
+    hit = np.isin(tokens, sorted_ids)
+    if not hit.any():
+        return extra
+    width = len(sorted_ids)
+    pairs, tf = np.unique(
+        document[hit] * width + np.searchsorted(sorted_ids, tokens[hit]), return_counts=True
+    )
+    documents, terms = pairs // width, pairs % width
+    norm = K1 * (1.0 - B + B * lengths[documents] / average_length)
+    np.add.at(extra, documents, sorted_weights[terms] * tf * (K1 + 1.0) / (tf + norm))
+    return extra
+
+
+_STOP_STEMS: frozenset[str] | None = None
+
+
+def feedback_terms(
+    indexes: Sequence[KeywordIndex], memory_ids: Sequence[str], query: Sequence[Term]
+) -> list[Term]:
+    """Up to FEEDBACK_TERMS words of the memories `memory_ids` that the query lacks, best first.
+
+    A word's worth is its idf times how many of those memories hold it: words they share and the
+    space rarely uses. Stopwords and one- or two-letter stems never join. (Document frequencies here
+    count retired memories not yet compacted away: a ranking of candidates, not a score.)
+    """
+    global _STOP_STEMS
+    if _STOP_STEMS is None:
+        _STOP_STEMS = frozenset(_stem(word) for word in STOPWORDS)
+    asked = {stem for term in query for stem in term}
+    live = sum(index.live for index in indexes)
+    held: dict[str, int] = {}
+    for memory_id in memory_ids:
+        for index in indexes:
+            slot = index.slot_of.get(memory_id)
+            if slot is None:
+                continue
+            start = index.starts[slot]
+            for term in set(index.tokens[start : start + int(index.lengths[slot])]):
+                stem = index.stems[term]
+                if len(stem) > 2 and stem not in asked and stem not in _STOP_STEMS:
+                    held[stem] = held.get(stem, 0) + 1
+            break
+    worth = {
+        stem: count
+        * idf(
+            live, sum(len(index.postings[index.term_id[stem]]) for index in indexes if stem in index.term_id)
+        )
+        for stem, count in held.items()
+    }
+    best = sorted(worth, key=lambda stem: (-worth[stem], stem))[:FEEDBACK_TERMS]
+    return [(stem,) for stem in best]
 
 
 def search_terms(indexes: Sequence[KeywordIndex], terms: Sequence[Term], limit: int) -> list[str]:
+    """The ids of the best BM25 matches of `terms`, best first."""
+    return [indexes[owner].ids[slot] or "" for owner, slot, _ in _ranked(indexes, terms, limit)]
+
+
+def _ranked(
+    indexes: Sequence[KeywordIndex], terms: Sequence[Term], limit: int
+) -> list[tuple[int, int, float]]:
+    """(index number, slot, score) of the best BM25 matches of `terms`, best first."""
     live = sum(index.live for index in indexes)
     if not terms or live == 0 or limit <= 0:
         return []
@@ -347,9 +478,4 @@ def search_terms(indexes: Sequence[KeywordIndex], terms: Sequence[Term], limit: 
         keep = scores >= cut
         scores, slots, owners = scores[keep], slots[keep], owners[keep]
     order = np.lexsort((slots, owners, -scores))[:limit]
-    result: list[str] = []
-    for position in order.tolist():
-        memory_id = indexes[int(owners[position])].ids[int(slots[position])]
-        if memory_id is not None:
-            result.append(memory_id)
-    return result
+    return [(int(owners[i]), int(slots[i]), float(scores[i])) for i in order.tolist()]

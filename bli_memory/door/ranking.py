@@ -15,9 +15,9 @@ Why these numbers (scripts/eval_locomo.py on ../shared/data/locomo/locomo_dev.js
 1033 questions of categories 1-4, every turn one memory, packaged MiniLM int8; recall@10 overall
 through the real store, and offline sweeps over the same stored signals for the alternatives):
 
-(These sweeps ran when BM25 was SQLite FTS5's; door/keyword.py has BM25's own constants, which took
-keyword alone to 0.627 and this rule to 0.653 — the same rule, re-checked: k = 1..5 land at
-0.650-0.657, keyword weight 1.25-2.0 at 0.650-0.658.)
+(These sweeps ran when BM25 was SQLite FTS5's. door/keyword.py has BM25's own constants, which took
+keyword alone to 0.627 and this rule to 0.653, and 0.669 with keyword feedback. The rule was
+re-checked on them: k = 1..5 land at 0.650-0.657, keyword weight 1.25-2.0 at 0.650-0.658.)
 
 - keyword alone 0.610, vector alone 0.482. Reciprocal-rank fusion with the textbook RRF_K = 60 gives
   0.565 (0.546 with this recency), *worse than keyword alone*: at k = 60 rank 1 and rank 10 differ by

@@ -958,7 +958,7 @@ class SqliteStore:
         if not terms:
             return []
         indexes = [self._keyword_index(team_id, tag) for tag in tags]
-        return keyword.search_terms(indexes, terms, ranking.KEYWORD_CANDIDATES)
+        return keyword.search_with_feedback(indexes, terms, ranking.KEYWORD_CANDIDATES)
 
     def _keyword_index(self, team_id: int, tag: str) -> keyword.KeywordIndex:
         """The keyword index of one tag's current memories, built on first use (call under the lock)."""
