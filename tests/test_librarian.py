@@ -391,6 +391,19 @@ def stand_in() -> Iterator[StandIn]:
             if state.mode == "hang":
                 state.release.wait(10)
                 return
+            if state.mode == "trickle":  # every byte well within a per-read timeout, the whole never
+                self.send_response(200)
+                self.send_header("Content-Length", "1000")
+                self.end_headers()
+                for _ in range(100):
+                    if state.release.wait(0.1):
+                        return
+                    self.wfile.write(b" ")
+                    self.wfile.flush()
+                return
+            if state.mode == "huge":
+                self._send(200, b" " * (2 * 1024 * 1024))
+                return
             if state.mode == "500":
                 self._send(500, b'{"error": "boom"}')
                 return
@@ -447,15 +460,28 @@ def test_llm_extractor_accepts_a_base_url_ending_in_v1_and_a_fenced_answer(stand
         ("good", '{"facts": [16]}', "not a string"),
         ("500", "", "HTTP 500"),
         ("hang", "", "no answer within 0.5s"),
+        ("trickle", "", "no answer within 0.5s"),
+        ("huge", "", "answered badly: response body over"),
     ],
-    ids=["not-json-body", "prose-content", "wrong-key", "non-string-fact", "http-500", "timeout"],
+    ids=[
+        "not-json-body",
+        "prose-content",
+        "wrong-key",
+        "non-string-fact",
+        "http-500",
+        "timeout",
+        "trickle",
+        "huge",
+    ],
 )
 def test_llm_extractor_raises_librarian_error_without_leaking_the_key(
     stand_in: StandIn, mode: str, content: str, message: str
 ) -> None:
     stand_in.mode, stand_in.content = mode, content
+    started = time.monotonic()
     with pytest.raises(LibrarianError) as caught:
         LlmExtractor(stand_in.url, "m", api_key="sk-secret", timeout_s=0.5).extract(EXCHANGE)
+    assert time.monotonic() - started < 3.0  # one deadline for the whole exchange
     assert message in str(caught.value)
     assert "sk-secret" not in str(caught.value)
 

@@ -817,8 +817,8 @@ class LlmExtractor:
     """Facts from an OpenAI-compatible ``POST {base_url}/v1/chat/completions``.
 
     The answer must be ``{"facts": [string, ...]}`` (a surrounding ```json fence is tolerated);
-    anything else, an HTTP error, an unreachable endpoint or no answer within ``timeout_s`` (per
-    socket operation) raises :class:`LibrarianError`. The key travels only in the ``Authorization``
+    anything else, an HTTP error, an unreachable endpoint or no whole answer within ``timeout_s``
+    raises :class:`LibrarianError`. The key travels only in the ``Authorization``
     header and never appears in an error.
     """
 
@@ -831,28 +831,38 @@ class LlmExtractor:
         self._timeout_s = timeout_s
 
     def _post(self, body: dict[str, Any]) -> bytes:
-        # urllib is fine here: the door's worker is not on the hook's import budget.
-        import urllib.error
-        import urllib.request
+        """POST `body`; the whole exchange (connect, send, every byte of the answer) within the timeout.
+
+        The door's own HTTP client (`wire/http.py`) keeps one absolute deadline; urllib's timeout is
+        per socket operation, so an endpoint that trickled its answer could hold a job for ever.
+        """
+        from bli_memory.wire.http import BadResponse, Connection, WireError, WireTimeout
 
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
-        request = urllib.request.Request(
-            self._url, data=json.dumps(body).encode("utf-8"), headers=headers, method="POST"
-        )
+        deadline = time.monotonic() + self._timeout_s
         try:
-            with urllib.request.urlopen(request, timeout=self._timeout_s) as response:
-                raw: bytes = response.read(LLM_RESPONSE_CAP_BYTES + 1)
-        except urllib.error.HTTPError as exc:
-            raise LibrarianError(f"chat endpoint answered HTTP {exc.code}") from None
-        except TimeoutError:
+            with Connection(self._url) as connection:
+                response = connection.request(
+                    "POST",
+                    self._url,
+                    body=json.dumps(body).encode("utf-8"),
+                    headers=headers,
+                    deadline=deadline,
+                    max_body_bytes=LLM_RESPONSE_CAP_BYTES,
+                )
+        except WireTimeout:
             raise LibrarianError(f"chat endpoint gave no answer within {self._timeout_s:g}s") from None
-        except (OSError, ValueError) as exc:
+        except BadResponse as exc:  # not HTTP, or over the size cap
+            raise LibrarianError(f"chat endpoint answered badly: {exc}") from None
+        except WireError as exc:
+            raise LibrarianError(f"chat endpoint unreachable: {exc.reason}") from None
+        except ValueError as exc:  # a base URL that cannot be used
             raise LibrarianError(f"chat endpoint unreachable: {type(exc).__name__}") from None
-        if len(raw) > LLM_RESPONSE_CAP_BYTES:
-            raise LibrarianError("chat endpoint answer exceeds the size cap")
-        return raw
+        if response.status >= 300:
+            raise LibrarianError(f"chat endpoint answered HTTP {response.status}")
+        return response.body
 
     def extract(self, text: str) -> list[str]:
         """Ask the model for facts; raises LibrarianError on any failure."""
