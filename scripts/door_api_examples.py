@@ -42,15 +42,21 @@ rows never appear in search, profile or forget-by-text.
 
 ## Ranking
 
-Search gathers candidates from two channels in the space — BM25 over an in-memory index of the space (porter stems)
-and, when an embedder is loaded, exact cosine similarity over every vector of the space — and fuses
-them (see `bli_memory/door/ranking.py` for the function and the measurements behind its constants):
+Search gathers candidates from two channels in the space — BM25 over an in-memory index of the space
+(porter stems; the matches re-ranked once with the words of the best three) and, when an embedder is
+loaded, exact cosine similarity over every vector of the space — and fuses them (see
+`bli_memory/door/ranking.py` for the function and the measurements behind its constants):
 
     score = (w_k / (k + rank_keyword) + w_v / (k + rank_vector)) * recency(age)
     recency(age) = floor + (1 - floor) * 0.5 ** (age_days / half_life_days)
 
-with k = 3, w_k = 1.5, w_v = 1.0, a 90-day half-life and a floor of 0.6 (measured on LoCoMo: see
-docs/benchmarks.md). `similarity` is the cosine of query and memory (null when the vector channel did not score the row,
+with k = 3, w_k = 1.5, w_v = 1.0, a 90-day half-life and a floor of 0.6. Then context: each of the
+ten best candidates lends 0.3 of its score, divided by the step, to the candidates its device saved
+up to two saves before and after it within 30 minutes (the question a reply answers, the fix that
+followed a decision); a candidate next to several takes the best. Context only re-ranks candidates:
+it never adds a row that neither channel found. (All measured on LoCoMo: see docs/benchmarks.md.)
+
+`similarity` is the cosine of query and memory (null when the vector channel did not score the row,
 e.g. with `--embedder none`); `threshold` filters on it. `score` is the fused rank score.
 `matchedBy` names the channels whose candidates held the row (`keyword`, `vector`): a row found by
 meaning alone, by keyword alone, or by both.

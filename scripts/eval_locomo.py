@@ -54,8 +54,8 @@ MODES: dict[str, ranking.Weights] = {
     "hybrid": ranking.DEFAULT_WEIGHTS,
     "keyword": ranking.KEYWORD_ONLY,
     "vector": ranking.VECTOR_ONLY,
-    # the textbook fusion this module replaced (equal weights, k = 60, same recency): for comparison
-    "rrf60": ranking.Weights(keyword=1.0, vector=1.0, rrf_k=60.0),
+    # the textbook fusion this module replaced (equal weights, k = 60, same recency, no context): for comparison
+    "rrf60": ranking.Weights(keyword=1.0, vector=1.0, rrf_k=60.0, context=0.0),
 }
 _EVIDENCE = re.compile(r"D:?(\d+):(\d+)")
 _SESSION_KEY = re.compile(r"session_(\d+)$")

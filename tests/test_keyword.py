@@ -51,7 +51,7 @@ def _bm25(indexes: list[KeywordIndex], query: str, limit: int) -> list[str]:
 
 
 def _index(texts: dict[str, str]) -> KeywordIndex:
-    return KeywordIndex.build(texts.items())
+    return KeywordIndex.build((memory_id, text, None, 0.0) for memory_id, text in texts.items())
 
 
 IDENTIFIERS = {
@@ -284,3 +284,41 @@ def test_feedback_terms_skip_the_query_stopwords_and_short_stems() -> None:
     assert stems[0] == "job"  # held by both and by no other memory
     assert len(stems) <= keyword.FEEDBACK_TERMS
     assert keyword.feedback_terms([index], [], query_terms("nightly backup")) == []
+
+
+def _saved(rows: list[tuple[str, str | None, float]]) -> KeywordIndex:
+    """An index of (id, device, saved at) rows, in save order."""
+    return KeywordIndex.build(
+        (memory_id, f"text {memory_id}", device, when) for memory_id, device, when in rows
+    )
+
+
+def test_neighbours_are_the_same_devices_saves_around_a_memory_within_the_window() -> None:
+    index = _saved(
+        [
+            ("old", "d1", 0.0),  # hours before: another session
+            ("a", "d1", 10_000.0),
+            ("team", "d2", 10_010.0),  # a teammate's save in between
+            ("b", "d1", 10_020.0),
+            ("hit", "d1", 10_030.0),
+            ("c", "d1", 10_040.0),
+            ("d", "d1", 10_050.0),
+            ("e", "d1", 10_060.0),
+        ]
+    )
+    assert index.neighbours("hit", 2, 1800.0) == [("b", 1), ("a", 2), ("c", 1), ("d", 2)]
+    assert index.neighbours("a", 2, 1800.0) == [("b", 1), ("hit", 2)]  # "old" is out of the window
+    assert index.neighbours("team", 2, 1800.0) == []
+    index.remove("b")
+    assert index.neighbours("hit", 1, 1800.0) == [("a", 1), ("c", 1)]  # a retired one is skipped
+    assert index.neighbours("unknown", 2, 1800.0) == []
+    assert index.neighbours("hit", 2, 1800.0, scan=1) == [("c", 1)]  # at most `scan` slots a side
+
+
+def test_neighbours_survive_compaction(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(keyword, "COMPACT_AFTER_DEAD", 2)
+    index = _saved([(f"m{n}", "d1", float(n)) for n in range(10)])
+    for n in (1, 3, 4, 6, 7, 8):
+        index.remove(f"m{n}")
+    assert len(index.ids) < 10  # compacted
+    assert index.neighbours("m5", 2, 1800.0) == [("m2", 1), ("m0", 2), ("m9", 1)]

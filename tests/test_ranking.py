@@ -75,3 +75,23 @@ def test_channel_only_weights_and_use_restores_the_default() -> None:
         old, new = fuse([Signals(None, 0.9, 10 * YEAR_DAYS), Signals(None, 0.8, 0.0)])
     assert old > new
     assert fuse(rows) == fuse(rows, ranking.DEFAULT_WEIGHTS)
+
+
+def test_context_lends_a_share_of_the_best_neighbouring_seed_divided_by_the_step() -> None:
+    scores = {"seed": 1.0, "next": 0.5, "far": 0.5, "other": 0.5}
+    neighbours = {"seed": [("next", 1), ("far", 2)]}
+    spread = ranking.spread_context(scores, neighbours)
+    share = ranking.CONTEXT_SHARE
+    assert spread == {"seed": 1.0, "next": 0.5 + share, "far": 0.5 + share / 2, "other": 0.5}
+    assert ranking.spread_context(scores, neighbours, ranking.KEYWORD_ONLY) == scores  # context 0
+
+
+def test_context_takes_the_best_seed_not_the_sum_and_adds_no_rows() -> None:
+    scores = {"a": 1.0, "b": 0.8, "between": 0.1}
+    neighbours = {"a": [("between", 1), ("unfound", 1)], "b": [("between", 1)]}
+    spread = ranking.spread_context(scores, neighbours)
+    assert spread["between"] == pytest.approx(0.1 + ranking.CONTEXT_SHARE * 1.0)  # a's share, not a's + b's
+    assert "unfound" not in spread  # neither channel found it: context only re-ranks
+    # seeds lend from their own scores, before any gain (order of seeds does not matter)
+    chain = ranking.spread_context({"x": 1.0, "y": 0.5}, {"x": [("y", 1)], "y": [("x", 1)]})
+    assert chain == {"x": 1.0 + ranking.CONTEXT_SHARE * 0.5, "y": 0.5 + ranking.CONTEXT_SHARE * 1.0}

@@ -4,10 +4,12 @@ another connection's write, an alias, and a database made by an older door with 
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
 
+from bli_memory.door import keyword
 from bli_memory.door.model import Principal
 from bli_memory.door.store.sqlite import SCHEMA_VERSION, SqliteStore
 
@@ -110,4 +112,30 @@ def test_a_version_2_database_loses_its_fts_table_and_keeps_its_memories(tmp_pat
     }
     assert "memories_fts" not in tables
     assert _found(store, principal, "nginx") == ["written before the upgrade about nginx"]
+    store.close()
+
+
+def test_context_lifts_what_the_same_device_saved_next_to_a_strong_hit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(keyword, "FEEDBACK_DOCS", 0)  # context alone: in four rows feedback re-ranks too
+    store, ada = _open(tmp_path)
+    _, token = store.create_device(person="bob")
+    bob = store.authenticate(token)
+    assert bob is not None and bob.team_id == ada.team_id
+    now = time.time()
+    store.save(ada, TAG, "the staging deploy broke after the image update", created_at=now - 120)
+    store.save(
+        ada, TAG, "fixed it by pinning the base image digest in the deploy job config", created_at=now - 90
+    )
+    store.save(ada, TAG, "lunch is at noon", created_at=now - 60)  # next to the hit, matches nothing
+    store.save(bob, TAG, "deploy checklist", created_at=now - 30)  # another device, fresher, shorter
+    with_context = _found(store, ada, "staging deploy")
+    assert with_context == [
+        "the staging deploy broke after the image update",
+        "fixed it by pinning the base image digest in the deploy job config",
+        "deploy checklist",
+    ]
+    plain = [hit.memory.content for hit in store.search(ada, TAG, "staging deploy", limit=10, context=False)]
+    assert plain == [with_context[0], "deploy checklist", with_context[1]]
     store.close()

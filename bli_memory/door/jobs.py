@@ -41,7 +41,8 @@ def run_job(store: SqliteStore, job: Job, extract: Extractor) -> JobOutcome:
     metadata["source"] = metadata.get("source", "extract")
     with store.atomic():
         for fact in facts:
-            hits = store.search(principal, job.container_tag, fact, limit=RECONCILE_NEIGHBOURS)
+            # the fact's own look-alikes only: context rows are no evidence of a duplicate
+            hits = store.search(principal, job.container_tag, fact, limit=RECONCILE_NEIGHBOURS, context=False)
             neighbours = [
                 librarian.Neighbour(hit.memory.id, hit.memory.content, hit.similarity) for hit in hits
             ]

@@ -128,7 +128,8 @@ class KeywordIndex:
     """The current memories of one tag of a space: postings per stem, lengths, and every token.
 
     Slots are never reused: a retired memory's slot is marked dead (its postings and tokens stay
-    until the index compacts), so slot order is save order, which breaks score ties as rowid did.
+    until the index compacts), so slot order is save order, which breaks score ties as rowid did,
+    and, with each slot's device and save time, gives a memory's context (:meth:`neighbours`).
     `tokens` holds every slot's term ids end to end (slot s at `starts[s]`, `lengths[s]` long):
     a phrase is found by one vectorised scan of it instead of a Python loop per candidate.
     """
@@ -148,6 +149,8 @@ class KeywordIndex:
         self.starts = array("q")
         self.lengths = array("d")
         self.alive = array("b")
+        self.devices: list[str | None] = []  # per slot: the device that saved it
+        self.saved_at = array("d")  # per slot: when (epoch seconds; the row's updated_at)
         self.live = 0
         self.total_length = 0.0
 
@@ -155,20 +158,22 @@ class KeywordIndex:
         return self.live
 
     @classmethod
-    def build(cls, documents: Iterable[tuple[str, str]]) -> KeywordIndex:
-        """An index of `(memory id, text)` pairs in save order: a space's first search.
+    def build(cls, documents: Iterable[tuple[str, str, str | None, float]]) -> KeywordIndex:
+        """An index of `(memory id, text, device id, saved at)` rows in save order: a first search.
 
         The postings are made in one vectorised pass instead of one append per term and document
         (10 000 memories: about twice as fast as adding them one by one).
         """
         index = cls()
         known = index._word_term
-        for memory_id, text in documents:
+        for memory_id, text, device, saved_at in documents:
             if memory_id in index.slot_of:
                 continue
             terms = [known[w] if w in known else index._learn(w) for w in words(text)]
             index.slot_of[memory_id] = len(index.ids)
             index.ids.append(memory_id)
+            index.devices.append(device)
+            index.saved_at.append(saved_at)
             index.starts.append(len(index.tokens))
             index.tokens.extend(terms)
             index.lengths.append(float(len(terms)))
@@ -199,7 +204,7 @@ class KeywordIndex:
                 self.postings[term] = array("i", slots[start:end].tobytes())
                 self.frequencies[term] = array("i", frequencies[start:end].tobytes())
 
-    def add(self, memory_id: str, text: str) -> None:
+    def add(self, memory_id: str, text: str, device: str | None = None, saved_at: float = 0.0) -> None:
         """Index a current memory (a no-op for one already indexed)."""
         if memory_id in self.slot_of:
             return
@@ -211,6 +216,8 @@ class KeywordIndex:
             self.frequencies[term].append(count)
         self.ids.append(memory_id)
         self.slot_of[memory_id] = slot
+        self.devices.append(device)
+        self.saved_at.append(saved_at)
         self.starts.append(len(self.tokens))
         self.tokens.extend(terms)
         self.lengths.append(float(len(terms)))
@@ -245,14 +252,21 @@ class KeywordIndex:
     def _compact(self) -> None:
         """Drop retired slots: renumber the live ones in save order and rebuild the postings."""
         survivors = [
-            (memory_id, self.tokens[self.starts[slot] : self.starts[slot] + int(self.lengths[slot])])
+            (
+                memory_id,
+                self.tokens[self.starts[slot] : self.starts[slot] + int(self.lengths[slot])],
+                self.devices[slot],
+                self.saved_at[slot],
+            )
             for slot, memory_id in enumerate(self.ids)
             if memory_id is not None
         ]
         self._clear_documents()
-        for memory_id, terms in survivors:
+        for memory_id, terms, device, saved_at in survivors:
             self.slot_of[memory_id] = len(self.ids)
             self.ids.append(memory_id)
+            self.devices.append(device)
+            self.saved_at.append(saved_at)
             self.starts.append(len(self.tokens))
             self.tokens.extend(terms)
             self.lengths.append(float(len(terms)))
@@ -260,6 +274,36 @@ class KeywordIndex:
             self.live += 1
             self.total_length += len(terms)
         self._rebuild_postings()
+
+    def neighbours(
+        self, memory_id: str, steps: int, window_s: float, scan: int = 64
+    ) -> list[tuple[str, int]]:
+        """The memories saved just before and after `memory_id` by the same device, within `window_s`
+        of it: up to `steps` on each side, as (memory id, step), step 1 the closest.
+
+        Save order, not time order: an import that back-dates its rows keeps its own sequence. At
+        most `scan` slots are looked at on each side, so a busy team space stays cheap.
+        """
+        slot = self.slot_of.get(memory_id)
+        if slot is None:
+            return []
+        device, when = self.devices[slot], self.saved_at[slot]
+        found: list[tuple[str, int]] = []
+        for direction in (-1, 1):
+            step = 0
+            other = slot
+            for _ in range(scan):
+                other += direction
+                if not 0 <= other < len(self.ids) or step == steps:
+                    break
+                candidate = self.ids[other]
+                if candidate is None or self.devices[other] != device:
+                    continue
+                if abs(self.saved_at[other] - when) > window_s:
+                    break
+                step += 1
+                found.append((candidate, step))
+        return found
 
     def document_frequency(self, term: Term) -> int:
         """Live documents holding `term` (a phrase: side by side)."""

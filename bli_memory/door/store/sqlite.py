@@ -29,7 +29,7 @@ import sqlite3
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -659,7 +659,7 @@ class SqliteStore:
         self._vector_added(principal.team_id, tag, memory_id, vector)
         index = self._keyword.get((principal.team_id, tag))
         if index is not None:
-            index.add(memory_id, content)
+            index.add(memory_id, content, principal.device_id, created_at if previous is None else now)
         return memory_id
 
     def _retire(self, db: sqlite3.Connection, memory: Memory, status: str) -> None:
@@ -870,9 +870,17 @@ class SqliteStore:
     # ------------------------------------------------------------------ search
 
     def search(
-        self, principal: Principal, tag: str, q: str, *, limit: int = 5, threshold: float = 0.0
+        self,
+        principal: Principal,
+        tag: str,
+        q: str,
+        *,
+        limit: int = 5,
+        threshold: float = 0.0,
+        context: bool = True,
     ) -> list[Hit]:
-        """Hybrid search of a space (every tag that names it): keyword, meaning and recency, fused.
+        """Hybrid search of a space (every tag that names it): keyword, meaning and recency, fused,
+        and then the best rows' context (`ranking.spread_context`) unless `context` is False.
 
         `similarity` is the cosine of query and memory where the memory has a
         vector; `threshold` filters on it (rows without one are not filtered:
@@ -904,7 +912,10 @@ class SqliteStore:
             )
             for memory_id in live
         ]
-        scored = list(zip(live, ranking.fuse(signals), strict=True))
+        fused = dict(zip(live, ranking.fuse(signals), strict=True))
+        if context and ranking.active().context > 0:
+            fused = self._with_context(principal.team_id, tags, fused, updated)
+        scored = list(fused.items())
         if threshold > 0:  # cosines can be negative: the default 0 must keep every row
             scored = [pair for pair in scored if (sim := similarities[pair[0]]) is None or sim >= threshold]
         scored.sort(key=lambda pair: (-pair[1], -updated[pair[0]]))
@@ -929,6 +940,24 @@ class SqliteStore:
             for memory_id, score in top
             if memory_id in rows
         ]
+
+    def _with_context(
+        self, team_id: int, tags: Sequence[str], fused: dict[str, float], updated: Mapping[str, float]
+    ) -> dict[str, float]:
+        """`fused` after the best rows lend score to their context (`ranking.spread_context`).
+        Neighbours come from the keyword indexes (save order, device, time)."""
+        seeds = sorted(fused, key=lambda memory_id: (-fused[memory_id], -updated[memory_id]))
+        neighbours: dict[str, list[tuple[str, int]]] = {}
+        with self._lock:
+            indexes = [self._keyword_index(team_id, tag) for tag in tags]
+            for seed in seeds[: ranking.CONTEXT_SEEDS]:
+                for index in indexes:
+                    if seed in index.slot_of:
+                        neighbours[seed] = index.neighbours(
+                            seed, ranking.CONTEXT_STEPS, ranking.CONTEXT_WINDOW_S
+                        )
+                        break
+        return ranking.spread_context(fused, neighbours)
 
     def _updated_at(self, team_id: int, ids: Sequence[str]) -> dict[str, float]:
         """Last-change time of each current memory among `ids` (all fusion needs besides the signals)."""
@@ -965,8 +994,8 @@ class SqliteStore:
         index = self._keyword.get((team_id, tag))
         if index is None:
             rows = self._db.execute(
-                """SELECT id, content FROM memories WHERE team_id = ? AND container_tag = ?
-                   AND status = 'current' ORDER BY rowid""",
+                """SELECT id, content, device_id, updated_at FROM memories WHERE team_id = ?
+                   AND container_tag = ? AND status = 'current' ORDER BY rowid""",
                 (team_id, tag),
             )
             index = self._keyword[(team_id, tag)] = keyword.KeywordIndex.build(rows)
