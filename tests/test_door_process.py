@@ -247,3 +247,18 @@ def test_the_listening_socket_says_tcp_so_answers_are_not_held_by_nagle() -> Non
         assert sock.proto == socket.IPPROTO_TCP
     finally:
         sock.close()
+
+
+def test_a_restarted_door_warms_every_spaces_index_in_the_background(
+    start_door: Callable[..., DoorProcess],
+) -> None:
+    door = start_door()
+    for tag in ("repo_warm_a", "repo_warm_b"):
+        status, _ = door.post("/api/memory/save", {"content": f"{tag} uses terraform", "containerTag": tag})
+        assert status == 201
+    assert not any("indexed" in line for line in door.lines)  # a new door has nothing to index
+    door.stop()
+    door.start()  # same file
+    door.wait_for_log("indexed 2 spaces")
+    status, found = door.post("/api/memory/search", {"q": "terraform", "containerTag": "repo_warm_b"})
+    assert status == 200 and [hit["content"] for hit in found["results"]] == ["repo_warm_b uses terraform"]

@@ -121,7 +121,8 @@ def _warm(store: Any) -> None:
             f"bli-memory-door: warming the search indexes failed ({type(exc).__name__}: {exc})\n"
         )
         return
-    sys.stderr.write(f"bli-memory-door indexed {spaces} spaces in {time.monotonic() - started:.1f} s\n")
+    if spaces:  # a new door has nothing to say here
+        sys.stderr.write(f"bli-memory-door indexed {spaces} spaces in {time.monotonic() - started:.1f} s\n")
 
 
 def _exit_cleanly(signum: int, frame: object) -> None:
