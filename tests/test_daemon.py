@@ -17,7 +17,6 @@ import signal
 import socket
 import stat
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -31,6 +30,7 @@ from bli_memory import __version__, daemon
 from bli_memory.hooks import via_daemon
 from bli_memory.hooks.run import HookAnswer
 from bli_memory.settings import write_session
+from tests.test_hooks_imports import imports_without_site
 from tests.test_hooks_run import BIN, MARGIN_S, PROMPT, SESSION_START, Run, hook_env, run_hook
 
 START_TIMEOUT_S = 15.0
@@ -177,32 +177,12 @@ def test_the_hook_path_through_the_daemon_needs_no_json_re_enum_socket_or_signal
     paired: Path, daemons: list[Daemon], tag: str
 ) -> None:
     """Through the daemon a hook's work is one socket exchange, so its cold start is most of its cost:
-    `json` (with `re`), `socket` and `signal` (each with `enum`) were ~8 ms of it. Run without `site`
-    (no editable-install hook, which imports `re` itself) so only the hook's own imports are seen."""
+    `json` (with `re`), `socket` and `signal` (each with `enum`) were more than that exchange."""
     start(daemons, paired)
-    repo = Path(__file__).resolve().parent.parent
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-S",
-            "-X",
-            "importtime",
-            "-c",
-            "import sys; from bli_memory.cli import main; sys.exit(main())",
-            "hook",
-            "prompt",
-        ],
-        input=json.dumps(prompt_payload(paired)).encode(),
-        capture_output=True,
-        env={**daemon_env(paired, BLI_MEMORY_CONTAINER_TAG=tag), "PYTHONPATH": str(repo)},
-        timeout=60,
-    )
-    stderr = done.stderr.decode()
-    assert done.returncode == 0 and '"via":"daemon"' in stderr and "prompt ok" in stderr, stderr
-    assert "librarian" in done.stdout.decode()
-    modules = {
-        line.rsplit("|", 1)[1].strip() for line in stderr.splitlines() if line.startswith("import time:")
-    }
+    env = daemon_env(paired, BLI_MEMORY_CONTAINER_TAG=tag)
+    modules, stderr, stdout = imports_without_site("prompt", prompt_payload(paired), env)
+    assert '"via":"daemon"' in stderr and "prompt ok" in stderr, stderr
+    assert "librarian" in stdout
     assert not {"json", "re", "enum", "socket", "signal", "typing", "bli_memory.door_client"} & modules
 
 

@@ -170,18 +170,24 @@ class KeywordIndex:
             if memory_id in index.slot_of:
                 continue
             terms = [known[w] if w in known else index._learn(w) for w in words(text)]
-            index.slot_of[memory_id] = len(index.ids)
-            index.ids.append(memory_id)
-            index.devices.append(device)
-            index.saved_at.append(saved_at)
-            index.starts.append(len(index.tokens))
-            index.tokens.extend(terms)
-            index.lengths.append(float(len(terms)))
-            index.alive.append(1)
-            index.live += 1
-            index.total_length += len(terms)
+            index._append_slot(memory_id, terms, device, saved_at)
         index._rebuild_postings()
         return index
+
+    def _append_slot(self, memory_id: str, terms: Sequence[int], device: str | None, saved_at: float) -> int:
+        """A new live slot for `memory_id` holding `terms` (the postings are the caller's)."""
+        slot = len(self.ids)
+        self.slot_of[memory_id] = slot
+        self.ids.append(memory_id)
+        self.devices.append(device)
+        self.saved_at.append(saved_at)
+        self.starts.append(len(self.tokens))
+        self.tokens.extend(terms)
+        self.lengths.append(float(len(terms)))
+        self.alive.append(1)
+        self.live += 1
+        self.total_length += len(terms)
+        return slot
 
     def _rebuild_postings(self) -> None:
         count = len(self.ids)
@@ -210,20 +216,10 @@ class KeywordIndex:
             return
         known = self._word_term
         terms = [known[w] if w in known else self._learn(w) for w in words(text)]
-        slot = len(self.ids)
+        slot = self._append_slot(memory_id, terms, device, saved_at)
         for term, count in Counter(terms).items():
             self.postings[term].append(slot)
             self.frequencies[term].append(count)
-        self.ids.append(memory_id)
-        self.slot_of[memory_id] = slot
-        self.devices.append(device)
-        self.saved_at.append(saved_at)
-        self.starts.append(len(self.tokens))
-        self.tokens.extend(terms)
-        self.lengths.append(float(len(terms)))
-        self.alive.append(1)
-        self.live += 1
-        self.total_length += len(terms)
 
     def _learn(self, word: str) -> int:
         stem = _stem(word)
@@ -263,16 +259,7 @@ class KeywordIndex:
         ]
         self._clear_documents()
         for memory_id, terms, device, saved_at in survivors:
-            self.slot_of[memory_id] = len(self.ids)
-            self.ids.append(memory_id)
-            self.devices.append(device)
-            self.saved_at.append(saved_at)
-            self.starts.append(len(self.tokens))
-            self.tokens.extend(terms)
-            self.lengths.append(float(len(terms)))
-            self.alive.append(1)
-            self.live += 1
-            self.total_length += len(terms)
+            self._append_slot(memory_id, terms, device, saved_at)
         self._rebuild_postings()
 
     def neighbours(
