@@ -92,6 +92,10 @@ def _stem(word: str) -> str:
     return stem
 
 
+#: the stems of the stopwords: never a feedback word.
+_STOP_STEMS = frozenset(_stem(word) for word in STOPWORDS)
+
+
 def words(text: str) -> list[str]:
     """The folded, unstemmed words of `text`."""
     folded = _fold(text)
@@ -292,10 +296,6 @@ class KeywordIndex:
                 found.append((candidate, step))
         return found
 
-    def document_frequency(self, term: Term) -> int:
-        """Live documents holding `term` (a phrase: side by side)."""
-        return int(self._matches(term)[0].size)
-
     def _matches(self, term: Term) -> tuple[np.ndarray, np.ndarray]:
         """(slots, frequencies) of the live documents holding `term`, slots ascending."""
         ids = [term_id for stem in term if (term_id := self.term_id.get(stem)) is not None]
@@ -361,11 +361,9 @@ def search_with_feedback(indexes: Sequence[KeywordIndex], terms: Sequence[Term],
     tokens: scoring 20 more words over a whole space of 100 000 took 15 ms, this well under one.
     """
     first = _ranked(indexes, terms, limit)
-    extra = feedback_terms(
-        indexes, [indexes[owner].ids[slot] or "" for owner, slot, _ in first[:FEEDBACK_DOCS]], terms
-    )
+    extra = feedback_terms(indexes, _ids(indexes, first[:FEEDBACK_DOCS]), terms)
     if not extra:
-        return [indexes[owner].ids[slot] or "" for owner, slot, _ in first]
+        return _ids(indexes, first)
     live = sum(index.live for index in indexes)
     average_length = max(sum(index.total_length for index in indexes) / live, 1e-9)
     scores = np.array([score for _, _, score in first])
@@ -375,17 +373,25 @@ def search_with_feedback(indexes: Sequence[KeywordIndex], terms: Sequence[Term],
         present = [(term, stem) for (stem,) in extra if (term := index.term_id.get(stem)) is not None]
         if not here.size or not present:
             continue
-        dfs = [
-            sum(len(other.postings[other.term_id[stem]]) for other in indexes if stem in other.term_id)
-            for _, stem in present
-        ]
         term_ids = np.array([term for term, _ in present], dtype=np.int32)
-        term_weights = FEEDBACK_WEIGHT * np.array([idf(live, df) for df in dfs])
+        term_weights = FEEDBACK_WEIGHT * np.array(
+            [idf(live, _postings_df(indexes, stem)) for _, stem in present]
+        )
         scores[here] += _extra_scores(
             index, [first[i][1] for i in here.tolist()], term_ids, term_weights, average_length
         )
     order = np.lexsort((np.arange(len(first)), -scores))
-    return [indexes[first[i][0]].ids[first[i][1]] or "" for i in order.tolist()]
+    return _ids(indexes, [first[i] for i in order.tolist()])
+
+
+def _ids(indexes: Sequence[KeywordIndex], hits: Sequence[tuple[int, int, float]]) -> list[str]:
+    """The memory ids of `_ranked` hits (live slots only, so never a retired slot's None)."""
+    return [memory_id for owner, slot, _ in hits if (memory_id := indexes[owner].ids[slot]) is not None]
+
+
+def _postings_df(indexes: Sequence[KeywordIndex], stem: str) -> int:
+    """How many documents of `indexes` hold `stem`, retired ones not yet compacted away included."""
+    return sum(len(index.postings[index.term_id[stem]]) for index in indexes if stem in index.term_id)
 
 
 def _extra_scores(
@@ -421,9 +427,6 @@ def _extra_scores(
     return extra
 
 
-_STOP_STEMS: frozenset[str] | None = None
-
-
 def feedback_terms(
     indexes: Sequence[KeywordIndex], memory_ids: Sequence[str], query: Sequence[Term]
 ) -> list[Term]:
@@ -433,9 +436,6 @@ def feedback_terms(
     space rarely uses. Stopwords and one- or two-letter stems never join. (Document frequencies here
     count retired memories not yet compacted away: a ranking of candidates, not a score.)
     """
-    global _STOP_STEMS
-    if _STOP_STEMS is None:
-        _STOP_STEMS = frozenset(_stem(word) for word in STOPWORDS)
     asked = {stem for term in query for stem in term}
     live = sum(index.live for index in indexes)
     held: dict[str, int] = {}
@@ -450,20 +450,14 @@ def feedback_terms(
                 if len(stem) > 2 and stem not in asked and stem not in _STOP_STEMS:
                     held[stem] = held.get(stem, 0) + 1
             break
-    worth = {
-        stem: count
-        * idf(
-            live, sum(len(index.postings[index.term_id[stem]]) for index in indexes if stem in index.term_id)
-        )
-        for stem, count in held.items()
-    }
+    worth = {stem: count * idf(live, _postings_df(indexes, stem)) for stem, count in held.items()}
     best = sorted(worth, key=lambda stem: (-worth[stem], stem))[:FEEDBACK_TERMS]
     return [(stem,) for stem in best]
 
 
 def search_terms(indexes: Sequence[KeywordIndex], terms: Sequence[Term], limit: int) -> list[str]:
     """The ids of the best BM25 matches of `terms`, best first."""
-    return [indexes[owner].ids[slot] or "" for owner, slot, _ in _ranked(indexes, terms, limit)]
+    return _ids(indexes, _ranked(indexes, terms, limit))
 
 
 def _ranked(
