@@ -1006,7 +1006,7 @@ class SqliteStore:
         """Build the keyword index (and vector matrix) of every space, busiest first; the count built.
 
         The door runs this in the background at start, so that the first search of a space does not
-        pay for its index (about 0.2 s per 10 000 memories).
+        pay for its index (0.5-0.6 s per 10 000 memories, docs/benchmarks.md).
         """
         with self._lock:
             spaces = self._db.execute(
