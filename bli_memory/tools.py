@@ -1,20 +1,14 @@
-"""The MCP stdio server (`bli-memory-mcp` with no arguments) and the four memory tools behind it.
+"""The four memory tools (search, save, update, forget): schemas, argument check and door calls.
 
-Two layers, so the human CLI and the server cannot drift apart:
-- `MemoryTools` is the tool logic: validate arguments, call the door, render the answer. Standard
-  library only; `bli-memory-mcp search|save|forget` use it too.
-- `main()` wraps it in the `mcp` SDK's low-level server over stdio. The SDK costs ~650 ms to import
-  (DESIGN.md, "Cold start is the product"), so it is imported inside `_serve` and nowhere else.
-
-stdout carries JSON-RPC only: every operational line goes to stderr. Door calls are blocking socket
-I/O, so they run in a worker thread, one at a time (the keep-alive connection is not shared).
+The MCP server (`mcp_server.py`) and the human CLI (`commands/`) both run `MemoryTools`, so the two
+cannot drift apart. Standard library only: `bli-memory-mcp search|save|forget` never load the `mcp` SDK.
+Door calls are blocking socket I/O made one at a time (the keep-alive connection is not shared).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -22,13 +16,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from bli_memory import render
-from bli_memory.settings import ENV_URL, UNPAIRED_MESSAGE, Settings, load_settings
+from bli_memory.settings import ENV_URL, Settings
 from bli_memory.wire.reasons import to_log_reason
 
 if TYPE_CHECKING:
     from bli_memory.door_client import DoorClient
 
-SERVER_NAME = "bli-memory"
 #: each tool call gets this long for all its door round trips together.
 TOOL_DEADLINE_S = 20.0
 #: search_memory's `limit` bounds, as the door accepts them.
@@ -46,12 +39,6 @@ SEARCH_MIN_SIMILARITY = 0.25
 #: forget by query tombstones the closest match only at or above this cosine similarity (the door decides).
 FORGET_CLOSEST_MIN_SIMILARITY = 0.85
 INVALID_ARGUMENTS = "invalid_arguments"
-
-SERVER_INSTRUCTIONS = (
-    "Long-term memory for this project: durable facts, decisions and context saved in earlier sessions. "
-    "Search it before answering questions about past work; save what a future session should know; "
-    "update a memory when a fact changes; forget one that is wrong."
-)
 
 _CONTAINER_TAG_SCHEMA: dict[str, Any] = {
     "type": "string",
@@ -437,100 +424,3 @@ def open_tools(settings: Settings, cwd: str, *, min_similarity: float = SEARCH_M
         door_url=settings.door_url,
         min_similarity=min_similarity,
     )
-
-
-USAGE = """usage: bli-memory-mcp
-
-Runs the BLI Memory MCP server on stdio (JSON-RPC on stdout, operational lines on stderr).
-Tools: search_memory, save_memory, update_memory, forget_memory.
-The door and token come from ~/.config/bli-cockpit/session.json or BLI_MEMORY_DEVICE_TOKEN /
-BLI_MEMORY_DASHBOARD_URL; BLI_MEMORY_CONTAINER_TAG forces the space.
-"""
-
-
-def main(argv: list[str]) -> int:
-    """Serve MCP on stdio until stdin closes. Unpaired: one sentence on stderr, exit 1."""
-    if argv and argv[0] in ("-h", "--help"):
-        sys.stdout.write(USAGE)
-        return 0
-    if argv:
-        sys.stderr.write(f"bli-memory-mcp: the MCP server takes no arguments (got {argv[0]!r}); see --help\n")
-        return 2
-    settings = load_settings()
-    if not settings.paired:
-        sys.stderr.write(UNPAIRED_MESSAGE + "\n")
-        return 1
-    try:
-        tools = open_tools(settings, project_dir(os.environ))
-    except DoorUrlError as exc:
-        sys.stderr.write(f"{exc}\n")
-        return 1
-    sys.stderr.write(f"bli-memory: MCP server on stdio, door {render.display_url(settings.door_url)}\n")
-    try:
-        _serve(tools)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        tools.close()
-    return 0
-
-
-def _serve(tools: MemoryTools) -> None:
-    """Run the SDK's low-level server over stdio; both handshake eras are the SDK's to negotiate."""
-    import anyio
-    import anyio.to_thread
-    import mcp.types as types
-    from mcp.server.context import ServerRequestContext
-    from mcp.server.lowlevel import Server
-    from mcp.server.stdio import stdio_server
-
-    from bli_memory import __version__
-
-    listed = types.ListToolsResult(
-        tools=[
-            types.Tool(
-                name=spec.name,
-                title=spec.title,
-                description=spec.description,
-                input_schema=spec.input_schema,
-                output_schema=spec.output_schema,
-                annotations=types.ToolAnnotations.model_validate(spec.annotations),
-            )
-            for spec in TOOLS
-        ]
-    )
-    door_calls = anyio.CapacityLimiter(1)
-
-    async def list_tools(
-        ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
-    ) -> types.ListToolsResult:
-        return listed
-
-    async def call_tool(
-        ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
-        result = await anyio.to_thread.run_sync(
-            tools.call, params.name, params.arguments or {}, limiter=door_calls
-        )
-        # A failure carries text only: an output schema binds successful results, and Claude Code
-        # forwards structuredContent instead of text when both are present.
-        return types.CallToolResult(
-            content=[types.TextContent(text=result.text)],
-            structured_content=None if result.is_error else result.structured,
-            is_error=result.is_error,
-        )
-
-    server: Server[Any] = Server(
-        SERVER_NAME,
-        version=__version__,
-        title="BLI Memory",
-        instructions=SERVER_INSTRUCTIONS,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-    )
-
-    async def run() -> None:
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
-
-    anyio.run(run)
