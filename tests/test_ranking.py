@@ -9,8 +9,8 @@ import pytest
 
 from bli_memory.door import ranking
 from bli_memory.door.embed import load_embedder
-from bli_memory.door.store.sqlite import SqliteStore
 from bli_memory.door.ranking import Signals, fuse, recency
+from bli_memory.door.store.sqlite import SqliteStore
 
 YEAR_DAYS = 365.0
 
