@@ -1,6 +1,6 @@
 """The space (container tag) of a folder, on real git repositories made in a temporary folder.
 
-Every repository case is checked twice: against the exact tag DESIGN.md gives, where it gives one,
+Every repository case is checked twice: against the exact tag the vendor's plugin computed, where known,
 and against what `git` itself answers (`rev-parse` + `remote get-url origin`, the vendor plugin's way),
 so reading git's files is proven to give git's answer.
 """
@@ -18,6 +18,7 @@ import pytest
 
 from bli_memory import space
 from bli_memory.settings import Settings
+from bli_memory.space.tag import sanitise_name
 
 TEST_VECTOR_REMOTE = "git@github.com:acme/Example.Project.git"
 TEST_VECTOR_TAG = "repo_example_project__7e5af63ec82f04d5"
@@ -71,13 +72,13 @@ def git_tag(folder: Path, env: dict[str, str], *, isolate: bool = False) -> str:
     real = os.path.realpath(folder)
     facts = run("rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir", "--show-toplevel")
     if facts.returncode != 0:
-        return f"dir_{space._sanitise_name(os.path.basename(real))}__{sha16('path:' + real)}"
+        return f"dir_{sanitise_name(os.path.basename(real))}__{sha16('path:' + real)}"
     git_dir, common, top = facts.stdout.splitlines()[:3]
     main_root = top if git_dir == common else common.removesuffix("/.git")
     root = top if isolate else main_root
     remote = run("remote", "get-url", "origin")
     if remote.returncode != 0:
-        return f"repo_{space._sanitise_name(os.path.basename(root))}__{sha16('path:' + root)}"
+        return f"repo_{sanitise_name(os.path.basename(root))}__{sha16('path:' + root)}"
     url = remote.stdout.strip()
     name = space.remote_name(url, fallback=os.path.basename(main_root))
     identity = "path:" + top if isolate else space.normalise_remote(url, base_dir=main_root)
