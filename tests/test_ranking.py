@@ -94,7 +94,11 @@ def test_searches_in_threads_each_rank_with_the_weights_they_pass(tmp_path: Path
             "The staging database is reset every Monday at 6am.",
         ):
             store.save(principal, "repo-a", text)
-        modes = {"hybrid": ranking.DEFAULT_WEIGHTS, "keyword": ranking.KEYWORD_ONLY, "vector": ranking.VECTOR_ONLY}
+        modes = {
+            "hybrid": ranking.DEFAULT_WEIGHTS,
+            "keyword": ranking.KEYWORD_ONLY,
+            "vector": ranking.VECTOR_ONLY,
+        }
 
         def ranked(mode: str) -> list[tuple[str, float]]:
             """Ids and scores; rounded, as recency moves a fresh memory's score while the test runs."""
