@@ -879,9 +879,11 @@ class SqliteStore:
         limit: int = 5,
         threshold: float = 0.0,
         context: bool = True,
+        weights: ranking.Weights = ranking.DEFAULT_WEIGHTS,
     ) -> list[Hit]:
         """Hybrid search of a space (every tag that names it): keyword, meaning and recency, fused,
         and then the best rows' context (`ranking.spread_context`) unless `context` is False.
+        `weights` are the fusion's (an evaluation's channel-only runs pass their own).
 
         `similarity` is the cosine of query and memory where the memory has a
         vector; `threshold` filters on it (rows without one are not filtered:
@@ -913,9 +915,9 @@ class SqliteStore:
             )
             for memory_id in live
         ]
-        fused = dict(zip(live, ranking.fuse(signals), strict=True))
-        if context and ranking.active().context > 0:
-            fused = self._with_context(principal.team_id, tags, fused, updated)
+        fused = dict(zip(live, ranking.fuse(signals, weights), strict=True))
+        if context and weights.context > 0:
+            fused = self._with_context(principal.team_id, tags, fused, updated, weights)
         scored = list(fused.items())
         if threshold > 0:  # cosines can be negative: the default 0 must keep every row
             scored = [pair for pair in scored if (sim := similarities[pair[0]]) is None or sim >= threshold]
@@ -943,7 +945,12 @@ class SqliteStore:
         ]
 
     def _with_context(
-        self, team_id: int, tags: Sequence[str], fused: dict[str, float], updated: Mapping[str, float]
+        self,
+        team_id: int,
+        tags: Sequence[str],
+        fused: dict[str, float],
+        updated: Mapping[str, float],
+        weights: ranking.Weights,
     ) -> dict[str, float]:
         """`fused` after the best rows lend score to their context (`ranking.spread_context`).
         Neighbours come from the keyword indexes (save order, device, time)."""
@@ -958,7 +965,7 @@ class SqliteStore:
                             seed, ranking.CONTEXT_STEPS, ranking.CONTEXT_WINDOW_S
                         )
                         break
-        return ranking.spread_context(fused, neighbours)
+        return ranking.spread_context(fused, neighbours, weights)
 
     def _updated_at(self, team_id: int, ids: Sequence[str]) -> dict[str, float]:
         """Last-change time of each current memory among `ids` (all fusion needs besides the signals)."""
