@@ -1,4 +1,4 @@
-"""Asking `git` for a folder's space versus reading git's files (bli_memory/space.py).
+"""Asking `git` for a folder's space versus reading git's files (the bli_memory.space package).
 
 Builds a main repository and a linked worktree in a temporary folder, its origin reached through a
 ``url.<base>.insteadOf`` rewrite, checks that both ways give the same tag, then prints medians side by
@@ -23,22 +23,22 @@ import time
 # The `git` way, as the vendor plugin asked: two spawns, then the same normalisation and hashing.
 ASK_GIT_SOURCE = r"""
 import os, subprocess, sys
-from bli_memory import space
+from bli_memory.space import tag as space
 
 def ask_git(folder):
     run = lambda *args: subprocess.run(["git", "-C", folder, *args], capture_output=True, text=True)
     facts = run("rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir", "--show-toplevel")
     real = os.path.realpath(folder)
     if facts.returncode != 0:
-        return space._tag(space.DIR_PREFIX, space._sanitise_name(os.path.basename(real)), "path:" + real)
+        return space.make_tag(space.DIR_PREFIX, space.sanitise_name(os.path.basename(real)), "path:" + real)
     git_dir, common, top = facts.stdout.splitlines()[:3]
     root = top if git_dir == common else (common[: -len("/.git")] if common.endswith("/.git") else common)
     remote = run("remote", "get-url", "origin")
     if remote.returncode != 0:
-        return space._tag(space.REPO_PREFIX, space._sanitise_name(os.path.basename(root)), "path:" + root)
+        return space.make_tag(space.REPO_PREFIX, space.sanitise_name(os.path.basename(root)), "path:" + root)
     url = remote.stdout.strip()
     name = space.remote_name(url, fallback=os.path.basename(root))
-    return space._tag(space.REPO_PREFIX, name, space.normalise_remote(url, base_dir=root))
+    return space.make_tag(space.REPO_PREFIX, name, space.normalise_remote(url, base_dir=root))
 """
 
 READ_FILES_SNIPPET = "from bli_memory.space import container_tag; print(container_tag(sys.argv[1]))"

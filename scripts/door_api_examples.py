@@ -45,7 +45,7 @@ rows never appear in search, profile or forget-by-text.
 Search gathers candidates from two channels in the space — BM25 over an in-memory index of the space
 (porter stems; the matches re-ranked once with the words of the best three) and, when an embedder is
 loaded, exact cosine similarity over every vector of the space — and fuses them (see
-`bli_memory/door/ranking.py` for the function and the measurements behind its constants):
+`bli_memory/door/ranking.py` for the function, docs/ranking.md for the measurements behind its constants):
 
     score = (w_k / (k + rank_keyword) + w_v / (k + rank_vector)) * recency(age)
     recency(age) = floor + (1 - floor) * 0.5 ** (age_days / half_life_days)

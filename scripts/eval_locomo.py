@@ -9,8 +9,8 @@ database. A turn's `created_at` comes from its session's date, shifted so the co
 session ends "now": recency then means what it would for someone asking right after the last session.
 Every question of categories 1-4 is asked of its conversation's space; a question's recall@k is the
 fraction of its evidence turns among the first k results (LoCoMo's own retrieval metric), averaged
-over questions, overall and per category. Channel-only runs swap the ranking weights
-(`ranking.use(ranking.KEYWORD_ONLY)` / `VECTOR_ONLY`); everything else is the door's own path.
+over questions, overall and per category. Channel-only runs pass their own ranking weights
+(`memories.search(..., weights=ranking.KEYWORD_ONLY)` / `VECTOR_ONLY`); everything else is the door's own path.
 
 `--with-facts` also saves LoCoMo's generated atomic facts (`observation`, each tied to the turn it came
 from) in the same space, as the librarian's extraction would; a fact in the first k counts for its
@@ -211,8 +211,9 @@ def evaluate(
     for conversation in conversations:
         for question in conversation.questions:
             for mode in modes:
-                with ranking.use(MODES[mode]):
-                    hits = memories.search(principal, conversation.tag, question.text, limit=max(KS))
+                hits = memories.search(
+                    principal, conversation.tag, question.text, limit=max(KS), weights=MODES[mode]
+                )
                 # a channel-only run leaves the other channel's rows at score 0: they were not found
                 found = [conversation.turns_of.get(hit.memory.id, set()) for hit in hits if hit.score > 0]
                 results[mode][question.category].append([recall(found, question.evidence, k) for k in KS])

@@ -6,18 +6,22 @@ run here and must make misbehave on demand: garbage, a hang, a 500).
 
 from __future__ import annotations
 
+import ast
+import graphlib
 import json
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bli_memory.door import librarian
 from bli_memory.door.librarian import (
     MAX_FACT_CHARS,
     MAX_FACTS_PER_TEXT,
@@ -29,6 +33,7 @@ from bli_memory.door.librarian import (
     extract_facts,
     extractor_from_env,
 )
+from tests.test_space import imports_of, sibling_imports
 
 # --- extraction ------------------------------------------------------------------------------------
 
@@ -539,3 +544,22 @@ def test_saving_the_same_exchange_twice_reconciles_to_unchanged() -> None:
         stored = [Neighbour(f"m{i}", fact, None) for i, fact in enumerate(extract_facts(text))]
         for fact in extract_facts(text):
             assert decide(fact, stored).action == "unchanged"
+
+
+def test_the_librarian_package_is_pure_except_for_its_llm_client() -> None:
+    """Extraction and reconciliation do no I/O; only the LLM client talks to the network."""
+    package = Path(librarian.__file__).resolve().parent
+    graph = sibling_imports(package, "bli_memory.door.librarian")
+    assert set(graph) == {"extract", "reconcile", "llm", "words"}
+    assert all("__init__" not in siblings for siblings in graph.values())
+    list(graphlib.TopologicalSorter(graph).static_order())  # raises CycleError on a cycle
+    pure = {"__future__", "re", "collections.abc", "dataclasses", "typing"}
+    for name in ("extract", "reconcile", "words"):
+        outside = {
+            m for m in imports_of(package / f"{name}.py") if not m.startswith("bli_memory.door.librarian")
+        }
+        assert outside <= pure, (name, outside - pure)
+    assert "bli_memory.wire.http" in imports_of(package / "llm.py")
+    for module in package.glob("*.py"):
+        doc = ast.get_docstring(ast.parse(module.read_text()))
+        assert doc and doc.splitlines()[0].endswith("."), module.name

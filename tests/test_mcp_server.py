@@ -430,6 +430,25 @@ def test_arguments_are_refused_in_one_line(tmp_path: Path) -> None:
     assert done.returncode == 2 and len(done.stderr.splitlines()) == 1
 
 
+@pytest.mark.parametrize("command", ["search", "save", "forget"])
+def test_the_memory_commands_run_the_tools_without_the_server_module(
+    tmp_path: Path, door: Any, tag: str, command: str
+) -> None:
+    """The CLI and the server share `bli_memory.tools`; a command never loads the server's module."""
+    args = {"search": ["nothing here"], "save": ["The CLI saved this."], "forget": ["--content", "absent"]}
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "bli_memory", command, *args[command]],
+        capture_output=True,
+        text=True,
+        env={**server_env(tmp_path, door.url, door.token, tag), "PATH": os.environ["PATH"]},
+        timeout=SESSION_TIMEOUT_S,
+    )
+    modules = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if "|" in line}
+    assert done.returncode == (1 if command == "forget" else 0), done.stderr  # forget: nothing matched
+    assert "bli_memory.tools" in modules and "bli_memory.door_client" in modules
+    assert "bli_memory.mcp_server" not in modules
+
+
 FIVE_MEMORIES = (
     "Production deploys need two approvals from the platform team.",
     "We pinned numpy below 2.0 because onnxruntime wheels broke.",

@@ -1,11 +1,16 @@
-"""The fusion rule, driven with plain numbers."""
+"""The fusion rule, driven with plain numbers, and through the real memory service with the weights it is given."""
 
 from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
 from bli_memory.door import ranking
+from bli_memory.door.embed import load_embedder
 from bli_memory.door.ranking import Signals, fuse, recency
+from tests.helpers import open_memories
 
 YEAR_DAYS = 365.0
 
@@ -62,19 +67,51 @@ def test_vector_rank_follows_similarity_not_input_order() -> None:
     assert scores[1] > scores[2] > scores[0]
 
 
-def test_channel_only_weights_and_use_restores_the_default() -> None:
+def test_channel_only_weights_and_the_default() -> None:
     rows = [Signals(keyword_rank=0, similarity=0.1, age_days=0.0), Signals(None, 0.9, 0.0)]
-    with ranking.use(ranking.KEYWORD_ONLY):
-        keyword = fuse(rows)
-    with ranking.use(ranking.VECTOR_ONLY):
-        vector = fuse(rows)
+    keyword = fuse(rows, ranking.KEYWORD_ONLY)
+    vector = fuse(rows, ranking.VECTOR_ONLY)
     assert keyword[0] > 0 and keyword[1] == 0
     assert vector[1] > vector[0]
     # channel-only runs carry no recency: the plain channel's order
-    with ranking.use(ranking.VECTOR_ONLY):
-        old, new = fuse([Signals(None, 0.9, 10 * YEAR_DAYS), Signals(None, 0.8, 0.0)])
+    old, new = fuse([Signals(None, 0.9, 10 * YEAR_DAYS), Signals(None, 0.8, 0.0)], ranking.VECTOR_ONLY)
     assert old > new
     assert fuse(rows) == fuse(rows, ranking.DEFAULT_WEIGHTS)
+
+
+def test_searches_in_threads_each_rank_with_the_weights_they_pass(tmp_path: Path) -> None:
+    """The door searches in threads: one search's weights never leak into another's (no module state)."""
+    embedder, reason = load_embedder("onnx", env={})
+    assert reason is None, reason
+    memories = open_memories(tmp_path / "memory.db", embedder)
+    try:
+        _, token = memories.store.create_device(person="ada")
+        principal = memories.authenticate(token)
+        assert principal is not None
+        for text in (
+            "Use ruff format with line length 110 for this repo.",
+            "The formatter wraps code at one hundred and ten columns.",
+            "The staging database is reset every Monday at 6am.",
+        ):
+            memories.save(principal, "repo-a", text)
+        modes = {
+            "hybrid": ranking.DEFAULT_WEIGHTS,
+            "keyword": ranking.KEYWORD_ONLY,
+            "vector": ranking.VECTOR_ONLY,
+        }
+
+        def ranked(mode: str) -> list[tuple[str, float]]:
+            """Ids and scores; rounded, as recency moves a fresh memory's score while the test runs."""
+            hits = memories.search(principal, "repo-a", "ruff line length", limit=3, weights=modes[mode])
+            return [(hit.memory.id, round(hit.score, 6)) for hit in hits]
+
+        alone = {mode: ranked(mode) for mode in modes}
+        assert len({tuple(answer) for answer in alone.values()}) == 3  # the weights change the answer
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            jobs = [(mode, pool.submit(ranked, mode)) for mode in list(modes) * 20]
+            assert all(job.result(timeout=60) == alone[mode] for mode, job in jobs)
+    finally:
+        memories.close()
 
 
 def test_context_lends_a_share_of_the_best_neighbouring_seed_divided_by_the_step() -> None:

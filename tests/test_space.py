@@ -1,12 +1,14 @@
 """The space (container tag) of a folder, on real git repositories made in a temporary folder.
 
-Every repository case is checked twice: against the exact tag DESIGN.md gives, where it gives one,
+Every repository case is checked twice: against the exact tag the vendor's plugin computed, where known,
 and against what `git` itself answers (`rev-parse` + `remote get-url origin`, the vendor plugin's way),
 so reading git's files is proven to give git's answer.
 """
 
 from __future__ import annotations
 
+import ast
+import graphlib
 import hashlib
 import json
 import os
@@ -18,6 +20,7 @@ import pytest
 
 from bli_memory import space
 from bli_memory.settings import Settings
+from bli_memory.space.tag import sanitise_name
 
 TEST_VECTOR_REMOTE = "git@github.com:acme/Example.Project.git"
 TEST_VECTOR_TAG = "repo_example_project__7e5af63ec82f04d5"
@@ -71,13 +74,13 @@ def git_tag(folder: Path, env: dict[str, str], *, isolate: bool = False) -> str:
     real = os.path.realpath(folder)
     facts = run("rev-parse", "--path-format=absolute", "--git-dir", "--git-common-dir", "--show-toplevel")
     if facts.returncode != 0:
-        return f"dir_{space._sanitise_name(os.path.basename(real))}__{sha16('path:' + real)}"
+        return f"dir_{sanitise_name(os.path.basename(real))}__{sha16('path:' + real)}"
     git_dir, common, top = facts.stdout.splitlines()[:3]
     main_root = top if git_dir == common else common.removesuffix("/.git")
     root = top if isolate else main_root
     remote = run("remote", "get-url", "origin")
     if remote.returncode != 0:
-        return f"repo_{space._sanitise_name(os.path.basename(root))}__{sha16('path:' + root)}"
+        return f"repo_{sanitise_name(os.path.basename(root))}__{sha16('path:' + root)}"
     url = remote.stdout.strip()
     name = space.remote_name(url, fallback=os.path.basename(main_root))
     identity = "path:" + top if isolate else space.normalise_remote(url, base_dir=main_root)
@@ -490,3 +493,39 @@ def test_computing_a_space_imports_nothing_the_hook_path_forbids(tmp_path: Path,
     )
     done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
     assert done.stdout.splitlines() == [TEST_VECTOR_TAG, "[]"]
+
+
+PACKAGE_ROOT = Path(space.__file__).resolve().parent
+
+
+def imports_of(module: Path) -> set[str]:
+    """Every module `module` imports, at any depth of its code (function-level imports included)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(module.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module is not None:
+            names.add(node.module)
+    return names
+
+
+def sibling_imports(package: Path, dotted: str) -> dict[str, set[str]]:
+    """For each module of `package` (dotted name `dotted`) but its __init__, the siblings it imports."""
+    graph: dict[str, set[str]] = {}
+    for module in sorted(package.glob("*.py")):
+        if module.name != "__init__.py":
+            inside = {name for name in imports_of(module) if name == dotted or name.startswith(dotted + ".")}
+            graph[module.stem] = {name.removeprefix(dotted).lstrip(".") or "__init__" for name in inside}
+    return graph
+
+
+def test_the_space_package_has_one_job_per_module_and_its_imports_point_one_way() -> None:
+    graph = sibling_imports(PACKAGE_ROOT, "bli_memory.space")
+    assert set(graph) == {"tag", "discovery", "gitconfig", "origin", "remote"}
+    assert all("__init__" not in siblings for siblings in graph.values())  # the package only re-exports
+    order = list(graphlib.TopologicalSorter(graph).static_order())  # raises CycleError on a cycle
+    assert order[-1] == "tag"  # the tag is computed from all the others, and nothing needs it
+    assert graph["remote"] == set() and graph["discovery"] == set()  # string work; git's files
+    for module in PACKAGE_ROOT.glob("*.py"):
+        doc = ast.get_docstring(ast.parse(module.read_text()))
+        assert doc and doc.splitlines()[0].endswith("."), module.name  # a one-line summary of its job

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from bli_memory.commands.search import (
+from bli_memory.commands.base import (
     EXIT_FAILED,
     EXIT_OK,
     JSON_HELP,
@@ -123,8 +123,8 @@ def _mark(path: Path, entry: dict[str, Any], failure: str | None) -> None:
 
 def _open_client(env: Mapping[str, str]) -> Any:
     """A DoorClient for a paired machine; None when unpaired. A bad door URL raises DoorUrlError."""
-    from bli_memory.mcp_server import door_client_for
     from bli_memory.settings import load_settings
+    from bli_memory.tools import door_client_for
 
     settings = load_settings(env)
     return door_client_for(settings) if settings.paired else None
@@ -169,7 +169,7 @@ def log_main(argv: list[str]) -> int:
 
     import uuid
 
-    from bli_memory.mcp_server import project_dir
+    from bli_memory.tools import project_dir
 
     env = os.environ
     now = _dt.datetime.now(_dt.timezone.utc)
@@ -200,7 +200,7 @@ def log_main(argv: list[str]) -> int:
         sys.stderr.write(f"{parser.prog}: cannot write the experience log: {exc.strerror}\n")
         return EXIT_FAILED
 
-    from bli_memory.mcp_server import DoorUrlError
+    from bli_memory.tools import DoorUrlError
 
     try:
         client = _open_client(env)
@@ -260,7 +260,7 @@ def sync_main(argv: list[str]) -> int:
     from bli_memory.settings import UNPAIRED_MESSAGE
 
     env = os.environ
-    from bli_memory.mcp_server import DoorUrlError
+    from bli_memory.tools import DoorUrlError
 
     queue = queued_entries(outbox_dir(env))
     try:

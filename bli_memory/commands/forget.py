@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from bli_memory.commands.search import (
+from bli_memory.commands.base import (
     EXIT_FAILED,
     EXIT_OK,
     JSON_HELP,
@@ -20,7 +20,7 @@ from bli_memory.commands.search import (
     usage_error,
     with_tools,
 )
-from bli_memory.mcp_server import FORGET_CLOSEST_MIN_SIMILARITY, MemoryTools
+from bli_memory.tools import FORGET_CLOSEST_MIN_SIMILARITY, MemoryTools
 
 
 def main(argv: list[str]) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from bli_memory.commands.search import JSON_HELP, TAG_HELP, emit, new_parser, parse, usage_error, with_tools
+from bli_memory.commands.base import JSON_HELP, TAG_HELP, emit, new_parser, parse, usage_error, with_tools
 
 #: text read with --stdin is capped here; the door has its own, smaller cap and says so.
 STDIN_MAX_BYTES = 1024 * 1024

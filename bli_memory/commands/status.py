@@ -18,7 +18,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from bli_memory.commands.search import EXIT_FAILED, EXIT_OK, new_parser, parse, print_json
+from bli_memory.commands.base import EXIT_FAILED, EXIT_OK, new_parser, parse, print_json
 from bli_memory.settings import ENV_TOKEN, ENV_URL, Settings, load_settings, session_file
 
 #: the door is on the same machine or the LAN; a status that hangs is worse than one that says "timeout".
@@ -63,8 +63,8 @@ def check_daemon(path: str, version: str) -> dict[str, Any]:
 
 def check_door(settings: Settings) -> dict[str, Any]:
     """`/healthz` plus a token probe: `{reachable, version, store, embedder, token}` or a reason."""
-    from bli_memory.mcp_server import DoorUrlError, door_client_for
     from bli_memory.render import display_url
+    from bli_memory.tools import DoorUrlError, door_client_for
     from bli_memory.wire.reasons import to_log_reason
 
     shown_url = display_url(settings.door_url)
@@ -153,9 +153,9 @@ def main(argv: list[str]) -> int:
     if isinstance(args, int):
         return args
     from bli_memory import __version__
-    from bli_memory.mcp_server import project_dir
     from bli_memory.render import display_url
     from bli_memory.settings import UNPAIRED_MESSAGE
+    from bli_memory.tools import project_dir
 
     env = os.environ
     settings = load_settings(env)

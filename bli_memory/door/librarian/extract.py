@@ -1,35 +1,20 @@
-"""The librarian: distil durable facts from a saved exchange and reconcile each against the space.
+"""Deterministic fact extraction: the durable, self-contained sentences of a saved exchange, no model.
 
-Two halves, both pure (no store, no HTTP server; the door's job worker calls them):
-
-- **Extraction.** :func:`extract_facts` is deterministic and needs no model. It reads the text the
-  hook saves (usually ``User: …\\n\\nAssistant: …``), throws away what is never worth remembering
-  (greetings, questions, filler such as "Let me check", tool noise, logs, code dumps, injected
-  ``<bli-memory-…>`` blocks), splits the rest into sentences and keeps those that carry a durable
-  signal: a decision, a convention, a command, a path, a version, a preference, a fix, an identifier.
-  A sentence that leans on "it"/"this"/"they" is rewritten with the subject of the previous sentence
-  when one can be found, and dropped otherwise, so every fact reads on its own a month later.
-  :class:`LlmExtractor` does the same job through an OpenAI-compatible chat endpoint with a strict
-  JSON contract; :func:`extractor_from_env` picks it when configured and falls back to the
-  deterministic extractor on any failure.
-- **Reconciliation.** :func:`decide` compares one fact with its nearest stored neighbours and says
-  what to do: ``unchanged`` (a near-duplicate), ``update`` (the same subject with a new value),
-  ``conflict`` (a negation it cannot settle) or ``add``.
-
-Everything here is rule-based on purpose: the same exchange always yields the same facts, so saving
-it twice adds nothing new.
+Pure (no I/O). It reads the text the hook saves (usually ``User: …\\n\\nAssistant: …``), throws away
+what is never worth remembering (greetings, questions, filler such as "Let me check", tool noise, logs,
+code dumps, injected ``<bli-memory-…>`` blocks), splits the rest into sentences and keeps those that
+carry a durable signal: a decision, a convention, a command, a path, a version, a preference, a fix,
+an identifier. A sentence that leans on "it"/"this"/"they" is rewritten with the subject of the
+previous sentence when one can be found, and dropped otherwise, so every fact reads on its own a month
+later. Rule-based on purpose: the same exchange always yields the same facts, so saving it twice adds
+nothing new.
 """
 
 from __future__ import annotations
 
-import json
 import re
-import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, Literal
 
-# --- extraction limits -----------------------------------------------------------------------------
+from bli_memory.door.librarian.words import fact_key
 
 #: a fact longer than this is not atomic; it is dropped rather than cut mid-thought.
 MAX_FACT_CHARS = 500
@@ -45,61 +30,9 @@ MIN_WORDS = 3
 #: the longest subject (in words) that may stand in for "it"/"this"/"they".
 MAX_SUBJECT_WORDS = 8
 
-# --- reconciliation thresholds -----------------------------------------------------------------------
-
-#: cosine similarity at or above which two facts say the same thing (unless their numbers differ).
-NEAR_DUPLICATE_SIMILARITY = 0.92
-#: Jaccard overlap of word sets at or above which two facts say the same thing.
-NEAR_DUPLICATE_OVERLAP = 0.8
-#: a fact whose words are all inside a stored fact at least this much longer... is already known;
-#: a stored fact whose words are all inside the new one is updated to the richer wording.
-CONTAINMENT_MIN_LENGTH_RATIO = 0.5
-#: containment needs this many words on the smaller side, so "run tests" does not swallow everything.
-CONTAINMENT_MIN_WORDS = 3
-#: the longest changed span (in words, each side) that still counts as "the same subject, new value".
-MAX_VALUE_WORDS = 3
-#: share of the longer fact's words that must be unchanged around the changed span.
-VALUE_CONTEXT_MIN_RATIO = 0.6
-
-# --- LLM extractor -----------------------------------------------------------------------------------
-
-LLM_TIMEOUT_S = 20.0
-#: the exchange sent to the model is cut here so a huge paste cannot run up the bill or the context.
-LLM_MAX_INPUT_CHARS = 24_000
-#: the endpoint's answer is capped so a broken peer cannot exhaust memory.
-LLM_RESPONSE_CAP_BYTES = 1024 * 1024
-ENV_LLM_URL = "BLI_MEMORY_LLM_URL"
-ENV_LLM_MODEL = "BLI_MEMORY_LLM_MODEL"
-ENV_LLM_KEY = "BLI_MEMORY_LLM_KEY"
-
-Action = Literal["add", "unchanged", "update", "conflict"]
-ExtractorName = Literal["llm", "deterministic"]
-
-
-class LibrarianError(Exception):
-    """The LLM extractor could not produce facts (unreachable, slow, HTTP error, bad answer)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Neighbour:
-    """A current memory of the space close to the fact being reconciled."""
-
-    id: str
-    content: str
-    similarity: float | None
-
-
-@dataclass(frozen=True, slots=True)
-class Decision:
-    """What to do with one fact; ``target_id`` names the memory to update or flag."""
-
-    action: Action
-    target_id: str | None
-    reason: str
-
 
 # =====================================================================================================
-# Extraction: text -> lines of prose
+# text -> lines of prose
 # =====================================================================================================
 
 _DROPPED_TAGS = (
@@ -227,7 +160,7 @@ def _prose_units(text: str) -> list[str]:
 
 
 # =====================================================================================================
-# Extraction: prose -> sentences
+# prose -> sentences
 # =====================================================================================================
 
 _INLINE_CODE = re.compile(r"`[^`\n]+`")
@@ -322,7 +255,7 @@ def _finish(sentence: str) -> str:
 
 
 # =====================================================================================================
-# Extraction: signals
+# signals
 # =====================================================================================================
 
 _COMMANDS = (
@@ -418,7 +351,7 @@ def _signals(sentence: str) -> tuple[int, bool]:
 
 
 # =====================================================================================================
-# Extraction: pronouns
+# pronouns
 # =====================================================================================================
 
 _TOKEN = re.compile(r"`[^`]+`|\S+")
@@ -541,13 +474,8 @@ def _swap(sentence: str, start: int, end: int, subject: str) -> str:
 
 
 # =====================================================================================================
-# Extraction: the public function
+# the public function
 # =====================================================================================================
-
-
-def _fact_key(fact: str) -> str:
-    """Case, punctuation and markup-insensitive key used to deduplicate facts."""
-    return " ".join(_tokens(fact))
 
 
 def _candidate(sentence: str) -> str | None:
@@ -600,328 +528,10 @@ def extract_facts(text: str) -> list[str]:
                 continue
             if len(fact) > MAX_FACT_CHARS:
                 continue
-            key = _fact_key(fact)
+            key = fact_key(fact)
             if key in seen:
                 continue
             seen.add(key)
             scored.append((count, len(scored), fact))
     best = sorted(scored, key=lambda item: (-item[0], item[1]))[:MAX_FACTS_PER_TEXT]
     return [fact for _count, _index, fact in sorted(best, key=lambda item: item[1])]
-
-
-# =====================================================================================================
-# Reconciliation
-# =====================================================================================================
-
-_CONTRACTIONS = (
-    (re.compile(r"\bcan't\b|\bcannot\b"), "can not"),
-    (re.compile(r"\bwon't\b"), "will not"),
-    (re.compile(r"\bshan't\b"), "shall not"),
-    (re.compile(r"\b(\w+)n't\b"), r"\1 not"),
-)
-_NEGATIONS = frozenset({"not", "no", "never"})
-_POLARITY_MARKERS = _NEGATIONS | {"always"}
-_DO_AUX = frozenset({"do", "does", "did"})
-_VALUE_LEADS = frozenset("is are was were be = : to at on of as with via using equals uses use runs".split())
-_WEAK_CONTEXT = frozenset("it this that we i you they the a an is are to of".split())
-_NUMBER = re.compile(r"\d")
-_KEY_VALUE = re.compile(r"^\s*`?([A-Za-z_][\w.-]*)`?\s*[=:]\s*`?(.+?)`?\s*\.?\s*$")
-
-
-def _tokens(text: str) -> list[str]:
-    """Lower-case words with markup, quotes and edge punctuation removed and contractions expanded."""
-    lowered = text.lower().replace("`", " ").replace("*", " ").replace("“", " ").replace("”", " ")
-    for pattern, replacement in _CONTRACTIONS:
-        lowered = pattern.sub(replacement, lowered)
-    out = []
-    for raw in lowered.split():
-        token = raw.strip(".,;:!?()[]{}\"'")
-        if token:
-            out.append(token)
-    return out
-
-
-def _jaccard(a: Sequence[str], b: Sequence[str]) -> float:
-    sa, sb = set(a), set(b)
-    return len(sa & sb) / len(sa | sb) if sa | sb else 1.0
-
-
-def _numbers(tokens: Sequence[str]) -> list[str]:
-    return [t for t in tokens if _NUMBER.search(t)]
-
-
-def _polarity(tokens: Sequence[str]) -> tuple[bool, list[str]]:
-    """(negated?, the statement with negations, "always" and the "do" of "do not" removed)."""
-    negated = sum(t in _NEGATIONS for t in tokens) % 2 == 1
-    core: list[str] = []
-    for i, token in enumerate(tokens):
-        if token in _POLARITY_MARKERS:
-            continue
-        if token in _DO_AUX and i + 1 < len(tokens) and tokens[i + 1] in _NEGATIONS:
-            continue
-        # "lives" and "does not live" must meet: a crude singular is enough for the comparison.
-        core.append(
-            token[:-1] if len(token) > 3 and token.endswith("s") and not token.endswith("ss") else token
-        )
-    return negated, core
-
-
-def _value_change(old: list[str], new: list[str]) -> tuple[str, str, str] | None:
-    """(subject, old value, new value) when both say the same thing about the same subject.
-
-    The two must share a prefix and suffix covering :data:`VALUE_CONTEXT_MIN_RATIO` of the longer one,
-    differ in one short span, and that span must be a value: it holds a number, or it follows an
-    assignment-like word ("is", "=", "to", "with" …) after a subject with real content.
-    """
-    prefix = 0
-    while prefix < min(len(old), len(new)) and old[prefix] == new[prefix]:
-        prefix += 1
-    suffix = 0
-    while (
-        suffix < min(len(old), len(new)) - prefix and old[len(old) - 1 - suffix] == new[len(new) - 1 - suffix]
-    ):
-        suffix += 1
-    old_span, new_span = old[prefix : len(old) - suffix], new[prefix : len(new) - suffix]
-    if not (1 <= len(old_span) <= MAX_VALUE_WORDS and 1 <= len(new_span) <= MAX_VALUE_WORDS):
-        return None
-    if prefix == 0 or (prefix + suffix) / max(len(old), len(new)) < VALUE_CONTEXT_MIN_RATIO:
-        return None
-    context = old[:prefix] + old[len(old) - suffix :]
-    if all(t in _WEAK_CONTEXT or t in _VALUE_LEADS for t in context):
-        return None
-    numeric = bool(_numbers(old_span)) or bool(_numbers(new_span))
-    if not numeric:
-        if old[prefix - 1] in {"uses", "use", "runs"}:
-            return None  # "we use pnpm" and "we use Docker" can both be true
-        if not any(t in _VALUE_LEADS for t in old[max(0, prefix - 2) : prefix]):
-            return None  # the span is not in a value position ("with `make <deploy>`" is)
-    return " ".join(old[:prefix]), " ".join(old_span), " ".join(new_span)
-
-
-def _key_value(text: str) -> tuple[str, str] | None:
-    match = _KEY_VALUE.match(text)
-    if not match or " " in match.group(1):
-        return None
-    return match.group(1).lower(), match.group(2).strip().lower()
-
-
-_RANK: dict[Action, int] = {"unchanged": 0, "conflict": 1, "update": 2, "add": 3}
-
-
-def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str]:
-    """The verdict of one fact against one neighbour, with its reason."""
-    old = _tokens(neighbour.content)
-    if old == new:
-        return "unchanged", f"same text as {neighbour.id}"
-    new_negated, new_core = _polarity(new)
-    old_negated, old_core = _polarity(old)
-    if new_negated != old_negated and (
-        new_core == old_core or _jaccard(new_core, old_core) >= NEAR_DUPLICATE_OVERLAP
-    ):
-        return "conflict", f"negates {neighbour.id}; both kept for a person to settle"
-    new_kv, old_kv = _key_value(fact), _key_value(neighbour.content)
-    if new_kv and old_kv and new_kv[0] == old_kv[0] and new_kv[1] != old_kv[1]:
-        return "update", f"{new_kv[0]}: {old_kv[1]!r} -> {new_kv[1]!r}"
-    change = _value_change(old, new) if new_negated == old_negated else None
-    if change:
-        subject, before, after = change
-        return "update", f"{subject!r}: {before!r} -> {after!r}"
-    same_numbers = sorted(_numbers(old)) == sorted(_numbers(new))
-    similarity = neighbour.similarity
-    if new_negated != old_negated:
-        return "add", "the opposite polarity of a different statement"
-    if similarity is not None and similarity >= NEAR_DUPLICATE_SIMILARITY and same_numbers:
-        return "unchanged", f"similarity {similarity:.3f} >= {NEAR_DUPLICATE_SIMILARITY} with {neighbour.id}"
-    overlap = _jaccard(old, new)
-    if overlap >= NEAR_DUPLICATE_OVERLAP and same_numbers:
-        return "unchanged", f"word overlap {overlap:.2f} >= {NEAR_DUPLICATE_OVERLAP} with {neighbour.id}"
-    old_set, new_set = set(old), set(new)
-    if min(len(old), len(new)) / max(len(old), len(new), 1) >= CONTAINMENT_MIN_LENGTH_RATIO:
-        if len(new) >= CONTAINMENT_MIN_WORDS and new_set <= old_set:
-            return "unchanged", f"already contained in {neighbour.id}"
-        if len(old) >= CONTAINMENT_MIN_WORDS and old_set <= new_set:
-            return "update", f"adds detail to {neighbour.id}"
-    return "add", "no stored fact says the same or the opposite"
-
-
-def decide(fact: str, neighbours: Sequence[Neighbour]) -> Decision:
-    """Reconcile one fact with its nearest stored neighbours.
-
-    Each neighbour gets a verdict; the strongest wins: ``unchanged`` (the space already knows it) over
-    ``conflict`` (a negation: both are kept and flagged) over ``update`` (same subject, new value; the
-    old version becomes history) over ``add``. Ties go to the most similar neighbour, then to the first.
-    """
-    new = _tokens(fact)
-    best: tuple[int, float, int, Decision] | None = None
-    for index, neighbour in enumerate(neighbours):
-        action, reason = _judge(fact, new, neighbour)
-        if action == "add":
-            continue
-        similarity = neighbour.similarity if neighbour.similarity is not None else -1.0
-        key = (_RANK[action], -similarity, index, Decision(action, neighbour.id, reason))
-        if best is None or key[:3] < best[:3]:
-            best = key
-    if best is None:
-        return Decision("add", None, "no stored fact says the same or the opposite")
-    return best[3]
-
-
-# =====================================================================================================
-# LLM extractor
-# =====================================================================================================
-
-LLM_SYSTEM_PROMPT = f"""You extract durable memory from one exchange between a developer and a coding agent.
-Return ONLY a JSON object of the form {{"facts": ["...", "..."]}} and nothing else.
-Keep: decisions, conventions, commands, file paths, versions, preferences, fixes and their causes.
-Drop: greetings, questions, plans ("let me check"), tool output, logs, code listings, one-off tasks.
-Each fact is one atomic sentence that makes sense on its own a month later: name the subject instead
-of "it", "this" or "they"; keep identifiers, paths, commands and versions exactly as written (in
-backticks when they are code); write in the first person plural for team decisions ("We use ...").
-At most {MAX_FACTS_PER_TEXT} facts, each under {MAX_FACT_CHARS} characters. If nothing is worth
-remembering, return {{"facts": []}}."""
-
-
-def _chat_url(base_url: str) -> str:
-    base = base_url.rstrip("/")
-    return base + "/chat/completions" if base.endswith("/v1") else base + "/v1/chat/completions"
-
-
-def _strip_fence(content: str) -> str:
-    """Models often wrap JSON in a ```json fence despite being told not to; the shape stays strict."""
-    content = content.strip()
-    if content.startswith("```"):
-        content = content.split("\n", 1)[1] if "\n" in content else ""
-        content = content.rsplit("```", 1)[0]
-    return content.strip()
-
-
-def _validated_facts(payload: Any) -> list[str]:
-    """The ``facts`` of an answer, cleaned, deduplicated and capped; LibrarianError if malformed."""
-    if not isinstance(payload, dict) or not isinstance(payload.get("facts"), list):
-        raise LibrarianError('chat endpoint answer is not {"facts": [...]}')
-    facts: list[str] = []
-    seen: set[str] = set()
-    for item in payload["facts"]:
-        if not isinstance(item, str):
-            raise LibrarianError("chat endpoint answered a fact that is not a string")
-        fact = re.sub(r"\s+", " ", item).strip()
-        key = _fact_key(fact)
-        if not fact or len(fact) > MAX_FACT_CHARS or key in seen:
-            continue
-        seen.add(key)
-        facts.append(fact)
-    return facts[:MAX_FACTS_PER_TEXT]
-
-
-class LlmExtractor:
-    """Facts from an OpenAI-compatible ``POST {base_url}/v1/chat/completions``.
-
-    The answer must be ``{"facts": [string, ...]}`` (a surrounding ```json fence is tolerated);
-    anything else, an HTTP error, an unreachable endpoint or no whole answer within ``timeout_s``
-    raises :class:`LibrarianError`. The key travels only in the ``Authorization``
-    header and never appears in an error.
-    """
-
-    def __init__(
-        self, base_url: str, model: str, api_key: str | None = None, timeout_s: float = LLM_TIMEOUT_S
-    ) -> None:
-        self._url = _chat_url(base_url)
-        self._model = model
-        self._api_key = api_key
-        self._timeout_s = timeout_s
-
-    def _post(self, body: dict[str, Any]) -> bytes:
-        """POST `body`; the whole exchange (connect, send, every byte of the answer) within the timeout.
-
-        The door's own HTTP client (`wire/http.py`) keeps one absolute deadline; urllib's timeout is
-        per socket operation, so an endpoint that trickled its answer could hold a job for ever.
-        """
-        from bli_memory.wire.http import BadResponse, Connection, WireError, WireTimeout
-
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        deadline = time.monotonic() + self._timeout_s
-        try:
-            with Connection(self._url) as connection:
-                response = connection.request(
-                    "POST",
-                    self._url,
-                    body=json.dumps(body).encode("utf-8"),
-                    headers=headers,
-                    deadline=deadline,
-                    max_body_bytes=LLM_RESPONSE_CAP_BYTES,
-                )
-        except WireTimeout:
-            raise LibrarianError(f"chat endpoint gave no answer within {self._timeout_s:g}s") from None
-        except BadResponse as exc:  # not HTTP, or over the size cap
-            raise LibrarianError(f"chat endpoint answered badly: {exc}") from None
-        except WireError as exc:
-            raise LibrarianError(f"chat endpoint unreachable: {exc.reason}") from None
-        except ValueError as exc:  # a base URL that cannot be used
-            raise LibrarianError(f"chat endpoint unreachable: {type(exc).__name__}") from None
-        if response.status >= 300:
-            raise LibrarianError(f"chat endpoint answered HTTP {response.status}")
-        return response.body
-
-    def extract(self, text: str) -> list[str]:
-        """Ask the model for facts; raises LibrarianError on any failure."""
-        body = {
-            "model": self._model,
-            "temperature": 0,
-            "response_format": {"type": "json_object"},
-            "messages": [
-                {"role": "system", "content": LLM_SYSTEM_PROMPT},
-                {"role": "user", "content": text[:LLM_MAX_INPUT_CHARS]},
-            ],
-        }
-        raw = self._post(body)
-        try:
-            content = json.loads(raw)["choices"][0]["message"]["content"]
-        except (ValueError, KeyError, IndexError, TypeError):
-            raise LibrarianError("chat endpoint answered malformed JSON") from None
-        if not isinstance(content, str):
-            raise LibrarianError("chat endpoint answered no message content")
-        try:
-            payload = json.loads(_strip_fence(content))
-        except ValueError:
-            raise LibrarianError("chat endpoint answered content that is not JSON") from None
-        return _validated_facts(payload)
-
-
-def extractor_from_env(
-    env: Mapping[str, str] | None = None,
-    *,
-    on_fallback: Callable[[str], None] | None = None,
-) -> Callable[[str], tuple[list[str], ExtractorName]]:
-    """The extractor the door's worker should run: ``text -> (facts, "llm" | "deterministic")``.
-
-    The LLM runs when ``BLI_MEMORY_LLM_URL`` and ``BLI_MEMORY_LLM_MODEL`` are set
-    (``BLI_MEMORY_LLM_KEY`` optional); any :class:`LibrarianError` falls back to
-    :func:`extract_facts` and, when given, ``on_fallback`` hears the one-line reason (never the key).
-    """
-    import os
-
-    environ = os.environ if env is None else env
-    url = environ.get(ENV_LLM_URL, "").strip()
-    model = environ.get(ENV_LLM_MODEL, "").strip()
-    if not url or not model:
-
-        def deterministic(text: str) -> tuple[list[str], ExtractorName]:
-            return extract_facts(text), "deterministic"
-
-        return deterministic
-    llm = LlmExtractor(url, model, api_key=environ.get(ENV_LLM_KEY) or None)
-
-    def with_fallback(text: str) -> tuple[list[str], ExtractorName]:
-        started = time.monotonic()
-        try:
-            return llm.extract(text), "llm"
-        except LibrarianError as exc:
-            if on_fallback is not None:
-                on_fallback(
-                    f"{exc} after {time.monotonic() - started:.1f}s; used the deterministic extractor"
-                )
-            return extract_facts(text), "deterministic"
-
-    return with_fallback

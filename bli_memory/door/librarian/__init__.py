@@ -1,0 +1,35 @@
+"""The librarian: distil durable facts from a saved exchange and reconcile each against the space.
+
+The door's job worker calls it; it holds no store. `extract` (deterministic extraction) and
+`reconcile` (the verdict on one fact) are pure; `llm` is the one part that does I/O, an HTTP client
+for an OpenAI-compatible chat endpoint that falls back to `extract`. `words` is their shared tokenizer.
+"""
+
+from bli_memory.door.librarian.extract import MAX_FACT_CHARS, MAX_FACTS_PER_TEXT, extract_facts
+from bli_memory.door.librarian.llm import (
+    ENV_LLM_KEY,
+    ENV_LLM_MODEL,
+    ENV_LLM_URL,
+    ExtractorName,
+    LibrarianError,
+    LlmExtractor,
+    extractor_from_env,
+)
+from bli_memory.door.librarian.reconcile import Action, Decision, Neighbour, decide
+
+__all__ = [
+    "ENV_LLM_KEY",
+    "ENV_LLM_MODEL",
+    "ENV_LLM_URL",
+    "MAX_FACTS_PER_TEXT",
+    "MAX_FACT_CHARS",
+    "Action",
+    "Decision",
+    "ExtractorName",
+    "LibrarianError",
+    "LlmExtractor",
+    "Neighbour",
+    "decide",
+    "extract_facts",
+    "extractor_from_env",
+]

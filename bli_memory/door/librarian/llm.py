@@ -1,0 +1,189 @@
+"""The LLM extractor: an HTTP client for an OpenAI-compatible chat endpoint, with the deterministic fallback.
+
+Unlike the rest of the librarian this does I/O: it posts the exchange through `wire/http.py` under one
+absolute deadline. :func:`extractor_from_env` picks it when configured and falls back to
+:func:`~bli_memory.door.librarian.extract.extract_facts` on any failure.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+from bli_memory.door.librarian.extract import MAX_FACT_CHARS, MAX_FACTS_PER_TEXT, extract_facts
+from bli_memory.door.librarian.words import fact_key
+
+LLM_TIMEOUT_S = 20.0
+#: the exchange sent to the model is cut here so a huge paste cannot run up the bill or the context.
+LLM_MAX_INPUT_CHARS = 24_000
+#: the endpoint's answer is capped so a broken peer cannot exhaust memory.
+LLM_RESPONSE_CAP_BYTES = 1024 * 1024
+ENV_LLM_URL = "BLI_MEMORY_LLM_URL"
+ENV_LLM_MODEL = "BLI_MEMORY_LLM_MODEL"
+ENV_LLM_KEY = "BLI_MEMORY_LLM_KEY"
+
+ExtractorName = Literal["llm", "deterministic"]
+
+
+class LibrarianError(Exception):
+    """The LLM extractor could not produce facts (unreachable, slow, HTTP error, bad answer)."""
+
+
+LLM_SYSTEM_PROMPT = f"""You extract durable memory from one exchange between a developer and a coding agent.
+Return ONLY a JSON object of the form {{"facts": ["...", "..."]}} and nothing else.
+Keep: decisions, conventions, commands, file paths, versions, preferences, fixes and their causes.
+Drop: greetings, questions, plans ("let me check"), tool output, logs, code listings, one-off tasks.
+Each fact is one atomic sentence that makes sense on its own a month later: name the subject instead
+of "it", "this" or "they"; keep identifiers, paths, commands and versions exactly as written (in
+backticks when they are code); write in the first person plural for team decisions ("We use ...").
+At most {MAX_FACTS_PER_TEXT} facts, each under {MAX_FACT_CHARS} characters. If nothing is worth
+remembering, return {{"facts": []}}."""
+
+
+def _chat_url(base_url: str) -> str:
+    base = base_url.rstrip("/")
+    return base + "/chat/completions" if base.endswith("/v1") else base + "/v1/chat/completions"
+
+
+def _strip_fence(content: str) -> str:
+    """Models often wrap JSON in a ```json fence despite being told not to; the shape stays strict."""
+    content = content.strip()
+    if content.startswith("```"):
+        content = content.split("\n", 1)[1] if "\n" in content else ""
+        content = content.rsplit("```", 1)[0]
+    return content.strip()
+
+
+def _validated_facts(payload: Any) -> list[str]:
+    """The ``facts`` of an answer, cleaned, deduplicated and capped; LibrarianError if malformed."""
+    if not isinstance(payload, dict) or not isinstance(payload.get("facts"), list):
+        raise LibrarianError('chat endpoint answer is not {"facts": [...]}')
+    facts: list[str] = []
+    seen: set[str] = set()
+    for item in payload["facts"]:
+        if not isinstance(item, str):
+            raise LibrarianError("chat endpoint answered a fact that is not a string")
+        fact = re.sub(r"\s+", " ", item).strip()
+        key = fact_key(fact)
+        if not fact or len(fact) > MAX_FACT_CHARS or key in seen:
+            continue
+        seen.add(key)
+        facts.append(fact)
+    return facts[:MAX_FACTS_PER_TEXT]
+
+
+class LlmExtractor:
+    """Facts from an OpenAI-compatible ``POST {base_url}/v1/chat/completions``.
+
+    The answer must be ``{"facts": [string, ...]}`` (a surrounding ```json fence is tolerated);
+    anything else, an HTTP error, an unreachable endpoint or no whole answer within ``timeout_s``
+    raises :class:`LibrarianError`. The key travels only in the ``Authorization``
+    header and never appears in an error.
+    """
+
+    def __init__(
+        self, base_url: str, model: str, api_key: str | None = None, timeout_s: float = LLM_TIMEOUT_S
+    ) -> None:
+        self._url = _chat_url(base_url)
+        self._model = model
+        self._api_key = api_key
+        self._timeout_s = timeout_s
+
+    def _post(self, body: dict[str, Any]) -> bytes:
+        """POST `body`; the whole exchange (connect, send, every byte of the answer) within the timeout.
+
+        The door's own HTTP client (`wire/http.py`) keeps one absolute deadline; urllib's timeout is
+        per socket operation, so an endpoint that trickled its answer could hold a job for ever.
+        """
+        from bli_memory.wire.http import BadResponse, Connection, WireError, WireTimeout
+
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        deadline = time.monotonic() + self._timeout_s
+        try:
+            with Connection(self._url) as connection:
+                response = connection.request(
+                    "POST",
+                    self._url,
+                    body=json.dumps(body).encode("utf-8"),
+                    headers=headers,
+                    deadline=deadline,
+                    max_body_bytes=LLM_RESPONSE_CAP_BYTES,
+                )
+        except WireTimeout:
+            raise LibrarianError(f"chat endpoint gave no answer within {self._timeout_s:g}s") from None
+        except BadResponse as exc:  # not HTTP, or over the size cap
+            raise LibrarianError(f"chat endpoint answered badly: {exc}") from None
+        except WireError as exc:
+            raise LibrarianError(f"chat endpoint unreachable: {exc.reason}") from None
+        except ValueError as exc:  # a base URL that cannot be used
+            raise LibrarianError(f"chat endpoint unreachable: {type(exc).__name__}") from None
+        if response.status >= 300:
+            raise LibrarianError(f"chat endpoint answered HTTP {response.status}")
+        return response.body
+
+    def extract(self, text: str) -> list[str]:
+        """Ask the model for facts; raises LibrarianError on any failure."""
+        body = {
+            "model": self._model,
+            "temperature": 0,
+            "response_format": {"type": "json_object"},
+            "messages": [
+                {"role": "system", "content": LLM_SYSTEM_PROMPT},
+                {"role": "user", "content": text[:LLM_MAX_INPUT_CHARS]},
+            ],
+        }
+        raw = self._post(body)
+        try:
+            content = json.loads(raw)["choices"][0]["message"]["content"]
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise LibrarianError("chat endpoint answered malformed JSON") from None
+        if not isinstance(content, str):
+            raise LibrarianError("chat endpoint answered no message content")
+        try:
+            payload = json.loads(_strip_fence(content))
+        except ValueError:
+            raise LibrarianError("chat endpoint answered content that is not JSON") from None
+        return _validated_facts(payload)
+
+
+def extractor_from_env(
+    env: Mapping[str, str] | None = None,
+    *,
+    on_fallback: Callable[[str], None] | None = None,
+) -> Callable[[str], tuple[list[str], ExtractorName]]:
+    """The extractor the door's worker should run: ``text -> (facts, "llm" | "deterministic")``.
+
+    The LLM runs when ``BLI_MEMORY_LLM_URL`` and ``BLI_MEMORY_LLM_MODEL`` are set
+    (``BLI_MEMORY_LLM_KEY`` optional); any :class:`LibrarianError` falls back to
+    :func:`extract_facts` and, when given, ``on_fallback`` hears the one-line reason (never the key).
+    """
+    import os
+
+    environ = os.environ if env is None else env
+    url = environ.get(ENV_LLM_URL, "").strip()
+    model = environ.get(ENV_LLM_MODEL, "").strip()
+    if not url or not model:
+
+        def deterministic(text: str) -> tuple[list[str], ExtractorName]:
+            return extract_facts(text), "deterministic"
+
+        return deterministic
+    llm = LlmExtractor(url, model, api_key=environ.get(ENV_LLM_KEY) or None)
+
+    def with_fallback(text: str) -> tuple[list[str], ExtractorName]:
+        started = time.monotonic()
+        try:
+            return llm.extract(text), "llm"
+        except LibrarianError as exc:
+            if on_fallback is not None:
+                on_fallback(
+                    f"{exc} after {time.monotonic() - started:.1f}s; used the deterministic extractor"
+                )
+            return extract_facts(text), "deterministic"
+
+    return with_fallback

@@ -1,0 +1,426 @@
+"""The four memory tools (search, save, update, forget): schemas, argument check and door calls.
+
+The MCP server (`mcp_server.py`) and the human CLI (`commands/`) both run `MemoryTools`, so the two
+cannot drift apart. Standard library only: `bli-memory-mcp search|save|forget` never load the `mcp` SDK.
+Door calls are blocking socket I/O made one at a time (the keep-alive connection is not shared).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from bli_memory import render
+from bli_memory.settings import ENV_URL, Settings
+from bli_memory.wire.reasons import to_log_reason
+
+if TYPE_CHECKING:
+    from bli_memory.door_client import DoorClient
+
+#: each tool call gets this long for all its door round trips together.
+TOOL_DEADLINE_S = 20.0
+#: search_memory's `limit` bounds, as the door accepts them.
+SEARCH_LIMIT_DEFAULT = 5
+SEARCH_LIMIT_MAX = 100
+#: search_memory's relevance floor: a row whose cosine similarity the door measured below this is not a
+#: match. Without it a vector door returns its nearest rows whatever they are, and "the record is
+#: silent" can never be said. Measured with the packaged all-MiniLM-L6-v2 (query vs a 5-memory space):
+#: unrelated queries ("zebra quantum flux") score -0.06..0.17, the intended memory 0.36..0.75 even
+#: for a one-word query ("numpy" 0.51, "line length" 0.44). The door applies it (`threshold`) before
+#: `limit`, and keeps rows without a similarity: the vector channel scores every memory that has a
+#: vector, so such a row reached the results through the keyword channel (and a door without an
+#: embedder has only that one). A model with another cosine scale (e5's sit at 0.7-0.9) needs its own.
+SEARCH_MIN_SIMILARITY = 0.25
+#: forget by query tombstones the closest match only at or above this cosine similarity (the door decides).
+FORGET_CLOSEST_MIN_SIMILARITY = 0.85
+INVALID_ARGUMENTS = "invalid_arguments"
+
+_CONTAINER_TAG_SCHEMA: dict[str, Any] = {
+    "type": "string",
+    "minLength": 1,
+    "description": "The memory space to use. Omit it: the space of the current project is derived for you.",
+}
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool as `tools/list` shows it. The names and argument names are a contract."""
+
+    name: str
+    title: str
+    description: str
+    input_schema: dict[str, Any]
+    annotations: dict[str, Any]
+    output_schema: dict[str, Any] = field(
+        default_factory=lambda: {
+            "type": "object",
+            "properties": {"summary": {"type": "string"}},
+            "required": ["summary"],
+        }
+    )
+
+
+TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="search_memory",
+        title="Search memory",
+        description=(
+            "Search this project's long-term memory (facts, decisions and context saved in earlier "
+            "sessions) by meaning, by keyword and by recency at once. Remembered facts and documents are "
+            "listed apart; each hit shows its id, its full text, its age, its source space and a link when "
+            "there is one. Cosine similarity is shown only when the store measured one; a memory whose "
+            f"cosine similarity is below {SEARCH_MIN_SIMILARITY} is not a match. Zero matches means "
+            "the record is silent on the question - that is an answer. An error means the search could not "
+            "run, and says why."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "minLength": 1, "description": "What to look for, in words."},
+                "containerTag": _CONTAINER_TAG_SCHEMA,
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": SEARCH_LIMIT_MAX,
+                    "default": SEARCH_LIMIT_DEFAULT,
+                    "description": "How many hits at most.",
+                },
+            },
+            "required": ["query"],
+            "additionalProperties": False,
+        },
+        annotations={
+            "title": "Search memory",
+            "readOnlyHint": True,
+            "idempotentHint": True,
+            "destructiveHint": False,
+            "openWorldHint": False,
+        },
+    ),
+    ToolSpec(
+        name="save_memory",
+        title="Save memory",
+        description=(
+            "Remember something durable for future sessions in this project: a decision and why, a "
+            "convention, a fact about the code, a fix that worked. One self-contained statement per call. "
+            "customId upserts: saving again with the same customId replaces that memory instead of adding "
+            "one. extract: true hands a longer text (e.g. an exchange) to the librarian, which distils "
+            "atomic facts after answering (queued). The result names the space the memory landed in."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "content": {"type": "string", "minLength": 1, "description": "The text to remember."},
+                "containerTag": _CONTAINER_TAG_SCHEMA,
+                "customId": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "Your own key for this memory; saving with it again replaces it.",
+                },
+                "extract": {
+                    "type": "boolean",
+                    "default": False,
+                    "description": "Distil atomic facts from the text first (answered as queued).",
+                },
+            },
+            "required": ["content"],
+            "additionalProperties": False,
+        },
+        annotations={
+            "title": "Save memory",
+            "readOnlyHint": False,
+            "destructiveHint": False,
+            "idempotentHint": False,
+            "openWorldHint": False,
+        },
+    ),
+    ToolSpec(
+        name="update_memory",
+        title="Update memory",
+        description=(
+            "Replace what a memory says when the fact changed, keeping the old text as history (better "
+            "than forget + save, which loses the link between the two). Take the id from search_memory."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "id": {"type": "string", "minLength": 1, "description": "The memory's id."},
+                "content": {"type": "string", "minLength": 1, "description": "What it should say now."},
+            },
+            "required": ["id", "content"],
+            "additionalProperties": False,
+        },
+        annotations={
+            "title": "Update memory",
+            "readOnlyHint": False,
+            "destructiveHint": False,
+            "idempotentHint": False,
+            "openWorldHint": False,
+        },
+    ),
+    ToolSpec(
+        name="forget_memory",
+        title="Forget memory",
+        description=(
+            "Tombstone a memory that is wrong or no longer wanted (never a hard delete). Give exactly one "
+            "of: id (from search_memory), content (its exact text), or query (forgets the single closest "
+            f"match, only when its cosine similarity is at least {FORGET_CLOSEST_MIN_SIMILARITY}). Says "
+            "exactly which memory was forgotten, or that nothing matched."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "id": {"type": "string", "minLength": 1, "description": "The memory's id."},
+                "content": {"type": "string", "minLength": 1, "description": "The memory's exact text."},
+                "query": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "Words for the memory to forget; the closest match ≥ 0.85 goes.",
+                },
+                "containerTag": _CONTAINER_TAG_SCHEMA,
+            },
+            "additionalProperties": False,
+        },
+        annotations={
+            "title": "Forget memory",
+            "readOnlyHint": False,
+            "destructiveHint": True,
+            "idempotentHint": False,
+            "openWorldHint": False,
+        },
+    ),
+)
+
+TOOLS_BY_NAME: dict[str, ToolSpec] = {tool.name: tool for tool in TOOLS}
+
+_JSON_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,), "boolean": (bool,)}
+
+
+def check_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> str | None:
+    """The first way `arguments` break the tool's input schema, in words; None when they fit.
+
+    The low-level SDK server does not validate, and the schemas use only a handful of keywords,
+    so a small checker beats pulling jsonschema into the human CLI.
+    """
+    properties: dict[str, Any] = spec.input_schema["properties"]
+    for name in spec.input_schema.get("required", []):
+        if arguments.get(name) is None:
+            return f"`{name}` is required"
+    for name, value in arguments.items():
+        schema = properties.get(name)
+        if schema is None:
+            return f"unknown argument `{name}` (known: {', '.join(properties)})"
+        if value is None:
+            continue
+        expected = schema["type"]
+        ok = isinstance(value, _JSON_TYPES[expected]) and not (
+            expected == "integer" and isinstance(value, bool)
+        )
+        if not ok:
+            return f"`{name}` must be a {expected}"
+        if expected == "string" and len(value.strip()) < schema.get("minLength", 0):
+            return f"`{name}` must not be empty"
+        if expected == "integer" and not schema.get("minimum", value) <= value <= schema.get(
+            "maximum", value
+        ):
+            return f"`{name}` must be between {schema['minimum']} and {schema['maximum']}"
+    return None
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """What a tool call returns: text for people and models, the same facts as structured data."""
+
+    text: str
+    structured: dict[str, Any]
+    is_error: bool = False
+
+    @property
+    def reason(self) -> str | None:
+        """The closed-set reason of a failure (None on success)."""
+        error = self.structured.get("error")
+        return error.get("reason") if isinstance(error, Mapping) else None
+
+
+def _utc_now() -> _dt.datetime:
+    return _dt.datetime.now(tz=_dt.timezone.utc)
+
+
+class MemoryTools:
+    """The four memory operations against one door, rendered for MCP and the human CLI.
+
+    `space` derives the current project's container tag; it runs at most once (it may ask git).
+    """
+
+    def __init__(
+        self,
+        client: DoorClient,
+        *,
+        space: Callable[[], str],
+        door_url: str | None,
+        deadline_s: float = TOOL_DEADLINE_S,
+        clock: Callable[[], _dt.datetime] = _utc_now,
+        min_similarity: float = SEARCH_MIN_SIMILARITY,
+    ) -> None:
+        self._client = client
+        self._min_similarity = min_similarity
+        self._space_fn = space
+        self._space: str | None = None
+        self._door_url = door_url
+        self._deadline_s = deadline_s
+        self._clock = clock
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        self._client.close()
+
+    def default_space(self) -> str:
+        if self._space is None:
+            self._space = self._space_fn()
+        return self._space
+
+    def _deadline(self) -> float:
+        return time.monotonic() + self._deadline_s
+
+    def _tag(self, arguments: Mapping[str, Any]) -> str:
+        tag = arguments.get("containerTag")
+        return tag.strip() if isinstance(tag, str) and tag.strip() else self.default_space()
+
+    def call(self, name: str, arguments: Mapping[str, Any] | None) -> ToolResult:
+        """Run one tool by name. Never raises: every failure becomes an `is_error` result naming its reason."""
+        spec = TOOLS_BY_NAME.get(name)
+        if spec is None:
+            return self._failure(name, INVALID_ARGUMENTS, f"unknown tool `{name}`")
+        args = dict(arguments or {})
+        problem = check_arguments(spec, args)
+        if problem is not None:
+            return self._failure(name, INVALID_ARGUMENTS, problem)
+        handler: Callable[[dict[str, Any]], ToolResult] = getattr(self, "_" + name)
+        try:
+            with self._lock:
+                return handler(args)
+        except Exception as exc:  # the one boundary: a tool call never crashes the server
+            return self._door_failure(name, exc)
+
+    def _failure(self, action: str, reason: str, message: str, **extra: Any) -> ToolResult:
+        text, structured = render.render_error(action, reason, message, **extra)
+        return ToolResult(text, structured, is_error=True)
+
+    def _door_failure(self, action: str, exc: Exception) -> ToolResult:
+        reason = to_log_reason(exc)
+        explanation = render.explain_reason(reason, self._door_url)
+        door_message = getattr(exc, "message", None)
+        status = getattr(exc, "status", None)
+        code = getattr(exc, "code", None)
+        # The door's own words help for a 4xx it validated (a bad id, a too-long text); for auth and
+        # transport failures our explanation is the useful one.
+        if isinstance(door_message, str) and door_message and reason not in ("http_401", "http_403"):
+            explanation += f" ({door_message.rstrip('.')})"
+        return self._failure(
+            action,
+            reason,
+            explanation,
+            code=code if isinstance(code, str) else None,
+            status=status if isinstance(status, int) else None,
+        )
+
+    def _search_memory(self, args: dict[str, Any]) -> ToolResult:
+        tag = self._tag(args)
+        query = str(args["query"])
+        limit = int(args.get("limit") or SEARCH_LIMIT_DEFAULT)
+        floor = self._min_similarity
+        answer = self._client.search(query, tag, limit=limit, threshold=floor, deadline=self._deadline())
+        text, structured = render.render_search(query, tag, answer, self._clock(), min_similarity=floor)
+        return ToolResult(text, structured)
+
+    def _save_memory(self, args: dict[str, Any]) -> ToolResult:
+        tag = self._tag(args)
+        answer = self._client.save(
+            str(args["content"]),
+            tag,
+            custom_id=args.get("customId"),
+            extract=bool(args.get("extract", False)),
+            deadline=self._deadline(),
+        )
+        text, structured = render.render_save(answer, tag)
+        return ToolResult(text, structured)
+
+    def _update_memory(self, args: dict[str, Any]) -> ToolResult:
+        memory_id = str(args["id"])
+        content = str(args["content"])
+        deadline = self._deadline()
+        answer = self._client.update(memory_id, content, deadline=deadline)
+        history: dict[str, Any] | None
+        try:
+            history = self._client.history(str(answer.get("id", memory_id)), deadline=deadline)
+        except Exception:  # the update happened; its history is a courtesy, not the answer
+            history = None
+        text, structured = render.render_update(answer, memory_id, content, history)
+        return ToolResult(text, structured)
+
+    def _forget_memory(self, args: dict[str, Any]) -> ToolResult:
+        chosen = [key for key in ("id", "content", "query") if args.get(key) is not None]
+        if len(chosen) != 1:
+            return self._failure(
+                "forget_memory", INVALID_ARGUMENTS, "give exactly one of `id`, `content` or `query`"
+            )
+        key = chosen[0]
+        target = str(args[key])
+        tag = self._tag(args)
+        try:
+            answer = self._client.forget(
+                tag,
+                memory_id=target if key == "id" else None,
+                content=target if key == "content" else None,
+                query=target if key == "query" else None,
+                deadline=self._deadline(),
+            )
+        except Exception as exc:
+            code = getattr(exc, "code", None)
+            if getattr(exc, "status", None) == 404 and code in ("no_match", "not_found"):
+                how = {"id": "id", "content": "exact", "query": "closest"}[key]
+                text, structured = render.render_nothing_forgotten(tag, how, target, code=code)
+                return ToolResult(text, structured)
+            raise
+        text, structured = render.render_forget(answer, tag)
+        return ToolResult(text, structured)
+
+
+def project_dir(env: Mapping[str, str]) -> str:
+    """The folder whose space is the default: the host's project dir when it says, else the cwd."""
+    return env.get("CLAUDE_PROJECT_DIR") or os.getcwd()
+
+
+class DoorUrlError(Exception):
+    """The configured door URL cannot be used (not http(s), no host, bad port); the text is one line."""
+
+
+def door_client_for(settings: Settings) -> DoorClient:
+    """A `DoorClient` for a paired machine; a URL it cannot use is a `DoorUrlError`, never a traceback."""
+    from bli_memory.door_client import DoorClient
+
+    assert settings.door_url is not None and settings.token is not None, "callers check settings.paired"
+    try:
+        return DoorClient(settings.door_url, settings.token)
+    except ValueError as exc:  # the wire's own words, which never repeat the URL
+        raise DoorUrlError(
+            f"bli-memory: the door URL is not usable ({exc}); fix {ENV_URL} or run `bli-memory-mcp login`"
+        ) from None
+
+
+def open_tools(settings: Settings, cwd: str, *, min_similarity: float = SEARCH_MIN_SIMILARITY) -> MemoryTools:
+    """`MemoryTools` for a paired machine's door, deriving the default space from `cwd` on first use."""
+    from bli_memory.space import resolve_space
+
+    client = door_client_for(settings)
+    return MemoryTools(
+        client,
+        space=lambda: resolve_space(settings, cwd),
+        door_url=settings.door_url,
+        min_similarity=min_similarity,
+    )
