@@ -70,18 +70,19 @@ def make_repo(folder: Path) -> None:
 
 
 def seed_store(db: Path, tag: str, count: int) -> str:
-    """Create the device and bulk-insert the memories through the store itself; returns the token."""
+    """Create the device and bulk-insert the memories through the memory service itself; returns the token."""
     sys.path.insert(0, str(REPO))
+    from bli_memory.door.memories import MemoryService
     from bli_memory.door.store.sqlite import SqliteStore
 
-    store = SqliteStore(db)
+    memories = MemoryService(SqliteStore(db))
     try:
-        _, token = store.create_device(person="bench", team="local", admin=True)
-        principal = store.authenticate(token)
+        _, token = memories.store.create_device(person="bench", team="local", admin=True)
+        principal = memories.authenticate(token)
         assert principal is not None
-        store.save_many(principal, tag, fake_memories(count), created_at=time.time() - 86400)
+        memories.save_many(principal, tag, fake_memories(count), created_at=time.time() - 86400)
     finally:
-        store.close()
+        memories.close()
     return token
 
 

@@ -3,7 +3,7 @@
 
     .venv/bin/python scripts/bench_door.py [--sizes 10000,100000] [--embedder none|onnx] [--queries 200]
 
-For each size it seeds a fresh SQLite file through the store's own write path (`SqliteStore.save_many`,
+For each size it seeds a fresh SQLite file through the memory service's own write path (`MemoryService.save_many`,
 vectors computed in batches when an embedder is set), starts the real `bli-memory-door serve` on it,
 and measures from one keep-alive client: search p50/p95 (limit 5), save p50/p95, and, with an
 embedder, the query-embedding time alone. Progress goes to stderr; the table to stdout.
@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from bli_memory.door.embed import load_embedder
+from bli_memory.door.memories import MemoryService
 from bli_memory.door.store.sqlite import SqliteStore
 
 LISTENING = "bli-memory-door listening on "
@@ -85,9 +86,9 @@ def seed(db: Path, size: int, embedder_spec: str) -> str:
     embedder, warning = load_embedder(embedder_spec)
     if warning:
         sys.stderr.write(warning + "\n")
-    store = SqliteStore(db, embedder=embedder)
-    _, token = store.create_device(person="bench", team="local", admin=True)
-    principal = store.authenticate(token)
+    memories = MemoryService(SqliteStore(db), embedder)
+    _, token = memories.store.create_device(person="bench", team="local", admin=True)
+    principal = memories.authenticate(token)
     assert principal is not None
     rng = random.Random(size)
     started = time.perf_counter()
@@ -101,10 +102,10 @@ def seed(db: Path, size: int, embedder_spec: str) -> str:
             vectors = embedder.embed(texts, kind="passage")
             for i, vector in enumerate(vectors):
                 distinct[start + i] = vector
-        store.save_many(principal, TAG, texts, vectors=vectors)
+        memories.save_many(principal, TAG, texts, vectors=vectors)
         sys.stderr.write(f"\r  seeded {start + len(texts):>7}/{size} ({time.perf_counter() - started:.0f} s)")
     sys.stderr.write("\n")
-    store.close()
+    memories.close()
     SEED_RATE[size] = size / (time.perf_counter() - started)
     return token
 
@@ -268,7 +269,7 @@ def main() -> int:
         )
     for size, result in rows:
         print(
-            f"bulk import of {size:,}: {result['bulk_rate']:,.0f} memories/s (SqliteStore.save_many, batches of {SEED_BATCH})"
+            f"bulk import of {size:,}: {result['bulk_rate']:,.0f} memories/s (MemoryService.save_many, batches of {SEED_BATCH})"
         )
     return 0
 

@@ -4,13 +4,13 @@ Usage: .venv/bin/python scripts/eval_locomo.py PATH_TO_LOCOMO_JSON [--embedder S
        [--modes hybrid,keyword,vector,rrf60] [--with-facts] [--vector-cache FILE]
 
 Every turn of each conversation is saved as one memory ("Speaker: text", plus the shared image's
-caption when the turn has one) in its own space, through the real `SqliteStore` code on a temporary
+caption when the turn has one) in its own space, through the real `MemoryService` and `SqliteStore` code on a temporary
 database. A turn's `created_at` comes from its session's date, shifted so the conversation's last
 session ends "now": recency then means what it would for someone asking right after the last session.
 Every question of categories 1-4 is asked of its conversation's space; a question's recall@k is the
 fraction of its evidence turns among the first k results (LoCoMo's own retrieval metric), averaged
 over questions, overall and per category. Channel-only runs pass their own ranking weights
-(`store.search(..., weights=ranking.KEYWORD_ONLY)` / `VECTOR_ONLY`); everything else is the door's own path.
+(`memories.search(..., weights=ranking.KEYWORD_ONLY)` / `VECTOR_ONLY`); everything else is the door's own path.
 
 `--with-facts` also saves LoCoMo's generated atomic facts (`observation`, each tied to the turn it came
 from) in the same space, as the librarian's extraction would; a fact in the first k counts for its
@@ -43,6 +43,7 @@ import numpy as np
 
 from bli_memory.door import ranking
 from bli_memory.door.embed import Embedder, Kind, load_embedder
+from bli_memory.door.memories import MemoryService
 from bli_memory.door.model import now_s
 from bli_memory.door.store.sqlite import SqliteStore
 
@@ -155,7 +156,7 @@ def sessions(conversation: dict[str, Any]) -> list[tuple[int, float, list[dict[s
 
 
 def load(
-    store: SqliteStore, principal: Any, sample: dict[str, Any], *, with_facts: bool = False
+    memories: MemoryService, principal: Any, sample: dict[str, Any], *, with_facts: bool = False
 ) -> Conversation:
     """Save every turn of one sample in its own space (and, `with_facts`, LoCoMo's generated facts)."""
     tag = f"locomo-{sample['sample_id']}"
@@ -166,7 +167,7 @@ def load(
     for number, when, turns in all_sessions:
         for index, turn in enumerate(turns):
             created = when + shift + index * SECONDS_PER_TURN
-            result = store.save(principal, tag, turn_text(turn), created_at=created)
+            result = memories.save(principal, tag, turn_text(turn), created_at=created)
             pairs = evidence_ids([turn.get("dia_id", "")]) or [(number, index + 1)]
             conversation.turns_of.setdefault(result.id, set()).update(pairs)
             known.update(pairs)
@@ -177,7 +178,7 @@ def load(
                 for index, (fact, source) in enumerate(facts):
                     text = fact if str(speaker) in fact else f"{speaker}: {fact}"
                     created = when + shift + index * SECONDS_PER_TURN
-                    result = store.save(principal, tag, text, created_at=created)
+                    result = memories.save(principal, tag, text, created_at=created)
                     pairs = evidence_ids(source if isinstance(source, list) else [source])
                     conversation.turns_of.setdefault(result.id, set()).update(pairs)
                     conversation.facts += 1
@@ -200,7 +201,7 @@ def recall(found: Sequence[set[Turn]], evidence: Sequence[Turn], k: int) -> floa
 
 
 def evaluate(
-    store: SqliteStore, principal: Any, conversations: Sequence[Conversation], modes: Sequence[str]
+    memories: MemoryService, principal: Any, conversations: Sequence[Conversation], modes: Sequence[str]
 ) -> dict[str, dict[int, list[list[float]]]]:
     """mode -> category -> per-question [recall@k for k in KS]."""
     results: dict[str, dict[int, list[list[float]]]] = {m: {c: [] for c in CATEGORIES} for m in modes}
@@ -210,7 +211,7 @@ def evaluate(
     for conversation in conversations:
         for question in conversation.questions:
             for mode in modes:
-                hits = store.search(
+                hits = memories.search(
                     principal, conversation.tag, question.text, limit=max(KS), weights=MODES[mode]
                 )
                 # a channel-only run leaves the other channel's rows at score 0: they were not found
@@ -310,14 +311,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         embedder = cache
     print(f"eval_locomo: embedder {embedder.name}, {len(samples)} conversations", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="bli-locomo-") as folder:
-        store = SqliteStore(Path(folder) / "memory.db", embedder=embedder)
-        _, token = store.create_device(person="eval")
-        principal = store.authenticate(token)
+        memories = MemoryService(SqliteStore(Path(folder) / "memory.db"), embedder)
+        _, token = memories.store.create_device(person="eval")
+        principal = memories.authenticate(token)
         assert principal is not None
         conversations = []
         started = time.perf_counter()
         for sample in samples:
-            conversations.append(load(store, principal, sample, with_facts=args.with_facts))
+            conversations.append(load(memories, principal, sample, with_facts=args.with_facts))
             c = conversations[-1]
             print(
                 f"  stored {c.sample_id}: {c.turns} turns, {c.facts} facts, {len(c.questions)} questions "
@@ -325,8 +326,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 file=sys.stderr,
                 flush=True,
             )
-        results = evaluate(store, principal, conversations, modes)
-        store.close()
+        results = evaluate(memories, principal, conversations, modes)
+        memories.close()
     if cache is not None:
         cache.save()
     unresolved = sum(c.unresolved_evidence for c in conversations)

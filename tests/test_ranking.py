@@ -1,4 +1,4 @@
-"""The fusion rule, driven with plain numbers, and through the real store with the weights it is given."""
+"""The fusion rule, driven with plain numbers, and through the real memory service with the weights it is given."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from bli_memory.door import ranking
 from bli_memory.door.embed import load_embedder
 from bli_memory.door.ranking import Signals, fuse, recency
-from bli_memory.door.store.sqlite import SqliteStore
+from tests.helpers import open_memories
 
 YEAR_DAYS = 365.0
 
@@ -83,17 +83,17 @@ def test_searches_in_threads_each_rank_with_the_weights_they_pass(tmp_path: Path
     """The door searches in threads: one search's weights never leak into another's (no module state)."""
     embedder, reason = load_embedder("onnx", env={})
     assert reason is None, reason
-    store = SqliteStore(tmp_path / "memory.db", embedder=embedder)
+    memories = open_memories(tmp_path / "memory.db", embedder)
     try:
-        _, token = store.create_device(person="ada")
-        principal = store.authenticate(token)
+        _, token = memories.store.create_device(person="ada")
+        principal = memories.authenticate(token)
         assert principal is not None
         for text in (
             "Use ruff format with line length 110 for this repo.",
             "The formatter wraps code at one hundred and ten columns.",
             "The staging database is reset every Monday at 6am.",
         ):
-            store.save(principal, "repo-a", text)
+            memories.save(principal, "repo-a", text)
         modes = {
             "hybrid": ranking.DEFAULT_WEIGHTS,
             "keyword": ranking.KEYWORD_ONLY,
@@ -102,7 +102,7 @@ def test_searches_in_threads_each_rank_with_the_weights_they_pass(tmp_path: Path
 
         def ranked(mode: str) -> list[tuple[str, float]]:
             """Ids and scores; rounded, as recency moves a fresh memory's score while the test runs."""
-            hits = store.search(principal, "repo-a", "ruff line length", limit=3, weights=modes[mode])
+            hits = memories.search(principal, "repo-a", "ruff line length", limit=3, weights=modes[mode])
             return [(hit.memory.id, round(hit.score, 6)) for hit in hits]
 
         alone = {mode: ranked(mode) for mode in modes}
@@ -111,7 +111,7 @@ def test_searches_in_threads_each_rank_with_the_weights_they_pass(tmp_path: Path
             jobs = [(mode, pool.submit(ranked, mode)) for mode in list(modes) * 20]
             assert all(job.result(timeout=60) == alone[mode] for mode, job in jobs)
     finally:
-        store.close()
+        memories.close()
 
 
 def test_context_lends_a_share_of_the_best_neighbouring_seed_divided_by_the_step() -> None:

@@ -6,18 +6,18 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from bli_memory.door.store.sqlite import SqliteStore
+from tests.helpers import open_memories
 
 
 def test_every_lookup_by_id_in_a_search_uses_the_id_index(tmp_path: Path) -> None:
-    store = SqliteStore(tmp_path / "m.db")
-    principal = store.authenticate(store.create_device(person="p")[1])
+    memories = open_memories(tmp_path / "m.db")
+    principal = memories.authenticate(memories.store.create_device(person="p")[1])
     assert principal is not None
-    store.save_many(principal, "t", [f"note {index} about the deploy pipeline" for index in range(300)])
+    memories.save_many(principal, "t", [f"note {index} about the deploy pipeline" for index in range(300)])
     statements: list[str] = []
-    store._db.set_trace_callback(statements.append)
-    store.search(principal, "t", "deploy pipeline", limit=5)
-    store._db.set_trace_callback(None)
+    memories.store._db.set_trace_callback(statements.append)
+    memories.search(principal, "t", "deploy pipeline", limit=5)
+    memories.store._db.set_trace_callback(None)
     lookups = [sql for sql in statements if " IN (" in sql and "FROM memories" in sql]
     assert len(lookups) >= 2  # the candidates' ages, then the rows returned
     explain = sqlite3.connect(tmp_path / "m.db")
@@ -33,15 +33,15 @@ def test_every_lookup_by_id_in_a_search_uses_the_id_index(tmp_path: Path) -> Non
 
 def test_saves_find_duplicates_and_custom_ids_through_their_indexes(tmp_path: Path) -> None:
     """A duplicate check that walked the space (88 ms per save at 100 000 memories) is caught here."""
-    store = SqliteStore(tmp_path / "m.db")
-    principal = store.authenticate(store.create_device(person="p")[1])
+    memories = open_memories(tmp_path / "m.db")
+    principal = memories.authenticate(memories.store.create_device(person="p")[1])
     assert principal is not None
-    store.save_many(principal, "t", [f"note {index}" for index in range(200)])
+    memories.save_many(principal, "t", [f"note {index}" for index in range(200)])
     statements: list[str] = []
-    store._db.set_trace_callback(statements.append)
-    store.save(principal, "t", "a new note")
-    store.save(principal, "t", "keyed note", custom_id="k")
-    store._db.set_trace_callback(None)
+    memories.store._db.set_trace_callback(statements.append)
+    memories.save(principal, "t", "a new note")
+    memories.save(principal, "t", "keyed note", custom_id="k")
+    memories.store._db.set_trace_callback(None)
     explain = sqlite3.connect(tmp_path / "m.db")
     checks = [sql for sql in statements if sql.lstrip().startswith("SELECT") and "content_hash = " in sql]
     checks += [sql for sql in statements if sql.lstrip().startswith("SELECT") and "custom_id = " in sql]

@@ -1,9 +1,10 @@
-"""The door's HTTP API: validation, authentication and the `{error, message}` shape, over a store.
+"""The door's HTTP API: validation, authentication and the `{error, message}` shape, over the memory
+service.
 
 FastAPI gives the OpenAPI document (`/openapi.json`) and body validation from the models below; this
 module turns every failure — a validation error, malformed JSON, a body over the cap, a store error, an
 unexpected exception — into `{error, message}` with the right status and never a stack trace. Handlers
-are plain functions: FastAPI runs them in its thread pool, and the store serialises writes itself.
+are plain functions: FastAPI runs them in its thread pool, and the memory service serialises writes.
 """
 
 from __future__ import annotations
@@ -33,8 +34,17 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from bli_memory import __version__
 from bli_memory.door.errors import DoorError, InvalidRequest, TooLarge, Unauthorized
-from bli_memory.door.model import MAX_CONTENT_CHARS, MAX_LIMIT, MAX_TAG_CHARS, Principal, now_s, parse_iso
-from bli_memory.door.store.sqlite import SqliteStore
+from bli_memory.door.memories import MemoryService
+from bli_memory.door.model import (
+    MAX_CONTENT_CHARS,
+    MAX_ID_CHARS,
+    MAX_LIMIT,
+    MAX_TAG_CHARS,
+    Principal,
+    iso,
+    now_s,
+    parse_iso,
+)
 
 MAX_BODY_BYTES = 1024 * 1024
 MAX_QUERY_CHARS = 10_000
@@ -133,14 +143,14 @@ class SaveBody(_Body):
 
 class UpdateBody(_Body):
     model_config = _STRICT
-    id: Annotated[StrictStr, Field(min_length=1, max_length=100)]
+    id: Annotated[StrictStr, Field(min_length=1, max_length=MAX_ID_CHARS)]
     content: Content
 
 
 class ForgetBody(_Body):
     model_config = _STRICT
     containerTag: Tag
-    id: Annotated[StrictStr, Field(min_length=1, max_length=100)] | None = None
+    id: Annotated[StrictStr, Field(min_length=1, max_length=MAX_ID_CHARS)] | None = None
     content: Content | None = None
     query: Annotated[StrictStr, Field(min_length=1, max_length=MAX_QUERY_CHARS)] | None = None
 
@@ -345,7 +355,7 @@ async def _principal(  # async: a sync dependency costs a thread-pool round trip
     scheme, _, token = authorization.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise Unauthorized("the Authorization header must be `Bearer <token>`")
-    found: Principal | None = request.app.state.store.authenticate(token.strip())
+    found: Principal | None = request.app.state.memories.authenticate(token.strip())
     if found is None:
         raise Unauthorized("the token is unknown or revoked")
     return found
@@ -355,7 +365,7 @@ Caller = Annotated[Principal, Depends(_principal)]
 
 
 def create_app(
-    store: SqliteStore,
+    memories: MemoryService,
     *,
     embedder_name: str = "none",
     extract_enabled: bool = False,
@@ -368,7 +378,7 @@ def create_app(
         description="Persistent memory for coding agents: hybrid search, versioned updates, tombstones.",
     )
 
-    api.state.store = store
+    api.state.memories = memories
 
     @api.exception_handler(DoorError)
     async def door_error(_: Request, exc: DoorError) -> JSONResponse:
@@ -399,23 +409,23 @@ def create_app(
         health: dict[str, Any] = {
             "ok": True,
             "version": __version__,
-            "store": "sqlite",
+            "store": memories.store.name,
             "embedder": embedder_name,
         }
-        if store.embedder_error is not None:
-            health["embedderError"] = store.embedder_error  # serving keyword + recency meanwhile
+        if memories.embedder_error is not None:
+            health["embedderError"] = memories.embedder_error  # serving keyword + recency meanwhile
         return health
 
     @api.post("/api/memory/search", responses=_errors(*_COMMON))
     def search(body: SearchBody, caller: Caller) -> JSONResponse:
-        hits = store.search(
+        hits = memories.search(
             caller, body.containerTag, body.q, limit=body.limit, threshold=float(body.threshold)
         )
         # a JSONResponse skips FastAPI's recursive jsonable_encoder: the answer is plain JSON already
         return JSONResponse(
             {
                 "results": [hit.to_json() for hit in hits],
-                "searched": store.space_tags(caller, body.containerTag),
+                "searched": memories.space_tags(caller, body.containerTag),
             }
         )
 
@@ -428,18 +438,17 @@ def create_app(
         },
     )
     def save(body: SaveBody, caller: Caller) -> Any:
-        _not_blank(body.content)
         created_at = _created_at(body.createdAt)
         if body.extract:
             if body.customId is not None or body.createdAt is not None or body.kind != "memory":
                 raise InvalidRequest("customId, createdAt and kind apply to a plain save, not to extract")
             if not extract_enabled:
                 raise InvalidRequest("this door has no extraction worker", code="extract_unavailable")
-            job_id, tag = store.enqueue_job(caller, body.containerTag, body.content, body.metadata)
+            job_id, tag = memories.enqueue_job(caller, body.containerTag, body.content, body.metadata)
             if on_job_queued is not None:
                 on_job_queued()
             return JSONResponse({"queued": True, "jobId": job_id, "containerTag": tag}, status_code=202)
-        result = store.save(
+        result = memories.save(
             caller,
             body.containerTag,
             body.content,
@@ -452,8 +461,7 @@ def create_app(
 
     @api.post("/api/memory/update", responses=_errors(*_COMMON, 404, 409))
     def update(body: UpdateBody, caller: Caller) -> dict[str, Any]:
-        _not_blank(body.content)
-        memory = store.update(caller, body.id, body.content)
+        memory = memories.update(caller, body.id, body.content)
         return {
             "id": memory.id,
             "version": memory.version,
@@ -463,7 +471,7 @@ def create_app(
 
     @api.get("/api/memory/{memory_id}/history", responses=_errors(401, 404))
     def history(memory_id: str, caller: Caller) -> dict[str, Any]:
-        versions = store.history(caller, memory_id)
+        versions = memories.history(caller, memory_id)
         return {
             "id": memory_id,
             "versions": [
@@ -472,9 +480,9 @@ def create_app(
                     "version": version.version,
                     "content": version.content,
                     "status": version.status,
-                    "createdAt": version.to_json()["createdAt"],
-                    "updatedAt": version.to_json()["updatedAt"],
-                    "supersededAt": None if version.superseded_at is None else _iso(version.superseded_at),
+                    "createdAt": iso(version.created_at),
+                    "updatedAt": iso(version.updated_at),
+                    "supersededAt": None if version.superseded_at is None else iso(version.superseded_at),
                 }
                 for version in versions
             ],
@@ -485,7 +493,7 @@ def create_app(
         given = [name for name in ("id", "content", "query") if getattr(body, name) is not None]
         if len(given) != 1:
             raise InvalidRequest("give exactly one of id, content or query")
-        memory, match, similarity = store.forget(
+        memory, match, similarity = memories.forget(
             caller, body.containerTag, memory_id=body.id, content=body.content, query=body.query
         )
         forgotten: dict[str, Any] = {"id": memory.id, "content": memory.content}
@@ -495,15 +503,22 @@ def create_app(
 
     @api.post("/api/memory/v4/profile", responses=_errors(*_COMMON))
     def profile(body: ProfileBody, caller: Caller) -> dict[str, Any]:
-        return store.profile(caller, body.containerTag, body.q or None)
+        found = memories.profile(caller, body.containerTag, body.q or None)
+        return {
+            "profile": {"static": [memory.content for memory in found.static], "dynamic": found.dynamic},
+            "recent": [memory.to_json() for memory in found.recent],
+            "containerTag": found.tags[0],
+            "searched": found.tags,
+        }
 
     @api.post("/api/memory/aliases", responses=_errors(*_COMMON, 403))
     def aliases(body: AliasBody, caller: Caller) -> dict[str, Any]:
-        return store.set_alias(caller, body.alias, body.canonical)
+        result = memories.set_alias(caller, body.alias, body.canonical)
+        return {"alias": result.alias, "canonical": result.canonical, "tags": result.tags}
 
     @api.get("/api/memory/jobs/{job_id}", responses=_errors(401, 404))
     def job(job_id: str, caller: Caller) -> dict[str, Any]:
-        return store.get_job(caller, job_id).to_json()
+        return memories.get_job(caller, job_id).to_json()
 
     @api.post(
         "/api/memory/experience",
@@ -516,7 +531,7 @@ def create_app(
         entry_id = (body.id or str(uuid.uuid4())).lower()
         created_at = _created_at(body.created_at)
         try:
-            status = store.record_experience(
+            outcome = memories.record_experience(
                 caller,
                 entry_id=entry_id,
                 store=body.store,
@@ -530,15 +545,17 @@ def create_app(
             raise DoorError(
                 f"the insert failed ({type(exc).__name__})", code="insert_failed", status=502
             ) from None
+        inserted = outcome == "inserted"
         return JSONResponse(
-            {"id": entry_id, "status": "inserted" if status == 201 else "exists"}, status_code=status
+            {"id": entry_id, "status": "inserted" if inserted else "exists"},
+            status_code=201 if inserted else 200,
         )
 
     @api.get("/api/ops/memory-usage", responses=_errors(401))
     def memory_usage(caller: Caller) -> dict[str, Any]:
         since = now_s() - max(EXPERIENCE_WINDOW_DAYS) * 86_400.0
         try:
-            rows, total = store.experience_rows(caller, since)
+            rows, total = memories.experience_rows(caller, since)
         except Exception as exc:  # a failed read is named, not hidden
             return _memory_usage([], 0, failed=type(exc).__name__)
         return _memory_usage(rows, total)
@@ -561,17 +578,6 @@ def create_app(
     app: ASGIApp = RequestLog(BodyLimit(api))
     app.fastapi = api  # type: ignore[attr-defined]
     return app
-
-
-def _iso(epoch_s: float) -> str:
-    from bli_memory.door.model import iso
-
-    return iso(epoch_s)
-
-
-def _not_blank(content: str) -> None:
-    if not content.strip():
-        raise InvalidRequest("content must not be blank")
 
 
 def _created_at(text: str | None) -> float | None:
@@ -607,7 +613,9 @@ def _describe_validation(errors: Any) -> str:
 
 
 def _memory_usage(rows: list[dict[str, Any]], total: int, failed: str | None = None) -> dict[str, Any]:
-    """7/30-day totals by store and person, and the last reasons per store (seed README, EXPERIENCE)."""
+    """7/30-day totals by store and person, and the last reasons per store, with how many rows were
+    asked for, returned and unique, and whether the read was capped or failed: an A/B verdict needs
+    to know when its numbers are partial."""
     now = now_s()
     windows: dict[str, Any] = {}
     for days in EXPERIENCE_WINDOW_DAYS:

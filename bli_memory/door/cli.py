@@ -8,15 +8,18 @@ import json
 import os
 import signal
 import socket
-import sqlite3
 import sys
 import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from bli_memory import __version__
+
+if TYPE_CHECKING:
+    from bli_memory.door.memories import MemoryService
+    from bli_memory.door.store.base import Store
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
@@ -39,27 +42,15 @@ def default_db_path(env: Mapping[str, str]) -> Path:
     return Path(base) / "bli-memory" / "memory.db"
 
 
-def open_store(db: str | None, env: Mapping[str, str], embedder: Any = None) -> Any:
-    from bli_memory.door.store.sqlite import SqliteStore
+def open_store(db: str | None, env: Mapping[str, str]) -> Store:
+    """The store `--db` names (default: SQLite under the XDG data folder); a CliError if it cannot open."""
+    from bli_memory.door.store import StoreOpenError
+    from bli_memory.door.store import open_store as open_url
 
-    if db and "://" in db:
-        scheme = db.split("://", 1)[0]
-        if scheme in ("postgres", "postgresql"):
-            raise CliError("the PostgreSQL store is not in this version yet; use a SQLite file path", 2)
-        raise CliError(f"--db must be a file path (got a {scheme}:// URL)", 2)
-    path = Path(db).expanduser() if db else default_db_path(env)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise CliError(f"cannot create {path.parent}: {exc.strerror}") from None
-    try:
-        return SqliteStore(path, embedder=embedder)
-    except sqlite3.DatabaseError as exc:
-        raise CliError(f"cannot open {path} as a memory database: {exc}") from None
-    except RuntimeError as exc:  # a schema newer than this door
-        raise CliError(str(exc)) from None
-    except OSError as exc:
-        raise CliError(f"cannot open {path}: {exc.strerror}") from None
+        return open_url(db if db else default_db_path(env))
+    except StoreOpenError as exc:
+        raise CliError(str(exc), 2 if exc.usage else 1) from None
 
 
 # ---------------------------------------------------------------------------- serve
@@ -81,7 +72,7 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _autopair(store: Any, url: str, env: Mapping[str, str]) -> None:
+def _autopair(store: Store, url: str, env: Mapping[str, str]) -> None:
     """Pair the local user and write the client session file when there is none, or when the one
     there points at this very door with a token this database does not know (a reset database).
 
@@ -111,11 +102,11 @@ def _autopair(store: Any, url: str, env: Mapping[str, str]) -> None:
     sys.stderr.write(f"bli-memory-door paired local user {person!r}; session written to {path}\n")
 
 
-def _warm(store: Any) -> None:
+def _warm(memories: MemoryService) -> None:
     """Build every space's search indexes in the background, so no first search waits for one."""
     started = time.monotonic()
     try:
-        spaces = store.warm()
+        spaces = memories.warm()
     except Exception as exc:  # the door serves on: a search builds what it needs itself
         sys.stderr.write(
             f"bli-memory-door: warming the search indexes failed ({type(exc).__name__}: {exc})\n"
@@ -134,11 +125,13 @@ def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
     from bli_memory.door.app import create_app
     from bli_memory.door.embed import load_embedder
+    from bli_memory.door.memories import MemoryService
 
     embedder, warning = load_embedder(args.embedder, env=env)
     if warning:
         sys.stderr.write(f"bli-memory-door: {warning}\n")
-    store = open_store(args.db, env, embedder)
+    store = open_store(args.db, env)
+    memories = MemoryService(store, embedder)
     sock = _bind(args.host, args.port)
     port = sock.getsockname()[1]
     host = f"[{args.host}]" if ":" in args.host else args.host
@@ -146,26 +139,26 @@ def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     worker = None
     if args.worker:
         try:
-            from bli_memory.door.jobs import Worker
+            from bli_memory.door.jobs import ExtractionWorker
         except ImportError as exc:  # a broken install must not stop the door from serving
             sys.stderr.write(
                 f"bli-memory-door: extraction unavailable ({exc}); save with extract answers 400\n"
             )
         else:
-            worker = Worker(store, env)
+            worker = ExtractionWorker(memories, env)
             worker.start()
     if not args.no_autopair:
         _autopair(store, url, env)
-    threading.Thread(target=_warm, args=(store,), name="bli-memory-warm", daemon=True).start()
+    threading.Thread(target=_warm, args=(memories,), name="bli-memory-warm", daemon=True).start()
     app = create_app(
-        store,
+        memories,
         embedder_name=embedder.name,
         extract_enabled=worker is not None,
         on_job_queued=None if worker is None else worker.wake,
     )
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", server_header=False)
     server = uvicorn.Server(config)
-    sys.stderr.write(f"bli-memory-door {__version__}: store sqlite {store.path}, embedder {embedder.name}\n")
+    sys.stderr.write(f"bli-memory-door {__version__}: store {store.describe()}, embedder {embedder.name}\n")
     sys.stderr.write(f"bli-memory-door listening on {url}\n")
     sys.stderr.flush()
     # uvicorn shuts down gracefully on SIGTERM/SIGINT, then re-raises the signal to the handler it

@@ -1,8 +1,8 @@
 """Errors the door reports to a caller, each with its HTTP status and wire code.
 
 Everything a handler raises that is not a `DoorError` becomes a generic 500
-`internal_error` at the one boundary in `app.py`, so store internals and stack
-traces never reach the wire.
+`{"error": "internal"}` at the one boundary in `app.py`, so store internals and
+stack traces never reach the wire.
 """
 
 from __future__ import annotations

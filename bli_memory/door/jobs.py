@@ -16,9 +16,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from bli_memory.door import librarian
+from bli_memory.door.memories import MemoryService
 from bli_memory.door.model import Job, JobOutcome
-from bli_memory.door.store.sqlite import JOB_MAX_ATTEMPTS, SqliteStore
 
+#: a job that failed (or was interrupted) this many times is given up.
+JOB_MAX_ATTEMPTS = 3
 #: how many neighbours each fact is compared with.
 RECONCILE_NEIGHBOURS = 5
 #: an idle worker still looks for work this often (a wake-up is normally immediate).
@@ -29,9 +31,9 @@ ERROR_PAUSE_S = 2.0
 Extractor = Callable[[str], tuple[list[str], str]]
 
 
-def run_job(store: SqliteStore, job: Job, extract: Extractor) -> JobOutcome:
+def run_job(memories: MemoryService, job: Job, extract: Extractor) -> JobOutcome:
     """Extract, reconcile and apply one job; the writes and the `done` mark commit together."""
-    principal = store.principal_for_job(job)
+    principal = memories.store.principal_for_job(job)
     outcome = JobOutcome()
     started = time.perf_counter()
     facts, _ = extract(job.content)
@@ -39,10 +41,12 @@ def run_job(store: SqliteStore, job: Job, extract: Extractor) -> JobOutcome:
     started = time.perf_counter()
     metadata = dict(job.metadata or {})
     metadata["source"] = metadata.get("source", "extract")
-    with store.atomic():
+    with memories.transaction():
         for fact in facts:
             # the fact's own look-alikes only: context rows are no evidence of a duplicate
-            hits = store.search(principal, job.container_tag, fact, limit=RECONCILE_NEIGHBOURS, context=False)
+            hits = memories.search(
+                principal, job.container_tag, fact, limit=RECONCILE_NEIGHBOURS, context=False
+            )
             neighbours = [
                 librarian.Neighbour(hit.memory.id, hit.memory.content, hit.similarity) for hit in hits
             ]
@@ -50,28 +54,30 @@ def run_job(store: SqliteStore, job: Job, extract: Extractor) -> JobOutcome:
             if decision.action == "unchanged":
                 outcome.unchanged += 1
             elif decision.action == "update" and decision.target_id is not None:
-                store.update(principal, decision.target_id, fact)
+                memories.update(principal, decision.target_id, fact)
                 outcome.updated += 1
             elif decision.action == "conflict":
                 flagged = {**metadata, "conflicted": True, "conflictsWith": decision.target_id}
-                store.save(principal, job.container_tag, fact, metadata=flagged)
+                memories.save(principal, job.container_tag, fact, metadata=flagged)
                 outcome.conflicted += 1
             else:
-                result = store.save(principal, job.container_tag, fact, metadata=metadata)
+                result = memories.save(principal, job.container_tag, fact, metadata=metadata)
                 if result.status == "unchanged":
                     outcome.unchanged += 1
                 else:
                     outcome.added += 1
         outcome.reconcile_ms = round((time.perf_counter() - started) * 1000)
-        store.finish_job(job.id, outcome.to_json())
+        memories.store.finish_job(job.id, outcome.to_json())
     return outcome
 
 
-class Worker:
-    """A daemon thread that drains the job queue; `wake()` after enqueueing starts work at once."""
+class ExtractionWorker:
+    """The door's daemon thread that drains the extraction queue, then backfills missing vectors;
+    `wake()` after enqueueing starts work at once."""
 
-    def __init__(self, store: SqliteStore, env: Mapping[str, str], log: Any = None) -> None:
-        self.store = store
+    def __init__(self, memories: MemoryService, env: Mapping[str, str], log: Any = None) -> None:
+        self.memories = memories
+        self.store = memories.store
         self.log = log or sys.stderr
         self.extract: Extractor = librarian.extractor_from_env(env, on_fallback=self._fell_back)
         self.llm_model = (
@@ -93,7 +99,7 @@ class Worker:
             else "deterministic"
         )
         self._write(f"bli-memory-door librarian: {chosen}")
-        requeued = self.store.requeue_interrupted_jobs()
+        requeued = self.store.requeue_interrupted_jobs(JOB_MAX_ATTEMPTS)
         if requeued:
             self._write(f"[bli-memory] requeued {requeued} interrupted extract job(s)")
         self._thread.start()
@@ -133,16 +139,16 @@ class Worker:
             if job is None:
                 break
             self._process(job)
-        while self.store.needs_backfill and not self._stop.is_set():
-            done = self.store.backfill_vectors()
+        while self.memories.needs_backfill and not self._stop.is_set():
+            done = self.memories.backfill_vectors()
             if done:
                 self._write(f"[bli-memory] backfilled vectors {json.dumps({'rows': done})}")
-            elif self.store.embedder_error is not None:
+            elif self.memories.embedder_error is not None:
                 break  # the embedder is down; try again at the next poll
 
     def _process(self, job: Job) -> None:
         try:
-            outcome = run_job(self.store, job, self.extract)
+            outcome = run_job(self.memories, job, self.extract)
         except Exception as exc:
             retry = job.attempts < JOB_MAX_ATTEMPTS
             reason = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}".rstrip(

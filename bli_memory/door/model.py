@@ -1,7 +1,9 @@
-"""Plain records passed between the door's HTTP layer and its store."""
+"""Plain records passed between the door's HTTP layer, its memory service and its store."""
 
 from __future__ import annotations
 
+import hashlib
+import secrets
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -11,6 +13,9 @@ from typing import Any
 MAX_CONTENT_CHARS = 100_000
 MAX_LIMIT = 100
 MAX_TAG_CHARS = 200
+MAX_ID_CHARS = 100
+#: forget by query takes the closest memory only at this cosine similarity or above.
+FORGET_CLOSEST_MIN_SIMILARITY = 0.85
 
 
 @dataclass(frozen=True)
@@ -159,3 +164,12 @@ def parse_iso(text: str) -> float:
 
 def now_s() -> float:
     return time.time()
+
+
+def hash_text(text: str) -> str:
+    """SHA-256 hex of UTF-8 text: a token's stored hash, a memory's content hash."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}_{secrets.token_hex(12)}"

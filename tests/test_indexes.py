@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bli_memory.door.store.sqlite import _SpaceVectors
+from bli_memory.door.indexes import SpaceVectors
 
 DIM = 4
 
@@ -14,7 +14,7 @@ DIM = 4
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.booleans(), st.integers(0, 30)), max_size=120))
 def test_cache_matches_a_plain_dict(operations: list[tuple[bool, int]]) -> None:
-    cache = _SpaceVectors(ids=[], matrix=np.zeros((0, DIM), dtype=np.float32))
+    cache = SpaceVectors(ids=[], matrix=np.zeros((0, DIM), dtype=np.float32))
     expected: dict[str, np.ndarray] = {}
     for add, key in operations:
         memory_id = f"mem_{key}"

@@ -1,6 +1,6 @@
-"""Hybrid search through the real SQLite store with the real packaged MiniLM model.
+"""Hybrid search through the real SQLite memories with the real packaged MiniLM model.
 
-Each test makes its own store in tmp_path; the model is loaded once for the module.
+Each test makes its own memories in tmp_path; the model is loaded once for the module.
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from bli_memory.door.embed import Embedder, NoneEmbedder, load_embedder
+from bli_memory.door.memories import SECONDS_PER_DAY, MemoryService
 from bli_memory.door.model import Principal, now_s
-from bli_memory.door.store.sqlite import SECONDS_PER_DAY, SqliteStore
+from tests.helpers import open_memories
 
 TAG = "repo-a"
 DISTRACTORS = [
@@ -32,37 +33,39 @@ def minilm() -> Embedder:
     return embedder
 
 
-def _open(path: Path, embedder: Embedder | None) -> tuple[SqliteStore, Principal]:
-    store = SqliteStore(path / "memory.db", embedder=embedder)
-    _, token = store.create_device(person="ada")
-    principal = store.authenticate(token)
+def _open(path: Path, embedder: Embedder | None) -> tuple[MemoryService, Principal]:
+    memories = open_memories(path / "memory.db", embedder)
+    _, token = memories.store.create_device(person="ada")
+    principal = memories.authenticate(token)
     assert principal is not None
-    return store, principal
+    return memories, principal
 
 
 @pytest.fixture
-def space(tmp_path: Path, minilm: Embedder) -> Iterator[tuple[SqliteStore, Principal]]:
-    store, principal = _open(tmp_path, minilm)
-    yield store, principal
-    store.close()
+def space(tmp_path: Path, minilm: Embedder) -> Iterator[tuple[MemoryService, Principal]]:
+    memories, principal = _open(tmp_path, minilm)
+    yield memories, principal
+    memories.close()
 
 
-def _save_all(store: SqliteStore, principal: Principal, texts: list[str], *, age_days: float = 1.0) -> None:
+def _save_all(
+    memories: MemoryService, principal: Principal, texts: list[str], *, age_days: float = 1.0
+) -> None:
     for text in texts:
-        store.save(principal, TAG, text, created_at=now_s() - age_days * SECONDS_PER_DAY)
+        memories.save(principal, TAG, text, created_at=now_s() - age_days * SECONDS_PER_DAY)
 
 
-def test_paraphrase_with_no_shared_keyword_is_found(space: tuple[SqliteStore, Principal]) -> None:
-    store, principal = space
+def test_paraphrase_with_no_shared_keyword_is_found(space: tuple[MemoryService, Principal]) -> None:
+    memories, principal = space
     target = "To bring the API back up, run systemctl restart gunicorn"
-    _save_all(store, principal, [target, *DISTRACTORS])
+    _save_all(memories, principal, [target, *DISTRACTORS])
     query = "how do I reboot the backend service"
     # no word of the query (after stemming) is in the memory: the same file read without vectors
     # finds nothing, so only the meaning channel can find it
-    keyword_only = SqliteStore(store.path, embedder=NoneEmbedder())
+    keyword_only = open_memories(memories.store.path, NoneEmbedder())
     assert target not in [h.memory.content for h in keyword_only.search(principal, TAG, query, limit=10)]
     keyword_only.close()
-    hits = store.search(principal, TAG, query, limit=3)
+    hits = memories.search(principal, TAG, query, limit=3)
     assert hits[0].memory.content == target
     assert hits[0].similarity is not None and hits[0].similarity > 0.3
 
@@ -80,7 +83,7 @@ def test_paraphrase_with_no_shared_keyword_is_found(space: tuple[SqliteStore, Pr
             "useAuthStore",
             "Frontend notes: the login flow reads the session from useAuthStore; the navbar and settings "
             "page were restyled and dark mode follows the OS",
-            ["use auth store", "auth store usage", "the auth store we use"],
+            ["use auth memories", "auth memories usage", "the auth memories we use"],
         ),
         (
             "BLI-1234",
@@ -91,35 +94,35 @@ def test_paraphrase_with_no_shared_keyword_is_found(space: tuple[SqliteStore, Pr
     ],
 )
 def test_identifier_query_finds_its_memory_when_vectors_disagree(
-    space: tuple[SqliteStore, Principal],
+    space: tuple[MemoryService, Principal],
     minilm: Embedder,
     identifier: str,
     memory: str,
     lookalikes: list[str],
 ) -> None:
-    store, principal = space
-    _save_all(store, principal, [memory, *lookalikes, *DISTRACTORS])
+    memories, principal = space
+    _save_all(memories, principal, [memory, *lookalikes, *DISTRACTORS])
     # precondition: the meaning channel alone prefers a lookalike
     query = minilm.embed([identifier], kind="query")[0]
     vectors = minilm.embed([memory, *lookalikes], kind="passage")
     assert int(np.argmax(vectors @ query)) != 0
-    hits = store.search(principal, TAG, identifier, limit=5)
+    hits = memories.search(principal, TAG, identifier, limit=5)
     assert hits[0].memory.content == memory
 
 
-def test_threshold_filters_on_similarity(space: tuple[SqliteStore, Principal]) -> None:
-    store, principal = space
-    _save_all(store, principal, ["Deploys need a signed tag from the release manager", *DISTRACTORS])
+def test_threshold_filters_on_similarity(space: tuple[MemoryService, Principal]) -> None:
+    memories, principal = space
+    _save_all(memories, principal, ["Deploys need a signed tag from the release manager", *DISTRACTORS])
     query = "who signs the tag for a production deploy"
-    everything = store.search(principal, TAG, query, limit=10)
+    everything = memories.search(principal, TAG, query, limit=10)
     assert len(everything) == len(DISTRACTORS) + 1
     assert all(hit.similarity is not None for hit in everything)
     cut = 0.3
-    kept = store.search(principal, TAG, query, limit=10, threshold=cut)
+    kept = memories.search(principal, TAG, query, limit=10, threshold=cut)
     assert kept and all(hit.similarity is not None and hit.similarity >= cut for hit in kept)
     assert {h.memory.id for h in kept} == {h.memory.id for h in everything if (h.similarity or 0) >= cut}
     assert len(kept) < len(everything)
-    assert store.search(principal, TAG, query, limit=10, threshold=0.99) == []
+    assert memories.search(principal, TAG, query, limit=10, threshold=0.99) == []
 
 
 def test_newer_outranks_older_equally_relevant_fact(tmp_path: Path, minilm: Embedder) -> None:
@@ -128,31 +131,31 @@ def test_newer_outranks_older_equally_relevant_fact(tmp_path: Path, minilm: Embe
     # both insertion orders: whichever lands first in BM25 or vector order, the fresh fact wins
     for order, folder in (((old, new), "a"), ((new, old), "b")):
         (tmp_path / folder).mkdir()
-        store, principal = _open(tmp_path / folder, minilm)
+        memories, principal = _open(tmp_path / folder, minilm)
         for text in order:
             age = 200.0 if text == old else 0.0
-            store.save(principal, TAG, text, created_at=now_s() - age * SECONDS_PER_DAY)
-        _save_all(store, principal, DISTRACTORS)
-        hits = store.search(principal, TAG, "which Postgres version does billing use", limit=2)
+            memories.save(principal, TAG, text, created_at=now_s() - age * SECONDS_PER_DAY)
+        _save_all(memories, principal, DISTRACTORS)
+        hits = memories.search(principal, TAG, "which Postgres version does billing use", limit=2)
         assert [h.memory.content for h in hits] == [new, old]
-        store.close()
+        memories.close()
 
 
-def test_strong_old_match_is_not_hidden_by_fresh_rows(space: tuple[SqliteStore, Principal]) -> None:
-    store, principal = space
+def test_strong_old_match_is_not_hidden_by_fresh_rows(space: tuple[MemoryService, Principal]) -> None:
+    memories, principal = space
     target = "Deploys to production need a signed tag from the release manager"
-    store.save(principal, TAG, target, created_at=now_s() - 3 * 365 * SECONDS_PER_DAY)
-    _save_all(store, principal, DISTRACTORS, age_days=0.0)
-    hits = store.search(principal, TAG, "who signs the production deploy tag", limit=3)
+    memories.save(principal, TAG, target, created_at=now_s() - 3 * 365 * SECONDS_PER_DAY)
+    _save_all(memories, principal, DISTRACTORS, age_days=0.0)
+    hits = memories.search(principal, TAG, "who signs the production deploy tag", limit=3)
     assert hits[0].memory.content == target
 
 
 def test_score_orders_hits_and_similarity_is_the_cosine(
-    space: tuple[SqliteStore, Principal], minilm: Embedder
+    space: tuple[MemoryService, Principal], minilm: Embedder
 ) -> None:
-    store, principal = space
-    _save_all(store, principal, DISTRACTORS)
-    hits = store.search(principal, TAG, "when is lunch", limit=5)
+    memories, principal = space
+    _save_all(memories, principal, DISTRACTORS)
+    hits = memories.search(principal, TAG, "when is lunch", limit=5)
     scores = [h.score for h in hits]
     assert scores == sorted(scores, reverse=True)
     query = minilm.embed(["when is lunch"], kind="query")[0]
@@ -162,25 +165,27 @@ def test_score_orders_hits_and_similarity_is_the_cosine(
 
 
 @pytest.mark.parametrize("query", ['"', "*", "NEAR(", "a:b", "content : x", "space:x", "OR", "-", '""""'])
-def test_query_syntax_never_fails_the_search(space: tuple[SqliteStore, Principal], query: str) -> None:
-    store, principal = space
-    _save_all(store, principal, ["a:b is a label in the config", *DISTRACTORS])
-    hits = store.search(principal, TAG, query, limit=3)
+def test_query_syntax_never_fails_the_search(space: tuple[MemoryService, Principal], query: str) -> None:
+    memories, principal = space
+    _save_all(memories, principal, ["a:b is a label in the config", *DISTRACTORS])
+    hits = memories.search(principal, TAG, query, limit=3)
     assert isinstance(hits, list)
 
 
 def test_none_embedder_serves_keyword_and_recency(tmp_path: Path) -> None:
-    store, principal = _open(tmp_path, NoneEmbedder())
-    store.save(principal, TAG, "MAX_POOL_SIZE is 30 on staging", created_at=now_s() - 300 * SECONDS_PER_DAY)
-    store.save(principal, TAG, "MAX_POOL_SIZE is 40 on staging", created_at=now_s())
-    _save_all(store, principal, DISTRACTORS)
-    hits = store.search(principal, TAG, "MAX_POOL_SIZE", limit=5)
+    memories, principal = _open(tmp_path, NoneEmbedder())
+    memories.save(
+        principal, TAG, "MAX_POOL_SIZE is 30 on staging", created_at=now_s() - 300 * SECONDS_PER_DAY
+    )
+    memories.save(principal, TAG, "MAX_POOL_SIZE is 40 on staging", created_at=now_s())
+    _save_all(memories, principal, DISTRACTORS)
+    hits = memories.search(principal, TAG, "MAX_POOL_SIZE", limit=5)
     assert [h.memory.content for h in hits] == [
         "MAX_POOL_SIZE is 40 on staging",
         "MAX_POOL_SIZE is 30 on staging",
     ]
     assert all(h.similarity is None for h in hits)
     # a threshold cannot filter rows the vector channel never scored
-    assert len(store.search(principal, TAG, "MAX_POOL_SIZE", limit=5, threshold=0.9)) == 2
-    assert store.search(principal, TAG, "reboot the backend", limit=5) == []
-    store.close()
+    assert len(memories.search(principal, TAG, "MAX_POOL_SIZE", limit=5, threshold=0.9)) == 2
+    assert memories.search(principal, TAG, "reboot the backend", limit=5) == []
+    memories.close()

@@ -1,0 +1,663 @@
+"""The memory service: what the door does with memories, over any `Store`.
+
+Save, update, forget, search, profile and aliases; embedding (and the backfill of vectors an
+embedder outage left missing); the in-memory search indexes (`door/indexes.py`) and the cache of
+which tags name a space. The HTTP layer (`app.py`), the extraction worker (`jobs.py`) and the CLI call
+this service and never a concrete store.
+
+Consistency of the indexes: every write goes through this service inside `transaction()`, which
+updates the indexes as it writes and drops them all if the transaction rolls back; before a search
+reads them, a write by another process (`Store.changed_elsewhere`) drops them too. They are rebuilt
+from the store on the next use.
+
+Locking: the service's lock guards the indexes and is always taken before the store's own lock
+(`transaction()` holds both), never after, so the two cannot deadlock.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from bli_memory.door import keyword, ranking
+from bli_memory.door.errors import Conflict, Forbidden, InvalidRequest, NoMatch, NotFound
+from bli_memory.door.indexes import Indexes, SpaceKey, SpaceVectors
+from bli_memory.door.model import (
+    FORGET_CLOSEST_MIN_SIMILARITY,
+    Hit,
+    Job,
+    Memory,
+    Principal,
+    SaveResult,
+    hash_text,
+    now_s,
+)
+from bli_memory.door.store.base import NewVersion, Store
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from bli_memory.door.embed import Embedder
+
+EMBED_ERROR_LOG_INTERVAL_S = 60.0
+SPACE_TAGS_TTL_S = 5.0
+SECONDS_PER_DAY = 86_400.0
+PROFILE_DYNAMIC_COUNT = 8
+PROFILE_RECENT_COUNT = 10
+BACKFILL_BATCH = 64
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What the session-start block is made of: pinned facts, the facts that bear on the query (or
+    the most recent ones), and the recent memories themselves."""
+
+    static: list[Memory]
+    dynamic: list[str]
+    recent: list[Memory]
+    tags: list[str]
+
+
+@dataclass(frozen=True)
+class AliasResult:
+    alias: str
+    canonical: str
+    tags: list[str]
+
+
+class MemoryService:
+    """Memories over `store`, embedded with `embedder` (None or dimension 0: keyword and recency)."""
+
+    def __init__(self, store: Store, embedder: Embedder | None = None) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.indexes = Indexes()
+        self._lock = threading.RLock()
+        self._space_tags: dict[SpaceKey, tuple[float, tuple[str, ...]]] = {}
+        self._embed_error: tuple[float, str] | None = None
+        self._embed_error_logged_at = 0.0
+        #: set when rows may lack a vector of this embedder; the door's worker then backfills them.
+        self.needs_backfill = embedder is not None and embedder.dim > 0
+
+    # ------------------------------------------------------------------ plumbing
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One store transaction (nested ones join it); the indexes are dropped if it rolls back."""
+        with self._lock:
+            try:
+                with self.store.transaction():
+                    yield
+            except BaseException:
+                self.indexes.drop_all()  # they may hold rows the rollback undid
+                raise
+
+    def _check_outside_writes(self) -> None:
+        """Drop the indexes when another process wrote to the store (call under the lock)."""
+        if self.store.changed_elsewhere():
+            self.indexes.drop_all()
+
+    def authenticate(self, token: str) -> Principal | None:
+        return self.store.authenticate(token)
+
+    def close(self) -> None:
+        self.store.close()
+
+    # ------------------------------------------------------------------ spaces and aliases
+
+    def canonical_tag(self, principal: Principal, tag: str) -> str:
+        return self.store.canonical_tag(principal.team_id, tag)
+
+    def space_tags(self, principal: Principal, tag: str) -> list[str]:
+        """Every tag that names the same space as `tag`, canonical first.
+
+        Cached for SPACE_TAGS_TTL_S (every search and save asks, aliases change rarely): this door's
+        own alias changes clear the cache at once, another process's show within the TTL."""
+        key = (principal.team_id, tag)
+        cached = self._space_tags.get(key)
+        if cached is not None and cached[0] > time.monotonic():
+            return list(cached[1])
+        canonical = self.store.canonical_tag(principal.team_id, tag)
+        aliases = self.store.aliases_of(principal.team_id, canonical)
+        tags = [canonical, *(alias for alias in aliases if alias != canonical)]
+        self._space_tags[key] = (time.monotonic() + SPACE_TAGS_TTL_S, tuple(tags))
+        return tags
+
+    def set_alias(self, principal: Principal, alias: str, canonical: str) -> AliasResult:
+        if not principal.admin:
+            raise Forbidden("only an admin token may set container aliases")
+        if alias == canonical:
+            raise InvalidRequest("alias and canonical must differ")
+        with self.transaction():
+            target = self.store.canonical_tag(principal.team_id, canonical)
+            if target != canonical:
+                raise InvalidRequest(
+                    f"{canonical!r} is itself an alias of {target!r}; name the canonical tag"
+                )
+            self.store.put_alias(principal.team_id, alias, canonical)
+        self._space_tags.clear()
+        return AliasResult(alias, canonical, self.space_tags(principal, canonical))
+
+    # ------------------------------------------------------------------ reading
+
+    def get(self, principal: Principal, memory_id: str) -> Memory:
+        memory = self.store.get(principal.team_id, memory_id)
+        if memory is None:
+            raise NotFound(f"no memory {memory_id!r}")
+        return memory
+
+    def history(self, principal: Principal, memory_id: str) -> list[Memory]:
+        root = self.get(principal, memory_id).root_id
+        return self.store.versions(principal.team_id, root)
+
+    def count_current(self, principal: Principal, tag: str) -> int:
+        return self.store.count_current(principal.team_id, self.space_tags(principal, tag))
+
+    # ------------------------------------------------------------------ embedding
+
+    def _embed(self, texts: Sequence[str], kind: str) -> np.ndarray | None:
+        """Vectors for `texts`, or None when there is no embedder or it fails right now.
+
+        A failing embedder (an endpoint gone down) must not fail saves and searches: they go on by
+        keyword and recency, the rows saved meanwhile get their vectors from `backfill_vectors`, and
+        `embedder_error` reports the failure (in /healthz and one log line a minute).
+        """
+        if self.embedder is None or self.embedder.dim == 0 or not texts:
+            return None
+        try:
+            vectors = self.embedder.embed(list(texts), kind=kind)  # type: ignore[arg-type]
+        except Exception as exc:
+            self._embed_failed(exc)
+            self.needs_backfill = True
+            return None
+        self._embed_error = None
+        return vectors
+
+    def _embed_failed(self, exc: Exception) -> None:
+        first_line = str(exc).splitlines()[0][:200] if str(exc) else ""
+        self._embed_error = (now_s(), f"{type(exc).__name__}: {first_line}".rstrip(": "))
+        if now_s() - self._embed_error_logged_at >= EMBED_ERROR_LOG_INTERVAL_S:
+            self._embed_error_logged_at = now_s()
+            sys.stderr.write(
+                f"bli-memory-door: embedder {self.embedder.name if self.embedder else '?'} failed "
+                f"({self._embed_error[1]}); serving keyword + recency until it answers again\n"
+            )
+            sys.stderr.flush()
+
+    @property
+    def embedder_error(self) -> str | None:
+        """The embedder's last failure, if the last attempt failed."""
+        return None if self._embed_error is None else self._embed_error[1]
+
+    @property
+    def _vector_model(self) -> str | None:
+        return None if self.embedder is None or self.embedder.dim == 0 else self.embedder.name
+
+    def backfill_vectors(self, batch: int = BACKFILL_BATCH) -> int:
+        """Give current memories without a vector of this embedder one (rows saved while it was
+        down, under `none`, or by another model). Returns how many were done; 0 when none are left."""
+        model = self._vector_model
+        if model is None:
+            return 0
+        tasks = self.store.vectors_missing(model, batch)
+        if not tasks:
+            self.needs_backfill = False
+            return 0
+        vectors = self._embed([task.content for task in tasks], "passage")
+        if vectors is None:
+            return 0
+        done = 0
+        with self.transaction():
+            for task, vector in zip(tasks, vectors, strict=True):
+                if self.store.set_vector(task.id, task.content_hash, model, vector):
+                    self.indexes.vector_set((task.team_id, task.container_tag), task.id, vector)
+                    done += 1
+        return done
+
+    # ------------------------------------------------------------------ writing
+
+    def _insert(
+        self,
+        principal: Principal,
+        *,
+        tag: str,
+        content: str,
+        vector: np.ndarray | None,
+        custom_id: str | None,
+        metadata: dict[str, Any] | None,
+        created_at: float,
+        previous: Memory | None = None,
+        kind: str = "memory",
+    ) -> str:
+        """Insert one current row and add it to the indexes (call inside `transaction()`)."""
+        updated_at = created_at if previous is None else now_s()
+        memory_id = self.store.insert_version(
+            NewVersion(
+                team_id=principal.team_id,
+                container_tag=tag,
+                content=content,
+                content_hash=hash_text(content),
+                kind=kind if previous is None else previous.kind,
+                custom_id=custom_id,
+                metadata=metadata,
+                person_id=principal.person_id,
+                device_id=principal.device_id,
+                created_at=created_at if previous is None else previous.created_at,
+                updated_at=updated_at,
+                vector=vector if self._vector_model is not None else None,
+                vector_model=self._vector_model,
+                previous=previous,
+            )
+        )
+        self.indexes.added(
+            (principal.team_id, tag), memory_id, content, principal.device_id, updated_at, vector
+        )
+        return memory_id
+
+    def _retire(
+        self, principal: Principal, memory: Memory, status: Literal["superseded", "forgotten"]
+    ) -> None:
+        """Mark a current row superseded or forgotten and take it out of every search path."""
+        if not self.store.retire(memory.id, status):
+            raise Conflict(f"memory {memory.id!r} is no longer current")
+        self.indexes.removed((principal.team_id, memory.container_tag), memory.id)
+
+    def save(
+        self,
+        principal: Principal,
+        tag: str,
+        content: str,
+        *,
+        custom_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        created_at: float | None = None,
+        kind: str = "memory",
+    ) -> SaveResult:
+        """Save `content` in the space of `tag` (its canonical tag).
+
+        With `custom_id`, the current memory carrying it is replaced by a new
+        version (`updated`) unless the text is the same (`unchanged`). Without
+        it, an exact duplicate of a current memory in the space is `unchanged`.
+        """
+        tags = self.space_tags(principal, tag)
+        canonical = tags[0]
+        vectors = self._embed([content], "passage")
+        vector = None if vectors is None else vectors[0]
+        when = now_s() if created_at is None else created_at
+        with self.transaction():
+            if custom_id is not None:
+                existing = self.store.current_by_custom_id(principal.team_id, tags, custom_id)
+                if existing is not None:
+                    if existing.content == content and (metadata or None) == (existing.metadata or None):
+                        return SaveResult(existing.id, existing.container_tag, "unchanged")
+                    self._retire(principal, existing, "superseded")
+                    new = self._insert(
+                        principal,
+                        tag=existing.container_tag,
+                        content=content,
+                        vector=vector,
+                        custom_id=custom_id,
+                        metadata=metadata,
+                        created_at=when,
+                        previous=existing,
+                    )
+                    return SaveResult(new, existing.container_tag, "updated")
+            else:
+                duplicate = self.store.current_by_hash(principal.team_id, tags, hash_text(content))
+                if duplicate is not None and duplicate.content == content:
+                    return SaveResult(duplicate.id, duplicate.container_tag, "unchanged")
+            new = self._insert(
+                principal,
+                tag=canonical,
+                content=content,
+                vector=vector,
+                custom_id=custom_id,
+                metadata=metadata,
+                created_at=when,
+                kind=kind,
+            )
+            return SaveResult(new, canonical, "created")
+
+    def save_many(
+        self,
+        principal: Principal,
+        tag: str,
+        contents: Sequence[str],
+        *,
+        created_at: float | None = None,
+        vectors: np.ndarray | None = None,
+    ) -> list[str]:
+        """Bulk import: embed in one batch and insert every text in one transaction (no dedupe).
+
+        For imports and benchmarks; the API's `save` is the one-at-a-time path with its checks.
+        `vectors`, when given, are this service's embedder's vectors of `contents` computed elsewhere.
+        """
+        canonical = self.canonical_tag(principal, tag)
+        if vectors is None:
+            vectors = self._embed(list(contents), "passage")
+        when = now_s() if created_at is None else created_at
+        with self.transaction():
+            return [
+                self._insert(
+                    principal,
+                    tag=canonical,
+                    content=content,
+                    vector=None if vectors is None else vectors[i],
+                    custom_id=None,
+                    metadata=None,
+                    created_at=when,
+                )
+                for i, content in enumerate(contents)
+            ]
+
+    def update(self, principal: Principal, memory_id: str, content: str) -> Memory:
+        """Replace what a current memory says; the old text stays as a superseded version."""
+        current = self.get(principal, memory_id)
+        if current.status != "current":
+            latest = self.store.current_version(principal.team_id, current.root_id)
+            hint = f"; its current version is {latest.id!r}" if latest is not None else ""
+            raise Conflict(f"memory {memory_id!r} is {current.status}{hint}", code="not_current")
+        vectors = self._embed([content], "passage")
+        with self.transaction():
+            self._retire(principal, current, "superseded")
+            new = self._insert(
+                principal,
+                tag=current.container_tag,
+                content=content,
+                vector=None if vectors is None else vectors[0],
+                custom_id=current.custom_id,
+                metadata=current.metadata,
+                created_at=current.created_at,
+                previous=current,
+            )
+        return self.get(principal, new)
+
+    def forget(
+        self,
+        principal: Principal,
+        tag: str,
+        *,
+        memory_id: str | None = None,
+        content: str | None = None,
+        query: str | None = None,
+    ) -> tuple[Memory, str, float | None]:
+        """Tombstone one memory. Returns (the memory, match kind, similarity for a closest match)."""
+        tags = self.space_tags(principal, tag)
+        if memory_id is not None:
+            target = self.get(principal, memory_id)
+            if target.container_tag not in tags:
+                raise NotFound(f"no memory {memory_id!r} in this space")
+            if target.status != "current":
+                raise Conflict(f"memory {memory_id!r} is already {target.status}", code="not_current")
+            with self.transaction():
+                self._retire(principal, target, "forgotten")
+            return target, "id", None
+        if content is not None:
+            with self.transaction():
+                found = self.store.current_by_hash(principal.team_id, tags, hash_text(content))
+                if found is None or found.content != content:
+                    raise NoMatch("no current memory in this space has exactly that text")
+                self._retire(principal, found, "forgotten")
+            return found, "exact", None
+        assert query is not None
+        closest = self._closest(principal, tags, query)
+        if closest is None:
+            raise NoMatch("no memory in this space can be compared by meaning (no embedder, or no memories)")
+        memory, similarity = closest
+        if similarity < FORGET_CLOSEST_MIN_SIMILARITY:
+            raise NoMatch(
+                f"no memory is close enough to forget (closest similarity {similarity:.2f}, "
+                f"needs {FORGET_CLOSEST_MIN_SIMILARITY})"
+            )
+        with self.transaction():
+            self._retire(principal, memory, "forgotten")
+        return memory, "closest", similarity
+
+    def _closest(self, principal: Principal, tags: Sequence[str], query: str) -> tuple[Memory, float] | None:
+        """The current memory of the space most similar in meaning to `query`, with its cosine."""
+        vectors = self._embed([query], "query")
+        if vectors is None:
+            return None
+        with self._lock:
+            self._check_outside_writes()
+            similarity_of, ranked = self._vector_candidates(principal.team_id, tags, vectors[0])
+            rows = self.store.current_by_ids(principal.team_id, ranked[:1])
+        if not ranked or ranked[0] not in rows:
+            return None
+        return rows[ranked[0]], similarity_of(ranked[0]) or 0.0
+
+    # ------------------------------------------------------------------ search
+
+    def search(
+        self,
+        principal: Principal,
+        tag: str,
+        q: str,
+        *,
+        limit: int = 5,
+        threshold: float = 0.0,
+        context: bool = True,
+        weights: ranking.Weights = ranking.DEFAULT_WEIGHTS,
+    ) -> list[Hit]:
+        """Hybrid search of a space (every tag that names it): keyword, meaning and recency, fused,
+        and then the best rows' context (`ranking.spread_context`) unless `context` is False.
+        `weights` are the fusion's (an evaluation's channel-only runs pass their own).
+
+        `similarity` is the cosine of query and memory where the memory has a
+        vector; `threshold` filters on it (rows without one are not filtered:
+        with no embedder the door ranks by keyword and recency alone).
+        """
+        tags = self.space_tags(principal, tag)
+        query_vectors = self._embed([q], "query")
+        query_vector = None if query_vectors is None else query_vectors[0]
+        now = now_s()
+        with self._lock:
+            self._check_outside_writes()
+            keyword_ids = self._keyword_candidates(principal.team_id, tags, q)
+            vector_ids: list[str] = []
+            similarity_of: Callable[[str], float | None] = lambda _: None  # noqa: E731
+            if query_vector is not None:
+                similarity_of, vector_ids = self._vector_candidates(principal.team_id, tags, query_vector)
+            candidate_ids = list(dict.fromkeys([*keyword_ids, *vector_ids]))
+            if not candidate_ids:
+                return []
+            updated = self.store.updated_at(principal.team_id, candidate_ids)
+        keyword_rank = {memory_id: rank for rank, memory_id in enumerate(keyword_ids)}
+        live = [memory_id for memory_id in candidate_ids if memory_id in updated]
+        similarities = {memory_id: similarity_of(memory_id) for memory_id in live}
+        signals = [
+            ranking.Signals(
+                keyword_rank=keyword_rank.get(memory_id),
+                similarity=similarities[memory_id],
+                age_days=max(0.0, (now - updated[memory_id]) / SECONDS_PER_DAY),
+            )
+            for memory_id in live
+        ]
+        fused = dict(zip(live, ranking.fuse(signals, weights), strict=True))
+        if context and weights.context > 0:
+            fused = self._with_context(principal.team_id, tags, fused, updated, weights)
+        scored = list(fused.items())
+        if threshold > 0:  # cosines can be negative: the default 0 must keep every row
+            scored = [pair for pair in scored if (sim := similarities[pair[0]]) is None or sim >= threshold]
+        scored.sort(key=lambda pair: (-pair[1], -updated[pair[0]]))
+        top = scored[:limit]
+        rows = self.store.current_by_ids(principal.team_id, [memory_id for memory_id, _ in top])
+        vector_set = set(vector_ids)
+        return [
+            Hit(
+                memory=rows[memory_id],
+                similarity=similarities[memory_id],
+                score=score,
+                matched_by=tuple(
+                    channel
+                    for channel, found in (
+                        ("keyword", memory_id in keyword_rank),
+                        ("vector", memory_id in vector_set),
+                    )
+                    if found
+                ),
+            )
+            for memory_id, score in top
+            if memory_id in rows
+        ]
+
+    def _with_context(
+        self,
+        team_id: int,
+        tags: Sequence[str],
+        fused: dict[str, float],
+        updated: Mapping[str, float],
+        weights: ranking.Weights,
+    ) -> dict[str, float]:
+        """`fused` after the best rows lend score to their context (`ranking.spread_context`).
+        Neighbours come from the keyword indexes (save order, device, time)."""
+        seeds = sorted(fused, key=lambda memory_id: (-fused[memory_id], -updated[memory_id]))
+        neighbours: dict[str, list[tuple[str, int]]] = {}
+        with self._lock:
+            indexes = [self._keyword_index(team_id, tag) for tag in tags]
+            for seed in seeds[: ranking.CONTEXT_SEEDS]:
+                for index in indexes:
+                    if seed in index.slot_of:
+                        neighbours[seed] = index.neighbours(
+                            seed, ranking.CONTEXT_STEPS, ranking.CONTEXT_WINDOW_S
+                        )
+                        break
+        return ranking.spread_context(fused, neighbours, weights)
+
+    def _keyword_candidates(self, team_id: int, tags: Sequence[str], q: str) -> list[str]:
+        """Ids of the best BM25 matches in the space, best first (call under the lock)."""
+        terms = keyword.query_terms(q)
+        if not terms:
+            return []
+        indexes = [self._keyword_index(team_id, tag) for tag in tags]
+        return keyword.search_with_feedback(indexes, terms, ranking.KEYWORD_CANDIDATES)
+
+    def _keyword_index(self, team_id: int, tag: str) -> keyword.KeywordIndex:
+        """The keyword index of one tag's current memories, built on first use (call under the lock)."""
+        return self.indexes.keyword((team_id, tag), lambda: self.store.index_rows(team_id, tag))
+
+    def _space_vectors(self, team_id: int, tag: str) -> SpaceVectors | None:
+        """The matrix of one tag's current vectors, loaded on first use (call under the lock)."""
+        model = self._vector_model
+        if model is None or self.embedder is None:
+            return None
+        return self.indexes.vectors(
+            (team_id, tag), lambda: self.store.current_vectors(team_id, tag, model), self.embedder.dim
+        )
+
+    def warm(self) -> int:
+        """Build the keyword index (and vector matrix) of every space, busiest first; the count built.
+
+        The door runs this in the background at start, so that the first search of a space does not
+        pay for its index (0.5-0.6 s per 10 000 memories, docs/benchmarks.md).
+        """
+        spaces = self.store.spaces()
+        for team_id, tag in spaces:
+            with self._lock:
+                self._check_outside_writes()
+                self._keyword_index(team_id, tag)
+                self._space_vectors(team_id, tag)
+        return len(spaces)
+
+    def _vector_candidates(
+        self, team_id: int, tags: Sequence[str], query_vector: np.ndarray
+    ) -> tuple[Callable[[str], float | None], list[str]]:
+        """(cosine of any memory of the space by id, the ids of the nearest VECTOR_CANDIDATES)."""
+        import numpy as np
+
+        spaces = [
+            space for tag in tags if (space := self._space_vectors(team_id, tag)) is not None and space.ids
+        ]
+        if not spaces:
+            return lambda _: None, []
+        query = query_vector.astype(np.float32)
+        sims = [space.matrix @ query for space in spaces]
+        ids = [memory_id for space in spaces for memory_id in space.ids]
+        flat = sims[0] if len(sims) == 1 else np.concatenate(sims)
+        count = min(ranking.VECTOR_CANDIDATES, len(ids))
+        top = np.argpartition(-flat, count - 1)[:count]
+        top = top[np.argsort(-flat[top])]
+
+        def similarity(memory_id: str) -> float | None:
+            for space, values in zip(spaces, sims, strict=True):
+                row = space.index.get(memory_id)
+                if row is not None:
+                    return float(values[row])
+            return None
+
+        return similarity, [ids[i] for i in top]
+
+    # ------------------------------------------------------------------ profile
+
+    def profile(self, principal: Principal, tag: str, q: str | None = None) -> Profile:
+        tags = self.space_tags(principal, tag)
+        pinned = self.store.pinned(principal.team_id, tags)
+        recent = self.store.recent(principal.team_id, tags, PROFILE_RECENT_COUNT)
+        if q:
+            dynamic = [
+                hit.memory.content for hit in self.search(principal, tag, q, limit=PROFILE_DYNAMIC_COUNT)
+            ]
+        else:
+            dynamic = [memory.content for memory in recent[:PROFILE_DYNAMIC_COUNT]]
+        return Profile(static=pinned, dynamic=dynamic, recent=recent, tags=tags)
+
+    # ------------------------------------------------------------------ extraction jobs
+
+    def enqueue_job(
+        self, principal: Principal, tag: str, content: str, metadata: dict[str, Any] | None
+    ) -> tuple[str, str]:
+        """Write one durable job row; returns (job id, canonical tag)."""
+        canonical = self.canonical_tag(principal, tag)
+        return self.store.enqueue_job(principal, canonical, content, metadata), canonical
+
+    def get_job(self, principal: Principal, job_id: str) -> Job:
+        job = self.store.get_job(principal.team_id, job_id)
+        if job is None:
+            raise NotFound(f"no job {job_id!r}")
+        return job
+
+    # ------------------------------------------------------------------ experience log
+
+    def record_experience(
+        self,
+        principal: Principal,
+        *,
+        entry_id: str,
+        store: str,
+        verdict: str,
+        reason: str,
+        created_at: float | None,
+    ) -> Literal["inserted", "identical"]:
+        """Insert one opinion, or recognise an identical retry; a different entry under the same id
+        is a Conflict."""
+        outcome = self.store.record_experience(
+            principal, entry_id=entry_id, store=store, verdict=verdict, reason=reason, created_at=created_at
+        )
+        if outcome == "conflict":
+            raise Conflict(f"experience entry {entry_id} exists with different content", code="conflict")
+        return outcome
+
+    def experience_rows(
+        self, principal: Principal, since: float, *, page_rows: int = 1000, cap_rows: int = 50_000
+    ) -> tuple[list[dict[str, Any]], int]:
+        """The team's opinions since `since`, read in (created_at, id) pages up to `cap_rows`.
+
+        Returns (rows, how many the window holds) so the caller can say when the read was capped.
+        Pages are separate reads, not one snapshot: a long read never holds the database."""
+        total = self.store.experience_count(principal.team_id, since)
+        rows: list[dict[str, Any]] = []
+        after: tuple[float, str] = (since, "")
+        while len(rows) < cap_rows:
+            page = self.store.experience_page(
+                principal.team_id, since, after, min(page_rows, cap_rows - len(rows))
+            )
+            if not page:
+                break
+            rows.extend(page)
+            after = (page[-1]["created_at"], page[-1]["id"])
+        return rows, total

@@ -1,0 +1,129 @@
+"""The SQLite schema, one list of statements per version.
+
+A file records its version in `PRAGMA user_version`; opening it applies the steps it lacks, each
+step and its version mark in the one transaction that opens the store. Statements are listed one by
+one (never a script split on `;`, which would break on a `;` inside a string or a trigger).
+"""
+
+from __future__ import annotations
+
+SCHEMA_VERSION = 3
+
+MIGRATIONS: dict[int, list[str]] = {
+    1: [
+        """CREATE TABLE teams (
+            id INTEGER PRIMARY KEY,
+            name TEXT NOT NULL UNIQUE,
+            created_at REAL NOT NULL
+        )""",
+        """CREATE TABLE people (
+            id INTEGER PRIMARY KEY,
+            team_id INTEGER NOT NULL REFERENCES teams(id),
+            name TEXT NOT NULL,
+            admin INTEGER NOT NULL DEFAULT 0,
+            created_at REAL NOT NULL,
+            UNIQUE (team_id, name)
+        )""",
+        """CREATE TABLE devices (
+            id TEXT PRIMARY KEY,
+            person_id INTEGER NOT NULL REFERENCES people(id),
+            token_hash TEXT NOT NULL UNIQUE,
+            label TEXT,
+            created_at REAL NOT NULL,
+            last_used_at REAL,
+            revoked_at REAL
+        )""",
+        """CREATE TABLE memories (
+            rowid INTEGER PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            team_id INTEGER NOT NULL REFERENCES teams(id),
+            container_tag TEXT NOT NULL,
+            custom_id TEXT,
+            content TEXT NOT NULL,
+            content_hash TEXT NOT NULL,
+            kind TEXT NOT NULL DEFAULT 'memory',
+            status TEXT NOT NULL DEFAULT 'current',
+            version INTEGER NOT NULL DEFAULT 1,
+            root_id TEXT NOT NULL,
+            previous_version_id TEXT,
+            pinned INTEGER NOT NULL DEFAULT 0,
+            metadata TEXT,
+            person_id INTEGER,
+            device_id TEXT,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            superseded_at REAL,
+            embedding BLOB
+        )""",
+        "CREATE INDEX memories_space ON memories (team_id, container_tag, status, updated_at)",
+        "CREATE INDEX memories_root ON memories (root_id, version)",
+        "CREATE INDEX memories_hash ON memories (team_id, container_tag, content_hash) WHERE status = 'current'",
+        "CREATE INDEX memories_custom ON memories (team_id, container_tag, custom_id) WHERE status = 'current'",
+        """CREATE VIRTUAL TABLE memories_fts USING fts5 (
+            content, space, tokenize = 'porter unicode61 remove_diacritics 2'
+        )""",
+        """CREATE TABLE container_aliases (
+            team_id INTEGER NOT NULL REFERENCES teams(id),
+            alias TEXT NOT NULL,
+            canonical TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            PRIMARY KEY (team_id, alias)
+        )""",
+        """CREATE TABLE memory_extract_jobs (
+            id TEXT PRIMARY KEY,
+            team_id INTEGER NOT NULL,
+            person_id INTEGER NOT NULL,
+            device_id TEXT NOT NULL,
+            container_tag TEXT NOT NULL,
+            content TEXT NOT NULL,
+            metadata TEXT,
+            status TEXT NOT NULL DEFAULT 'queued',
+            attempts INTEGER NOT NULL DEFAULT 0,
+            outcome TEXT,
+            error TEXT,
+            created_at REAL NOT NULL,
+            started_at REAL,
+            finished_at REAL
+        )""",
+        "CREATE INDEX jobs_status ON memory_extract_jobs (status, created_at)",
+        """CREATE TABLE experience (
+            id TEXT PRIMARY KEY,
+            team_id INTEGER NOT NULL,
+            person_id INTEGER NOT NULL,
+            device_id TEXT,
+            store TEXT NOT NULL,
+            verdict TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            received_at REAL NOT NULL
+        )""",
+        "CREATE INDEX experience_time ON experience (team_id, created_at)",
+    ],
+    # v2: vectors name the model that made them (so a model change never mixes vector spaces and
+    # rows without a current vector are backfilled), and experience ids are scoped to their team
+    # (one team can neither see nor block another's ids).
+    2: [
+        "ALTER TABLE memories ADD COLUMN embedding_model TEXT",
+        """CREATE TABLE experience_v2 (
+            id TEXT NOT NULL,
+            team_id INTEGER NOT NULL,
+            person_id INTEGER NOT NULL,
+            device_id TEXT,
+            store TEXT NOT NULL,
+            verdict TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            created_at REAL NOT NULL,
+            received_at REAL NOT NULL,
+            PRIMARY KEY (team_id, id)
+        )""",
+        """INSERT INTO experience_v2 SELECT id, team_id, person_id, device_id, store, verdict, reason, created_at,
+            received_at FROM experience""",
+        "DROP TABLE experience",
+        "ALTER TABLE experience_v2 RENAME TO experience",
+        "CREATE INDEX experience_time ON experience (team_id, created_at)",
+    ],
+    # v3: keyword search moved to an in-memory index (door/keyword.py); the FTS5 table goes.
+    3: [
+        "DROP TABLE IF EXISTS memories_fts",
+    ],
+}

@@ -1,0 +1,619 @@
+"""The embedded store: one SQLite file in WAL mode.
+
+Strategy:
+- `memories` holds every version of every memory. A row is `current`,
+  `superseded` (an older version, kept as history) or `forgotten` (a
+  tombstone: never hard-deleted). Versions of one memory share `root_id`.
+- Vectors are float32 blobs on the row, tagged with the model that made them;
+  searching them (and keyword search) is the memory service's job, over
+  in-memory indexes it builds from `index_rows` and `current_vectors`.
+- Every write is one `BEGIN IMMEDIATE` transaction with synchronous=FULL:
+  a door killed at any instant loses no acknowledged write.
+- All SQL runs under one lock on one connection; a local door's requests take
+  milliseconds, and SQLite serialises writers anyway.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from bli_memory.door.model import Job, Memory, Principal, hash_text, new_id, now_s
+from bli_memory.door.store.base import ExperienceOutcome, IndexRow, NewVersion, VectorTask
+from bli_memory.door.store.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    import numpy as np
+
+PAGE_CACHE_KIB = 64 * 1024
+MMAP_BYTES = 256 * 1024 * 1024
+TOKEN_PREFIX = "bli_"
+#: ids per `IN (...)` lookup.
+IDS_PER_QUERY = 500
+#: every column a Memory is built from: never the embedding blob (1.5 KB a row) where it is not used.
+_MEMORY_COLUMN_NAMES = (
+    "rowid id team_id container_tag custom_id content kind status version root_id previous_version_id "
+    "pinned metadata person_id device_id created_at updated_at superseded_at"
+).split()
+_MEMORY_COLUMNS = ", ".join(_MEMORY_COLUMN_NAMES)
+_MEMORY_COLUMNS_M = ", ".join(f"m.{name}" for name in _MEMORY_COLUMN_NAMES)
+
+
+class SqliteStore:
+    """The door's rows in one SQLite file. Thread-safe; every write method is one transaction."""
+
+    name = "sqlite"
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
+        self._db.row_factory = sqlite3.Row
+        self._db.execute("PRAGMA journal_mode = WAL")
+        self._db.execute("PRAGMA synchronous = FULL")
+        self._db.execute("PRAGMA foreign_keys = ON")
+        self._db.execute("PRAGMA busy_timeout = 30000")
+        # A large page cache, and reads through mmap instead of a read() per page: the search's id
+        # lookups and the index builds read pages the last search read.
+        self._db.execute(f"PRAGMA cache_size = -{PAGE_CACHE_KIB}")
+        self._db.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
+        self._data_version: int | None = None
+        self._migrate()
+
+    # ------------------------------------------------------------------ plumbing
+
+    def describe(self) -> str:
+        return f"sqlite {self.path}"
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One write transaction; nested calls join the outer one via a savepoint."""
+        with self._lock:
+            if self._db.in_transaction:
+                name = new_id("sp")
+                self._db.execute(f"SAVEPOINT {name}")
+                try:
+                    yield
+                except BaseException:
+                    self._db.execute(f"ROLLBACK TO {name}")
+                    self._db.execute(f"RELEASE {name}")
+                    raise
+                self._db.execute(f"RELEASE {name}")
+                return
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    @contextmanager
+    def _statement(self) -> Iterator[None]:
+        """One write statement: inside a caller's transaction as it is, else in one of its own (a
+        single statement needs no savepoint: it is atomic by itself)."""
+        with self._lock:
+            if self._db.in_transaction:
+                yield
+                return
+            with self.transaction():
+                yield
+
+    def changed_elsewhere(self) -> bool:
+        """`PRAGMA data_version` changes only for commits made by other connections."""
+        with self._lock:
+            version = self._db.execute("PRAGMA data_version").fetchone()[0]
+            changed = self._data_version is not None and version != self._data_version
+            self._data_version = version
+            return changed
+
+    def _migrate(self) -> None:
+        with self.transaction():
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise RuntimeError(
+                    f"database schema version {version} is newer than this door ({SCHEMA_VERSION}); upgrade bli-memory"
+                )
+            for step in range(version + 1, SCHEMA_VERSION + 1):
+                for statement in MIGRATIONS[step]:
+                    self._db.execute(statement)
+                self._db.execute(f"PRAGMA user_version = {step}")
+
+    def schema_version(self) -> int:
+        with self._lock:
+            return int(self._db.execute("PRAGMA user_version").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    # ------------------------------------------------------------------ teams, people, devices
+
+    def create_device(
+        self, *, person: str, team: str = "local", admin: bool = False, label: str | None = None
+    ) -> tuple[str, str]:
+        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        device_id = new_id("dev")
+        now = now_s()
+        with self.transaction():
+            db = self._db
+            db.execute("INSERT OR IGNORE INTO teams (name, created_at) VALUES (?, ?)", (team, now))
+            team_id = db.execute("SELECT id FROM teams WHERE name = ?", (team,)).fetchone()[0]
+            db.execute(
+                "INSERT OR IGNORE INTO people (team_id, name, admin, created_at) VALUES (?, ?, ?, ?)",
+                (team_id, person, int(admin), now),
+            )
+            if admin:
+                db.execute("UPDATE people SET admin = 1 WHERE team_id = ? AND name = ?", (team_id, person))
+            person_id = db.execute(
+                "SELECT id FROM people WHERE team_id = ? AND name = ?", (team_id, person)
+            ).fetchone()[0]
+            db.execute(
+                "INSERT INTO devices (id, person_id, token_hash, label, created_at) VALUES (?, ?, ?, ?, ?)",
+                (device_id, person_id, hash_text(token), label, now),
+            )
+        return device_id, token
+
+    def authenticate(self, token: str) -> Principal | None:
+        with self._lock:
+            row = self._db.execute(
+                """SELECT d.id AS device_id, p.id AS person_id, p.name AS person, p.admin AS admin,
+                          t.id AS team_id, t.name AS team
+                   FROM devices d JOIN people p ON p.id = d.person_id JOIN teams t ON t.id = p.team_id
+                   WHERE d.token_hash = ? AND d.revoked_at IS NULL""",
+                (hash_text(token),),
+            ).fetchone()
+        if row is None:
+            return None
+        return Principal(
+            team_id=row["team_id"],
+            person_id=row["person_id"],
+            device_id=row["device_id"],
+            person=row["person"],
+            team=row["team"],
+            admin=bool(row["admin"]),
+        )
+
+    def list_devices(self) -> list[dict[str, Any]]:
+        with self._lock:
+            rows = self._db.execute(
+                """SELECT d.id, d.label, d.created_at, d.revoked_at, p.name AS person, p.admin, t.name AS team
+                   FROM devices d JOIN people p ON p.id = d.person_id JOIN teams t ON t.id = p.team_id
+                   ORDER BY d.created_at"""
+            ).fetchall()
+        return [dict(row) for row in rows]
+
+    def revoke_device(self, device_id: str) -> bool:
+        with self._statement():
+            cursor = self._db.execute(
+                "UPDATE devices SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", (now_s(), device_id)
+            )
+            return cursor.rowcount == 1
+
+    def principal_for_job(self, job: Job) -> Principal:
+        with self._lock:
+            row = self._db.execute(
+                """SELECT p.name AS person, p.admin, t.name AS team FROM people p JOIN teams t ON t.id = p.team_id
+                   WHERE p.id = ?""",
+                (job.person_id,),
+            ).fetchone()
+        return Principal(
+            team_id=job.team_id,
+            person_id=job.person_id,
+            device_id=job.device_id,
+            person=row["person"] if row else "?",
+            team=row["team"] if row else "?",
+            admin=bool(row["admin"]) if row else False,
+        )
+
+    # ------------------------------------------------------------------ aliases
+
+    def canonical_tag(self, team_id: int, tag: str) -> str:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT canonical FROM container_aliases WHERE team_id = ? AND alias = ?", (team_id, tag)
+            ).fetchone()
+        return tag if row is None else str(row[0])
+
+    def aliases_of(self, team_id: int, canonical: str) -> list[str]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT alias FROM container_aliases WHERE team_id = ? AND canonical = ? ORDER BY alias",
+                (team_id, canonical),
+            ).fetchall()
+        return [str(row[0]) for row in rows]
+
+    def put_alias(self, team_id: int, alias: str, canonical: str) -> None:
+        with self.transaction():
+            self._db.execute(
+                """INSERT INTO container_aliases (team_id, alias, canonical, created_at) VALUES (?, ?, ?, ?)
+                   ON CONFLICT (team_id, alias) DO UPDATE SET canonical = excluded.canonical""",
+                (team_id, alias, canonical, now_s()),
+            )
+            # Tags that pointed at the new alias now point at its canonical: no chains.
+            self._db.execute(
+                "UPDATE container_aliases SET canonical = ? WHERE team_id = ? AND canonical = ?",
+                (canonical, team_id, alias),
+            )
+
+    # ------------------------------------------------------------------ memories: reading
+
+    def _memory(self, row: sqlite3.Row) -> Memory:
+        metadata = json.loads(row["metadata"]) if row["metadata"] else None
+        keys = row.keys()
+        return Memory(
+            id=row["id"],
+            container_tag=row["container_tag"],
+            content=row["content"],
+            kind=row["kind"],
+            status=row["status"],
+            version=row["version"],
+            root_id=row["root_id"],
+            previous_version_id=row["previous_version_id"],
+            custom_id=row["custom_id"],
+            metadata=metadata,
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+            superseded_at=row["superseded_at"],
+            person=row["person"] if "person" in keys else None,
+        )
+
+    def get(self, team_id: int, memory_id: str) -> Memory | None:
+        with self._lock:
+            row = self._db.execute(
+                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id = ? AND team_id = ?", (memory_id, team_id)
+            ).fetchone()
+        return None if row is None else self._memory(row)
+
+    def versions(self, team_id: int, root_id: str) -> list[Memory]:
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE root_id = ? AND team_id = ? ORDER BY version, created_at",
+                (root_id, team_id),
+            ).fetchall()
+        return [self._memory(row) for row in rows]
+
+    def current_version(self, team_id: int, root_id: str) -> Memory | None:
+        with self._lock:
+            row = self._db.execute(
+                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE root_id = ? AND team_id = ? AND status = 'current'",
+                (root_id, team_id),
+            ).fetchone()
+        return None if row is None else self._memory(row)
+
+    def current_by_custom_id(self, team_id: int, tags: Sequence[str], custom_id: str) -> Memory | None:
+        return self._current_by(team_id, tags, "custom_id", custom_id)
+
+    def current_by_hash(self, team_id: int, tags: Sequence[str], content_hash: str) -> Memory | None:
+        return self._current_by(team_id, tags, "content_hash", content_hash)
+
+    def _current_by(self, team_id: int, tags: Sequence[str], column: str, value: str) -> Memory | None:
+        # INDEXED BY: with ORDER BY updated_at the planner preferred walking the whole space in
+        # memories_space order (88 ms per save at 100 000 memories) to probing the hash index.
+        index = {"content_hash": "memories_hash", "custom_id": "memories_custom"}[column]
+        marks = ",".join("?" * len(tags))
+        with self._lock:
+            row = self._db.execute(
+                f"""SELECT {_MEMORY_COLUMNS} FROM memories INDEXED BY {index} WHERE team_id = ? AND status = 'current'
+                    AND container_tag IN ({marks}) AND {column} = ? ORDER BY updated_at DESC LIMIT 1""",
+                (team_id, *tags, value),
+            ).fetchone()
+        return None if row is None else self._memory(row)
+
+    def current_by_ids(self, team_id: int, ids: Sequence[str]) -> dict[str, Memory]:
+        select = f"SELECT {_MEMORY_COLUMNS_M}, p.name AS person FROM memories m LEFT JOIN people p ON p.id = m.person_id"
+        return {row["id"]: self._memory(row) for row in self._current_rows_by_ids(select, team_id, ids)}
+
+    def updated_at(self, team_id: int, ids: Sequence[str]) -> dict[str, float]:
+        return {
+            row[0]: row[1]
+            for row in self._current_rows_by_ids("SELECT m.id, m.updated_at FROM memories m", team_id, ids)
+        }
+
+    def _current_rows_by_ids(self, select: str, team_id: int, ids: Sequence[str]) -> list[sqlite3.Row]:
+        """`select` (over `memories m`) for the current rows of the team among `ids`.
+
+        The one place this filter is written. Lookups by id write `+team_id` / `+status`: the unary
+        plus keeps SQLite from choosing an index on those columns (it did, twice: 20-60 ms scans of a
+        whole space instead of 100 id probes; tests/test_store_plans.py)."""
+        rows: list[sqlite3.Row] = []
+        with self._lock:
+            for start in range(0, len(ids), IDS_PER_QUERY):
+                chunk = ids[start : start + IDS_PER_QUERY]
+                marks = ",".join("?" * len(chunk))
+                rows += self._db.execute(
+                    f"{select} WHERE m.id IN ({marks}) AND +m.team_id = ? AND +m.status = 'current'",
+                    (*chunk, team_id),
+                ).fetchall()
+        return rows
+
+    def count_current(self, team_id: int, tags: Sequence[str]) -> int:
+        marks = ",".join("?" * len(tags))
+        with self._lock:
+            row = self._db.execute(
+                f"SELECT count(*) FROM memories WHERE team_id = ? AND status = 'current' "
+                f"AND container_tag IN ({marks})",
+                (team_id, *tags),
+            ).fetchone()
+        return int(row[0])
+
+    def pinned(self, team_id: int, tags: Sequence[str]) -> list[Memory]:
+        marks = ",".join("?" * len(tags))
+        with self._lock:
+            rows = self._db.execute(
+                f"""SELECT {_MEMORY_COLUMNS} FROM memories WHERE team_id = ? AND status = 'current' AND pinned = 1
+                    AND container_tag IN ({marks}) ORDER BY created_at""",
+                (team_id, *tags),
+            ).fetchall()
+        return [self._memory(row) for row in rows]
+
+    def recent(self, team_id: int, tags: Sequence[str], limit: int) -> list[Memory]:
+        marks = ",".join("?" * len(tags))
+        with self._lock:
+            rows = self._db.execute(
+                f"""SELECT {_MEMORY_COLUMNS} FROM memories WHERE team_id = ? AND status = 'current' AND pinned = 0
+                    AND container_tag IN ({marks}) ORDER BY updated_at DESC, rowid DESC LIMIT ?""",
+                (team_id, *tags, limit),
+            ).fetchall()
+        return [self._memory(row) for row in rows]
+
+    def index_rows(self, team_id: int, tag: str) -> Iterable[IndexRow]:
+        with self._lock:
+            rows = self._db.execute(
+                """SELECT id, content, device_id, updated_at FROM memories WHERE team_id = ?
+                   AND container_tag = ? AND status = 'current' ORDER BY rowid""",
+                (team_id, tag),
+            ).fetchall()
+        return [IndexRow(row[0], row[1], row[2], row[3]) for row in rows]
+
+    def spaces(self) -> list[tuple[int, str]]:
+        with self._lock:
+            rows = self._db.execute(
+                """SELECT team_id, container_tag FROM memories WHERE status = 'current'
+                   GROUP BY team_id, container_tag ORDER BY max(updated_at) DESC"""
+            ).fetchall()
+        return [(int(row[0]), str(row[1])) for row in rows]
+
+    # ------------------------------------------------------------------ memories: writing
+
+    def insert_version(self, row: NewVersion) -> str:
+        memory_id = new_id("mem")
+        previous = row.previous
+        pinned = bool(row.metadata and row.metadata.get("pinned") is True)
+        with self._statement():
+            self._db.execute(
+                """INSERT INTO memories (id, team_id, container_tag, custom_id, content, content_hash, kind,
+                       status, version, root_id, previous_version_id, pinned, metadata, person_id, device_id,
+                       created_at, updated_at, embedding, embedding_model)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, 'current', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                (
+                    memory_id,
+                    row.team_id,
+                    row.container_tag,
+                    row.custom_id,
+                    row.content,
+                    row.content_hash,
+                    row.kind,
+                    1 if previous is None else previous.version + 1,
+                    memory_id if previous is None else previous.root_id,
+                    None if previous is None else previous.id,
+                    int(pinned),
+                    json.dumps(row.metadata) if row.metadata else None,
+                    row.person_id,
+                    row.device_id,
+                    row.created_at,
+                    row.updated_at,
+                    None if row.vector is None else row.vector.astype("float32").tobytes(),
+                    None if row.vector is None else row.vector_model,
+                ),
+            )
+        return memory_id
+
+    def retire(self, memory_id: str, status: Literal["superseded", "forgotten"]) -> bool:
+        with self._statement():
+            cursor = self._db.execute(
+                "UPDATE memories SET status = ?, superseded_at = ? WHERE id = ? AND status = 'current'",
+                (status, now_s(), memory_id),
+            )
+            return cursor.rowcount == 1
+
+    # ------------------------------------------------------------------ vectors
+
+    def vectors_missing(self, model: str, limit: int) -> list[VectorTask]:
+        with self._lock:
+            rows = self._db.execute(
+                """SELECT id, team_id, container_tag, content, content_hash FROM memories
+                   WHERE status = 'current' AND (embedding_model IS NULL OR embedding_model != ?)
+                   LIMIT ?""",
+                (model, limit),
+            ).fetchall()
+        return [VectorTask(row[0], row[1], row[2], row[3], row[4]) for row in rows]
+
+    def set_vector(self, memory_id: str, content_hash: str, model: str, vector: np.ndarray) -> bool:
+        with self._statement():
+            cursor = self._db.execute(
+                """UPDATE memories SET embedding = ?, embedding_model = ?
+                   WHERE id = ? AND status = 'current' AND content_hash = ?""",
+                (vector.astype("float32").tobytes(), model, memory_id, content_hash),
+            )
+            return cursor.rowcount == 1
+
+    def current_vectors(self, team_id: int, tag: str, model: str) -> Iterator[tuple[str, np.ndarray]]:
+        import numpy as np
+
+        with self._lock:
+            rows = self._db.execute(
+                """SELECT id, embedding FROM memories WHERE team_id = ? AND container_tag = ?
+                   AND status = 'current' AND embedding IS NOT NULL AND embedding_model = ? ORDER BY rowid""",
+                (team_id, tag, model),
+            ).fetchall()
+        for row in rows:
+            yield row[0], np.frombuffer(row[1], dtype=np.float32)
+
+    # ------------------------------------------------------------------ extraction jobs
+
+    def enqueue_job(
+        self, principal: Principal, tag: str, content: str, metadata: dict[str, Any] | None
+    ) -> str:
+        job_id = new_id("job")
+        with self._statement():
+            self._db.execute(
+                """INSERT INTO memory_extract_jobs (id, team_id, person_id, device_id, container_tag, content,
+                       metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
+                (
+                    job_id,
+                    principal.team_id,
+                    principal.person_id,
+                    principal.device_id,
+                    tag,
+                    content,
+                    json.dumps(metadata) if metadata else None,
+                    now_s(),
+                ),
+            )
+        return job_id
+
+    def _job(self, row: sqlite3.Row) -> Job:
+        return Job(
+            id=row["id"],
+            team_id=row["team_id"],
+            person_id=row["person_id"],
+            device_id=row["device_id"],
+            container_tag=row["container_tag"],
+            content=row["content"],
+            metadata=json.loads(row["metadata"]) if row["metadata"] else None,
+            status=row["status"],
+            attempts=row["attempts"],
+            outcome=json.loads(row["outcome"]) if row["outcome"] else None,
+            error=row["error"],
+            created_at=row["created_at"],
+            finished_at=row["finished_at"],
+        )
+
+    def get_job(self, team_id: int, job_id: str) -> Job | None:
+        with self._lock:
+            row = self._db.execute(
+                "SELECT * FROM memory_extract_jobs WHERE id = ? AND team_id = ?", (job_id, team_id)
+            ).fetchone()
+        return None if row is None else self._job(row)
+
+    def requeue_interrupted_jobs(self, max_attempts: int) -> int:
+        """A job left `running` by a killed door goes back to the queue (its work was never
+        committed: a job's facts and its `done` mark land in one transaction)."""
+        with self.transaction():
+            # a job that was running at every one of its attempts may be what kills the door
+            self._db.execute(
+                """UPDATE memory_extract_jobs SET status = 'failed', finished_at = ?,
+                       error = 'interrupted by a door restart at each of its attempts'
+                   WHERE status = 'running' AND attempts >= ?""",
+                (now_s(), max_attempts),
+            )
+            cursor = self._db.execute(
+                "UPDATE memory_extract_jobs SET status = 'queued' WHERE status = 'running'"
+            )
+            return cursor.rowcount
+
+    def claim_job(self) -> Job | None:
+        with self.transaction():
+            row = self._db.execute(
+                "SELECT * FROM memory_extract_jobs WHERE status = 'queued' ORDER BY created_at LIMIT 1"
+            ).fetchone()
+            if row is None:
+                return None
+            self._db.execute(
+                "UPDATE memory_extract_jobs SET status = 'running', attempts = attempts + 1, started_at = ? "
+                "WHERE id = ?",
+                (now_s(), row["id"]),
+            )
+            claimed = self._db.execute(
+                "SELECT * FROM memory_extract_jobs WHERE id = ?", (row["id"],)
+            ).fetchone()
+        return self._job(claimed)
+
+    def finish_job(self, job_id: str, outcome: dict[str, Any]) -> None:
+        with self._statement():
+            self._db.execute(
+                "UPDATE memory_extract_jobs SET status = 'done', outcome = ?, error = NULL, finished_at = ? "
+                "WHERE id = ? AND status = 'running'",
+                (json.dumps(outcome), now_s(), job_id),
+            )
+
+    def fail_job(self, job_id: str, error: str, *, retry: bool) -> None:
+        with self._statement():
+            self._db.execute(
+                "UPDATE memory_extract_jobs SET status = ?, error = ?, finished_at = ? WHERE id = ?",
+                ("queued" if retry else "failed", error, None if retry else now_s(), job_id),
+            )
+
+    # ------------------------------------------------------------------ experience log
+
+    def record_experience(
+        self,
+        principal: Principal,
+        *,
+        entry_id: str,
+        store: str,
+        verdict: str,
+        reason: str,
+        created_at: float | None,
+    ) -> ExperienceOutcome:
+        """Without `created_at` the door's clock stamps the row, and a retry is identical when the
+        rest is."""
+        with self.transaction():
+            existing = self._db.execute(
+                "SELECT * FROM experience WHERE team_id = ? AND id = ?", (principal.team_id, entry_id)
+            ).fetchone()
+            if existing is not None:
+                same = (
+                    existing["person_id"] == principal.person_id
+                    and existing["store"] == store
+                    and existing["verdict"] == verdict
+                    and existing["reason"] == reason
+                    and (created_at is None or abs(existing["created_at"] - created_at) < 0.001)
+                )
+                return "identical" if same else "conflict"
+            self._db.execute(
+                """INSERT INTO experience (id, team_id, person_id, device_id, store, verdict, reason, created_at,
+                       received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                (
+                    entry_id,
+                    principal.team_id,
+                    principal.person_id,
+                    principal.device_id,
+                    store,
+                    verdict,
+                    reason,
+                    now_s() if created_at is None else created_at,
+                    now_s(),
+                ),
+            )
+        return "inserted"
+
+    def experience_count(self, team_id: int, since: float) -> int:
+        with self._lock:
+            return int(
+                self._db.execute(
+                    "SELECT count(*) FROM experience WHERE team_id = ? AND created_at >= ?", (team_id, since)
+                ).fetchone()[0]
+            )
+
+    def experience_page(
+        self, team_id: int, since: float, after: tuple[float, str], limit: int
+    ) -> list[dict[str, Any]]:
+        with self._lock:
+            page = self._db.execute(
+                """SELECT e.id, e.store, e.verdict, e.reason, e.created_at, p.name AS person
+                   FROM experience e JOIN people p ON p.id = e.person_id
+                   WHERE e.team_id = ? AND (e.created_at, e.id) > (?, ?) AND e.created_at >= ?
+                   ORDER BY e.created_at, e.id LIMIT ?""",
+                (team_id, after[0], after[1], since, limit),
+            ).fetchall()
+        return [dict(row) for row in page]
