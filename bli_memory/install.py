@@ -11,7 +11,9 @@ program that is running (so it registers itself, not whatever else is on PATH) a
   hooks in `~/.codex/hooks.json` (same shape as Claude's; `$CODEX_HOME` honoured). A Codex without
   hook support never reads hooks.json, so writing it is harmless there; builds that gate hooks
   behind `[features] codex_hooks = true` are left to the person (we never flip feature flags), and
-  Codex asks once to trust new hooks.
+  Codex runs a new or changed hook only once the person trusts it (`/hooks`): install says so while
+  that is pending, and `status` reads whether it is done (`codex_trust`). Install never writes that
+  trust itself: it is the person's review.
 
 Codex hook output (decided here; the hooks honour it). Codex validates hook JSON with
 `additionalProperties: false` and treats plain text on Stop as an error (older builds also fail on an
@@ -1301,11 +1303,23 @@ def run(verb: str, argv: Sequence[str], env: Mapping[str, str] | None = None) ->
         sys.stderr.write(SERVER_SKIPPED_NOTE.format(python=server_interpreter(prefix)) + "\n")
     if options.dry_run:
         sys.stdout.write("dry run: nothing written\n")
-    elif (
-        verb == "install" and status == 0 and any(c.changed and c.path == paths.codex_hooks for c in changes)
-    ):
-        sys.stdout.write("Codex asks once to trust new hooks (review them with /hooks).\n")
+    elif verb == "install" and status == 0 and "codex" in options.hosts:
+        trust_note = codex_trust_note(env)
+        if trust_note:
+            sys.stdout.write(trust_note + "\n")
     return status
+
+
+def codex_trust_note(env: Mapping[str, str]) -> str | None:
+    """One line after install while Codex would not run our hooks yet: they wait for the person's trust."""
+    from bli_memory.codex_trust import TRUST_HINT, check
+
+    if check(env).state != "untrusted":
+        return None
+    return (
+        f"Codex runs these hooks only once you trust them: {TRUST_HINT}; "
+        "`bli-memory-mcp status` shows whether it does."
+    )
 
 
 def install_main(argv: list[str]) -> int:

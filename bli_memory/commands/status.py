@@ -103,6 +103,22 @@ def _space(settings: Settings, cwd: str) -> dict[str, Any]:
         return {"folder": cwd, "containerTag": None, "reason": to_log_reason(exc)}
 
 
+def check_codex(env: Mapping[str, str]) -> dict[str, Any]:
+    """Whether Codex trusts the hooks install registered, from Codex's own files (see codex_trust)."""
+    from bli_memory.codex_trust import check, describe
+
+    trust = check(env)
+    codex = trust.as_json()
+    shown = {name: _tilde(path, env) for name, path in trust.files.items()}
+    codex["summary"] = describe(trust, shown.get("hooksFile", ""), shown.get("configFile", ""))
+    return codex
+
+
+def _tilde(path: str, env: Mapping[str, str]) -> str:
+    home = (env.get("HOME") or "").rstrip("/")
+    return "~" + path[len(home) :] if home and path.startswith(home + "/") else path
+
+
 def _describe(value: object) -> str:
     if isinstance(value, Mapping):
         return ", ".join(f"{key} {val}" for key, val in value.items() if val not in (None, ""))
@@ -136,6 +152,8 @@ def render_text(status: Mapping[str, Any]) -> str:
         lines.append(f"space:   {space['containerTag']} (of {space['folder']})")
     else:
         lines.append(f"space:   unknown ({space.get('reason')}) for {space['folder']}")
+    if "codex" in status:
+        lines.append(f"codex:   {status['codex']['summary']}")
     return "\n".join(lines)
 
 
@@ -143,8 +161,8 @@ def main(argv: list[str]) -> int:
     parser = new_parser(
         "status",
         "Show whether this machine is paired, whether the door answers (its version and\n"
-        "embedder) and accepts the token, whether the resident daemon is alive, and the\n"
-        "space (container tag) of the current folder.",
+        "embedder) and accepts the token, whether the resident daemon is alive, the\n"
+        "space (container tag) of the current folder, and whether Codex trusts the hooks.",
         "exit status: 0 healthy (the daemon is optional), 1 unpaired / door down / token refused,\n"
         "2 bad input",
     )
@@ -171,6 +189,7 @@ def main(argv: list[str]) -> int:
         "door": check_door(settings) if settings.paired else None,
         "daemon": check_daemon(daemon_socket_path(env), __version__),
         "space": _space(settings, project_dir(env)),
+        "codex": check_codex(env),
     }
     door = status["door"]
     healthy = bool(door and door["reachable"] and door.get("token") == "accepted")
