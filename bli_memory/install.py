@@ -1309,6 +1309,9 @@ def run(verb: str, argv: Sequence[str], env: Mapping[str, str] | None = None) ->
 
 
 def install_main(argv: list[str]) -> int:
+    # `install --print-config` reads as naturally as `--print-config`: the contract, nothing written
+    if any(arg == "--print-config" or arg.startswith("--print-config=") for arg in argv):
+        return print_config_main(argv)
     return run("install", argv)
 
 

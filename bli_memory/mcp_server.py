@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from bli_memory import render
-from bli_memory.settings import ENV_URL, UNPAIRED_MESSAGE, Settings, load_settings
+from bli_memory.settings import ENV_URL, Settings, load_settings, unpaired_message
 from bli_memory.wire.reasons import to_log_reason
 
 if TYPE_CHECKING:
@@ -458,7 +458,7 @@ def main(argv: list[str]) -> int:
         return 2
     settings = load_settings()
     if not settings.paired:
-        sys.stderr.write(UNPAIRED_MESSAGE + "\n")
+        sys.stderr.write(unpaired_message() + "\n")
         return 1
     try:
         tools = open_tools(settings, project_dir(os.environ))

@@ -75,11 +75,11 @@ def with_tools(
 ) -> int:
     """Run `run` with the memory tools of this machine's door; unpaired → one sentence, exit 1."""
     from bli_memory.mcp_server import DoorUrlError, open_tools, project_dir
-    from bli_memory.settings import UNPAIRED_MESSAGE, load_settings
+    from bli_memory.settings import load_settings, unpaired_message
 
     settings = load_settings()
     if not settings.paired:
-        sys.stderr.write(UNPAIRED_MESSAGE + "\n")
+        sys.stderr.write(unpaired_message() + "\n")
         return EXIT_FAILED
     try:
         tools = open_tools(settings, project_dir(os.environ), min_similarity=min_similarity)

@@ -155,7 +155,7 @@ def main(argv: list[str]) -> int:
     from bli_memory import __version__
     from bli_memory.mcp_server import project_dir
     from bli_memory.render import display_url
-    from bli_memory.settings import UNPAIRED_MESSAGE
+    from bli_memory.settings import unpaired_message
 
     env = os.environ
     settings = load_settings(env)
@@ -180,5 +180,5 @@ def main(argv: list[str]) -> int:
     else:
         sys.stdout.write(render_text(status) + "\n")
     if not settings.paired:
-        sys.stderr.write(UNPAIRED_MESSAGE + "\n")
+        sys.stderr.write(unpaired_message(env) + "\n")
     return EXIT_OK if healthy else EXIT_FAILED
