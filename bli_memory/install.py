@@ -1323,6 +1323,9 @@ def codex_trust_note(env: Mapping[str, str]) -> str | None:
 
 
 def install_main(argv: list[str]) -> int:
+    # `install --print-config` reads as naturally as `--print-config`: the contract, nothing written
+    if any(arg == "--print-config" or arg.startswith("--print-config=") for arg in argv):
+        return print_config_main(argv)
     return run("install", argv)
 
 

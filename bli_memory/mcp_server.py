@@ -15,7 +15,7 @@ import sys
 from typing import Any
 
 from bli_memory import render
-from bli_memory.settings import UNPAIRED_MESSAGE, load_settings
+from bli_memory.settings import load_settings, unpaired_message
 from bli_memory.tools import TOOLS, DoorUrlError, MemoryTools, open_tools, project_dir
 
 SERVER_NAME = "bli-memory"
@@ -46,7 +46,7 @@ def main(argv: list[str]) -> int:
         return 2
     settings = load_settings()
     if not settings.paired:
-        sys.stderr.write(UNPAIRED_MESSAGE + "\n")
+        sys.stderr.write(unpaired_message() + "\n")
         return 1
     try:
         tools = open_tools(settings, project_dir(os.environ))

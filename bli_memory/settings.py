@@ -119,6 +119,30 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     )
 
 
+def unpaired_message(env: Mapping[str, str] | None = None) -> str:
+    """Why this machine counts as unpaired, naming the missing half when only one is set.
+
+    A token without a URL (or the reverse) is a half-done setup, usually one variable exported and
+    the other forgotten: the message says which variable (or session-file field) is missing.
+    """
+    env = os.environ if env is None else env
+    try:
+        session = read_session(session_file(env))
+    except SessionFileError:
+        session = {}
+    has_url = bool(env.get(ENV_URL) or session.get("dashboard_url"))
+    has_token = bool(env.get(ENV_TOKEN) or session.get("device_token"))
+    if has_token and not has_url:
+        origin = ENV_TOKEN if env.get(ENV_TOKEN) else session_file(env)
+        missing = f"{ENV_URL} is not set (nor a door URL in {session_file(env)})"
+        return f"bli-memory: not paired: a device token comes from {origin} but {missing}; set {ENV_URL}, e.g. http://127.0.0.1:8787."
+    if has_url and not has_token:
+        origin = ENV_URL if env.get(ENV_URL) else session_file(env)
+        missing = f"{ENV_TOKEN} is not set (nor a device token in {session_file(env)})"
+        return f"bli-memory: not paired: a door URL comes from {origin} but {missing}; set {ENV_TOKEN}."
+    return UNPAIRED_MESSAGE
+
+
 def write_session(door_url: str, token: str, env: Mapping[str, str] | None = None) -> str:
     """Write the session file atomically with mode 0600 in a 0700 folder; returns its path.
 

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
@@ -22,6 +24,45 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+#: where a person's own files are found; the test process points every one at a folder of its own.
+HOME_VARIABLES = (
+    "HOME",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    "XDG_STATE_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_RUNTIME_DIR",
+)
+#: settings a person may have exported for their own use that would point a test at their door or hosts.
+PERSONAL_VARIABLE_PREFIXES = ("BLI_MEMORY_", "CLAUDE_CONFIG_DIR", "CODEX_HOME")
+_guard = pytest.MonkeyPatch()
+_guard_home: str | None = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Guard: the test process (and every subprocess that inherits its environment) sees a HOME and
+    XDG folders of its own, and none of the person's BLI_MEMORY_* / host settings.
+
+    A test that forgets to pass a temporary HOME can then never read the person's session file (and
+    reach their door) nor write their ~/.claude.json. This runs at configure time rather than in a
+    session fixture so it also covers what test modules do while they are imported."""
+    global _guard_home
+    _guard_home = tempfile.mkdtemp(prefix="bli-tests-home-")
+    for name in HOME_VARIABLES:
+        folder = _guard_home if name == "HOME" else os.path.join(_guard_home, name.lower())
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        _guard.setenv(name, folder)
+    for name in list(os.environ):
+        if name.startswith(PERSONAL_VARIABLE_PREFIXES):
+            _guard.delenv(name)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    _guard.undo()
+    if _guard_home is not None:
+        shutil.rmtree(_guard_home, ignore_errors=True)
+
 
 DOOR_START_TIMEOUT_S = 60.0
 LISTENING = "bli-memory-door listening on "

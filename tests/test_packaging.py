@@ -7,6 +7,7 @@ import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -140,11 +141,31 @@ def test_check_wheel_notices_a_missing_file_and_a_missing_entry_point(tmp_path: 
             check_wheel.check_contents(wheel)
 
 
+def git_files_copy(target: Path) -> Path:
+    """The files git tracks in this checkout (as they are in the work tree), copied to `target`:
+    what a test may depend on, without a build/, dist/ or .venv a person's own commands left."""
+    listed = subprocess.run(
+        ["git", "-C", str(REPO), "ls-files", "-z"], capture_output=True, check=True, timeout=30
+    ).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        source = REPO / name
+        if source.is_file():
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target / name)
+    return target
+
+
 def test_check_wheel_builds_installs_and_runs_the_bin(tmp_path: Path) -> None:
-    """The whole script, without dependencies (the MCP handshake step needs them; CI runs it in full)."""
-    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    """The whole script, without dependencies (the MCP handshake step needs them; CI runs it in full),
+    run from a copy of git's files, so a build/ left in the checkout by a person's own `pip wheel .`
+    neither fails this test nor hides one the script would leave."""
+    checkout = git_files_copy(tmp_path / "checkout")
+    before = sorted(str(path.relative_to(checkout)) for path in checkout.rglob("*"))
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    env = {**os.environ, "TMPDIR": str(temporary)}
     result = subprocess.run(
-        [sys.executable, str(REPO / "scripts" / "check_wheel"), "--no-deps"],
+        [sys.executable, str(checkout / "scripts" / "check_wheel"), "--no-deps"],
         capture_output=True,
         text=True,
         env=env,
@@ -152,13 +173,9 @@ def test_check_wheel_builds_installs_and_runs_the_bin(tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("check_wheel: ok: bli_memory-")
-    assert list(tmp_path.iterdir()) == [], "the temporary folder is removed"
-    status = subprocess.run(
-        ["git", "-C", str(REPO), "status", "--porcelain", "--ignored", "build"],
-        capture_output=True,
-        text=True,
-    )
-    assert "build" not in status.stdout, "the build leaves no build/ in the checkout"
+    assert list(temporary.iterdir()) == [], "the temporary folder is removed"
+    after = sorted(str(path.relative_to(checkout)) for path in checkout.rglob("*"))
+    assert after == before, "the build leaves nothing (no build/, no egg-info) in the checkout"
 
 
 def test_zipapp_install_on_a_python_without_mcp_registers_the_hooks_but_no_server(

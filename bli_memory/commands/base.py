@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
-from bli_memory.settings import UNPAIRED_MESSAGE, load_settings
+from bli_memory.settings import load_settings, unpaired_message
 from bli_memory.tools import (
     INVALID_ARGUMENTS,
     SEARCH_MIN_SIMILARITY,
@@ -76,7 +76,7 @@ def with_tools(
     """Run `run` with the memory tools of this machine's door; unpaired → one sentence, exit 1."""
     settings = load_settings()
     if not settings.paired:
-        sys.stderr.write(UNPAIRED_MESSAGE + "\n")
+        sys.stderr.write(unpaired_message() + "\n")
         return EXIT_FAILED
     try:
         tools = open_tools(settings, project_dir(os.environ), min_similarity=min_similarity)

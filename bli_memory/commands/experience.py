@@ -257,7 +257,7 @@ def sync_main(argv: list[str]) -> int:
     args = parse(parser, argv)
     if isinstance(args, int):
         return args
-    from bli_memory.settings import UNPAIRED_MESSAGE
+    from bli_memory.settings import unpaired_message
 
     env = os.environ
     from bli_memory.tools import DoorUrlError
@@ -269,7 +269,7 @@ def sync_main(argv: list[str]) -> int:
         sys.stderr.write(f"{exc}\n")
         return EXIT_FAILED
     if queue and client is None:
-        sys.stderr.write(UNPAIRED_MESSAGE + "\n")
+        sys.stderr.write(unpaired_message() + "\n")
         return EXIT_FAILED
     shipped, rejected, stopped = 0, 0, None
     try:

@@ -59,7 +59,7 @@ The token is read from stdin with --token-stdin, or asked for without echo when 
 never on the command line, where other users can see it in the process list.
 
 examples:
-  bli-memory-door pair --person ada | bli-memory-mcp login --url http://127.0.0.1:8765 --token-stdin
+  bli-memory-door pair --person ada | bli-memory-mcp login --url http://127.0.0.1:8787 --token-stdin
   bli-memory-mcp login --url https://memory.example.com      (prompts for the token)
 
 {ENV_URL} and {ENV_TOKEN} override the session file when set."""
@@ -88,7 +88,7 @@ def login_parser() -> OneLineParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         allow_abbrev=False,
     )
-    parser.add_argument("--url", required=True, help="the door, e.g. http://127.0.0.1:8765 (http or https)")
+    parser.add_argument("--url", required=True, help="the door, e.g. http://127.0.0.1:8787 (http or https)")
     parser.add_argument(
         "--token-stdin", action="store_true", help="read the device token from stdin (its first line)"
     )

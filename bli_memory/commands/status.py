@@ -172,7 +172,7 @@ def main(argv: list[str]) -> int:
         return args
     from bli_memory import __version__
     from bli_memory.render import display_url
-    from bli_memory.settings import UNPAIRED_MESSAGE
+    from bli_memory.settings import unpaired_message
     from bli_memory.tools import project_dir
 
     env = os.environ
@@ -199,5 +199,5 @@ def main(argv: list[str]) -> int:
     else:
         sys.stdout.write(render_text(status) + "\n")
     if not settings.paired:
-        sys.stderr.write(UNPAIRED_MESSAGE + "\n")
+        sys.stderr.write(unpaired_message(env) + "\n")
     return EXIT_OK if healthy else EXIT_FAILED
