@@ -36,6 +36,8 @@ HOME_VARIABLES = (
 )
 #: settings a person may have exported for their own use that would point a test at their door or hosts.
 PERSONAL_VARIABLE_PREFIXES = ("BLI_MEMORY_", "CLAUDE_CONFIG_DIR", "CODEX_HOME")
+#: test-tool settings that point at no person's data (the Codex CLI that scripts/test installs).
+KEPT_VARIABLES = ("BLI_MEMORY_CODEX_CLI",)
 _guard = pytest.MonkeyPatch()
 _guard_home: str | None = None
 
@@ -54,7 +56,7 @@ def pytest_configure(config: pytest.Config) -> None:
         os.makedirs(folder, mode=0o700, exist_ok=True)
         _guard.setenv(name, folder)
     for name in list(os.environ):
-        if name.startswith(PERSONAL_VARIABLE_PREFIXES):
+        if name.startswith(PERSONAL_VARIABLE_PREFIXES) and name not in KEPT_VARIABLES:
             _guard.delenv(name)
 
 
