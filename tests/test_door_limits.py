@@ -7,15 +7,22 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
+from pathlib import Path
 
-from tests.conftest import DoorProcess
+from tests.conftest import BIN, DoorProcess
+
+DOOR = str(BIN / "bli-memory-door")
 
 #: how long a test waits for an answer it expects, at most.
 ANSWER_WAIT_S = 10.0
+#: a health check must be answered this fast while a misbehaving client holds on (generous: the
+#: machine running the tests may be busy; a stalled door takes the whole ANSWER_WAIT_S or more).
+HEALTHZ_WAIT_S = 2.0
 
 
 def _address(door: DoorProcess) -> tuple[str, int]:
@@ -66,13 +73,13 @@ def test_a_connection_that_sends_nothing_is_closed_within_the_idle_timeout(
     with _connect(door) as conn:
         started = time.monotonic()
         assert _read_until_closed(conn) == b""  # closed without a word: nothing was asked
-        assert time.monotonic() - started < 3.0
+        assert time.monotonic() - started < 4.0
     # and between requests on a kept-alive connection
     with _connect(door) as conn:
         conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: " + _host(door) + b"\r\n\r\n")
         started = time.monotonic()
         answer = _read_until_closed(conn)
-        assert answer.startswith(b"HTTP/1.1 200 ") and time.monotonic() - started < 3.0
+        assert answer.startswith(b"HTTP/1.1 200 ") and time.monotonic() - started < 4.0
 
 
 def test_oversized_headers_get_431_quickly_and_the_door_stays_responsive(door: DoorProcess) -> None:
@@ -101,7 +108,7 @@ def test_oversized_headers_get_431_quickly_and_the_door_stays_responsive(door: D
     assert sent < 8 * 1024 * 1024, f"the door read {sent} bytes of one header"
     assert elapsed_s < 5.0
     assert answer == b"" or answer.startswith(b"HTTP/1.1 431 "), answer[:200]
-    assert _healthz_s(door) < 1.0
+    assert _healthz_s(door) < HEALTHZ_WAIT_S
 
 
 def test_headers_that_trickle_past_the_read_timeout_get_408(start_door: Callable[..., DoorProcess]) -> None:
@@ -127,8 +134,8 @@ def test_headers_that_trickle_past_the_read_timeout_get_408(start_door: Callable
         elapsed_s = time.monotonic() - started
     assert answer.startswith(b"HTTP/1.1 408 "), answer[:200]
     assert _json_body(answer)["error"] == "request_timeout"
-    assert 0.9 < elapsed_s < 3.0
-    assert _healthz_s(door) < 1.0
+    assert 0.9 < elapsed_s < 4.0
+    assert _healthz_s(door) < HEALTHZ_WAIT_S
 
 
 def test_a_body_that_trickles_past_the_read_timeout_gets_408(start_door: Callable[..., DoorProcess]) -> None:
@@ -166,7 +173,7 @@ def test_a_body_that_trickles_past_the_read_timeout_gets_408(start_door: Callabl
     assert answer.startswith(b"HTTP/1.1 408 "), answer[:200]
     assert b"connection: close" in answer.lower()
     assert _json_body(answer)["error"] == "request_timeout"
-    assert 0.9 < elapsed_s < 3.0
+    assert 0.9 < elapsed_s < 4.0
     assert door.wait_for_log("POST /api/memory/save 408")
     status, found = door.post("/api/memory/search", {"q": "slow", "containerTag": "slow"})
     assert status == 200 and found["results"] == []  # nothing half-saved
@@ -182,7 +189,7 @@ def test_a_flood_of_idle_connections_cannot_exhaust_descriptors_or_block_healthz
 ) -> None:
     cap = 20
     door = start_door("--embedder", "none", "--max-connections", str(cap), "--idle-timeout", "60")
-    assert _healthz_s(door) < 1.0
+    assert _healthz_s(door) < HEALTHZ_WAIT_S
     baseline = _open_descriptors(door)
     with ExitStack() as stack:
         for number in range(3 * cap):
@@ -192,7 +199,7 @@ def test_a_flood_of_idle_connections_cannot_exhaust_descriptors_or_block_healthz
         time.sleep(0.3)  # let the door accept every one of them
         assert _open_descriptors(door) <= baseline + cap + 2
         for _ in range(5):
-            assert _healthz_s(door) < 1.0
+            assert _healthz_s(door) < HEALTHZ_WAIT_S
 
 
 def test_when_every_connection_is_busy_a_newcomer_gets_503(start_door: Callable[..., DoorProcess]) -> None:
@@ -256,3 +263,26 @@ def test_normal_calls_are_untouched_by_the_limits(start_door: Callable[..., Door
     for thread in threads:
         thread.join(ANSWER_WAIT_S)
     assert len(answered) == 4
+
+
+def test_serve_help_names_each_limit_and_its_default(tmp_path: Path) -> None:
+    env = {**os.environ, "HOME": str(tmp_path)}
+    done = subprocess.run([DOOR, "serve", "--help"], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0
+    text = " ".join(done.stdout.split())
+    for option, default in [
+        ("--max-connections", "default 200"),
+        ("--idle-timeout", "default 5"),
+        ("--read-timeout", "default 20"),
+        ("--max-header-bytes", "default 32768"),
+        ("--allowed-host", "localhost"),
+    ]:
+        assert option in text and default in text.split(option, 2)[-1], option
+    done = subprocess.run(
+        [DOOR, "serve", "--idle-timeout", "0", "--db", str(tmp_path / "m.db")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 2 and "must be more than 0" in done.stderr and "Traceback" not in done.stderr
