@@ -215,7 +215,7 @@ def test_when_every_connection_is_busy_a_newcomer_gets_503(start_door: Callable[
     with ExitStack() as stack:
         for _ in range(cap):  # each is mid-body: the door is waiting on all of them
             stack.enter_context(_connect(door)).sendall(head)
-        time.sleep(0.3)
+        time.sleep(1.0)  # let the door read every head and start waiting on every body
         with _connect(door) as conn:
             answer = _read_until_closed(conn)
         assert answer.startswith(b"HTTP/1.1 503 "), answer[:200]
