@@ -27,18 +27,47 @@ INTRO = """# The door's HTTP API
 `bli-memory-door serve` answers JSON over HTTP on 127.0.0.1:8787 by default. Every call but
 `/healthz` and `/openapi.json` needs `Authorization: Bearer <device token>` (from
 `bli-memory-door pair` or the session file `serve` writes when it pairs the local user). Bodies are
-JSON with camelCase fields; bodies over 1 MiB are refused with 413 before they are read.
+JSON with camelCase fields, sent as `Content-Type: application/json`; bodies over 1 MiB are refused
+with 413 before they are read.
 
 Every error is `{"error": <code>, "message": <one sentence>}` with its status: `invalid_request`
 (400: a missing or wrong-typed field, empty content, content over 100 000 characters, `limit`
 outside 1..100, `threshold` outside 0..1, malformed JSON), `extract_unavailable` (400),
-`unauthorized` (401: missing, unknown or revoked token), `forbidden` (403), `not_found` (404; also
-for another team's memory, so existence is not revealed), `no_match` (404), `not_current` (409),
-`conflict` (409), `body_too_large` (413), `insert_failed` (502).
+`unauthorized` (401: missing, unknown or revoked token), `forbidden` (403), `host_not_allowed` and
+`cross_origin` (403, below), `not_found` (404; also for another team's memory, so existence is not
+revealed), `no_match` (404), `request_timeout` (408), `not_current` (409), `conflict` (409),
+`body_too_large` (413), `unsupported_media_type` (415), `headers_too_large` (431), `insert_failed`
+(502), `storage_full` and `busy` (503).
 
 A door serves one or more teams. A token belongs to one person in one team; the spaces (container
 tags) of a team are shared by its people and invisible to every other team. Superseded and forgotten
 rows never appear in search, profile or forget-by-text.
+
+## Hosts, browsers and limits
+
+The door answers only requests whose `Host` is one of its names: by default the address it listens
+on, `localhost`, `127.0.0.1` and `[::1]`, each with its port. `serve --allowed-host NAME` (repeatable)
+adds `NAME` with any port, `NAME:PORT` with that port, or `*` for any host — needed for a door that
+listens on `0.0.0.0` or sits behind a proxy. Any other `Host` gets 403 `host_not_allowed`, so a web
+page whose name was rebound to 127.0.0.1 (DNS rebinding) cannot reach a loopback door. A request with
+an `Origin` header other than the door's own (`http://` and its `Host`) gets 403 `cross_origin`, and a
+body not declared `application/json` (optionally with `charset=utf-8`) gets 415
+`unsupported_media_type`, so a page cannot post a form or `text/plain` to it either. There is no
+`/docs` or `/redoc` page (they load scripts from a CDN); `/openapi.json` is the schema.
+
+Connections are bounded, so no client can stall the door without a token (`serve --help`):
+
+| limit | default | option | past it |
+|---|---|---|---|
+| request headers | 32 KiB | `--max-header-bytes` | 431 `headers_too_large`, connection closed |
+| the headers, then the body, each arrive within | 20 s | `--read-timeout` | 408 `request_timeout`, connection closed |
+| a silent connection, before or between requests | 5 s | `--idle-timeout` | connection closed |
+| open connections | 200 | `--max-connections` | the longest-idle one is closed to make room; 503 `busy` when every one is serving a request |
+
+When the store cannot write — its disk is full, or the database reached a size limit — a write
+answers 503 `storage_full` and writes nothing (reads go on), the door logs `storage full` with the
+database's path, and `/healthz` answers 503 with `"ok": false`, `"reason": "storage_full"` and a
+message.
 
 ## Ranking
 
@@ -113,7 +142,11 @@ class Doc:
         except urllib.error.HTTPError as error:
             status, payload = error.code, json.loads(error.read())
         shown_auth = " \\\n  -H 'Authorization: Bearer bli_…'" if auth else ""
-        shown_body = "" if body is None else f" \\\n  -d '{json.dumps(body)}'"
+        shown_body = (
+            ""
+            if body is None
+            else f" \\\n  -H 'Content-Type: application/json' \\\n  -d '{json.dumps(body)}'"
+        )
         self.parts.append(f"### {title}\n")
         if note:
             self.parts.append(note + "\n")
@@ -142,7 +175,8 @@ def main() -> int:
                 "GET",
                 "/healthz",
                 auth=False,
-                note="No token. `embedder` is `none` when no model loaded.",
+                note='No token. `embedder` is `none` when no model loaded; 503 with `"ok": false` when'
+                " the store cannot write.",
             )
             doc.parts.append(
                 "`GET /openapi.json` returns the OpenAPI 3.1 document of every endpoint below.\n"

@@ -298,6 +298,7 @@ def test_missing_or_wrong_token_is_401(door: DoorProcess, tag: str, header: str 
         door.url + "/api/memory/search",
         data=json.dumps({"q": "x", "containerTag": tag}).encode(),
         method="POST",
+        headers={"Content-Type": "application/json"},
     )
     if header is not None:
         request.add_header("Authorization", header)
@@ -423,16 +424,19 @@ def _length(answer: bytes) -> int:
 
 
 def test_body_over_one_mebibyte_is_413_even_when_streamed(door: DoorProcess, tag: str) -> None:
-    auth = f"Authorization: Bearer {door.token}\r\nContent-Type: application/json\r\n".encode()
+    host = door.url.removeprefix("http://")
+    auth = (
+        f"Host: {host}\r\nAuthorization: Bearer {door.token}\r\nContent-Type: application/json\r\n".encode()
+    )
     declared = _raw_exchange(
-        door, b"POST /api/memory/save HTTP/1.1\r\nHost: x\r\nContent-Length: 2000000\r\n" + auth + b"\r\n", []
+        door, b"POST /api/memory/save HTTP/1.1\r\nContent-Length: 2000000\r\n" + auth + b"\r\n", []
     )
     assert declared.startswith(b"HTTP/1.1 413 ") and b'"error": "body_too_large"' in declared
     chunk = b"x" * 65536
     # just over the cap (17 x 64 KiB), then stop and listen: the answer must come without the end
     streamed = _raw_exchange(
         door,
-        b"POST /api/memory/save HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n" + auth + b"\r\n",
+        b"POST /api/memory/save HTTP/1.1\r\nTransfer-Encoding: chunked\r\n" + auth + b"\r\n",
         [f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n" for _ in range(17)],
     )
     assert streamed.startswith(b"HTTP/1.1 413 ") and b'"error": "body_too_large"' in streamed

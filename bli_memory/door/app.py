@@ -9,10 +9,12 @@ are plain functions: FastAPI runs them in its thread pool, and the memory servic
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sqlite3
 import sys
 import time
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, Request
@@ -33,7 +35,17 @@ from pydantic import (
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from bli_memory import __version__
-from bli_memory.door.errors import DoorError, InvalidRequest, TooLarge, Unauthorized
+from bli_memory.door.errors import (
+    DoorError,
+    Forbidden,
+    InvalidRequest,
+    RequestTimeout,
+    StorageFull,
+    TooLarge,
+    Unauthorized,
+    UnsupportedMediaType,
+    is_storage_full,
+)
 from bli_memory.door.memories import MemoryService
 from bli_memory.door.model import (
     MAX_CONTENT_CHARS,
@@ -45,6 +57,7 @@ from bli_memory.door.model import (
     now_s,
     parse_iso,
 )
+from bli_memory.door.server import READ_TIMEOUT_S
 
 MAX_BODY_BYTES = 1024 * 1024
 MAX_QUERY_CHARS = 10_000
@@ -202,45 +215,161 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     meaning = {
         400: "invalid_request: a missing, wrong-typed or out-of-range field, malformed JSON",
         401: "unauthorized: missing, unknown or revoked token",
-        403: "forbidden: the token may not do this",
+        403: "forbidden: the token may not do this; host_not_allowed / cross_origin: a foreign Host or Origin",
         404: "not_found / no_match: unknown id (also another team's), or nothing close enough",
         409: "not_current / conflict",
+        408: "request_timeout: the body did not arrive in time",
         413: "body_too_large: over 1 MiB",
+        415: "unsupported_media_type: a body not sent as application/json",
         502: "insert_failed",
+        503: "storage_full: the store's disk or size limit is full; nothing was written",
     }
     return {status: {"model": ErrorBody, "description": meaning[status]} for status in statuses}
 
 
-_COMMON = (400, 401, 413)
+_COMMON = (400, 401, 403, 408, 413, 415)
+_WRITES = (*_COMMON, 503)
 
 
 # ---------------------------------------------------------------------------- middleware
 
 
-class BodyLimit:
-    """Refuse a request body over `limit` bytes with 413, whether it says its length or streams it.
+class AllowedHosts:
+    """The `Host` values the door answers: `name:port` exactly, or a bare name with any port.
 
-    Starlette would read any size into memory before validation; this counts bytes as they arrive.
+    A web page cannot choose the Host its browser sends, only the name it resolves: checking the Host
+    keeps a page whose name was rebound to 127.0.0.1 (DNS rebinding) from reaching a loopback door.
     """
 
-    def __init__(self, app: ASGIApp, limit: int = MAX_BODY_BYTES) -> None:
+    def __init__(self, hosts: Iterable[str]) -> None:
+        self.exact: set[str] = set()
+        self.names: set[str] = set()
+        self.any = False
+        for host in hosts:
+            host = host.strip().lower()
+            if host == "*":
+                self.any = True
+            elif _split_host(host)[1]:
+                self.exact.add(host)
+            elif host:
+                self.names.add(host)
+
+    def allows(self, host: str) -> bool:
+        host = host.lower()
+        return self.any or host in self.exact or _split_host(host)[0] in self.names
+
+
+def _split_host(host: str) -> tuple[str, str]:
+    """`name:port` or `[v6]:port` -> (name, port); the port is "" when absent."""
+    if host.startswith("["):
+        end = host.find("]")
+        if end < 0:
+            return host, ""
+        return host[: end + 1], host[end + 2 :] if host[end + 1 : end + 2] == ":" else ""
+    name, colon, port = host.rpartition(":")
+    return (name, port) if colon and ":" not in name else (host, "")
+
+
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")
+
+
+def door_hosts(bind_host: str, port: int, extra: Iterable[str] = ()) -> AllowedHosts:
+    """The names a door bound to `bind_host:port` answers by default — that address and the loopback
+    names, each with the port — plus `extra` (`name` for any port, `name:port`, or `*` for any)."""
+    bound = f"[{bind_host}]" if ":" in bind_host else bind_host
+    names = {bound, *LOOPBACK_NAMES} - {"0.0.0.0", "[::]"}
+    return AllowedHosts([*(f"{name}:{port}" for name in sorted(names)), *extra])
+
+
+def _json_media_type(value: bytes) -> bool:
+    """`application/json`, optionally with `charset=utf-8` (JSON is UTF-8)."""
+    media, _, params = value.decode("latin-1").partition(";")
+    if media.strip().lower() != "application/json":
+        return False
+    for param in params.split(";"):
+        name, _, given = param.partition("=")
+        if name.strip().lower() == "charset" and given.strip().strip('"').lower() not in ("utf-8", "utf8"):
+            return False
+    return True
+
+
+async def _receive_by(receive: Receive, deadline_s: float) -> MutableMapping[str, Any] | None:
+    """The next message, or None when it has not come by `deadline_s` (the loop's clock)."""
+    remaining_s = deadline_s - asyncio.get_running_loop().time()
+    if remaining_s <= 0:
+        return None
+    try:
+        if sys.version_info >= (3, 11):
+            async with asyncio.timeout(remaining_s):
+                return await receive()
+        return await asyncio.wait_for(receive(), remaining_s)
+    except asyncio.TimeoutError:
+        return None
+
+
+class RequestGate:
+    """Check a request before the API sees it: its `Host` is one of the door's names, an `Origin` (a
+    browser's cross-site call) is the door's own, a body is declared JSON, is under `limit` bytes
+    (whether it says its length or streams it) and arrives within `read_timeout_s`.
+
+    Starlette would read any size into memory before validation; this counts bytes as they arrive.
+    A refusal closes the connection: the rest of an unread body is not wanted.
+    """
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        allowed_hosts: AllowedHosts | None = None,
+        limit: int = MAX_BODY_BYTES,
+        read_timeout_s: float = READ_TIMEOUT_S,
+    ) -> None:
         self.app = app
+        self.allowed_hosts = allowed_hosts
         self.limit = limit
+        self.read_timeout_s = read_timeout_s
+
+    def _refusal(self, headers: list[tuple[bytes, bytes]]) -> DoorError | None:
+        host = origin = content_type = None
+        body = False
+        for name, value in headers:
+            if name == b"host":
+                host = value
+            elif name == b"origin":
+                origin = value
+            elif name == b"content-type":
+                content_type = value
+            elif name == b"content-length":
+                if value.isdigit() and int(value) > self.limit:
+                    return TooLarge(f"the body is larger than {self.limit} bytes")
+                body = body or value != b"0"
+            elif name == b"transfer-encoding":
+                body = True
+        shown = "" if host is None else host.decode("latin-1").lower()
+        if self.allowed_hosts is not None and not self.allowed_hosts.allows(shown):
+            return Forbidden(
+                "this door does not answer to that Host; start it with --allowed-host for another name"
+                if host is not None
+                else "the request has no Host header",
+                code="host_not_allowed",
+            )
+        if origin is not None:  # only browsers send one; the door's own page would be same-origin
+            scheme, sep, authority = origin.decode("latin-1").lower().partition("://")
+            if not sep or scheme not in ("http", "https") or authority != shown:
+                return Forbidden("cross-origin requests are refused", code="cross_origin")
+        if body and (content_type is None or not _json_media_type(content_type)):
+            return UnsupportedMediaType("the body must be JSON, sent as Content-Type: application/json")
+        return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = []
-        for name, value in scope.get("headers", []):
-            if name == b"content-length" and value.isdigit() and int(value) > self.limit:
-                await _send_error(send, TooLarge(f"the body is larger than {self.limit} bytes"))
-                return
-            if name != b"content-type":
-                headers.append((name, value))
-        # Every body of this API is JSON; a client that forgot the header (curl -d) still means JSON.
-        headers.append((b"content-type", b"application/json"))
-        scope["headers"] = headers  # in place: the request log reads the route the router records
+        refusal = self._refusal(scope.get("headers", []))
+        if refusal is not None:
+            await _send_error(send, refusal, close=True)
+            return
+        deadline_s = asyncio.get_running_loop().time() + self.read_timeout_s
         received = 0
         refused = False
 
@@ -248,13 +377,22 @@ class BodyLimit:
             nonlocal received, refused
             if refused:
                 return {"type": "http.disconnect"}
-            message = await receive()
+            message = await _receive_by(receive, deadline_s)
+            if message is None:
+                refused = True
+                seconds = f"{self.read_timeout_s:g}"
+                await _send_error(
+                    send, RequestTimeout(f"the request body did not arrive within {seconds} s"), close=True
+                )
+                return {"type": "http.disconnect"}
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.limit:
                     # Answer now; whatever the app makes of the cut-off body is dropped below.
                     refused = True
-                    await _send_error(send, TooLarge(f"the body is larger than {self.limit} bytes"))
+                    await _send_error(
+                        send, TooLarge(f"the body is larger than {self.limit} bytes"), close=True
+                    )
                     return {"type": "http.disconnect"}
             return message
 
@@ -269,15 +407,12 @@ class BodyLimit:
                 raise
 
 
-async def _send_error(send: Send, error: DoorError) -> None:
+async def _send_error(send: Send, error: DoorError, *, close: bool = False) -> None:
     body = json.dumps({"error": error.code, "message": error.message}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": error.status,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
-        }
-    )
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if close:
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": error.status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -370,12 +505,20 @@ def create_app(
     embedder_name: str = "none",
     extract_enabled: bool = False,
     on_job_queued: Callable[[], None] | None = None,
+    allowed_hosts: AllowedHosts | None = None,
+    read_timeout_s: float = READ_TIMEOUT_S,
 ) -> Any:
-    """The ASGI application: FastAPI routes wrapped in the request log and the body cap."""
+    """The ASGI application: FastAPI routes behind the request gate, wrapped in the request log.
+
+    `allowed_hosts` None answers any Host (an app driven in-process); `serve` always passes its own.
+    """
     api = FastAPI(
         title="bli-memory door",
         version=__version__,
         description="Persistent memory for coding agents: hybrid search, versioned updates, tombstones.",
+        # no /docs or /redoc: those pages load their scripts from a CDN; /openapi.json stays
+        docs_url=None,
+        redoc_url=None,
     )
 
     api.state.memories = memories
@@ -399,13 +542,24 @@ def create_app(
             {"error": "invalid_request", "message": _describe_validation(exc.errors())}, status_code=400
         )
 
+    @api.exception_handler(sqlite3.Error)
+    async def storage_error(_: Request, exc: sqlite3.Error) -> JSONResponse:
+        if not is_storage_full(exc):
+            raise exc  # the generic 500 below
+        sys.stderr.write(
+            f"bli-memory-door storage full: SQLite could not write to {memories.store.describe()} (database or disk is"
+            " full); free space on its disk — writes answer 503 storage_full until then\n"
+        )
+        full = StorageFull("the store is full (no space left for the database); nothing was written")
+        return JSONResponse({"error": full.code, "message": full.message}, status_code=full.status)
+
     @api.exception_handler(Exception)
     async def unexpected(_: Request, exc: Exception) -> JSONResponse:
         sys.stderr.write(f"bli-memory-door internal error: {type(exc).__name__}\n")
         return JSONResponse({"error": "internal", "message": "the door failed; see its log"}, status_code=500)
 
-    @api.get("/healthz")
-    def healthz() -> dict[str, Any]:
+    @api.get("/healthz", responses={503: {"description": "ok false: the store cannot write (reason)"}})
+    def healthz() -> JSONResponse:
         health: dict[str, Any] = {
             "ok": True,
             "version": __version__,
@@ -414,7 +568,10 @@ def create_app(
         }
         if memories.embedder_error is not None:
             health["embedderError"] = memories.embedder_error  # serving keyword + recency meanwhile
-        return health
+        problem = memories.store.write_problem()
+        if problem is not None:  # reads still work; a write would fail
+            health.update(ok=False, reason="storage_full", message=problem)
+        return JSONResponse(health, status_code=200 if problem is None else 503)
 
     @api.post("/api/memory/search", responses=_errors(*_COMMON))
     def search(body: SearchBody, caller: Caller) -> JSONResponse:
@@ -434,7 +591,7 @@ def create_app(
         status_code=201,
         responses={
             202: {"description": "extract: true: the job is queued ({queued, jobId, containerTag})"},
-            **_errors(*_COMMON),
+            **_errors(*_WRITES),
         },
     )
     def save(body: SaveBody, caller: Caller) -> Any:
@@ -459,7 +616,7 @@ def create_app(
         )
         return {"id": result.id, "containerTag": result.container_tag, "status": result.status}
 
-    @api.post("/api/memory/update", responses=_errors(*_COMMON, 404, 409))
+    @api.post("/api/memory/update", responses=_errors(*_WRITES, 404, 409))
     def update(body: UpdateBody, caller: Caller) -> dict[str, Any]:
         memory = memories.update(caller, body.id, body.content)
         return {
@@ -488,7 +645,7 @@ def create_app(
             ],
         }
 
-    @api.post("/api/memory/forget", responses=_errors(*_COMMON, 404, 409))
+    @api.post("/api/memory/forget", responses=_errors(*_WRITES, 404, 409))
     def forget(body: ForgetBody, caller: Caller) -> dict[str, Any]:
         given = [name for name in ("id", "content", "query") if getattr(body, name) is not None]
         if len(given) != 1:
@@ -511,7 +668,7 @@ def create_app(
             "searched": found.tags,
         }
 
-    @api.post("/api/memory/aliases", responses=_errors(*_COMMON, 403))
+    @api.post("/api/memory/aliases", responses=_errors(*_WRITES))
     def aliases(body: AliasBody, caller: Caller) -> dict[str, Any]:
         result = memories.set_alias(caller, body.alias, body.canonical)
         return {"alias": result.alias, "canonical": result.canonical, "tags": result.tags}
@@ -523,7 +680,7 @@ def create_app(
     @api.post(
         "/api/memory/experience",
         status_code=201,
-        responses={200: {"description": "an identical retry of the same id"}, **_errors(*_COMMON, 409, 502)},
+        responses={200: {"description": "an identical retry of the same id"}, **_errors(*_WRITES, 409, 502)},
     )
     def experience(body: ExperienceBody, caller: Caller) -> Any:
         import uuid
@@ -542,6 +699,8 @@ def create_app(
         except DoorError:
             raise
         except Exception as exc:
+            if is_storage_full(exc):
+                raise
             raise DoorError(
                 f"the insert failed ({type(exc).__name__})", code="insert_failed", status=502
             ) from None
@@ -575,7 +734,7 @@ def create_app(
         return api.openapi_schema
 
     api.openapi = openapi  # type: ignore[method-assign]
-    app: ASGIApp = RequestLog(BodyLimit(api))
+    app: ASGIApp = RequestLog(RequestGate(api, allowed_hosts=allowed_hosts, read_timeout_s=read_timeout_s))
     app.fastapi = api  # type: ignore[attr-defined]
     return app
 

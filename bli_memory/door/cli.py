@@ -11,11 +11,12 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bli_memory import __version__
+from bli_memory.door.server import IDLE_TIMEOUT_S, MAX_CONNECTIONS, MAX_HEAD_BYTES, READ_TIMEOUT_S
 
 if TYPE_CHECKING:
     from bli_memory.door.memories import MemoryService
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
 LISTEN_BACKLOG = 256
+#: test hook: cap the database at this many pages, so a test meets a real "database or disk is full".
+MAX_PAGES_ENV = "BLI_MEMORY_DOOR_MAX_PAGES"
 
 
 class CliError(Exception):
@@ -42,13 +45,13 @@ def default_db_path(env: Mapping[str, str]) -> Path:
     return Path(base) / "bli-memory" / "memory.db"
 
 
-def open_store(db: str | None, env: Mapping[str, str]) -> Store:
+def open_store(db: str | None, env: Mapping[str, str], *, max_pages: int | None = None) -> Store:
     """The store `--db` names (default: SQLite under the XDG data folder); a CliError if it cannot open."""
     from bli_memory.door.store import StoreOpenError
     from bli_memory.door.store import open_store as open_url
 
     try:
-        return open_url(db if db else default_db_path(env))
+        return open_url(db if db else default_db_path(env), max_pages=max_pages)
     except StoreOpenError as exc:
         raise CliError(str(exc), 2 if exc.usage else 1) from None
 
@@ -123,14 +126,16 @@ def _exit_cleanly(signum: int, frame: object) -> None:
 def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     import uvicorn
 
-    from bli_memory.door.app import create_app
+    from bli_memory.door.app import create_app, door_hosts
     from bli_memory.door.embed import load_embedder
     from bli_memory.door.memories import MemoryService
+    from bli_memory.door.server import ServerLimits, bounded_protocol
 
     embedder, warning = load_embedder(args.embedder, env=env)
     if warning:
         sys.stderr.write(f"bli-memory-door: {warning}\n")
-    store = open_store(args.db, env)
+    max_pages = int(env[MAX_PAGES_ENV]) if env.get(MAX_PAGES_ENV, "").isdigit() else None
+    store = open_store(args.db, env, max_pages=max_pages)
     memories = MemoryService(store, embedder)
     sock = _bind(args.host, args.port)
     port = sock.getsockname()[1]
@@ -150,13 +155,33 @@ def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     if not args.no_autopair:
         _autopair(store, url, env)
     threading.Thread(target=_warm, args=(memories,), name="bli-memory-warm", daemon=True).start()
+    limits = ServerLimits(
+        max_head_bytes=args.max_header_bytes,
+        read_timeout_s=args.read_timeout,
+        idle_timeout_s=args.idle_timeout,
+        max_connections=args.max_connections,
+    )
     app = create_app(
         memories,
         embedder_name=embedder.name,
         extract_enabled=worker is not None,
         on_job_queued=None if worker is None else worker.wake,
+        allowed_hosts=door_hosts(args.host, port, args.allowed_host),
+        read_timeout_s=limits.read_timeout_s,
     )
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off", server_header=False)
+    if args.host in ("0.0.0.0", "::") and not args.allowed_host:
+        sys.stderr.write(
+            "bli-memory-door: listening on every address but answering only to loopback names; give"
+            " --allowed-host for each name or address clients use\n"
+        )
+    config = uvicorn.Config(
+        app,
+        http=bounded_protocol(limits),
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        server_header=False,
+    )
     server = uvicorn.Server(config)
     sys.stderr.write(f"bli-memory-door {__version__}: store {store.describe()}, embedder {embedder.name}\n")
     sys.stderr.write(f"bli-memory-door listening on {url}\n")
@@ -249,6 +274,19 @@ def _port(text: str) -> int:
     return port
 
 
+def _positive(kind: type[int] | type[float]) -> Callable[[str], Any]:
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"must be more than 0, not {text}")
+        return value
+
+    return parse
+
+
 def _name(text: str) -> str:
     """A person or team name: one printable line."""
     name = text.strip()
@@ -288,6 +326,43 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve_parser.add_argument(
         "--no-worker", dest="worker", action="store_false", help="do not run extraction jobs in this process"
+    )
+    serve_parser.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also answer requests whose Host is NAME (any port) or NAME:PORT; repeatable; '*' for any."
+        " By default only the listening address, localhost, 127.0.0.1 and [::1] with the port",
+    )
+    serve_parser.add_argument(
+        "--max-connections",
+        type=_positive(int),
+        default=MAX_CONNECTIONS,
+        metavar="N",
+        help="open connections at most; past it the longest-idle one is closed,"
+        f" or 503 when all are busy (default {MAX_CONNECTIONS})",
+    )
+    serve_parser.add_argument(
+        "--idle-timeout",
+        type=_positive(float),
+        default=IDLE_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"close a connection silent this long, before or between requests (default {IDLE_TIMEOUT_S:g})",
+    )
+    serve_parser.add_argument(
+        "--read-timeout",
+        type=_positive(float),
+        default=READ_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"a request's headers, then its body, must each arrive within this; else 408 (default {READ_TIMEOUT_S:g})",
+    )
+    serve_parser.add_argument(
+        "--max-header-bytes",
+        type=_positive(int),
+        default=MAX_HEAD_BYTES,
+        metavar="BYTES",
+        help=f"larger request headers get 431 (default {MAX_HEAD_BYTES})",
     )
 
     pair_parser = commands.add_parser(

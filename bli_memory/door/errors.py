@@ -70,3 +70,39 @@ class TooLarge(DoorError):
 
     status = 413
     code = "body_too_large"
+
+
+class UnsupportedMediaType(DoorError):
+    """A request body that is not declared `application/json`."""
+
+    status = 415
+    code = "unsupported_media_type"
+
+
+class RequestTimeout(DoorError):
+    """The body did not arrive within the read deadline."""
+
+    status = 408
+    code = "request_timeout"
+
+
+class StorageFull(DoorError):
+    """The store's disk (or its configured size limit) is full: nothing can be written until there is room."""
+
+    status = 503
+    code = "storage_full"
+
+
+#: SQLite's result code for "database or disk is full" (SQLITE_FULL).
+SQLITE_FULL = 13
+
+
+def is_storage_full(exc: BaseException | None) -> bool:
+    """Whether `exc` (or an error it was raised while handling) is SQLite's "database or disk is full"."""
+    seen = 0
+    while exc is not None and seen < 8:
+        if getattr(exc, "sqlite_errorcode", None) == SQLITE_FULL or "database or disk is full" in str(exc):
+            return True
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return False

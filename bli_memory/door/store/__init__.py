@@ -16,8 +16,10 @@ class StoreOpenError(Exception):
         self.usage = usage
 
 
-def open_store(url: str | Path) -> Store:
+def open_store(url: str | Path, *, max_pages: int | None = None) -> Store:
     """The store at `url`: a SQLite file path, `sqlite:PATH` or `sqlite:///ABSOLUTE/PATH`.
+
+    `max_pages` caps a SQLite file's size in pages, so that tests meet a real "disk full".
 
     Raises StoreOpenError with one sentence for a person when it cannot be opened.
     """
@@ -40,7 +42,10 @@ def open_store(url: str | Path) -> Store:
     except OSError as exc:
         raise StoreOpenError(f"cannot create {path.parent}: {exc.strerror}") from None
     try:
-        return SqliteStore(path)
+        store = SqliteStore(path)
+        if max_pages is not None:
+            store.limit_pages(max_pages)
+        return store
     except sqlite3.DatabaseError as exc:
         raise StoreOpenError(f"cannot open {path} as a memory database: {exc}") from None
     except RuntimeError as exc:  # a schema newer than this door

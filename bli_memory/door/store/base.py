@@ -91,6 +91,10 @@ class Store(Protocol):
         """True when another process (or connection) committed a change since the last call."""
         ...
 
+    def write_problem(self) -> str | None:
+        """Why a write would fail now (no room left), or None; cheap and read-only (for /healthz)."""
+        ...
+
     # ---------------------------------------------------------------- devices and tokens
 
     def create_device(

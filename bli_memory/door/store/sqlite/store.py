@@ -16,6 +16,7 @@ Strategy:
 from __future__ import annotations
 
 import json
+import os
 import secrets
 import sqlite3
 import threading
@@ -34,6 +35,10 @@ if TYPE_CHECKING:
 PAGE_CACHE_KIB = 64 * 1024
 MMAP_BYTES = 256 * 1024 * 1024
 TOKEN_PREFIX = "bli_"
+#: with less free space than this on the database's disk, `write_problem` says a write would fail.
+MIN_FREE_BYTES = 1024 * 1024
+#: with fewer spare pages than this under a page limit (`limit_pages`), the same.
+MIN_SPARE_PAGES = 8
 #: ids per `IN (...)` lookup.
 IDS_PER_QUERY = 500
 #: every column a Memory is built from: never the embedding blob (1.5 KB a row) where it is not used.
@@ -83,8 +88,9 @@ class SqliteStore:
                 try:
                     yield
                 except BaseException:
-                    self._db.execute(f"ROLLBACK TO {name}")
-                    self._db.execute(f"RELEASE {name}")
+                    if self._db.in_transaction:  # SQLite may have rolled it all back (SQLITE_FULL)
+                        self._db.execute(f"ROLLBACK TO {name}")
+                        self._db.execute(f"RELEASE {name}")
                     raise
                 self._db.execute(f"RELEASE {name}")
                 return
@@ -92,7 +98,8 @@ class SqliteStore:
             try:
                 yield
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if self._db.in_transaction:  # SQLite may have rolled it back itself (SQLITE_FULL)
+                    self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
 
@@ -134,6 +141,35 @@ class SqliteStore:
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+    def limit_pages(self, pages: int) -> None:
+        """Cap the database at `pages` pages (SQLite's `max_page_count`): past it writes fail with
+        "database or disk is full", as on a full disk."""
+        with self._lock:
+            self._db.execute(f"PRAGMA max_page_count = {int(pages)}")
+
+    def write_problem(self) -> str | None:
+        """Why a write would fail now (no room on the database's disk or under its page limit), or
+        None. Reads only — one statvfs and three PRAGMAs, skipped while a write holds the store."""
+        if self.path != ":memory:":
+            try:
+                disk = os.statvfs(Path(self.path).parent)
+            except OSError as exc:
+                return f"cannot inspect the database's disk: {exc.strerror}"
+            if disk.f_bavail * disk.f_frsize < MIN_FREE_BYTES:
+                return f"the disk holding {self.path} is full"
+        if not self._lock.acquire(blocking=False):
+            return None  # a write is in progress, so there was room a moment ago
+        try:
+            pages, limit, spare = (
+                int(self._db.execute(f"PRAGMA {name}").fetchone()[0])
+                for name in ("page_count", "max_page_count", "freelist_count")
+            )
+        finally:
+            self._lock.release()
+        if limit - pages + spare < MIN_SPARE_PAGES:
+            return f"{self.path} has reached its size limit of {limit} pages"
+        return None
 
     # ------------------------------------------------------------------ teams, people, devices
 
