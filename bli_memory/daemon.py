@@ -775,26 +775,27 @@ def stop(env: Mapping[str, str]) -> tuple[int, str]:
     path = via_daemon.socket_path(env)
     pid = via_daemon.lock_holder(lock_path)
     if pid is None:
-        pong = via_daemon.ping(time.monotonic() + STALE_PROBE_S, env)
-        if isinstance(pong, dict) or pong == via_daemon.TIMEOUT:
-            return 1, f"something answers on {path} but holds no daemon lock; not stopping it"
+        if _answers(path):
+            return 1, f"a process listens on {path} but holds no daemon lock; not stopping it"
         if _remove_stale_socket(path):
             return 0, f"no daemon runs (removed the socket a crashed one left at {path})"
         return 0, "no daemon runs"
     pong = via_daemon.ping(time.monotonic() + STALE_PROBE_S, env)
-    version = f", version {pong['version']}" if isinstance(pong, dict) and "version" in pong else ""
-    how = "stopped"
-    for signum in (signal.SIGTERM, signal.SIGCONT):
+    who = f"pid {pid}" + (
+        f", version {pong['version']}" if isinstance(pong, dict) and "version" in pong else ""
+    )
+    for signum in (signal.SIGTERM, signal.SIGCONT):  # CONT: a stopped process acts on TERM only then
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signum)
-    if not _wait_lock_free(lock_path, STOP_WAIT_S):
-        how = "killed (it did not stop on SIGTERM)"
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-        if not _wait_lock_free(lock_path, KILL_WAIT_S):
-            return 1, f"could not stop the daemon (pid {pid}{version})"
+    if _wait_lock_free(lock_path, STOP_WAIT_S):
+        _remove_stale_socket(path)
+        return 0, f"stopped the daemon ({who})"
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    if not _wait_lock_free(lock_path, KILL_WAIT_S):
+        return 1, f"could not stop the daemon ({who})"
     _remove_stale_socket(path)
-    return 0, f"{how} the daemon (pid {pid}{version})"
+    return 0, f"killed the daemon ({who}): it did not stop within {STOP_WAIT_S:g} s of SIGTERM"
 
 
 def _remove_stale_socket(path: str) -> bool:

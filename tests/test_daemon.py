@@ -304,7 +304,12 @@ class Relay:
             except OSError:
                 return
             upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            upstream.connect(self.target)
+            try:
+                upstream.connect(self.target)
+            except OSError:  # the daemon behind it is gone (a late ping at teardown)
+                upstream.close()
+                client.close()
+                continue
             self.connections += 1
             threading.Thread(target=self._pump, args=(client, upstream), daemon=True).start()
             threading.Thread(target=self._pump, args=(upstream, client), daemon=True).start()

@@ -18,6 +18,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from bli_memory import __version__, daemon
 from bli_memory.hooks import via_daemon
 from bli_memory.hooks.run import HookAnswer
@@ -269,3 +271,52 @@ def test_a_daemon_whose_workers_are_all_stuck_stands_down_and_the_next_hook_star
     pong = wait_for_ping(home, timeout_s=START_WAIT_S)
     os.kill(int(str(pong["pid"])), signal.SIGTERM)
     assert pong["pid"] != one.pid
+
+
+# -- item: nothing to serve, nothing started ----------------------------------------------------------
+
+
+def processes_with_home(home: Path) -> list[int]:
+    """Pids of this user's processes whose environment has HOME=home (a daemon a hook started there)."""
+    wanted = b"HOME=" + str(home).encode()
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            if wanted in Path(f"/proc/{name}/environ").read_bytes().split(b"\0"):
+                found.append(int(name))
+    return found
+
+
+@pytest.mark.parametrize(
+    ("event", "payload"), [("prompt", {"prompt": QUESTION}), ("session-start", {"source": "startup"})]
+)
+def test_an_unpaired_machine_starts_no_daemon(home: Path, event: str, payload: dict[str, object]) -> None:
+    env = daemon_env(home)
+    run = run_hook(event, {**payload, "cwd": str(home)}, home, env=env)
+    _, status, fields = run.receipt()
+    assert (status, fields["reason"]) == ("skipped", "unpaired"), run.stderr
+    folder = Path(via_daemon.state_dir({"HOME": str(home)}))
+    give_up = time.monotonic() + 1.5  # a daemon a hook started would be listening well within this
+    try:
+        while time.monotonic() < give_up:
+            assert not (folder / via_daemon.SOCKET_NAME).exists()
+            assert processes_with_home(home) == []
+            time.sleep(0.1)
+        assert not (folder / via_daemon.STAMP_NAME).exists()  # not even tried
+    finally:
+        for pid in processes_with_home(home):
+            os.kill(pid, signal.SIGTERM)
+
+
+def test_has_session_agrees_with_the_settings_module(home: Path) -> None:
+    from bli_memory.settings import remove_session, session_file
+
+    env = {"HOME": str(home)}
+    assert not via_daemon.has_session(env)
+    write_session("http://127.0.0.1:9", "bli_test_token_not_real", env=env)
+    assert session_file(env) == os.path.join(str(home), *via_daemon.SESSION_FILE_PARTS)
+    assert via_daemon.has_session(env)
+    remove_session(env)
+    assert not via_daemon.has_session(env)
