@@ -653,6 +653,10 @@ class Server:
         thread.start()
         return worker, thread
 
+    def _busy(self) -> bool:
+        """Work in hand: a line being read, one waiting for a worker, or a worker on a request."""
+        return bool(self.reading) or not self.pending.empty() or any(w.stuck_after for w, _ in self.workers)
+
     def check_workers(self, now: float) -> None:
         """Restart a worker that died; stand down ("wedged") when every worker is stuck."""
         for index, (_, thread) in enumerate(self.workers):
@@ -684,7 +688,7 @@ class Server:
         selector.register(self._listener, selectors.EVENT_READ, "accept")
         selector.register(self._wake_r, selectors.EVENT_READ, "wake")
         now = last_active = time.monotonic()
-        next_check = now + HEALTH_CHECK_S
+        next_check = float("inf")  # checks run while there is work: an idle daemon sleeps until its exit
         next_expiry = float("inf")
         try:
             while self.stop_reason is None:
@@ -697,6 +701,7 @@ class Server:
                     if key.data == "accept":
                         self._accept_all(selector, time.monotonic())
                         last_active = time.monotonic()
+                        next_check = min(next_check, last_active + HEALTH_CHECK_S)
                     elif key.data == "wake":
                         with contextlib.suppress(OSError):
                             self._wake_r.recv(64)
@@ -706,7 +711,7 @@ class Server:
                 next_expiry = self._expire(selector, now)
                 if now >= next_check:
                     self.check_workers(now)
-                    next_check = now + HEALTH_CHECK_S
+                    next_check = now + HEALTH_CHECK_S if self._busy() else float("inf")
         finally:
             for reading in list(self.reading):
                 self._drop(selector, reading)

@@ -320,3 +320,18 @@ def test_has_session_agrees_with_the_settings_module(home: Path) -> None:
     assert via_daemon.has_session(env)
     remove_session(env)
     assert not via_daemon.has_session(env)
+
+
+def main_thread_wakeups(pid: int) -> int:
+    status = Path(f"/proc/{pid}/task/{pid}/status").read_text()
+    return int(status.split("voluntary_ctxt_switches:")[1].split()[0])
+
+
+def test_an_idle_daemon_sleeps_without_waking_for_its_health_checks(
+    home: Path, daemons: list[Daemon]
+) -> None:
+    one = start(daemons, home)
+    time.sleep(2 * daemon.HEALTH_CHECK_S + 0.2)  # the checks the ready-ping scheduled have run and stopped
+    before = main_thread_wakeups(one.pid)
+    time.sleep(6 * daemon.HEALTH_CHECK_S)
+    assert main_thread_wakeups(one.pid) - before <= 1
