@@ -28,8 +28,8 @@ implementation of recall. The protocol is described in `bli_memory.hooks.via_dae
   (REQUEST_MAX_BYTES), so are the connections being read (READING_MAX) and the bytes held for them
   (HELD_MAX_BYTES). A ping is answered by the loop at once, so it proves the loop runs. Any failure
   of one request (garbage, `RecursionError` from deeply nested JSON, `MemoryError`, a bug) is that
-  request's error reply; the worker lives on. Every HEALTH_CHECK_S the loop restarts a worker that
-  died anyway, and when every worker is stuck (still on a request STUCK_GRACE_S after its deadline,
+  request's error reply; the worker lives on. While it has work, every HEALTH_CHECK_S the loop
+  restarts a worker that died anyway, and when every worker is stuck (still on a request STUCK_GRACE_S after its deadline,
   e.g. blocked reading a FIFO) the daemon stands down at once ("wedged", spawn stamp removed), so
   the next hook starts a fresh one instead of waiting out its slice on every prompt.
 - `bli-memory-mcp daemon stop` stops this user's daemon (by the pid its lock file records).
@@ -434,7 +434,6 @@ class Server:
         self.pending: queue.Queue[Job | None] = queue.Queue(QUEUE_MAX)
         self.stop_reason: str | None = None
         self.requests = 0
-        self.worker_restarts = 0
         self.workers: list[tuple[Worker, threading.Thread]] = []
         #: connections whose request line is still arriving, each with its own buffer and deadline
         self.reading: set[Reading] = set()
@@ -662,7 +661,6 @@ class Server:
         for index, (_, thread) in enumerate(self.workers):
             if not thread.is_alive():
                 self.workers[index] = self._start_worker(index)
-                self.worker_restarts += 1
                 _say(f"worker {index} ended unexpectedly; restarted")
         stuck = [w for w, _ in self.workers if w.stuck_after is not None and now > w.stuck_after]
         if self.workers and len(stuck) == len(self.workers):

@@ -335,3 +335,25 @@ def test_an_idle_daemon_sleeps_without_waking_for_its_health_checks(
     before = main_thread_wakeups(one.pid)
     time.sleep(6 * daemon.HEALTH_CHECK_S)
     assert main_thread_wakeups(one.pid) - before <= 1
+
+
+def test_a_worker_that_ended_is_restarted_by_the_health_check(home: Path) -> None:
+    """Nothing a client sends ends a worker any more; should anything else, the loop starts another."""
+    server = daemon.Server({"HOME": str(home)})
+    server.workers = [server._start_worker(0)]
+    try:
+        _, first = server.workers[0]
+        server.pending.put(None)  # the one way a worker ends: told to
+        first.join(5)
+        assert not first.is_alive()
+        server.check_workers(time.monotonic())
+        _, second = server.workers[0]
+        assert second is not first and second.is_alive()
+        assert server.stop_reason is None  # a restarted worker is not a wedged daemon
+    finally:
+        for _ in server.workers:
+            server.pending.put(None)
+        for _, thread in server.workers:
+            thread.join(5)
+        server._wake_r.close()
+        server._wake_w.close()
