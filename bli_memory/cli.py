@@ -13,7 +13,11 @@ import sys
 # name -> (module, function, one-line summary shown by --help)
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "hook": ("bli_memory.hooks.run", "main", "run a Claude Code / Codex hook: session-start | prompt | stop"),
-    "daemon": ("bli_memory.daemon", "main", "run the resident daemon that keeps the prompt hook warm"),
+    "daemon": (
+        "bli_memory.daemon",
+        "main",
+        "run the resident daemon that keeps the prompt hook warm; `daemon stop` stops it",
+    ),
     "search": ("bli_memory.commands.search", "main", "search the memories of this folder's space"),
     "save": ("bli_memory.commands.save", "main", "remember a piece of text in this folder's space"),
     "forget": ("bli_memory.commands.forget", "main", "tombstone a memory by id, exact text or closest match"),

@@ -22,9 +22,17 @@ implementation of recall. The protocol is described in `bli_memory.hooks.via_dae
   installs of different versions settle on the newer daemon instead of retiring each other in turn.
   SIGTERM/SIGINT exit cleanly and remove the socket. It starts no child process. A daemon that stops
   answering (stopped, deadlocked) is replaced by the hook (`via_daemon.replace_wedged`).
-- Robustness: a request line is capped (REQUEST_MAX_BYTES), a client that stalls is cut after
-  CLIENT_IO_TIMEOUT_S, garbage gets `{"error": "bad_request"}`, and a full queue closes new
-  connections at once (the hook then goes direct).
+- Robustness: the accept loop itself reads every request line (non-blocking), so a worker only ever
+  sees a whole line: a client has REQUEST_READ_S from its connect to finish its line, in total (a
+  client trickling a byte at a time is cut then, and holds no worker meanwhile). A line is capped
+  (REQUEST_MAX_BYTES), so are the connections being read (READING_MAX) and the bytes held for them
+  (HELD_MAX_BYTES). A ping is answered by the loop at once, so it proves the loop runs. Any failure
+  of one request (garbage, `RecursionError` from deeply nested JSON, `MemoryError`, a bug) is that
+  request's error reply; the worker lives on. While it has work, every HEALTH_CHECK_S the loop
+  restarts a worker that died anyway, and when every worker is stuck (still on a request STUCK_GRACE_S after its deadline,
+  e.g. blocked reading a FIFO) the daemon stands down at once ("wedged", spawn stamp removed), so
+  the next hook starts a fresh one instead of waiting out its slice on every prompt.
+- `bli-memory-mcp daemon stop` stops this user's daemon (by the pid its lock file records).
 
 Standard library only; threads plus `selectors` for the accept loop.
 """
@@ -55,8 +63,20 @@ LISTEN_BACKLOG = 64
 #: connections waiting for a worker beyond this are closed at once: the hook goes direct
 QUEUE_MAX = 64
 REQUEST_MAX_BYTES = via_daemon.REQUEST_MAX_BYTES
-#: a client that connects and does not finish its line (or read the answer) within this is dropped
-CLIENT_IO_TIMEOUT_S = 2.0
+#: a client must send its whole request line within this of connecting (one deadline, not per recv)
+REQUEST_READ_S = 2.0
+#: sending the answer line (a few KB into an empty socket buffer) gets at most this
+REPLY_SEND_S = 1.0
+#: connections whose request line is still arriving; more are closed at once (the hook goes direct)
+READING_MAX = 128
+#: request bytes held at once (lines being read or waiting for a worker); over it, a client is closed
+HELD_MAX_BYTES = 4 * REQUEST_MAX_BYTES
+#: a line this short may be a ping, which the accept loop answers itself
+PING_LINE_MAX_BYTES = 256
+#: how often the accept loop checks its workers
+HEALTH_CHECK_S = 0.5
+#: a worker still on a request this long after the request's deadline is stuck (it cannot be freed)
+STUCK_GRACE_S = 2.0
 #: how long a starting daemon waits for the lock while the holder is not answering (standing down)
 LOCK_WAIT_S = 3.0
 LOCK_POLL_S = 0.02
@@ -69,8 +89,27 @@ SOCKET_MODE = 0o600
 #: the AF_UNIX path limit on Linux (108 with the terminating NUL; macOS has 104)
 SOCKET_PATH_MAX_BYTES = 103
 DAEMON_EVENTS = ("prompt", "session-start")
+#: the stop reason when every worker is stuck: the daemon gives up its socket for a fresh one
+WEDGED = "wedged"
+#: after these stop reasons the spawn stamp is removed, so the next hook starts a daemon at once
+RESTART_AT_ONCE_REASONS = (via_daemon.VERSION_MISMATCH, WEDGED)
 
-USAGE = "usage: bli-memory-mcp daemon   (one per OS user; the prompt hook starts it for you)"
+USAGE = """usage: bli-memory-mcp daemon [stop]
+
+  bli-memory-mcp daemon        run this user's resident daemon (the prompt hook starts it for you;
+                               it exits by itself after 2 h without a request)
+  bli-memory-mcp daemon stop   stop this user's daemon, found by the pid its lock file records
+                               (~/.local/state/bli-cockpit/memory-daemon.lock); says what it stopped
+                               or that none runs
+
+exit status of `stop`: 0 when no daemon runs afterwards (it stopped one, or none ran),
+1 when one still runs (it could not be stopped, or what answers on the socket is not provably
+this user's daemon), 2 for a bad argument.
+Hooks work without the daemon (they take the direct path); the next prompt starts a new one."""
+#: how long `daemon stop` waits for SIGTERM, then for SIGKILL, to take effect
+STOP_WAIT_S = 5.0
+KILL_WAIT_S = 2.0
+STOP_POLL_S = 0.02
 
 
 class DaemonSetupError(Exception):
@@ -188,13 +227,43 @@ class Refusal(Exception):
         self.code = code
 
 
+class Job:
+    """A whole request line the accept loop read, waiting for a worker."""
+
+    __slots__ = ("accepted", "line", "sock")
+
+    def __init__(self, sock: socket.socket, line: bytes, accepted: float) -> None:
+        self.sock = sock
+        self.line = line
+        self.accepted = accepted
+
+
+def parse_request(line: bytes) -> dict[str, object]:
+    """A request line → its object; Refusal("bad_request") for anything else, however it fails
+    (not JSON, not UTF-8, not an object, nested deeper than the parser's recursion limit)."""
+    try:
+        request = json.loads(line)
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        raise Refusal("bad_request") from None
+    if not isinstance(request, dict):
+        raise Refusal("bad_request")
+    return request
+
+
+def encode_reply(reply: Mapping[str, object]) -> bytes:
+    return json.dumps(reply, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "replace") + b"\n"
+
+
 class Worker:
-    """One thread's state: its own warm door connection (Connections are not thread-safe)."""
+    """One thread's state: its own warm door connection (Connections are not thread-safe), and when
+    its current request counts as stuck (read by the accept loop's health check)."""
 
     def __init__(self, server: Server) -> None:
         self.server = server
         self._url: str | None = None
         self._connection: Connection | None = None
+        #: `time.monotonic()` after which the request in hand means this worker is stuck; None: idle
+        self.stuck_after: float | None = None
 
     def connection(self, url: str) -> Connection:
         if self._connection is None or self._url != url:
@@ -208,14 +277,17 @@ class Worker:
         if connection is not None:
             connection.close()
 
-    def answer(self, request: dict[str, object]) -> dict[str, object]:
-        """The reply to one parsed request line (raises Refusal for one it will not answer)."""
+    def answer(self, request: dict[str, object], accepted: float) -> dict[str, object]:
+        """The reply to one parsed request (raises Refusal for one it will not answer).
+
+        `accepted` is when its connection was accepted: the request's budget counts from there.
+        """
         from bli_memory.hooks.run import DEADLINE_S, answer
         from bli_memory.settings import Settings, load_settings
 
         event = request.get("event")
         if event == "ping":
-            return {"ok": True, "version": __version__, "pid": os.getpid()}
+            return self.server.pong()
         version = request.get("version")
         if not isinstance(version, str) or not version:
             raise Refusal("bad_request")  # garbage is not another version: it must not stop the daemon
@@ -224,9 +296,6 @@ class Worker:
             # of different versions never take turns standing each other down
             if via_daemon.is_newer(version, __version__):
                 self.server.stand_down(via_daemon.VERSION_MISMATCH)
-                # a hook that finds no daemon next must start one now, not after the hourly stamp
-                with contextlib.suppress(OSError):
-                    os.unlink(os.path.join(self.server.folder, via_daemon.STAMP_NAME))
             return {"error": via_daemon.VERSION_MISMATCH, "version": __version__}
         payload, cwd = request.get("payload"), request.get("cwd")
         if event not in DAEMON_EVENTS:
@@ -234,11 +303,12 @@ class Worker:
         if not isinstance(payload, dict) or not isinstance(cwd, str) or not os.path.isabs(cwd):
             raise Refusal("bad_request")
         assert isinstance(event, str)
-        started = time.monotonic()
         budget_ms = request.get("budgetMs")
         budget_s = DEADLINE_S[event]
         if isinstance(budget_ms, int) and not isinstance(budget_ms, bool) and budget_ms >= 0:
             budget_s = min(budget_s, budget_ms / 1000.0)
+        deadline = accepted + budget_s
+        self.stuck_after = deadline + STUCK_GRACE_S
         env = self.server.request_env(request.get("env"))
         settings = load_settings(env)  # the session file, read here: the token never crosses the socket
         connection = None
@@ -261,63 +331,46 @@ class Worker:
             payload,
             cwd,
             via="daemon",
-            deadline=started + budget_s,
+            deadline=deadline,
             settings=settings,
             connection=connection,
         )
         return {"stdout": result.stdout, "outcome": result.outcome}
 
-    def serve(self, sock: socket.socket) -> None:
-        """Read one line, answer it, close. Never raises: a bad client costs only its connection."""
+    def reply_to(self, job: Job) -> dict[str, object]:
+        """The reply to one request line, whatever happens while answering it."""
         try:
-            sock.settimeout(CLIENT_IO_TIMEOUT_S)
-            line = _read_request_line(sock)
-            if line is None:
-                return
-            try:
-                request = json.loads(line)
-            except (ValueError, UnicodeDecodeError):
-                request = None
-            try:
-                if not isinstance(request, dict):
-                    raise Refusal("bad_request")
-                reply = self.answer(request)
-            except Refusal as refusal:
-                reply = {"error": refusal.code}
-            except Exception as exc:  # a bug must not take the daemon down; the hook goes direct
-                reply = {"error": "internal", "kind": type(exc).__name__}
-            data = json.dumps(reply, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "replace")
-            sock.sendall(data + b"\n")
-        except OSError:
-            pass  # the client went away or stalled: nothing to tell it
+            return self.answer(parse_request(job.line), job.accepted)
+        except Refusal as refusal:
+            return {"error": refusal.code}
+        except Exception as exc:  # MemoryError, a bug: this request's error, never the worker's end
+            return {"error": "internal", "kind": type(exc).__name__}
+
+    def serve(self, job: Job) -> None:
+        """Answer one request and close its connection. Never raises an Exception."""
+        try:
+            data = encode_reply(self.reply_to(job))
+            job.sock.settimeout(REPLY_SEND_S)
+            job.sock.sendall(data)
+        except Exception:
+            pass  # the client went away or does not read: nothing to tell it
         finally:
-            sock.close()
+            job.sock.close()
+            self.server.unhold(len(job.line))
 
     def run(self) -> None:
         try:
             while True:
-                sock = self.server.pending.get()
-                if sock is None:
+                job = self.server.pending.get()
+                if job is None:
                     return
-                self.serve(sock)
+                self.stuck_after = time.monotonic() + STUCK_GRACE_S  # answer() sets the real one
+                try:
+                    self.serve(job)
+                finally:
+                    self.stuck_after = None
         finally:
             self.close()
-
-
-def _read_request_line(sock: socket.socket) -> bytes | None:
-    """The first line the client sends, or None (EOF; or over the cap, answered with too_large)."""
-    buf = bytearray()
-    while True:
-        chunk = sock.recv(via_daemon.RECV_BYTES)
-        if not chunk:
-            return None
-        newline = chunk.find(b"\n")
-        buf += chunk if newline < 0 else chunk[:newline]
-        if len(buf) > REQUEST_MAX_BYTES:
-            sock.sendall(b'{"error":"too_large"}\n')
-            return None
-        if newline >= 0:
-            return bytes(buf)
 
 
 # -- the server ----------------------------------------------------------------------------------------
@@ -349,6 +402,26 @@ def _answers(path: str) -> bool:
     return True
 
 
+class Reading:
+    """A connection whose request line is still arriving: read by the accept loop, never a worker."""
+
+    __slots__ = ("accepted", "buf", "deadline", "sock")
+
+    def __init__(self, sock: socket.socket, accepted: float) -> None:
+        self.sock = sock
+        self.accepted = accepted
+        self.deadline = accepted + REQUEST_READ_S
+        self.buf = bytearray()
+
+
+def _is_ping(line: bytes) -> bool:
+    try:
+        request = json.loads(line)
+    except Exception:  # short, so never deep; whatever it is, a worker will name it
+        return False
+    return isinstance(request, dict) and request.get("event") == "ping"
+
+
 class Server:
     """The listening socket, the lock that makes it the only one, the workers, and the shutdown."""
 
@@ -358,16 +431,43 @@ class Server:
         self.path = via_daemon.socket_path(env)
         self.idle_s = idle_limit_s(env)
         self.spaces = SpaceCache()
-        self.pending: queue.Queue[socket.socket | None] = queue.Queue(QUEUE_MAX)
+        self.pending: queue.Queue[Job | None] = queue.Queue(QUEUE_MAX)
         self.stop_reason: str | None = None
         self.requests = 0
+        self.workers: list[tuple[Worker, threading.Thread]] = []
+        #: connections whose request line is still arriving, each with its own buffer and deadline
+        self.reading: set[Reading] = set()
+        self._held_bytes = 0
+        self._held_lock = threading.Lock()
         self._lock_fd: int | None = None
         self._listener: socket.socket | None = None
         self._socket_ino: int | None = None
         self._wake_r, self._wake_w = socket.socketpair()
         self._wake_w.setblocking(False)
 
-    # -- the environment of one request
+    # -- what one request needs from the server
+
+    def pong(self) -> dict[str, object]:
+        """The answer to a ping: who serves, and how many workers can take a request."""
+        now = time.monotonic()
+        usable = sum(
+            1
+            for worker, thread in self.workers
+            if thread.is_alive() and (worker.stuck_after is None or now <= worker.stuck_after)
+        )
+        return {"ok": True, "version": __version__, "pid": os.getpid(), "workers": usable}
+
+    def hold(self, size: int) -> bool:
+        """Count `size` more request bytes held; False (nothing counted) when that is over the cap."""
+        with self._held_lock:
+            if self._held_bytes + size > HELD_MAX_BYTES:
+                return False
+            self._held_bytes += size
+            return True
+
+    def unhold(self, size: int) -> None:
+        with self._held_lock:
+            self._held_bytes -= size
 
     def request_env(self, sent: object) -> dict[str, str]:
         """HOME (ours: the socket lives under it) plus the space variables the hook sent, nothing else."""
@@ -454,13 +554,18 @@ class Server:
             with contextlib.suppress(OSError):
                 if os.lstat(self.path).st_ino == self._socket_ino:  # never remove a successor's socket
                     os.unlink(self.path)
+        if self.stop_reason in RESTART_AT_ONCE_REASONS:
+            # a hook that finds no daemon next must start one now, not after the hourly spawn stamp
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(self.folder, via_daemon.STAMP_NAME))
         fd, self._lock_fd = self._lock_fd, None
         if fd is not None:
             os.close(fd)
 
     # -- the loop
 
-    def _accept_all(self) -> None:
+    def _accept_all(self, selector: selectors.BaseSelector, now: float) -> None:
+        """Take every waiting connection; each gets REQUEST_READ_S from now to send its whole line."""
         assert self._listener is not None
         while True:
             try:
@@ -469,46 +574,154 @@ class Server:
                 return
             except OSError:
                 return  # e.g. EMFILE: the client sees a refused/closed connection and goes direct
-            sock.setblocking(True)
             self.requests += 1
+            if len(self.reading) >= READING_MAX:
+                sock.close()  # the hook reads EOF and goes direct
+                continue
+            sock.setblocking(False)
+            reading = Reading(sock, now)
+            self.reading.add(reading)
+            selector.register(sock, selectors.EVENT_READ, reading)
+
+    def _drop(self, selector: selectors.BaseSelector, reading: Reading, reply: bytes = b"") -> None:
+        """Stop reading a connection: say `reply` if there is room for it, and close it."""
+        self.reading.discard(reading)
+        with contextlib.suppress(KeyError, ValueError):
+            selector.unregister(reading.sock)
+        self.unhold(len(reading.buf))
+        if reply:
+            with contextlib.suppress(OSError):
+                reading.sock.send(reply)
+        reading.sock.close()
+
+    def _read(self, selector: selectors.BaseSelector, reading: Reading) -> None:
+        """Take what one connection has sent; a whole line goes to `_dispatch`."""
+        try:
+            chunk = reading.sock.recv(via_daemon.RECV_BYTES)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self._drop(selector, reading)  # hung up before its newline
+            return
+        newline = chunk.find(b"\n")
+        part = chunk if newline < 0 else chunk[:newline]
+        if len(reading.buf) + len(part) > REQUEST_MAX_BYTES:
+            self._drop(selector, reading, b'{"error":"too_large"}\n')
+            return
+        if not self.hold(len(part)):
+            self._drop(selector, reading, b'{"error":"busy"}\n')
+            return
+        reading.buf += part
+        if newline >= 0:
+            self.reading.discard(reading)
+            selector.unregister(reading.sock)
+            self._dispatch(reading)
+
+    def _dispatch(self, reading: Reading) -> None:
+        """A whole line: a ping is answered here (so a ping proves this loop runs), the rest is queued."""
+        line = bytes(reading.buf)
+        sock = reading.sock
+        if len(line) <= PING_LINE_MAX_BYTES and _is_ping(line):
+            with contextlib.suppress(OSError):
+                sock.send(encode_reply(self.pong()))  # a few dozen bytes into an empty buffer
+            sock.close()
+            self.unhold(len(line))
+            return
+        sock.setblocking(True)
+        try:
+            self.pending.put_nowait(Job(sock, line, reading.accepted))
+        except queue.Full:
+            sock.close()  # the hook reads EOF and goes direct
+            self.unhold(len(line))
+
+    def _expire(self, selector: selectors.BaseSelector, now: float) -> float:
+        """Close connections past their read deadline; the next deadline still ahead (inf: none)."""
+        soonest = float("inf")
+        for reading in list(self.reading):
+            if now >= reading.deadline:
+                self._drop(selector, reading)
+            else:
+                soonest = min(soonest, reading.deadline)
+        return soonest
+
+    def _start_worker(self, index: int) -> tuple[Worker, threading.Thread]:
+        worker = Worker(self)
+        thread = threading.Thread(target=worker.run, name=f"bli-daemon-{index}", daemon=True)
+        thread.start()
+        return worker, thread
+
+    def _busy(self) -> bool:
+        """Work in hand: a line being read, one waiting for a worker, or a worker on a request."""
+        return bool(self.reading) or not self.pending.empty() or any(w.stuck_after for w, _ in self.workers)
+
+    def check_workers(self, now: float) -> None:
+        """Restart a worker that died; stand down ("wedged") when every worker is stuck."""
+        for index, (_, thread) in enumerate(self.workers):
+            if not thread.is_alive():
+                self.workers[index] = self._start_worker(index)
+                _say(f"worker {index} ended unexpectedly; restarted")
+        stuck = [w for w, _ in self.workers if w.stuck_after is not None and now > w.stuck_after]
+        if self.workers and len(stuck) == len(self.workers):
+            _say(f"all {len(stuck)} workers are stuck on a request long past its deadline")
+            self.stand_down(WEDGED)
+
+    def _close_pending(self) -> None:
+        """Close every queued connection (their hooks go direct) so the stop signals fit the queue."""
+        while True:
             try:
-                self.pending.put_nowait(sock)
-            except queue.Full:
-                sock.close()
+                job = self.pending.get_nowait()
+            except queue.Empty:
+                return
+            if job is not None:
+                job.sock.close()
+                self.unhold(len(job.line))
 
     def serve_forever(self) -> str:
         """Accept until idle, stood down or signalled; returns why it stopped."""
         assert self._listener is not None
-        workers = [Worker(self) for _ in range(WORKER_COUNT)]
-        threads = [
-            threading.Thread(target=w.run, name=f"bli-daemon-{i}", daemon=True) for i, w in enumerate(workers)
-        ]
-        for thread in threads:
-            thread.start()
+        self.workers = [self._start_worker(index) for index in range(WORKER_COUNT)]
         selector = selectors.DefaultSelector()
         selector.register(self._listener, selectors.EVENT_READ, "accept")
         selector.register(self._wake_r, selectors.EVENT_READ, "wake")
-        last_active = time.monotonic()
+        now = last_active = time.monotonic()
+        next_check = float("inf")  # checks run while there is work: an idle daemon sleeps until its exit
+        next_expiry = float("inf")
         try:
             while self.stop_reason is None:
-                idle_left = last_active + self.idle_s - time.monotonic()
+                idle_left = last_active + self.idle_s - now
                 if idle_left <= 0:
                     self.stop_reason = "idle"
                     break
-                for key, _ in selector.select(timeout=idle_left):
+                timeout = max(0.0, min(idle_left, next_check - now, next_expiry - now))
+                for key, _ in selector.select(timeout=timeout):
                     if key.data == "accept":
-                        self._accept_all()
+                        self._accept_all(selector, time.monotonic())
                         last_active = time.monotonic()
-                    else:
+                        next_check = min(next_check, last_active + HEALTH_CHECK_S)
+                    elif key.data == "wake":
                         with contextlib.suppress(OSError):
                             self._wake_r.recv(64)
+                    else:
+                        self._read(selector, key.data)
+                now = time.monotonic()
+                next_expiry = self._expire(selector, now)
+                if now >= next_check:
+                    self.check_workers(now)
+                    next_check = now + HEALTH_CHECK_S if self._busy() else float("inf")
         finally:
+            for reading in list(self.reading):
+                self._drop(selector, reading)
             selector.close()
             self.release()
-            for _ in threads:
-                self.pending.put(None)
-            for thread in threads:
-                thread.join(JOIN_TIMEOUT_S)
+            self._close_pending()
+            for _ in self.workers:
+                self.pending.put_nowait(None)
+            # one wait for all; none when they are stuck (they never end: the process exits around them)
+            give_up = time.monotonic() + (0.0 if self.stop_reason == WEDGED else JOIN_TIMEOUT_S)
+            for _, thread in self.workers:
+                thread.join(max(0.0, give_up - time.monotonic()))
             self._wake_r.close()
             self._wake_w.close()
         return self.stop_reason or "stopped"
@@ -523,13 +736,106 @@ def _on_signal(server: Server) -> None:
     signal.signal(signal.SIGHUP, handler)
 
 
+# -- `daemon stop` -------------------------------------------------------------------------------------
+
+
+def _lock_free(lock_path: str) -> bool:
+    """True when nobody holds the daemon lock (the holder exited, or there never was one)."""
+    import fcntl
+
+    try:
+        fd = os.open(lock_path, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)  # our shared lock, if we got one, goes with the descriptor
+    return True
+
+
+def _wait_lock_free(lock_path: str, timeout_s: float) -> bool:
+    give_up = time.monotonic() + timeout_s
+    while not _lock_free(lock_path):
+        if time.monotonic() >= give_up:
+            return False
+        time.sleep(STOP_POLL_S)
+    return True
+
+
+def stop(env: Mapping[str, str]) -> tuple[int, str]:
+    """Stop this user's daemon: (exit status, the one line that says what happened).
+
+    The daemon is the process holding the lock file, proven by `via_daemon.lock_holder` (on Linux:
+    that pid has this very file open), so a recycled pid or a stranger's process is never signalled.
+    SIGTERM first (with SIGCONT, so a stopped one acts on it); SIGKILL if it has not let go of the
+    lock within STOP_WAIT_S, and the socket file a killed daemon leaves is removed.
+    """
+    folder = via_daemon.state_dir(env)
+    lock_path = os.path.join(folder, via_daemon.LOCK_NAME)
+    path = via_daemon.socket_path(env)
+    pid = via_daemon.lock_holder(lock_path)
+    if pid is None:
+        if _answers(path):
+            return 1, f"a process listens on {path} but holds no daemon lock; not stopping it"
+        if _remove_stale_socket(path):
+            return 0, f"no daemon runs (removed the socket a crashed one left at {path})"
+        return 0, "no daemon runs"
+    pong = via_daemon.ping(time.monotonic() + STALE_PROBE_S, env)
+    who = f"pid {pid}" + (
+        f", version {pong['version']}" if isinstance(pong, dict) and "version" in pong else ""
+    )
+    for signum in (signal.SIGTERM, signal.SIGCONT):  # CONT: a stopped process acts on TERM only then
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signum)
+    if _wait_lock_free(lock_path, STOP_WAIT_S):
+        _remove_stale_socket(path)
+        return 0, f"stopped the daemon ({who})"
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+    if not _wait_lock_free(lock_path, KILL_WAIT_S):
+        return 1, f"could not stop the daemon ({who})"
+    _remove_stale_socket(path)
+    return 0, f"killed the daemon ({who}): it did not stop within {STOP_WAIT_S:g} s of SIGTERM"
+
+
+def _remove_stale_socket(path: str) -> bool:
+    """Remove a socket file nobody listens on (a killed daemon's); True when one was removed."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    if not stat.S_ISSOCK(info.st_mode) or _answers(path):
+        return False
+    with contextlib.suppress(OSError):
+        os.unlink(path)
+        return True
+    return False
+
+
+def stop_main(argv: list[str]) -> int:
+    if argv:
+        sys.stderr.write(f"bli-memory-mcp daemon stop: unexpected argument {argv[0]!r}\n{USAGE}\n")
+        return 2
+    status, text = stop(dict(os.environ))
+    (sys.stdout if status == 0 else sys.stderr).write(f"bli-memory-mcp daemon: {text}\n")
+    return status
+
+
 def main(argv: list[str]) -> int:
     """Serve until idle, stood down or signalled. 0 also when another daemon already serves."""
     if argv and argv[0] in ("--help", "-h", "help"):
         sys.stdout.write(USAGE + "\n")
         return 0
+    if argv and argv[0] == "stop":
+        if argv[1:] in (["--help"], ["-h"]):
+            sys.stdout.write(USAGE + "\n")
+            return 0
+        return stop_main(argv[1:])
     if argv:
-        sys.stderr.write(f"bli-memory-mcp daemon: unexpected argument {argv[0]!r}; {USAGE}\n")
+        sys.stderr.write(f"bli-memory-mcp daemon: unexpected argument {argv[0]!r}\n{USAGE}\n")
         return 2
     env = dict(os.environ)
     with contextlib.suppress(OSError):
@@ -551,4 +857,6 @@ def main(argv: list[str]) -> int:
     _say(f"listening (pid {os.getpid()}, version {__version__}, idle exit after {server.idle_s:g} s)")
     reason = server.serve_forever()
     _say(f"exiting: {reason} after {server.requests} requests")
+    if reason == WEDGED:
+        os._exit(0)  # its stuck workers cannot be joined; the socket and lock are already released
     return 0

@@ -250,7 +250,7 @@ def _ask_daemon(event: str, payload: dict[str, object], cwd: str, deadline: floa
 
         got = via_daemon.ask_daemon(event, payload, cwd, deadline=deadline)
         if isinstance(got, str):
-            via_daemon.after_miss(got)  # start one (throttled), or replace a wedged one (hourly)
+            via_daemon.after_miss(got)  # start one (throttled), or replace a wedged one at once
         elif got.outcome.get("status") == "failed" and got.outcome.get("reason") == "timeout":
             return via_daemon.DOOR_TIMEOUT  # the door was slow for the daemon's slice: direct gets the rest
     except HookDeadline:

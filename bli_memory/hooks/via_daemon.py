@@ -20,9 +20,14 @@ hold credentials) does not use the daemon: `daemon_env_override`.
 
 Budget: the daemon gets DAEMON_SHARE of the time the hook has left (0.8 s of the prompt's 2 s), and
 is told a little less, so a daemon that accepts and never answers (stopped, deadlocked) still leaves
-the direct path more than half the budget. A daemon that timed out that way is replaced
-(`replace_wedged`: killed by the pid in its lock file, only after proving it is our daemon, at most
-once an hour), because a wedged daemon never idles out and would cost every later prompt its slice.
+the direct path more than half the budget. A daemon that timed out that way is replaced at once
+(`replace_wedged`: killed by the pid in its lock file, only after proving it is our daemon and that
+it misses a short ping, which its accept loop answers without waiting for a worker), because a
+wedged daemon never idles out and would cost every later prompt its slice. (A daemon whose workers
+are all stuck stands down by itself; see `bli_memory.daemon`.)
+
+Nothing is started for a machine that is not paired (no session file): the daemon would have
+nothing to serve, and would idle for hours.
 """
 
 from __future__ import annotations
@@ -59,10 +64,14 @@ SPAWN_INTERVAL_S = 3600.0
 #: the daemon tells its version with every answer; a request of a newer version makes it stand down
 VERSION_MISMATCH = "version_mismatch"
 REPLACE_STAMP_NAME = "memory-daemon.replaced"
-#: a daemon that accepts and never answers is killed and restarted at most this often per machine
-REPLACE_INTERVAL_S = 3600.0
-#: before killing, one more ping this short: a daemon that answers it is busy, not wedged
-WEDGE_PING_S = 0.1
+#: a wedged daemon is killed and restarted at once; a replacement that wedges again within this is
+#: left for this long, so a daemon that cannot start healthy does not cost every prompt a new process
+REPLACE_INTERVAL_S = 10.0
+#: before killing, one more ping this short: a daemon whose accept loop answers it is busy, not wedged
+WEDGE_PING_S = 0.2
+#: the session file (as `bli_memory.settings.session_file` names it, without importing that module
+#: and its `json`): without it the daemon has nothing to serve (an environment token goes direct)
+SESSION_FILE_PARTS = (".config", "bli-cockpit", "session.json")
 
 #: the reasons this module returns; each means "take the direct path"
 UNAVAILABLE = "daemon_unavailable"  # no socket, nobody listening, or it hung up before reading
@@ -130,6 +139,19 @@ def state_dir(env: Mapping[str, str] | None = None) -> str:
 
 def socket_path(env: Mapping[str, str] | None = None) -> str:
     return os.path.join(state_dir(env), SOCKET_NAME)
+
+
+def has_session(env: Mapping[str, str] | None = None) -> bool:
+    """True when this HOME holds a non-empty session file: the daemon would have a door to ask."""
+    env = os.environ if env is None else env
+    home = env.get("HOME") or os.path.expanduser("~")
+    try:
+        info = os.stat(os.path.join(home, *SESSION_FILE_PARTS))
+    except OSError:
+        return False
+    import stat  # already loaded by `os` itself: free
+
+    return info.st_size > 0 and stat.S_ISREG(info.st_mode)
 
 
 def space_env(env: Mapping[str, str]) -> dict[str, str]:
@@ -281,7 +303,7 @@ def ping(deadline: float, env: Mapping[str, str] | None = None) -> dict[str, obj
 # -- replacing a wedged one ----------------------------------------------------------------------------
 
 
-def _lock_holder(lock_path: str) -> int | None:
+def lock_holder(lock_path: str) -> int | None:
     """The pid of the daemon holding the lock at `lock_path`, proven as far as this OS lets us: the
     lock is held (we cannot take it) and, where /proc exists, that pid has this very file open."""
     import fcntl
@@ -324,10 +346,11 @@ def _lock_holder(lock_path: str) -> int | None:
 def replace_wedged(env: Mapping[str, str] | None = None) -> int | None:
     """Kill a daemon that accepts but does not answer, and start a new one; the new pid, or None.
 
-    Called after `daemon_timeout`. Only our own daemon (`_lock_holder`), only when it misses one more
-    short ping, and at most once per REPLACE_INTERVAL_S per machine (a stamp file). SIGKILL because a
-    stopped or deadlocked process does not act on SIGTERM; the socket file it leaves is replaced by
-    the next daemon as stale.
+    Called after `daemon_timeout`. Only our own daemon (`lock_holder`), only when it misses one more
+    short ping (answered by its accept loop, so a daemon whose workers are merely busy answers it),
+    and then at once, unless a replacement happened less than REPLACE_INTERVAL_S ago (a stamp file).
+    SIGKILL because a stopped or deadlocked process does not act on SIGTERM; the socket file it
+    leaves is replaced by the next daemon as stale.
     """
     import signal
 
@@ -340,7 +363,7 @@ def replace_wedged(env: Mapping[str, str] | None = None) -> int | None:
             return None
     except OSError:
         pass
-    pid = _lock_holder(os.path.join(folder, LOCK_NAME))
+    pid = lock_holder(os.path.join(folder, LOCK_NAME))
     if pid is None or ping(time.monotonic() + WEDGE_PING_S, env) != TIMEOUT:
         return None
     if not _write_stamp(stamp, "replaced"):
@@ -349,13 +372,16 @@ def replace_wedged(env: Mapping[str, str] | None = None) -> int | None:
         os.kill(pid, signal.SIGKILL)
     except OSError:
         return None
-    return spawn_daemon(env, force=True)
+    return spawn_daemon(env, force=True) if has_session(env) else None
 
 
 def after_miss(reason: str, env: Mapping[str, str] | None = None) -> None:
     """What the hook does about a daemon it could not use, besides going direct: start one when there
     is none (throttled) or when an older one stood down for us (not throttled: the stamp may be this
-    version's own, from before), and replace one that timed out."""
+    version's own, from before), and replace one that timed out. Nothing is started for a machine
+    that is not paired: a daemon would have nothing to serve."""
+    if reason in SPAWN_REASONS and not has_session(env):
+        return
     if reason == UNAVAILABLE:
         spawn_daemon(env)
     elif reason == MISMATCH:
