@@ -1,0 +1,198 @@
+"""scripts/eval_capture.py: a tiny capture file replayed through the real door the script starts.
+
+The script runs as a subprocess, as a developer runs it; the door it starts is the real
+`bli-memory-door serve`. The LLM librarian's endpoint is the one stand-in: a loopback HTTP server that
+answers every chat completion with the same facts.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "eval_capture.py"
+RUN_TIMEOUT_S = 120.0
+PROJECT = "Alpha Svc/Core"
+TAG = "repo_alpha_svc_core__" + hashlib.sha256(PROJECT.encode()).hexdigest()[:16]
+CORRECTED = "4.2.7"
+EXCHANGES = [
+    {
+        "id": "t1",
+        "project": PROJECT,
+        "exchange": (
+            "User: The settlement job needs a lock of its own, and pin zq-broker 4.2.7 while you are at "
+            "it.\n\nAssistant: Done. `payments/worker.py` now takes `pg_try_advisory_lock(7301)` before "
+            "the settlement job runs, and `requirements.in` pins `zq-broker==4.2.7`."
+        ),
+        "facts": [{"query": "which postgres lock number does settlement take?", "key": ["7301"]}],
+        "must_not": [],
+        "noise": False,
+    },
+    {
+        "id": "t2",
+        "project": PROJECT,
+        "exchange": (
+            "User: thanks, that fixed it!\n\nAssistant: Glad to hear it. Nothing else needs changing "
+            "here, and the branch is ready whenever you are."
+        ),
+        "facts": [],
+        "must_not": [],
+        "noise": True,
+    },
+    {
+        "id": "t3",
+        "project": PROJECT,
+        "exchange": (
+            "User: We moved off the old broker client: pin zq-broker 5.0.1 everywhere now.\n\n"
+            "Assistant: Done. `requirements.in` now pins `zq-broker==5.0.1`, and `requirements.txt` "
+            "is recompiled with `pip-compile`."
+        ),
+        "facts": [{"query": "which zq-broker release is pinned?", "key": ["zq-broker", "5.0.1"]}],
+        "must_not": [CORRECTED],  # the earlier pin, corrected here
+        "noise": False,
+    },
+]
+LLM_FACTS = ["Settlement takes the Postgres advisory lock 7301.", "We pin zq-broker 5.0.1."]
+
+
+def write_capture(folder: Path) -> Path:
+    path = folder / "capture.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in EXCHANGES), encoding="utf-8")
+    return path
+
+
+def script_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = {**os.environ, "HOME": str(tmp_path / "home"), "XDG_DATA_HOME": str(tmp_path / "home" / "share")}
+    for name in ("BLI_MEMORY_LLM_URL", "BLI_MEMORY_LLM_MODEL", "BLI_MEMORY_LLM_KEY", "BLI_MEMORY_EMBEDDER"):
+        env.pop(name, None)
+    env.update(extra)
+    return env
+
+
+def run_script(
+    tmp_path: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args],
+        capture_output=True,
+        text=True,
+        env=env or script_env(tmp_path),
+        timeout=RUN_TIMEOUT_S,
+        check=False,
+    )
+
+
+def columns(stdout: str) -> list[str]:
+    """The librarians the table's header names."""
+    header = next(line for line in stdout.splitlines() if line.startswith("| |"))
+    return [part.strip() for part in header.strip().strip("|").split("|")][1:]
+
+
+def cells(stdout: str, label: str) -> list[str]:
+    """The cells of the table row whose label starts with `label`."""
+    for line in stdout.splitlines():
+        parts = [part.strip() for part in line.strip().strip("|").split("|")]
+        if parts and parts[0].startswith(label):
+            return parts[1:]
+    raise AssertionError(f"no row {label!r} in:\n{stdout}")
+
+
+def word_runs(text: str) -> set[tuple[str, ...]]:
+    words = re.findall(r"\w+", text.lower())
+    return {tuple(words[i : i + 6]) for i in range(len(words) - 5)}
+
+
+def test_a_tiny_capture_file_is_scored_through_the_real_door(tmp_path: Path) -> None:
+    done = run_script(tmp_path, str(write_capture(tmp_path)), "--verbose")
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert out.startswith("capture: capture.jsonl, 3 exchanges (1 noise), 2 facts, 1 projects; embedder onnx")
+    assert columns(out) == ["deterministic"]  # no LLM is configured
+    recall = re.fullmatch(r"(\d\.\d\d) \((\d)/2\)", cells(out, "facts found again")[0])
+    assert recall is not None
+    assert float(recall.group(1)) == int(recall.group(2)) / 2
+    assert 0.0 < float(cells(out, "MRR")[0]) <= float(recall.group(1))
+    assert cells(out, "jobs failed") == ["0 of 3"]
+    # the identifier stated in the exchange is stored as a fact and found again
+    assert re.search(r'^  \+ stored ".*7301', out, re.MULTILINE)
+    assert re.search(r'^  found at \d \(memory\) \[7301\] "which postgres', out, re.MULTILINE)
+    # every project has its own space, named as the Stop hook would name a repository's
+    assert f"\n{TAG}: " in out
+    at_end = out[out.index(f"\n{TAG}: ") :]
+    # wrong facts: the facts still stating the corrected pin (the space is smaller than a search's 10)
+    stale = [line for line in at_end.splitlines() if CORRECTED in line]
+    assert cells(out, "wrong facts") == [str(len(stale))]
+    assert len(re.findall(r"^  WRONG .*4\.2\.7", out, re.MULTILINE)) == len(stale)
+    outcome = "still current 1" if stale else "still current 0"
+    assert re.fullmatch(rf"[01] of 1 \(old fact {outcome}, never stored [01]\)", cells(out, "corrections")[0])
+    # noise kept: stored facts that repeat six words of the noise exchange in a row
+    kept = re.findall(r'^  NOISE KEPT (".*")$', out, re.MULTILINE)
+    assert cells(out, "noise facts kept") == [f"{len(kept)} (from {1 if kept else 0} of 1)"]
+    noise_runs = word_runs(str(EXCHANGES[1]["exchange"]))
+    assert all(word_runs(json.loads(fact)) & noise_runs for fact in kept)
+    assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    "content, reason",
+    [(None, "does not exist"), ('{"id": "x"}\n', "line 1: project must be a non-empty string")],
+)
+def test_a_missing_or_bad_capture_file_is_one_line_and_exit_2(
+    tmp_path: Path, content: str | None, reason: str
+) -> None:
+    path = tmp_path / "capture.jsonl"
+    if content is not None:
+        path.write_text(content, encoding="utf-8")
+    done = run_script(tmp_path, str(path))
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("eval_capture: ")
+    assert str(path) in done.stderr and reason in done.stderr
+
+
+class _ChatStandIn(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        content = json.dumps({"facts": LLM_FACTS})
+        body = json.dumps({"choices": [{"message": {"role": "assistant", "content": content}}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def chat_endpoint() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _ChatStandIn)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_configured_llm_librarian_gets_a_column_beside_the_deterministic_one(
+    tmp_path: Path, chat_endpoint: str
+) -> None:
+    env = script_env(tmp_path, BLI_MEMORY_LLM_URL=chat_endpoint, BLI_MEMORY_LLM_MODEL="stand-in")
+    done = run_script(tmp_path, str(write_capture(tmp_path)), "--embedder", "none", env=env)
+    assert done.returncode == 0, done.stderr
+    assert columns(done.stdout) == ["deterministic", "llm (stand-in)"]
+    assert cells(done.stdout, "LLM answers that fell back") == ["-", "0"]
+    # the stand-in's facts hold both keys: the LLM door found every fact
+    assert cells(done.stdout, "facts found again")[1] == "1.00 (2/2)"
+    assert cells(done.stdout, "jobs failed") == ["0 of 3", "0 of 3"]
