@@ -80,6 +80,15 @@ def _rx(source: str) -> re.Pattern[str]:
 # precedes it in the match is the vendor prefix, which is kept. Every pattern starts with a
 # literal (fast prefix search); the left boundary is checked in Python (``_left_boundary_ok``).
 _PREFIX_RULES: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    # Our own device token: ``bli_`` + ``secrets.token_urlsafe(32)`` (43 URL-safe base64 characters).
+    # It must hold an upper- and a lower-case letter (a random token lacks one with odds of about
+    # 1e-10), so a snake_case or CONSTANT_CASE identifier of the same length (``bli_memory_…``) is
+    # left alone.
+    (
+        "bli_token",
+        ("bli_",),
+        r"bli_(?=[\w-]{0,42}[A-Z])(?=[\w-]{0,42}[a-z])(?P<b>[\w-]{43})(?![\w-])",
+    ),
     (
         "aws_access_key",
         ("AKIA", "ASIA", "ABIA", "ACCA", "A3T"),
@@ -405,6 +414,11 @@ _META_FIRST = frozenset(
     "max min num total input output cache primary sort partition foreign idempotency is has use enable "
     "enabled disable bypass csrf xsrf unique".split()
 )
+# The secrets this package reads from its own environment: their values are secrets whatever
+# they look like (an OpenAI-compatible server may issue a plain lower-case key).
+_OWN_SECRET_KEYS = frozenset(
+    {("bli", "memory", "device", "token"), ("bli", "memory", "embed", "key"), ("bli", "memory", "llm", "key")}
+)
 _KEY_PART_RE = r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+"
 _key_classes: dict[str, str | None] = {}
 
@@ -421,6 +435,8 @@ def _classify_key(key: str) -> str | None:
 
 
 def _classify_parts(comps: list[str]) -> str | None:
+    if tuple(comps) in _OWN_SECRET_KEYS:
+        return "secret"
     if not comps or comps[0] in _META_FIRST or "public" in comps or "publishable" in comps:
         return None
     last = comps[-1]

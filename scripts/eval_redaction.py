@@ -8,7 +8,9 @@ relative to the repository root). Criteria (the corpus README):
 - positive: ``secret`` and every ``extra_secrets`` item are gone, and no 16-character window of the
   secret material (after the vendor ``prefix``, which may be kept) survives;
 - negative: the text comes back byte-identical;
-- ambiguous: reported (masked or kept) next to the corpus policy, never scored.
+- ambiguous: reported (masked or kept) next to the corpus policy, never scored;
+- our own device tokens (``bli_`` + ``secrets.token_urlsafe(32)``, as the door mints them), which
+  the corpus cannot hold: freshly generated ones, in prose and in an assignment, must be masked.
 
 Timing: throughput over the whole corpus concatenated (about 1 MB) and the median time of one 12 KB
 slice, the Stop hook's budget.
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import statistics
 import sys
 import time
@@ -93,6 +96,23 @@ def report_ambiguous(rows: Iterable[dict[str, Any]]) -> list[tuple[str, str, str
     return lines
 
 
+DEVICE_TOKEN_PREFIX = "bli_"  # bli_memory.door.store.sqlite.TOKEN_PREFIX (not imported: it loads numpy)
+DEVICE_TOKEN_BYTES = 32
+DEVICE_TOKEN_SAMPLES = 1000
+DEVICE_TOKEN_SHAPES = ("her new device token is {} - use it", "export BLI_MEMORY_DEVICE_TOKEN={}")
+
+
+def score_device_tokens(samples: int = DEVICE_TOKEN_SAMPLES) -> tuple[int, int]:
+    """(masked, total) over fresh device tokens, each in every shape of ``DEVICE_TOKEN_SHAPES``."""
+    passed = total = 0
+    for _ in range(samples):
+        token = DEVICE_TOKEN_PREFIX + secrets.token_urlsafe(DEVICE_TOKEN_BYTES)
+        for shape in DEVICE_TOKEN_SHAPES:
+            total += 1
+            passed += not secret_survives(token, DEVICE_TOKEN_PREFIX, redact(shape.format(token)).text)
+    return passed, total
+
+
 def build_corpus_text(rows: list[dict[str, Any]]) -> str:
     return "\n\n".join(row["text"] for row in rows)
 
@@ -157,6 +177,7 @@ def main(argv: list[str]) -> int:
     pos_ok, pos_n, pos_fail = score_positives(positives)
     neg_ok, neg_n, neg_fail = score_negatives(negatives)
     amb = report_ambiguous(ambiguous)
+    own_ok, own_n = score_device_tokens()
     corpus = build_corpus_text(positives + negatives + ambiguous)
     mb_per_s, size = time_throughput(corpus)
     slice_median_ms, slice_cpu_ms, slice_max_ms = time_slice(corpus)
@@ -164,6 +185,7 @@ def main(argv: list[str]) -> int:
     rows = [
         ("positives redacted", f"{pos_ok}/{pos_n}", f"{100 * pos_ok / pos_n:.1f} %", "100 %"),
         ("negatives unchanged", f"{neg_ok}/{neg_n}", f"{100 * neg_ok / neg_n:.1f} %", "100 %"),
+        ("own device tokens", f"{own_ok}/{own_n}", f"{100 * own_ok / own_n:.1f} %", "100 %"),
         ("ambiguous masked", f"{sum(a[3] == 'masked' for a in amb)}/{len(amb)}", "-", "report only"),
         ("throughput", f"{size / 1e6:.2f} MB", f"{mb_per_s:.1f} MB/s", "-"),
         (
@@ -188,7 +210,7 @@ def main(argv: list[str]) -> int:
             print(f"\n{title}:")
             for line in failures if verbose else failures[:20]:
                 print("  " + line)
-    ok = pos_ok == pos_n and neg_ok == neg_n and slice_cpu_ms < SLICE_TARGET_MS
+    ok = pos_ok == pos_n and neg_ok == neg_n and own_ok == own_n and slice_cpu_ms < SLICE_TARGET_MS
     return 0 if ok else 1
 
 

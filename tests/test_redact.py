@@ -32,8 +32,9 @@ _CHARSETS = {
     "lower": string.ascii_lowercase,
     "digits": string.digits,
     "pw": string.ascii_letters + string.digits + "-+^?!~._",
+    "urlsafe": string.ascii_letters + string.digits + "-_",
 }
-_FIELD = re.compile(r"\{(alnum|hex|b64|upper|lower|digits|pw):(\d+)\}")
+_FIELD = re.compile(r"\{(alnum|hex|b64|upper|lower|digits|pw|urlsafe):(\d+)\}")
 
 
 def _fill(template: str, rng: random.Random) -> tuple[str, str]:
@@ -125,6 +126,50 @@ def test_counts_one_mask_per_secret_and_reports_kinds() -> None:
     assert result.masked == sum(result.kinds.values())
     assert result.kinds.get("aws_access_key", 0) >= 2
     assert result.kinds.get("github_token", 0) >= 3
+
+
+MINTED_TOKENS = 300
+
+
+def test_every_device_token_the_door_mints_is_masked_keeping_its_prefix(tmp_path: Path) -> None:
+    """Tokens from the door's own minting code, in the shapes a turn shows them in."""
+    from bli_memory.door.store.sqlite import TOKEN_PREFIX, SqliteStore
+
+    store = SqliteStore(tmp_path / "door.db")
+    try:
+        tokens = [store.create_device(person=f"p{i}", admin=i == 0)[1] for i in range(MINTED_TOKENS)]
+    finally:
+        store.close()
+    assert all(token.startswith(TOKEN_PREFIX) for token in tokens)
+    for token in tokens:
+        for shape in (
+            "her new device token is {} - use it",
+            "BLI_MEMORY_DEVICE_TOKEN={}",
+            '{{"device_token": "{}"}}',
+            "Authorization: Bearer {}",
+            "pair printed:\\n{}\\n",
+        ):
+            text = shape.format(token)
+            out = redact(text)
+            assert token[len(TOKEN_PREFIX) :] not in out.text, out.text
+            assert not _survives(token, TOKEN_PREFIX, out.text), out.text
+            assert "bli_[REDACTED:bli_token]" in out.text, out.text
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "bli_memory",
+        "bli_memory.door",
+        "from bli_memory.door.store.sqlite import TOKEN_PREFIX",
+        "bli_" + "memory_hooks_transcript_lines_backwards_xyz",  # 43 characters, an identifier
+        "BLI_" + "MEMORY_HOOKS_TRANSCRIPT_LINES_BACKWARDS_XYZ",
+        "bli_" + "A1b2C3d4E5f6G7h8I9j0" * 2 + "K1",  # 42 characters: not what the door mints
+        "bli_" + "A1b2C3d4E5f6G7h8I9j0" * 2 + "K1l2",  # 44 characters: nor this
+    ],
+)
+def test_our_module_names_and_other_lengths_are_not_device_tokens(text: str) -> None:
+    assert redact(text).text == text
 
 
 def test_empty_text() -> None:

@@ -12,7 +12,15 @@ from __future__ import annotations
 
 _WHITESPACE = " \t\n\r"
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+#: the escapes other than `\\\\` and `\\u`, as they appear in the text, and what each stands for
+_SIMPLE_ESCAPES = {"\\" + key: value for key, value in _ESCAPES.items() if key != "\\"}
 _MAX_DEPTH = 200
+_DIGITS = "0123456789"
+#: a run of whitespace or digits longer than this is read a window at a time (see `_span`)
+_SHORT_RUN_CHARS = 16
+_RUN_WINDOW_CHARS = 64 * 1024
+#: the control characters a JSON string may not hold raw, as UTF-8 bytes (each is one byte there)
+_CONTROL_BYTES = bytes(range(0x20))
 
 
 class JSONError(ValueError):
@@ -27,8 +35,27 @@ def loads(text: str) -> object:
 
 
 def _skip(text: str, index: int) -> int:
-    while index < len(text) and text[index] in _WHITESPACE:
+    return _span(text, index, _WHITESPACE)
+
+
+def _span(text: str, index: int, chars: str) -> int:
+    """The end of the run of `chars` that starts at `index`.
+
+    A short run (the usual case: a space or two) is walked directly; a long one is stripped a window
+    at a time with `str.lstrip`, so a megabyte of whitespace or digits costs C time, not a Python
+    step per character.
+    """
+    end = len(text)
+    for _ in range(_SHORT_RUN_CHARS):
+        if index >= end or text[index] not in chars:
+            return index
         index += 1
+    while index < end:
+        window = text[index : index + _RUN_WINDOW_CHARS]
+        rest = len(window.lstrip(chars))
+        index += len(window) - rest
+        if rest:
+            return index
     return index
 
 
@@ -91,33 +118,103 @@ def _array(text: str, index: int, depth: int) -> tuple[list[object], int]:
 
 
 def _string(text: str, index: int) -> tuple[str, int]:
+    """The string whose opening quote is just before `index`, and the index after its closing quote.
+
+    Linear in the string's length whatever it holds, and C work only: the closing quote is found
+    with `str.find` (`_string_end`), control characters are looked for once over the whole raw
+    string, and the escapes are undone by a few whole-string passes (`_unescape`). A string with no
+    backslash, the usual case, is one `find` and one slice.
+    """
+    end = _string_end(text, index)
+    raw = text[index:end]
+    if not raw.isprintable() and _has_control(raw):
+        raise JSONError("control character in a string")
+    if "\\" not in raw:
+        return raw, end + 1
+    return _unescape(raw, index), end + 1
+
+
+def _string_end(text: str, index: int) -> int:
+    """The index of the quote that closes the string starting at `index`."""
+    quote = text.find('"', index)
+    if quote < 0:
+        raise JSONError("unterminated string")
+    if quote == index or text[quote - 1] != "\\":
+        return quote
+    # A quote after a backslash may be escaped. Look at windows (growing up to a bound): pair off
+    # escaped backslashes, blank out escaped quotes (both keep the length), and the first quote
+    # left is the end. A window never ends between a backslash and the character it escapes.
+    size = quote - index + _SHORT_RUN_CHARS
+    while index < len(text):
+        window = text[index : index + size].replace("\\\\", "\0\0")
+        if window.endswith("\\") and index + size < len(text):
+            window = window[:-1]
+        found = window.replace('\\"', "\0\0").find('"')
+        if found >= 0:
+            return index + found
+        index += len(window)
+        size = min(2 * size, _RUN_WINDOW_CHARS)
+    raise JSONError("unterminated string")
+
+
+def _has_control(raw: str) -> bool:
+    """True when `raw` holds a character below U+0020 (`isprintable` also refuses others)."""
+    encoded = raw.encode("utf-8", "surrogatepass")
+    return len(encoded.translate(None, _CONTROL_BYTES)) != len(encoded)
+
+
+def _unescape(raw: str, offset: int) -> str:
+    """`raw` (no control character, no unescaped quote) with its escapes undone, by whole-string
+    passes: NUL cannot occur raw, so it stands in for an escaped backslash, after which every
+    backslash left starts an escape of its own and can be counted and replaced."""
+    text = raw.replace("\\\\", "\0")
+    escapes = text.count("\\")
+    simple = sum(text.count(escape) for escape in _SIMPLE_ESCAPES)
+    if simple == escapes:
+        for escape, char in _SIMPLE_ESCAPES.items():
+            text = text.replace(escape, char)
+        return text.replace("\0", "\\")
+    if simple + text.count("\\u") != escapes:
+        raise JSONError(f"bad escape in the string at {offset}")
+    if not raw.isprintable():  # e.g. a raw surrogate, which the codec pass below could pair up
+        return _unescape_each(raw, offset)
+    # Only JSON's escapes are left, and `\\/` is the one the unicode_escape codec does not know.
+    # Characters past Latin-1 go through it as `\\uXXXX`; UTF-16 then pairs escaped surrogates as
+    # JSON does (a high one right before a low one), leaving any other surrogate as it is.
+    text = text.replace("\\/", "/").replace("\0", "\\\\")
+    try:
+        decoded = text.encode("latin-1", "backslashreplace").decode("unicode_escape")
+    except UnicodeDecodeError:
+        raise JSONError(f"bad \\u escape in the string at {offset}") from None
+    if "\\ud" in text or "\\uD" in text:
+        decoded = decoded.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "surrogatepass")
+    return decoded
+
+
+def _unescape_each(raw: str, offset: int) -> str:
+    """`_unescape` one escape at a time: for the rare string that holds a non-printable character."""
     parts: list[str] = []
+    index = 0
     while True:
-        quote = text.find('"', index)
-        if quote < 0:
-            raise JSONError("unterminated string")
-        backslash = text.find("\\", index, quote)
-        end = quote if backslash < 0 else backslash
-        chunk = text[index:end]
-        if any(ord(char) < 0x20 for char in chunk):
-            raise JSONError("control character in a string")
-        parts.append(chunk)
+        backslash = raw.find("\\", index)
         if backslash < 0:
-            return "".join(parts), quote + 1
-        escape = text[backslash + 1 : backslash + 2]
+            parts.append(raw[index:])
+            return "".join(parts)
+        parts.append(raw[index:backslash])
+        escape = raw[backslash + 1 : backslash + 2]
         if escape in _ESCAPES:
             parts.append(_ESCAPES[escape])
             index = backslash + 2
         elif escape == "u":
-            code, index = _hex4(text, backslash + 2)
-            if 0xD800 <= code < 0xDC00 and text.startswith("\\u", index):
-                low, after = _hex4(text, index + 2)
+            code, index = _hex4(raw, backslash + 2)
+            if 0xD800 <= code < 0xDC00 and raw.startswith("\\u", index):
+                low, after = _hex4(raw, index + 2)
                 if 0xDC00 <= low < 0xE000:
                     code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
                     index = after
             parts.append(chr(code))
         else:
-            raise JSONError(f"bad escape at {backslash}")
+            raise JSONError(f"bad escape at {offset + backslash}")
 
 
 def _hex4(text: str, index: int) -> tuple[int, int]:
@@ -157,9 +254,7 @@ def _number(text: str, index: int) -> tuple[int | float, int]:
 
 
 def _digits(text: str, index: int) -> int:
-    while index < len(text) and "0" <= text[index] <= "9":
-        index += 1
-    return index
+    return _span(text, index, _DIGITS)
 
 
 def dumps(value: object, *, compact: bool = False, sort_keys: bool = False, ensure_ascii: bool = True) -> str:

@@ -15,8 +15,15 @@ only `lines_backwards` touches the file.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
+import os
+import stat
 from collections.abc import Iterable, Iterator
+
+TYPE_CHECKING = False  # `typing` costs milliseconds on every hook; mypy reads this constant as True
+if TYPE_CHECKING:
+    from typing import BinaryIO
 
 READ_BLOCK_BYTES = 64 * 1024
 SEARCH_MAX_BYTES = 4 * 1024 * 1024
@@ -56,9 +63,10 @@ class Exchange:
 def lines_backwards(path: str, *, max_bytes: int = SEARCH_MAX_BYTES) -> Iterator[bytes]:
     """The file's lines, last first, reading at most `max_bytes` from the end.
 
-    Raises OSError when the file cannot be opened. A line longer than the search window is dropped.
+    Raises OSError when the file cannot be opened or is not a regular file. A line longer than the
+    search window is dropped.
     """
-    with open(path, "rb") as handle:
+    with _open_regular(path) as handle:
         handle.seek(0, 2)
         position = handle.tell()
         carry = b""
@@ -76,6 +84,26 @@ def lines_backwards(path: str, *, max_bytes: int = SEARCH_MAX_BYTES) -> Iterator
                     yield piece
         if position == 0 and carry.strip():
             yield carry
+
+
+def _open_regular(path: str) -> BinaryIO:
+    """`path` opened for reading, if it is a regular file; else OSError, at once.
+
+    The path comes from the host's payload. A FIFO there would block a plain `open` until a writer
+    appears (the whole Stop deadline), and a device or a directory is no transcript: the type is
+    checked before opening, the open itself never waits (`O_NONBLOCK`), and the type is checked again
+    on what was opened, in case the path was swapped in between.
+    """
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise OSError(errno.EINVAL, "not a regular file", path)
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def _text_of(content: object, text_types: tuple[str, ...]) -> tuple[str, bool]:

@@ -8,7 +8,10 @@ after normalising case and punctuation, or it is shorter than `MIN_PROMPT_CHARS`
 an identifier (BLI-3580): a short `BLI-3580?` or `parse_args` is the best query the keyword channel
 ever gets, so it is always searched.
 
-Pure functions, no imports: this runs on every prompt.
+Pure functions, no imports: this runs on every prompt, inside the prompt hook's 2 s, on prompts of
+up to a few MB. So no decision reads more than it needs: only a prompt of at most
+`CLOSED_LIST_MAX_CHARS` can be a closed-list entry, and identifiers are looked for in the first
+`IDENTIFIER_SCAN_MAX_CHARS`.
 """
 
 from __future__ import annotations
@@ -42,20 +45,39 @@ CLOSED_LIST: frozenset[str] = frozenset(
 
 _EDGE_PUNCTUATION = ".,;:!?()[]{}<>\"'“”‘’…"
 
+#: A prompt longer than this (after trimming whitespace) is never a closed-list entry: the longest
+#: entry is a few dozen characters, so a few hundred leave room for any punctuation around one, and
+#: a megabyte prompt is never normalised whole.
+CLOSED_LIST_MAX_CHARS = 256
+#: Identifiers are looked for in this much of a prompt: the keyword query sent to the door is the
+#: prompt's first 4 KB, so a name further on could not have matched anything anyway.
+IDENTIFIER_SCAN_MAX_CHARS = 4 * 1024
+
+#: the table remembers this many characters (a hostile prompt of all-distinct characters stays small)
+_TABLE_MAX_ENTRIES = 4096
+
+
+class _SpaceForNonAlnum(dict[int, str]):
+    """A `str.translate` table that keeps letters and digits and turns anything else into a space,
+    filled in as characters are met (no table can list all of Unicode up front)."""
+
+    def __missing__(self, code: int) -> str:
+        char = chr(code)
+        mapped = char if char.isalnum() else " "
+        if len(self) < _TABLE_MAX_ENTRIES:
+            self[code] = mapped
+        return mapped
+
+
+_SPACE_FOR_NON_ALNUM = _SpaceForNonAlnum()
+
 
 def normalise(text: str) -> str:
-    """Lowercase, every run of non-alphanumeric characters becomes one space, trimmed."""
-    out: list[str] = []
-    pending_space = False
-    for char in text.lower():
-        if char.isalnum():
-            if pending_space and out:
-                out.append(" ")
-            pending_space = False
-            out.append(char)
-        else:
-            pending_space = True
-    return "".join(out)
+    """Lowercase, every run of non-alphanumeric characters becomes one space, trimmed.
+
+    C-speed passes only (`lower`, `translate`, `split`, `join`): no Python step per character.
+    """
+    return " ".join(text.lower().translate(_SPACE_FOR_NON_ALNUM).split())
 
 
 def is_slash_command(text: str) -> bool:
@@ -90,15 +112,16 @@ def _is_identifier(token: str) -> bool:
 
 
 def names_identifier(text: str) -> bool:
-    """True when some whitespace-separated token looks like code, a ticket, a path or a version."""
-    return any(_is_identifier(token) for token in text.split())
+    """True when some whitespace-separated token looks like code, a ticket, a path or a version
+    (in the first `IDENTIFIER_SCAN_MAX_CHARS` characters)."""
+    return any(_is_identifier(token) for token in text[:IDENTIFIER_SCAN_MAX_CHARS].split())
 
 
 def identifiers(text: str) -> list[str]:
     """The identifier tokens of `text` (as `names_identifier` sees them), without edge punctuation or
     backticks, e.g. `["BLI-3580", "parse_args"]` for "why did BLI-3580 break `parse_args`?"."""
     found: list[str] = []
-    for token in text.split():
+    for token in text[:IDENTIFIER_SCAN_MAX_CHARS].split():
         if _is_identifier(token):
             word = token.strip(_EDGE_PUNCTUATION + "`")
             if word.endswith("()"):
@@ -115,7 +138,7 @@ def skip_reason(prompt: object) -> str | None:
     text = prompt.strip()
     if is_slash_command(text):
         return "trivial_prompt"
-    if normalise(text) in CLOSED_LIST:
+    if len(text) <= CLOSED_LIST_MAX_CHARS and normalise(text) in CLOSED_LIST:
         return "trivial_prompt"
     if len(text) < MIN_PROMPT_CHARS and not names_identifier(text):
         return "trivial_prompt"
