@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import statistics
 import sys
 import time
@@ -31,6 +30,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bli_memory.door.model import TOKEN_PREFIX, new_token  # noqa: E402  (stdlib only)
 from bli_memory.redact import redact  # noqa: E402
 
 DEFAULT_DIR = REPO.parent / "shared" / "data" / "redaction"
@@ -96,8 +96,6 @@ def report_ambiguous(rows: Iterable[dict[str, Any]]) -> list[tuple[str, str, str
     return lines
 
 
-DEVICE_TOKEN_PREFIX = "bli_"  # bli_memory.door.store.sqlite.TOKEN_PREFIX (not imported: it loads numpy)
-DEVICE_TOKEN_BYTES = 32
 DEVICE_TOKEN_SAMPLES = 1000
 DEVICE_TOKEN_SHAPES = ("her new device token is {} - use it", "export BLI_MEMORY_DEVICE_TOKEN={}")
 
@@ -106,10 +104,10 @@ def score_device_tokens(samples: int = DEVICE_TOKEN_SAMPLES) -> tuple[int, int]:
     """(masked, total) over fresh device tokens, each in every shape of ``DEVICE_TOKEN_SHAPES``."""
     passed = total = 0
     for _ in range(samples):
-        token = DEVICE_TOKEN_PREFIX + secrets.token_urlsafe(DEVICE_TOKEN_BYTES)
+        token = new_token()
         for shape in DEVICE_TOKEN_SHAPES:
             total += 1
-            passed += not secret_survives(token, DEVICE_TOKEN_PREFIX, redact(shape.format(token)).text)
+            passed += not secret_survives(token, TOKEN_PREFIX, redact(shape.format(token)).text)
     return passed, total
 
 

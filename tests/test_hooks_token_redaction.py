@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from bli_memory.door.store.sqlite import TOKEN_PREFIX
+from bli_memory.door.model import TOKEN_PREFIX
 from tests.test_hooks_door import _job_done, paired
 from tests.test_hooks_run import STOP, run_hook
 

@@ -133,7 +133,8 @@ MINTED_TOKENS = 300
 
 def test_every_device_token_the_door_mints_is_masked_keeping_its_prefix(tmp_path: Path) -> None:
     """Tokens from the door's own minting code, in the shapes a turn shows them in."""
-    from bli_memory.door.store.sqlite import TOKEN_PREFIX, SqliteStore
+    from bli_memory.door.model import TOKEN_PREFIX
+    from bli_memory.door.store.sqlite import SqliteStore
 
     store = SqliteStore(tmp_path / "door.db")
     try:

@@ -171,5 +171,14 @@ def hash_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+#: every device token starts with this, so a redactor can recognise one (`bli_` + 43 URL-safe chars).
+TOKEN_PREFIX = "bli_"
+
+
+def new_token() -> str:
+    """A device token: 256 random bits, URL-safe, behind our prefix."""
+    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
 def new_id(prefix: str) -> str:
     return f"{prefix}_{secrets.token_hex(12)}"

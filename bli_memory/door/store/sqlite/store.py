@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -25,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from bli_memory.door.model import Job, Memory, Principal, hash_text, new_id, now_s
+from bli_memory.door.model import Job, Memory, Principal, hash_text, new_id, new_token, now_s
 from bli_memory.door.store.base import ExperienceOutcome, IndexRow, NewVersion, VectorTask
 from bli_memory.door.store.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -34,7 +33,6 @@ if TYPE_CHECKING:
 
 PAGE_CACHE_KIB = 64 * 1024
 MMAP_BYTES = 256 * 1024 * 1024
-TOKEN_PREFIX = "bli_"
 #: with less free space than this on the database's disk, `write_problem` says a write would fail.
 MIN_FREE_BYTES = 1024 * 1024
 #: with fewer spare pages than this under a page limit (`limit_pages`), the same.
@@ -176,7 +174,7 @@ class SqliteStore:
     def create_device(
         self, *, person: str, team: str = "local", admin: bool = False, label: str | None = None
     ) -> tuple[str, str]:
-        token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        token = new_token()
         device_id = new_id("dev")
         now = now_s()
         with self.transaction():
