@@ -196,6 +196,7 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
         404: "not_found / no_match: unknown id (also another team's), or nothing close enough",
         409: "not_current / conflict",
         413: "body_too_large: over 1 MiB",
+        429: "queue_full: the device has as many extract jobs waiting as it may (extract: true)",
         502: "insert_failed",
     }
     return {status: {"model": ErrorBody, "description": meaning[status]} for status in statuses}
@@ -424,7 +425,7 @@ def create_app(
         status_code=201,
         responses={
             202: {"description": "extract: true: the job is queued ({queued, jobId, containerTag})"},
-            **_errors(*_COMMON),
+            **_errors(*_COMMON, 429),
         },
     )
     def save(body: SaveBody, caller: Caller) -> Any:

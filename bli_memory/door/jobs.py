@@ -4,6 +4,7 @@ One thread inside the door. A job is claimed (`running`), its text distilled int
 librarian, each fact reconciled against the space, and every resulting write plus the job's `done`
 mark committed in one transaction — so a door killed mid-job has written nothing for it, and at the
 next start `requeue_interrupted_jobs` puts it back in the queue: a job is applied once, never twice.
+A job whose device is revoked (before it starts or while it runs) is cancelled and writes nothing.
 """
 
 from __future__ import annotations
@@ -29,8 +30,12 @@ ERROR_PAUSE_S = 2.0
 Extractor = Callable[[str], tuple[list[str], str]]
 
 
-def run_job(store: SqliteStore, job: Job, extract: Extractor) -> JobOutcome:
-    """Extract, reconcile and apply one job; the writes and the `done` mark commit together."""
+def run_job(store: SqliteStore, job: Job, extract: Extractor) -> JobOutcome | None:
+    """Extract, reconcile and apply one job; the writes and the `done` mark commit together.
+
+    None when the job was cancelled (its device revoked): nothing is written for it."""
+    if not store.job_may_write(job):  # spare the extractor a cancelled job's text
+        return None
     principal = store.principal_for_job(job)
     outcome = JobOutcome()
     started = time.perf_counter()
@@ -40,6 +45,8 @@ def run_job(store: SqliteStore, job: Job, extract: Extractor) -> JobOutcome:
     metadata = dict(job.metadata or {})
     metadata["source"] = metadata.get("source", "extract")
     with store.atomic():
+        if not store.job_may_write(job):  # revoked while extracting: final under this transaction
+            return None
         for fact in facts:
             # the fact's own look-alikes only: context rows are no evidence of a duplicate
             hits = store.search(principal, job.container_tag, fact, limit=RECONCILE_NEIGHBOURS, context=False)
@@ -150,6 +157,9 @@ class Worker:
             )
             self.store.fail_job(job.id, reason, retry=retry)
             self._write(f"[bli-memory] extract job failed {json.dumps({'job': job.id, 'retry': retry})}")
+            return
+        if outcome is None:
+            self._write(f"[bli-memory] extract job cancelled {json.dumps({'job': job.id})}")
             return
         fields = {"job": job.id, **outcome.to_json()}
         self._write(f"[bli-memory] extract job done {json.dumps(fields)}")

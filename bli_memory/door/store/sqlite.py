@@ -14,6 +14,11 @@ Strategy:
   Python's sqlite3 cannot load vector extensions).
 - Both caches are dropped when a rollback may have undone what they hold, and
   when another connection has written to the file (`PRAGMA data_version`).
+  Both hold at most SPACE_CACHE_MAX_SPACES spaces, least recently used out first:
+  a search of a tag nobody saved in costs a few KB, and must not cost them forever.
+- The file is private: the store creates its folder 0700 and the file 0600
+  (SQLite gives `-wal` and `-shm` the file's mode), and checks an existing file
+  for damage before anything writes to it (`check_integrity`).
 - Every write is one `BEGIN IMMEDIATE` transaction with synchronous=FULL:
   a door killed at any instant loses no acknowledged write.
 - All SQL runs under one lock on one connection; a local door's requests take
@@ -24,18 +29,28 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import secrets
 import sqlite3
 import sys
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from bli_memory.door import keyword, ranking
-from bli_memory.door.errors import Conflict, Forbidden, InvalidRequest, NoMatch, NotFound
+from bli_memory.door.errors import (
+    Conflict,
+    DoorError,
+    Forbidden,
+    InvalidRequest,
+    NoMatch,
+    NotFound,
+    Unauthorized,
+)
 from bli_memory.door.model import Hit, Job, Memory, Principal, SaveResult, now_s
 
 if TYPE_CHECKING:
@@ -43,7 +58,7 @@ if TYPE_CHECKING:
 
     from bli_memory.door.embed import Embedder
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 # Lookups by id write `+team_id` / `+status`: the unary plus keeps SQLite from choosing an index on
 # those columns (it did, twice: 20-60 ms scans of a whole space instead of 100 id probes).
 EMBED_ERROR_LOG_INTERVAL_S = 60.0
@@ -63,6 +78,22 @@ SECONDS_PER_DAY = 86_400.0
 PROFILE_DYNAMIC_COUNT = 8
 PROFILE_RECENT_COUNT = 10
 JOB_MAX_ATTEMPTS = 3
+#: extract jobs one device may have waiting (queued or running); past it a save with extract is 429.
+#: A turn queues one job and a worker drains them in milliseconds (seconds with an LLM): hundreds
+#: waiting means a stuck worker or a runaway client, and each may hold 100 000 characters.
+MAX_PENDING_JOBS_PER_DEVICE = 200
+#: spaces whose keyword index and vector matrix stay in memory (least recently used out first).
+SPACE_CACHE_MAX_SPACES = 512
+#: (team, tag) -> tags-of-the-space answers kept for SPACE_TAGS_TTL_S.
+SPACE_TAGS_CACHE_MAX = 4096
+#: the start-up check for damage reads the whole file, linear in its size (100 000 memories, 230 MB:
+#: 0.2-0.3 s on an idle machine, 1-2 s on a loaded one); a file too big to finish in this time is
+#: served after it, with a line saying the check was partial.
+INTEGRITY_CHECK_BUDGET_S = 5.0
+FILE_MODE = 0o600
+FOLDER_MODE = 0o700
+#: what cancels a job whose device was revoked.
+REVOKED_JOB_ERROR = "cancelled: its device was revoked"
 
 _MIGRATIONS: dict[int, str] = {
     1: """
@@ -181,7 +212,129 @@ _MIGRATIONS: dict[int, str] = {
     3: """
     DROP TABLE IF EXISTS memories_fts;
     """,
+    # v4: admin is a property of one device, not of the person: pairing a second device of an admin
+    # no longer hands it admin, and `pair --admin` no longer promotes the person's other devices.
+    # Every device keeps what it had (its person's flag); `people.admin` stays (DROP COLUMN needs
+    # SQLite 3.35) and is no longer read. Jobs of devices revoked before v4 are cancelled, and jobs
+    # are found by device for the queue cap and for revoking.
+    4: """
+    ALTER TABLE devices ADD COLUMN admin INTEGER NOT NULL DEFAULT 0;
+    UPDATE devices SET admin = (SELECT p.admin FROM people p WHERE p.id = devices.person_id);
+    CREATE INDEX jobs_device ON memory_extract_jobs (device_id, status);
+    UPDATE memory_extract_jobs SET status = 'cancelled', error = 'cancelled: its device was revoked'
+        WHERE status IN ('queued', 'running')
+        AND device_id IN (SELECT id FROM devices WHERE revoked_at IS NOT NULL);
+    """,
 }
+
+
+class DamagedDatabase(Exception):
+    """The file fails SQLite's own check for damage; nothing was written to it."""
+
+    def __init__(self, path: str, detail: str) -> None:
+        super().__init__(f"{path} is damaged ({detail})")
+        self.path = path
+        self.detail = detail
+
+
+def check_integrity(path: str | Path, budget_s: float = INTEGRITY_CHECK_BUDGET_S) -> bool:
+    """Raise DamagedDatabase when `PRAGMA quick_check` finds damage in an existing file.
+
+    Reads through a read-only connection, which never writes the file nor checkpoints its WAL.
+    Returns True when the whole file was checked, False when `budget_s` ran out first (a file of
+    millions of memories; what was read was sound). `quick_check` reads every page once but skips
+    the index-against-table comparison of `integrity_check` (about half its cost).
+    """
+    uri = Path(path).resolve().as_uri() + "?mode=ro"
+    db = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=30, check_same_thread=False)
+    deadline = time.monotonic() + budget_s
+    over_budget = threading.Event()
+
+    def interrupt() -> None:  # the check runs inside one SQLite step: only an interrupt stops it
+        over_budget.set()
+        db.interrupt()
+
+    def progress() -> int:  # between steps, for a budget that ran out before the check began
+        if time.monotonic() >= deadline:
+            over_budget.set()
+            return 1
+        return 0
+
+    timer = threading.Timer(budget_s, interrupt)
+    timer.daemon = True
+    try:
+        db.execute("PRAGMA busy_timeout = 30000")
+        db.set_progress_handler(progress, 1)
+        timer.start()
+        try:
+            rows = db.execute("PRAGMA quick_check(1)").fetchall()
+        except sqlite3.OperationalError as exc:
+            if over_budget.is_set():
+                return False
+            raise _damage_or(exc, str(path)) from None
+        except sqlite3.DatabaseError as exc:
+            raise _damage_or(exc, str(path)) from None
+    finally:
+        timer.cancel()
+        timer.join()
+        db.close()
+    verdict = str(rows[0][0]) if rows else "no answer"
+    if verdict != "ok":
+        raise DamagedDatabase(str(path), f"quick_check: {verdict.splitlines()[0][:200]}")
+    return True
+
+
+def _damage_or(exc: sqlite3.DatabaseError, path: str) -> Exception:
+    """A malformed file is damage; anything else (not a database at all, locked) stays itself."""
+    text = str(exc)
+    if "malformed" in text or "corrupt" in text:
+        return DamagedDatabase(path, text)
+    return exc
+
+
+def create_private(path: Path) -> None:
+    """Create the folder (0700, if missing) and an empty file (0600) for a new database. SQLite
+    then makes `-wal` and `-shm` with the file's mode, whatever the umask."""
+    path.parent.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    except FileExistsError:
+        return
+    os.close(fd)
+
+
+_Key = TypeVar("_Key")
+_Value = TypeVar("_Value")
+
+
+class _Lru(Generic[_Key, _Value]):
+    """A dict that keeps at most `cap` entries, dropping the least recently used. Thread-safe."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self._items: OrderedDict[_Key, _Value] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: _Key) -> _Value | None:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key: _Key, value: _Value) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.cap:
+                self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+    def __len__(self) -> int:
+        return len(self._items)
 
 
 def hash_token(token: str) -> str:
@@ -242,11 +395,24 @@ class SqliteStore:
 
     name = "sqlite"
 
-    def __init__(self, path: str | Path, *, embedder: Embedder | None = None) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        embedder: Embedder | None = None,
+        max_pending_jobs: int = MAX_PENDING_JOBS_PER_DEVICE,
+    ) -> None:
         self.path = str(path)
         self.embedder = embedder
+        self.max_pending_jobs = max_pending_jobs
+        #: False when the start-up check ran out of time before the end of a very large file.
+        self.checked_whole = True
         if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            file = Path(self.path)
+            if file.exists() and file.stat().st_size > 0:
+                self.checked_whole = check_integrity(file)  # before anything may write to it
+            else:
+                create_private(file)
         self._lock = threading.RLock()
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
         self._db.row_factory = sqlite3.Row
@@ -259,11 +425,11 @@ class SqliteStore:
         # it serves the candidates' id lookups and the keyword index builds, not measured apart there.
         self._db.execute(f"PRAGMA cache_size = -{PAGE_CACHE_KIB}")
         self._db.execute(f"PRAGMA mmap_size = {MMAP_BYTES}")
-        self._vectors: dict[tuple[int, str], _SpaceVectors] = {}
-        self._keyword: dict[tuple[int, str], keyword.KeywordIndex] = {}
+        self._vectors: _Lru[tuple[int, str], _SpaceVectors] = _Lru(SPACE_CACHE_MAX_SPACES)
+        self._keyword: _Lru[tuple[int, str], keyword.KeywordIndex] = _Lru(SPACE_CACHE_MAX_SPACES)
         self._data_version: int | None = None
         self._embed_error: tuple[float, str] | None = None
-        self._space_tags: dict[tuple[int, str], tuple[float, tuple[str, ...]]] = {}
+        self._space_tags: _Lru[tuple[int, str], tuple[float, tuple[str, ...]]] = _Lru(SPACE_TAGS_CACHE_MAX)
         self._embed_error_logged_at = 0.0
         #: set when rows may lack a vector of this embedder; the door's worker then backfills them.
         self.needs_backfill = embedder is not None and embedder.dim > 0
@@ -339,7 +505,8 @@ class SqliteStore:
     ) -> tuple[str, str]:
         """Create a device token for `person` in `team` (both made if new). Returns (device_id, token).
 
-        Only the token's hash is stored: the token is shown once, here.
+        `admin` is this device's alone: the person's other devices keep what they have. Only the
+        token's hash is stored: the token is shown once, here.
         """
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         device_id = new_id("dev")
@@ -348,24 +515,22 @@ class SqliteStore:
             db.execute("INSERT OR IGNORE INTO teams (name, created_at) VALUES (?, ?)", (team, now))
             team_id = db.execute("SELECT id FROM teams WHERE name = ?", (team,)).fetchone()[0]
             db.execute(
-                "INSERT OR IGNORE INTO people (team_id, name, admin, created_at) VALUES (?, ?, ?, ?)",
-                (team_id, person, int(admin), now),
+                "INSERT OR IGNORE INTO people (team_id, name, created_at) VALUES (?, ?, ?)",
+                (team_id, person, now),
             )
-            if admin:
-                db.execute("UPDATE people SET admin = 1 WHERE team_id = ? AND name = ?", (team_id, person))
             person_id = db.execute(
                 "SELECT id FROM people WHERE team_id = ? AND name = ?", (team_id, person)
             ).fetchone()[0]
             db.execute(
-                "INSERT INTO devices (id, person_id, token_hash, label, created_at) VALUES (?, ?, ?, ?, ?)",
-                (device_id, person_id, hash_token(token), label, now),
+                "INSERT INTO devices (id, person_id, token_hash, label, admin, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (device_id, person_id, hash_token(token), label, int(admin), now),
             )
         return device_id, token
 
     def authenticate(self, token: str) -> Principal | None:
         with self._lock:
             row = self._db.execute(
-                """SELECT d.id AS device_id, p.id AS person_id, p.name AS person, p.admin AS admin,
+                """SELECT d.id AS device_id, p.id AS person_id, p.name AS person, d.admin AS admin,
                           t.id AS team_id, t.name AS team
                    FROM devices d JOIN people p ON p.id = d.person_id JOIN teams t ON t.id = p.team_id
                    WHERE d.token_hash = ? AND d.revoked_at IS NULL""",
@@ -385,16 +550,35 @@ class SqliteStore:
     def list_devices(self) -> list[dict[str, Any]]:
         with self._lock:
             rows = self._db.execute(
-                """SELECT d.id, d.label, d.created_at, d.revoked_at, p.name AS person, p.admin, t.name AS team
+                """SELECT d.id, d.label, d.created_at, d.revoked_at, p.name AS person, d.admin, t.name AS team
                    FROM devices d JOIN people p ON p.id = d.person_id JOIN teams t ON t.id = p.team_id
                    ORDER BY d.created_at"""
             ).fetchall()
         return [dict(row) for row in rows]
 
-    def revoke_device(self, device_id: str) -> bool:
+    def revoke_device(self, device_id: str) -> int | None:
+        """Revoke an active device and cancel its waiting and running extract jobs (a running one
+        writes nothing: `job_may_write`). Returns how many jobs were cancelled; None when there is
+        no active device `device_id`."""
+        now = now_s()
         with self.atomic() as db:
             cursor = db.execute(
-                "UPDATE devices SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", (now_s(), device_id)
+                "UPDATE devices SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", (now, device_id)
+            )
+            if cursor.rowcount != 1:
+                return None
+            cancelled = db.execute(
+                """UPDATE memory_extract_jobs SET status = 'cancelled', error = ?, finished_at = ?
+                   WHERE device_id = ? AND status IN ('queued', 'running')""",
+                (REVOKED_JOB_ERROR, now, device_id),
+            )
+            return cancelled.rowcount
+
+    def set_device_admin(self, device_id: str, admin: bool) -> bool:
+        """Promote or demote one active device; False when there is no active device `device_id`."""
+        with self.atomic() as db:
+            cursor = db.execute(
+                "UPDATE devices SET admin = ? WHERE id = ? AND revoked_at IS NULL", (int(admin), device_id)
             )
             return cursor.rowcount == 1
 
@@ -418,7 +602,7 @@ class SqliteStore:
         if cached is not None and cached[0] > time.monotonic():
             return list(cached[1])
         tags = self._load_space_tags(principal, tag)
-        self._space_tags[key] = (time.monotonic() + SPACE_TAGS_TTL_S, tuple(tags))
+        self._space_tags.put(key, (time.monotonic() + SPACE_TAGS_TTL_S, tuple(tags)))
         return tags
 
     def _load_space_tags(self, principal: Principal, tag: str) -> list[str]:
@@ -597,7 +781,7 @@ class SqliteStore:
         ids = [row[0] for row in rows if len(row[1]) == dim * 4]
         matrix = np.vstack(vectors) if vectors else np.zeros((0, dim), dtype=np.float32)
         cached = _SpaceVectors(ids=ids, matrix=matrix)
-        self._vectors[key] = cached
+        self._vectors.put(key, cached)
         return cached
 
     def _vector_added(self, team_id: int, tag: str, memory_id: str, vector: np.ndarray | None) -> None:
@@ -999,19 +1183,22 @@ class SqliteStore:
                    AND container_tag = ? AND status = 'current' ORDER BY rowid""",
                 (team_id, tag),
             )
-            index = self._keyword[(team_id, tag)] = keyword.KeywordIndex.build(rows)
+            index = keyword.KeywordIndex.build(rows)
+            self._keyword.put((team_id, tag), index)
         return index
 
     def warm(self) -> int:
         """Build the keyword index (and vector matrix) of every space, busiest first; the count built.
 
         The door runs this in the background at start, so that the first search of a space does not
-        pay for its index (0.5-0.6 s per 10 000 memories, docs/benchmarks.md).
+        pay for its index (0.5-0.6 s per 10 000 memories, docs/benchmarks.md). Only as many spaces
+        as the caches hold: more would push out the busiest, built first.
         """
         with self._lock:
             spaces = self._db.execute(
                 """SELECT team_id, container_tag FROM memories WHERE status = 'current'
-                   GROUP BY team_id, container_tag ORDER BY max(updated_at) DESC"""
+                   GROUP BY team_id, container_tag ORDER BY max(updated_at) DESC LIMIT ?""",
+                (SPACE_CACHE_MAX_SPACES,),
             ).fetchall()
         for team_id, tag in spaces:
             with self._lock:
@@ -1087,10 +1274,30 @@ class SqliteStore:
     def enqueue_job(
         self, principal: Principal, tag: str, content: str, metadata: dict[str, Any] | None
     ) -> tuple[str, str]:
-        """Write one durable job row; returns (job id, canonical tag)."""
+        """Write one durable job row; returns (job id, canonical tag).
+
+        Refused with 429 `queue_full` when the device already has `max_pending_jobs` waiting or
+        running, and with 401 when the device was revoked since its request was authenticated."""
         canonical = self.canonical_tag(principal, tag)
         job_id = new_id("job")
         with self.atomic() as db:
+            active = db.execute(
+                "SELECT 1 FROM devices WHERE id = ? AND revoked_at IS NULL", (principal.device_id,)
+            ).fetchone()
+            if active is None:
+                raise Unauthorized("the token is unknown or revoked")
+            pending = db.execute(
+                """SELECT count(*) FROM memory_extract_jobs WHERE device_id = ?
+                   AND status IN ('queued', 'running')""",
+                (principal.device_id,),
+            ).fetchone()[0]
+            if pending >= self.max_pending_jobs:
+                raise DoorError(
+                    f"this device has {pending} extract jobs waiting, the most it may have; "
+                    "save again when some are done",
+                    code="queue_full",
+                    status=429,
+                )
             db.execute(
                 """INSERT INTO memory_extract_jobs (id, team_id, person_id, device_id, container_tag, content,
                        metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
@@ -1171,18 +1378,43 @@ class SqliteStore:
             )
 
     def fail_job(self, job_id: str, error: str, *, retry: bool) -> None:
+        """Put a running job back in the queue or mark it failed (never one cancelled meanwhile)."""
         with self.atomic() as db:
             db.execute(
-                "UPDATE memory_extract_jobs SET status = ?, error = ?, finished_at = ? WHERE id = ?",
+                "UPDATE memory_extract_jobs SET status = ?, error = ?, finished_at = ? WHERE id = ? "
+                "AND status = 'running'",
                 ("queued" if retry else "failed", error, None if retry else now_s(), job_id),
             )
+
+    def job_may_write(self, job: Job) -> bool:
+        """Whether a claimed job is still running and its device still active. Inside the job's
+        write transaction this is final: a revoke commits before it or waits for it.
+
+        A job found with a revoked device is cancelled here (one queued before the revoke's
+        cancel, or by a door older than schema v4)."""
+        with self.atomic() as db:
+            row = db.execute(
+                """SELECT j.status, d.revoked_at FROM memory_extract_jobs j
+                   LEFT JOIN devices d ON d.id = j.device_id WHERE j.id = ?""",
+                (job.id,),
+            ).fetchone()
+            if row is None or row["status"] != "running":
+                return False
+            if row["revoked_at"] is not None:
+                db.execute(
+                    """UPDATE memory_extract_jobs SET status = 'cancelled', error = ?, finished_at = ?
+                       WHERE id = ?""",
+                    (REVOKED_JOB_ERROR, now_s(), job.id),
+                )
+                return False
+        return True
 
     def principal_for_job(self, job: Job) -> Principal:
         with self._lock:
             row = self._db.execute(
-                """SELECT p.name AS person, p.admin, t.name AS team FROM people p JOIN teams t ON t.id = p.team_id
-                   WHERE p.id = ?""",
-                (job.person_id,),
+                """SELECT p.name AS person, coalesce(d.admin, 0) AS admin, t.name AS team FROM people p
+                   JOIN teams t ON t.id = p.team_id LEFT JOIN devices d ON d.id = ? WHERE p.id = ?""",
+                (job.device_id, job.person_id),
             ).fetchone()
         return Principal(
             team_id=job.team_id,
