@@ -3,6 +3,7 @@ autopair, no migration, no WAL checkpoint. A real file, damaged by writing garba
 
 from __future__ import annotations
 
+import io
 import os
 import random
 import sqlite3
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from bli_memory.door.jobs import Worker
 from bli_memory.door.store.sqlite import DamagedDatabase, SqliteStore, check_integrity
 from tests.conftest import BIN
 
@@ -95,3 +97,35 @@ def test_the_check_finds_the_damage_in_process_and_stops_at_its_budget(tmp_path:
     _damage(broken)
     with pytest.raises(DamagedDatabase, match="is damaged"):
         SqliteStore(broken)
+
+
+def test_damage_found_while_serving_stops_the_worker_with_one_line(tmp_path: Path) -> None:
+    """The start-up check passed, then a page of the jobs table went bad: the worker says so once
+    and stops, instead of retrying every two seconds for ever."""
+    store = SqliteStore(tmp_path / "memory.db")
+    log = io.StringIO()
+    worker = Worker(store, env={}, log=log)
+    worker.start()
+    _, token = store.create_device(person="ada")
+    principal = store.authenticate(token)
+    assert principal is not None
+    for n in range(50):
+        store.enqueue_job(
+            principal, "repo_damage", f"Fact {n}: the cache of service-{n} expires daily. " * 20, None
+        )
+    with store._lock:  # the file as the disk now holds it: no WAL, no cached pages
+        store._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        root = store._db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'memory_extract_jobs'")
+        page = root.fetchone()[0]
+        page_size = store._db.execute("PRAGMA page_size").fetchone()[0]
+        with open(tmp_path / "memory.db", "r+b") as file:
+            file.seek((page - 1) * page_size)
+            file.write(random.Random(3).randbytes(page_size))
+        store._db.execute("PRAGMA shrink_memory")
+    worker.wake()
+    worker._thread.join(10)
+    assert not worker._thread.is_alive()
+    lines = log.getvalue().splitlines()
+    assert sum("is damaged" in line for line in lines) == 1
+    assert "background work stopped" in lines[-1] and not any("retrying" in line for line in lines)
+    store.close()

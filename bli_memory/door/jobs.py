@@ -18,7 +18,7 @@ from typing import Any
 
 from bli_memory.door import librarian
 from bli_memory.door.model import Job, JobOutcome
-from bli_memory.door.store.sqlite import JOB_MAX_ATTEMPTS, SqliteStore
+from bli_memory.door.store.sqlite import JOB_MAX_ATTEMPTS, SqliteStore, is_damage
 
 #: how many neighbours each fact is compared with.
 RECONCILE_NEIGHBOURS = 5
@@ -121,8 +121,10 @@ class Worker:
     def _loop(self) -> None:
         """Drain the queue, then backfill missing vectors, then sleep until woken (or a poll).
 
-        Nothing may end this thread but `stop()`: a locked database or any other error is logged in
-        one line and retried after a pause, so queued jobs are never stranded until a restart.
+        Nothing may end this thread but `stop()` and a damaged file: a locked database or any other
+        error is logged in one line and retried after a pause, so queued jobs are never stranded
+        until a restart. Damage found while serving (the start-up check passed) stops background
+        work with one line instead of retrying it every ERROR_PAUSE_S for ever.
         """
         while not self._stop.is_set():
             self._wake.wait(IDLE_POLL_S)
@@ -130,6 +132,12 @@ class Worker:
             try:
                 self._drain()
             except Exception as exc:
+                if is_damage(exc):
+                    self._write(
+                        f"bli-memory-door: the database is damaged ({exc}); background work stopped. "
+                        "Stop the door and see 'A damaged database' in docs/door-operations.md"
+                    )
+                    return
                 self._write(f"[bli-memory] background work paused ({type(exc).__name__}); retrying")
                 self._stop.wait(ERROR_PAUSE_S)
                 self._wake.set()

@@ -284,12 +284,15 @@ def check_integrity(path: str | Path, budget_s: float = INTEGRITY_CHECK_BUDGET_S
     return True
 
 
+def is_damage(exc: BaseException) -> bool:
+    """Whether SQLite found the file malformed (not: locked, busy, not a database at all)."""
+    text = str(exc)
+    return isinstance(exc, sqlite3.DatabaseError) and ("malformed" in text or "corrupt" in text)
+
+
 def _damage_or(exc: sqlite3.DatabaseError, path: str) -> Exception:
     """A malformed file is damage; anything else (not a database at all, locked) stays itself."""
-    text = str(exc)
-    if "malformed" in text or "corrupt" in text:
-        return DamagedDatabase(path, text)
-    return exc
+    return DamagedDatabase(path, str(exc)) if is_damage(exc) else exc
 
 
 def create_private(path: Path) -> None:
