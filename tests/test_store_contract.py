@@ -14,11 +14,12 @@ import numpy as np
 import pytest
 
 from bli_memory.door.model import Job, Memory, Principal, hash_text, now_s
-from bli_memory.door.store.base import NewVersion, Store
+from bli_memory.door.store.base import DeviceRevoked, NewVersion, QueueFull, Store
 from bli_memory.door.store.sqlite import SqliteStore
 
-STORES: dict[str, Callable[[Path], Store]] = {
-    "sqlite": lambda folder: SqliteStore(folder / "memory.db"),
+#: each store by name: (folder, store options) -> a fresh store in that folder.
+STORES: dict[str, Callable[..., Store]] = {
+    "sqlite": lambda folder, **options: SqliteStore(folder / "memory.db", **options),
 }
 
 
@@ -78,9 +79,68 @@ def test_a_token_authenticates_its_device_until_revoked(store: Store) -> None:
     [listed] = store.list_devices()
     assert listed["id"] == device_id and listed["label"] == "laptop" and listed["revoked_at"] is None
     assert token not in repr(listed)  # only the token's hash is kept
-    assert store.revoke_device(device_id) is True
-    assert store.revoke_device(device_id) is False
+    assert store.revoke_device(device_id) == 0  # no jobs to cancel
+    assert store.revoke_device(device_id) is None
     assert store.authenticate(token) is None
+
+
+def test_admin_belongs_to_one_device_and_can_be_changed(store: Store) -> None:
+    admin_device, admin_token = store.create_device(person="carol", admin=True)
+    other_device, other_token = store.create_device(person="carol")
+    admin = store.authenticate(admin_token)
+    other = store.authenticate(other_token)
+    assert admin is not None and admin.admin and other is not None and not other.admin
+    assert store.set_device_admin(other_device, True) is True
+    promoted = store.authenticate(other_token)
+    assert promoted is not None and promoted.admin
+    assert store.set_device_admin(admin_device, False) is True
+    demoted = store.authenticate(admin_token)
+    assert demoted is not None and not demoted.admin
+    store.revoke_device(other_device)
+    assert store.set_device_admin(other_device, False) is False
+
+
+def test_revoking_a_device_cancels_its_jobs_and_a_claimed_one_may_not_write(store: Store) -> None:
+    device_id, token = store.create_device(person="ada")
+    ada = store.authenticate(token)
+    assert ada is not None
+    running_id = store.enqueue_job(ada, "t", "claimed before the revoke", None)
+    queued_id = store.enqueue_job(ada, "t", "still queued", None)
+    running = store.claim_job()
+    assert running is not None and running.id == running_id
+    assert store.job_may_write(running) is True
+    assert store.revoke_device(device_id) == 2
+    assert store.job_may_write(running) is False
+    for job_id in (running_id, queued_id):
+        job = store.get_job(ada.team_id, job_id)
+        assert job is not None and job.status == "cancelled" and job.error is not None
+    store.fail_job(running_id, "late failure", retry=True)  # never revives a cancelled job
+    again = store.get_job(ada.team_id, running_id)
+    assert again is not None and again.status == "cancelled"
+    assert store.claim_job() is None
+    with pytest.raises(DeviceRevoked):
+        store.enqueue_job(ada, "t", "after the revoke", None)
+
+
+def test_a_device_may_queue_only_so_many_jobs(
+    store: Store, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    store.close()
+    store = STORES[request.node.callspec.params["store"]](tmp_path / "capped", max_pending_jobs=2)
+    try:
+        ada = _principal(store)
+        bob = _principal(store, "bob")
+        store.enqueue_job(ada, "t", "one", None)
+        store.enqueue_job(ada, "t", "two", None)
+        with pytest.raises(QueueFull):
+            store.enqueue_job(ada, "t", "three", None)
+        store.enqueue_job(bob, "t", "another device is not held up", None)
+        claimed = store.claim_job()
+        assert claimed is not None
+        store.finish_job(claimed.id, {})
+        store.enqueue_job(ada, "t", "room again", None)
+    finally:
+        store.close()  # the fixture closes its own, already closed, store again: harmless
 
 
 def test_people_of_one_team_share_it_and_teams_are_apart(store: Store) -> None:
@@ -206,7 +266,8 @@ def test_index_rows_and_spaces_list_current_rows_in_save_order(store: Store) -> 
     assert [(row.id, row.content, row.device_id, row.updated_at) for row in rows] == [
         (second, "second", ada.device_id, 1.0)
     ]
-    assert store.spaces() == [(ada.team_id, "y"), (ada.team_id, "x")]
+    assert store.spaces(10) == [(ada.team_id, "y"), (ada.team_id, "x")]
+    assert store.spaces(1) == [(ada.team_id, "y")]
 
 
 # ---------------------------------------------------------------------------- vectors

@@ -221,6 +221,7 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
         408: "request_timeout: the body did not arrive in time",
         413: "body_too_large: over 1 MiB",
         415: "unsupported_media_type: a body not sent as application/json",
+        429: "queue_full: the device has as many extract jobs waiting as it may (extract: true)",
         502: "insert_failed",
         503: "storage_full: the store's disk or size limit is full; nothing was written",
     }
@@ -591,7 +592,7 @@ def create_app(
         status_code=201,
         responses={
             202: {"description": "extract: true: the job is queued ({queued, jobId, containerTag})"},
-            **_errors(*_WRITES),
+            **_errors(*_WRITES, 429),
         },
     )
     def save(body: SaveBody, caller: Caller) -> Any:

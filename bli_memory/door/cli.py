@@ -1,4 +1,4 @@
-"""`bli-memory-door`: serve the memory API, pair devices, list and revoke tokens."""
+"""`bli-memory-door`: serve the memory API, stop it, pair devices, list, revoke, promote and demote tokens."""
 
 from __future__ import annotations
 
@@ -27,6 +27,10 @@ DEFAULT_PORT = 8787
 LISTEN_BACKLOG = 256
 #: test hook: cap the database at this many pages, so a test meets a real "database or disk is full".
 MAX_PAGES_ENV = "BLI_MEMORY_DOOR_MAX_PAGES"
+#: how long `stop` waits for the door to finish its requests and exit.
+STOP_WAIT_S = 20.0
+STOP_POLL_S = 0.05
+ENV_MAX_PENDING_JOBS = "BLI_MEMORY_MAX_PENDING_JOBS"
 
 
 class CliError(Exception):
@@ -45,13 +49,44 @@ def default_db_path(env: Mapping[str, str]) -> Path:
     return Path(base) / "bli-memory" / "memory.db"
 
 
+def db_path(db: str | None, env: Mapping[str, str]) -> Path:
+    """The database file `--db` names (a file path, never a URL), or the default one."""
+    if db and "://" in db:
+        scheme = db.split("://", 1)[0]
+        if scheme in ("postgres", "postgresql"):
+            raise CliError("the PostgreSQL store is not in this version yet; use a SQLite file path", 2)
+        raise CliError(f"--db must be a file path (got a {scheme}:// URL)", 2)
+    return Path(db.removeprefix("sqlite:")).expanduser() if db else default_db_path(env)
+
+
+def _max_pending_jobs(env: Mapping[str, str]) -> int:
+    from bli_memory.door.store.base import MAX_PENDING_JOBS_PER_DEVICE
+
+    raw = env.get(ENV_MAX_PENDING_JOBS, "").strip()
+    if not raw:
+        return MAX_PENDING_JOBS_PER_DEVICE
+    if not raw.isdigit() or int(raw) < 1:
+        raise CliError(f"{ENV_MAX_PENDING_JOBS} must be a whole number of at least 1, not {raw!r}", 2)
+    return int(raw)
+
+
 def open_store(db: str | None, env: Mapping[str, str], *, max_pages: int | None = None) -> Store:
-    """The store `--db` names (default: SQLite under the XDG data folder); a CliError if it cannot open."""
+    """The store `--db` names (default: SQLite under the XDG data folder); every failure is one
+    CliError line, and what the store noticed on the way (a folder it made, a file others can read,
+    a check cut short) one line each on stderr."""
     from bli_memory.door.store import StoreOpenError
     from bli_memory.door.store import open_store as open_url
 
+    def notice(line: str) -> None:
+        sys.stderr.write(f"bli-memory-door: {line}\n")
+
     try:
-        return open_url(db if db else default_db_path(env), max_pages=max_pages)
+        return open_url(
+            db if db else default_db_path(env),
+            max_pages=max_pages,
+            max_pending_jobs=_max_pending_jobs(env),
+            notice=notice,
+        )
     except StoreOpenError as exc:
         raise CliError(str(exc), 2 if exc.usage else 1) from None
 
@@ -119,8 +154,144 @@ def _warm(memories: MemoryService) -> None:
         sys.stderr.write(f"bli-memory-door indexed {spaces} spaces in {time.monotonic() - started:.1f} s\n")
 
 
-def _exit_cleanly(signum: int, frame: object) -> None:
-    raise SystemExit(0)
+class _StopOnSignal:
+    """SIGTERM/SIGINT handler: ask the server to finish, never raise.
+
+    Raising SystemExit from a handler loses the signal when it lands inside a callback whose
+    exceptions Python ignores (seen: a weakref callback during uvicorn's start, and the door ran on);
+    a flag is always seen. Before the server exists the flag waits for it; uvicorn re-raises the
+    signal here after its own graceful shutdown, which only sets the flag again."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self.server: Any = None
+
+    def __call__(self, signum: int, frame: object) -> None:
+        self.requested = True
+        if self.server is not None:
+            self.server.should_exit = True
+
+    def attach(self, server: Any) -> None:
+        self.server = server
+        if self.requested:
+            server.should_exit = True
+
+
+# ---------------------------------------------------------------------------- the pid file, stop
+
+
+def pid_file_path(db: Path) -> Path:
+    """`<database>.pid`: the door that serves this database, while it runs."""
+    return Path(f"{db}.pid")
+
+
+def _claim_pid_file(db: Path) -> int:
+    """Lock the database's pid file for this door's lifetime; refuse when another door holds it.
+
+    The lock (not the file's existence) says a door runs: a door killed outright leaves the file,
+    but the kernel drops its lock, and the next door takes the file over."""
+    import fcntl
+
+    path = pid_file_path(db)
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise CliError(f"cannot write the pid file {path}: {exc.strerror}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        other = _read_pid_file(fd)
+        os.close(fd)
+        raise CliError(
+            f"another door (pid {other.get('pid', '?')}, {other.get('url') or 'starting'}) already serves "
+            f"{db}; stop it with `bli-memory-door stop --db {db}`"
+        ) from None
+    _write_pid_file(fd, db, "")  # the pid at once: `stop` works before the door listens
+    return fd
+
+
+def _write_pid_file(fd: int, db: Path, url: str) -> None:
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, json.dumps({"pid": os.getpid(), "url": url, "db": str(db)}).encode() + b"\n", 0)
+
+
+def _release_pid_file(fd: int, db: Path) -> None:
+    """Remove the pid file if it is still this door's, then drop the lock."""
+    path = pid_file_path(db)
+    try:
+        if os.stat(path).st_ino == os.fstat(fd).st_ino:
+            path.unlink()
+    except OSError:
+        pass
+    os.close(fd)
+
+
+def _read_pid_file(fd: int) -> dict[str, Any]:
+    try:
+        data = json.loads(os.pread(fd, 4096, 0) or b"{}")
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _lock_free(fd: int) -> bool:
+    """True when no door holds the pid file's lock."""
+    import fcntl
+
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    fcntl.flock(fd, fcntl.LOCK_UN)
+    return True
+
+
+def _is_a_door(pid: int) -> bool:
+    """Whether process `pid` runs bli-memory-door (by its command line; where there is no /proc,
+    the lock it holds on the pid file is the proof)."""
+    if not Path("/proc/self/cmdline").exists():
+        return True
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return False
+    return "bli-memory-door" in command or "bli_memory.door" in command
+
+
+def stop(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    """SIGTERM the door that serves this database (by its pid file), and wait for it to exit."""
+    path = db_path(args.db, env)
+    pid_path = pid_file_path(path)
+    try:
+        fd = os.open(pid_path, os.O_RDONLY)
+    except FileNotFoundError:
+        raise CliError(f"no door runs for this data folder ({path})") from None
+    except OSError as exc:
+        raise CliError(f"cannot read {pid_path}: {exc.strerror}") from None
+    try:
+        if _lock_free(fd):
+            raise CliError(f"no door runs for this data folder ({path}; the last one did not exit cleanly)")
+        info = _read_pid_file(fd)
+        pid = info.get("pid")
+        if not isinstance(pid, int) or pid <= 1:
+            raise CliError(f"{pid_path} names no process; not stopping anything")
+        if not _is_a_door(pid):
+            raise CliError(f"{pid_path} names pid {pid}, which is not a bli-memory door; not stopping it")
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass  # it exited meanwhile
+        except PermissionError:
+            raise CliError(f"the door (pid {pid}) belongs to another user; not stopping it") from None
+        deadline = time.monotonic() + STOP_WAIT_S
+        while not _lock_free(fd):
+            if time.monotonic() > deadline:
+                raise CliError(f"the door (pid {pid}) did not stop within {STOP_WAIT_S:.0f} s")
+            time.sleep(STOP_POLL_S)
+    finally:
+        os.close(fd)
+    sys.stdout.write(f"stopped door (pid {pid}) on {info.get('url') or 'no address yet'}\n")
+    return 0
 
 
 def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
@@ -137,10 +308,20 @@ def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     max_pages = int(env[MAX_PAGES_ENV]) if env.get(MAX_PAGES_ENV, "").isdigit() else None
     store = open_store(args.db, env, max_pages=max_pages)
     memories = MemoryService(store, embedder)
-    sock = _bind(args.host, args.port)
+    db = db_path(args.db, env)
+    pid_fd = _claim_pid_file(db)
+    stop_on_signal = _StopOnSignal()  # from here on a `stop` ends in the finally below
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, stop_on_signal)
+    try:
+        sock = _bind(args.host, args.port)
+    except CliError:
+        _release_pid_file(pid_fd, db)
+        raise
     port = sock.getsockname()[1]
     host = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{host}:{port}"
+    _write_pid_file(pid_fd, db, url)
     worker = None
     if args.worker:
         try:
@@ -186,16 +367,15 @@ def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     sys.stderr.write(f"bli-memory-door {__version__}: store {store.describe()}, embedder {embedder.name}\n")
     sys.stderr.write(f"bli-memory-door listening on {url}\n")
     sys.stderr.flush()
-    # uvicorn shuts down gracefully on SIGTERM/SIGINT, then re-raises the signal to the handler it
-    # found; this one turns that (or a signal before uvicorn took over) into a clean exit 0.
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, _exit_cleanly)
+    # uvicorn shuts down gracefully on SIGTERM/SIGINT; a signal before it took over stops it at once.
+    stop_on_signal.attach(server)
     try:
         server.run(sockets=[sock])
     finally:
         if worker is not None:
             worker.stop()
         store.close()
+        _release_pid_file(pid_fd, db)
     return 0
 
 
@@ -223,15 +403,23 @@ def pair(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 def tokens(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from bli_memory.door.model import iso
 
-    path = Path(args.db).expanduser() if args.db else default_db_path(env)
-    if "://" not in str(args.db or "") and not path.exists():
+    path = db_path(args.db, env)
+    if not path.exists():
         raise CliError(f"no memory database at {path}")
     store = open_store(args.db, env)
     try:
         if args.tokens_command == "revoke":
-            if not store.revoke_device(args.device_id):
+            cancelled = store.revoke_device(args.device_id)
+            if cancelled is None:
                 raise CliError(f"no active device {args.device_id!r}", 1)
-            sys.stdout.write(f"revoked {args.device_id}\n")
+            jobs = f"; cancelled its {cancelled} waiting extract job(s)" if cancelled else ""
+            sys.stdout.write(f"revoked {args.device_id}{jobs}\n")
+            return 0
+        if args.tokens_command in ("promote", "demote"):
+            admin = args.tokens_command == "promote"
+            if not store.set_device_admin(args.device_id, admin):
+                raise CliError(f"no active device {args.device_id!r}", 1)
+            sys.stdout.write(f"{args.device_id} is {'now' if admin else 'no longer'} an admin device\n")
             return 0
         devices = store.list_devices()
     finally:
@@ -299,7 +487,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bli-memory-door",
         description="The bli-memory door: an HTTP memory service over SQLite.",
-        epilog="Start it with `bli-memory-door serve`; it pairs the local user on first start.",
+        epilog="Start it with `bli-memory-door serve` (it pairs the local user on first start); stop it "
+        "with `bli-memory-door stop`. The database folder is private (0700, files 0600).",
     )
     parser.add_argument("--version", action="version", version=f"bli-memory-door {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -365,32 +554,52 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"larger request headers get 431 (default {MAX_HEAD_BYTES})",
     )
 
+    stop_parser = commands.add_parser(
+        "stop",
+        help="stop the door that serves this database",
+        description="Stop the door that serves this database: SIGTERM to the pid in its pid file "
+        "(<database>.pid, written by `serve`) once that process is seen to be a bli-memory door, then "
+        f"wait up to {STOP_WAIT_S:.0f} s for it to finish its requests. Doors of other databases "
+        "and other users are never touched. Exit 0 when it stopped; 1 when no door serves this "
+        "database, or it did not stop in time.",
+    )
+    stop_parser.add_argument("--db", help=db_help)
+
     pair_parser = commands.add_parser(
         "pair",
         help="create a device token for a person",
-        description="Create a device token; it is printed once.",
+        description="Create a device token; it is printed once. Admin belongs to this one device: "
+        "the person's other devices keep what they have (`tokens promote|demote` changes it).",
     )
     pair_parser.add_argument("--person", required=True, type=_name, help="the person the token belongs to")
     pair_parser.add_argument("--team", default="local", type=_name, help="the team (tenant); default 'local'")
-    pair_parser.add_argument("--admin", action="store_true", help="may manage the team's container aliases")
+    pair_parser.add_argument(
+        "--admin", action="store_true", help="this device may manage the team's container aliases"
+    )
     pair_parser.add_argument("--label", help="a note to recognise the device by")
     pair_parser.add_argument("--db", help=db_help)
 
-    tokens_parser = commands.add_parser("tokens", help="list or revoke device tokens")
+    tokens_parser = commands.add_parser("tokens", help="list, revoke, promote or demote device tokens")
     tokens_commands = tokens_parser.add_subparsers(dest="tokens_command", metavar="ACTION", required=True)
     list_parser = tokens_commands.add_parser("list", help="list devices (never their tokens)")
     list_parser.add_argument("--json", action="store_true", help="print JSON")
     list_parser.add_argument("--db", help=db_help)
-    revoke_parser = tokens_commands.add_parser("revoke", help="revoke a device's token")
+    revoke_parser = tokens_commands.add_parser(
+        "revoke", help="revoke a device's token and cancel its waiting extract jobs"
+    )
     revoke_parser.add_argument("device_id", metavar="DEVICE_ID", help="the device id from `tokens list`")
     revoke_parser.add_argument("--db", help=db_help)
+    for action, what in (("promote", "make a device an admin"), ("demote", "take admin from a device")):
+        admin_parser = tokens_commands.add_parser(action, help=what)
+        admin_parser.add_argument("device_id", metavar="DEVICE_ID", help="the device id from `tokens list`")
+        admin_parser.add_argument("--db", help=db_help)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    handlers = {"serve": serve, "pair": pair, "tokens": tokens}
+    handlers = {"serve": serve, "stop": stop, "pair": pair, "tokens": tokens}
     handler = handlers.get(args.command)
     if handler is None:
         parser.print_help(sys.stderr)

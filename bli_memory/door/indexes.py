@@ -7,12 +7,17 @@
 Both are built from the store on first use and kept in step with every write by the service, so a
 superseded or forgotten row can never be found. The service drops them all when a transaction rolls
 back (they may hold rows the rollback undid) and when another process wrote to the store.
+
+Both hold at most SPACE_CACHE_MAX_SPACES spaces, least recently used out first: a search of a tag
+nobody saved in costs a few KB, and must not cost them for ever.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from bli_memory.door import keyword
 from bli_memory.door.store.base import IndexRow
@@ -21,6 +26,46 @@ if TYPE_CHECKING:
     import numpy as np
 
 SpaceKey = tuple[int, str]
+#: spaces whose keyword index and vector matrix stay in memory (least recently used out first).
+SPACE_CACHE_MAX_SPACES = 512
+
+_Key = TypeVar("_Key")
+_Value = TypeVar("_Value")
+
+
+class Lru(Generic[_Key, _Value]):
+    """A dict that keeps at most `cap` entries, dropping the least recently used. Thread-safe."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self._items: OrderedDict[_Key, _Value] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: _Key) -> _Value | None:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def peek(self, key: _Key) -> _Value | None:
+        """The entry, without counting as a use."""
+        with self._lock:
+            return self._items.get(key)
+
+    def put(self, key: _Key, value: _Value) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.cap:
+                self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+    def __len__(self) -> int:
+        return len(self._items)
 
 
 class SpaceVectors:
@@ -79,9 +124,14 @@ class Indexes:
     Not thread-safe by itself: the memory service calls it under its lock.
     """
 
-    def __init__(self) -> None:
-        self._keyword: dict[SpaceKey, keyword.KeywordIndex] = {}
-        self._vectors: dict[SpaceKey, SpaceVectors] = {}
+    def __init__(self, max_spaces: int | None = None) -> None:
+        cap = SPACE_CACHE_MAX_SPACES if max_spaces is None else max_spaces
+        self._keyword: Lru[SpaceKey, keyword.KeywordIndex] = Lru(cap)
+        self._vectors: Lru[SpaceKey, SpaceVectors] = Lru(cap)
+
+    @property
+    def max_spaces(self) -> int:
+        return self._keyword.cap
 
     def drop_all(self) -> None:
         self._keyword.clear()
@@ -92,7 +142,8 @@ class Indexes:
         index = self._keyword.get(key)
         if index is None:
             built = ((row.id, row.content, row.device_id, row.updated_at) for row in rows())
-            index = self._keyword[key] = keyword.KeywordIndex.build(built)
+            index = keyword.KeywordIndex.build(built)
+            self._keyword.put(key, index)
         return index
 
     def vectors(
@@ -101,7 +152,8 @@ class Indexes:
         """The vector matrix of a space, loaded from `rows()` on first use."""
         cached = self._vectors.get(key)
         if cached is None:
-            cached = self._vectors[key] = SpaceVectors.load(rows(), dim)
+            cached = SpaceVectors.load(rows(), dim)
+            self._vectors.put(key, cached)
         return cached
 
     def added(
@@ -114,23 +166,23 @@ class Indexes:
         vector: np.ndarray | None,
     ) -> None:
         """A current row was written: add it to the indexes already built (the others build later)."""
-        index = self._keyword.get(key)
+        index = self._keyword.peek(key)
         if index is not None:
             index.add(memory_id, content, device_id, when)
-        matrix = self._vectors.get(key)
+        matrix = self._vectors.peek(key)
         if matrix is not None and vector is not None:
             matrix.add(memory_id, vector)
 
     def vector_set(self, key: SpaceKey, memory_id: str, vector: np.ndarray) -> None:
-        matrix = self._vectors.get(key)
+        matrix = self._vectors.peek(key)
         if matrix is not None:
             matrix.add(memory_id, vector)
 
     def removed(self, key: SpaceKey, memory_id: str) -> None:
         """A row stopped being current: take it out of every index."""
-        index = self._keyword.get(key)
+        index = self._keyword.peek(key)
         if index is not None:
             index.remove(memory_id)
-        matrix = self._vectors.get(key)
+        matrix = self._vectors.peek(key)
         if matrix is not None:
             matrix.remove(memory_id)

@@ -4,6 +4,7 @@ One thread inside the door. A job is claimed (`running`), its text distilled int
 librarian, each fact reconciled against the space, and every resulting write plus the job's `done`
 mark committed in one transaction — so a door killed mid-job has written nothing for it, and at the
 next start `requeue_interrupted_jobs` puts it back in the queue: a job is applied once, never twice.
+A job whose device is revoked (before it starts or while it runs) is cancelled and writes nothing.
 """
 
 from __future__ import annotations
@@ -31,8 +32,12 @@ ERROR_PAUSE_S = 2.0
 Extractor = Callable[[str], tuple[list[str], str]]
 
 
-def run_job(memories: MemoryService, job: Job, extract: Extractor) -> JobOutcome:
-    """Extract, reconcile and apply one job; the writes and the `done` mark commit together."""
+def run_job(memories: MemoryService, job: Job, extract: Extractor) -> JobOutcome | None:
+    """Extract, reconcile and apply one job; the writes and the `done` mark commit together.
+
+    None when the job was cancelled (its device revoked): nothing is written for it."""
+    if not memories.store.job_may_write(job):  # spare the extractor a cancelled job's text
+        return None
     principal = memories.store.principal_for_job(job)
     outcome = JobOutcome()
     started = time.perf_counter()
@@ -42,6 +47,8 @@ def run_job(memories: MemoryService, job: Job, extract: Extractor) -> JobOutcome
     metadata = dict(job.metadata or {})
     metadata["source"] = metadata.get("source", "extract")
     with memories.transaction():
+        if not memories.store.job_may_write(job):  # revoked while extracting: final under this transaction
+            return None
         for fact in facts:
             # the fact's own look-alikes only: context rows are no evidence of a duplicate
             hits = memories.search(
@@ -120,8 +127,10 @@ class ExtractionWorker:
     def _loop(self) -> None:
         """Drain the queue, then backfill missing vectors, then sleep until woken (or a poll).
 
-        Nothing may end this thread but `stop()`: a locked database or any other error is logged in
-        one line and retried after a pause, so queued jobs are never stranded until a restart.
+        Nothing may end this thread but `stop()` and a damaged file: a locked database or any other
+        error is logged in one line and retried after a pause, so queued jobs are never stranded
+        until a restart. Damage found while serving (the start-up check passed) stops background
+        work with one line instead of retrying it every ERROR_PAUSE_S for ever.
         """
         while not self._stop.is_set():
             self._wake.wait(IDLE_POLL_S)
@@ -129,6 +138,12 @@ class ExtractionWorker:
             try:
                 self._drain()
             except Exception as exc:
+                if self.store.is_damage(exc):
+                    self._write(
+                        f"bli-memory-door: the database is damaged ({exc}); background work stopped. "
+                        "Stop the door and see 'A damaged database' in docs/door-operations.md"
+                    )
+                    return
                 self._write(f"[bli-memory] background work paused ({type(exc).__name__}); retrying")
                 self._stop.wait(ERROR_PAUSE_S)
                 self._wake.set()
@@ -156,6 +171,9 @@ class ExtractionWorker:
             )
             self.store.fail_job(job.id, reason, retry=retry)
             self._write(f"[bli-memory] extract job failed {json.dumps({'job': job.id, 'retry': retry})}")
+            return
+        if outcome is None:
+            self._write(f"[bli-memory] extract job cancelled {json.dumps({'job': job.id})}")
             return
         fields = {"job": job.id, **outcome.to_json()}
         self._write(f"[bli-memory] extract job done {json.dumps(fields)}")

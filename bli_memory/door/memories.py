@@ -25,8 +25,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from bli_memory.door import keyword, ranking
-from bli_memory.door.errors import Conflict, Forbidden, InvalidRequest, NoMatch, NotFound
-from bli_memory.door.indexes import Indexes, SpaceKey, SpaceVectors
+from bli_memory.door.errors import (
+    Conflict,
+    DoorError,
+    Forbidden,
+    InvalidRequest,
+    NoMatch,
+    NotFound,
+    Unauthorized,
+)
+from bli_memory.door.indexes import Indexes, Lru, SpaceKey, SpaceVectors
 from bli_memory.door.model import (
     FORGET_CLOSEST_MIN_SIMILARITY,
     Hit,
@@ -37,7 +45,7 @@ from bli_memory.door.model import (
     hash_text,
     now_s,
 )
-from bli_memory.door.store.base import NewVersion, Store
+from bli_memory.door.store.base import DeviceRevoked, NewVersion, QueueFull, Store
 
 if TYPE_CHECKING:
     import numpy as np
@@ -46,6 +54,8 @@ if TYPE_CHECKING:
 
 EMBED_ERROR_LOG_INTERVAL_S = 60.0
 SPACE_TAGS_TTL_S = 5.0
+#: (team, tag) -> tags-of-the-space answers kept for SPACE_TAGS_TTL_S.
+SPACE_TAGS_CACHE_MAX = 4096
 SECONDS_PER_DAY = 86_400.0
 PROFILE_DYNAMIC_COUNT = 8
 PROFILE_RECENT_COUNT = 10
@@ -78,7 +88,7 @@ class MemoryService:
         self.embedder = embedder
         self.indexes = Indexes()
         self._lock = threading.RLock()
-        self._space_tags: dict[SpaceKey, tuple[float, tuple[str, ...]]] = {}
+        self._space_tags: Lru[SpaceKey, tuple[float, tuple[str, ...]]] = Lru(SPACE_TAGS_CACHE_MAX)
         self._embed_error: tuple[float, str] | None = None
         self._embed_error_logged_at = 0.0
         #: set when rows may lack a vector of this embedder; the door's worker then backfills them.
@@ -125,7 +135,7 @@ class MemoryService:
         canonical = self.store.canonical_tag(principal.team_id, tag)
         aliases = self.store.aliases_of(principal.team_id, canonical)
         tags = [canonical, *(alias for alias in aliases if alias != canonical)]
-        self._space_tags[key] = (time.monotonic() + SPACE_TAGS_TTL_S, tuple(tags))
+        self._space_tags.put(key, (time.monotonic() + SPACE_TAGS_TTL_S, tuple(tags)))
         return tags
 
     def set_alias(self, principal: Principal, alias: str, canonical: str) -> AliasResult:
@@ -554,9 +564,10 @@ class MemoryService:
         """Build the keyword index (and vector matrix) of every space, busiest first; the count built.
 
         The door runs this in the background at start, so that the first search of a space does not
-        pay for its index (0.5-0.6 s per 10 000 memories, docs/benchmarks.md).
+        pay for its index (0.5-0.6 s per 10 000 memories, docs/benchmarks.md). Only as many spaces
+        as the indexes hold: more would push out the busiest, built first.
         """
-        spaces = self.store.spaces()
+        spaces = self.store.spaces(self.indexes.max_spaces)
         for team_id, tag in spaces:
             with self._lock:
                 self._check_outside_writes()
@@ -613,7 +624,17 @@ class MemoryService:
     ) -> tuple[str, str]:
         """Write one durable job row; returns (job id, canonical tag)."""
         canonical = self.canonical_tag(principal, tag)
-        return self.store.enqueue_job(principal, canonical, content, metadata), canonical
+        try:
+            return self.store.enqueue_job(principal, canonical, content, metadata), canonical
+        except DeviceRevoked:
+            raise Unauthorized("the token is unknown or revoked") from None
+        except QueueFull as full:
+            raise DoorError(
+                f"this device has {full.pending} extract jobs waiting, the most it may have; "
+                "save again when some are done",
+                code="queue_full",
+                status=429,
+            ) from None
 
     def get_job(self, principal: Principal, job_id: str) -> Job:
         job = self.store.get_job(principal.team_id, job_id)

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
-from bli_memory.door.store.base import Store
+from bli_memory.door.store.base import MAX_PENDING_JOBS_PER_DEVICE, Store
+
+#: where a person reads how to recover a damaged database.
+OPERATIONS_DOC = "docs/door-operations.md"
 
 
 class StoreOpenError(Exception):
@@ -16,12 +20,20 @@ class StoreOpenError(Exception):
         self.usage = usage
 
 
-def open_store(url: str | Path, *, max_pages: int | None = None) -> Store:
+def open_store(
+    url: str | Path,
+    *,
+    max_pages: int | None = None,
+    max_pending_jobs: int = MAX_PENDING_JOBS_PER_DEVICE,
+    notice: Callable[[str], None] = lambda line: None,
+) -> Store:
     """The store at `url`: a SQLite file path, `sqlite:PATH` or `sqlite:///ABSOLUTE/PATH`.
 
-    `max_pages` caps a SQLite file's size in pages, so that tests meet a real "disk full".
-
-    Raises StoreOpenError with one sentence for a person when it cannot be opened.
+    A new SQLite file is created private (its folder 0700, said through `notice`); an existing one
+    is checked for damage before anything writes to it, and one that other local users can read is
+    named through `notice` with the chmod that fixes it. `max_pages` caps a SQLite file's size in
+    pages, so that tests meet a real "disk full". Raises StoreOpenError with one sentence for a
+    person when the store cannot be opened.
     """
     text = str(url)
     if text.startswith("sqlite:"):
@@ -36,19 +48,37 @@ def open_store(url: str | Path, *, max_pages: int | None = None) -> Store:
         raise StoreOpenError(f"--db must be a file path (got a {scheme}:// URL)", usage=True)
     path = Path(text).expanduser()
     from bli_memory.door.store.sqlite import SqliteStore
+    from bli_memory.door.store.sqlite.files import FOLDER_MODE, DamagedDatabase, shared_files
 
+    if not path.parent.exists():
+        try:
+            path.parent.mkdir(mode=FOLDER_MODE, parents=True)
+        except OSError as exc:
+            raise StoreOpenError(f"cannot create {path.parent}: {exc.strerror}") from None
+        notice(f"created the folder {path.parent} (mode 0700) for the database")
+    exposed = shared_files(path)
+    if exposed:
+        notice(
+            f"other local users may read {', '.join(exposed)}; run: chmod 600 {path} {path}-wal {path}-shm"
+        )
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise StoreOpenError(f"cannot create {path.parent}: {exc.strerror}") from None
-    try:
-        store = SqliteStore(path)
-        if max_pages is not None:
-            store.limit_pages(max_pages)
-        return store
+        store = SqliteStore(path, max_pending_jobs=max_pending_jobs)
+    except DamagedDatabase as exc:
+        raise StoreOpenError(
+            f"{exc}; the door will not serve it nor write to it. See 'A damaged database' in "
+            f"{OPERATIONS_DOC} to recover"
+        ) from None
     except sqlite3.DatabaseError as exc:
         raise StoreOpenError(f"cannot open {path} as a memory database: {exc}") from None
     except RuntimeError as exc:  # a schema newer than this door
         raise StoreOpenError(str(exc)) from None
     except OSError as exc:
         raise StoreOpenError(f"cannot open {path}: {exc.strerror}") from None
+    if max_pages is not None:
+        store.limit_pages(max_pages)
+    if not store.checked_whole:
+        notice(
+            f"{path} is too big to check for damage at start; checked its first part. "
+            f"Check it whole with: sqlite3 {path} 'PRAGMA quick_check'"
+        )
+    return store

@@ -28,6 +28,22 @@ if TYPE_CHECKING:
     import numpy as np
 
 ExperienceOutcome = Literal["inserted", "identical", "conflict"]
+#: extract jobs one device may have waiting (queued or running); past it a save with extract is 429.
+#: A turn queues one job and a worker drains them in milliseconds (seconds with an LLM): hundreds
+#: waiting means a stuck worker or a runaway client, and each may hold 100 000 characters.
+MAX_PENDING_JOBS_PER_DEVICE = 200
+
+
+class QueueFull(Exception):
+    """The device already has as many extraction jobs waiting as the store allows."""
+
+    def __init__(self, pending: int) -> None:
+        super().__init__(f"{pending} extraction jobs waiting")
+        self.pending = pending
+
+
+class DeviceRevoked(Exception):
+    """The device was revoked after its request was authenticated."""
 
 
 @dataclass(frozen=True)
@@ -87,6 +103,10 @@ class Store(Protocol):
         """One write transaction; nested calls join the outer one."""
         ...
 
+    def is_damage(self, exc: BaseException) -> bool:
+        """Whether `exc` says the stored data is damaged (background work then stops for good)."""
+        ...
+
     def changed_elsewhere(self) -> bool:
         """True when another process (or connection) committed a change since the last call."""
         ...
@@ -108,7 +128,16 @@ class Store(Protocol):
 
     def list_devices(self) -> list[dict[str, Any]]: ...
 
-    def revoke_device(self, device_id: str) -> bool: ...
+    def revoke_device(self, device_id: str) -> int | None:
+        """Revoke an active device and cancel its queued and running extraction jobs (a running one
+        then writes nothing: `job_may_write`). How many jobs were cancelled; None when there is no
+        active device `device_id`."""
+        ...
+
+    def set_device_admin(self, device_id: str, admin: bool) -> bool:
+        """Promote or demote one active device (admin is a device's, not its person's); False when
+        there is no active device `device_id`."""
+        ...
 
     def principal_for_job(self, job: Job) -> Principal: ...
 
@@ -162,8 +191,8 @@ class Store(Protocol):
         """Every current memory of one tag, in save order."""
         ...
 
-    def spaces(self) -> list[tuple[int, str]]:
-        """Every (team, tag) holding a current memory, most recently changed first."""
+    def spaces(self, limit: int) -> list[tuple[int, str]]:
+        """Up to `limit` (team, tag) holding a current memory, most recently changed first."""
         ...
 
     def insert_version(self, row: NewVersion) -> str:
@@ -193,7 +222,10 @@ class Store(Protocol):
 
     def enqueue_job(
         self, principal: Principal, tag: str, content: str, metadata: dict[str, Any] | None
-    ) -> str: ...
+    ) -> str:
+        """A new queued job's id. Raises QueueFull past the device's cap of waiting jobs, and
+        DeviceRevoked when the device was revoked since its request was authenticated."""
+        ...
 
     def get_job(self, team_id: int, job_id: str) -> Job | None: ...
 
@@ -205,7 +237,14 @@ class Store(Protocol):
 
     def finish_job(self, job_id: str, outcome: dict[str, Any]) -> None: ...
 
-    def fail_job(self, job_id: str, error: str, *, retry: bool) -> None: ...
+    def fail_job(self, job_id: str, error: str, *, retry: bool) -> None:
+        """Put a running job back in the queue or mark it failed (never one cancelled meanwhile)."""
+        ...
+
+    def job_may_write(self, job: Job) -> bool:
+        """Whether a claimed job is still running and its device still active. Inside the job's
+        write transaction this is final: a revoke commits before it or waits for it."""
+        ...
 
     # ---------------------------------------------------------------- experience log
 

@@ -7,7 +7,7 @@ one (never a script split on `;`, which would break on a `;` inside a string or 
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 MIGRATIONS: dict[int, list[str]] = {
     1: [
@@ -125,5 +125,18 @@ MIGRATIONS: dict[int, list[str]] = {
     # v3: keyword search moved to an in-memory index (door/keyword.py); the FTS5 table goes.
     3: [
         "DROP TABLE IF EXISTS memories_fts",
+    ],
+    # v4: admin is a property of one device, not of the person: pairing a second device of an admin
+    # no longer hands it admin, and `pair --admin` no longer promotes the person's other devices.
+    # Every device keeps what it had (its person's flag); `people.admin` stays (DROP COLUMN needs
+    # SQLite 3.35) and is no longer read. Jobs of devices revoked before v4 are cancelled, and jobs
+    # are found by device for the queue cap and for revoking.
+    4: [
+        "ALTER TABLE devices ADD COLUMN admin INTEGER NOT NULL DEFAULT 0",
+        "UPDATE devices SET admin = (SELECT p.admin FROM people p WHERE p.id = devices.person_id)",
+        "CREATE INDEX jobs_device ON memory_extract_jobs (device_id, status)",
+        """UPDATE memory_extract_jobs SET status = 'cancelled', error = 'cancelled: its device was revoked'
+            WHERE status IN ('queued', 'running')
+            AND device_id IN (SELECT id FROM devices WHERE revoked_at IS NOT NULL)""",
     ],
 }

@@ -7,6 +7,8 @@ Strategy:
 - Vectors are float32 blobs on the row, tagged with the model that made them;
   searching them (and keyword search) is the memory service's job, over
   in-memory indexes it builds from `index_rows` and `current_vectors`.
+- The file is private (folder 0700, files 0600) and an existing one is checked for damage before
+  anything writes to it (`files.py`).
 - Every write is one `BEGIN IMMEDIATE` transaction with synchronous=FULL:
   a door killed at any instant loses no acknowledged write.
 - All SQL runs under one lock on one connection; a local door's requests take
@@ -25,7 +27,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from bli_memory.door.model import Job, Memory, Principal, hash_text, new_id, new_token, now_s
-from bli_memory.door.store.base import ExperienceOutcome, IndexRow, NewVersion, VectorTask
+from bli_memory.door.store.base import (
+    MAX_PENDING_JOBS_PER_DEVICE,
+    DeviceRevoked,
+    ExperienceOutcome,
+    IndexRow,
+    NewVersion,
+    QueueFull,
+    VectorTask,
+)
+from bli_memory.door.store.sqlite.files import check_integrity, create_private, is_damage
 from bli_memory.door.store.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -37,6 +48,8 @@ MMAP_BYTES = 256 * 1024 * 1024
 MIN_FREE_BYTES = 1024 * 1024
 #: with fewer spare pages than this under a page limit (`limit_pages`), the same.
 MIN_SPARE_PAGES = 8
+#: what cancels a job whose device was revoked.
+REVOKED_JOB_ERROR = "cancelled: its device was revoked"
 #: ids per `IN (...)` lookup.
 IDS_PER_QUERY = 500
 #: every column a Memory is built from: never the embedding blob (1.5 KB a row) where it is not used.
@@ -53,10 +66,19 @@ class SqliteStore:
 
     name = "sqlite"
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, max_pending_jobs: int = MAX_PENDING_JOBS_PER_DEVICE) -> None:
+        """Open (or create, private) the file. Raises DamagedDatabase, before any write, when an
+        existing file fails SQLite's check for damage."""
         self.path = str(path)
+        self.max_pending_jobs = max_pending_jobs
+        #: False when the start-up check ran out of time before the end of a very large file.
+        self.checked_whole = True
         if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            file = Path(self.path)
+            if file.exists() and file.stat().st_size > 0:
+                self.checked_whole = check_integrity(file)  # before anything may write to it
+            else:
+                create_private(file)
         self._lock = threading.RLock()
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
         self._db.row_factory = sqlite3.Row
@@ -111,6 +133,9 @@ class SqliteStore:
                 return
             with self.transaction():
                 yield
+
+    def is_damage(self, exc: BaseException) -> bool:
+        return is_damage(exc)
 
     def changed_elsewhere(self) -> bool:
         """`PRAGMA data_version` changes only for commits made by other connections."""
@@ -182,24 +207,22 @@ class SqliteStore:
             db.execute("INSERT OR IGNORE INTO teams (name, created_at) VALUES (?, ?)", (team, now))
             team_id = db.execute("SELECT id FROM teams WHERE name = ?", (team,)).fetchone()[0]
             db.execute(
-                "INSERT OR IGNORE INTO people (team_id, name, admin, created_at) VALUES (?, ?, ?, ?)",
-                (team_id, person, int(admin), now),
+                "INSERT OR IGNORE INTO people (team_id, name, created_at) VALUES (?, ?, ?)",
+                (team_id, person, now),
             )
-            if admin:
-                db.execute("UPDATE people SET admin = 1 WHERE team_id = ? AND name = ?", (team_id, person))
             person_id = db.execute(
                 "SELECT id FROM people WHERE team_id = ? AND name = ?", (team_id, person)
             ).fetchone()[0]
             db.execute(
-                "INSERT INTO devices (id, person_id, token_hash, label, created_at) VALUES (?, ?, ?, ?, ?)",
-                (device_id, person_id, hash_text(token), label, now),
+                "INSERT INTO devices (id, person_id, token_hash, label, admin, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (device_id, person_id, hash_text(token), label, int(admin), now),
             )
         return device_id, token
 
     def authenticate(self, token: str) -> Principal | None:
         with self._lock:
             row = self._db.execute(
-                """SELECT d.id AS device_id, p.id AS person_id, p.name AS person, p.admin AS admin,
+                """SELECT d.id AS device_id, p.id AS person_id, p.name AS person, d.admin AS admin,
                           t.id AS team_id, t.name AS team
                    FROM devices d JOIN people p ON p.id = d.person_id JOIN teams t ON t.id = p.team_id
                    WHERE d.token_hash = ? AND d.revoked_at IS NULL""",
@@ -219,25 +242,40 @@ class SqliteStore:
     def list_devices(self) -> list[dict[str, Any]]:
         with self._lock:
             rows = self._db.execute(
-                """SELECT d.id, d.label, d.created_at, d.revoked_at, p.name AS person, p.admin, t.name AS team
+                """SELECT d.id, d.label, d.created_at, d.revoked_at, p.name AS person, d.admin, t.name AS team
                    FROM devices d JOIN people p ON p.id = d.person_id JOIN teams t ON t.id = p.team_id
                    ORDER BY d.created_at"""
             ).fetchall()
         return [dict(row) for row in rows]
 
-    def revoke_device(self, device_id: str) -> bool:
+    def revoke_device(self, device_id: str) -> int | None:
+        now = now_s()
+        with self.transaction():
+            cursor = self._db.execute(
+                "UPDATE devices SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", (now, device_id)
+            )
+            if cursor.rowcount != 1:
+                return None
+            cancelled = self._db.execute(
+                """UPDATE memory_extract_jobs SET status = 'cancelled', error = ?, finished_at = ?
+                   WHERE device_id = ? AND status IN ('queued', 'running')""",
+                (REVOKED_JOB_ERROR, now, device_id),
+            )
+            return cancelled.rowcount
+
+    def set_device_admin(self, device_id: str, admin: bool) -> bool:
         with self._statement():
             cursor = self._db.execute(
-                "UPDATE devices SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL", (now_s(), device_id)
+                "UPDATE devices SET admin = ? WHERE id = ? AND revoked_at IS NULL", (int(admin), device_id)
             )
             return cursor.rowcount == 1
 
     def principal_for_job(self, job: Job) -> Principal:
         with self._lock:
             row = self._db.execute(
-                """SELECT p.name AS person, p.admin, t.name AS team FROM people p JOIN teams t ON t.id = p.team_id
-                   WHERE p.id = ?""",
-                (job.person_id,),
+                """SELECT p.name AS person, coalesce(d.admin, 0) AS admin, t.name AS team FROM people p
+                   JOIN teams t ON t.id = p.team_id LEFT JOIN devices d ON d.id = ? WHERE p.id = ?""",
+                (job.device_id, job.person_id),
             ).fetchone()
         return Principal(
             team_id=job.team_id,
@@ -408,11 +446,12 @@ class SqliteStore:
             ).fetchall()
         return [IndexRow(row[0], row[1], row[2], row[3]) for row in rows]
 
-    def spaces(self) -> list[tuple[int, str]]:
+    def spaces(self, limit: int) -> list[tuple[int, str]]:
         with self._lock:
             rows = self._db.execute(
                 """SELECT team_id, container_tag FROM memories WHERE status = 'current'
-                   GROUP BY team_id, container_tag ORDER BY max(updated_at) DESC"""
+                   GROUP BY team_id, container_tag ORDER BY max(updated_at) DESC LIMIT ?""",
+                (limit,),
             ).fetchall()
         return [(int(row[0]), str(row[1])) for row in rows]
 
@@ -498,7 +537,19 @@ class SqliteStore:
         self, principal: Principal, tag: str, content: str, metadata: dict[str, Any] | None
     ) -> str:
         job_id = new_id("job")
-        with self._statement():
+        with self.transaction():
+            active = self._db.execute(
+                "SELECT 1 FROM devices WHERE id = ? AND revoked_at IS NULL", (principal.device_id,)
+            ).fetchone()
+            if active is None:
+                raise DeviceRevoked(principal.device_id)
+            pending = self._db.execute(
+                """SELECT count(*) FROM memory_extract_jobs WHERE device_id = ?
+                   AND status IN ('queued', 'running')""",
+                (principal.device_id,),
+            ).fetchone()[0]
+            if pending >= self.max_pending_jobs:
+                raise QueueFull(pending)
             self._db.execute(
                 """INSERT INTO memory_extract_jobs (id, team_id, person_id, device_id, container_tag, content,
                        metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
@@ -583,9 +634,30 @@ class SqliteStore:
     def fail_job(self, job_id: str, error: str, *, retry: bool) -> None:
         with self._statement():
             self._db.execute(
-                "UPDATE memory_extract_jobs SET status = ?, error = ?, finished_at = ? WHERE id = ?",
+                "UPDATE memory_extract_jobs SET status = ?, error = ?, finished_at = ? WHERE id = ? "
+                "AND status = 'running'",
                 ("queued" if retry else "failed", error, None if retry else now_s(), job_id),
             )
+
+    def job_may_write(self, job: Job) -> bool:
+        """A job found with a revoked device is cancelled here (one queued before the revoke's
+        cancel, or by a door older than schema v4)."""
+        with self.transaction():
+            row = self._db.execute(
+                """SELECT j.status, d.revoked_at FROM memory_extract_jobs j
+                   LEFT JOIN devices d ON d.id = j.device_id WHERE j.id = ?""",
+                (job.id,),
+            ).fetchone()
+            if row is None or row["status"] != "running":
+                return False
+            if row["revoked_at"] is not None:
+                self._db.execute(
+                    """UPDATE memory_extract_jobs SET status = 'cancelled', error = ?, finished_at = ?
+                       WHERE id = ?""",
+                    (REVOKED_JOB_ERROR, now_s(), job.id),
+                )
+                return False
+        return True
 
     # ------------------------------------------------------------------ experience log
 
