@@ -6,11 +6,14 @@ its extra runs on a fresh venv that has no site-packages at all (fastapi, numpy,
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 import threading
+import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -158,8 +161,16 @@ def test_an_embedder_that_was_chosen_but_cannot_load_stops_the_door(
     assert not (tmp_path / "m.db").exists(), "no store opened for a door that will not serve"
 
 
+def _http(url: str, body: dict[str, Any] | None, headers: dict[str, str]) -> Any:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json", **headers})
+    with urllib.request.urlopen(request, timeout=RUN_TIMEOUT_S) as response:
+        return json.loads(response.read())
+
+
 def test_the_default_model_missing_falls_back_to_keyword_with_one_warning(tmp_path: Path) -> None:
-    """Nothing chosen and the default model unloadable: the door serves without meaning and says so once.
+    """Nothing chosen and the default model unloadable: the door says so once and serves keyword +
+    recency (a save and a keyword search work, with no similarity).
 
     The packaged tokenizer is pointed at a missing file in the door's own process: the one way to make
     the installed default model fail on demand."""
@@ -185,6 +196,17 @@ def test_the_default_model_missing_falls_back_to_keyword_with_one_warning(tmp_pa
     reader.start()
     try:
         assert listening.wait(RUN_TIMEOUT_S), "".join(lines)
+        url = next(line for line in lines if line.startswith(LISTENING))[len(LISTENING) :].strip()
+        token = _run([DOOR, "pair", "--person", "dana", "--db", str(tmp_path / "m.db")], _env(tmp_path))
+        assert token.returncode == 0, token.stderr
+        auth = {"Authorization": f"Bearer {token.stdout.strip()}"}
+        assert _http(url + "/healthz", None, {})["embedder"] == "none"
+        memory = {"content": "Keyword search still works without a model", "containerTag": "repo_none"}
+        _http(url + "/api/memory/save", memory, auth)
+        found = _http(
+            url + "/api/memory/search", {"q": "keyword search model", "containerTag": "repo_none"}, auth
+        )
+        assert [(r["content"], r["similarity"]) for r in found["results"]] == [(memory["content"], None)]
     finally:
         process.terminate()
         process.wait(RUN_TIMEOUT_S)
