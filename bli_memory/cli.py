@@ -61,7 +61,7 @@ def usage() -> str:
         "",
         "options:",
         "  --print-config[=claude|codex]  print the install contract or the Codex config block",
-        "  --version                      print the version",
+        "  -V, --version                  print the version",
         "  --help                         show this help",
         "",
         "Run `bli-memory-mcp COMMAND --help` for a command's own help.",
@@ -123,7 +123,7 @@ def _dispatch(args: list[str]) -> int:
     if first in ("--help", "-h", "help"):
         sys.stdout.write(usage() + "\n")
         return 0
-    if first == "--version":
+    if first in ("--version", "-V"):
         from bli_memory import __version__
 
         sys.stdout.write(f"bli-memory-mcp {__version__}\n")

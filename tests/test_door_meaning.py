@@ -208,22 +208,6 @@ def test_a_job_survives_a_door_killed_mid_job_and_is_applied_once(
     assert sum(1 for _ in rows) == job["outcome"]["added"]
 
 
-def test_unloadable_model_says_so_and_serves_keyword_and_recency(
-    start_door: Callable[..., DoorProcess], tmp_path: Any
-) -> None:
-    door = start_door("--embedder", f"onnx:{tmp_path / 'no-such-model'}")
-    status, health = door.get("/healthz", token="")
-    assert status == 200 and health["embedder"] == "none"
-    warnings = [line for line in door.lines if "unavailable" in line and "keyword + recency" in line]
-    assert len(warnings) == 1
-    save(door, "repo_none", "Keyword search still works without a model")
-    results = search(door, "repo_none", "keyword search model")
-    assert (
-        results[0]["content"] == "Keyword search still works without a model"
-        and results[0]["similarity"] is None
-    )
-
-
 def test_extract_job_outcome_line_has_no_memory_text(door_onnx: DoorProcess, tag: str) -> None:
     job = wait_job(door_onnx, save(door_onnx, tag, EXCHANGE, extract=True)["jobId"])
     line = door_onnx.wait_for_log(f'"job": "{job["id"]}"')

