@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -87,6 +86,8 @@ def show_path(path: str) -> str:
 
 def write_atomic(path: str, text: str) -> None:
     """Replace the file in one rename, keeping its mode; a symlink's target is what gets written."""
+    import tempfile  # ~4 ms, paid only by a run that writes (not --dry-run, not "already registered")
+
     real = os.path.realpath(path)
     folder = os.path.dirname(real)
     os.makedirs(folder, exist_ok=True)

@@ -10,7 +10,6 @@ hook trust with the same scanner.
 
 from __future__ import annotations
 
-import copy
 import shlex
 import sys
 from collections.abc import Sequence
@@ -321,6 +320,8 @@ def _block_end(statements: Sequence[TomlStatement], header: TomlStatement) -> in
 
 def expected_after(old: dict[str, Any], prefix: Sequence[str] | None) -> dict[str, Any]:
     """The parsed config an edit must give: `old` with our table set (or, prefix None, removed)."""
+    import copy  # only where tomllib exists to check the edit against
+
     expected = copy.deepcopy(old)
     servers = expected.setdefault("mcp_servers", {})
     if prefix is None:
