@@ -30,11 +30,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     ),
     "logout": ("bli_memory.commands.login", "logout_main", "forget this machine's pairing"),
     "install": (
-        "bli_memory.install",
+        "bli_memory.install.cli",
         "install_main",
         "register the MCP server and hooks with Claude Code and Codex",
     ),
-    "uninstall": ("bli_memory.install", "uninstall_main", "remove what install registered"),
+    "uninstall": ("bli_memory.install.cli", "uninstall_main", "remove what install registered"),
     "log": (
         "bli_memory.commands.experience",
         "log_main",
@@ -44,7 +44,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 SERVER = ("bli_memory.mcp_server", "main")
-PRINT_CONFIG = ("bli_memory.install", "print_config_main")
+PRINT_CONFIG = ("bli_memory.install.cli", "print_config_main")
 
 
 def usage() -> str:
@@ -89,12 +89,32 @@ def main(argv: list[str] | None = None) -> int:
     /dev/null so that exit-time flush has nowhere to fail (the Python docs' recipe, signal docs).
     """
     try:
-        status = _dispatch(sys.argv[1:] if argv is None else argv)
+        status = _run_command(sys.argv[1:] if argv is None else argv)
         sys.stdout.flush()
     except BrokenPipeError:
         _silence_stdout()
         return EXIT_BROKEN_PIPE
     return status
+
+
+def _run_command(args: list[str]) -> int:
+    """The one place a command's CliError (`bli_memory.errors`) becomes one stderr line and its status.
+
+    `bli_memory.errors` is not imported here: the hooks run through this function and must not pay
+    for it. A CliError can only have been raised by code that imported that module, so when it is
+    not loaded, whatever was raised is something else.
+    """
+    try:
+        return _dispatch(args)
+    except Exception as exc:
+        if "bli_memory.errors" not in sys.modules:
+            raise
+        from bli_memory.errors import CliError  # already loaded: a lookup, not an import
+
+        if not isinstance(exc, CliError):
+            raise
+        sys.stderr.write(f"{exc.message}\n")
+        return exc.exit_code
 
 
 def _silence_stdout() -> None:

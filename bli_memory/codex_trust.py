@@ -35,16 +35,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from bli_memory.install import (
-    HOOKS,
-    Paths,
-    TomlShapeError,
-    _parse_basic_string,
-    _parse_key,
-    _toml_loads,
-    is_our_hook_command,
-    scan_toml,
-)
+from bli_memory.install.contract import HOOKS, is_our_hook_command
+from bli_memory.install.files import Paths
+from bli_memory.install.tomledit import TomlShapeError, parse_basic_string, parse_key, scan_toml, toml_loads
 
 #: Codex's labels in hook-state keys, for the events install registers.
 EVENT_LABELS = {"SessionStart": "session_start", "UserPromptSubmit": "user_prompt_submit", "Stop": "stop"}
@@ -163,7 +156,7 @@ def our_handlers(hooks_doc: object) -> list[tuple[str, int, int, object, Mapping
 
 def parse_config(text: str, *, use_tomllib: bool = True) -> CodexConfig:
     """The hook state tables and feature flags of a Codex config.toml; TomlShapeError when unreadable."""
-    data = _toml_loads(text) if use_tomllib else None
+    data = toml_loads(text) if use_tomllib else None
     if data is None:
         data = _scan_hook_settings(text)
     hooks = data.get("hooks")
@@ -187,7 +180,7 @@ def _scan_hook_settings(text: str) -> dict[str, Any]:
         if statement.kind != "keyval" or not path or path[0] not in ("hooks", "features"):
             continue
         line = lines[statement.start]
-        _, pos = _parse_key(line, len(line) - len(line.lstrip(" \t")))
+        _, pos = parse_key(line, len(line) - len(line.lstrip(" \t")))
         value = _scalar_or_table(line, pos + 1)
         if value is None:
             continue
@@ -213,7 +206,7 @@ def _scalar_or_table(line: str, pos: int) -> object:
             if body[index] in " \t,":
                 index += 1
                 continue
-            key, index = _parse_key(body, index)
+            key, index = parse_key(body, index)
             if not body.startswith("=", index):
                 return None
             value = _scalar_or_table(body, index + 1)
@@ -223,7 +216,7 @@ def _scalar_or_table(line: str, pos: int) -> object:
             index = _scalar_end(body, index + 1)
         return table
     if rest.startswith('"'):
-        return _parse_basic_string(rest, 0)[0]
+        return parse_basic_string(rest, 0)[0]
     if rest.startswith("'"):
         end = rest.find("'", 1)
         return rest[1:end] if end > 0 else None
@@ -235,7 +228,7 @@ def _scalar_end(text: str, pos: int) -> int:
     while pos < len(text) and text[pos] in " \t":
         pos += 1
     if text.startswith('"', pos):
-        return _parse_basic_string(text, pos)[1]
+        return parse_basic_string(text, pos)[1]
     if text.startswith("'", pos):
         return text.find("'", pos + 1) + 1
     while pos < len(text) and text[pos] != ",":

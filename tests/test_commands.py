@@ -484,3 +484,71 @@ def test_a_door_whose_certificate_is_not_trusted_is_not_called_stopped(unpaired:
     assert result.returncode == 1 and len(result.stderr.splitlines()) == 1
     assert "reason: dashboard_unreachable" in result.stderr
     assert "TLS" in result.stderr and "nothing answered" not in result.stderr, result.stderr
+
+
+# --------------------------------------------------------------------------- one error, one boundary
+
+#: (command as typed, the module and function `bli_memory.cli` dispatches it to, its exit status).
+FAILING_COMMANDS = [
+    (["search", "--limit", "0", "x"], "bli_memory.commands.search", "main", 2),
+    (["search", "anything"], "bli_memory.commands.search", "main", 1),  # unpaired
+    (["save", "--stdin", "text"], "bli_memory.commands.save", "main", 2),
+    (["forget", "--id", " "], "bli_memory.commands.forget", "main", 2),
+    (["space", "--bogus"], "bli_memory.commands.space", "main", 2),
+    (["log", "win", "--store", "bli"], "bli_memory.commands.experience", "log_main", 2),
+    (["login", "--bogus"], "bli_memory.commands.login", "login_main", 2),
+    (["login", "--url", "ftp://door", "--token-stdin"], "bli_memory.commands.login", "login_main", 2),
+    (["install", "--host", "vim"], "bli_memory.install.cli", "install_main", 2),
+    (["--print-config=vim"], "bli_memory.install.cli", "print_config_main", 2),
+]
+
+
+@pytest.mark.parametrize(("argv", "module", "function", "status"), FAILING_COMMANDS)
+def test_commands_raise_one_cli_error_that_the_entry_point_prints_as_one_line(
+    argv: list[str],
+    module: str,
+    function: str,
+    status: int,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import importlib
+
+    from bli_memory import cli
+    from bli_memory.errors import CliError
+    from bli_memory.settings import ENV_TOKEN, ENV_URL
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for name in (ENV_URL, ENV_TOKEN, "CLAUDE_CONFIG_DIR", "CODEX_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    run = getattr(importlib.import_module(module), function)
+    own_args = argv if function == "print_config_main" else argv[1:]
+    with pytest.raises(CliError) as raised:
+        run(own_args)
+    error = raised.value
+    assert error.exit_code == status and error.message and "\n" not in error.message
+    capsys.readouterr()
+    assert cli.main(argv) == status
+    shown = capsys.readouterr()
+    assert shown.err == error.message + "\n" and shown.out == ""
+    assert list(tmp_path.iterdir()) == [], "a command that failed wrote nothing"
+
+
+def test_the_hook_path_does_not_import_the_cli_error(tmp_path: Path) -> None:
+    from tests.test_hooks_run import hook_env
+
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "bli_memory", "hook", "prompt"],
+        input=json.dumps({"session_id": "s", "cwd": str(tmp_path), "prompt": "ok"}),
+        capture_output=True,
+        text=True,
+        env=hook_env(tmp_path),
+        timeout=RUN_TIMEOUT_S,
+    )
+    assert done.returncode == 0 and "[bli-memory] prompt" in done.stderr
+    loaded = {
+        line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")
+    }
+    assert "bli_memory.cli" in loaded and "bli_memory.errors" not in loaded

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from bli_memory import install
+from bli_memory.install import contract, jsonsplice, probe, tomledit
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -113,7 +113,7 @@ def our_handlers(settings: dict[str, Any], event: str) -> list[dict[str, Any]]:
         handler
         for group in settings.get("hooks", {}).get(event, [])
         for handler in group["hooks"]
-        if install.is_our_hook_command(handler.get("command"))
+        if contract.is_our_hook_command(handler.get("command"))
     ]
 
 
@@ -172,8 +172,8 @@ def test_fresh_install_registers_server_hooks_and_permission_with_both_hosts(tmp
         (handler,) = our_handlers(settings, event)
         assert handler["timeout"] == TIMEOUTS_S[event] and handler["type"] == "command"
         # hooks skip the console script (it imports `re` first): its interpreter runs the CLI with -c
-        launcher = shlex.join(install.hook_prefix([claude["command"]]))
-        assert launcher.endswith(shlex.quote(install.HOOK_LAUNCH)) and " -c " in launcher
+        launcher = shlex.join(probe.hook_prefix([claude["command"]]))
+        assert launcher.endswith(shlex.quote(contract.HOOK_LAUNCH)) and " -c " in launcher
         assert handler["command"].startswith(launcher + " hook ")
         assert "--host" not in handler["command"]
         (codex_handler,) = our_handlers(codex_hooks, event)
@@ -389,14 +389,14 @@ def test_resolve_command_prefers_the_running_program(tmp_path: Path) -> None:
     python = tmp_path / "venv" / "bin" / "python"
     python.parent.mkdir(parents=True)
     none = lambda _name: None  # noqa: E731
-    assert install.resolve_command(str(script), "/usr/bin/python3", none) == [str(script)]
-    assert install.resolve_command(str(pyz), "/usr/bin/python3", none) == ["/usr/bin/python3", str(pyz)]
-    assert install.resolve_command("-m", str(python), lambda _n: str(script)) == [str(script)]
-    assert install.resolve_command("-m", str(python), none) == [str(python), "-m", "bli_memory"]
+    assert probe.resolve_command(str(script), "/usr/bin/python3", none) == [str(script)]
+    assert probe.resolve_command(str(pyz), "/usr/bin/python3", none) == ["/usr/bin/python3", str(pyz)]
+    assert probe.resolve_command("-m", str(python), lambda _n: str(script)) == [str(script)]
+    assert probe.resolve_command("-m", str(python), none) == [str(python), "-m", "bli_memory"]
     sibling = python.parent / "bli-memory-mcp"
     sibling.write_text("#!/bin/sh\n")
     sibling.chmod(0o755)
-    assert install.resolve_command("-m", str(python), none) == [str(sibling)]
+    assert probe.resolve_command("-m", str(python), none) == [str(sibling)]
 
 
 @pytest.mark.parametrize(
@@ -415,7 +415,7 @@ def test_resolve_command_prefers_the_running_program(tmp_path: Path) -> None:
     ],
 )
 def test_our_hook_commands_are_recognised_by_shape(command: object, ours: bool) -> None:
-    assert install.is_our_hook_command(command) is ours
+    assert contract.is_our_hook_command(command) is ours
 
 
 TRICKY_TOML = [
@@ -435,13 +435,13 @@ TRICKY_TOML = [
 @pytest.mark.parametrize("text", TRICKY_TOML)
 def test_codex_toml_edit_sets_only_our_table_and_is_idempotent(text: str) -> None:
     prefix = ["/opt/bin/bli-memory-mcp"]
-    installed, _ = install.edit_codex_toml(text, prefix)
+    installed, _ = tomledit.edit_codex_toml(text, prefix)
     parsed = tomllib.loads(installed)
     assert parsed["mcp_servers"]["bli-memory"]["command"] == prefix[0]
-    assert install.edit_codex_toml(installed, prefix) == (installed, [])
-    expected = install._expected_after(tomllib.loads(text), prefix)
+    assert tomledit.edit_codex_toml(installed, prefix) == (installed, [])
+    expected = tomledit.expected_after(tomllib.loads(text), prefix)
     assert parsed == expected
-    removed, _ = install.edit_codex_toml(installed, None)
+    removed, _ = tomledit.edit_codex_toml(installed, None)
     assert "bli-memory" not in tomllib.loads(removed).get("mcp_servers", {})
     if "bli-memory" not in text:
         restored = text if not text or text.endswith("\n") else text + "\n"
@@ -454,13 +454,13 @@ def test_codex_toml_edit_sets_only_our_table_and_is_idempotent(text: str) -> Non
 )
 def test_the_toml_scanner_alone_refuses_what_it_cannot_read(text: str) -> None:
     """On Python 3.10 there is no tomllib: the scanner must refuse these by itself."""
-    with pytest.raises(install.TomlShapeError):
-        install.scan_toml(text)
+    with pytest.raises(tomledit.TomlShapeError):
+        tomledit.scan_toml(text)
 
 
 def test_toml_strings_round_trip_through_tomllib() -> None:
     for value in ["plain", 'q"uote', "back\\slash", "tab\tnew\nline", "\x00\x7f", "ünï ✓"]:
-        assert tomllib.loads(f"v = {install.toml_string(value)}")["v"] == value
+        assert tomllib.loads(f"v = {tomledit.toml_string(value)}")["v"] == value
 
 
 def test_the_server_interpreter_is_read_from_the_command_or_its_shebang(tmp_path: Path) -> None:
@@ -468,12 +468,12 @@ def test_the_server_interpreter_is_read_from_the_command_or_its_shebang(tmp_path
     direct.write_text("#!/opt/venv/bin/python3.11\nimport x\n")
     via_env = tmp_path / "via-env"
     via_env.write_text("#!/usr/bin/env -S python3\n")
-    assert install.server_interpreter(["/usr/bin/python3", "/x/app.pyz"]) == "/usr/bin/python3"
-    assert install.server_interpreter(["/v/bin/python", "-m", "bli_memory"]) == "/v/bin/python"
-    assert install.server_interpreter([str(direct)]) == "/opt/venv/bin/python3.11"
-    assert os.path.basename(install.server_interpreter([str(via_env)])).startswith("python3")
-    assert install.can_run_server([sys.executable, "-m", "bli_memory"]) is True
-    assert install.can_run_server([str(tmp_path / "no-such-python"), "x.pyz"]) is False
+    assert probe.server_interpreter(["/usr/bin/python3", "/x/app.pyz"]) == "/usr/bin/python3"
+    assert probe.server_interpreter(["/v/bin/python", "-m", "bli_memory"]) == "/v/bin/python"
+    assert probe.server_interpreter([str(direct)]) == "/opt/venv/bin/python3.11"
+    assert os.path.basename(probe.server_interpreter([str(via_env)])).startswith("python3")
+    assert probe.can_run_server([sys.executable, "-m", "bli_memory"]) is True
+    assert probe.can_run_server([str(tmp_path / "no-such-python"), "x.pyz"]) is False
 
 
 # --------------------------------------------------------------------------- JSON kept as written
@@ -563,14 +563,92 @@ def test_a_file_install_creates_uses_two_space_indent(tmp_path: Path) -> None:
 @pytest.mark.parametrize("text", [*JSON_SHAPES, EMPTY_OURS])
 def test_splice_json_changes_only_what_differs(text: str) -> None:
     old = json.loads(text)
-    assert install.splice_json(text, old) == text
+    assert jsonsplice.splice_json(text, old) == text
     new = json.loads(text)
     new.setdefault("mcpServers", {})["bli-memory"] = {"command": "/x", "args": [], "env": {}}
     new["added"] = {"nested": [1, {"k": "v"}]}
-    spliced = install.splice_json(text, new)
+    spliced = jsonsplice.splice_json(text, new)
     assert json.loads(spliced) == new
     del new["added"]
     del new["mcpServers"]["bli-memory"]
     if not new["mcpServers"] and "mcpServers" not in old:
         del new["mcpServers"]
-    assert install.splice_json(spliced, new) == text
+    assert jsonsplice.splice_json(spliced, new) == text
+
+
+# --------------------------------------------------------------------------- the package
+
+#: every public name of `bli_memory.install` from when it was one module: still importable from it.
+FORMER_NAMES = (
+    "BACKUP_SUFFIX BIN_NAME CODEX_HOST_ARGS CONTRACT_SCHEMA FileChange HOOKS HOOK_LAUNCH HOOK_SUBCOMMANDS "
+    "HookSpec INSTALL_HELP InstallError MCP_PROBE MCP_PROBE_TIMEOUT_S MODULE_NAME NEW_FILE_MODE "
+    "NEW_JSON_INDENT Options PERMISSION PRINT_CONFIG_HELP Paths SERVER_ID SERVER_SKIPPED_NOTE "
+    "TomlShapeError TomlStatement ZIPAPP_NAME apply_change backup_path can_run_server codex_server_lines "
+    "codex_toml_block codex_trust_note edit_codex_toml hook_command hook_prefix install_contract "
+    "install_main is_our_hook_command load_json_object parse_options plan plan_claude_json "
+    "plan_codex_toml plan_hooks_json print_config_main read_text resolve_command run scan_toml "
+    "server_interpreter splice_json toml_string uninstall_main write_atomic"
+).split()
+
+
+def test_importing_the_package_loads_none_of_its_parts() -> None:
+    """`bli_memory.codex_trust` (run by `status`) imports a few names; it must not pay for the rest."""
+    code = (
+        "import sys; before = set(sys.modules); import bli_memory.install; "
+        "print(' '.join(sorted(set(sys.modules) - before)))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["bli_memory", "bli_memory.install"]
+
+
+def test_every_former_name_is_still_importable_from_the_package() -> None:
+    import importlib
+
+    import bli_memory.install as package
+
+    for name in FORMER_NAMES:
+        home = importlib.import_module(f"bli_memory.install.{package.EXPORTS[name]}")
+        assert getattr(package, name) is getattr(home, name), name
+    assert sorted(package.EXPORTS) == sorted(FORMER_NAMES)
+    with pytest.raises(AttributeError):
+        package.no_such_name  # noqa: B018
+    done = subprocess.run(
+        [sys.executable, "-c", "from bli_memory.install import HOOK_LAUNCH; print(HOOK_LAUNCH)"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.stdout.strip() == contract.HOOK_LAUNCH
+
+
+def test_a_failed_write_leaves_no_temp_file_and_reports_the_write_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bli_memory.install import files
+
+    target = tmp_path / "settings.json"
+    target.write_text("{}\n")
+
+    def refuse(_source: str, _target: str) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(files.os, "replace", refuse)
+    with pytest.raises(OSError, match="No space left"):
+        files.write_atomic(str(target), '{"a": 1}\n')
+    assert [p.name for p in tmp_path.iterdir()] == ["settings.json"] and target.read_text() == "{}\n"
+
+    def gone(_path: str) -> None:
+        raise FileNotFoundError(2, "already gone")
+
+    monkeypatch.setattr(files.os, "unlink", gone)
+    with pytest.raises(OSError, match="No space left"):  # the cleanup's own failure never hides it
+        files.write_atomic(str(target), '{"a": 1}\n')
+
+
+def test_the_install_modules_say_what_they_mean_without_pointing_elsewhere() -> None:
+    folder = REPO / "bli_memory" / "install"
+    for path in sorted(folder.glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        for pointer in ("DESIGN.md", "seed README", "the seed", "../shared"):
+            assert pointer not in text, f"{path.name} sends the reader to {pointer!r}"

@@ -4,6 +4,9 @@
 error is one line on stderr and exit 2, never a usage dump), reach the door through `with_tools`, and
 print a `ToolResult` as text or `--json` with `emit`. The commands run the very `MemoryTools` the MCP
 server runs, so the two cannot drift.
+
+A command that cannot go on raises `CliError` (`UsageError` for bad input, see `usage_error`) from
+`bli_memory.errors`; `bli_memory.cli` prints it as one line and exits with its status.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
+from bli_memory.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError, UsageError
 from bli_memory.settings import load_settings, unpaired_message
 from bli_memory.tools import (
     INVALID_ARGUMENTS,
@@ -26,16 +30,8 @@ from bli_memory.tools import (
     project_dir,
 )
 
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
-
 JSON_HELP = "print the structured answer as JSON on stdout (the same facts as the text)"
 TAG_HELP = "the memory space to use (default: the space of the current folder, or $BLI_MEMORY_CONTAINER_TAG)"
-
-
-class UsageError(Exception):
-    """Bad input on the command line; carries the one line to print."""
 
 
 class CommandParser(argparse.ArgumentParser):
@@ -55,19 +51,16 @@ def new_parser(name: str, description: str, epilog: str = "") -> CommandParser:
 
 
 def parse(parser: CommandParser, argv: Sequence[str]) -> argparse.Namespace | int:
-    """The parsed arguments, or the exit status to return (0 after --help, 2 after a usage error)."""
+    """The parsed arguments, or the exit status to return after --help; UsageError for bad input."""
     try:
         return parser.parse_intermixed_args(list(argv))
-    except UsageError as exc:
-        sys.stderr.write(f"{exc}\n")
-        return EXIT_USAGE
     except SystemExit as exc:  # --help
         return exc.code if isinstance(exc.code, int) else EXIT_OK
 
 
-def usage_error(prog: str, message: str) -> int:
-    sys.stderr.write(f"{prog}: {message} (see `{prog} --help`)\n")
-    return EXIT_USAGE
+def usage_error(prog: str, message: str) -> UsageError:
+    """The error for input the parser accepted but the command cannot use: `raise usage_error(...)`."""
+    return UsageError(f"{prog}: {message} (see `{prog} --help`)")
 
 
 def with_tools(
@@ -76,13 +69,11 @@ def with_tools(
     """Run `run` with the memory tools of this machine's door; unpaired → one sentence, exit 1."""
     settings = load_settings()
     if not settings.paired:
-        sys.stderr.write(unpaired_message() + "\n")
-        return EXIT_FAILED
+        raise CliError(unpaired_message(), EXIT_FAILED)
     try:
         tools = open_tools(settings, project_dir(os.environ), min_similarity=min_similarity)
     except DoorUrlError as exc:
-        sys.stderr.write(f"{exc}\n")
-        return EXIT_FAILED
+        raise CliError(str(exc), EXIT_FAILED) from None
     try:
         return run(tools)
     finally:
@@ -94,12 +85,12 @@ def print_json(data: Any) -> None:
 
 
 def emit(prog: str, result: ToolResult, as_json: bool, *, ok_status: int = EXIT_OK) -> int:
-    """Print a result; a failure is one line on stderr (and its JSON on stdout with --json)."""
+    """Print a result; a failure is its JSON on stdout with --json, and a CliError (one stderr line)."""
     if as_json:
         print_json(result.structured)
     if result.is_error:
-        sys.stderr.write(f"{prog}: {result.text}\n")
-        return EXIT_USAGE if result.reason == INVALID_ARGUMENTS else EXIT_FAILED
+        status = EXIT_USAGE if result.reason == INVALID_ARGUMENTS else EXIT_FAILED
+        raise CliError(f"{prog}: {result.text}", status)
     if not as_json:
         sys.stdout.write(result.text.rstrip("\n") + "\n")
     return ok_status

@@ -28,15 +28,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from bli_memory.commands.base import (
-    EXIT_FAILED,
-    EXIT_OK,
-    JSON_HELP,
-    new_parser,
-    parse,
-    print_json,
-    usage_error,
-)
+from bli_memory.commands.base import JSON_HELP, new_parser, parse, print_json, usage_error
+from bli_memory.errors import EXIT_FAILED, EXIT_OK, CliError
 
 VERDICTS = ("win", "loss", "noise")
 STORES = ("bli", "supermemory", "both")
@@ -158,14 +151,14 @@ def log_main(argv: list[str]) -> int:
     if isinstance(args, int):
         return args
     if args.reason_stdin and args.reason:
-        return usage_error(parser.prog, "give REASON or --reason-stdin, not both")
+        raise usage_error(parser.prog, "give REASON or --reason-stdin, not both")
     if args.reason_stdin:
         reason = sys.stdin.read(REASON_MAX_CHARS * 4 + 2).rstrip("\r\n").strip()
     else:
         reason = " ".join(args.reason).strip()
     problem = check_reason(reason)
     if problem is not None:
-        return usage_error(parser.prog, problem)
+        raise usage_error(parser.prog, problem)
 
     import uuid
 
@@ -197,8 +190,9 @@ def log_main(argv: list[str]) -> int:
         with open(log_file(env), "a", encoding="utf-8") as handle:
             handle.write(line + "\n")
     except OSError as exc:
-        sys.stderr.write(f"{parser.prog}: cannot write the experience log: {exc.strerror}\n")
-        return EXIT_FAILED
+        raise CliError(
+            f"{parser.prog}: cannot write the experience log: {exc.strerror}", EXIT_FAILED
+        ) from None
 
     from bli_memory.tools import DoorUrlError
 
@@ -266,11 +260,9 @@ def sync_main(argv: list[str]) -> int:
     try:
         client = _open_client(env) if queue else None
     except DoorUrlError as exc:
-        sys.stderr.write(f"{exc}\n")
-        return EXIT_FAILED
+        raise CliError(str(exc), EXIT_FAILED) from None
     if queue and client is None:
-        sys.stderr.write(unpaired_message() + "\n")
-        return EXIT_FAILED
+        raise CliError(unpaired_message(), EXIT_FAILED)
     shipped, rejected, stopped = 0, 0, None
     try:
         for path, entry in queue[:SYNC_BATCH_MAX]:
@@ -294,8 +286,8 @@ def sync_main(argv: list[str]) -> int:
         line = f"shipped {shipped}, rejected {rejected}, still queued {left}"
         sys.stdout.write(line + (f" (stopped: {stopped})" if stopped else "") + "\n")
     if stopped:
-        sys.stderr.write(
-            f"{parser.prog}: stopped at a failed request (reason: {stopped}); the rest stays queued\n"
+        raise CliError(
+            f"{parser.prog}: stopped at a failed request (reason: {stopped}); the rest stays queued",
+            EXIT_FAILED,
         )
-        return EXIT_FAILED
     return EXIT_OK

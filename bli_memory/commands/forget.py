@@ -47,7 +47,7 @@ def main(argv: list[str]) -> int:
     arguments: dict[str, Any] = {"id": args.id, "content": args.content, "query": args.query}
     arguments = {key: value for key, value in arguments.items() if value is not None}
     if not all(value.strip() for value in arguments.values()):
-        return usage_error(parser.prog, "the memory to forget must not be empty")
+        raise usage_error(parser.prog, "the memory to forget must not be empty")
     arguments["containerTag"] = args.container_tag
 
     def run(tools: MemoryTools) -> int:

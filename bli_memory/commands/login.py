@@ -25,6 +25,7 @@ import sys
 import time
 from typing import NoReturn
 
+from bli_memory.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError, UsageError
 from bli_memory.settings import (
     ENV_TOKEN,
     ENV_URL,
@@ -33,10 +34,6 @@ from bli_memory.settings import (
     session_file,
     write_session,
 )
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
 
 #: a device token is a few dozen characters; anything far longer was not meant as one.
 TOKEN_MAX_CHARS = 4096
@@ -76,8 +73,7 @@ class OneLineParser(argparse.ArgumentParser):
         if message.startswith("unrecognized arguments"):
             # argparse would repeat them, and a token pasted on the command line must not be echoed.
             message = "unrecognized arguments (not repeated: they may hold a secret)"
-        sys.stderr.write(f"{self.prog}: {message}; see `{self.prog} --help`\n")
-        raise SystemExit(EXIT_USAGE)
+        raise UsageError(f"{self.prog}: {message}; see `{self.prog} --help`")
 
 
 def login_parser() -> OneLineParser:
@@ -112,9 +108,9 @@ def logout_parser() -> OneLineParser:
     return parser
 
 
-def fail(prog: str, message: str, code: int) -> int:
-    sys.stderr.write(f"{prog}: {message}\n")
-    return code
+def fail(prog: str, message: str, code: int) -> CliError:
+    """The error that ends login or logout: `raise fail(prog, message, EXIT_...)`."""
+    return CliError(f"{prog}: {message}", code)
 
 
 def normalise_door_url(url: str) -> str:
@@ -191,13 +187,13 @@ def login_main(argv: list[str]) -> int:
     try:
         url = normalise_door_url(args.url)
     except ValueError as exc:
-        return fail(parser.prog, str(exc), EXIT_USAGE)
+        raise fail(parser.prog, str(exc), EXIT_USAGE) from None
     try:
         token = read_token(args.token_stdin)
     except ValueError as exc:
-        return fail(parser.prog, str(exc), EXIT_USAGE)
+        raise fail(parser.prog, str(exc), EXIT_USAGE) from None
     except (EOFError, KeyboardInterrupt):
-        return fail(parser.prog, "no token given", EXIT_USAGE)
+        raise fail(parser.prog, "no token given", EXIT_USAGE) from None
     door = None if args.no_check else check_door(url, token)
     if door is not None and door.get("token") == "refused":
         # checked before writing: a refused token never replaces a pairing that may still work
@@ -205,7 +201,7 @@ def login_main(argv: list[str]) -> int:
             sys.stdout.write(
                 json.dumps({"paired": False, "url": url, "sessionFile": None, "door": door}) + "\n"
             )
-        return fail(
+        raise fail(
             parser.prog,
             f"not paired: the door at {url} refused this device token (unknown or revoked); "
             "nothing saved; get a new one with `bli-memory-door pair --person NAME`",
@@ -214,7 +210,7 @@ def login_main(argv: list[str]) -> int:
     try:
         path = write_session(url, token)
     except SessionFileError as exc:
-        return fail(parser.prog, f"not paired: {exc}", EXIT_FAILED)
+        raise fail(parser.prog, f"not paired: {exc}", EXIT_FAILED) from None
     if args.json:
         sys.stdout.write(json.dumps({"paired": True, "url": url, "sessionFile": path, "door": door}) + "\n")
         return EXIT_OK
@@ -245,7 +241,7 @@ def logout_main(argv: list[str]) -> int:
     try:
         removed = remove_session()
     except OSError as exc:
-        return fail(parser.prog, f"cannot remove {path}: {exc.strerror}", EXIT_FAILED)
+        raise fail(parser.prog, f"cannot remove {path}: {exc.strerror}", EXIT_FAILED) from None
     if args.json:
         sys.stdout.write(json.dumps({"removed": removed, "sessionFile": path}) + "\n")
     elif removed:

@@ -44,16 +44,16 @@ def main(argv: list[str]) -> int:
     if isinstance(args, int):
         return args
     if args.stdin and args.text:
-        return usage_error(parser.prog, "give TEXT or --stdin, not both")
+        raise usage_error(parser.prog, "give TEXT or --stdin, not both")
     if args.stdin:
         raw = sys.stdin.buffer.read(STDIN_MAX_BYTES + 1)
         if len(raw) > STDIN_MAX_BYTES:
-            return usage_error(parser.prog, f"stdin holds more than {STDIN_MAX_BYTES} bytes")
+            raise usage_error(parser.prog, f"stdin holds more than {STDIN_MAX_BYTES} bytes")
         text = raw.decode("utf-8", errors="replace")
     else:
         text = " ".join(args.text)
     if not text.strip():
-        return usage_error(parser.prog, "nothing to save: TEXT is empty")
+        raise usage_error(parser.prog, "nothing to save: TEXT is empty")
     arguments: dict[str, Any] = {
         "content": text.strip(),
         "customId": args.custom_id,

@@ -71,7 +71,7 @@ def main(argv: list[str]) -> int:
         return args
     query = " ".join(args.query).strip()
     if not query:
-        return usage_error(parser.prog, "QUERY must not be empty")
+        raise usage_error(parser.prog, "QUERY must not be empty")
     arguments: dict[str, Any] = {"query": query, "limit": args.limit, "containerTag": args.container_tag}
     return with_tools(
         parser.prog,

@@ -13,8 +13,11 @@ import sys
 from bli_memory.settings import ENV_CONTAINER_TAG, ENV_ISOLATE_WORKTREES, load_settings
 from bli_memory.space import resolve_space_of
 
+TYPE_CHECKING = False  # `typing` is not loaded on this path; mypy reads this constant as True
+if TYPE_CHECKING:
+    from bli_memory.errors import UsageError
+
 EXIT_OK = 0
-EXIT_USAGE = 2
 
 USAGE = "usage: bli-memory-mcp space [PATH] [--json]"
 HELP = f"""{USAGE}
@@ -36,9 +39,11 @@ environment:
 """
 
 
-def fail(message: str) -> int:
-    sys.stderr.write(f"bli-memory-mcp space: {message}\n")
-    return EXIT_USAGE
+def fail(message: str) -> UsageError:
+    """The error for bad input: `raise fail(...)`. `bli_memory.errors` is imported on this path only."""
+    from bli_memory.errors import UsageError
+
+    return UsageError(f"bli-memory-mcp space: {message}")
 
 
 def main(argv: list[str]) -> int:
@@ -56,16 +61,16 @@ def main(argv: list[str]) -> int:
         elif arg == "--json":
             as_json = True
         else:
-            return fail(f"unknown option {arg!r}; see `bli-memory-mcp space --help`")
+            raise fail(f"unknown option {arg!r}; see `bli-memory-mcp space --help`")
     if len(paths) > 1:
-        return fail("takes at most one PATH; see `bli-memory-mcp space --help`")
+        raise fail("takes at most one PATH; see `bli-memory-mcp space --help`")
     try:
         folder = paths[0] if paths else os.getcwd()
     except OSError as exc:
-        return fail(f"cannot read the current folder: {exc.strerror}")
+        raise fail(f"cannot read the current folder: {exc.strerror}") from None
     if not os.path.isdir(folder):
         what = "no such folder" if not os.path.exists(folder) else "not a directory"
-        return fail(f"{what}: {folder}")
+        raise fail(f"{what}: {folder}")
     settings = load_settings()
     found = resolve_space_of(settings, folder)
     if as_json:

@@ -1,0 +1,78 @@
+"""Registration with Claude Code and Codex: `install`, `uninstall` and `--print-config`.
+
+`--print-config[=claude|codex]` prints the `bli-memory-install-config.v1` contract or the Codex
+`config.toml` block, with the bare bin name. `install` resolves the absolute command of the program
+that is running (so it registers itself, not whatever else is on PATH) and writes:
+
+- Claude Code: `mcpServers.bli-memory` in `~/.claude.json`; one matcher group per hook under
+  `hooks.<Event>` plus `permissions.allow: mcp__bli-memory__search_memory` in `~/.claude/settings.json`
+  (both under `$CLAUDE_CONFIG_DIR` when that is set).
+- Codex: `[mcp_servers.bli-memory]` (`command`, `args`) in `~/.codex/config.toml`, and the three
+  hooks in `~/.codex/hooks.json` (same shape as Claude's; `$CODEX_HOME` honoured). A Codex without
+  hook support never reads hooks.json, so writing it is harmless there; builds that gate hooks
+  behind `[features] codex_hooks = true` are left to the person (we never flip feature flags), and
+  Codex runs a new or changed hook only once the person trusts it (`/hooks`): install says so while
+  that is pending, and `status` reads whether it is done (`bli_memory.codex_trust`). Install never
+  writes that trust itself: it is the person's review.
+
+Every edit is idempotent (a second run writes nothing), atomic (temp file + rename in the same
+folder, the file's mode kept, symlinks followed), keeps every other byte (JSON: only the changed
+members and elements are rewritten, in the file's own style; TOML: only our table), and backs the
+file up once (`<file>.bli-memory.bak`) before the first change. All files are planned before any is
+written: a malformed file is reported in one line and nothing is written anywhere (exit 1).
+
+One job per module, each depending only on those above it:
+
+- `contract`: the names, the three hooks and their commands, the v1 contract, recognising our hooks;
+- `probe`: which program is running, which python runs it, whether that python can run the server;
+- `files`: the four paths, a planned change, the atomic write and the backup;
+- `jsonsplice`: a JSON file's new text, changing only what differs;
+- `tomledit`: Codex's config.toml, our table rendered and edited in place;
+- `edits`: each host's files as they should become (the plan);
+- `cli`: the commands' flags and output (`bli_memory.cli` dispatches `install` and `uninstall` there).
+
+This package's own module imports nothing: `bli_memory.codex_trust` (run by `status`) reads a few
+names from `contract`, `files` and `tomledit` without loading the rest. The names this module had
+before it became a package are still importable from it (`from bli_memory.install import
+HOOK_LAUNCH`); each is loaded from its module on first use.
+"""
+
+from __future__ import annotations
+
+import sys
+
+#: each public name of the former single module -> the module that holds it now.
+_HOMES = {
+    "contract": (
+        "BIN_NAME CODEX_HOST_ARGS CONTRACT_SCHEMA HOOKS HOOK_LAUNCH HOOK_SUBCOMMANDS HookSpec MODULE_NAME "
+        "PERMISSION SERVER_ID ZIPAPP_NAME hook_command install_contract is_our_hook_command"
+    ),
+    "probe": "MCP_PROBE MCP_PROBE_TIMEOUT_S can_run_server hook_prefix resolve_command server_interpreter",
+    "files": (
+        "BACKUP_SUFFIX FileChange InstallError NEW_FILE_MODE Paths apply_change backup_path read_text "
+        "write_atomic"
+    ),
+    "jsonsplice": "NEW_JSON_INDENT splice_json",
+    "tomledit": (
+        "TomlShapeError TomlStatement codex_server_lines codex_toml_block edit_codex_toml scan_toml toml_string"
+    ),
+    "edits": "load_json_object plan plan_claude_json plan_codex_toml plan_hooks_json",
+    "cli": (
+        "INSTALL_HELP Options PRINT_CONFIG_HELP SERVER_SKIPPED_NOTE codex_trust_note install_main "
+        "parse_options print_config_main run uninstall_main"
+    ),
+}
+EXPORTS = {name: module for module, names in _HOMES.items() for name in names.split()}
+
+
+def __getattr__(name: str) -> object:
+    module = EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    qualified = f"{__name__}.{module}"
+    __import__(qualified)
+    return getattr(sys.modules[qualified], name)
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *EXPORTS])
