@@ -34,6 +34,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from bli_memory.door.errors import exception_line
+
 if TYPE_CHECKING:
     import numpy
     import numpy.typing as npt
@@ -368,7 +370,7 @@ def load_embedder(spec: str | None, *, env: Mapping[str, str] | None = None) -> 
     except (ValueError, EmbedError) as exc:
         reason = str(exc)
     except Exception as exc:  # onnxruntime/tokenizers raise their own types for corrupt files
-        reason = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else 'load failed'}"
+        reason = exception_line(exc, when_empty="load failed")
     return NoneEmbedder(), f"embedder {kind} unavailable ({reason}); serving keyword + recency"
 
 
