@@ -33,6 +33,7 @@ from bli_memory import __version__, daemon, daemon_wire, paths
 from bli_memory.hooks import via_daemon
 from bli_memory.hooks.answer import HookAnswer
 from bli_memory.settings import write_session
+from tests.test_client_layout import counted_run
 from tests.test_hooks_imports import imports_without_site
 from tests.test_hooks_run import BIN, MARGIN_S, PROMPT, SESSION_START, Run, hook_env, run_hook
 
@@ -239,6 +240,17 @@ def test_the_hook_path_through_the_daemon_needs_no_json_re_enum_socket_or_signal
     assert '"via":"daemon"' in stderr and "prompt ok" in stderr, stderr
     assert "librarian" in stdout
     assert not {"json", "re", "enum", "socket", "signal", "typing", "bli_memory.door_client"} & modules
+
+
+def test_a_run_through_the_daemon_decides_triviality_once_and_finishes_once(
+    paired: Path, daemons: list[Daemon], tag: str
+) -> None:
+    """The daemon's answer is finished once, by the hook (route, whole duration, probe flag)."""
+    start(daemons, paired)
+    env = daemon_env(paired, BLI_MEMORY_CONTAINER_TAG=tag)
+    calls, receipt = counted_run("prompt", prompt_payload(paired), paired, env)
+    assert receipt.startswith('[bli-memory] prompt ok {"hits":1,') and receipt.endswith('"via":"daemon"}')
+    assert calls == {"skip_reason": 1, "finish": 1}
 
 
 def test_the_daemon_finds_the_same_space_as_the_hook_and_notices_when_it_changes(
