@@ -10,13 +10,13 @@ rebuilds it from an allow-list of keys with fixed types: whatever a peer sends, 
 ever carry counts, durations, a closed-set reason, the route and the probe flag — never a prompt, a
 memory, a path, a token or a trace.
 
-Imports: `tinyjson` (the line's JSON), `wire.reasons` (the closed reason set) and `daemon_wire` (the
-reasons a hook gives for not using the daemon), all standard library only and cheap.
+Imports: `tinyjson` (the line's JSON) and `wire.reasons` (the closed reason set), both standard
+library only and cheap; and `daemon_wire` (the reasons a hook gives for not using the daemon) only for
+an outcome that names one, so the trivial path never loads the socket protocol.
 """
 
 from __future__ import annotations
 
-from bli_memory.daemon_wire import REASONS as DAEMON_REASONS  # why a hook did not use the daemon
 from bli_memory.hooks import tinyjson
 from bli_memory.wire.reasons import to_log_reason
 
@@ -77,8 +77,12 @@ def clean(outcome: object) -> dict[str, object] | None:
                 out[key] = value
     if outcome.get("via") in ROUTES:
         out["via"] = outcome["via"]
-    if outcome.get("daemon") in DAEMON_REASONS:
-        out["daemon"] = outcome["daemon"]
+    daemon = outcome.get("daemon")
+    if daemon is not None:
+        from bli_memory.daemon_wire import REASONS  # loaded already by whoever asked the daemon
+
+        if daemon in REASONS:
+            out["daemon"] = daemon
     if outcome.get("probe") == PROBE_FLAG:
         out["probe"] = PROBE_FLAG
     return out

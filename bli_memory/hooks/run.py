@@ -24,7 +24,6 @@ from __future__ import annotations
 import os
 import time
 
-from bli_memory import daemon_wire
 from bli_memory.hooks import receipt
 from bli_memory.hooks.answer import DAEMON_EVENTS, DEADLINE_S, HookAnswer, finish
 
@@ -218,6 +217,8 @@ def _ask_daemon(event: str, payload: dict[str, object], cwd: str, deadline: floa
     """The daemon's answer; or why not (a via_daemon reason: take the direct path); None when off."""
     if event not in DAEMON_EVENTS or os.environ.get(ENV_DAEMON, "1") == "0":
         return None
+    from bli_memory import daemon_wire  # its reasons name every way this can end
+
     try:
         from bli_memory.hooks import via_daemon
 
@@ -306,7 +307,7 @@ def _route(
             return routed.stdout, routed.outcome, "daemon"
         stdout, outcome = _outcome(event, payload, cwd, deadline, prompt_checked=True)
         if routed is not None:
-            outcome = {**outcome, "daemon": routed}  # why not the daemon (receipt.DAEMON_REASONS)
+            outcome = {**outcome, "daemon": routed}  # why not the daemon (daemon_wire.REASONS)
         return stdout, outcome, "direct"
     except HookDeadline as exc:
         outcome = receipt.failed(exc)
