@@ -16,7 +16,7 @@ version order both sides compute alike, encoding a request, one exchange under a
 decoding a reply. The hook's policy (when to ask, how much time to give, starting and replacing a
 daemon) is `bli_memory.hooks.via_daemon`; the serving side is `bli_memory.daemon`.
 
-This runs inside the prompt hook (and `hooks/receipt.py` reads its reasons on every hook run), so
+This runs inside the prompt and session-start hooks (and `hooks/receipt.py` reads its reasons), so
 it imports only `os`, `time`, our `paths` and `tinyjson`, and `_socket` only when it connects: not
 `socket` or `json`, whose `enum` and `re` cost about 8 ms of a cold start (tests/test_hooks_imports.py).
 """

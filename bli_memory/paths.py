@@ -1,8 +1,8 @@
 """Where this user's files live: the home folder, and the client's state and config folders under it.
 
 One place for `$HOME` (falling back to the password database when it is unset or empty), so every
-module finds the same folders. Standard library only, and only `os`: the hooks import this on every
-turn, and the door imports it for its default database folder.
+module finds the same folders. Standard library only, and only `os`: the hooks import it (for their
+stats, the daemon's socket, the session file), and the door imports it for its default database folder.
 """
 
 from __future__ import annotations
