@@ -38,6 +38,7 @@ from typing import Any
 from bli_memory.install.contract import HOOKS, is_our_hook_command
 from bli_memory.install.files import Paths
 from bli_memory.install.tomledit import TomlShapeError, parse_basic_string, parse_key, scan_toml, toml_loads
+from bli_memory.paths import home_dir
 
 #: Codex's labels in hook-state keys, for the events install registers.
 EVENT_LABELS = {"SessionStart": "session_start", "UserPromptSubmit": "user_prompt_submit", "Stop": "stop"}
@@ -127,8 +128,7 @@ def codex_folder(env: Mapping[str, str]) -> str:
     codex_home = env.get("CODEX_HOME")
     if codex_home:
         return os.path.realpath(codex_home)
-    home = env.get("HOME") or os.path.expanduser("~")
-    return os.path.normpath(os.path.join(os.path.abspath(home), ".codex"))
+    return os.path.normpath(os.path.join(os.path.abspath(home_dir(env)), ".codex"))
 
 
 # --------------------------------------------------------------------------- reading Codex's files

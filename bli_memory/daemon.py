@@ -1,10 +1,12 @@
-"""`bli-memory-mcp daemon`: the resident process that keeps the prompt hook warm (seed README, BLI-3884).
+"""`bli-memory-mcp daemon`: the resident process that keeps the prompt hook warm, so a prompt pays
+for one local socket exchange instead of an interpreter's imports, a door connection and a token check.
 
 A prompt hook is a fresh process that must connect to the door and prove a token before it asks
 anything. This process does that once and keeps it: each worker thread holds its own keep-alive
 `wire.http.Connection` (a Connection is not thread-safe), and it answers `prompt` and `session-start`
 by calling `hooks.run.answer(..., via="daemon")` — the hook's own code; there is no second
-implementation of recall. The protocol is described in `bli_memory.hooks.via_daemon`.
+implementation of recall. The socket protocol is `bli_memory.daemon_wire`; the hook's side of it
+(when to ask, starting and replacing a daemon) is `bli_memory.hooks.via_daemon`.
 
 - One per OS user: `~/.local/state/bli-cockpit/memory-daemon.sock`, mode 0600, in a 0700 folder the
   user owns; an `flock`ed `memory-daemon.lock` beside it decides who serves. A second instance exits
@@ -17,7 +19,7 @@ implementation of recall. The protocol is described in `bli_memory.hooks.via_dae
   SPACE_CACHE_TTL_S (config includes are not tracked file by file).
 - Lifecycle: exits after BLI_MEMORY_DAEMON_IDLE_S (default 2 h) without a request; a request of
   another version gets a `version_mismatch` refusal; when the caller's version is NEWER
-  (`via_daemon.is_newer`, a total order) the daemon also stands down at once (socket and lock
+  (`daemon_wire.is_newer`, a total order) the daemon also stands down at once (socket and lock
   released first, so the hook can start a current one), while an older caller just goes direct — two
   installs of different versions settle on the newer daemon instead of retiring each other in turn.
   SIGTERM/SIGINT exit cleanly and remove the socket. It starts no child process. A daemon that stops
@@ -52,8 +54,8 @@ import threading
 import time
 from collections.abc import Mapping
 
-from bli_memory import __version__
-from bli_memory.hooks import via_daemon
+from bli_memory import __version__, daemon_wire, paths
+from bli_memory.hooks.answer import DAEMON_EVENTS, DEADLINE_S
 from bli_memory.wire.http import Connection, InvalidURL
 
 ENV_IDLE_S = "BLI_MEMORY_DAEMON_IDLE_S"
@@ -62,7 +64,7 @@ WORKER_COUNT = 4
 LISTEN_BACKLOG = 64
 #: connections waiting for a worker beyond this are closed at once: the hook goes direct
 QUEUE_MAX = 64
-REQUEST_MAX_BYTES = via_daemon.REQUEST_MAX_BYTES
+REQUEST_MAX_BYTES = daemon_wire.REQUEST_MAX_BYTES
 #: a client must send its whole request line within this of connecting (one deadline, not per recv)
 REQUEST_READ_S = 2.0
 #: sending the answer line (a few KB into an empty socket buffer) gets at most this
@@ -88,11 +90,10 @@ SPACE_CACHE_MAX_ENTRIES = 512
 SOCKET_MODE = 0o600
 #: the AF_UNIX path limit on Linux (108 with the terminating NUL; macOS has 104)
 SOCKET_PATH_MAX_BYTES = 103
-DAEMON_EVENTS = ("prompt", "session-start")
 #: the stop reason when every worker is stuck: the daemon gives up its socket for a fresh one
 WEDGED = "wedged"
 #: after these stop reasons the spawn stamp is removed, so the next hook starts a daemon at once
-RESTART_AT_ONCE_REASONS = (via_daemon.VERSION_MISMATCH, WEDGED)
+RESTART_AT_ONCE_REASONS = (daemon_wire.VERSION_MISMATCH, WEDGED)
 
 USAGE = """usage: bli-memory-mcp daemon [stop]
 
@@ -154,28 +155,28 @@ def space_inputs(cwd: str, env: Mapping[str, str]) -> list[str]:
     real = os.path.realpath(cwd)
     repo = find_repository(real, env) if os.path.isdir(real) else None
     stop = repo.top_level or repo.git_dir if repo is not None else None
-    paths = []
+    inputs = []
     current = real
     while True:
-        paths.append(current)
+        inputs.append(current)
         parent = os.path.dirname(current)
         if current == stop or parent == current:
             break
         current = parent
     if repo is not None:
         if repo.top_level is not None:
-            paths.append(os.path.join(repo.top_level, ".git"))
+            inputs.append(os.path.join(repo.top_level, ".git"))
         for name in ("HEAD", "commondir", "config.worktree"):
-            paths.append(os.path.join(repo.git_dir, name))
-        paths.append(os.path.join(repo.common_dir, "config"))
-    home = env.get("HOME") or os.path.expanduser("~")
-    paths.append(env.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig")
+            inputs.append(os.path.join(repo.git_dir, name))
+        inputs.append(os.path.join(repo.common_dir, "config"))
+    home = paths.home_dir(env)
+    inputs.append(env.get("GIT_CONFIG_SYSTEM") or "/etc/gitconfig")
     if "GIT_CONFIG_GLOBAL" in env:
-        paths.append(env["GIT_CONFIG_GLOBAL"])
+        inputs.append(env["GIT_CONFIG_GLOBAL"])
     else:
         xdg = env.get("XDG_CONFIG_HOME") or os.path.join(home, ".config")
-        paths += [os.path.join(xdg, "git", "config"), os.path.join(home, ".gitconfig")]
-    return paths
+        inputs += [os.path.join(xdg, "git", "config"), os.path.join(home, ".gitconfig")]
+    return inputs
 
 
 class SpaceCache:
@@ -254,9 +255,10 @@ def encode_reply(reply: Mapping[str, object]) -> bytes:
     return json.dumps(reply, separators=(",", ":"), ensure_ascii=False).encode("utf-8", "replace") + b"\n"
 
 
-class Worker:
-    """One thread's state: its own warm door connection (Connections are not thread-safe), and when
-    its current request counts as stuck (read by the accept loop's health check)."""
+class DaemonWorker:
+    """One of the daemon's threads answering hook requests (the door's own background thread is its
+    `ExtractionWorker`, in the other program): its warm door connection (Connections are not
+    thread-safe), and when its current request counts as stuck (read by the accept loop's health check)."""
 
     def __init__(self, server: Server) -> None:
         self.server = server
@@ -282,7 +284,7 @@ class Worker:
 
         `accepted` is when its connection was accepted: the request's budget counts from there.
         """
-        from bli_memory.hooks.run import DEADLINE_S, answer
+        from bli_memory.hooks.run import answer
         from bli_memory.settings import Settings, load_settings
 
         event = request.get("event")
@@ -294,9 +296,9 @@ class Worker:
         if version != __version__:
             # only a newer caller retires us; an older one is refused and goes direct, so two installs
             # of different versions never take turns standing each other down
-            if via_daemon.is_newer(version, __version__):
-                self.server.stand_down(via_daemon.VERSION_MISMATCH)
-            return {"error": via_daemon.VERSION_MISMATCH, "version": __version__}
+            if daemon_wire.is_newer(version, __version__):
+                self.server.stand_down(daemon_wire.VERSION_MISMATCH)
+            return {"error": daemon_wire.VERSION_MISMATCH, "version": __version__}
         payload, cwd = request.get("payload"), request.get("cwd")
         if event not in DAEMON_EVENTS:
             raise Refusal("unsupported_event")
@@ -379,12 +381,12 @@ class Worker:
 def _private_dir(path: str) -> None:
     """Make `path` a folder only this user can enter (0700), or refuse."""
     try:
-        os.makedirs(path, mode=via_daemon.STATE_DIR_MODE, exist_ok=True)
+        os.makedirs(path, mode=daemon_wire.STATE_DIR_MODE, exist_ok=True)
         info = os.lstat(path)
         if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
             raise DaemonSetupError(f"{path} is not a folder of this user")
-        if stat.S_IMODE(info.st_mode) != via_daemon.STATE_DIR_MODE:
-            os.chmod(path, via_daemon.STATE_DIR_MODE)
+        if stat.S_IMODE(info.st_mode) != daemon_wire.STATE_DIR_MODE:
+            os.chmod(path, daemon_wire.STATE_DIR_MODE)
     except OSError as exc:
         raise DaemonSetupError(f"cannot make {path} private: {exc.strerror}") from None
 
@@ -426,15 +428,15 @@ class Server:
     """The listening socket, the lock that makes it the only one, the workers, and the shutdown."""
 
     def __init__(self, env: Mapping[str, str]) -> None:
-        self.home = env.get("HOME") or os.path.expanduser("~")
-        self.folder = via_daemon.state_dir(env)
-        self.path = via_daemon.socket_path(env)
+        self.home = paths.home_dir(env)
+        self.folder = paths.state_dir(env)
+        self.path = daemon_wire.socket_path(env)
         self.idle_s = idle_limit_s(env)
         self.spaces = SpaceCache()
         self.pending: queue.Queue[Job | None] = queue.Queue(QUEUE_MAX)
         self.stop_reason: str | None = None
         self.requests = 0
-        self.workers: list[tuple[Worker, threading.Thread]] = []
+        self.workers: list[tuple[DaemonWorker, threading.Thread]] = []
         #: connections whose request line is still arriving, each with its own buffer and deadline
         self.reading: set[Reading] = set()
         self._held_bytes = 0
@@ -473,7 +475,7 @@ class Server:
         """HOME (ours: the socket lives under it) plus the space variables the hook sent, nothing else."""
         env = {"HOME": self.home}
         if isinstance(sent, dict):
-            for name in via_daemon.SPACE_ENV_NAMES:
+            for name in daemon_wire.SPACE_ENV_NAMES:
                 value = sent.get(name)
                 if isinstance(value, str):
                     env[name] = value
@@ -484,7 +486,7 @@ class Server:
     def _try_lock(self) -> bool:
         import fcntl
 
-        fd = os.open(os.path.join(self.folder, via_daemon.LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o600)
+        fd = os.open(os.path.join(self.folder, daemon_wire.LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -497,7 +499,7 @@ class Server:
 
     def _someone_current(self) -> bool:
         """A daemon of this version answers a ping: we are the second instance."""
-        got = via_daemon.ping(time.monotonic() + STALE_PROBE_S, {"HOME": self.home})
+        got = daemon_wire.ping(time.monotonic() + STALE_PROBE_S, {"HOME": self.home})
         return isinstance(got, dict) and got.get("version") == __version__
 
     def acquire(self) -> bool:
@@ -557,7 +559,7 @@ class Server:
         if self.stop_reason in RESTART_AT_ONCE_REASONS:
             # a hook that finds no daemon next must start one now, not after the hourly spawn stamp
             with contextlib.suppress(OSError):
-                os.unlink(os.path.join(self.folder, via_daemon.STAMP_NAME))
+                os.unlink(os.path.join(self.folder, daemon_wire.STAMP_NAME))
         fd, self._lock_fd = self._lock_fd, None
         if fd is not None:
             os.close(fd)
@@ -597,7 +599,7 @@ class Server:
     def _read(self, selector: selectors.BaseSelector, reading: Reading) -> None:
         """Take what one connection has sent; a whole line goes to `_dispatch`."""
         try:
-            chunk = reading.sock.recv(via_daemon.RECV_BYTES)
+            chunk = reading.sock.recv(daemon_wire.RECV_BYTES)
         except (BlockingIOError, InterruptedError):
             return
         except OSError:
@@ -646,8 +648,8 @@ class Server:
                 soonest = min(soonest, reading.deadline)
         return soonest
 
-    def _start_worker(self, index: int) -> tuple[Worker, threading.Thread]:
-        worker = Worker(self)
+    def _start_worker(self, index: int) -> tuple[DaemonWorker, threading.Thread]:
+        worker = DaemonWorker(self)
         thread = threading.Thread(target=worker.run, name=f"bli-daemon-{index}", daemon=True)
         thread.start()
         return worker, thread
@@ -768,22 +770,21 @@ def _wait_lock_free(lock_path: str, timeout_s: float) -> bool:
 def stop(env: Mapping[str, str]) -> tuple[int, str]:
     """Stop this user's daemon: (exit status, the one line that says what happened).
 
-    The daemon is the process holding the lock file, proven by `via_daemon.lock_holder` (on Linux:
+    The daemon is the process holding the lock file, proven by `daemon_wire.lock_holder` (on Linux:
     that pid has this very file open), so a recycled pid or a stranger's process is never signalled.
     SIGTERM first (with SIGCONT, so a stopped one acts on it); SIGKILL if it has not let go of the
     lock within STOP_WAIT_S, and the socket file a killed daemon leaves is removed.
     """
-    folder = via_daemon.state_dir(env)
-    lock_path = os.path.join(folder, via_daemon.LOCK_NAME)
-    path = via_daemon.socket_path(env)
-    pid = via_daemon.lock_holder(lock_path)
+    lock_path = daemon_wire.lock_path(env)
+    path = daemon_wire.socket_path(env)
+    pid = daemon_wire.lock_holder(lock_path)
     if pid is None:
         if _answers(path):
             return 1, f"a process listens on {path} but holds no daemon lock; not stopping it"
         if _remove_stale_socket(path):
             return 0, f"no daemon runs (removed the socket a crashed one left at {path})"
         return 0, "no daemon runs"
-    pong = via_daemon.ping(time.monotonic() + STALE_PROBE_S, env)
+    pong = daemon_wire.ping(time.monotonic() + STALE_PROBE_S, env)
     who = f"pid {pid}" + (
         f", version {pong['version']}" if isinstance(pong, dict) and "version" in pong else ""
     )

@@ -6,7 +6,8 @@ standard library. Every `render_*` returns `(text, structured)` where
 `structuredContent` to the model when it is present, so the two must never say
 different things. Both start with the same one-line `summary`.
 
-Rules the output keeps (DESIGN.md, "The client"):
+Rules the output keeps, so an agent reading it can tell facts from documents and check where each
+came from:
 - remembered facts (`kind: "memory"`) and documents are listed apart;
 - each hit shows its id, its full text, its age, its source (container tag)
   and its link when the door gives one;

@@ -14,12 +14,15 @@ import os
 import stat
 from collections.abc import Mapping
 
+from bli_memory.paths import config_dir
+
 ENV_TOKEN = "BLI_MEMORY_DEVICE_TOKEN"
 ENV_URL = "BLI_MEMORY_DASHBOARD_URL"
 ENV_CONTAINER_TAG = "BLI_MEMORY_CONTAINER_TAG"
 ENV_ISOLATE_WORKTREES = "BLI_MEMORY_ISOLATE_WORKTREES"
 ENV_DAEMON = "BLI_MEMORY_DAEMON"
 
+SESSION_FILE_NAME = "session.json"
 SESSION_DIR_MODE = 0o700
 SESSION_FILE_MODE = 0o600
 #: a session file is a few hundred bytes; anything far larger is not ours.
@@ -71,13 +74,8 @@ class Settings:
     __hash__ = None  # type: ignore[assignment]
 
 
-def home_dir(env: Mapping[str, str]) -> str:
-    return env.get("HOME") or os.path.expanduser("~")
-
-
 def session_file(env: Mapping[str, str] | None = None) -> str:
-    env = os.environ if env is None else env
-    return os.path.join(home_dir(env), ".config", "bli-cockpit", "session.json")
+    return os.path.join(config_dir(env), SESSION_FILE_NAME)
 
 
 def read_session(path: str) -> dict[str, str]:

@@ -13,8 +13,8 @@ repository (the folder the hooks run in; its space is computed, not overridden, 
 space cache is part of what is measured). Reports medians, p90 and ratios to the floor; each case's
 last receipt is printed so the path measured is the path meant. "hook body" is the median of the
 receipts' `elapsed_ms` (the hook's work after interpreter start); the door's own search time, on a
-warm connection, is printed last: on loopback it is most of what the daemon cannot remove. Target (issue 6, DESIGN.md "Quality
-bars"): prompt via the daemon within 3x `python -c pass`.
+warm connection, is printed last: on loopback it is most of what the daemon cannot remove. Target: the
+prompt hook via the daemon within 3x `python -c pass` (a prompt must not feel slower with memory on).
 
     .venv/bin/python scripts/bench_daemon.py [--rounds 30] [--memories 10000]
 """
@@ -113,13 +113,13 @@ def start_door(db: Path, home: Path) -> tuple[subprocess.Popen[str], str]:
 
 
 def start_daemon(env: dict[str, str]) -> subprocess.Popen[bytes]:
-    from bli_memory.hooks import via_daemon
+    from bli_memory import daemon_wire
 
     process = subprocess.Popen(
         [HOOK_BIN, "daemon"], env=env, stdin=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
     deadline = time.monotonic() + 20
-    while not isinstance(via_daemon.ping(time.monotonic() + 1, env), dict):
+    while not isinstance(daemon_wire.ping(time.monotonic() + 1, env), dict):
         if time.monotonic() > deadline or process.poll() is not None:
             raise SystemExit("bench_daemon: the daemon did not start")
         time.sleep(0.02)

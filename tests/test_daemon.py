@@ -29,10 +29,11 @@ from typing import Any
 
 import pytest
 
-from bli_memory import __version__, daemon
+from bli_memory import __version__, daemon, daemon_wire, paths
 from bli_memory.hooks import via_daemon
-from bli_memory.hooks.run import HookAnswer
+from bli_memory.hooks.answer import HookAnswer
 from bli_memory.settings import write_session
+from tests.test_client_layout import counted_run
 from tests.test_hooks_imports import imports_without_site
 from tests.test_hooks_run import BIN, MARGIN_S, PROMPT, SESSION_START, Run, hook_env, run_hook
 
@@ -70,7 +71,7 @@ class Daemon:
     def wait_ready(self) -> dict[str, object]:
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
-            got = via_daemon.ping(time.monotonic() + 1.0, {"HOME": str(self.home)})
+            got = daemon_wire.ping(time.monotonic() + 1.0, {"HOME": str(self.home)})
             if isinstance(got, dict) and got.get("pid") == self.pid:
                 return got
             assert self.process.poll() is None, self.stderr()
@@ -104,9 +105,9 @@ def _runs_bli_memory(args: object) -> bool:
 @pytest.fixture(autouse=True)
 def never_the_real_home(monkeypatch: pytest.MonkeyPatch) -> None:
     """Fail loudly, at the call, when a test would use the real HOME's daemon folder in this process
-    (`via_daemon.state_dir`, which the socket, lock and stamps all go through) or start a
+    (`paths.state_dir`, which the socket, lock and stamps all go through) or start a
     bli-memory process whose environment is the real HOME (or inherits it: no `env`)."""
-    state_dir = via_daemon.state_dir
+    state_dir = paths.state_dir
 
     def guarded_state_dir(env: Any = None) -> str:
         source = os.environ if env is None else env
@@ -121,7 +122,7 @@ def never_the_real_home(monkeypatch: pytest.MonkeyPatch) -> None:
                 raise RealHomeReached(f"{args!r} would run on the real HOME: pass env with a temporary HOME")
             super().__init__(args, *rest, **options)
 
-    monkeypatch.setattr(via_daemon, "state_dir", guarded_state_dir)
+    monkeypatch.setattr(paths, "state_dir", guarded_state_dir)
     monkeypatch.setattr(subprocess, "Popen", GuardedPopen)
 
 
@@ -129,7 +130,7 @@ def test_the_guard_stops_a_test_that_would_reach_the_real_homes_daemon() -> None
     with pytest.raises(RealHomeReached):
         via_daemon.ask_daemon("prompt", PROMPT, "/", deadline=time.monotonic() + 1)  # no env: os.environ
     with pytest.raises(RealHomeReached):
-        via_daemon.ping(time.monotonic() + 1, {"HOME": next(iter(REAL_HOMES))})
+        daemon_wire.ping(time.monotonic() + 1, {"HOME": next(iter(REAL_HOMES))})
     with pytest.raises(RealHomeReached):
         subprocess.run([BIN, "daemon", "stop"], capture_output=True, timeout=30)  # inherits HOME
 
@@ -197,7 +198,7 @@ def raw_exchange(home: Path, line: bytes, timeout_s: float = 5.0) -> bytes:
     """Send bytes on the daemon's socket, read until it closes."""
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
         sock.settimeout(timeout_s)
-        sock.connect(via_daemon.socket_path({"HOME": str(home)}))
+        sock.connect(daemon_wire.socket_path({"HOME": str(home)}))
         sock.sendall(line)
         chunks = []
         while chunk := sock.recv(65536):
@@ -241,6 +242,17 @@ def test_the_hook_path_through_the_daemon_needs_no_json_re_enum_socket_or_signal
     assert not {"json", "re", "enum", "socket", "signal", "typing", "bli_memory.door_client"} & modules
 
 
+def test_a_run_through_the_daemon_decides_triviality_once_and_finishes_once(
+    paired: Path, daemons: list[Daemon], tag: str
+) -> None:
+    """The daemon's answer is finished once, by the hook (route, whole duration, probe flag)."""
+    start(daemons, paired)
+    env = daemon_env(paired, BLI_MEMORY_CONTAINER_TAG=tag)
+    calls, receipt = counted_run("prompt", prompt_payload(paired), paired, env)
+    assert receipt.startswith('[bli-memory] prompt ok {"hits":1,') and receipt.endswith('"via":"daemon"}')
+    assert calls == {"skip_reason": 1, "finish": 1}
+
+
 def test_the_daemon_finds_the_same_space_as_the_hook_and_notices_when_it_changes(
     paired: Path, daemons: list[Daemon], door: Any, tmp_path: Path
 ) -> None:
@@ -277,7 +289,7 @@ def test_the_socket_is_0600_in_a_folder_only_the_user_can_enter(home: Path, daem
     folder.mkdir(parents=True, mode=0o755)
     folder.chmod(0o755)  # an over-open folder left by something else is made private
     start(daemons, home)
-    sock = Path(via_daemon.socket_path({"HOME": str(home)}))
+    sock = Path(daemon_wire.socket_path({"HOME": str(home)}))
     assert stat.S_ISSOCK(sock.lstat().st_mode)
     assert stat.S_IMODE(sock.lstat().st_mode) == 0o600
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
@@ -329,7 +341,7 @@ class Relay:
 
 def test_the_token_never_crosses_the_socket(paired: Path, daemons: list[Daemon], door: Any, tag: str) -> None:
     start(daemons, paired)
-    path = via_daemon.socket_path({"HOME": str(paired)})
+    path = daemon_wire.socket_path({"HOME": str(paired)})
     moved = path + ".real"
     os.rename(path, moved)
     relay = Relay(path, moved)
@@ -337,7 +349,7 @@ def test_the_token_never_crosses_the_socket(paired: Path, daemons: list[Daemon],
         env = daemon_env(paired, BLI_MEMORY_CONTAINER_TAG=tag)
         runs = [run_hook("prompt", {**PROMPT, "prompt": QUESTION}, paired, env=env)]
         runs.append(run_hook("session-start", SESSION_START, paired, env=env))
-        assert via_daemon.ping(time.monotonic() + 2, {"HOME": str(paired)}) != "daemon_unavailable"
+        assert daemon_wire.ping(time.monotonic() + 2, {"HOME": str(paired)}) != "daemon_unavailable"
     finally:
         relay.close()
     assert [run.receipt()[2]["via"] for run in runs] == ["daemon", "daemon"]
@@ -364,12 +376,12 @@ def test_a_second_instance_exits_0_saying_daemon_already_running(home: Path, dae
 
 def test_idle_exit_removes_the_socket(home: Path, daemons: list[Daemon]) -> None:
     one = start(daemons, home, idle_s=1.0)
-    assert via_daemon.ping(time.monotonic() + 1, {"HOME": str(home)}) != "daemon_unavailable"
+    assert daemon_wire.ping(time.monotonic() + 1, {"HOME": str(home)}) != "daemon_unavailable"
     started = time.monotonic()
     assert one.wait_exit() == 0
     assert time.monotonic() - started < 5.0
     assert "idle" in one.stderr()
-    assert not os.path.exists(via_daemon.socket_path({"HOME": str(home)}))
+    assert not os.path.exists(daemon_wire.socket_path({"HOME": str(home)}))
 
 
 def test_sigterm_exits_cleanly_and_removes_the_socket(home: Path, daemons: list[Daemon]) -> None:
@@ -377,13 +389,13 @@ def test_sigterm_exits_cleanly_and_removes_the_socket(home: Path, daemons: list[
     one.process.send_signal(signal.SIGTERM)
     assert one.wait_exit() == 0
     assert "SIGTERM" in one.stderr() and "Traceback" not in one.stderr()
-    assert not os.path.exists(via_daemon.socket_path({"HOME": str(home)}))
+    assert not os.path.exists(daemon_wire.socket_path({"HOME": str(home)}))
 
 
 def wait_for_ping(home: Path, timeout_s: float = 30.0) -> dict[str, object]:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        pong = via_daemon.ping(time.monotonic() + 1.0, {"HOME": str(home)})
+        pong = daemon_wire.ping(time.monotonic() + 1.0, {"HOME": str(home)})
         if isinstance(pong, dict):
             return pong
         time.sleep(0.05)
@@ -394,7 +406,7 @@ def test_an_older_caller_is_refused_and_a_newer_one_retires_the_daemon(
     paired: Path, daemons: list[Daemon], tag: str
 ) -> None:
     one = start(daemons, paired)
-    stamp = Path(via_daemon.state_dir({"HOME": str(paired)})) / via_daemon.STAMP_NAME
+    stamp = Path(paths.state_dir({"HOME": str(paired)})) / daemon_wire.STAMP_NAME
     stamp.write_text(__version__ + "\n")  # this version was started less than an hour ago
     older = {"event": "prompt", "payload": PROMPT, "cwd": str(paired), "version": "0.0.0-older"}
     reply = raw_exchange(paired, json.dumps(older).encode() + b"\n")
@@ -404,7 +416,7 @@ def test_an_older_caller_is_refused_and_a_newer_one_retires_the_daemon(
     reply = raw_exchange(paired, json.dumps(newer).encode() + b"\n")
     assert json.loads(reply) == {"error": "version_mismatch", "version": __version__}
     assert one.wait_exit() == 0
-    assert not os.path.exists(via_daemon.socket_path({"HOME": str(paired)}))
+    assert not os.path.exists(daemon_wire.socket_path({"HOME": str(paired)}))
     assert not stamp.exists()  # so the stamp cannot keep the next hook from starting one
     run = run_hook(
         "prompt", prompt_payload(paired), paired, env=daemon_env(paired, BLI_MEMORY_CONTAINER_TAG=tag)
@@ -426,10 +438,10 @@ def test_versions_have_one_total_order() -> None:
         "0.10.0",
         "999.0.0",
     ]
-    assert sorted(reversed(ordered), key=via_daemon.version_key) == ordered
+    assert sorted(reversed(ordered), key=daemon_wire.version_key) == ordered
     for a in ordered:
         for b in ordered:
-            assert via_daemon.is_newer(a, b) + via_daemon.is_newer(b, a) == (a != b)
+            assert daemon_wire.is_newer(a, b) + daemon_wire.is_newer(b, a) == (a != b)
 
 
 def test_a_wedged_daemon_costs_one_slice_and_is_replaced_but_not_twice_within_the_interval(
@@ -464,9 +476,9 @@ def test_session_start_gives_a_hanging_socket_a_slice_and_kills_nothing_it_canno
     paired: Path, tag: str
 ) -> None:
     """A socket that hangs but no daemon holds the lock (the lock file names this test's own pid)."""
-    folder = Path(via_daemon.state_dir({"HOME": str(paired)}))
+    folder = Path(paths.state_dir({"HOME": str(paired)}))
     folder.mkdir(parents=True, mode=0o700, exist_ok=True)
-    (folder / via_daemon.LOCK_NAME).write_text(f"{os.getpid()}\n")
+    (folder / daemon_wire.LOCK_NAME).write_text(f"{os.getpid()}\n")
     stand_in = StandIn(paired, "hang")
     try:
         env = daemon_env(paired, BLI_MEMORY_CONTAINER_TAG=tag)
@@ -480,7 +492,7 @@ def test_session_start_gives_a_hanging_socket_a_slice_and_kills_nothing_it_canno
 
 
 def test_a_stale_socket_from_a_crashed_daemon_is_replaced(home: Path, daemons: list[Daemon]) -> None:
-    path = via_daemon.socket_path({"HOME": str(home)})
+    path = daemon_wire.socket_path({"HOME": str(home)})
     os.makedirs(os.path.dirname(path), mode=0o700)
     crashed = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     crashed.bind(path)
@@ -489,7 +501,7 @@ def test_a_stale_socket_from_a_crashed_daemon_is_replaced(home: Path, daemons: l
         via_daemon.ask_daemon(
             "prompt", PROMPT, str(home), deadline=time.monotonic() + 2, env={"HOME": str(home)}
         )
-        == via_daemon.UNAVAILABLE
+        == daemon_wire.UNAVAILABLE
     )
     one = start(daemons, home)
     assert "stale socket" in one.stderr()
@@ -500,7 +512,7 @@ def test_a_killed_daemon_also_replaced_by_the_next_one(home: Path, daemons: list
     first = start(daemons, home)
     first.process.kill()
     first.wait_exit()
-    assert os.path.exists(via_daemon.socket_path({"HOME": str(home)}))  # SIGKILL leaves it behind
+    assert os.path.exists(daemon_wire.socket_path({"HOME": str(home)}))  # SIGKILL leaves it behind
     second = start(daemons, home)
     assert second.wait_ready()["pid"] == second.pid
 
@@ -549,7 +561,7 @@ def test_garbage_huge_and_hanging_clients_cost_only_their_own_connection(
     one = start(daemons, home)
     hanging = [socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) for _ in range(daemon.WORKER_COUNT)]
     for sock in hanging:  # every worker stuck on a client that never sends its line
-        sock.connect(via_daemon.socket_path({"HOME": str(home)}))
+        sock.connect(daemon_wire.socket_path({"HOME": str(home)}))
         sock.sendall(b'{"event": "pi')
     try:
         started = time.monotonic()
@@ -579,7 +591,7 @@ def test_no_descriptor_thread_or_child_leaks_over_1000_requests(
     paired: Path, daemons: list[Daemon], tag: str
 ) -> None:
     one = start(daemons, paired)
-    env = {"HOME": str(paired), via_daemon.SPACE_ENV_NAMES[0]: tag}
+    env = {"HOME": str(paired), daemon_wire.SPACE_ENV_NAMES[0]: tag}
     base_fds = fd_count(one.pid)
     base_threads = thread_count(one.pid)
     kinds = ["prompt", "trivial", "session-start", "ping", "garbage", "hangup", "nocontainer"]
@@ -602,16 +614,16 @@ def test_no_descriptor_thread_or_child_leaks_over_1000_requests(
                 {"prompt": QUESTION},
                 str(paired),
                 deadline=deadline,
-                env=env | {via_daemon.SPACE_ENV_NAMES[0]: ""},
+                env=env | {daemon_wire.SPACE_ENV_NAMES[0]: ""},
             )
             assert isinstance(got, HookAnswer), got
         elif kind == "ping":
-            assert isinstance(via_daemon.ping(deadline, env), dict)
+            assert isinstance(daemon_wire.ping(deadline, env), dict)
         elif kind == "garbage":
             assert raw_exchange(paired, b"}{\n") == b'{"error":"bad_request"}\n'
         else:
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-                sock.connect(via_daemon.socket_path(env))
+                sock.connect(daemon_wire.socket_path(env))
                 sock.sendall(b'{"event":')  # and hang up mid-line
 
     errors: list[BaseException] = []
@@ -629,7 +641,7 @@ def test_no_descriptor_thread_or_child_leaks_over_1000_requests(
     for thread in clients:
         thread.join(60)
     assert not errors, errors[:3]
-    assert via_daemon.ping(time.monotonic() + 2, env) != "daemon_unavailable"
+    assert daemon_wire.ping(time.monotonic() + 2, env) != "daemon_unavailable"
     time.sleep(0.2)  # the last hang-ups are closed by their workers
     # at most one keep-alive door connection per worker beyond what it had before any request
     assert fd_count(one.pid) <= base_fds + daemon.WORKER_COUNT
@@ -648,7 +660,7 @@ class StandIn:
     """A socket at the daemon's path that accepts, reads a line, then does `behaviour`."""
 
     def __init__(self, home: Path, behaviour: str) -> None:
-        path = via_daemon.socket_path({"HOME": str(home)})
+        path = daemon_wire.socket_path({"HOME": str(home)})
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.listener.bind(path)
@@ -681,11 +693,11 @@ class StandIn:
 @pytest.mark.parametrize(
     ("behaviour", "reason"),
     [
-        ("hang", via_daemon.TIMEOUT),
-        ("garbage", via_daemon.BAD_RESPONSE),
-        ("hangup", via_daemon.BAD_RESPONSE),
-        ("wrong-shape", via_daemon.BAD_RESPONSE),
-        ("newer", via_daemon.NEWER),
+        ("hang", daemon_wire.TIMEOUT),
+        ("garbage", daemon_wire.BAD_RESPONSE),
+        ("hangup", daemon_wire.BAD_RESPONSE),
+        ("wrong-shape", daemon_wire.BAD_RESPONSE),
+        ("newer", daemon_wire.NEWER),
     ],
 )
 def test_ask_daemon_names_why_a_misbehaving_daemon_was_not_used(
@@ -707,19 +719,20 @@ def test_ask_daemon_without_a_daemon_or_with_overrides(home: Path) -> None:
     env = {"HOME": str(home)}
     started = time.monotonic()
     assert (
-        via_daemon.ask_daemon("prompt", PROMPT, "/", deadline=started + 2, env=env) == via_daemon.UNAVAILABLE
+        via_daemon.ask_daemon("prompt", PROMPT, "/", deadline=started + 2, env=env) == daemon_wire.UNAVAILABLE
     )
-    assert time.monotonic() - started < via_daemon.CONNECT_BUDGET_S + 0.1
+    assert time.monotonic() - started < daemon_wire.CONNECT_BUDGET_S + 0.1
     for name in via_daemon.DECLINE_ENV_NAMES:
         got = via_daemon.ask_daemon("prompt", PROMPT, "/", deadline=started + 2, env={**env, name: "x"})
-        assert got == via_daemon.ENV_OVERRIDE
+        assert got == daemon_wire.ENV_OVERRIDE
     assert (
-        via_daemon.ask_daemon("prompt", PROMPT, "/", deadline=time.monotonic(), env=env) == via_daemon.TIMEOUT
+        via_daemon.ask_daemon("prompt", PROMPT, "/", deadline=time.monotonic(), env=env)
+        == daemon_wire.TIMEOUT
     )
-    huge = {"prompt": "x" * via_daemon.REQUEST_MAX_BYTES}
+    huge = {"prompt": "x" * daemon_wire.REQUEST_MAX_BYTES}
     assert (
         via_daemon.ask_daemon("prompt", huge, "/", deadline=time.monotonic() + 2, env=env)
-        == via_daemon.TOO_LARGE
+        == daemon_wire.TOO_LARGE
     )
 
 
@@ -738,7 +751,7 @@ def test_spawn_daemon_starts_it_detached_once_an_hour(home: Path) -> None:
     assert pid is not None
     try:
         deadline = time.monotonic() + START_TIMEOUT_S
-        while not isinstance(got := via_daemon.ping(time.monotonic() + 1, env), dict):
+        while not isinstance(got := daemon_wire.ping(time.monotonic() + 1, env), dict):
             assert time.monotonic() < deadline, got
             time.sleep(0.02)
         assert got["pid"] == pid
@@ -748,7 +761,7 @@ def test_spawn_daemon_starts_it_detached_once_an_hour(home: Path) -> None:
         assert list(targets.values()).count("/dev/null") == 3, targets  # the marker was not inherited
         assert b"bli_secret_in_env" not in Path(f"/proc/{pid}/environ").read_bytes()
         assert via_daemon.spawn_daemon(env) is None  # throttled: once an hour per machine
-        stamp = Path(via_daemon.state_dir(env)) / via_daemon.STAMP_NAME
+        stamp = Path(paths.state_dir(env)) / daemon_wire.STAMP_NAME
         assert stamp.read_text().strip() == __version__
         stamp.write_text("0.0.0-older\n")  # an upgrade is not throttled by the old version's stamp
         again = via_daemon.spawn_daemon(env)
@@ -796,7 +809,7 @@ def test_the_prompt_hook_starts_the_daemon_and_the_next_prompt_goes_through_it(
     deadline = time.monotonic() + 30
     pong: dict[str, object] | str = "daemon_unavailable"
     while time.monotonic() < deadline:
-        pong = via_daemon.ping(time.monotonic() + 1.0, {"HOME": str(paired)})
+        pong = daemon_wire.ping(time.monotonic() + 1.0, {"HOME": str(paired)})
         if isinstance(pong, dict):
             break
         time.sleep(0.1)

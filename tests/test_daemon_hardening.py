@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from bli_memory import __version__, daemon
+from bli_memory import __version__, daemon, daemon_wire, paths
 from bli_memory.hooks import via_daemon
-from bli_memory.hooks.run import HookAnswer
+from bli_memory.hooks.answer import HookAnswer
 from bli_memory.settings import write_session
 from tests.test_daemon import (  # noqa: F401  (fixtures: pytest finds them by name in this module)
     BIN,
@@ -124,7 +124,7 @@ def test_trickling_clients_are_cut_at_the_request_deadline_and_hold_no_worker(
     paired: Path, daemons: list[Daemon], tag: str
 ) -> None:
     start(daemons, paired)
-    path = via_daemon.socket_path({"HOME": str(paired)})
+    path = daemon_wire.socket_path({"HOME": str(paired)})
     count = 2 * daemon.WORKER_COUNT
     limit_s = daemon.REQUEST_READ_S + 3.0
     cut_after: list[float] = []
@@ -150,7 +150,7 @@ def test_a_stopped_daemon_is_replaced_at_once_even_after_an_earlier_replacement(
 ) -> None:
     """The replacement stamp of one a minute ago does not leave this one wedged for the hour."""
     one = start(daemons, paired)
-    stamp = Path(via_daemon.state_dir({"HOME": str(paired)})) / via_daemon.REPLACE_STAMP_NAME
+    stamp = Path(paths.state_dir({"HOME": str(paired)})) / via_daemon.REPLACE_STAMP_NAME
     stamp.write_text("replaced\n")
     minute_ago = time.time() - 60
     os.utime(stamp, (minute_ago, minute_ago))
@@ -191,10 +191,10 @@ def test_a_busy_daemon_answers_the_wedge_ping_and_is_not_killed(
         client.start()
     try:
         time.sleep(0.3)
-        assert ask_prompt(paired, tag) == via_daemon.TIMEOUT  # no worker free
+        assert ask_prompt(paired, tag) == daemon_wire.TIMEOUT  # no worker free
         assert via_daemon.replace_wedged(env) is None
         assert one.process.poll() is None
-        assert not (Path(via_daemon.state_dir(env)) / via_daemon.REPLACE_STAMP_NAME).exists()
+        assert not (Path(paths.state_dir(env)) / via_daemon.REPLACE_STAMP_NAME).exists()
     finally:
         unblock_fifo(fifo_repo)
         for client in busy:
@@ -237,7 +237,7 @@ def test_a_daemon_whose_workers_are_all_stuck_stands_down_and_the_next_hook_star
     # paired with a door that is never reached: the workers block before any door call
     write_session("http://127.0.0.1:9", "bli_test_token_not_real", env={"HOME": str(home)})
     one = start(daemons, home)
-    spawn_stamp = Path(via_daemon.state_dir({"HOME": str(home)})) / via_daemon.STAMP_NAME
+    spawn_stamp = Path(paths.state_dir({"HOME": str(home)})) / daemon_wire.STAMP_NAME
     spawn_stamp.write_text(__version__ + "\n")  # started just now: only its removal lets a hook start one
     fifo_repo = fifo_repository(tmp_path)
     budget_ms = 200
@@ -264,10 +264,10 @@ def test_a_daemon_whose_workers_are_all_stuck_stands_down_and_the_next_hook_star
         for client in stuck:
             client.join(20)
     assert "wedged" in one.stderr(), one.stderr()
-    assert not os.path.exists(via_daemon.socket_path({"HOME": str(home)}))
+    assert not os.path.exists(daemon_wire.socket_path({"HOME": str(home)}))
     assert not spawn_stamp.exists()
     env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home)}
-    via_daemon.after_miss(via_daemon.UNAVAILABLE, env)  # what the next hook does on finding none
+    via_daemon.after_miss(daemon_wire.UNAVAILABLE, env)  # what the next hook does on finding none
     pong = wait_for_ping(home, timeout_s=START_WAIT_S)
     os.kill(int(str(pong["pid"])), signal.SIGTERM)
     assert pong["pid"] != one.pid
@@ -297,14 +297,14 @@ def test_an_unpaired_machine_starts_no_daemon(home: Path, event: str, payload: d
     run = run_hook(event, {**payload, "cwd": str(home)}, home, env=env)
     _, status, fields = run.receipt()
     assert (status, fields["reason"]) == ("skipped", "unpaired"), run.stderr
-    folder = Path(via_daemon.state_dir({"HOME": str(home)}))
+    folder = Path(paths.state_dir({"HOME": str(home)}))
     give_up = time.monotonic() + 1.5  # a daemon a hook started would be listening well within this
     try:
         while time.monotonic() < give_up:
-            assert not (folder / via_daemon.SOCKET_NAME).exists()
+            assert not (folder / daemon_wire.SOCKET_NAME).exists()
             assert processes_with_home(home) == []
             time.sleep(0.1)
-        assert not (folder / via_daemon.STAMP_NAME).exists()  # not even tried
+        assert not (folder / daemon_wire.STAMP_NAME).exists()  # not even tried
     finally:
         for pid in processes_with_home(home):
             os.kill(pid, signal.SIGTERM)
@@ -316,7 +316,7 @@ def test_has_session_agrees_with_the_settings_module(home: Path) -> None:
     env = {"HOME": str(home)}
     assert not via_daemon.has_session(env)
     write_session("http://127.0.0.1:9", "bli_test_token_not_real", env=env)
-    assert session_file(env) == os.path.join(str(home), *via_daemon.SESSION_FILE_PARTS)
+    assert session_file(env) == os.path.join(paths.config_dir(env), via_daemon.SESSION_FILE_NAME)
     assert via_daemon.has_session(env)
     remove_session(env)
     assert not via_daemon.has_session(env)

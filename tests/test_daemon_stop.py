@@ -16,8 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from bli_memory import __version__, daemon
-from bli_memory.hooks import via_daemon
+from bli_memory import __version__, daemon, daemon_wire, paths
 from tests.test_daemon import (  # noqa: F401  (fixtures: pytest finds them by name in this module)
     BIN,
     Daemon,
@@ -35,7 +34,7 @@ def stop_command(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def socket_file(home: Path) -> Path:
-    return Path(via_daemon.socket_path({"HOME": str(home)}))
+    return Path(daemon_wire.socket_path({"HOME": str(home)}))
 
 
 def test_stop_stops_this_users_daemon_and_says_which(home: Path, daemons: list[Daemon]) -> None:
@@ -88,10 +87,10 @@ time.sleep(60)
 
 
 def test_stop_kills_a_daemon_that_ignores_sigterm(home: Path) -> None:
-    folder = Path(via_daemon.state_dir({"HOME": str(home)}))
+    folder = Path(paths.state_dir({"HOME": str(home)}))
     folder.mkdir(parents=True, mode=0o700)
     stubborn = subprocess.Popen(
-        [sys.executable, "-c", STUBBORN, str(folder / via_daemon.LOCK_NAME), str(socket_file(home))],
+        [sys.executable, "-c", STUBBORN, str(folder / daemon_wire.LOCK_NAME), str(socket_file(home))],
         stdout=subprocess.PIPE,
         text=True,
         env={"PATH": os.environ.get("PATH", ""), "HOME": str(home)},
@@ -144,9 +143,9 @@ def test_stop_never_signals_a_pid_that_does_not_hold_the_lock(home: Path) -> Non
     """A lock file naming a live process that does not hold it (a recycled pid) is left alone."""
     sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
-        folder = Path(via_daemon.state_dir({"HOME": str(home)}))
+        folder = Path(paths.state_dir({"HOME": str(home)}))
         folder.mkdir(parents=True, mode=0o700)
-        (folder / via_daemon.LOCK_NAME).write_text(f"{sleeper.pid}\n")
+        (folder / daemon_wire.LOCK_NAME).write_text(f"{sleeper.pid}\n")
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as crashed:
             crashed.bind(str(socket_file(home)))
         done = stop_command(home)

@@ -1,6 +1,7 @@
 """The hook path imports no heavy module: each hook runs under `python -X importtime` and the modules it
-loaded are checked against the forbidden list (DESIGN.md, "Cold start is the product": `mcp` alone
-costs ~650 ms, `urllib.request` ~30 ms, `http.client` ~25 ms via `email`, `subprocess` ~11 ms)."""
+loaded are checked against the forbidden list (a hook runs on every turn, so its cold start is the
+product: `mcp` alone costs ~650 ms, `urllib.request` ~30 ms, `http.client` ~25 ms via `email`,
+`subprocess` ~11 ms)."""
 
 from __future__ import annotations
 

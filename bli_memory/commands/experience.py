@@ -1,4 +1,5 @@
-"""`bli-memory-mcp log` and `sync`: the agent-experience log of the live A/B (seed README, "Live A/B").
+"""`bli-memory-mcp log` and `sync`: the agent-experience log of the live A/B, where agents record
+whether this store's recall (or another store's) helped, was wrong, or was noise.
 
 `log win|loss|noise --store bli|supermemory|both REASON` appends one receipt line to the append-only
 `~/.codex/AGENT-EXPERIENCE.md`:
@@ -30,6 +31,7 @@ from typing import Any
 
 from bli_memory.commands.base import JSON_HELP, new_parser, parse, print_json, usage_error
 from bli_memory.errors import EXIT_FAILED, EXIT_OK, CliError
+from bli_memory.paths import home_dir
 
 VERDICTS = ("win", "loss", "noise")
 STORES = ("bli", "supermemory", "both")
@@ -45,7 +47,7 @@ PERMANENT_FAILURES = ("http_400", "http_409")
 
 
 def codex_dir(env: Mapping[str, str]) -> Path:
-    return Path(env.get("HOME") or os.path.expanduser("~")) / ".codex"
+    return Path(home_dir(env)) / ".codex"
 
 
 def log_file(env: Mapping[str, str]) -> Path:

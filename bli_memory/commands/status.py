@@ -10,54 +10,43 @@ Exit status: 0 paired, door reachable and token accepted; 1 otherwise; 2 bad inp
 
 from __future__ import annotations
 
-import json
 import os
-import socket
 import sys
 import time
 from collections.abc import Mapping
 from typing import Any
 
+from bli_memory import daemon_wire
 from bli_memory.commands.base import EXIT_FAILED, EXIT_OK, new_parser, parse, print_json
 from bli_memory.settings import ENV_TOKEN, ENV_URL, Settings, load_settings, session_file
 
 #: the door is on the same machine or the LAN; a status that hangs is worse than one that says "timeout".
 DOOR_CHECK_DEADLINE_S = 5.0
 DAEMON_PING_TIMEOUT_S = 0.5
-DAEMON_ANSWER_MAX_BYTES = 64 * 1024
-#: a job id that cannot exist: looking it up proves the token without touching any memory.
+#: what `status` says for each way the ping exchange can fail after connecting
+DAEMON_MISS_TEXT = {
+    daemon_wire.TIMEOUT: "no answer within timeout",
+    daemon_wire.UNAVAILABLE: "it hung up before reading",
+    daemon_wire.BAD_RESPONSE: "answer is not JSON",
+}
 
 
-def daemon_socket_path(env: Mapping[str, str]) -> str:
-    home = env.get("HOME") or os.path.expanduser("~")
-    return os.path.join(home, ".local", "state", "bli-cockpit", "memory-daemon.sock")
-
-
-def check_daemon(path: str, version: str) -> dict[str, Any]:
-    """Ping the daemon's socket: `{alive, socket, answer|reason}`."""
+def check_daemon(path: str) -> dict[str, Any]:
+    """Ping the daemon's socket (`daemon_wire`): `{alive, socket, answer|reason}`. Any JSON object
+    it answers proves it alive; the answer is shown as it came."""
     if not os.path.exists(path):
         return {"alive": False, "socket": path, "reason": "no socket"}
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(DAEMON_PING_TIMEOUT_S)
+    deadline = time.monotonic() + DAEMON_PING_TIMEOUT_S
     try:
-        sock.connect(path)
-        sock.sendall(json.dumps({"event": "ping", "version": version}).encode() + b"\n")
-        data = b""
-        while b"\n" not in data and len(data) < DAEMON_ANSWER_MAX_BYTES:
-            chunk = sock.recv(4096)
-            if not chunk:
-                break
-            data += chunk
+        sock = daemon_wire.connect(path, DAEMON_PING_TIMEOUT_S)
     except TimeoutError:
         return {"alive": False, "socket": path, "reason": "no answer within timeout"}
     except OSError as exc:
         return {"alive": False, "socket": path, "reason": exc.strerror or type(exc).__name__}
-    finally:
-        sock.close()
-    try:
-        answer = json.loads(data.split(b"\n", 1)[0])
-    except ValueError:
-        return {"alive": False, "socket": path, "reason": "answer is not JSON"}
+    got = daemon_wire.converse(sock, daemon_wire.PING_LINE, deadline)
+    answer = got if isinstance(got, str) else daemon_wire.decode_reply(got)
+    if isinstance(answer, str):
+        return {"alive": False, "socket": path, "reason": DAEMON_MISS_TEXT.get(answer, answer)}
     return {"alive": True, "socket": path, "answer": answer}
 
 
@@ -115,7 +104,9 @@ def check_codex(env: Mapping[str, str]) -> dict[str, Any]:
 
 
 def _tilde(path: str, env: Mapping[str, str]) -> str:
-    home = (env.get("HOME") or "").rstrip("/")
+    from bli_memory.paths import home_dir
+
+    home = home_dir(env).rstrip("/")
     return "~" + path[len(home) :] if home and path.startswith(home + "/") else path
 
 
@@ -187,7 +178,7 @@ def main(argv: list[str]) -> int:
         "version": __version__,
         "pairing": pairing,
         "door": check_door(settings) if settings.paired else None,
-        "daemon": check_daemon(daemon_socket_path(env), __version__),
+        "daemon": check_daemon(daemon_wire.socket_path(env)),
         "space": _space(settings, project_dir(env)),
         "codex": check_codex(env),
     }

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from bli_memory import __version__
 from bli_memory.door.server import IDLE_TIMEOUT_S, MAX_CONNECTIONS, MAX_HEAD_BYTES, READ_TIMEOUT_S
+from bli_memory.paths import data_home
 
 if TYPE_CHECKING:
     from bli_memory.door.memories import MemoryService
@@ -43,10 +44,7 @@ class CliError(Exception):
 
 def default_db_path(env: Mapping[str, str]) -> Path:
     """SQLite under the XDG data folder: `$XDG_DATA_HOME/bli-memory/memory.db`."""
-    base = env.get("XDG_DATA_HOME") or os.path.join(
-        env.get("HOME") or os.path.expanduser("~"), ".local", "share"
-    )
-    return Path(base) / "bli-memory" / "memory.db"
+    return Path(data_home(env)) / "bli-memory" / "memory.db"
 
 
 def db_path(db: str | None, env: Mapping[str, str]) -> Path:

@@ -39,6 +39,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from bli_memory.door.errors import exception_line
+
 if TYPE_CHECKING:
     import numpy
     import numpy.typing as npt
@@ -391,7 +393,7 @@ def _open(chosen: str, environ: Mapping[str, str]) -> Embedder:
     except (ValueError, EmbedError) as exc:
         reason = str(exc)
     except Exception as exc:  # onnxruntime/tokenizers raise their own types for corrupt files
-        reason = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else 'load failed'}"
+        reason = exception_line(exc, when_empty="load failed")
     raise EmbedderUnavailable(f"embedder {kind} unavailable ({reason})", reason)
 
 

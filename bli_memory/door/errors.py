@@ -7,6 +7,17 @@ stack traces never reach the wire.
 
 from __future__ import annotations
 
+#: how much of an exception's first line goes into a log line or a job's failure reason
+EXCEPTION_LINE_MAX_CHARS = 200
+
+
+def exception_line(exc: BaseException, when_empty: str = "") -> str:
+    """`<ClassName>: <its message's first line, clipped>` (`when_empty` if it has no message): one
+    line for a log or a stored reason, never a traceback."""
+    text = str(exc)
+    first = text.splitlines()[0][:EXCEPTION_LINE_MAX_CHARS] if text else when_empty
+    return f"{type(exc).__name__}: {first}"
+
 
 class DoorError(Exception):
     """A failure the caller can act on: `{error: code, message}` with `status`."""

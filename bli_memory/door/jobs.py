@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from bli_memory.door import librarian
+from bli_memory.door.errors import exception_line
 from bli_memory.door.memories import MemoryService
 from bli_memory.door.model import Job, JobOutcome
 
@@ -166,9 +167,7 @@ class ExtractionWorker:
             outcome = run_job(self.memories, job, self.extract)
         except Exception as exc:
             retry = job.attempts < JOB_MAX_ATTEMPTS
-            reason = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}".rstrip(
-                ": "
-            )
+            reason = exception_line(exc).rstrip(": ")
             self.store.fail_job(job.id, reason, retry=retry)
             self._write(f"[bli-memory] extract job failed {json.dumps({'job': job.id, 'retry': retry})}")
             return

@@ -33,6 +33,7 @@ from bli_memory.door.errors import (
     NoMatch,
     NotFound,
     Unauthorized,
+    exception_line,
 )
 from bli_memory.door.indexes import Indexes, Lru, SpaceKey, SpaceVectors
 from bli_memory.door.model import (
@@ -189,8 +190,7 @@ class MemoryService:
         return vectors
 
     def _embed_failed(self, exc: Exception) -> None:
-        first_line = str(exc).splitlines()[0][:200] if str(exc) else ""
-        self._embed_error = (now_s(), f"{type(exc).__name__}: {first_line}".rstrip(": "))
+        self._embed_error = (now_s(), exception_line(exc).rstrip(": "))
         if now_s() - self._embed_error_logged_at >= EMBED_ERROR_LOG_INTERVAL_S:
             self._embed_error_logged_at = now_s()
             sys.stderr.write(

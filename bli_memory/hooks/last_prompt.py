@@ -20,6 +20,7 @@ import os
 import time
 
 from bli_memory.hooks import tinyjson
+from bli_memory.paths import state_dir
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on every hook; mypy reads this constant as True
 if TYPE_CHECKING:
@@ -38,9 +39,7 @@ _SESSION_MAX_CHARS = 128
 
 
 def folder(env: Mapping[str, str] | None = None) -> str:
-    env = os.environ if env is None else env
-    home = env.get("HOME") or os.path.expanduser("~")
-    return os.path.join(home, ".local", "state", "bli-cockpit", FOLDER_NAME)
+    return os.path.join(state_dir(env), FOLDER_NAME)
 
 
 def _path(session_id: object, env: Mapping[str, str] | None) -> str | None:

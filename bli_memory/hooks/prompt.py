@@ -7,7 +7,8 @@ never reason about a "no memories" line, which would read the same as an unreach
 failed recall is silent on stdout too (BLI-3730): the receipt on stderr says why.
 
 The block (and session-start's, which reuses `render_block`) carries this store's marker `[bli]` on
-every line, so the live A/B can tell whose recall an agent saw (seed README, "Live A/B").
+every line, so the live A/B (this store against another memory store, both answering the same agents)
+can tell whose recall an agent saw.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import time
 
 from bli_memory.hooks import door, receipt
 from bli_memory.hooks.transcript import clip_utf8
-from bli_memory.hooks.trivial import identifiers, skip_reason
+from bli_memory.hooks.trivial import identifiers
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on every hook; mypy reads this constant as True
 if TYPE_CHECKING:
@@ -119,7 +120,7 @@ def item_lines(index: int, row: dict[str, object], now_s: float) -> list[str]:
 def recalled_rows(
     answer: dict[str, object], prompt_identifiers: list[str] | None = None
 ) -> list[dict[str, object]]:
-    """The door's results that clear the floor (seed: top 5 at similarity ≥ 0.55).
+    """The door's results that clear the floor: at most the top 5, each at similarity ≥ 0.55.
 
     A row with a numeric similarity is kept at ≥ 0.55. A row the vector channel did not score
     (similarity null: a door without embeddings, or a keyword-only hit) has no similarity to clear,
@@ -162,11 +163,9 @@ def answer(
     settings: Settings | None = None,
     connection: Connection | None = None,
 ) -> tuple[str, dict[str, object]]:
-    """(stdout, outcome) for one prompt; raises only for an internal failure the caller names."""
+    """(stdout, outcome) for one prompt the caller found worth a search (`trivial.skip_reason` is
+    None: `hooks.run` decides that once per run); raises only for an internal failure the caller names."""
     prompt = payload.get("prompt")
-    reason = skip_reason(prompt)
-    if reason is not None:
-        return "", receipt.skipped(reason)
     assert isinstance(prompt, str)
     settings = door.paired_settings(settings)
     if settings is None:

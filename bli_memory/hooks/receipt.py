@@ -1,4 +1,5 @@
-"""The one stderr line every hook run leaves behind, in exactly three shapes (seed README, BLI-3664).
+"""The one stderr line every hook run leaves behind, in exactly three shapes (ok, skipped, failed),
+so operators can grep one format whichever hook ran and whichever route answered.
 
     [bli-memory] prompt ok {"hits":0,"elapsed_ms":140,"deadline_ms":2000,"via":"direct"}
     [bli-memory] prompt skipped {"reason":"trivial_prompt","via":"direct"}
@@ -8,6 +9,10 @@ An outcome is a flat dict `{"status": ..., <fields>}`. It crosses the daemon soc
 rebuilds it from an allow-list of keys with fixed types: whatever a peer sends, a receipt can only
 ever carry counts, durations, a closed-set reason, the route and the probe flag — never a prompt, a
 memory, a path, a token or a trace.
+
+Imports: `tinyjson` (the line's JSON) and `wire.reasons` (the closed reason set), both standard
+library only and cheap; and `daemon_wire` (the reasons a hook gives for not using the daemon) only for
+an outcome that names one, so the trivial path never loads the socket protocol.
 """
 
 from __future__ import annotations
@@ -19,17 +24,6 @@ PREFIX = "[bli-memory]"
 STATUSES = ("ok", "skipped", "failed")
 ROUTES = ("direct", "daemon")
 PROBE_FLAG = "stats_excluded"
-#: why a hook did not use the daemon (mirrors hooks.via_daemon.REASONS; this module imports nothing)
-DAEMON_REASONS = (
-    "daemon_unavailable",
-    "daemon_timeout",
-    "daemon_bad_response",
-    "daemon_version_mismatch",
-    "daemon_version_newer",
-    "daemon_env_override",
-    "daemon_too_large",
-    "daemon_door_timeout",
-)
 
 #: Counted fields an `ok` receipt may carry, in print order; durations follow them.
 COUNT_KEYS = ("hits", "profile", "recent", "chars", "masked")
@@ -83,8 +77,12 @@ def clean(outcome: object) -> dict[str, object] | None:
                 out[key] = value
     if outcome.get("via") in ROUTES:
         out["via"] = outcome["via"]
-    if outcome.get("daemon") in DAEMON_REASONS:
-        out["daemon"] = outcome["daemon"]
+    daemon = outcome.get("daemon")
+    if daemon is not None:
+        from bli_memory.daemon_wire import REASONS  # loaded already by whoever asked the daemon
+
+        if daemon in REASONS:
+            out["daemon"] = daemon
     if outcome.get("probe") == PROBE_FLAG:
         out["probe"] = PROBE_FLAG
     return out

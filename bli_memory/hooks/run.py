@@ -1,6 +1,7 @@
 """`bli-memory-mcp hook session-start|prompt|stop [--probe] [--host claude|codex]`.
 
-The four rules every hook keeps (seed README, "The three hooks"), and where each is enforced here:
+The four rules every hook keeps, so that memory can never cost a person their turn, and where each is
+enforced here:
 
 - Never block: one absolute `time.monotonic()` deadline per run (`DEADLINE_S`: 8 / 2 / 15 s, inside
   the 30 / 5 / 30 s the installer registers), taken at entry and threaded into the stdin read and the
@@ -14,7 +15,8 @@ The four rules every hook keeps (seed README, "The three hooks"), and where each
 
 `answer()` is the core the resident daemon also runs (there is no second implementation of recall):
 no stdin, no stats, no printing. `main()` adds those, and tries the daemon first for prompt and
-session-start (`bli_memory.hooks.via_daemon`, when present) before taking the direct path.
+session-start (`bli_memory.hooks.via_daemon`) before taking the direct path. A run decides whether a
+prompt is trivial once, and finishes its answer (`hooks.answer.finish`) once, whichever route answered.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import os
 import time
 
 from bli_memory.hooks import receipt
+from bli_memory.hooks.answer import DAEMON_EVENTS, DEADLINE_S, HookAnswer, finish
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on every hook; mypy reads this constant as True
 if TYPE_CHECKING:
@@ -32,14 +35,10 @@ if TYPE_CHECKING:
     from bli_memory.wire.http import Connection
 
 EVENTS = ("session-start", "prompt", "stop")
-#: each hook's own budget, under the host timeouts the installer registers (30 / 5 / 30 s)
-DEADLINE_S = {"session-start": 8.0, "prompt": 2.0, "stop": 15.0}
 #: the host writes the payload at once; a read that takes longer than this is a stuck pipe
 STDIN_BUDGET_S = {"session-start": 2.0, "prompt": 1.0, "stop": 3.0}
 #: the backstop timer fires this long after the deadline: the door client should have given up first
 BACKSTOP_GRACE_S = 0.05
-#: events the daemon may answer (Stop always runs here: it is not latency-bound)
-DAEMON_EVENTS = ("session-start", "prompt")
 HOSTS = ("claude", "codex")
 #: mirrors settings.ENV_DAEMON; read directly so a daemon-routed run never loads the settings module
 ENV_DAEMON = "BLI_MEMORY_DAEMON"
@@ -53,22 +52,17 @@ class HookDeadline(Exception):
     reason = "timeout"
 
 
-class HookAnswer:
-    """What a hook run produced: the exact stdout, and the (cleaned) receipt outcome."""
-
-    __slots__ = ("outcome", "stdout")
-
-    def __init__(self, stdout: str, outcome: dict[str, object]) -> None:
-        self.stdout = stdout
-        self.outcome = outcome
-
-    def __repr__(self) -> str:
-        return f"HookAnswer(stdout={len(self.stdout)} chars, outcome={self.outcome!r})"
-
-
 def detect_host(payload: dict[str, object]) -> str:
     """Codex payloads carry `turn_id` (Claude Code's never do)."""
     return "codex" if "turn_id" in payload else "claude"
+
+
+def _prompt_skip(payload: dict[str, object]) -> str | None:
+    """Why this prompt is not searched (`trivial.skip_reason`), or None; decided once per run, before
+    importing the recall code, so the trivial path stays light."""
+    from bli_memory.hooks.trivial import skip_reason
+
+    return skip_reason(payload.get("prompt"))
 
 
 def _dispatch(
@@ -78,13 +72,13 @@ def _dispatch(
     deadline: float,
     settings: Settings | None,
     connection: Connection | None,
+    prompt_checked: bool,
 ) -> tuple[str, dict[str, object]]:
     if event == "prompt":
-        from bli_memory.hooks.trivial import skip_reason
-
-        reason = skip_reason(payload.get("prompt"))
-        if reason is not None:  # decided before importing the recall code: the trivial path stays light
-            return "", receipt.skipped(reason)
+        if not prompt_checked:
+            reason = _prompt_skip(payload)
+            if reason is not None:
+                return "", receipt.skipped(reason)
         from bli_memory.hooks import prompt
 
         return prompt.answer(payload, cwd, deadline=deadline, settings=settings, connection=connection)
@@ -107,31 +101,23 @@ def _failure_stdout(event: str, outcome: dict[str, object]) -> str:
     return ""
 
 
-def finish(
+def _outcome(
     event: str,
-    stdout: str,
-    outcome: dict[str, object],
+    payload: dict[str, object],
+    cwd: str,
+    deadline: float,
+    settings: Settings | None = None,
+    connection: Connection | None = None,
     *,
-    via: str,
-    elapsed_s: float,
-    host: str,
-    probe: bool = False,
-) -> HookAnswer:
-    """Stamp route, timing and probe flag on an outcome, clean it, and fit stdout to the host."""
-    outcome = dict(outcome)
-    outcome["via"] = via
-    if outcome.get("status") != "skipped":
-        outcome["elapsed_ms"] = max(0, int(elapsed_s * 1000))
-        outcome["deadline_ms"] = int(DEADLINE_S.get(event, 0.0) * 1000)
-    if probe:
-        outcome["probe"] = receipt.PROBE_FLAG
-    cleaned = receipt.clean(outcome) or receipt.clean(receipt.failed("missing_outcome"))
-    assert cleaned is not None
-    if event == "stop" and host == "codex" and not stdout:
-        from bli_memory.hooks.stop import CODEX_EMPTY_STDOUT
-
-        stdout = CODEX_EMPTY_STDOUT
-    return HookAnswer(stdout, cleaned)
+    prompt_checked: bool = False,
+) -> tuple[str, dict[str, object]]:
+    """(stdout, outcome) of one event, unfinished; never raises. `prompt_checked`: the caller has
+    already found the prompt worth a search (`_prompt_skip`)."""
+    try:
+        return _dispatch(event, payload, cwd, deadline, settings, connection, prompt_checked)
+    except Exception as exc:  # the boundary: any failure becomes a closed-set reason, never a trace
+        outcome = receipt.failed(exc)
+        return _failure_stdout(event, outcome), outcome
 
 
 def answer(
@@ -153,11 +139,7 @@ def answer(
     started = time.monotonic()
     if deadline is None:
         deadline = started + DEADLINE_S.get(event, 0.0)
-    try:
-        stdout, outcome = _dispatch(event, payload, cwd, deadline, settings, connection)
-    except Exception as exc:  # the boundary: any failure becomes a closed-set reason, never a trace
-        outcome = receipt.failed(exc)
-        stdout = _failure_stdout(event, outcome)
+    stdout, outcome = _outcome(event, payload, cwd, deadline, settings, connection)
     return finish(
         event,
         stdout,
@@ -228,23 +210,17 @@ def _cwd(payload: dict[str, object]) -> str:
     try:
         return os.getcwd()
     except OSError:
-        return os.path.expanduser("~")
+        from bli_memory.paths import home_dir
 
-
-def _needs_door(event: str, payload: dict[str, object]) -> bool:
-    if event == "prompt":
-        from bli_memory.hooks.trivial import skip_reason
-
-        return skip_reason(payload.get("prompt")) is None
-    if event == "stop":
-        return payload.get("stop_hook_active") is not True
-    return True
+        return home_dir()
 
 
 def _ask_daemon(event: str, payload: dict[str, object], cwd: str, deadline: float) -> HookAnswer | str | None:
     """The daemon's answer; or why not (a via_daemon reason: take the direct path); None when off."""
     if event not in DAEMON_EVENTS or os.environ.get(ENV_DAEMON, "1") == "0":
         return None
+    from bli_memory import daemon_wire  # its reasons name every way this can end
+
     try:
         from bli_memory.hooks import via_daemon
 
@@ -252,11 +228,11 @@ def _ask_daemon(event: str, payload: dict[str, object], cwd: str, deadline: floa
         if isinstance(got, str):
             via_daemon.after_miss(got)  # start one (throttled), or replace a wedged one at once
         elif got.outcome.get("status") == "failed" and got.outcome.get("reason") == "timeout":
-            return via_daemon.DOOR_TIMEOUT  # the door was slow for the daemon's slice: direct gets the rest
+            return daemon_wire.DOOR_TIMEOUT  # the door was slow for the daemon's slice: direct gets the rest
     except HookDeadline:
         raise
     except Exception:  # the daemon is an accelerator: any failure at all means direct
-        return "daemon_unavailable"
+        return daemon_wire.UNAVAILABLE
     return got
 
 
@@ -307,35 +283,40 @@ def run_hook(event: str, probe: bool, host: str | None, started: float) -> HookA
     cwd = _cwd(payload)
     if event == "prompt" and not probe:
         _remember_prompt(payload)
-    if not _needs_door(event, payload):
-        result = answer(event, payload, cwd, via="direct", deadline=deadline, host=host)
-    else:
-        armed = _arm_backstop(deadline)
-        try:
-            routed = _ask_daemon(event, payload, cwd, deadline)
-            if isinstance(routed, HookAnswer):
-                result = finish(event, routed.stdout, routed.outcome, via="daemon", elapsed_s=0.0, host=host)
-            else:
-                result = answer(event, payload, cwd, via="direct", deadline=deadline, host=host)
-                if routed is not None:
-                    result.outcome["daemon"] = routed  # why not the daemon (receipt.DAEMON_REASONS)
-        except HookDeadline as exc:
-            outcome = receipt.failed(exc)
-            stdout = _failure_stdout(event, outcome)
-            result = finish(event, stdout, outcome, via="direct", elapsed_s=0.0, host=host)
-        finally:
-            if armed:
-                _disarm_backstop()
+    stdout, outcome, via = _route(event, payload, cwd, deadline)
     # the receipt's duration is the whole hook body, whichever route answered
     return finish(
-        event,
-        result.stdout,
-        result.outcome,
-        via=str(result.outcome.get("via", "direct")),
-        elapsed_s=time.monotonic() - started,
-        host=host,
-        probe=probe,
+        event, stdout, outcome, via=via, elapsed_s=time.monotonic() - started, host=host, probe=probe
     )
+
+
+def _route(
+    event: str, payload: dict[str, object], cwd: str, deadline: float
+) -> tuple[str, dict[str, object], str]:
+    """(stdout, unfinished outcome, route) of one run: no door for a trivial prompt or a re-entered
+    Stop; otherwise the daemon first where it may answer, then the direct path, under the backstop."""
+    if event == "prompt":
+        reason = _prompt_skip(payload)
+        if reason is not None:
+            return "", receipt.skipped(reason), "direct"
+    elif event == "stop" and payload.get("stop_hook_active") is True:
+        stdout, outcome = _outcome(event, payload, cwd, deadline)
+        return stdout, outcome, "direct"
+    armed = _arm_backstop(deadline)
+    try:
+        routed = _ask_daemon(event, payload, cwd, deadline)
+        if isinstance(routed, HookAnswer):
+            return routed.stdout, routed.outcome, "daemon"
+        stdout, outcome = _outcome(event, payload, cwd, deadline, prompt_checked=True)
+        if routed is not None:
+            outcome = {**outcome, "daemon": routed}  # why not the daemon (daemon_wire.REASONS)
+        return stdout, outcome, "direct"
+    except HookDeadline as exc:
+        outcome = receipt.failed(exc)
+        return _failure_stdout(event, outcome), outcome, "direct"
+    finally:
+        if armed:
+            _disarm_backstop()
 
 
 def main(argv: list[str]) -> int:

@@ -1,5 +1,6 @@
 """Hourly, content-free counters of hook runs, so a hook that stops searching can never be mistaken
-for a hook that broke (seed README: skipped_trivial; ops read these files).
+for a hook that broke (a trivial prompt is counted as `skipped_trivial`, apart from the failures;
+operators read these files).
 
 One JSON file per UTC hour under `~/.local/state/bli-cockpit/memory-hook-stats/` (beside the daemon
 socket), e.g. `2026-09-06T14.json`:
@@ -23,6 +24,7 @@ import os
 import time
 
 from bli_memory.hooks import tinyjson
+from bli_memory.paths import state_dir
 
 TYPE_CHECKING = False  # typing itself imports `re`; mypy treats this name as typing.TYPE_CHECKING
 
@@ -40,9 +42,7 @@ FILE_MODE = 0o600
 
 
 def stats_dir(env: Mapping[str, str] | None = None) -> str:
-    env = os.environ if env is None else env
-    home = env.get("HOME") or os.path.expanduser("~")
-    return os.path.join(home, ".local", "state", "bli-cockpit", "memory-hook-stats")
+    return os.path.join(state_dir(env), "memory-hook-stats")
 
 
 def hour_name(epoch_s: float) -> str:

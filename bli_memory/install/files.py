@@ -15,6 +15,8 @@ import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from bli_memory.paths import home_dir
+
 BACKUP_SUFFIX = ".bli-memory.bak"
 #: config files hold tokens (Claude's OAuth state lives in ~/.claude.json): new ones are private.
 NEW_FILE_MODE = 0o600
@@ -33,7 +35,7 @@ class Paths:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Paths:
-        home = env.get("HOME") or os.path.expanduser("~")
+        home = home_dir(env)
         claude_dir = env.get("CLAUDE_CONFIG_DIR")
         codex_dir = env.get("CODEX_HOME") or os.path.join(home, ".codex")
         if claude_dir:
@@ -78,7 +80,7 @@ def read_text(path: str) -> str | None:
 
 def show_path(path: str) -> str:
     """The path as the person would type it: `~/...` under HOME."""
-    home = os.environ.get("HOME") or os.path.expanduser("~")
+    home = home_dir()
     if home and home != "/" and (path == home or path.startswith(home.rstrip("/") + "/")):
         return "~" + path[len(home.rstrip("/")) :]
     return path

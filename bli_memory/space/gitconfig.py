@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator, Mapping
 
+from bli_memory.paths import home_dir
 from bli_memory.space.discovery import GitRepository, read_small, truthy
 
 #: git's own limit on nested config includes.
@@ -48,7 +49,7 @@ class _ConfigReader:
         self.entries: list[ConfigEntry] = []
 
     def home(self) -> str:
-        return self.env.get("HOME") or os.path.expanduser("~")
+        return home_dir(self.env)
 
     def read_all(self) -> list[ConfigEntry]:
         env = self.env

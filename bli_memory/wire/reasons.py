@@ -4,7 +4,8 @@ Why a closed set: a receipt line (`[bli-memory] prompt failed {"reason": ...}`) 
 counted by scripts, so its `reason` must be one of a few literals everyone knows, never a stack trace,
 never the door's own error text, never a prompt, a memory, a path or a token. A failure nobody has
 taught `to_log_reason` about becomes `unknown_internal:<ClassName>` rather than being folded into a
-plausible-looking network reason, so a new kind of breakage stays visible (seed README, BLI-3664/3700).
+plausible-looking network reason, so a new kind of breakage stays visible instead of being counted as
+an outage it is not.
 
 This module imports nothing: it runs on every hook.
 """
