@@ -1,7 +1,7 @@
 """Typed calls to the door's HTTP API, over ``wire.http``, for the hooks, the MCP server and the CLI.
 
 Each method sends one JSON request with ``Authorization: Bearer <device token>`` and returns the decoded
-JSON object. Every failure is one exception, ``DoorError``, whose ``reason`` is a member of the closed
+JSON object. Every failure is one exception, ``DoorCallError``, whose ``reason`` is a member of the closed
 set in ``wire.reasons`` (``http_404``, ``timeout``, ``dashboard_unreachable``, ``bad_response``), so a
 hook receipt and an MCP ``isError`` name the same thing. For a non-2xx answer it also carries the
 status and the door's ``{error, message}``; those are for a person reading a CLI error, never for a
@@ -36,7 +36,7 @@ MAX_MESSAGE_CHARS = 300
 _PATH_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
 
 
-class DoorError(Exception):
+class DoorCallError(Exception):
     """A door call that did not give a 2xx JSON object; ``reason`` is its closed-set reason."""
 
     def __init__(
@@ -57,7 +57,7 @@ class DoorError(Exception):
         return text
 
     def __repr__(self) -> str:
-        return f"DoorError(reason={self.reason!r}, status={self.status!r}, code={self.code!r})"
+        return f"DoorCallError(reason={self.reason!r}, status={self.status!r}, code={self.code!r})"
 
 
 def _path_segment(value: str) -> str:
@@ -223,23 +223,23 @@ class DoorClient:
                 max_body_bytes=MAX_ANSWER_BYTES,
             )
         except http.WireError as exc:
-            raise DoorError(exc.reason, message=str(exc)) from None
+            raise DoorCallError(exc.reason, message=str(exc)) from None
         except ValueError:
             # A header value that would break framing: only the token can be one. Never echo it.
-            raise DoorError(
+            raise DoorCallError(
                 "unknown_internal:InvalidToken", message="the device token is not a valid header value"
             ) from None
         decoded = _decode_object(response.body)
         if not 200 <= response.status < 300:
             error = decoded or {}
-            raise DoorError(
+            raise DoorCallError(
                 http_reason(response.status),
                 status=response.status,
                 code=_one_line(error.get("error")),
                 message=_one_line(error.get("message")),
             )
         if decoded is None:
-            raise DoorError(
+            raise DoorCallError(
                 "bad_response", status=response.status, message="the door's answer is not a JSON object"
             )
         return decoded

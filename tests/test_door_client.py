@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import pytest
 
-from bli_memory.door_client import DoorClient, DoorError
+from bli_memory.door_client import DoorCallError, DoorClient
 from bli_memory.wire import http
 from bli_memory.wire.reasons import to_log_reason
 from tests import test_wire_http
@@ -129,7 +129,7 @@ def test_one_connection_carries_every_call(client: DoorClient, tag: str) -> None
 
 def test_an_unknown_token_is_http_401_and_the_token_never_shows(door: DoorProcess, tag: str) -> None:
     token = "bli_not-a-real-token-0123456789"
-    with DoorClient(door.url, token) as stranger, pytest.raises(DoorError) as caught:
+    with DoorClient(door.url, token) as stranger, pytest.raises(DoorCallError) as caught:
         stranger.search("anything", tag, deadline=soon())
     error = caught.value
     assert (error.reason, error.status, error.code) == ("http_401", 401, "unauthorized")
@@ -139,20 +139,20 @@ def test_an_unknown_token_is_http_401_and_the_token_never_shows(door: DoorProces
 
 
 def test_forget_without_a_match_is_http_404_no_match(client: DoorClient, tag: str) -> None:
-    with client, pytest.raises(DoorError) as caught:
+    with client, pytest.raises(DoorCallError) as caught:
         client.forget(tag, query="nothing was ever saved here", deadline=soon())
     assert (caught.value.reason, caught.value.code) == ("http_404", "no_match")
 
 
 def test_invalid_requests_are_http_400_with_the_doors_code(client: DoorClient, tag: str) -> None:
-    with client, pytest.raises(DoorError) as caught:
+    with client, pytest.raises(DoorCallError) as caught:
         client.search("q", tag, limit=0, deadline=soon())
     assert (caught.value.reason, caught.value.code) == ("http_400", "invalid_request")
     assert caught.value.message
 
 
 def test_ids_are_escaped_into_their_path_segment(client: DoorClient) -> None:
-    with client, pytest.raises(DoorError) as caught:
+    with client, pytest.raises(DoorCallError) as caught:
         client.history("../../healthz", deadline=soon())
     assert caught.value.reason == "http_404"
 
@@ -217,7 +217,7 @@ def test_a_door_answering_badly_is_one_closed_reason(
     message: str | None,
 ) -> None:
     server = stand_in(answering(status_line, body, b"Location: http://127.0.0.1:9/\r\n"))
-    with DoorClient(server.url, "bli_secret") as client, pytest.raises(DoorError) as caught:
+    with DoorClient(server.url, "bli_secret") as client, pytest.raises(DoorCallError) as caught:
         client.search("q", "t", deadline=soon())
     error = caught.value
     assert (error.reason, error.code, error.message) == (reason, code, message)
@@ -228,7 +228,7 @@ def test_a_door_answering_badly_is_one_closed_reason(
 def test_a_hanging_door_is_a_timeout_within_the_deadline(stand_in: Callable[..., StandIn]) -> None:
     server = stand_in(lambda conn, index, srv: srv.stop.wait(30) and None)
     started = time.monotonic()
-    with DoorClient(server.url, "bli_secret") as client, pytest.raises(DoorError) as caught:
+    with DoorClient(server.url, "bli_secret") as client, pytest.raises(DoorCallError) as caught:
         client.search("q", "t", deadline=soon(SHORT_DEADLINE_S))
     assert caught.value.reason == "timeout"
     assert time.monotonic() - started < SHORT_DEADLINE_S + DEADLINE_MARGIN_S
@@ -238,7 +238,10 @@ def test_a_door_that_is_not_there_is_dashboard_unreachable() -> None:
     probe = socket.create_server(("127.0.0.1", 0))
     port = probe.getsockname()[1]
     probe.close()
-    with DoorClient(f"http://127.0.0.1:{port}", "bli_secret") as client, pytest.raises(DoorError) as caught:
+    with (
+        DoorClient(f"http://127.0.0.1:{port}", "bli_secret") as client,
+        pytest.raises(DoorCallError) as caught,
+    ):
         client.healthz(deadline=soon())
     assert to_log_reason(caught.value) == "dashboard_unreachable"
 
@@ -247,7 +250,7 @@ def test_a_token_that_cannot_be_a_header_is_named_without_being_shown(
     stand_in: Callable[..., StandIn],
 ) -> None:
     server = stand_in(answering(b"HTTP/1.1 200 OK", b"{}"))
-    with DoorClient(server.url, "bli_secret\r\nX-Evil: 1") as client, pytest.raises(DoorError) as caught:
+    with DoorClient(server.url, "bli_secret\r\nX-Evil: 1") as client, pytest.raises(DoorCallError) as caught:
         client.search("q", "t", deadline=soon())
     assert to_log_reason(caught.value) == "unknown_internal:InvalidToken"
     assert "bli_secret" not in f"{caught.value} {caught.value!r}"

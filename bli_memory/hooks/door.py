@@ -34,7 +34,7 @@ def call(
     """(the folder's container tag, what `request(client, tag)` answered).
 
     A `connection` given by the caller (the daemon's warm one) stays open; a client made here is
-    closed. `DoorError` passes through for the caller to turn into its receipt.
+    closed. `DoorCallError` passes through for the caller to turn into its receipt.
     """
     from bli_memory.door_client import DoorClient
     from bli_memory.space import resolve_space

@@ -170,7 +170,7 @@ def answer(
     settings = door.paired_settings(settings)
     if settings is None:
         return "", receipt.skipped("unpaired")
-    from bli_memory.door_client import DoorError
+    from bli_memory.door_client import DoorCallError
 
     query = clip_utf8(prompt.strip(), QUERY_MAX_BYTES)
     try:
@@ -182,7 +182,7 @@ def answer(
                 query, tag, limit=RECALL_LIMIT, threshold=RECALL_MIN_SIMILARITY, deadline=deadline
             ),
         )
-    except DoorError as exc:
+    except DoorCallError as exc:
         return "", receipt.failed(exc.reason)
     if not isinstance(found, dict):
         return "", receipt.failed("bad_response")

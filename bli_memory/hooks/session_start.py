@@ -89,13 +89,13 @@ def answer(
     settings = door.paired_settings(settings)
     if settings is None:
         return "", receipt.skipped("unpaired")
-    from bli_memory.door_client import DoorError
+    from bli_memory.door_client import DoorCallError
 
     try:
         container_tag, found = door.call(
             settings, cwd, connection, lambda client, tag: client.profile(tag, deadline=deadline)
         )
-    except DoorError as exc:
+    except DoorCallError as exc:
         return "", receipt.failed(exc.reason)
     if not isinstance(found, dict):
         return "", receipt.failed("bad_response")

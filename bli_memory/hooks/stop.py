@@ -55,7 +55,7 @@ def _save(
         masked = int(redaction.masked)
     except Exception:  # an unredacted turn must never leave the machine
         return "", receipt.skipped("redaction_failed")
-    from bli_memory.door_client import DoorError
+    from bli_memory.door_client import DoorCallError
 
     try:
         _, saved = door.call(
@@ -66,7 +66,7 @@ def _save(
                 clean_text, tag, extract=True, metadata=dict(SAVE_METADATA), deadline=deadline
             ),
         )
-    except DoorError as exc:
+    except DoorCallError as exc:
         outcome = receipt.failed(exc.reason)
         return failure_message(str(outcome["reason"])), outcome
     queued = isinstance(saved, dict) and saved.get("queued") is True

@@ -75,7 +75,7 @@ def to_log_reason(exc_or_reason: BaseException | str) -> str:
     """Map an exception or a reason string to a member of the closed set, or `unknown_internal:<name>`.
 
     An exception is taught by carrying a `reason` attribute that is a known reason (the wire errors,
-    `DoorError`, the hooks' stdin failures do) or an `unknown_internal:<name>` it chose itself;
+    `DoorCallError`, the hooks' stdin failures do) or an `unknown_internal:<name>` it chose itself;
     anything else is named by its class. A string is returned unchanged when known (and
     `unknown_internal:<name>` strings pass through, sanitised); any other string becomes
     `unknown_internal:<sanitised token>`.
@@ -85,7 +85,7 @@ def to_log_reason(exc_or_reason: BaseException | str) -> str:
         if isinstance(reason, str) and is_known_reason(reason):
             return reason
         if isinstance(reason, str) and reason.startswith(UNKNOWN_INTERNAL_PREFIX):
-            return to_log_reason(reason)  # it already named itself (e.g. DoorError from a local fault)
+            return to_log_reason(reason)  # it already named itself (e.g. DoorCallError from a local fault)
         return UNKNOWN_INTERNAL_PREFIX + _safe_name(type(exc_or_reason).__name__)
     if is_known_reason(exc_or_reason):
         return exc_or_reason
