@@ -257,7 +257,8 @@ def table(results: dict[str, dict[int, list[list[float]]]]) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "path", help="locomo JSON (a list of samples), e.g. ../shared/data/locomo/locomo_dev.json"
+        "path",
+        help="LoCoMo conversations as JSON (a list of samples, the layout of snap-research/locomo's data/locomo10.json)",
     )
     parser.add_argument(
         "--embedder", default="onnx", help="embedder spec (default: onnx, the packaged MiniLM)"
@@ -286,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         samples = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        print(f"eval_locomo: {path} does not exist (see ../shared/data/README.md)", file=sys.stderr)
+        print(f"eval_locomo: {path} does not exist (give the path of a LoCoMo JSON file)", file=sys.stderr)
         return 2
     except (OSError, ValueError) as exc:
         print(f"eval_locomo: cannot read {path}: {type(exc).__name__}", file=sys.stderr)

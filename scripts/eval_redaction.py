@@ -2,8 +2,9 @@
 
 Usage: python scripts/eval_redaction.py [DIR] [--verbose]
 
-DIR holds positives.jsonl, negatives.jsonl and ambiguous.jsonl (default: ../shared/data/redaction,
-relative to the repository root). Criteria (the corpus README):
+DIR holds positives.jsonl, negatives.jsonl and ambiguous.jsonl: a synthetic corpus of fake secrets
+(not committed: its fake secrets trip secret scanners; tests/fixtures/redaction/ holds hand-written
+cases of the same shape). Criteria:
 
 - positive: ``secret`` and every ``extra_secrets`` item are gone, and no 16-character window of the
   secret material (after the vendor ``prefix``, which may be kept) survives;
@@ -33,7 +34,6 @@ sys.path.insert(0, str(REPO))
 from bli_memory.door.model import TOKEN_PREFIX, new_token  # noqa: E402  (stdlib only)
 from bli_memory.redact import redact  # noqa: E402
 
-DEFAULT_DIR = REPO.parent / "shared" / "data" / "redaction"
 WINDOW_CHARS = 16
 STOP_HOOK_SLICE_BYTES = 12 * 1024
 THROUGHPUT_TARGET_BYTES = 1024 * 1024
@@ -157,10 +157,10 @@ def load_average() -> str:
 def main(argv: list[str]) -> int:
     verbose = "--verbose" in argv
     args = [a for a in argv if a != "--verbose"]
-    if len(args) > 1 or any(a.startswith("-") for a in args):
-        print("usage: eval_redaction.py [DIR] [--verbose]", file=sys.stderr)
+    if len(args) != 1 or any(a.startswith("-") for a in args):
+        print("usage: eval_redaction.py DIR [--verbose]  (DIR: the corpus folder)", file=sys.stderr)
         return 2
-    directory = Path(args[0]) if args else DEFAULT_DIR
+    directory = Path(args[0])
     needed = [directory / name for name in ("positives.jsonl", "negatives.jsonl", "ambiguous.jsonl")]
     missing = [str(p) for p in needed if not p.is_file()]
     if missing:

@@ -3,8 +3,9 @@
 Why not `sys.stdin.read()`: a host that never closes the pipe (or a person who runs the hook in a
 terminal) would hold the hook forever, and a runaway payload would be read whole into memory. Here
 the read is `select` + `os.read` on the raw file descriptor, against an absolute `time.monotonic()`
-deadline, and it stops at `max_bytes`. Each way it can fail is its own reason literal (seed README,
-BLI-3700): a malformed payload never touched the network, so it is never called `bad_response`.
+deadline, and it stops at `max_bytes`. Each way it can fail is its own reason literal, so a
+receipt says what happened: a malformed payload never touched the network, so it is never called
+`bad_response`.
 
 A host that writes a whole JSON object and then keeps the pipe open is still served: when the pipe
 goes quiet for `QUIET_S` and what arrived parses as an object, the read ends there.

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 READ_BLOCK_BYTES = 64 * 1024
 SEARCH_MAX_BYTES = 4 * 1024 * 1024
-#: what the hook sends: the exchange, UTF-8, at most this long (seed README: 12 KB)
+#: what the hook sends: the exchange, UTF-8, at most this long (12 KB: a turn's gist, never a log dump)
 EXCHANGE_MAX_BYTES = 12 * 1024
 USER_MAX_BYTES = 4 * 1024
 ELISION = "\n[…]\n"
