@@ -74,7 +74,8 @@ def check_integrity(path: str | Path, budget_s: float = INTEGRITY_CHECK_BUDGET_S
         db.close()
     verdict = str(rows[0][0]) if rows else "no answer"
     if verdict != "ok":
-        raise DamagedDatabase(str(path), f"quick_check: {verdict.splitlines()[0][:200]}")
+        first_line = verdict.partition("\n")[0]
+        raise DamagedDatabase(str(path), f"quick_check: {first_line[:200]}")
     return True
 
 
