@@ -23,6 +23,10 @@ import datetime as _dt
 from collections.abc import Mapping
 from typing import Any
 
+#: the door tombstones the closest match of a forget-by-query only at this cosine similarity or above
+#: (its own constant; the client's views and tool descriptions state it from here).
+FORGET_CLOSEST_MIN_SIMILARITY = 0.85
+
 HOUR_S = 3600.0
 DAY_S = 24 * HOUR_S
 MONTH_DAYS = 30
@@ -318,10 +322,10 @@ def render_nothing_forgotten(
     """A forget that matched nothing: data ("nothing was forgotten"), not a failure.
 
     `how` is ``id``/``exact``/``closest``; `target` is what was asked for. The closest match
-    only counts at cosine similarity ≥ 0.85, so the text says so for that case.
+    only counts at cosine similarity ≥ FORGET_CLOSEST_MIN_SIMILARITY, so the text says so for that case.
     """
     asked = {"id": f"id {target}", "exact": f"the exact text {_quote(target)}"}.get(
-        how, f"anything close to {_quote(target)} (cosine similarity ≥ 0.85)"
+        how, f"anything close to {_quote(target)} (cosine similarity ≥ {FORGET_CLOSEST_MIN_SIMILARITY})"
     )
     summary = f"Nothing forgotten in space {container_tag}: no memory matches {asked}."
     structured: dict[str, Any] = {

@@ -37,7 +37,7 @@ SEARCH_LIMIT_MAX = 100
 #: embedder has only that one). A model with another cosine scale (e5's sit at 0.7-0.9) needs its own.
 SEARCH_MIN_SIMILARITY = 0.25
 #: forget by query tombstones the closest match only at or above this cosine similarity (the door decides).
-FORGET_CLOSEST_MIN_SIMILARITY = 0.85
+FORGET_CLOSEST_MIN_SIMILARITY = render.FORGET_CLOSEST_MIN_SIMILARITY
 INVALID_ARGUMENTS = "invalid_arguments"
 
 _CONTAINER_TAG_SCHEMA: dict[str, Any] = {
@@ -180,7 +180,7 @@ TOOLS: tuple[ToolSpec, ...] = (
                 "query": {
                     "type": "string",
                     "minLength": 1,
-                    "description": "Words for the memory to forget; the closest match ≥ 0.85 goes.",
+                    "description": f"Words for the memory to forget; the closest match ≥ {FORGET_CLOSEST_MIN_SIMILARITY} goes.",
                 },
                 "containerTag": _CONTAINER_TAG_SCHEMA,
             },
