@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import BIN, DoorProcess
+from tests.helpers import BIN, DoorProcess
 
 DOOR = str(BIN / "bli-memory-door")
 

@@ -16,8 +16,7 @@ from bli_memory.hooks import prompt, receipt, session_start, stats, stop, transc
 from bli_memory.hooks.stdin import StdinFailure, read_payload
 from bli_memory.hooks.trivial import CLOSED_LIST, MIN_PROMPT_CHARS, identifiers, names_identifier, skip_reason
 from bli_memory.wire.reasons import is_known_reason
-
-FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
+from tests.helpers import TRANSCRIPTS
 
 # -- trivial prompts ---------------------------------------------------------------------------------
 
@@ -261,7 +260,7 @@ def test_a_closed_stdin_is_no_stdin() -> None:
 
 
 def test_the_last_exchange_skips_tool_results_sidechains_meta_and_summaries() -> None:
-    lines = (FIXTURES / "claude_session.jsonl").read_bytes().splitlines()
+    lines = (TRANSCRIPTS / "claude_session.jsonl").read_bytes().splitlines()
     exchange = transcript.exchange_from_lines(reversed(lines))
     assert exchange.user == "Why does the prompt hook time out on big repos?"
     assert exchange.assistant == (
@@ -270,7 +269,7 @@ def test_the_last_exchange_skips_tool_results_sidechains_meta_and_summaries() ->
 
 
 def test_a_codex_rollout_gives_its_last_exchange() -> None:
-    lines = (FIXTURES / "codex_rollout.jsonl").read_bytes().splitlines()
+    lines = (TRANSCRIPTS / "codex_rollout.jsonl").read_bytes().splitlines()
     exchange = transcript.exchange_from_lines(reversed(lines))
     assert exchange.user == "Rename the flag to --probe everywhere."
     assert exchange.assistant == "Renamed it in run.py and the README."
@@ -281,7 +280,7 @@ LAST_REPLY = "It spawned git on every run; I now read the git files directly."
 
 def test_a_lagging_transcript_never_pairs_its_prompt_with_the_payload_reply() -> None:
     """Transcript: prompt A + reply A; payload: reply B. Never "User: A … Assistant: B"."""
-    path = str(FIXTURES / "claude_session.jsonl")
+    path = str(TRANSCRIPTS / "claude_session.jsonl")
     exchange = transcript.last_exchange(path, "Reply B, which the transcript does not hold yet.")
     assert (exchange.user, exchange.assistant) == ("", "Reply B, which the transcript does not hold yet.")
     remembered = transcript.last_exchange(path, "Reply B.", "Prompt B, as the prompt hook saw it")
@@ -292,7 +291,7 @@ def test_a_lagging_transcript_never_pairs_its_prompt_with_the_payload_reply() ->
 
 
 def test_a_transcript_that_holds_the_payload_reply_gives_its_prompt() -> None:
-    path = str(FIXTURES / "claude_session.jsonl")
+    path = str(TRANSCRIPTS / "claude_session.jsonl")
     exchange = transcript.last_exchange(path, "  " + LAST_REPLY.replace(" ", "\n", 2))
     assert exchange.user == "Why does the prompt hook time out on big repos?"
     assert exchange.assistant.endswith("read the git files directly.")
@@ -348,7 +347,7 @@ def test_a_40_mb_transcript_costs_what_a_small_one_does(tmp_path: Path) -> None:
             "message": {"role": "user", "content": [{"type": "tool_result", "content": "z" * 4000}]},
         }
     ).encode()
-    tail = (FIXTURES / "claude_session.jsonl").read_bytes()
+    tail = (TRANSCRIPTS / "claude_session.jsonl").read_bytes()
     with open(big, "wb") as handle:
         for _ in range(40 * 1024 * 1024 // (len(filler) + 1)):
             handle.write(filler + b"\n")

@@ -29,8 +29,8 @@ import pytest
 
 from bli_memory import codex_trust
 from bli_memory.hooks import stats
+from tests.helpers import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 CODEX_CLI_ENV = "BLI_MEMORY_CODEX_CLI"
 DEFAULT_CODEX_CLI = REPO / ".venv" / "codex-cli" / "node_modules" / ".bin" / "codex"
 CODEX_EXEC_TIMEOUT_S = 60.0

@@ -537,7 +537,7 @@ def test_commands_raise_one_cli_error_that_the_entry_point_prints_as_one_line(
 
 
 def test_the_hook_path_does_not_import_the_cli_error(tmp_path: Path) -> None:
-    from tests.test_hooks_run import hook_env
+    from tests.hooks.helpers import hook_env
 
     done = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "bli_memory", "hook", "prompt"],

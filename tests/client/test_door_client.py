@@ -14,12 +14,10 @@ import pytest
 from bli_memory.door_client import DoorCallError, DoorClient
 from bli_memory.wire import http
 from bli_memory.wire.reasons import to_log_reason
-from tests import test_wire_http
-from tests.conftest import DoorProcess
-from tests.test_wire_http import DEADLINE_MARGIN_S, SHORT_DEADLINE_S, StandIn
+from tests.client.helpers import DEADLINE_MARGIN_S, SHORT_DEADLINE_S, StandIn
+from tests.helpers import DoorProcess
 
 #: the stand-in fixture of the wire tests: threads on 127.0.0.1 playing a door that misbehaves.
-stand_in = test_wire_http.stand_in
 
 DEADLINE_S = 20.0
 

@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 
 from bli_memory.install import contract, jsonsplice, probe, tomledit
+from tests.helpers import REPO
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # the tests read TOML back; on 3.10 the dev extra's tomli stands in
     import tomli as tomllib  # type: ignore[import-not-found]
 
-REPO = Path(__file__).resolve().parent.parent
 HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop")
 TIMEOUTS_S = {"SessionStart": 30, "UserPromptSubmit": 5, "Stop": 30}
 

@@ -11,61 +11,18 @@
 from __future__ import annotations
 
 import ast
-import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 import bli_memory
-from tests.test_hooks_run import PROMPT, SESSION_START, hook_env
+from tests.hooks.helpers import PROMPT, SESSION_START, counted_run
 
 PACKAGE_ROOT = Path(bli_memory.__file__).parent
 REPO = PACKAGE_ROOT.parent
 #: another change is turning install.py into a package; its HOME lookups are its own for now
 NOT_YET = ("install.py", "install/")
-
-#: runs one hook as the host does (argv, stdin, exit status), counting the calls under test
-COUNTING_HOOK = """
-import json, os, sys
-from bli_memory.hooks import prompt, run, trivial
-calls = {"skip_reason": 0, "finish": 0}
-skip_reason, finish = trivial.skip_reason, run.finish
-def counted_skip_reason(text):
-    calls["skip_reason"] += 1
-    return skip_reason(text)
-def counted_finish(*args, **kwargs):
-    calls["finish"] += 1
-    return finish(*args, **kwargs)
-trivial.skip_reason = counted_skip_reason
-if hasattr(prompt, "skip_reason"):
-    prompt.skip_reason = counted_skip_reason
-run.finish = counted_finish
-status = run.main(sys.argv[1:])
-os.write(2, ("calls " + json.dumps(calls) + "\\n").encode())
-sys.exit(status)
-"""
-
-
-def counted_run(
-    event: str, payload: dict[str, object], home: Path, env: dict[str, str] | None = None
-) -> tuple[dict[str, int], str]:
-    """(call counts, the receipt line) of one hook run in a subprocess (direct unless `env` says)."""
-    done = subprocess.run(
-        [sys.executable, "-c", COUNTING_HOOK, event],
-        input=json.dumps(payload).encode(),
-        capture_output=True,
-        env={**(env or hook_env(home)), "PYTHONPATH": str(REPO)},
-        cwd=str(home),
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    lines = done.stderr.decode().splitlines()
-    (calls,) = [json.loads(line[len("calls ") :]) for line in lines if line.startswith("calls ")]
-    (receipt,) = [line for line in lines if line.startswith("[bli-memory] ")]
-    return calls, receipt
 
 
 @pytest.mark.parametrize(

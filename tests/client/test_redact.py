@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bli_memory.redact import Redaction, redact
+from tests.helpers import REDACTION
 
-FIXTURES = Path(__file__).parent / "fixtures" / "redaction"
 WINDOW_CHARS = 16
 SEEDS = (1, 7, 1337)
 
@@ -55,7 +55,7 @@ def _fill(template: str, rng: random.Random) -> tuple[str, str]:
 
 
 def _load(name: str) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = json.loads((FIXTURES / name).read_text(encoding="utf-8"))
+    rows: list[dict[str, Any]] = json.loads((REDACTION / name).read_text(encoding="utf-8"))
     return rows
 
 

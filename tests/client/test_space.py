@@ -21,6 +21,7 @@ import pytest
 from bli_memory import space
 from bli_memory.settings import Settings
 from bli_memory.space.tag import sanitise_name
+from tests.helpers import sibling_imports
 
 TEST_VECTOR_REMOTE = "git@github.com:acme/Example.Project.git"
 TEST_VECTOR_TAG = "repo_example_project__7e5af63ec82f04d5"
@@ -496,27 +497,6 @@ def test_computing_a_space_imports_nothing_the_hook_path_forbids(tmp_path: Path,
 
 
 PACKAGE_ROOT = Path(space.__file__).resolve().parent
-
-
-def imports_of(module: Path) -> set[str]:
-    """Every module `module` imports, at any depth of its code (function-level imports included)."""
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(module.read_text())):
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module is not None:
-            names.add(node.module)
-    return names
-
-
-def sibling_imports(package: Path, dotted: str) -> dict[str, set[str]]:
-    """For each module of `package` (dotted name `dotted`) but its __init__, the siblings it imports."""
-    graph: dict[str, set[str]] = {}
-    for module in sorted(package.glob("*.py")):
-        if module.name != "__init__.py":
-            inside = {name for name in imports_of(module) if name == dotted or name.startswith(dotted + ".")}
-            graph[module.stem] = {name.removeprefix(dotted).lstrip(".") or "__init__" for name in inside}
-    return graph
 
 
 def test_the_space_package_has_one_job_per_module_and_its_imports_point_one_way() -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import DoorProcess
+from tests.helpers import DoorProcess
 
 
 def save(door: DoorProcess, tag: str, content: str, token: str | None = None, **extra: Any) -> dict[str, Any]:
@@ -340,7 +340,7 @@ def test_revoked_token_is_401_and_tokens_list_never_shows_tokens(door: DoorProce
 
 
 def door_bin() -> Any:
-    from tests.conftest import BIN
+    from tests.helpers import BIN
 
     return BIN / "bli-memory-door"
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import DoorProcess
+from tests.helpers import DoorProcess
 
 
 def _call(

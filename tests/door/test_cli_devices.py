@@ -13,7 +13,7 @@ from pathlib import Path
 
 from bli_memory.door.store.sqlite import SCHEMA_VERSION, SqliteStore
 from bli_memory.door.store.sqlite.schema import MIGRATIONS
-from tests.conftest import BIN, DoorProcess
+from tests.helpers import BIN, DoorProcess
 
 DOOR = str(BIN / "bli-memory-door")
 

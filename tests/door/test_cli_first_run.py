@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from bli_memory import __version__
+from tests.helpers import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 DOOR = str(BIN / "bli-memory-door")
 MCP = str(BIN / "bli-memory-mcp")

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.conftest import BIN, LISTENING, DoorProcess
+from tests.helpers import BIN, LISTENING, DoorProcess
 
 DOOR = str(BIN / "bli-memory-door")
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import BIN, DoorProcess
+from tests.helpers import BIN, DoorProcess
 
 DOOR = str(BIN / "bli-memory-door")
 HOLD_S = 15.0

@@ -33,7 +33,7 @@ from bli_memory.door.librarian import (
     extract_facts,
     extractor_from_env,
 )
-from tests.test_space import imports_of, sibling_imports
+from tests.helpers import imports_of, sibling_imports
 
 # --- extraction ------------------------------------------------------------------------------------
 

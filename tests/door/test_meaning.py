@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import DoorProcess
+from tests.helpers import DoorProcess
 
 
 def save(door: DoorProcess, tag: str, content: str, **extra: Any) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from tests.helpers import open_memories
+from tests.door.helpers import open_memories
 
 
 def test_pages_in_order_and_caps(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from bli_memory.door import keyword
 from bli_memory.door.memories import MemoryService
 from bli_memory.door.model import Principal
 from bli_memory.door.store.sqlite import SCHEMA_VERSION
-from tests.helpers import open_memories
+from tests.door.helpers import open_memories
 
 TAG = "repo-k"
 

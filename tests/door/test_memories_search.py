@@ -14,7 +14,7 @@ import pytest
 from bli_memory.door.embed import Embedder, NoneEmbedder, load_embedder
 from bli_memory.door.memories import SECONDS_PER_DAY, MemoryService
 from bli_memory.door.model import Principal, now_s
-from tests.helpers import open_memories
+from tests.door.helpers import open_memories
 
 TAG = "repo-a"
 DISTRACTORS = [

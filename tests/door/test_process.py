@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.conftest import BIN, LISTENING, DoorProcess
+from tests.helpers import BIN, LISTENING, DoorProcess
 
 DOOR = str(BIN / "bli-memory-door")
 

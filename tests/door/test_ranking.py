@@ -10,7 +10,7 @@ import pytest
 from bli_memory.door import ranking
 from bli_memory.door.embed import load_embedder
 from bli_memory.door.ranking import Signals, fuse, recency
-from tests.helpers import open_memories
+from tests.door.helpers import open_memories
 
 YEAR_DAYS = 365.0
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from tests.conftest import BIN, DoorProcess
+from tests.helpers import BIN, DoorProcess
 
 DOOR = str(BIN / "bli-memory-door")
 

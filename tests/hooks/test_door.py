@@ -4,14 +4,13 @@ Stop that redacts and queues the turn for extraction — including from a 40 MB 
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bli_memory.settings import write_session
-from tests.test_hooks_run import (
+from tests.helpers import TRANSCRIPTS
+from tests.hooks.helpers import (
     PROMPT,
     SECRET,
     SESSION_START,
@@ -19,10 +18,10 @@ from tests.test_hooks_run import (
     assert_one_block_or_nothing,
     counts,
     hook_env,
+    job_done,
+    paired,
     run_hook,
 )
-
-FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
 
 
 @pytest.fixture
@@ -30,12 +29,6 @@ def home(tmp_path: Path) -> Path:
     folder = tmp_path / "home"
     folder.mkdir()
     return folder
-
-
-def paired(home: Path, door: Any, tag: str) -> dict[str, str]:
-    """A machine paired through the session file, in the test's own space."""
-    write_session(door.url, door.token, env={"HOME": str(home)})
-    return hook_env(home, BLI_MEMORY_CONTAINER_TAG=tag)
 
 
 def remember(door: Any, tag: str, content: str) -> str:
@@ -106,22 +99,9 @@ def test_a_bad_token_is_a_quiet_http_401(home: Path, door: Any, tag: str) -> Non
     assert "bli_wrong" not in run.stderr
 
 
-def _job_done(door: Any, tag: str, needle: str, timeout_s: float = 30.0) -> list[dict[str, Any]]:
-    """Rows of the space once extraction has filed something containing `needle`."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        status, body = door.post("/api/memory/search", {"q": needle, "containerTag": tag, "limit": 20})
-        assert status == 200
-        rows = [row for row in body["results"] if needle in row["content"]]
-        if rows:
-            return rows
-        time.sleep(0.2)
-    raise AssertionError(f"nothing about {needle!r} was filed in {tag}")
-
-
 def test_stop_redacts_and_queues_the_last_exchange(home: Path, door: Any, tag: str) -> None:
     transcript = home / "session.jsonl"
-    lines = (FIXTURES / "claude_session.jsonl").read_text().splitlines()
+    lines = (TRANSCRIPTS / "claude_session.jsonl").read_text().splitlines()
     lines.append(
         json.dumps(
             {
@@ -142,7 +122,7 @@ def test_stop_redacts_and_queues_the_last_exchange(home: Path, door: Any, tag: s
     assert (hook, status) == ("stop", "ok")
     assert fields["queued"] is True and "saved" not in fields
     assert int(str(fields["masked"])) >= 1 and 0 < int(str(fields["chars"])) <= 12 * 1024
-    rows = _job_done(door, tag, "zipapp")
+    rows = job_done(door, tag, "zipapp")
     assert all(SECRET not in row["content"] for row in rows)
     assert SECRET not in run.stderr
 
@@ -158,7 +138,7 @@ def test_stop_with_a_40_mb_transcript_costs_what_a_small_one_does(home: Path, do
     with open(transcript, "wb") as handle:
         for _ in range(40 * 1024 * 1024 // (len(filler) + 1) + 1):
             handle.write(filler + b"\n")
-        handle.write((FIXTURES / "claude_session.jsonl").read_bytes())
+        handle.write((TRANSCRIPTS / "claude_session.jsonl").read_bytes())
     assert transcript.stat().st_size > 40 * 1024 * 1024
     run = run_hook("stop", {**STOP, "transcript_path": str(transcript)}, home, env=paired(home, door, tag))
     hook, status, fields = run.receipt()

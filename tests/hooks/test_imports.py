@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from bli_memory.settings import write_session
-from tests.test_hooks_run import PROMPT, SESSION_START, STOP, hook_env
+from tests.helpers import TRANSCRIPTS
+from tests.hooks.helpers import PROMPT, SESSION_START, STOP, hook_env, imports_without_site
 
 FORBIDDEN = (
     "mcp",
@@ -27,7 +28,6 @@ FORBIDDEN = (
     "logging",
     "uuid",
 )
-FIXTURES = Path(__file__).parent / "fixtures" / "transcripts"
 
 
 def imported_modules(event: str, payload: object, env: dict[str, str], *args: str) -> tuple[set[str], str]:
@@ -82,7 +82,7 @@ def test_every_hook_on_its_full_path_imports_nothing_forbidden(
     runs: dict[str, tuple[object, str]] = {
         "prompt": (PROMPT, "prompt ok"),
         "session-start": (SESSION_START, "session-start ok"),
-        "stop": ({**STOP, "transcript_path": str(FIXTURES / "claude_session.jsonl")}, "stop ok"),
+        "stop": ({**STOP, "transcript_path": str(TRANSCRIPTS / "claude_session.jsonl")}, "stop ok"),
     }
     for event, (payload, expected) in runs.items():
         modules, receipt = imported_modules(event, payload, env)
@@ -94,34 +94,6 @@ def test_every_hook_on_its_full_path_imports_nothing_forbidden(
     assert "unpaired" in receipt and forbidden_in(unpaired) == []
     codex, receipt = imported_modules("stop", {**STOP, "stop_hook_active": True}, env, "--host", "codex")
     assert "reentrant" in receipt and forbidden_in(codex) == []
-
-
-def imports_without_site(event: str, payload: object, env: dict[str, str]) -> tuple[set[str], str, str]:
-    """(modules imported, stderr, stdout) of a hook run as `install` registers it, but without `site`
-    (no editable-install hook, which imports `re` itself), so only the hook's own imports are seen."""
-    repo = Path(__file__).resolve().parent.parent
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-S",
-            "-X",
-            "importtime",
-            "-c",
-            "import sys; from bli_memory.cli import main; sys.exit(main())",
-            "hook",
-            event,
-        ],
-        input=json.dumps(payload).encode(),
-        capture_output=True,
-        env={**env, "PYTHONPATH": str(repo)},
-        timeout=60,
-    )
-    stderr = done.stderr.decode()
-    assert done.returncode == 0, stderr
-    modules = {
-        line.rsplit("|", 1)[1].strip() for line in stderr.splitlines() if line.startswith("import time:")
-    }
-    return modules, stderr, done.stdout.decode()
 
 
 def test_the_trivial_path_needs_no_json_re_typing_or_collections(home: Path) -> None:

@@ -26,8 +26,7 @@ from bli_memory.hooks import tinyjson, transcript
 from bli_memory.hooks.run import DEADLINE_S
 from bli_memory.hooks.stdin import STDIN_MAX_BYTES
 from bli_memory.hooks.trivial import CLOSED_LIST_MAX_CHARS, identifiers, normalise, skip_reason
-from tests.test_hooks_door import paired
-from tests.test_hooks_run import PROMPT, STOP, run_hook
+from tests.hooks.helpers import PROMPT, STOP, paired, run_hook
 
 MB = 1_000_000
 BIG_CHARS = 4 * MB

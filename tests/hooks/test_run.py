@@ -5,7 +5,6 @@ receipt with the right reason, hold its deadline, and count itself in the hourly
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import socket
@@ -20,96 +19,7 @@ import pytest
 
 from bli_memory.hooks import stats
 from bli_memory.settings import write_session
-
-BIN = str(Path(sys.executable).parent / "bli-memory-mcp")
-RECEIPT_PREFIX = "[bli-memory] "
-#: interpreter start, imports and teardown on a busy 2-core machine, on top of a hook's own deadline
-MARGIN_S = 0.8
-
-SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
-
-
-class Run:
-    def __init__(self, returncode: int, stdout: str, stderr: str, elapsed_s: float) -> None:
-        self.returncode = returncode
-        self.stdout = stdout
-        self.stderr = stderr
-        self.elapsed_s = elapsed_s
-
-    @property
-    def receipts(self) -> list[str]:
-        return [line for line in self.stderr.splitlines() if line.startswith(RECEIPT_PREFIX)]
-
-    def receipt(self) -> tuple[str, str, dict[str, object]]:
-        """(hook, status, fields) of the one receipt line."""
-        assert len(self.receipts) == 1, self.stderr
-        _, hook, status, fields = self.receipts[0].split(" ", 3)
-        return hook, status, json.loads(fields)
-
-
-def hook_env(home: Path, **extra: str) -> dict[str, str]:
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "BLI_MEMORY_DAEMON": "0", "LANG": "C.UTF-8"}
-    env.update(extra)
-    return env
-
-
-def run_hook(
-    event: str,
-    payload: object,
-    home: Path,
-    *args: str,
-    env: dict[str, str] | None = None,
-    keep_stdin_open: bool = False,
-    cwd: Path | None = None,
-) -> Run:
-    """Run `bli-memory-mcp hook EVENT` with `payload` (a dict is JSON-encoded; bytes go as they are)."""
-    data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
-    started = time.monotonic()
-    process = subprocess.Popen(
-        [BIN, "hook", event, *args],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=env or hook_env(home),
-        cwd=str(cwd or home),
-    )
-    try:
-        if keep_stdin_open:
-            stdout, stderr = _write_and_wait(process, data)
-        else:
-            stdout, stderr = process.communicate(data, timeout=40)
-    finally:
-        process.kill()
-    elapsed = time.monotonic() - started
-    return Run(process.returncode, stdout.decode(), stderr.decode(), elapsed)
-
-
-def _write_and_wait(process: subprocess.Popen[bytes], data: bytes) -> tuple[bytes, bytes]:
-    """Write the payload and leave stdin open until the hook has exited on its own."""
-    assert process.stdin is not None and process.stdout is not None and process.stderr is not None
-    with contextlib.suppress(BrokenPipeError):
-        process.stdin.write(data)
-        process.stdin.flush()
-    process.wait(timeout=40)
-    out, err = process.stdout.read(), process.stderr.read()
-    process.stdin.close()
-    return out, err
-
-
-def assert_one_block_or_nothing(stdout: str, tag: str) -> None:
-    if not stdout:
-        return
-    lines = stdout.splitlines()
-    assert lines[0] == f"<{tag}> [bli]" and lines[-1] == f"</{tag}> [bli]", stdout
-    assert stdout.count(f"<{tag}>") == 1 and stdout.endswith("\n")
-    assert all("[bli]" in line for line in lines)
-
-
-def counts(home: Path, hook: str) -> dict[str, object]:
-    row = stats.read_hour({"HOME": str(home)}).get("hooks", {})
-    assert isinstance(row, dict)
-    return row.get(hook, {})
-
+from tests.hooks.helpers import BIN, MARGIN_S, PROMPT, SESSION_START, STOP, Run, counts, hook_env, run_hook
 
 # -- stand-ins for a door that misbehaves --------------------------------------------------------
 
@@ -234,14 +144,6 @@ def paired_env(home: Path, url: str, tag: str = "repo_test_hooks") -> dict[str, 
     return hook_env(home, BLI_MEMORY_CONTAINER_TAG=tag)
 
 
-PROMPT = {"session_id": "s1", "hook_event_name": "UserPromptSubmit", "prompt": "how does the stop hook save?"}
-SESSION_START = {"session_id": "s1", "hook_event_name": "SessionStart", "source": "startup"}
-STOP = {
-    "session_id": "s1",
-    "hook_event_name": "Stop",
-    "stop_hook_active": False,
-    "last_assistant_message": "Done.",
-}
 PAYLOADS = {"prompt": PROMPT, "session-start": SESSION_START, "stop": STOP}
 TAGS = {"prompt": "bli-memory-recall", "session-start": "bli-memory-context"}
 

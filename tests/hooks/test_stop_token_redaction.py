@@ -17,8 +17,7 @@ from typing import Any
 import pytest
 
 from bli_memory.door.model import TOKEN_PREFIX
-from tests.test_hooks_door import _job_done, paired
-from tests.test_hooks_run import STOP, run_hook
+from tests.hooks.helpers import STOP, job_done, paired, run_hook
 
 WINDOW_CHARS = 16
 
@@ -97,7 +96,7 @@ def test_a_reply_quoting_a_fresh_device_token_never_reaches_the_door(home: Path,
     job_status, job_content = _finished_job(door.db, tag)
     assert job_status == "done"
     assert needle in job_content and "bli_[REDACTED:bli_token]" in job_content, job_content
-    rows = _job_done(door, tag, needle)  # what extraction filed from it, as a teammate's search sees it
+    rows = job_done(door, tag, needle)  # what extraction filed from it, as a teammate's search sees it
     stored = _stored_texts(door.db)
     for piece in _pieces(token):
         assert not any(piece in row["content"] for row in rows)

@@ -11,7 +11,7 @@ import subprocess
 import urllib.request
 from pathlib import Path
 
-from tests.conftest import BIN, LISTENING
+from tests.helpers import BIN, LISTENING
 
 DOOR = str(BIN / "bli-memory-door")
 PERMISSIVE_UMASK = 0o022

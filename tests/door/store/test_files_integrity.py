@@ -17,7 +17,7 @@ from bli_memory.door.jobs import ExtractionWorker
 from bli_memory.door.memories import MemoryService
 from bli_memory.door.store.sqlite import SqliteStore
 from bli_memory.door.store.sqlite.files import DamagedDatabase, check_integrity
-from tests.conftest import BIN
+from tests.helpers import BIN
 
 DOOR = str(BIN / "bli-memory-door")
 

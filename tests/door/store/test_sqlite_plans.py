@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from tests.helpers import open_memories
+from tests.door.helpers import open_memories
 
 
 def test_every_lookup_by_id_in_a_search_uses_the_id_index(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from tests.conftest import DoorProcess
+from tests.helpers import DoorProcess
 
 #: the schema takes about 31 pages of 4 KiB; this leaves room for a few dozen small memories.
 MAX_PAGES = 60

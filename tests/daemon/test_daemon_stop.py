@@ -4,8 +4,6 @@ The one stand-in is a process that holds the daemon's lock and ignores SIGTERM (
 not stop is a peer we cannot otherwise make on demand).
 """
 
-# ruff: noqa: F811  (the fixtures imported from tests/test_daemon.py are parameters of the tests here)
-
 from __future__ import annotations
 
 import os
@@ -17,15 +15,8 @@ import time
 from pathlib import Path
 
 from bli_memory import __version__, daemon, daemon_wire, paths
-from tests.test_daemon import (  # noqa: F401  (fixtures: pytest finds them by name in this module)
-    BIN,
-    Daemon,
-    StandIn,
-    daemons,
-    home,
-    never_the_real_home,
-    start,
-)
+from tests.daemon.helpers import Daemon, StandIn, start
+from tests.hooks.helpers import BIN
 
 
 def stop_command(home: Path, *args: str) -> subprocess.CompletedProcess[str]:

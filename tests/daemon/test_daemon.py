@@ -14,16 +14,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import pwd
-import shutil
 import signal
 import socket
 import stat
 import subprocess
-import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,97 +29,31 @@ from bli_memory import __version__, daemon, daemon_wire, paths
 from bli_memory.hooks import via_daemon
 from bli_memory.hooks.answer import HookAnswer
 from bli_memory.settings import write_session
-from tests.test_client_layout import counted_run
-from tests.test_hooks_imports import imports_without_site
-from tests.test_hooks_run import BIN, MARGIN_S, PROMPT, SESSION_START, Run, hook_env, run_hook
-
-#: the HOME of whoever runs the tests (as set, and as the password database has it): where a real
-#: daemon may be serving, read before any test can change the environment
-REAL_HOMES = frozenset(
-    os.path.realpath(home) for home in (os.path.expanduser("~"), pwd.getpwuid(os.getuid()).pw_dir)
+from tests.daemon.helpers import (
+    QUESTION,
+    REAL_HOMES,
+    START_TIMEOUT_S,
+    Daemon,
+    RealHomeReached,
+    StandIn,
+    daemon_env,
+    prompt_payload,
+    raw_exchange,
+    start,
+    thread_count,
+    wait_for_ping,
 )
-START_TIMEOUT_S = 15.0
-EXIT_TIMEOUT_S = 10.0
-QUESTION = "how does stop_hook save the turn?"
-
-
-class Daemon:
-    """One `bli-memory-mcp daemon` subprocess; stderr goes to a file so it can never block."""
-
-    def __init__(self, home: Path, idle_s: float | None = None, wait: bool = True) -> None:
-        self.home = home
-        env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "LANG": "C.UTF-8"}
-        if idle_s is not None:
-            env[daemon.ENV_IDLE_S] = str(idle_s)
-        self.log = home / f"daemon-{time.monotonic_ns()}.log"
-        with open(self.log, "wb") as log:
-            self.process = subprocess.Popen([BIN, "daemon"], stdin=subprocess.DEVNULL, stderr=log, env=env)
-        if wait:
-            self.wait_ready()
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    def stderr(self) -> str:
-        return self.log.read_text()
-
-    def wait_ready(self) -> dict[str, object]:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            got = daemon_wire.ping(time.monotonic() + 1.0, {"HOME": str(self.home)})
-            if isinstance(got, dict) and got.get("pid") == self.pid:
-                return got
-            assert self.process.poll() is None, self.stderr()
-            time.sleep(0.02)
-        raise AssertionError("the daemon did not answer a ping:\n" + self.stderr())
-
-    def wait_exit(self, timeout_s: float = EXIT_TIMEOUT_S) -> int:
-        return self.process.wait(timeout_s)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.pid, signal.SIGCONT)
-            self.process.kill()
-        self.process.wait(10)
-
-
-class RealHomeReached(AssertionError):
-    """A test reached (or would start a process that reaches) the real HOME's daemon."""
-
-
-def _is_real_home(home: str | None) -> bool:
-    return home is None or os.path.realpath(home) in REAL_HOMES
-
-
-def _runs_bli_memory(args: object) -> bool:
-    words = [args] if isinstance(args, (str, bytes, os.PathLike)) else list(args)  # type: ignore[call-overload]
-    return any("bli-memory-mcp" in str(word) or "bli_memory" in str(word) for word in words)
-
-
-@pytest.fixture(autouse=True)
-def never_the_real_home(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fail loudly, at the call, when a test would use the real HOME's daemon folder in this process
-    (`paths.state_dir`, which the socket, lock and stamps all go through) or start a
-    bli-memory process whose environment is the real HOME (or inherits it: no `env`)."""
-    state_dir = paths.state_dir
-
-    def guarded_state_dir(env: Any = None) -> str:
-        source = os.environ if env is None else env
-        if _is_real_home(source.get("HOME")):
-            raise RealHomeReached("this test reaches the real HOME's daemon: give it a temporary HOME")
-        return state_dir(env)
-
-    class GuardedPopen(subprocess.Popen):  # type: ignore[type-arg]
-        def __init__(self, args: Any, *rest: Any, **options: Any) -> None:
-            env = options.get("env")
-            if _runs_bli_memory(args) and _is_real_home(None if env is None else env.get("HOME")):
-                raise RealHomeReached(f"{args!r} would run on the real HOME: pass env with a temporary HOME")
-            super().__init__(args, *rest, **options)
-
-    monkeypatch.setattr(paths, "state_dir", guarded_state_dir)
-    monkeypatch.setattr(subprocess, "Popen", GuardedPopen)
+from tests.hooks.helpers import (
+    BIN,
+    MARGIN_S,
+    PROMPT,
+    SESSION_START,
+    Run,
+    counted_run,
+    hook_env,
+    imports_without_site,
+    run_hook,
+)
 
 
 def test_the_guard_stops_a_test_that_would_reach_the_real_homes_daemon() -> None:
@@ -135,56 +65,8 @@ def test_the_guard_stops_a_test_that_would_reach_the_real_homes_daemon() -> None
         subprocess.run([BIN, "daemon", "stop"], capture_output=True, timeout=30)  # inherits HOME
 
 
-@pytest.fixture
-def home() -> Iterator[Path]:
-    folder = Path(tempfile.mkdtemp(prefix="bd", dir="/tmp"))
-    try:
-        yield folder
-    finally:
-        daemon.stop({"HOME": str(folder)})  # one a hook or a failed test started must not idle for hours
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-@pytest.fixture
-def daemons() -> Iterator[list[Daemon]]:
-    started: list[Daemon] = []
-    yield started
-    for one in started:
-        one.stop()
-
-
-@pytest.fixture
-def paired(home: Path, door: Any, tag: str) -> Path:
-    """A HOME paired with the door, with one memory in the test's own space."""
-    write_session(door.url, door.token, env={"HOME": str(home)})
-    status, _ = door.post(
-        "/api/memory/save",
-        {"content": "The stop_hook saves the turn through the librarian.", "containerTag": tag},
-    )
-    assert status == 201
-    return home
-
-
-def start(daemons: list[Daemon], home: Path, idle_s: float | None = None) -> Daemon:
-    one = Daemon(home, idle_s)
-    daemons.append(one)
-    return one
-
-
-def daemon_env(home: Path, **extra: str) -> dict[str, str]:
-    return hook_env(home, BLI_MEMORY_DAEMON="1", **extra)
-
-
-def prompt_payload(cwd: Path) -> dict[str, object]:
-    return {**PROMPT, "prompt": QUESTION, "cwd": str(cwd)}
-
-
 def fd_count(pid: int) -> int:
     return len(os.listdir(f"/proc/{pid}/fd"))
-
-
-def thread_count(pid: int) -> int:
-    return len(os.listdir(f"/proc/{pid}/task"))
 
 
 def children(pid: int) -> list[str]:
@@ -192,18 +74,6 @@ def children(pid: int) -> list[str]:
     for task in os.listdir(f"/proc/{pid}/task"):
         found += Path(f"/proc/{pid}/task/{task}/children").read_text().split()
     return found
-
-
-def raw_exchange(home: Path, line: bytes, timeout_s: float = 5.0) -> bytes:
-    """Send bytes on the daemon's socket, read until it closes."""
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
-        sock.settimeout(timeout_s)
-        sock.connect(daemon_wire.socket_path({"HOME": str(home)}))
-        sock.sendall(line)
-        chunks = []
-        while chunk := sock.recv(65536):
-            chunks.append(chunk)
-    return b"".join(chunks)
 
 
 # -- answers ---------------------------------------------------------------------------------------
@@ -390,16 +260,6 @@ def test_sigterm_exits_cleanly_and_removes_the_socket(home: Path, daemons: list[
     assert one.wait_exit() == 0
     assert "SIGTERM" in one.stderr() and "Traceback" not in one.stderr()
     assert not os.path.exists(daemon_wire.socket_path({"HOME": str(home)}))
-
-
-def wait_for_ping(home: Path, timeout_s: float = 30.0) -> dict[str, object]:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        pong = daemon_wire.ping(time.monotonic() + 1.0, {"HOME": str(home)})
-        if isinstance(pong, dict):
-            return pong
-        time.sleep(0.05)
-    raise AssertionError("no daemon answered")
 
 
 def test_an_older_caller_is_refused_and_a_newer_one_retires_the_daemon(
@@ -654,40 +514,6 @@ def test_no_descriptor_thread_or_child_leaks_over_1000_requests(
 
 
 # -- the hook-side client --------------------------------------------------------------------------------
-
-
-class StandIn:
-    """A socket at the daemon's path that accepts, reads a line, then does `behaviour`."""
-
-    def __init__(self, home: Path, behaviour: str) -> None:
-        path = daemon_wire.socket_path({"HOME": str(home)})
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.listener.bind(path)
-        self.listener.listen(4)
-        self.behaviour = behaviour
-        self.held: list[socket.socket] = []
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        with contextlib.suppress(OSError):
-            while True:
-                client, _ = self.listener.accept()
-                self.held.append(client)
-                client.recv(65536)
-                if self.behaviour == "garbage":
-                    client.sendall(b"<html>nope</html>\n")
-                elif self.behaviour == "hangup":
-                    client.close()
-                elif self.behaviour == "wrong-shape":
-                    client.sendall(b'{"stdout": 3, "outcome": {"status": "ok"}}\n')
-                elif self.behaviour == "newer":
-                    client.sendall(b'{"error": "version_mismatch", "version": "999.0.0"}\n')
-
-    def close(self) -> None:
-        self.listener.close()
-        for sock in self.held:
-            sock.close()
 
 
 @pytest.mark.parametrize(

@@ -1,11 +1,9 @@
 """The daemon under hostile or broken clients, wedged, stopped by hand, and never started for nothing.
 
-Real `bli-memory-mcp daemon` processes on a temporary HOME (the fixtures of tests/test_daemon.py,
+Real `bli-memory-mcp daemon` processes on a temporary HOME (the fixtures of tests/daemon/conftest.py,
 including its guard that fails a test reaching the real HOME's daemon), real clients on its socket,
 real hook subprocesses. Every client, wait and trickle here is bounded.
 """
-
-# ruff: noqa: F811  (the fixtures imported from tests/test_daemon.py are parameters of the tests here)
 
 from __future__ import annotations
 
@@ -24,23 +22,17 @@ from bli_memory import __version__, daemon, daemon_wire, paths
 from bli_memory.hooks import via_daemon
 from bli_memory.hooks.answer import HookAnswer
 from bli_memory.settings import write_session
-from tests.test_daemon import (  # noqa: F401  (fixtures: pytest finds them by name in this module)
-    BIN,
+from tests.daemon.helpers import (
     QUESTION,
     Daemon,
-    StandIn,
     daemon_env,
-    daemons,
-    home,
-    never_the_real_home,
-    paired,
     prompt_payload,
     raw_exchange,
     start,
     thread_count,
     wait_for_ping,
 )
-from tests.test_hooks_run import run_hook
+from tests.hooks.helpers import run_hook
 
 #: a request line nested far deeper than any JSON parser's recursion limit (about 1000)
 DEEP_LINES = [b"[" * 200_000 + b"\n", b'{"a":' * 100_000 + b"\n"]
