@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import json
 import socket
 import sqlite3
 import uuid
+from collections.abc import MutableMapping
 from typing import Any
 
 import pytest
@@ -498,3 +500,114 @@ def test_experience_insert_retry_conflict_and_usage(door: DoorProcess) -> None:
     assert experience["rows"] == {"requested": 2, "returned": 2, "unique": 2, "capped": False, "failed": None}
     status, other = door.get("/api/ops/memory-usage", token=door.pair("outsider", team="elsewhere"))
     assert status == 200 and other["experience"]["windows"]["7d"] == {}
+
+
+@pytest.mark.parametrize(
+    ("body", "needle"),
+    [
+        ('{"content": "poison", "containerTag": "%s", "metadata": {"k": "\\ud800"}}', "lone surrogate"),
+        ('{"content": "poison \\udfff", "containerTag": "%s"}', "unicode"),
+        (
+            '{"content": "poison", "containerTag": "%s", "metadata": '
+            + "[" * 0
+            + '{"a": '
+            + "[" * 40
+            + "]" * 40
+            + "}}",
+            "deeper",
+        ),
+        ('{"content": "poison", "containerTag": "%s", "metadata": {"n": NaN}}', "NaN"),
+        (
+            '{"content": "poison", "containerTag": "%s", "createdAt": "0001-01-01T00:00:00+14:00"}',
+            "before 1970",
+        ),
+        (
+            '{"content": "poison", "containerTag": "%s", "metadata": {"big": "' + "x" * 17000 + '"}}',
+            "larger than",
+        ),
+        ('{"content": "poison", "containerTag": "   "}', "containerTag must not be blank"),
+        ('{"content": "poison", "containerTag": "%s", "extract": true, "customId": "k"}', "plain save"),
+    ],
+)
+def test_values_the_door_could_not_send_back_are_refused(
+    door: DoorProcess, tag: str, body: str, needle: str
+) -> None:
+    raw = (body % tag if "%s" in body else body).encode()
+    status, answer = door.request("POST", "/api/memory/save", raw=raw)
+    assert status == 400 and answer["error"] == "invalid_request", answer
+    assert needle in answer["message"]
+    status, found = door.post("/api/memory/search", {"q": "poison", "containerTag": tag})
+    assert status == 200 and found["results"] == []
+
+
+def test_created_at_with_an_offset_is_kept(door: DoorProcess, tag: str) -> None:
+    status, _ = door.post(
+        "/api/memory/save",
+        {"content": "offset time", "containerTag": tag, "createdAt": "2024-05-01T12:00:00+02:00"},
+    )
+    assert status == 201
+    status, found = door.post("/api/memory/search", {"q": "offset time", "containerTag": tag})
+    assert found["results"][0]["createdAt"] == "2024-05-01T10:00:00.000Z"
+
+
+def test_a_path_cannot_forge_log_lines_or_leak_into_the_log(door: DoorProcess) -> None:
+    forged = "/x%0Abli-memory-door%20POST%20/api/memory/save%20201%201.0ms%0Abli_SECRETTOKEN"
+    status, body = door.request("GET", forged)
+    assert status == 404 and body["error"] == "not_found"
+    door.wait_for_log("GET (no route) 404")
+    assert not any("SECRETTOKEN" in line for line in door.lines)
+    assert all(line.startswith(("bli-memory-door", "[bli-memory]")) for line in door.lines)
+
+
+def test_an_unexpected_error_is_one_json_500_and_one_log_line() -> None:
+    """Sans-I/O: drive the outer request log with an app that raises after nothing was sent."""
+    from bli_memory.door.app import RequestLog
+
+    async def broken(scope: Any, receive: Any, send: Any) -> None:
+        raise RuntimeError("boom with a secret body")
+
+    sent: list[MutableMapping[str, Any]] = []
+    lines: list[str] = []
+
+    class Stream:
+        def write(self, text: str) -> None:
+            lines.append(text)
+
+        def flush(self) -> None:
+            pass
+
+    async def receive() -> MutableMapping[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(message)
+
+    asyncio.run(RequestLog(broken, Stream())({"type": "http", "method": "POST", "path": "/p"}, receive, send))
+    assert sent[0]["status"] == 500
+    assert json.loads(sent[1]["body"]) == {"error": "internal", "message": "the door failed; see its log"}
+    assert (
+        lines == [lines[0]] and "500" in lines[0] and "RuntimeError" in lines[0] and "secret" not in lines[0]
+    )
+
+
+def test_forget_by_id_respects_the_space(door: DoorProcess, tag: str) -> None:
+    status, saved = door.post("/api/memory/save", {"content": "lives in one space", "containerTag": tag})
+    status, body = door.post("/api/memory/forget", {"containerTag": tag + "_other", "id": saved["id"]})
+    assert status == 404 and body["error"] == "not_found"
+    status, found = door.post("/api/memory/search", {"q": "lives in one space", "containerTag": tag})
+    assert [row["id"] for row in found["results"]] == [saved["id"]]
+
+
+def test_experience_ids_are_per_team_and_validated(door: DoorProcess) -> None:
+    mine, theirs = door.pair("exp-a", team="exp-one"), door.pair("exp-b", team="exp-two")
+    entry = {"id": str(uuid.uuid4()), "store": "bli", "verdict": "win", "reason": "useful"}
+    assert door.post("/api/memory/experience", entry, token=mine)[0] == 201
+    assert door.post("/api/memory/experience", {**entry, "verdict": "loss"}, token=theirs)[0] == 201
+    for bad, needle in (
+        ({**entry, "id": "-" * 36}, "UUID"),
+        ({**entry, "id": "0" * 8 + "-0000-0000-0000-" + "0" * 12}, "UUID"),
+        ({**entry, "id": None, "reason": "   "}, "blank"),
+        ({**entry, "id": None, "reason": "one\u2028two"}, "one line"),
+    ):
+        status, answer = door.post("/api/memory/experience", bad, token=mine)
+        assert status == 400 and needle in answer["message"], (bad, answer)

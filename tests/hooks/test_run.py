@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from bli_memory.hooks import stats
+from bli_memory.hooks import receipt, stats
 from bli_memory.settings import write_session
 from tests.hooks.helpers import BIN, MARGIN_S, PROMPT, SESSION_START, STOP, Run, counts, hook_env, run_hook
 
@@ -427,3 +427,34 @@ def test_stop_pairs_the_reply_with_this_turns_prompt_when_the_transcript_lags(
     write_transcript(log, ("Prompt A about the cache", "Reply A"), ("Prompt B about the daemon", "Reply B"))
     run_hook("stop", payload, home, env=env)
     assert json.loads(peer.bodies[-1])["content"] == "User: Prompt B about the daemon\n\nAssistant: Reply B"
+
+
+def test_the_backstop_timer_interrupts_a_run_that_ignores_the_clock() -> None:
+    from bli_memory.hooks import run
+
+    started = time.monotonic()
+    assert run._arm_backstop(started + 0.1)
+    with pytest.raises(run.HookDeadline):
+        time.sleep(2)
+    run._disarm_backstop()
+    assert time.monotonic() - started < 0.5
+    assert receipt.failed(run.HookDeadline())["reason"] == "timeout"
+
+
+def test_answer_never_raises_and_names_an_internal_failure() -> None:
+    from bli_memory.hooks import run
+    from bli_memory.settings import Settings
+
+    broken = Settings(
+        door_url="http://127.0.0.1:1",
+        token="t",
+        container_tag=None,
+        isolate_worktrees=False,
+        daemon_enabled=False,
+    )
+    result = run.answer(
+        "stop", {"last_assistant_message": 42, "transcript_path": 7}, "/", via="daemon", settings=broken
+    )
+    assert result.outcome == {"status": "skipped", "reason": "no_transcript", "via": "daemon"}
+    odd = run.answer("nonsense", {}, "/", via="direct")
+    assert odd.stdout == "" and odd.outcome["reason"] == "unknown_event"
