@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -211,3 +212,41 @@ def counted_run(
     (calls,) = [json.loads(line[len("calls ") :]) for line in lines if line.startswith("calls ")]
     (receipt,) = [line for line in lines if line.startswith("[bli-memory] ")]
     return calls, receipt
+
+
+MB = 1_000_000
+
+
+BIG_CHARS = 4 * MB
+
+
+#: linear work grows 4x from 1 MB to 4 MB, quadratic work 16x
+MAX_GROWTH = 9.0
+
+
+def cpu_s(fn: Callable[[Any], object], arg: Any) -> float:
+    """The least CPU time of three calls (noise only ever adds): the pure parts are timed in CPU seconds,
+    which a loaded machine barely moves, and compared on 1 MB and 4 MB."""
+    best = float("inf")
+    for _ in range(3):
+        start = time.process_time()
+        fn(arg)
+        best = min(best, time.process_time() - start)
+    return max(best, 1e-4)
+
+
+def code_prompt(chars: int) -> str:
+    """A prompt of pasted code and prose: quotes, backslashes, tabs, newlines, non-ASCII."""
+    lines = [
+        "def parse_args(argv: list[str]) -> dict[str, str]:\n",
+        '\treturn {"path": "C:\\\\Users\\\\x", "name": f"{argv[0]!r}"}  # café, 東京\n',
+        'Why does BLI-3580 break `parse_args` when the path has a quote (") in it?\n',
+    ]
+    unit = "".join(lines)
+    return (unit * (chars // len(unit) + 1))[:chars]
+
+
+def unblock_fifo_reader(path: Path) -> None:
+    """Open the FIFO for writing (and close it), so a reader stuck in `open` is let go."""
+    with contextlib.suppress(OSError):
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))

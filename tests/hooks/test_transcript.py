@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
+import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from bli_memory.hooks import transcript
 from tests.helpers import TRANSCRIPTS
+from tests.hooks.helpers import unblock_fifo_reader
 
 
 def test_the_last_exchange_skips_tool_results_sidechains_meta_and_summaries() -> None:
@@ -101,3 +106,42 @@ def test_a_prompt_beyond_the_search_window_is_given_up_within_the_bound(tmp_path
     exchange = transcript.last_exchange(str(path), None)
     assert exchange.user == ""  # further back than SEARCH_MAX_BYTES
     assert exchange.assistant.startswith("r")
+
+
+def test_a_fifo_as_transcript_is_refused_without_opening_it(tmp_path: Path) -> None:
+    fifo = tmp_path / "transcript.jsonl"
+    os.mkfifo(fifo)
+    outcome: list[object] = []
+
+    def read() -> None:
+        try:
+            outcome.append(list(transcript.lines_backwards(str(fifo))))
+        except OSError as exc:
+            outcome.append(exc)
+
+    reader = threading.Thread(target=read, daemon=True)
+    started = time.monotonic()
+    reader.start()
+    reader.join(timeout=2.0)
+    elapsed_s = time.monotonic() - started
+    while reader.is_alive():  # a reader stuck in open(): let it go so the test ends
+        unblock_fifo_reader(fifo)
+        reader.join(timeout=0.1)
+    assert elapsed_s < 1.0
+    assert len(outcome) == 1 and isinstance(outcome[0], OSError)
+
+
+@pytest.mark.parametrize("path", ["/dev/zero", "/dev/null", "directory"])
+def test_a_device_or_a_directory_as_transcript_is_refused(path: str, tmp_path: Path) -> None:
+    target = str(tmp_path) if path == "directory" else path
+    with pytest.raises(OSError):
+        list(transcript.lines_backwards(target))
+    assert transcript.last_exchange(target, "The reply.").assistant == "The reply."
+
+
+def test_a_symlink_to_a_regular_transcript_is_still_read(tmp_path: Path) -> None:
+    real = tmp_path / "real.jsonl"
+    real.write_text('{"type": "user", "message": {"role": "user", "content": "Where is the door?"}}\n')
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(real)
+    assert transcript.last_exchange(str(link), None).user == "Where is the door?"
