@@ -166,7 +166,8 @@ SELF_CONTAINED = [
     "bli_memory/render.py",
     *(path.relative_to(REPO).as_posix() for path in sorted((REPO / "bli_memory" / "wire").glob("*.py"))),
     *(path.relative_to(REPO).as_posix() for path in sorted((REPO / "bli_memory" / "commands").glob("*.py"))),
-    "tests/test_hooks_imports.py",
+    "tests/hooks/test_imports.py",
+    "tests/hooks/helpers.py",
     "scripts/bench_daemon.py",
 ]
 ELSEWHERE = re.compile(r"DESIGN\.md|seed README|\bthe seed\b|\bseed's\b|\(seed[:,]")
