@@ -4,7 +4,8 @@
   tests/client/, with the tests of the product as a whole at the top; every folder is a package (an
   `__init__.py`), so each module is imported as `tests.…` and tests/conftest.py applies to all.
 - No module of the suite imports a test module (`test_*.py`) or a conftest: what tests share lives in
-  a conftest (fixtures, found by pytest) or a helpers module (`tests/helpers.py`, `tests/<folder>/helpers.py`).
+  a conftest (fixtures, found by pytest) or a helpers module (`tests/helpers.py`,
+  `tests/<folder>/helpers.py`).
 """
 
 from __future__ import annotations

@@ -10,11 +10,7 @@ from collections.abc import Callable
 
 #: slack for a loaded 2-core machine: a deadline must hold within this much.
 DEADLINE_MARGIN_S = 0.5
-
-
 SHORT_DEADLINE_S = 0.4
-
-
 Handler = Callable[[socket.socket, int, "StandIn"], None]
 
 

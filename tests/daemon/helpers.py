@@ -14,25 +14,15 @@ import time
 from pathlib import Path
 
 from bli_memory import daemon, daemon_wire
-from tests.hooks.helpers import (
-    BIN,
-    PROMPT,
-    hook_env,
-)
+from tests.hooks.helpers import BIN, PROMPT, hook_env
 
 #: the HOME of whoever runs the tests (as set, and as the password database has it): where a real
 #: daemon may be serving, read before any test can change the environment
 REAL_HOMES = frozenset(
     os.path.realpath(home) for home in (os.path.expanduser("~"), pwd.getpwuid(os.getuid()).pw_dir)
 )
-
-
 START_TIMEOUT_S = 15.0
-
-
 EXIT_TIMEOUT_S = 10.0
-
-
 QUESTION = "how does stop_hook save the turn?"
 
 

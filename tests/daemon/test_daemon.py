@@ -5,8 +5,9 @@ Stand-ins appear only where a peer must misbehave: a socket that accepts and nev
 answers garbage, and a recording relay that captures every byte crossing the socket.
 
 HOME is a short folder under /tmp (not pytest's tmp_path): a unix socket path must fit in ~104 bytes.
-No test may reach the daemon of the HOME running the tests (`never_the_real_home`, autouse): a
-person who runs the suite after following the README has a real daemon there.
+No test may reach the daemon of the HOME running the tests (`never_the_real_home` in
+tests/daemon/conftest.py, autouse): a person who runs the suite after following the README has a real
+daemon there.
 """
 
 from __future__ import annotations

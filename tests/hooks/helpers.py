@@ -19,15 +19,9 @@ from bli_memory.settings import write_session
 from tests.helpers import REPO
 
 BIN = str(Path(sys.executable).parent / "bli-memory-mcp")
-
-
 RECEIPT_PREFIX = "[bli-memory] "
-
-
 #: interpreter start, imports and teardown on a busy 2-core machine, on top of a hook's own deadline
 MARGIN_S = 0.8
-
-
 SECRET = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
 
 
@@ -114,11 +108,7 @@ def counts(home: Path, hook: str) -> dict[str, object]:
 
 
 PROMPT = {"session_id": "s1", "hook_event_name": "UserPromptSubmit", "prompt": "how does the stop hook save?"}
-
-
 SESSION_START = {"session_id": "s1", "hook_event_name": "SessionStart", "source": "startup"}
-
-
 STOP = {
     "session_id": "s1",
     "hook_event_name": "Stop",
@@ -215,11 +205,7 @@ def counted_run(
 
 
 MB = 1_000_000
-
-
 BIG_CHARS = 4 * MB
-
-
 #: linear work grows 4x from 1 MB to 4 MB, quadratic work 16x
 MAX_GROWTH = 9.0
 

@@ -1,4 +1,5 @@
-"""The prompt the prompt hook remembers for Stop (`hooks/last_prompt.py`): taken once per session and turn, private, bounded, pruned."""
+"""The prompt the prompt hook remembers for Stop (`hooks/last_prompt.py`): taken once per session and turn,
+private, bounded, pruned."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The one stderr receipt of a hook run (`hooks/receipt.py`): its three shapes, and nothing a peer could smuggle into it."""
+"""The one stderr receipt of a hook run (`hooks/receipt.py`): its three shapes, and nothing a peer could
+smuggle into it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The session-start hook's context block (`hooks/session_start.py`): profile and recent context, without repeats."""
+"""The session-start hook's context block (`hooks/session_start.py`): profile and recent context, without
+repeats."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The hooks' hourly stats (`hooks/stats.py`): what is counted, under concurrent writers, pruned, and a corrupt file."""
+"""The hooks' hourly stats (`hooks/stats.py`): what is counted, under concurrent writers, pruned, and a
+corrupt file."""
 
 from __future__ import annotations
 

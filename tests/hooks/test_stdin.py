@@ -1,4 +1,5 @@
-"""The hooks' stdin reader (`hooks/stdin.py`) on real pipes: a whole object, each failure its own reason, the size cap and the deadline."""
+"""The hooks' stdin reader (`hooks/stdin.py`) on real pipes: a whole object, each failure its own reason,
+the size cap and the deadline."""
 
 from __future__ import annotations
 

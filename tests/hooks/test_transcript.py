@@ -1,4 +1,5 @@
-"""Transcript tail-reading (`hooks/transcript.py`): the last exchange of a Claude Code session or a Codex rollout, paired with the payload's reply, bounded in size and cost."""
+"""Transcript tail-reading (`hooks/transcript.py`): the last exchange of a Claude Code session or a Codex
+rollout, paired with the payload's reply, bounded in size and cost."""
 
 from __future__ import annotations
 
