@@ -18,7 +18,7 @@ daemon) is `bli_memory.hooks.via_daemon`; the serving side is `bli_memory.daemon
 
 This runs inside the prompt and session-start hooks (and `hooks/receipt.py` reads its reasons), so
 it imports only `os`, `time`, our `paths` and `tinyjson`, and `_socket` only when it connects: not
-`socket` or `json`, whose `enum` and `re` cost about 8 ms of a cold start (tests/test_hooks_imports.py).
+`socket` or `json`, whose `enum` and `re` cost about 8 ms of a cold start (tests/hooks/test_imports.py).
 """
 
 from __future__ import annotations

@@ -1,17 +1,173 @@
-"""Helpers shared by test modules that drive the door's code in-process (no HTTP)."""
+"""Helpers shared by test modules of every folder: where the repository and the test fixtures are, the
+real door as a subprocess (`DoorProcess`, started by the fixtures of tests/conftest.py), and readers
+of a module's import statements. Standard library only."""
 
 from __future__ import annotations
 
+import ast
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
-from bli_memory.door.memories import MemoryService
-from bli_memory.door.store.sqlite import SqliteStore
+#: the tests/ folder, the repository that holds it, and the data files tests read
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
+FIXTURES = TESTS / "fixtures"
+TRANSCRIPTS = FIXTURES / "transcripts"
+REDACTION = FIXTURES / "redaction"
 
-if TYPE_CHECKING:
-    from bli_memory.door.embed import Embedder
+DOOR_START_TIMEOUT_S = 60.0
+LISTENING = "bli-memory-door listening on "
+BIN = Path(sys.executable).parent
 
 
-def open_memories(db: str | Path, embedder: Embedder | None = None) -> MemoryService:
-    """The memory service over a SQLite file, as the door builds it."""
-    return MemoryService(SqliteStore(db), embedder)
+class DoorProcess:
+    """A running `bli-memory-door serve`; its stderr is drained into `lines` so it never blocks."""
+
+    def __init__(
+        self, db: Path, home: Path, extra_args: list[str], env: dict[str, str] | None = None
+    ) -> None:
+        self.db = db
+        self.home = home
+        self.extra_args = extra_args
+        self.extra_env = env or {}
+        self.lines: list[str] = []
+        self.url = ""
+        self.token = ""
+        self.process: subprocess.Popen[str] | None = None
+        self.start()
+
+    def env(self) -> dict[str, str]:
+        env = {**os.environ, "HOME": str(self.home), "XDG_DATA_HOME": str(self.home / "share")}
+        env.pop("BLI_MEMORY_EMBEDDER", None)
+        env.update(self.extra_env)
+        return env
+
+    def start(self) -> None:
+        """Start (or restart, on the same file) and wait for the listening line."""
+        command = [
+            str(BIN / "bli-memory-door"),
+            "serve",
+            "--port",
+            "0",
+            "--db",
+            str(self.db),
+            "--no-autopair",
+        ]
+        self.process = subprocess.Popen(
+            command + self.extra_args,
+            stderr=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            text=True,
+            env=self.env(),
+        )
+        ready = threading.Event()
+        process = self.process
+
+        def drain() -> None:
+            assert process.stderr is not None
+            for line in process.stderr:
+                self.lines.append(line.rstrip("\n"))
+                if line.startswith(LISTENING):
+                    self.url = line[len(LISTENING) :].strip()
+                    ready.set()
+            ready.set()
+
+        threading.Thread(target=drain, daemon=True).start()
+        if not ready.wait(DOOR_START_TIMEOUT_S) or not self.url or process.poll() is not None:
+            self.kill()
+            raise RuntimeError("the door did not start:\n" + "\n".join(self.lines[-20:]))
+        if not self.token:
+            self.token = self.pair("tester", team="local", admin=True)
+
+    def pair(self, person: str, team: str | None = None, admin: bool = False) -> str:
+        """A new device token (through the real CLI) for `person` in `team`."""
+        command = [str(BIN / "bli-memory-door"), "pair", "--person", person, "--db", str(self.db)]
+        if team:
+            command += ["--team", team]
+        if admin:
+            command.append("--admin")
+        done = subprocess.run(command, capture_output=True, text=True, env=self.env(), timeout=60, check=True)
+        return done.stdout.strip()
+
+    def request(
+        self, method: str, path: str, body: Any = None, token: str | None = None, raw: bytes | None = None
+    ) -> tuple[int, Any]:
+        """One HTTP call (urllib; tests are not the hook path). Returns (status, decoded JSON or text)."""
+        import urllib.error
+        import urllib.request
+
+        data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+        request = urllib.request.Request(self.url + path, data=data, method=method)
+        request.add_header("Content-Type", "application/json")
+        chosen = self.token if token is None else token
+        if chosen:
+            request.add_header("Authorization", f"Bearer {chosen}")
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                status, payload = response.status, response.read()
+        except urllib.error.HTTPError as error:
+            status, payload = error.code, error.read()
+        try:
+            return status, json.loads(payload)
+        except ValueError:
+            return status, payload.decode(errors="replace")
+
+    def post(self, path: str, body: Any = None, token: str | None = None) -> tuple[int, Any]:
+        return self.request("POST", path, body, token)
+
+    def get(self, path: str, token: str | None = None) -> tuple[int, Any]:
+        return self.request("GET", path, None, token)
+
+    def stop(self) -> int | None:
+        if self.process is None:
+            return None
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+        return self.process.returncode
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(10)
+
+    def wait_for_log(self, needle: str, timeout_s: float = 30.0) -> str:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            for line in list(self.lines):
+                if needle in line:
+                    return line
+            time.sleep(0.05)
+        raise AssertionError(f"no log line with {needle!r}; last lines:\n" + "\n".join(self.lines[-20:]))
+
+
+def imports_of(module: Path) -> set[str]:
+    """Every module `module` imports, at any depth of its code (function-level imports included)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(module.read_text())):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module is not None:
+            names.add(node.module)
+    return names
+
+
+def sibling_imports(package: Path, dotted: str) -> dict[str, set[str]]:
+    """For each module of `package` (dotted name `dotted`) but its __init__, the siblings it imports."""
+    graph: dict[str, set[str]] = {}
+    for module in sorted(package.glob("*.py")):
+        if module.name != "__init__.py":
+            inside = {name for name in imports_of(module) if name == dotted or name.startswith(dotted + ".")}
+            graph[module.stem] = {name.removeprefix(dotted).lstrip(".") or "__init__" for name in inside}
+    return graph

@@ -16,7 +16,8 @@ from types import ModuleType
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.helpers import REPO
+
 DOOR = Path(sys.executable).parent / "bli-memory-door"
 
 

@@ -4,9 +4,9 @@ points at no file outside the repository."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.helpers import REPO
+
 BENCHMARKS = REPO / "docs" / "benchmarks.md"
 #: a path inside the repository, as the page writes one: `scripts/x.py`, bli_memory/door/keyword.py
 REPO_PATH = re.compile(r"(?<![\w/.-])((?:bli_memory|scripts|tests|docs)/[\w./-]*[\w/])")

@@ -20,7 +20,9 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "eval_capture.py"
+from tests.helpers import REPO
+
+SCRIPT = REPO / "scripts" / "eval_capture.py"
 RUN_TIMEOUT_S = 120.0
 PROJECT = "Alpha Svc/Core"
 TAG = "repo_alpha_svc_core__" + hashlib.sha256(PROJECT.encode()).hexdigest()[:16]

@@ -18,8 +18,8 @@ import pytest
 
 from bli_memory import __version__
 from bli_memory.cli import COMMANDS
+from tests.helpers import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 TAG_PATTERN = re.compile(r"^dir_.+__[0-9a-f]{16}$")
 
 

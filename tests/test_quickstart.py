@@ -19,9 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import DoorProcess
+from tests.helpers import REPO, DoorProcess
 
-REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
 #: install (skipped), door start with the model
 QUICKSTART_TIMEOUT_S = 150

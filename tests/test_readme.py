@@ -52,8 +52,8 @@ from pathlib import Path
 import pytest
 
 from bli_memory.door.keyword import tokens
+from tests.helpers import REPO
 
-REPO = Path(__file__).resolve().parent.parent
 README = REPO / "README.md"
 VENV = Path(sys.prefix)
 #: the whole README session: the quickstart starts a door with the model (~5 s), the rest is quick.

@@ -4,7 +4,7 @@ A store keeps devices, aliases, memory rows (every version and tombstone), vecto
 and experience rows, and nothing else: no search policy, no caches of derived data, no HTTP. The
 memory service (`door/memories.py`) builds search, reconciliation and indexes on top of it, so a new
 database plugs in by implementing this protocol and passing the contract suite
-(`tests/test_store_contract.py`).
+(`tests/door/store/test_contract.py`).
 
 Conventions every implementation follows:
 - Every method is safe to call from several threads.

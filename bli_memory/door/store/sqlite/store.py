@@ -395,7 +395,7 @@ class SqliteStore:
 
         The one place this filter is written. Lookups by id write `+team_id` / `+status`: the unary
         plus keeps SQLite from choosing an index on those columns (it did, twice: 20-60 ms scans of a
-        whole space instead of 100 id probes; tests/test_store_plans.py)."""
+        whole space instead of 100 id probes; tests/door/store/test_sqlite_plans.py)."""
         rows: list[sqlite3.Row] = []
         with self._lock:
             for start in range(0, len(ids), IDS_PER_QUERY):

@@ -1,0 +1,654 @@
+"""Registration with Claude Code and Codex, driven as a person runs it: a subprocess on a temporary HOME."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bli_memory.install import contract, jsonsplice, probe, tomledit
+from tests.helpers import REPO
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # the tests read TOML back; on 3.10 the dev extra's tomli stands in
+    import tomli as tomllib  # type: ignore[import-not-found]
+
+HOOK_EVENTS = ("SessionStart", "UserPromptSubmit", "Stop")
+TIMEOUTS_S = {"SessionStart": 30, "UserPromptSubmit": 5, "Stop": 30}
+
+#: a Codex config with every shape that could fool a line editor: comments, a multi-line string that
+#: contains our header, a multi-line array with brackets in strings, sub-tables, quoted keys.
+CODEX_CONFIG = '''\
+# my codex settings
+model = "gpt-5"
+notes = """
+[mcp_servers.bli-memory]
+command = "not a table, a string"
+"""
+
+[features]
+hooks = true
+
+[mcp_servers.other]
+command = "/usr/bin/other"  # trailing comment
+args = [
+  "--flag=[x]",
+  'lit]eral',
+]
+
+# comment that belongs to the next table
+[mcp_servers.other.env]
+"QUOTED.KEY" = "v"
+'''
+
+CLAUDE_JSON: dict[str, Any] = {
+    "numStartups": 42,
+    "theme": "dark",
+    "oauthAccount": {"emailAddress": "a@example.com"},
+    "mcpServers": {"other": {"type": "stdio", "command": "/usr/bin/other", "args": ["x"], "env": {"K": "v"}}},
+    "projects": {"/w/p": {"mcpServers": {"bli-memory": {"command": "project-scoped, not ours"}}}},
+    "unicode": "żółw ✓",
+}
+
+CLAUDE_SETTINGS: dict[str, Any] = {
+    "model": "opus",
+    "hooks": {
+        "Stop": [{"hooks": [{"type": "command", "command": "/usr/local/bin/notify done", "timeout": 10}]}],
+        "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "guard"}]}],
+    },
+    "permissions": {"allow": ["Bash(ls:*)"], "deny": ["Read(./.env)"]},
+}
+
+
+def run_cli(
+    home: Path, *args: str, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME")}
+    env["HOME"] = str(home)
+    env.update(extra_env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "bli_memory", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(home),
+        timeout=30,
+    )
+
+
+def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
+    """Every file under root with its bytes and mode, to prove what changed and what did not."""
+    out = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            out[str(path.relative_to(root))] = (path.read_bytes(), stat.S_IMODE(path.stat().st_mode))
+    return out
+
+
+def seed_home(home: Path) -> None:
+    (home / ".claude").mkdir()
+    (home / ".codex").mkdir()
+    (home / ".claude.json").write_text(
+        json.dumps(CLAUDE_JSON, indent=2, ensure_ascii=False), encoding="utf-8"
+    )
+    (home / ".claude" / "settings.json").write_text(json.dumps(CLAUDE_SETTINGS, indent=2) + "\n")
+    (home / ".codex" / "config.toml").write_text(CODEX_CONFIG)
+    (home / ".claude" / "settings.json").chmod(0o644)
+
+
+def load(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def our_handlers(settings: dict[str, Any], event: str) -> list[dict[str, Any]]:
+    return [
+        handler
+        for group in settings.get("hooks", {}).get(event, [])
+        for handler in group["hooks"]
+        if contract.is_our_hook_command(handler.get("command"))
+    ]
+
+
+# --------------------------------------------------------------------------- --print-config
+
+
+def test_print_config_claude_is_the_v1_contract_with_the_bare_bin_name(tmp_path: Path) -> None:
+    result = run_cli(tmp_path, "--print-config=claude")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {
+        "schema": "bli-memory-install-config.v1",
+        "server_id": "bli-memory",
+        "mcp_server": {"command": "bli-memory-mcp", "args": [], "env": {}},
+        "hooks": [
+            {"event": "SessionStart", "command": "bli-memory-mcp hook session-start", "timeout_seconds": 30},
+            {"event": "UserPromptSubmit", "command": "bli-memory-mcp hook prompt", "timeout_seconds": 5},
+            {"event": "Stop", "command": "bli-memory-mcp hook stop", "timeout_seconds": 30},
+        ],
+        "permissions_allow": ["mcp__bli-memory__search_memory"],
+    }
+    assert run_cli(tmp_path, "--print-config", "--claude").stdout == result.stdout
+
+
+def test_print_config_codex_is_a_config_toml_block(tmp_path: Path) -> None:
+    result = run_cli(tmp_path, "--print-config=codex")
+    assert result.returncode == 0, result.stderr
+    assert tomllib.loads(result.stdout) == {
+        "mcp_servers": {"bli-memory": {"command": "bli-memory-mcp", "args": []}}
+    }
+
+
+def test_print_config_without_host_prints_both_with_headings(tmp_path: Path) -> None:
+    result = run_cli(tmp_path, "--print-config")
+    assert result.returncode == 0
+    assert "# Claude Code" in result.stdout and "# Codex" in result.stdout
+    assert "bli-memory-install-config.v1" in result.stdout and "[mcp_servers.bli-memory]" in result.stdout
+
+
+def test_print_config_rejects_an_unknown_host_in_one_line(tmp_path: Path) -> None:
+    result = run_cli(tmp_path, "--print-config=vim")
+    assert result.returncode == 2
+    assert result.stdout == "" and result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+# --------------------------------------------------------------------------- install
+
+
+def test_fresh_install_registers_server_hooks_and_permission_with_both_hosts(tmp_path: Path) -> None:
+    result = run_cli(tmp_path, "install")
+    assert result.returncode == 0, result.stderr
+    claude = load(tmp_path / ".claude.json")["mcpServers"]["bli-memory"]
+    assert claude["type"] == "stdio" and os.path.isabs(claude["command"]) and claude["env"] == {}
+    settings = load(tmp_path / ".claude" / "settings.json")
+    codex_hooks = load(tmp_path / ".codex" / "hooks.json")
+    for event in HOOK_EVENTS:
+        (handler,) = our_handlers(settings, event)
+        assert handler["timeout"] == TIMEOUTS_S[event] and handler["type"] == "command"
+        # hooks skip the console script (it imports `re` first): its interpreter runs the CLI with -c
+        launcher = shlex.join(probe.hook_prefix([claude["command"]]))
+        assert launcher.endswith(shlex.quote(contract.HOOK_LAUNCH)) and " -c " in launcher
+        assert handler["command"].startswith(launcher + " hook ")
+        assert "--host" not in handler["command"]
+        (codex_handler,) = our_handlers(codex_hooks, event)
+        assert codex_handler["command"] == handler["command"] + " --host codex"
+        assert codex_handler["timeout"] == TIMEOUTS_S[event]
+    assert settings["permissions"]["allow"] == ["mcp__bli-memory__search_memory"]
+    toml = tomllib.loads((tmp_path / ".codex" / "config.toml").read_text())
+    assert toml == {"mcp_servers": {"bli-memory": {"command": claude["command"], "args": claude["args"]}}}
+    for name in (".claude.json", ".claude/settings.json", ".codex/config.toml", ".codex/hooks.json"):
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o600
+    assert not list(tmp_path.rglob("*.bli-memory.bak")), "nothing existed, so nothing is backed up"
+
+
+def test_registered_command_runs_this_program(tmp_path: Path) -> None:
+    assert run_cli(tmp_path, "install", "--host", "claude").returncode == 0
+    server = load(tmp_path / ".claude.json")["mcpServers"]["bli-memory"]
+    result = subprocess.run([server["command"], *server["args"], "--version"], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.startswith("bli-memory-mcp ")
+
+
+def test_second_install_changes_nothing_byte_for_byte(tmp_path: Path) -> None:
+    seed_home(tmp_path)
+    assert run_cli(tmp_path, "install").returncode == 0
+    before = snapshot(tmp_path)
+    result = run_cli(tmp_path, "install")
+    assert result.returncode == 0
+    assert snapshot(tmp_path) == before
+    assert result.stdout.count("already registered") == 4
+
+
+def test_install_keeps_every_other_key(tmp_path: Path) -> None:
+    seed_home(tmp_path)
+    assert run_cli(tmp_path, "install").returncode == 0
+    claude = load(tmp_path / ".claude.json")
+    ours = claude["mcpServers"].pop("bli-memory")
+    assert ours["command"] and claude == CLAUDE_JSON
+    settings = load(tmp_path / ".claude" / "settings.json")
+    assert (
+        settings["model"] == "opus"
+        and settings["hooks"]["PreToolUse"] == CLAUDE_SETTINGS["hooks"]["PreToolUse"]
+    )
+    assert settings["hooks"]["Stop"][0] == CLAUDE_SETTINGS["hooks"]["Stop"][0], "their Stop hook stays first"
+    assert settings["permissions"] == {
+        "allow": ["Bash(ls:*)", "mcp__bli-memory__search_memory"],
+        "deny": ["Read(./.env)"],
+    }
+    text = (tmp_path / ".codex" / "config.toml").read_text()
+    assert text.startswith(CODEX_CONFIG), "the Codex config is only appended to"
+    parsed = tomllib.loads(text)
+    assert parsed["mcp_servers"].pop("bli-memory")["command"] == ours["command"]
+    assert parsed == tomllib.loads(CODEX_CONFIG)
+
+
+def test_install_keeps_mode_and_writes_through_a_symlink(tmp_path: Path) -> None:
+    seed_home(tmp_path)
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    real = dotfiles / "settings.json"
+    (tmp_path / ".claude" / "settings.json").rename(real)
+    (tmp_path / ".claude" / "settings.json").symlink_to(real)
+    assert run_cli(tmp_path, "install").returncode == 0
+    assert (tmp_path / ".claude" / "settings.json").is_symlink()
+    assert stat.S_IMODE(real.stat().st_mode) == 0o644
+    assert our_handlers(load(real), "Stop")
+
+
+def test_backup_is_made_once_before_the_first_change(tmp_path: Path) -> None:
+    seed_home(tmp_path)
+    originals = {name: (tmp_path / name).read_bytes() for name in (".claude.json", ".codex/config.toml")}
+    result = run_cli(tmp_path, "install")
+    assert "backup" in result.stdout
+    assert run_cli(tmp_path, "uninstall").returncode == 0
+    assert run_cli(tmp_path, "install").returncode == 0
+    for name, original in originals.items():
+        assert (tmp_path / (name + ".bli-memory.bak")).read_bytes() == original
+    assert stat.S_IMODE((tmp_path / ".claude/settings.json.bli-memory.bak").stat().st_mode) == 0o644
+
+
+def test_install_replaces_a_stale_registration_of_ours_instead_of_adding_a_second(tmp_path: Path) -> None:
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".codex").mkdir()
+    stale = {
+        "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "/old/bin/bli-memory-mcp hook stop"}]}]}
+    }
+    (tmp_path / ".claude" / "settings.json").write_text(json.dumps(stale))
+    (tmp_path / ".codex" / "config.toml").write_text(
+        '[mcp_servers.bli-memory]\ncommand = "/old/bin/bli-memory-mcp"\nstartup_timeout_sec = 20\n'
+    )
+    assert run_cli(tmp_path, "install").returncode == 0
+    (handler,) = our_handlers(load(tmp_path / ".claude" / "settings.json"), "Stop")
+    assert not handler["command"].startswith("/old/")
+    table = tomllib.loads((tmp_path / ".codex" / "config.toml").read_text())["mcp_servers"]["bli-memory"]
+    assert table["startup_timeout_sec"] == 20, "a key the person added to our table stays"
+    assert table["command"] != "/old/bin/bli-memory-mcp" and table["args"] == []
+
+
+@pytest.mark.parametrize(
+    ("name", "content"),
+    [
+        (".claude.json", '{"numStartups": 3,'),
+        (".claude/settings.json", "{'hooks': {}}"),
+        (".claude/settings.json", '{"hooks": []}'),
+        (".claude/settings.json", '["not", "an", "object"]'),
+        (".codex/config.toml", 'model = "unterminated\n'),
+        (".codex/config.toml", "[mcp_servers\n"),
+        (".codex/config.toml", 'mcp_servers = { bli-memory = { command = "x" } }\n'),
+        (".codex/hooks.json", '{"hooks": {"Stop": {}}}'),
+    ],
+)
+def test_a_malformed_file_is_reported_in_one_line_and_nothing_is_written(
+    tmp_path: Path, name: str, content: str
+) -> None:
+    seed_home(tmp_path)
+    (tmp_path / name).write_text(content)
+    before = snapshot(tmp_path)
+    for verb in ("install", "uninstall"):
+        result = run_cli(tmp_path, verb)
+        assert result.returncode == 1
+        assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+        assert os.path.basename(name) in result.stderr and "untouched" in result.stderr
+        assert snapshot(tmp_path) == before
+
+
+def test_dry_run_shows_the_changes_and_writes_nothing(tmp_path: Path) -> None:
+    seed_home(tmp_path)
+    before = snapshot(tmp_path)
+    result = run_cli(tmp_path, "install", "--dry-run")
+    assert result.returncode == 0
+    assert snapshot(tmp_path) == before and not (tmp_path / ".codex" / "hooks.json").exists()
+    assert "would add mcpServers.bli-memory" in result.stdout and "nothing written" in result.stdout
+    assert run_cli(tmp_path, "install").returncode == 0
+    installed = snapshot(tmp_path)
+    result = run_cli(tmp_path, "uninstall", "--dry-run")
+    assert "would remove" in result.stdout and snapshot(tmp_path) == installed
+
+
+def test_uninstall_restores_the_files_byte_for_byte(tmp_path: Path) -> None:
+    seed_home(tmp_path)
+    before = snapshot(tmp_path)
+    assert run_cli(tmp_path, "install").returncode == 0
+    result = run_cli(tmp_path, "uninstall")
+    assert result.returncode == 0, result.stderr
+    after = {
+        name: value for name, value in snapshot(tmp_path).items() if not name.endswith(".bli-memory.bak")
+    }
+    assert after == before, "only ours removed; files install created are gone"
+
+
+def test_uninstall_removes_only_ours_from_a_shared_group(tmp_path: Path) -> None:
+    (tmp_path / ".claude").mkdir()
+    theirs = {"type": "command", "command": "/usr/bin/their-hook"}
+    ours = {"type": "command", "command": "'/opt/my tools/bli-memory-mcp' hook prompt", "timeout": 5}
+    settings = {"hooks": {"UserPromptSubmit": [{"hooks": [theirs, ours]}]}}
+    (tmp_path / ".claude" / "settings.json").write_text(json.dumps(settings))
+    result = run_cli(tmp_path, "uninstall", "--host", "claude")
+    assert result.returncode == 0, result.stderr
+    assert load(tmp_path / ".claude" / "settings.json") == {
+        "hooks": {"UserPromptSubmit": [{"hooks": [theirs]}]}
+    }
+    assert not (tmp_path / ".claude.json").exists()
+
+
+def test_uninstall_on_an_empty_home_changes_nothing(tmp_path: Path) -> None:
+    result = run_cli(tmp_path, "uninstall")
+    assert result.returncode == 0 and result.stdout.count("nothing of ours") == 4
+    assert snapshot(tmp_path) == {}
+
+
+def test_host_flag_limits_install_to_one_host(tmp_path: Path) -> None:
+    assert run_cli(tmp_path, "install", "--host=codex").returncode == 0
+    assert (tmp_path / ".codex" / "config.toml").exists()
+    assert not (tmp_path / ".claude.json").exists() and not (tmp_path / ".claude").exists()
+
+
+def test_config_dir_variables_are_honoured(tmp_path: Path) -> None:
+    env = {"CLAUDE_CONFIG_DIR": str(tmp_path / "cc"), "CODEX_HOME": str(tmp_path / "cx")}
+    assert run_cli(tmp_path, "install", extra_env=env).returncode == 0
+    assert sorted(snapshot(tmp_path)) == [
+        "cc/.claude.json",
+        "cc/settings.json",
+        "cx/config.toml",
+        "cx/hooks.json",
+    ]
+
+
+@pytest.mark.parametrize("args", [["--bogus"], ["--host"], ["--host", "vim"]])
+def test_bad_arguments_get_one_line_and_exit_2(tmp_path: Path, args: list[str]) -> None:
+    result = run_cli(tmp_path, "install", *args)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and snapshot(tmp_path) == {}
+
+
+def test_help_names_the_files_and_flags(tmp_path: Path) -> None:
+    for verb in ("install", "uninstall"):
+        result = run_cli(tmp_path, verb, "--help")
+        assert (
+            result.returncode == 0
+            and "--dry-run" in result.stdout
+            and "~/.codex/config.toml" in result.stdout
+        )
+    assert snapshot(tmp_path) == {}
+
+
+# --------------------------------------------------------------------------- pieces
+
+
+def test_resolve_command_prefers_the_running_program(tmp_path: Path) -> None:
+    script = tmp_path / "bin" / "bli-memory-mcp"
+    script.parent.mkdir()
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    pyz = tmp_path / "bli-memory-mcp.pyz"
+    pyz.write_bytes(b"PK")
+    python = tmp_path / "venv" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    none = lambda _name: None  # noqa: E731
+    assert probe.resolve_command(str(script), "/usr/bin/python3", none) == [str(script)]
+    assert probe.resolve_command(str(pyz), "/usr/bin/python3", none) == ["/usr/bin/python3", str(pyz)]
+    assert probe.resolve_command("-m", str(python), lambda _n: str(script)) == [str(script)]
+    assert probe.resolve_command("-m", str(python), none) == [str(python), "-m", "bli_memory"]
+    sibling = python.parent / "bli-memory-mcp"
+    sibling.write_text("#!/bin/sh\n")
+    sibling.chmod(0o755)
+    assert probe.resolve_command("-m", str(python), none) == [str(sibling)]
+
+
+@pytest.mark.parametrize(
+    ("command", "ours"),
+    [
+        ("bli-memory-mcp hook prompt", True),
+        ("/a/b/bli-memory-mcp hook stop --host codex", True),
+        ("'/my dir/bli-memory-mcp' hook session-start", True),
+        ("/usr/bin/python3 /x/bli-memory-mcp.pyz hook prompt", True),
+        ("/v/bin/python -m bli_memory hook stop", True),
+        ("bli-memory-mcp hook nonsense", False),
+        ("bli-memory-mcp search hook prompt", False),
+        ("other-tool hook prompt", False),
+        ("echo 'unbalanced", False),
+        (None, False),
+    ],
+)
+def test_our_hook_commands_are_recognised_by_shape(command: object, ours: bool) -> None:
+    assert contract.is_our_hook_command(command) is ours
+
+
+TRICKY_TOML = [
+    "",
+    "a = 1",
+    "a = 1\n",
+    "[mcp_servers]\n",
+    CODEX_CONFIG,
+    '[mcp_servers.bli-memory]\ncommand = "old"\n\n# keep me\n[next]\nx = 1\n',
+    '[mcp_servers."bli-memory"]\ncommand = "old"\nargs = [\n "a",\n]\n[mcp_servers.bli-memory.env]\nK = "v"\n',
+    "key = '''\n[mcp_servers.bli-memory]\n'''\r\nother = 2\r\n",
+    'x = { a = [1, "]"], b = "}" }  # c\n[t]\ny = """\\""""\n',
+    "a = 1\n[mcp_servers.bli-memory]",
+]
+
+
+@pytest.mark.parametrize("text", TRICKY_TOML)
+def test_codex_toml_edit_sets_only_our_table_and_is_idempotent(text: str) -> None:
+    prefix = ["/opt/bin/bli-memory-mcp"]
+    installed, _ = tomledit.edit_codex_toml(text, prefix)
+    parsed = tomllib.loads(installed)
+    assert parsed["mcp_servers"]["bli-memory"]["command"] == prefix[0]
+    assert tomledit.edit_codex_toml(installed, prefix) == (installed, [])
+    expected = tomledit.expected_after(tomllib.loads(text), prefix)
+    assert parsed == expected
+    removed, _ = tomledit.edit_codex_toml(installed, None)
+    assert "bli-memory" not in tomllib.loads(removed).get("mcp_servers", {})
+    if "bli-memory" not in text:
+        restored = text if not text or text.endswith("\n") else text + "\n"
+        assert removed == restored, "install then uninstall gives back the same bytes (plus a final newline)"
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['a = "unterminated\n', "a = [1,\n", 'a = """never closed\n', "[t\n", "[t] junk\n", "= 1\n", "a 1\n"],
+)
+def test_the_toml_scanner_alone_refuses_what_it_cannot_read(text: str) -> None:
+    """On Python 3.10 there is no tomllib: the scanner must refuse these by itself."""
+    with pytest.raises(tomledit.TomlShapeError):
+        tomledit.scan_toml(text)
+
+
+def test_toml_strings_round_trip_through_tomllib() -> None:
+    for value in ["plain", 'q"uote', "back\\slash", "tab\tnew\nline", "\x00\x7f", "ünï ✓"]:
+        assert tomllib.loads(f"v = {tomledit.toml_string(value)}")["v"] == value
+
+
+def test_the_server_interpreter_is_read_from_the_command_or_its_shebang(tmp_path: Path) -> None:
+    direct = tmp_path / "direct"
+    direct.write_text("#!/opt/venv/bin/python3.11\nimport x\n")
+    via_env = tmp_path / "via-env"
+    via_env.write_text("#!/usr/bin/env -S python3\n")
+    assert probe.server_interpreter(["/usr/bin/python3", "/x/app.pyz"]) == "/usr/bin/python3"
+    assert probe.server_interpreter(["/v/bin/python", "-m", "bli_memory"]) == "/v/bin/python"
+    assert probe.server_interpreter([str(direct)]) == "/opt/venv/bin/python3.11"
+    assert os.path.basename(probe.server_interpreter([str(via_env)])).startswith("python3")
+    assert probe.can_run_server([sys.executable, "-m", "bli_memory"]) is True
+    assert probe.can_run_server([str(tmp_path / "no-such-python"), "x.pyz"]) is False
+
+
+# --------------------------------------------------------------------------- JSON kept as written
+
+#: settings written by hand: 4-space indent, inline objects and arrays, a key order of the person's own.
+HANDWRITTEN_SETTINGS = """\
+{
+    "model": "opus",
+    "permissions": { "allow": ["Bash(ls:*)"], "deny": [] },
+    "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify"}]}]},
+    "env": {"A": "1", "B": [1, 2.50, true]},
+    "empty": {}
+}
+"""
+
+#: ~/.claude.json as a tool may leave it: one line, no spaces, no final newline.
+MINIFIED_CLAUDE_JSON = '{"numStartups":42,"tips":{"a":1,"b":[1,2]},"mcpServers":{"other":{"command":"x"}}}'
+
+JSON_SHAPES = [
+    HANDWRITTEN_SETTINGS,
+    MINIFIED_CLAUDE_JSON,
+    json.dumps(CLAUDE_JSON, indent=2, ensure_ascii=False),
+    json.dumps(CLAUDE_SETTINGS, indent="\t") + "\n",
+    json.dumps(CLAUDE_SETTINGS, indent=2).replace("\n", "\r\n") + "\r\n",
+    json.dumps(CLAUDE_SETTINGS),
+    "{}",
+    "{}\n",
+    '  {"a": "\\u00e9\\"}", "mcpServers": {"o": {}}, "hooks": {"PreToolUse": []}}  \n',
+]
+#: containers of ours that were there but empty: uninstall cannot tell them from ones install made,
+#: so it removes them; the splice itself still keeps every other byte.
+EMPTY_OURS = '{\n  "hooks": {},\n  "permissions": {\n    "allow": []\n  }, "mcpServers": {}\n}\n'
+
+
+@pytest.mark.parametrize("text", JSON_SHAPES)
+def test_install_then_uninstall_gives_back_the_same_bytes_whatever_the_json_style(
+    tmp_path: Path, text: str
+) -> None:
+    (tmp_path / ".claude").mkdir()
+    files = {tmp_path / ".claude.json": text, tmp_path / ".claude" / "settings.json": text}
+    for path, content in files.items():
+        path.write_bytes(content.encode())
+    assert run_cli(tmp_path, "install", "--host", "claude").returncode == 0
+    for path, content in files.items():
+        installed = path.read_text(encoding="utf-8")
+        assert installed != content
+        if "\n" not in content.strip():
+            assert "\n" not in installed.strip(), "a one-line file stays on one line"
+    assert run_cli(tmp_path, "uninstall", "--host", "claude").returncode == 0
+    for path, content in files.items():
+        assert path.read_bytes() == content.encode()
+
+
+def test_install_rewrites_only_its_own_subtrees(tmp_path: Path) -> None:
+    (tmp_path / ".claude").mkdir()
+    (tmp_path / ".claude" / "settings.json").write_text(HANDWRITTEN_SETTINGS)
+    (tmp_path / ".claude.json").write_text(MINIFIED_CLAUDE_JSON)
+    assert run_cli(tmp_path, "install", "--host", "claude").returncode == 0
+    settings = (tmp_path / ".claude" / "settings.json").read_text()
+    for line in (
+        '    "model": "opus",\n',
+        '    "env": {"A": "1", "B": [1, 2.50, true]},\n',
+        '    "empty": {}\n',
+    ):
+        assert line in settings, "every other key keeps its bytes"
+    assert (
+        '"permissions": { "allow": ["Bash(ls:*)", "mcp__bli-memory__search_memory"], "deny": [] },'
+        in settings
+    )
+    assert settings.startswith('{\n    "model"') and settings.endswith("}\n")
+    assert load(tmp_path / ".claude" / "settings.json")["hooks"]["Stop"][0] == {
+        "hooks": [{"type": "command", "command": "notify"}]
+    }
+    claude = (tmp_path / ".claude.json").read_text()
+    assert claude.startswith(
+        '{"numStartups":42,"tips":{"a":1,"b":[1,2]},"mcpServers":{"other":{"command":"x"},'
+    )
+    assert '"bli-memory":{"type":"stdio","command":' in claude and not claude.endswith("\n")
+
+
+def test_a_file_install_creates_uses_two_space_indent(tmp_path: Path) -> None:
+    assert run_cli(tmp_path, "install", "--host", "claude").returncode == 0
+    text = (tmp_path / ".claude.json").read_text()
+    assert text == json.dumps(load(tmp_path / ".claude.json"), indent=2, ensure_ascii=False) + "\n"
+
+
+@pytest.mark.parametrize("text", [*JSON_SHAPES, EMPTY_OURS])
+def test_splice_json_changes_only_what_differs(text: str) -> None:
+    old = json.loads(text)
+    assert jsonsplice.splice_json(text, old) == text
+    new = json.loads(text)
+    new.setdefault("mcpServers", {})["bli-memory"] = {"command": "/x", "args": [], "env": {}}
+    new["added"] = {"nested": [1, {"k": "v"}]}
+    spliced = jsonsplice.splice_json(text, new)
+    assert json.loads(spliced) == new
+    del new["added"]
+    del new["mcpServers"]["bli-memory"]
+    if not new["mcpServers"] and "mcpServers" not in old:
+        del new["mcpServers"]
+    assert jsonsplice.splice_json(spliced, new) == text
+
+
+# --------------------------------------------------------------------------- the package
+
+#: every public name of `bli_memory.install` from when it was one module: still importable from it.
+FORMER_NAMES = (
+    "BACKUP_SUFFIX BIN_NAME CODEX_HOST_ARGS CONTRACT_SCHEMA FileChange HOOKS HOOK_LAUNCH HOOK_SUBCOMMANDS "
+    "HookSpec INSTALL_HELP InstallError MCP_PROBE MCP_PROBE_TIMEOUT_S MODULE_NAME NEW_FILE_MODE "
+    "NEW_JSON_INDENT Options PERMISSION PRINT_CONFIG_HELP Paths SERVER_ID SERVER_SKIPPED_NOTE "
+    "TomlShapeError TomlStatement ZIPAPP_NAME apply_change backup_path can_run_server codex_server_lines "
+    "codex_toml_block codex_trust_note edit_codex_toml hook_command hook_prefix install_contract "
+    "install_main is_our_hook_command load_json_object parse_options plan plan_claude_json "
+    "plan_codex_toml plan_hooks_json print_config_main read_text resolve_command run scan_toml "
+    "server_interpreter splice_json toml_string uninstall_main write_atomic"
+).split()
+
+
+def test_importing_the_package_loads_none_of_its_parts() -> None:
+    """`bli_memory.codex_trust` (run by `status`) imports a few names; it must not pay for the rest."""
+    code = (
+        "import sys; before = set(sys.modules); import bli_memory.install; "
+        "print(' '.join(sorted(set(sys.modules) - before)))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["bli_memory", "bli_memory.install"]
+
+
+def test_every_former_name_is_still_importable_from_the_package() -> None:
+    import importlib
+
+    import bli_memory.install as package
+
+    for name in FORMER_NAMES:
+        home = importlib.import_module(f"bli_memory.install.{package.EXPORTS[name]}")
+        assert getattr(package, name) is getattr(home, name), name
+    assert sorted(package.EXPORTS) == sorted(FORMER_NAMES)
+    with pytest.raises(AttributeError):
+        package.no_such_name  # noqa: B018
+    done = subprocess.run(
+        [sys.executable, "-c", "from bli_memory.install import HOOK_LAUNCH; print(HOOK_LAUNCH)"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert done.stdout.strip() == contract.HOOK_LAUNCH
+
+
+def test_a_failed_write_leaves_no_temp_file_and_reports_the_write_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bli_memory.install import files
+
+    target = tmp_path / "settings.json"
+    target.write_text("{}\n")
+
+    def refuse(_source: str, _target: str) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(files.os, "replace", refuse)
+    with pytest.raises(OSError, match="No space left"):
+        files.write_atomic(str(target), '{"a": 1}\n')
+    assert [p.name for p in tmp_path.iterdir()] == ["settings.json"] and target.read_text() == "{}\n"
+
+    def gone(_path: str) -> None:
+        raise FileNotFoundError(2, "already gone")
+
+    monkeypatch.setattr(files.os, "unlink", gone)
+    with pytest.raises(OSError, match="No space left"):  # the cleanup's own failure never hides it
+        files.write_atomic(str(target), '{"a": 1}\n')
+
+
+def test_the_install_modules_say_what_they_mean_without_pointing_elsewhere() -> None:
+    folder = REPO / "bli_memory" / "install"
+    for path in sorted(folder.glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        for pointer in ("DESIGN.md", "seed README", "the seed", "../shared"):
+            assert pointer not in text, f"{path.name} sends the reader to {pointer!r}"

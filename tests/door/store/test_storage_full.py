@@ -1,0 +1,80 @@
+"""A full store, for real: the door runs on a database capped at a few pages (SQLite's max_page_count,
+through the serve-time test hook), so SQLite itself answers "database or disk is full" as it would on
+a full disk. The door must name the cause, keep every acknowledged write, and say so on /healthz."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tests.helpers import DoorProcess
+
+#: the schema takes about 31 pages of 4 KiB; this leaves room for a few dozen small memories.
+MAX_PAGES = 60
+#: saves tried at most before the cap must have been met (each takes about a page).
+MAX_SAVES = 200
+
+
+def test_a_full_store_answers_503_storage_full_keeps_what_it_acknowledged_and_says_so(
+    start_door: Callable[..., DoorProcess],
+) -> None:
+    door = start_door("--embedder", "none", env={"BLI_MEMORY_DOOR_MAX_PAGES": str(MAX_PAGES)})
+    status, health = door.get("/healthz", token="")
+    assert status == 200 and health["ok"] is True, health
+    status, keeper = door.post(
+        "/api/memory/save",
+        {"content": "keeper: the original note", "containerTag": "full", "customId": "keeper"},
+    )
+    assert status == 201
+    saved: list[str] = [keeper["id"]]
+    answer: dict[str, str] = {}
+    for number in range(MAX_SAVES):
+        status, answer = door.post(
+            "/api/memory/save", {"content": f"note {number} " + "x" * 3000, "containerTag": "full"}
+        )
+        if status != 201:
+            break
+        saved.append(answer["id"])
+    assert status == 503, answer
+    assert answer == {"error": "storage_full", "message": answer["message"]} and "full" in answer["message"]
+    assert 0 < len(saved) < MAX_SAVES
+    log = door.wait_for_log("storage full")
+    assert "database or disk is full" in log and door.db.name in log
+    assert not any("internal error" in line for line in door.lines)
+
+    # health says the store cannot write; reads go on
+    status, health = door.get("/healthz", token="")
+    assert status == 503 and health["ok"] is False and health["reason"] == "storage_full", health
+    status, found = door.post("/api/memory/search", {"q": "note", "containerTag": "full", "limit": 100})
+    assert status == 200 and {hit["id"] for hit in found["results"]} == set(saved)
+
+    # a new version that does not fit leaves the current one in place, in the database and in search
+    status, answer = door.post(
+        "/api/memory/save",
+        {"content": "keeper replaced " + "z" * 8000, "containerTag": "full", "customId": "keeper"},
+    )
+    assert status == 503, answer
+    status, found = door.post("/api/memory/search", {"q": "keeper", "containerTag": "full"})
+    assert [hit["id"] for hit in found["results"]] == [keeper["id"]]
+
+    # other writes name the same cause (experience answered 502 insert_failed before)
+    status, answer = door.post(
+        "/api/memory/experience", {"store": "bli", "verdict": "win", "reason": "r " + "y" * 400}
+    )
+    for _ in range(20):
+        if status == 503:
+            break
+        status, answer = door.post(
+            "/api/memory/experience", {"store": "bli", "verdict": "win", "reason": "r " + "y" * 400}
+        )
+    assert status == 503 and answer["error"] == "storage_full", answer
+
+    # with room again (no cap), nothing acknowledged was lost and writing works
+    door.stop()
+    door.extra_env = {}
+    door.start()
+    status, health = door.get("/healthz", token="")
+    assert status == 200 and health["ok"] is True
+    status, found = door.post("/api/memory/search", {"q": "note", "containerTag": "full", "limit": 100})
+    assert status == 200 and {hit["id"] for hit in found["results"]} == set(saved)
+    status, _ = door.post("/api/memory/save", {"content": "room again", "containerTag": "full"})
+    assert status == 201

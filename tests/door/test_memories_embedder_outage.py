@@ -1,0 +1,106 @@
+"""The memory service through an embedder that goes down and comes back (a stand-in OpenAI-compatible
+/v1/embeddings on 127.0.0.1, the one peer we cannot make fail on demand): search degrades to keyword,
+and rows saved without vectors get them once a model answers again. Real doors."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from tests.helpers import DoorProcess
+
+
+class _Embeddings(BaseHTTPRequestHandler):
+    """An OpenAI-compatible /v1/embeddings whose health the test switches; vectors from word hashes."""
+
+    up = True
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if not type(self).up:
+            self.send_response(503)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        data = [{"index": i, "embedding": _vector(text)} for i, text in enumerate(body["input"])]
+        payload = json.dumps({"data": data}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def _vector(text: str) -> list[float]:
+    vector = [0.0] * 16
+    for word in text.lower().split():
+        vector[hashlib.sha256(word.encode()).digest()[0] % 16] += 1.0
+    return vector
+
+
+@pytest.fixture
+def embeddings() -> Iterator[tuple[str, type[_Embeddings]]]:
+    handler = type("Embeddings", (_Embeddings,), {"up": True})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", handler
+    server.shutdown()
+
+
+def test_an_embedder_that_goes_down_degrades_to_keyword_and_comes_back(
+    start_door: Callable[..., DoorProcess], embeddings: tuple[str, type[_Embeddings]]
+) -> None:
+    url, handler = embeddings
+    door = start_door(
+        "--embedder", "openai", env={"BLI_MEMORY_EMBED_URL": url, "BLI_MEMORY_EMBED_MODEL": "m"}
+    )
+    status, _ = door.post("/api/memory/save", {"content": "alpha beta gamma", "containerTag": "t"})
+    assert status == 201
+    handler.up = False
+    status, during = door.post("/api/memory/save", {"content": "saved while down delta", "containerTag": "t"})
+    assert status == 201
+    status, found = door.post("/api/memory/search", {"q": "delta", "containerTag": "t"})
+    assert status == 200 and found["results"][0]["id"] == during["id"]
+    assert found["results"][0]["similarity"] is None
+    status, health = door.get("/healthz", token="")
+    assert health["ok"] is True and "503" in health["embedderError"]
+    assert (
+        len([line for line in door.lines if "serving keyword + recency until it answers again" in line]) == 1
+    )
+    assert not any("Traceback" in line for line in door.lines)
+    handler.up = True
+    door.wait_for_log("backfilled vectors", timeout_s=30)
+    status, found = door.post("/api/memory/search", {"q": "delta", "containerTag": "t"})
+    assert found["results"][0]["similarity"] is not None
+    status, health = door.get("/healthz", token="")
+    assert "embedderError" not in health
+
+
+def test_rows_saved_without_a_model_get_vectors_when_one_is_loaded(
+    start_door: Callable[..., DoorProcess],
+) -> None:
+    door = start_door("--embedder", "none")
+    status, saved = door.post(
+        "/api/memory/save", {"content": "Staging deploys run on every merge", "containerTag": "t"}
+    )
+    assert status == 201
+    door.stop()
+    door.extra_args = ["--embedder", "onnx"]
+    door.start()
+    door.wait_for_log("backfilled vectors", timeout_s=60)
+    status, found = door.post(
+        "/api/memory/search", {"q": "how do releases reach staging?", "containerTag": "t"}
+    )
+    assert found["results"][0]["id"] == saved["id"] and found["results"][0]["similarity"] > 0.3
+    model = sqlite3.connect(door.db).execute("SELECT embedding_model FROM memories").fetchone()[0]
+    assert model.startswith("onnx:")
