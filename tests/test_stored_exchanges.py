@@ -167,6 +167,30 @@ def test_forgetting_a_fact_takes_its_sentence_out_of_its_exchange(door: DoorProc
     assert status == 200 and [v["status"] for v in history["versions"]] == ["superseded", "current"]
 
 
+def vector_model_of(db: Path, memory_id: str) -> str | None:
+    with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)) as connection:
+        row = connection.execute("SELECT embedding_model FROM memories WHERE id = ?", (memory_id,)).fetchone()
+    return None if row is None else row[0]
+
+
+def test_with_an_embedder_an_exchange_is_found_by_meaning_and_so_is_its_rewrite(
+    door_onnx: DoorProcess, tag: str
+) -> None:
+    extract(door_onnx, tag, EXCHANGE)
+    document = the_document(door_onnx, tag)
+    # embedded before the job's transaction: it has its vector as soon as the job is done
+    assert vector_model_of(door_onnx.db, document["id"]) is not None and document["similarity"] is not None
+    fact = next(row for row in search(door_onnx, tag, "MAX_POOL_SIZE") if row["kind"] == "memory")
+    status, _ = door_onnx.post("/api/memory/forget", {"containerTag": tag, "id": fact["id"]})
+    assert status == 200
+    rewritten = the_document(door_onnx, tag)
+    deadline = time.monotonic() + 30  # the rewrite is embedded by the worker's backfill (it polls every 5 s)
+    while vector_model_of(door_onnx.db, rewritten["id"]) is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert vector_model_of(door_onnx.db, rewritten["id"]) is not None
+    assert the_document(door_onnx, tag)["similarity"] is not None
+
+
 def test_forgetting_a_fact_its_exchange_does_not_hold_word_for_word_tombstones_the_exchange(
     door: DoorProcess, tag: str
 ) -> None:

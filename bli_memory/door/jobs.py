@@ -59,6 +59,7 @@ def run_job(memories: MemoryService, job: Job, extract: Extractor) -> JobOutcome
     job_metadata = dict(job.metadata or {})
     job_metadata["source"] = job_metadata.get("source", "extract")
     metadata = exchanges.fact_metadata(job_metadata, exchanges.exchange_key(job.content))
+    exchange_vector = memories.exchange_vector(principal, job.container_tag, job.content)
     with memories.transaction():
         if not memories.store.job_may_write(job):  # revoked while extracting: final under this transaction
             return None
@@ -73,6 +74,7 @@ def run_job(memories: MemoryService, job: Job, extract: Extractor) -> JobOutcome
             job.content,
             metadata=exchanges.document_metadata(job.metadata, job.id, roots),
             created_at=job.created_at,
+            vector=exchange_vector,
         )
         outcome.reconcile_ms = round((time.perf_counter() - started) * 1000)
         memories.store.finish_job(job.id, outcome.to_json())

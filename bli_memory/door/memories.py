@@ -403,6 +403,20 @@ class MemoryService:
 
     # ------------------------------------------------------------------ stored exchanges
 
+    def exchange_vector(self, principal: Principal, tag: str, content: str) -> np.ndarray | None:
+        """The vector a new stored exchange of `content` gets; None when the space keeps it already,
+        or without an embedder. The job computes it before its transaction: embedding a whole
+        exchange takes tens of milliseconds (hundreds on a busy machine), and searches wait for
+        the transaction's lock."""
+        tags = self.space_tags(principal, tag)
+        if (
+            self.store.current_by_custom_id(principal.team_id, tags, exchanges.exchange_key(content))
+            is not None
+        ):
+            return None
+        vectors = self._embed([content], "passage")
+        return None if vectors is None else vectors[0]
+
     def save_exchange(
         self,
         principal: Principal,
@@ -411,27 +425,30 @@ class MemoryService:
         *,
         metadata: dict[str, Any],
         created_at: float,
+        vector: np.ndarray | None = None,
     ) -> tuple[str, bool]:
         """Keep an exchange as a document of the space (`door/exchanges.py`): (its id, created).
 
-        The same text already kept (its exchange key is current in the space) is not kept twice."""
+        The same text already kept (its exchange key is current in the space) is not kept twice.
+        Without `vector` (from `exchange_vector`) the worker's backfill embeds it later."""
         tags = self.space_tags(principal, tag)
         key = exchanges.exchange_key(content)
-        existing = self.store.current_by_custom_id(principal.team_id, tags, key)
-        if existing is not None:
-            return existing.id, False
-        vectors = self._embed([content], "passage")
         with self.transaction():
+            existing = self.store.current_by_custom_id(principal.team_id, tags, key)
+            if existing is not None:
+                return existing.id, False
             memory_id = self._insert(
                 principal,
                 tag=tags[0],
                 content=content,
-                vector=None if vectors is None else vectors[0],
+                vector=vector,
                 custom_id=key,
                 metadata=metadata,
                 created_at=created_at,
                 kind="document",
             )
+        if vector is None:
+            self.needs_backfill = self._vector_model is not None
         return memory_id, True
 
     def _forget_in_exchange(self, principal: Principal, fact: Memory) -> None:
@@ -455,18 +472,18 @@ class MemoryService:
         metadata[exchanges.EXCHANGE_FACTS_FIELD] = [
             root for root in exchanges.facts_of(document.metadata) if root != fact.root_id
         ]
-        vectors = self._embed([remaining], "passage")
         self._retire(principal, document, "superseded")
         self._insert(
             principal,
             tag=document.container_tag,
             content=remaining,
-            vector=None if vectors is None else vectors[0],
+            vector=None,  # embedded by the worker's backfill: a forget does not wait for a whole exchange
             custom_id=document.custom_id,
             metadata=metadata,
             created_at=document.created_at,
             previous=document,
         )
+        self.needs_backfill = self._vector_model is not None
 
     def expire_exchanges(self, before: float, batch: int = RETENTION_BATCH) -> int:
         """Tombstone up to `batch` stored exchanges created before `before` (their facts stay); how
