@@ -8,7 +8,8 @@ different things. Both start with the same one-line `summary`.
 
 Rules the output keeps, so an agent reading it can tell facts from documents and check where each
 came from:
-- remembered facts (`kind: "memory"`) and documents are listed apart;
+- remembered facts (`kind: "memory"`) and documents are listed apart; a document that is a stored
+  exchange (what the Stop hook sent, kept beside the facts distilled from it) says so;
 - each hit shows its id, its full text, its age, its source (container tag)
   and its link when the door gives one;
 - cosine similarity is labelled only when the row carries one: a fused `score`
@@ -31,6 +32,9 @@ HOUR_S = 3600.0
 DAY_S = 24 * HOUR_S
 MONTH_DAYS = 30
 YEAR_DAYS = 365
+
+#: a stored exchange's metadata `source` (the door's `door/exchanges.py`).
+EXCHANGE_SOURCE = "exchange"
 
 MATCH_WORDS: dict[str, str] = {
     "id": "by id",
@@ -104,6 +108,10 @@ def _quote(text: str, limit: int = 120) -> str:
 
 def _hit_lines(index: int, row: Mapping[str, Any], now: _dt.datetime) -> list[str]:
     facets = [f"id {row.get('id', '?')}", format_age(row.get("createdAt"), now)]
+    metadata = row.get("metadata")
+    metadata_source = metadata.get("source") if isinstance(metadata, Mapping) else None
+    if row.get("kind", "memory") != "memory" and metadata_source == EXCHANGE_SOURCE:
+        facets.append("stored exchange")
     source = row.get("containerTag")
     if source:
         facets.append(f"source {source}")

@@ -267,7 +267,10 @@ def main() -> int:
                 "/api/memory/forget",
                 {"containerTag": tag, "id": updated["id"]},
                 note="Exactly one of `id`, `content` (exact text) or `query` (the closest current memory, only "
-                "when its similarity is at least 0.85). Forgotten rows are tombstones: kept, never shown.",
+                "when its similarity is at least 0.85; never a stored exchange). Forgotten rows are tombstones: "
+                "kept, never shown. Forgetting a fact distilled from an exchange takes its sentence out of the "
+                "stored exchange too (a new version of it; the old one is history), or tombstones the exchange "
+                "when the sentence is not in it word for word.",
             )
             doc.call(
                 "Forget by closest match",
@@ -286,7 +289,8 @@ def main() -> int:
                 "POST",
                 "/api/memory/v4/profile",
                 {"containerTag": tag},
-                note="`static`: pinned facts; `dynamic`: newest (or, with `q`, most relevant) facts; `recent`: newest rows.",
+                note="`static`: pinned facts; `dynamic`: newest (or, with `q`, most relevant) facts; `recent`: "
+                "newest rows. Stored exchanges are left out of all three.",
             )
             doc.parts.append("## Spaces and teams\n")
             doc.call(
@@ -330,8 +334,9 @@ def main() -> int:
                     "containerTag": tag,
                     "extract": True,
                 },
-                note="202: one durable job row is written, and a worker inside the door distils facts and "
-                "reconciles them with the space after the answer.",
+                note="202: one durable job row is written, and a worker inside the door distils facts, "
+                "reconciles them with the space's facts and keeps the exchange itself as a document, after the "
+                "answer.",
             )
             for _ in range(100):
                 time.sleep(0.1)
@@ -345,7 +350,23 @@ def main() -> int:
                 "GET /api/memory/jobs/{id}",
                 "GET",
                 f"/api/memory/jobs/{job['jobId']}",
-                note="`status` is `queued`, `running`, `done` or `failed` (with `error`).",
+                note="`status` is `queued`, `running`, `done` or `failed` (with `error`). The outcome counts "
+                "facts; the stored exchange is not one of them.",
+            )
+            doc.call(
+                "The exchange and its facts",
+                "POST",
+                "/api/memory/search",
+                {"q": "which Postgres and what pool size", "containerTag": tag, "limit": 3},
+                note="The job kept the exchange as a memory of kind `document`, so what the librarian missed "
+                "is still found. The two are linked both ways: the document's `customId` is `exchange:` and "
+                "24 hex digits of its text's SHA-256 (the same exchange saved again stays one document), its "
+                'metadata says `source: "exchange"`, the `jobId` and `facts` (the root ids, first-version '
+                "ids, of the facts distilled from it); each fact names that `customId` in its metadata "
+                "`exchange`. Search labels the kinds and lists a fact before the exchange it came from. A "
+                "door tombstones stored exchanges older than its retention (`serve "
+                "--exchange-retention-days`, env `BLI_MEMORY_EXCHANGE_RETENTION_DAYS`, default 90 days); "
+                "their facts stay.",
             )
             doc.parts.append("## Experience log\n")
             doc.call(

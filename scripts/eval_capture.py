@@ -646,6 +646,9 @@ def details(run: Run) -> str:
         noise = " [noise]" if exchange.noise else ""
         lines.append(f"{exchange.id} {exchange.project}{noise}: {job}; {counts}")
         for row in result.added:
+            if row.kind != "memory":
+                lines.append(f"  + kept the exchange as a {row.kind} {_quote(row.content, SHOWN_CHARS)}")
+                continue
             flag = " (conflict)" if row.conflicted else ""
             lines.append(f"  + stored{flag} {_quote(row.content)}")
         for old, new in result.updated:
@@ -669,8 +672,9 @@ def details(run: Run) -> str:
     lines.append("")
     lines.append(f"### {run.librarian}: facts per space at the end")
     for tag, rows in run.spaces.items():
-        lines.append(f"{tag}: {len(rows)} current")
-        for row in rows.values():
+        facts = [row for row in rows.values() if row.kind == "memory"]
+        lines.append(f"{tag}: {len(facts)} current, and {len(rows) - len(facts)} stored exchanges")
+        for row in facts:
             version = f" v{row.version}" if row.version > 1 else ""
             lines.append(f"  [{run.origin.get(row.id, '?')}{version}] {_quote(row.content)}")
     return "\n".join(lines)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bli_memory import __version__
+from bli_memory.door.exchanges import DEFAULT_RETENTION_DAYS, ENV_RETENTION_DAYS
 from bli_memory.door.server import IDLE_TIMEOUT_S, MAX_CONNECTIONS, MAX_HEAD_BYTES, READ_TIMEOUT_S
 from bli_memory.paths import data_home
 
@@ -300,6 +301,8 @@ def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from bli_memory.door.memories import MemoryService
     from bli_memory.door.server import ServerLimits, bounded_protocol
 
+    if args.exchange_retention_days is None:
+        args.exchange_retention_days = _retention_days_from_env(env)
     try:
         embedder, warning = door_embedder(args.embedder, env=env)
     except EmbedderUnavailable as exc:  # an explicit choice that cannot be honoured: no door at all
@@ -332,7 +335,7 @@ def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
                 f"bli-memory-door: extraction unavailable ({exc}); save with extract answers 400\n"
             )
         else:
-            worker = ExtractionWorker(memories, env)
+            worker = ExtractionWorker(memories, env, exchange_retention_days=args.exchange_retention_days)
             worker.start()
     if not args.no_autopair:
         _autopair(store, url, env)
@@ -476,6 +479,17 @@ def _positive(kind: type[int] | type[float]) -> Callable[[str], Any]:
     return parse
 
 
+def _retention_days_from_env(env: Mapping[str, str]) -> float:
+    """The stored exchanges' retention from the environment, or the default; a bad value is exit 2."""
+    raw = env.get(ENV_RETENTION_DAYS, "").strip()
+    if not raw:
+        return DEFAULT_RETENTION_DAYS
+    try:
+        return float(_positive(float)(raw))
+    except argparse.ArgumentTypeError as exc:
+        raise CliError(f"{ENV_RETENTION_DAYS}: {exc}", 2) from None
+
+
 def _name(text: str) -> str:
     """A person or team name: one printable line."""
     name = text.strip()
@@ -512,6 +526,13 @@ librarian (facts from what the Stop hook saves):
   BLI_MEMORY_LLM_URL                 base URL of the chat endpoint
   BLI_MEMORY_LLM_MODEL               the model to ask for
   BLI_MEMORY_LLM_KEY                 bearer key (optional; never logged)
+
+stored exchanges (what the Stop hook sent, kept beside its facts):
+  Each exchange the librarian distils is also kept as a document, so nothing it said is lost when no
+  fact caught it. Documents older than the retention are tombstoned by the extraction worker (at start,
+  then hourly; never with --no-worker); the facts distilled from them stay.
+  BLI_MEMORY_EXCHANGE_RETENTION_DAYS days to keep them when --exchange-retention-days is not given
+                                     (default 90)
 """
 
 
@@ -553,6 +574,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve_parser.add_argument(
         "--no-worker", dest="worker", action="store_false", help="do not run extraction jobs in this process"
+    )
+    serve_parser.add_argument(
+        "--exchange-retention-days",
+        type=_positive(float),
+        default=None,
+        metavar="DAYS",
+        help="tombstone stored exchanges (documents of what the Stop hook sent) older than this; their"
+        f" facts stay (default {DEFAULT_RETENTION_DAYS:g}, or env {ENV_RETENTION_DAYS})",
     )
     serve_parser.add_argument(
         "--allowed-host",

@@ -1,10 +1,15 @@
-"""The extraction worker: turns queued `save {extract: true}` rows into reconciled facts.
+"""The extraction worker: turns queued `save {extract: true}` rows into reconciled facts, and keeps
+the exchange itself as a document linked both ways with them (`door/exchanges.py`).
 
 One thread inside the door. A job is claimed (`running`), its text distilled into facts by the
-librarian, each fact reconciled against the space, and every resulting write plus the job's `done`
-mark committed in one transaction — so a door killed mid-job has written nothing for it, and at the
-next start `requeue_interrupted_jobs` puts it back in the queue: a job is applied once, never twice.
-A job whose device is revoked (before it starts or while it runs) is cancelled and writes nothing.
+librarian, each fact reconciled against the space's facts, the exchange kept, and every resulting
+write plus the job's `done` mark committed in one transaction — so a door killed mid-job has written
+nothing for it, and at the next start `requeue_interrupted_jobs` puts it back in the queue: a job is
+applied once, never twice. A job whose device is revoked (before it starts or while it runs) is
+cancelled and writes nothing.
+
+The same thread tombstones stored exchanges older than the door's retention (at start, then every
+RETENTION_SWEEP_INTERVAL_S), in batches; the facts distilled from them stay.
 """
 
 from __future__ import annotations
@@ -16,15 +21,21 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from bli_memory.door import librarian
+from bli_memory.door import exchanges, librarian
 from bli_memory.door.errors import exception_line
-from bli_memory.door.memories import MemoryService
-from bli_memory.door.model import Job, JobOutcome
+from bli_memory.door.memories import RETENTION_BATCH, MemoryService
+from bli_memory.door.model import Hit, Job, JobOutcome, Principal, now_s
 
 #: a job that failed (or was interrupted) this many times is given up.
 JOB_MAX_ATTEMPTS = 3
 #: how many neighbours each fact is compared with.
 RECONCILE_NEIGHBOURS = 5
+#: the search for neighbours reads this many rows, so that documents (never a neighbour) cannot
+#: crowd the facts out of the first RECONCILE_NEIGHBOURS.
+RECONCILE_READ = 3 * RECONCILE_NEIGHBOURS
+#: how often the worker looks for stored exchanges past their retention.
+RETENTION_SWEEP_INTERVAL_S = 3600.0
+SECONDS_PER_DAY = 86_400.0
 #: an idle worker still looks for work this often (a wake-up is normally immediate).
 IDLE_POLL_S = 5.0
 #: after an unexpected error the worker waits this long before trying again.
@@ -45,48 +56,94 @@ def run_job(memories: MemoryService, job: Job, extract: Extractor) -> JobOutcome
     facts, _ = extract(job.content)
     outcome.extract_ms = round((time.perf_counter() - started) * 1000)
     started = time.perf_counter()
-    metadata = dict(job.metadata or {})
-    metadata["source"] = metadata.get("source", "extract")
+    job_metadata = dict(job.metadata or {})
+    job_metadata["source"] = job_metadata.get("source", "extract")
+    metadata = exchanges.fact_metadata(job_metadata, exchanges.exchange_key(job.content))
+    exchange_vector = memories.exchange_vector(principal, job.container_tag, job.content)
     with memories.transaction():
         if not memories.store.job_may_write(job):  # revoked while extracting: final under this transaction
             return None
+        roots: list[str] = []
         for fact in facts:
-            # the fact's own look-alikes only: context rows are no evidence of a duplicate
-            hits = memories.search(
-                principal, job.container_tag, fact, limit=RECONCILE_NEIGHBOURS, context=False
-            )
-            neighbours = [
-                librarian.Neighbour(hit.memory.id, hit.memory.content, hit.similarity) for hit in hits
-            ]
-            decision = librarian.decide(fact, neighbours)
-            if decision.action == "unchanged":
-                outcome.unchanged += 1
-            elif decision.action == "update" and decision.target_id is not None:
-                memories.update(principal, decision.target_id, fact)
-                outcome.updated += 1
-            elif decision.action == "conflict":
-                flagged = {**metadata, "conflicted": True, "conflictsWith": decision.target_id}
-                memories.save(principal, job.container_tag, fact, metadata=flagged)
-                outcome.conflicted += 1
-            else:
-                result = memories.save(principal, job.container_tag, fact, metadata=metadata)
-                if result.status == "unchanged":
-                    outcome.unchanged += 1
-                else:
-                    outcome.added += 1
+            root = _apply_fact(memories, principal, job, fact, metadata, outcome)
+            if root is not None and root not in roots:
+                roots.append(root)
+        memories.save_exchange(
+            principal,
+            job.container_tag,
+            job.content,
+            metadata=exchanges.document_metadata(job.metadata, job.id, roots),
+            created_at=job.created_at,
+            vector=exchange_vector,
+        )
         outcome.reconcile_ms = round((time.perf_counter() - started) * 1000)
         memories.store.finish_job(job.id, outcome.to_json())
     return outcome
+
+
+def _neighbours(memories: MemoryService, principal: Principal, tag: str, fact: str) -> list[Hit]:
+    """The facts of the space closest to `fact`: its own look-alikes only (context rows are no
+    evidence of a duplicate), and never a document (an exchange holds every fact it gave)."""
+    hits = memories.search(principal, tag, fact, limit=RECONCILE_READ, context=False)
+    return [hit for hit in hits if hit.memory.kind == "memory"][:RECONCILE_NEIGHBOURS]
+
+
+def _apply_fact(
+    memories: MemoryService,
+    principal: Principal,
+    job: Job,
+    fact: str,
+    metadata: dict[str, Any],
+    outcome: JobOutcome,
+) -> str | None:
+    """Reconcile one fact and write what that decides; the root id of the fact that now holds it."""
+    hits = _neighbours(memories, principal, job.container_tag, fact)
+    root_of = {hit.memory.id: hit.memory.root_id for hit in hits}
+    neighbours = [librarian.Neighbour(hit.memory.id, hit.memory.content, hit.similarity) for hit in hits]
+    decision = librarian.decide(fact, neighbours)
+    if decision.action == "unchanged":
+        outcome.unchanged += 1
+        return None if decision.target_id is None else root_of.get(decision.target_id)
+    if decision.action == "update" and decision.target_id is not None:
+        # the new text came from this exchange: the new version names it, and keeps the rest
+        target = next(hit.memory for hit in hits if hit.memory.id == decision.target_id)
+        relinked = {
+            **(target.metadata or {}),
+            exchanges.FACT_EXCHANGE_FIELD: metadata[exchanges.FACT_EXCHANGE_FIELD],
+        }
+        updated = memories.update(principal, decision.target_id, fact, metadata=relinked)
+        outcome.updated += 1
+        return updated.root_id
+    if decision.action == "conflict":
+        flagged = {**metadata, "conflicted": True, "conflictsWith": decision.target_id}
+        result = memories.save(principal, job.container_tag, fact, metadata=flagged)
+        outcome.conflicted += 1
+    else:
+        result = memories.save(principal, job.container_tag, fact, metadata=metadata)
+        if result.status == "unchanged":
+            outcome.unchanged += 1
+        else:
+            outcome.added += 1
+    return memories.get(principal, result.id).root_id
 
 
 class ExtractionWorker:
     """The door's daemon thread that drains the extraction queue, then backfills missing vectors;
     `wake()` after enqueueing starts work at once."""
 
-    def __init__(self, memories: MemoryService, env: Mapping[str, str], log: Any = None) -> None:
+    def __init__(
+        self,
+        memories: MemoryService,
+        env: Mapping[str, str],
+        log: Any = None,
+        *,
+        exchange_retention_days: float = exchanges.DEFAULT_RETENTION_DAYS,
+    ) -> None:
         self.memories = memories
         self.store = memories.store
         self.log = log or sys.stderr
+        self.exchange_retention_days = exchange_retention_days
+        self._next_sweep = 0.0  # monotonic; the first pass of the loop sweeps
         self.extract: Extractor = librarian.extractor_from_env(env, on_fallback=self._fell_back)
         self.llm_model = (
             env.get(librarian.ENV_LLM_MODEL, "").strip() if env.get(librarian.ENV_LLM_URL) else ""
@@ -155,12 +212,28 @@ class ExtractionWorker:
             if job is None:
                 break
             self._process(job)
+        if time.monotonic() >= self._next_sweep:
+            self._sweep_exchanges()
+            self._next_sweep = time.monotonic() + RETENTION_SWEEP_INTERVAL_S
         while self.memories.needs_backfill and not self._stop.is_set():
             done = self.memories.backfill_vectors()
             if done:
                 self._write(f"[bli-memory] backfilled vectors {json.dumps({'rows': done})}")
             elif self.memories.embedder_error is not None:
                 break  # the embedder is down; try again at the next poll
+
+    def _sweep_exchanges(self) -> None:
+        """Tombstone the stored exchanges older than the retention, a batch per transaction."""
+        before = now_s() - self.exchange_retention_days * SECONDS_PER_DAY
+        total = 0
+        while not self._stop.is_set():
+            done = self.memories.expire_exchanges(before, RETENTION_BATCH)
+            total += done
+            if done < RETENTION_BATCH:
+                break
+        if total:
+            fields = {"tombstoned": total, "days": self.exchange_retention_days}
+            self._write(f"[bli-memory] exchange retention {json.dumps(fields)}")
 
     def _process(self, job: Job) -> None:
         try:

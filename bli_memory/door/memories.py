@@ -21,10 +21,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from bli_memory.door import keyword, ranking
+from bli_memory.door import exchanges, keyword, ranking
 from bli_memory.door.errors import (
     Conflict,
     DoorError,
@@ -60,7 +60,13 @@ SPACE_TAGS_CACHE_MAX = 4096
 SECONDS_PER_DAY = 86_400.0
 PROFILE_DYNAMIC_COUNT = 8
 PROFILE_RECENT_COUNT = 10
+#: the profile reads this many times its counts, so that stored exchanges left out do not leave it short.
+PROFILE_READ_FACTOR = 3
 BACKFILL_BATCH = 64
+#: stored exchanges tombstoned per transaction by the retention sweep (searches run between batches).
+RETENTION_BATCH = 200
+#: forget by meaning looks this far down the nearest rows for one that is not a stored exchange.
+CLOSEST_CANDIDATES = 8
 
 
 @dataclass(frozen=True)
@@ -273,9 +279,12 @@ class MemoryService:
         self, principal: Principal, memory: Memory, status: Literal["superseded", "forgotten"]
     ) -> None:
         """Mark a current row superseded or forgotten and take it out of every search path."""
+        self._retire_in(principal.team_id, memory, status)
+
+    def _retire_in(self, team_id: int, memory: Memory, status: Literal["superseded", "forgotten"]) -> None:
         if not self.store.retire(memory.id, status):
             raise Conflict(f"memory {memory.id!r} is no longer current")
-        self.indexes.removed((principal.team_id, memory.container_tag), memory.id)
+        self.indexes.removed((team_id, memory.container_tag), memory.id)
 
     def save(
         self,
@@ -365,8 +374,13 @@ class MemoryService:
                 for i, content in enumerate(contents)
             ]
 
-    def update(self, principal: Principal, memory_id: str, content: str) -> Memory:
-        """Replace what a current memory says; the old text stays as a superseded version."""
+    def update(
+        self, principal: Principal, memory_id: str, content: str, *, metadata: dict[str, Any] | None = None
+    ) -> Memory:
+        """Replace what a current memory says; the old text stays as a superseded version.
+
+        `metadata`, when given, replaces the memory's (an extraction job names the exchange the new
+        text came from); otherwise the new version keeps it."""
         current = self.get(principal, memory_id)
         if current.status != "current":
             latest = self.store.current_version(principal.team_id, current.root_id)
@@ -381,11 +395,104 @@ class MemoryService:
                 content=content,
                 vector=None if vectors is None else vectors[0],
                 custom_id=current.custom_id,
-                metadata=current.metadata,
+                metadata=current.metadata if metadata is None else metadata,
                 created_at=current.created_at,
                 previous=current,
             )
         return self.get(principal, new)
+
+    # ------------------------------------------------------------------ stored exchanges
+
+    def exchange_vector(self, principal: Principal, tag: str, content: str) -> np.ndarray | None:
+        """The vector a new stored exchange of `content` gets; None when the space keeps it already,
+        or without an embedder. The job computes it before its transaction: embedding a whole
+        exchange takes tens of milliseconds (hundreds on a busy machine), and searches wait for
+        the transaction's lock."""
+        tags = self.space_tags(principal, tag)
+        if (
+            self.store.current_by_custom_id(principal.team_id, tags, exchanges.exchange_key(content))
+            is not None
+        ):
+            return None
+        vectors = self._embed([content], "passage")
+        return None if vectors is None else vectors[0]
+
+    def save_exchange(
+        self,
+        principal: Principal,
+        tag: str,
+        content: str,
+        *,
+        metadata: dict[str, Any],
+        created_at: float,
+        vector: np.ndarray | None = None,
+    ) -> tuple[str, bool]:
+        """Keep an exchange as a document of the space (`door/exchanges.py`): (its id, created).
+
+        The same text already kept (its exchange key is current in the space) is not kept twice.
+        Without `vector` (from `exchange_vector`) the worker's backfill embeds it later."""
+        tags = self.space_tags(principal, tag)
+        key = exchanges.exchange_key(content)
+        with self.transaction():
+            existing = self.store.current_by_custom_id(principal.team_id, tags, key)
+            if existing is not None:
+                return existing.id, False
+            memory_id = self._insert(
+                principal,
+                tag=tags[0],
+                content=content,
+                vector=vector,
+                custom_id=key,
+                metadata=metadata,
+                created_at=created_at,
+                kind="document",
+            )
+        if vector is None:
+            self.needs_backfill = self._vector_model is not None
+        return memory_id, True
+
+    def _forget_in_exchange(self, principal: Principal, fact: Memory) -> None:
+        """After `fact` is forgotten, its text must not stay searchable through the exchange it came
+        from: the stored exchange gets a new version without the fact's sentence (the old one stays
+        as history, which no search reads, like every superseded version), or is tombstoned too when
+        the sentence cannot be found in it word for word, or nothing else is left (call inside
+        `transaction()`)."""
+        key = exchanges.exchange_of(fact.metadata)
+        if key is None or fact.kind != "memory":
+            return
+        tags = self.space_tags(principal, fact.container_tag)
+        document = self.store.current_by_custom_id(principal.team_id, tags, key)
+        if document is None:
+            return
+        remaining = exchanges.cut_fact(document.content, fact.content)
+        if remaining is None or not exchanges.has_words(remaining):
+            self._retire(principal, document, "forgotten")
+            return
+        metadata = dict(document.metadata or {})
+        metadata[exchanges.EXCHANGE_FACTS_FIELD] = [
+            root for root in exchanges.facts_of(document.metadata) if root != fact.root_id
+        ]
+        self._retire(principal, document, "superseded")
+        self._insert(
+            principal,
+            tag=document.container_tag,
+            content=remaining,
+            vector=None,  # embedded by the worker's backfill: a forget does not wait for a whole exchange
+            custom_id=document.custom_id,
+            metadata=metadata,
+            created_at=document.created_at,
+            previous=document,
+        )
+        self.needs_backfill = self._vector_model is not None
+
+    def expire_exchanges(self, before: float, batch: int = RETENTION_BATCH) -> int:
+        """Tombstone up to `batch` stored exchanges created before `before` (their facts stay); how
+        many. The door's worker calls it until it returns less than `batch`."""
+        with self.transaction():
+            expired = self.store.expired_documents(exchanges.EXCHANGE_KEY_PREFIX, before, batch)
+            for team_id, memory in expired:
+                self._retire_in(team_id, memory, "forgotten")
+        return len(expired)
 
     def forget(
         self,
@@ -406,6 +513,7 @@ class MemoryService:
                 raise Conflict(f"memory {memory_id!r} is already {target.status}", code="not_current")
             with self.transaction():
                 self._retire(principal, target, "forgotten")
+                self._forget_in_exchange(principal, target)
             return target, "id", None
         if content is not None:
             with self.transaction():
@@ -413,6 +521,7 @@ class MemoryService:
                 if found is None or found.content != content:
                     raise NoMatch("no current memory in this space has exactly that text")
                 self._retire(principal, found, "forgotten")
+                self._forget_in_exchange(principal, found)
             return found, "exact", None
         assert query is not None
         closest = self._closest(principal, tags, query)
@@ -426,20 +535,27 @@ class MemoryService:
             )
         with self.transaction():
             self._retire(principal, memory, "forgotten")
+            self._forget_in_exchange(principal, memory)
         return memory, "closest", similarity
 
     def _closest(self, principal: Principal, tags: Sequence[str], query: str) -> tuple[Memory, float] | None:
-        """The current memory of the space most similar in meaning to `query`, with its cosine."""
+        """The current memory of the space most similar in meaning to `query`, with its cosine.
+
+        Never a stored exchange: forgetting by meaning means a fact (forgetting a fact also takes its
+        sentence out of its exchange); an exchange is forgotten by id or exact text."""
         vectors = self._embed([query], "query")
         if vectors is None:
             return None
         with self._lock:
             self._check_outside_writes()
             similarity_of, ranked = self._vector_candidates(principal.team_id, tags, vectors[0])
-            rows = self.store.current_by_ids(principal.team_id, ranked[:1])
-        if not ranked or ranked[0] not in rows:
-            return None
-        return rows[ranked[0]], similarity_of(ranked[0]) or 0.0
+            top = ranked[:CLOSEST_CANDIDATES]
+            rows = self.store.current_by_ids(principal.team_id, top)
+        for memory_id in top:
+            memory = rows.get(memory_id)
+            if memory is not None and not _is_exchange(memory):
+                return memory, similarity_of(memory_id) or 0.0
+        return None
 
     # ------------------------------------------------------------------ search
 
@@ -498,7 +614,7 @@ class MemoryService:
         top = scored[:limit]
         rows = self.store.current_by_ids(principal.team_id, [memory_id for memory_id, _ in top])
         vector_set = set(vector_ids)
-        return [
+        hits = [
             Hit(
                 memory=rows[memory_id],
                 similarity=similarities[memory_id],
@@ -515,6 +631,7 @@ class MemoryService:
             for memory_id, score in top
             if memory_id in rows
         ]
+        return _facts_before_their_exchanges(hits)
 
     def _with_context(
         self,
@@ -606,13 +723,16 @@ class MemoryService:
     # ------------------------------------------------------------------ profile
 
     def profile(self, principal: Principal, tag: str, q: str | None = None) -> Profile:
+        """Pinned facts, the facts bearing on `q` (or the latest), and the latest memories; stored
+        exchanges are left out (they are history, and each would fill the block with a whole turn)."""
         tags = self.space_tags(principal, tag)
         pinned = self.store.pinned(principal.team_id, tags)
-        recent = self.store.recent(principal.team_id, tags, PROFILE_RECENT_COUNT)
+        read = self.store.recent(principal.team_id, tags, PROFILE_RECENT_COUNT * PROFILE_READ_FACTOR)
+        recent = [memory for memory in read if not _is_exchange(memory)][:PROFILE_RECENT_COUNT]
         if q:
-            dynamic = [
-                hit.memory.content for hit in self.search(principal, tag, q, limit=PROFILE_DYNAMIC_COUNT)
-            ]
+            hits = self.search(principal, tag, q, limit=PROFILE_DYNAMIC_COUNT * PROFILE_READ_FACTOR)
+            found = [hit.memory for hit in hits if not _is_exchange(hit.memory)]
+            dynamic = [memory.content for memory in found[:PROFILE_DYNAMIC_COUNT]]
         else:
             dynamic = [memory.content for memory in recent[:PROFILE_DYNAMIC_COUNT]]
         return Profile(static=pinned, dynamic=dynamic, recent=recent, tags=tags)
@@ -682,3 +802,31 @@ class MemoryService:
             rows.extend(page)
             after = (page[-1]["created_at"], page[-1]["id"])
         return rows, total
+
+
+def _is_exchange(memory: Memory) -> bool:
+    return exchanges.is_exchange(memory.kind, memory.custom_id, memory.metadata)
+
+
+def _facts_before_their_exchanges(hits: list[Hit]) -> list[Hit]:
+    """`hits` with each stored exchange moved to just after the last of its facts that they hold,
+    its score lowered to that fact's: a fact says what its exchange says, in fewer words, so an
+    agent reads the fact first. An exchange none of whose facts is in `hits` keeps its place."""
+    last_fact: dict[str, int] = {}
+    for index, hit in enumerate(hits):
+        key = exchanges.exchange_of(hit.memory.metadata) if hit.memory.kind == "memory" else None
+        if key is not None:
+            last_fact[key] = index
+    if not last_fact:
+        return hits
+    waiting: dict[int, list[Hit]] = {}
+    ordered: list[Hit] = []
+    for index, hit in enumerate(hits):
+        after = last_fact.get(hit.memory.custom_id or "", -1) if _is_exchange(hit.memory) else -1
+        if after > index:
+            waiting.setdefault(after, []).append(hit)
+            continue
+        ordered.append(hit)
+        for moved in waiting.pop(index, []):
+            ordered.append(replace(moved, score=min(moved.score, hit.score)))
+    return ordered

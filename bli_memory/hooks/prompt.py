@@ -6,6 +6,10 @@ contains an identifier the prompt names, see `recalled_rows`). Zero hits prints 
 never reason about a "no memories" line, which would read the same as an unreachable store. A
 failed recall is silent on stdout too (BLI-3730): the receipt on stderr says why.
 
+The door keeps each exchange the Stop hook sent as a document beside the facts distilled from it. The
+block prefers facts: a document is shown only when no fact from it is already shown (`prefer_facts`),
+so a turn the librarian missed is still recalled, and one it distilled is not shown twice.
+
 The block (and session-start's, which reuses `render_block`) carries this store's marker `[bli]` on
 every line, so the live A/B (this store against another memory store, both answering the same agents)
 can tell whose recall an agent saw.
@@ -33,6 +37,11 @@ QUERY_MAX_BYTES = 4 * 1024
 #: Claude Code caps injected text at 10,000 characters (then replaces it by a file path).
 BLOCK_MAX_CHARS = 8000
 ITEM_MAX_CHARS = 1200
+
+#: a fact's metadata field naming the stored exchange it came from (that document's customId), and
+#: a stored exchange's metadata field listing its facts' root ids; the door's `door/exchanges.py`.
+FACT_EXCHANGE_FIELD = "exchange"
+EXCHANGE_FACTS_FIELD = "facts"
 
 _HOUR_S = 3600.0
 _DAY_S = 86400.0
@@ -120,7 +129,8 @@ def item_lines(index: int, row: dict[str, object], now_s: float) -> list[str]:
 def recalled_rows(
     answer: dict[str, object], prompt_identifiers: list[str] | None = None
 ) -> list[dict[str, object]]:
-    """The door's results that clear the floor: at most the top 5, each at similarity ≥ 0.55.
+    """The door's results that clear the floor: at most the top 5, each at similarity ≥ 0.55, and
+    no document whose fact is among them (`prefer_facts`).
 
     A row with a numeric similarity is kept at ≥ 0.55. A row the vector channel did not score
     (similarity null: a door without embeddings, or a keyword-only hit) has no similarity to clear,
@@ -145,7 +155,39 @@ def recalled_rows(
         elif not any(needle in content.lower() for needle in needles):
             continue
         kept.append(row)
-    return kept[:RECALL_LIMIT]
+    return prefer_facts(kept)[:RECALL_LIMIT]
+
+
+def _is_fact(row: dict[str, object]) -> bool:
+    return row.get("kind", "memory") == "memory"
+
+
+def _metadata(row: dict[str, object]) -> dict[str, object]:
+    metadata = row.get("metadata")
+    return metadata if isinstance(metadata, dict) else {}
+
+
+def prefer_facts(rows: list[dict[str, object]]) -> list[dict[str, object]]:
+    """`rows` less every document a fact among them was distilled from: the fact names the document's
+    customId in its metadata `exchange`, or the document lists the fact's id in its `facts`."""
+    shown_exchanges: set[object] = set()
+    fact_ids: set[object] = set()
+    for row in rows:
+        if _is_fact(row):
+            fact_ids.add(row.get("id"))
+            shown_exchanges.add(_metadata(row).get(FACT_EXCHANGE_FIELD))
+    shown_exchanges.discard(None)
+    fact_ids.discard(None)
+    kept: list[dict[str, object]] = []
+    for row in rows:
+        if not _is_fact(row):
+            if row.get("customId") in shown_exchanges:
+                continue
+            facts = _metadata(row).get(EXCHANGE_FACTS_FIELD)
+            if isinstance(facts, list) and any(fact in fact_ids for fact in facts):
+                continue
+        kept.append(row)
+    return kept
 
 
 def render_recall(rows: list[dict[str, object]], container_tag: str, now_s: float) -> str:

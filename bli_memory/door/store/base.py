@@ -203,6 +203,11 @@ class Store(Protocol):
         """Mark a current row superseded or forgotten; False when it is no longer current."""
         ...
 
+    def expired_documents(self, key_prefix: str, before: float, limit: int) -> list[tuple[int, Memory]]:
+        """(team id, memory) of up to `limit` current documents of any team whose customId starts with
+        `key_prefix` and that were created before `before`, oldest first (the retention sweep)."""
+        ...
+
     # ---------------------------------------------------------------- vectors
 
     def vectors_missing(self, model: str, limit: int) -> list[VectorTask]:

@@ -498,6 +498,16 @@ class SqliteStore:
             )
             return cursor.rowcount == 1
 
+    def expired_documents(self, key_prefix: str, before: float, limit: int) -> list[tuple[int, Memory]]:
+        # a prefix as a range (not LIKE, whose `_` and `%` would need escaping)
+        with self._lock:
+            rows = self._db.execute(
+                f"""SELECT {_MEMORY_COLUMNS} FROM memories WHERE kind = 'document' AND status = 'current'
+                    AND created_at < ? AND custom_id >= ? AND custom_id < ? ORDER BY created_at LIMIT ?""",
+                (before, key_prefix, key_prefix + "\U0010ffff", limit),
+            ).fetchall()
+        return [(int(row["team_id"]), self._memory(row)) for row in rows]
+
     # ------------------------------------------------------------------ vectors
 
     def vectors_missing(self, model: str, limit: int) -> list[VectorTask]:
