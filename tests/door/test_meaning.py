@@ -133,7 +133,9 @@ def test_extract_job_adds_facts_and_a_second_identical_exchange_adds_nothing(
     door_onnx.wait_for_log(f'[bli-memory] extract job done {{"job": "{first["jobId"]}"')
     stored = search(door_onnx, tag, "database pool size", limit=20)
     assert any("MAX_POOL_SIZE=20" in row["content"] for row in stored)
-    assert all(row["content"] != EXCHANGE for row in stored)  # facts, not the raw turn
+    facts = [row for row in stored if row["kind"] == "memory"]
+    assert facts and all(row["content"] != EXCHANGE for row in facts)  # facts, not the raw turn
+    assert all(row["kind"] == "document" for row in stored if row["content"] == EXCHANGE)  # kept apart
     second = wait_job(door_onnx, save(door_onnx, tag, EXCHANGE, extract=True)["jobId"])
     assert second["status"] == "done"
     assert second["outcome"]["added"] == 0 and second["outcome"]["unchanged"] == outcome["added"]
@@ -150,8 +152,12 @@ def test_a_changed_fact_updates_with_history(door_onnx: DoorProcess, tag: str) -
         save(door_onnx, tag, "Assistant: We use PostgreSQL 16 in production.", extract=True)["jobId"],
     )
     assert job["outcome"]["updated"] == 1 and job["outcome"]["added"] == 0
-    current = search(door_onnx, tag, "which PostgreSQL version", limit=10)
-    assert [row["content"] for row in current] == ["We use PostgreSQL 16 in production."]
+    current = [
+        row for row in search(door_onnx, tag, "which PostgreSQL version", limit=10) if row["kind"] == "memory"
+    ]
+    assert [row["content"] for row in current] == [
+        "We use PostgreSQL 16 in production."
+    ]  # the exchanges are documents
     status, history = door_onnx.get(f"/api/memory/{current[0]['id']}/history")
     assert status == 200 and [v["content"] for v in history["versions"]] == [
         "We use PostgreSQL 15 in production.",
@@ -205,7 +211,7 @@ def test_a_job_survives_a_door_killed_mid_job_and_is_applied_once(
         .fetchall()
     )
     assert rows and all(count == 1 for _, count in rows)
-    assert sum(1 for _ in rows) == job["outcome"]["added"]
+    assert sum(1 for _ in rows) == job["outcome"]["added"] + 1  # its facts and the exchange itself
 
 
 def test_extract_job_outcome_line_has_no_memory_text(door_onnx: DoorProcess, tag: str) -> None:

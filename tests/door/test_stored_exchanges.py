@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bli_memory.settings import write_session
-from tests.conftest import DoorProcess
+from tests.helpers import DoorProcess
 
 MCP = str(Path(sys.executable).parent / "bli-memory-mcp")
 DOOR = str(Path(sys.executable).parent / "bli-memory-door")
