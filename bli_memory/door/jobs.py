@@ -50,29 +50,33 @@ def run_job(memories: MemoryService, job: Job, extract: Extractor) -> JobOutcome
     with memories.transaction():
         if not memories.store.job_may_write(job):  # revoked while extracting: final under this transaction
             return None
+        written: set[str] = set()  # one exchange's facts are all current: none supersedes another
         for fact in facts:
             # the fact's own look-alikes only: context rows are no evidence of a duplicate
             hits = memories.search(
                 principal, job.container_tag, fact, limit=RECONCILE_NEIGHBOURS, context=False
             )
             neighbours = [
-                librarian.Neighbour(hit.memory.id, hit.memory.content, hit.similarity) for hit in hits
+                librarian.Neighbour(hit.memory.id, hit.memory.content, hit.similarity)
+                for hit in hits
+                if hit.memory.id not in written
             ]
             decision = librarian.decide(fact, neighbours)
             if decision.action == "unchanged":
                 outcome.unchanged += 1
             elif decision.action == "update" and decision.target_id is not None:
-                memories.update(principal, decision.target_id, fact)
+                written.add(memories.update(principal, decision.target_id, fact).id)
                 outcome.updated += 1
             elif decision.action == "conflict":
                 flagged = {**metadata, "conflicted": True, "conflictsWith": decision.target_id}
-                memories.save(principal, job.container_tag, fact, metadata=flagged)
+                written.add(memories.save(principal, job.container_tag, fact, metadata=flagged).id)
                 outcome.conflicted += 1
             else:
                 result = memories.save(principal, job.container_tag, fact, metadata=metadata)
                 if result.status == "unchanged":
                     outcome.unchanged += 1
                 else:
+                    written.add(result.id)
                     outcome.added += 1
         outcome.reconcile_ms = round((time.perf_counter() - started) * 1000)
         memories.store.finish_job(job.id, outcome.to_json())

@@ -243,7 +243,7 @@ _STANDING_ORDER = re.compile(
 _CONTEXT_DEPENDENT = re.compile(
     r"\b(?:above|below|the following|as (?:mentioned|discussed|shown|noted)|shown here|see here|"
     r"the previous|earlier|just now|right now|for now|this session|this conversation|accordingly|"
-    r"as requested|the same (?:way|thing|as before)|same value|this time|since the last|last run|"
+    r"as requested|the same (?:way|thing|as before)|this time|since the last|last run|"
     r"line \d+|lines \d+|no (?:other )?(?:hits|matches|diff|changes)|working tree|nothing (?:new )?to commit)\b",
     re.IGNORECASE,
 )
@@ -553,8 +553,6 @@ def _impersonal(sentence: str) -> str:
     return sentence
 
 
-#: "Ran …", "Re-ran …": a report of one run, true the moment it was said.
-_RAN = re.compile(r"^(?:ran|re-?ran|rerun)\b", re.IGNORECASE)
 _PASS_WORDS = re.compile(
     r"\b(?:passes|passed|passing|green|clean|succeeds?|succeeded|fails|failed|ok)\b|"
     r"\bpass(?=\s*(?:[.,;:!]|$|on\b|locally\b|again\b|now\b|too\b|cleanly\b))",
@@ -763,7 +761,7 @@ def _candidate(sentence: str) -> str | None:
         if "`" not in sentence or len(_TOKEN.findall(sentence)) < MIN_WORDS:
             return None  # "Changes:", "The integration test:" introduce what follows
         sentence = sentence.rstrip(":").rstrip()  # "`a.go` now uses `kgo` v1.17:" states a fact
-    if _GREETING_OR_FILLER.match(sentence) or _RAN.match(sentence):
+    if _GREETING_OR_FILLER.match(sentence):
         return None
     request = _REQUEST.match(sentence)
     if request:

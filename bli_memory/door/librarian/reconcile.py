@@ -114,10 +114,110 @@ def _value_change(old: list[str], new: list[str]) -> tuple[str, str, str] | None
     return " ".join(old[:prefix]), " ".join(old_span), " ".join(new_span)
 
 
+_VALUE_TOKEN = re.compile(r"[a-z][a-z0-9+.-]*://[^\s`'\")\]>]+|[\w.:@+/-]+")
+_VERSION = re.compile(r"v?\d+(?:\.\d+)*")
+_QUANTITY = re.compile(r"\d+(?:\.\d+)?([a-z]+)")
+#: words too common to say that two values belong to the same thing.
+_NOT_ANCHORS = frozenset(
+    "a an the and or but so to of in on at by for with from into as is are was were be it its it's this that "
+    "these those they we i you our your now then also only still just not no never always all both each any "
+    "version versions v release new old set sets setting value values default defaults runs run uses use "
+    "using via per every than over under up down".split()
+)
+#: how many words before a value may name what it is the value of ("the MSRV channel in X to 1.74").
+ANCHOR_WORDS = 3
+#: letters an identifier needs, besides its digits, to be its own subject ("events.raw.v2").
+IDENTIFIER_MIN_LETTERS = 3
+#: corrections phrased as one: "actually …", "correction: …", "not X but Y", "we moved from X to Y".
+_CORRECTION_WORDS = re.compile(
+    r"\b(?:actually|correction|change of plan|not [\w.:@+/-]+,? but|(?:moved|switched|migrated|went) from)\b",
+    re.IGNORECASE,
+)
+
+
+def _value_tokens(text: str) -> list[str]:
+    return [t.strip(".,;:'\"()[]{}+=") for t in _VALUE_TOKEN.findall(text.lower().replace("`", " "))]
+
+
+def _shape(value: str) -> str:
+    """What kind of value: a URL, a number or version, a quantity with its unit, or an identifier's stem."""
+    if "://" in value:
+        return "url"
+    if _VERSION.fullmatch(value):
+        return "number"
+    quantity = _QUANTITY.fullmatch(value)
+    if quantity:
+        return f"quantity:{quantity.group(1)}"
+    return "id:" + re.sub(r"\d+", "#", value)
+
+
+def _domain(url: str) -> str:
+    """The last two labels of a URL's host ("api.stg.acmepay.dev" -> "acmepay.dev")."""
+    host = url.split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0]
+    return ".".join(host.split(".")[-2:])
+
+
+def _is_anchor(word: str) -> bool:
+    return (
+        len(word) >= 2
+        and word not in _NOT_ANCHORS
+        and not any(ch.isdigit() for ch in word)
+        and not word.endswith(("ed", "ing", "ly"))
+    )
+
+
+def _values(text: str) -> list[tuple[str, str, frozenset[str]]]:
+    """(value, shape, anchors) for each value of a fact; anchors are the words just before it."""
+    words = _value_tokens(text)
+    out = []
+    for index, word in enumerate(words):
+        if not ("://" in word or any(ch.isdigit() for ch in word)):
+            continue
+        before = [w for w in words[max(0, index - ANCHOR_WORDS - 2) : index] if _is_anchor(w)]
+        out.append((word, _shape(word), frozenset(before[-ANCHOR_WORDS:])))
+    return out
+
+
+def _new_value_for(old_text: str, new_text: str, corrects: bool) -> tuple[str, str] | None:
+    """(old value, new value) when the new fact gives the same subject another value.
+
+    The subject is the same when the identifier is the same apart from its digits ("events.raw.v2"
+    -> "events.raw.v3"), or when the words just before both values meet ("MSRV to 1.74" -> "MSRV
+    channel 1.75"); for a correction, when any word of the old fact's value context appears in it.
+    The old value must be gone from the new fact, and both values of the same kind.
+    """
+    new_values = _values(new_text)
+    if not new_values:
+        return None
+    present = set(_value_tokens(new_text))
+    new_words = {w for w in _value_tokens(new_text) if _is_anchor(w)}
+    for old_value, old_shape, old_anchors in _values(old_text):
+        if old_value in present:
+            continue
+        for new_value, new_shape, new_anchors in new_values:
+            if new_value == old_value or new_shape != old_shape:
+                continue
+            stem = old_shape[3:] if old_shape.startswith("id:") else ""
+            if sum(ch.isalpha() for ch in stem) >= IDENTIFIER_MIN_LETTERS:
+                return old_value, new_value
+            if old_shape == "url" and _domain(old_value) != _domain(new_value):
+                continue  # another site is another service: localhost is not staging
+            if old_anchors & new_anchors or (corrects and old_anchors & new_words):
+                return old_value, new_value
+    return None
+
+
+_FILE_NAME = re.compile(
+    r".*\.(?:json|jsonc|ya?ml|toml|py|pyi|ts|tsx|js|jsx|mjs|cjs|md|txt|cfg|ini|env|lock|rs|go|java|kt|rb|sh|"
+    r"sql|tf|xml|gradle|properties|mod|sum|html|css|conf|lua|php|cs|swift)$|.*/.*",
+    re.IGNORECASE,
+)
+
+
 def _key_value(text: str) -> tuple[str, str] | None:
     match = _KEY_VALUE.match(text)
-    if not match or " " in match.group(1):
-        return None
+    if not match or " " in match.group(1) or _FILE_NAME.match(match.group(1)):
+        return None  # "`package.json`: added …" names a file that changed, not a setting
     return match.group(1).lower(), match.group(2).strip().lower()
 
 
@@ -142,6 +242,10 @@ def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str
     if change:
         subject, before, after = change
         return "update", f"{subject!r}: {before!r} -> {after!r}"
+    corrects = bool(_CORRECTION_WORDS.search(fact))
+    replaced = _new_value_for(neighbour.content, fact, corrects)
+    if replaced and (corrects or new_negated == old_negated):
+        return "update", f"new value {replaced[1]!r} for {replaced[0]!r} in {neighbour.id}"
     same_numbers = sorted(_numbers(old)) == sorted(_numbers(new))
     similarity = neighbour.similarity
     if new_negated != old_negated:
