@@ -689,6 +689,24 @@ _GENERAL_QUESTION = re.compile(
 )
 
 
+_WH_QUESTION = re.compile(r"^(?:how|where|what|which|who|why|when)\b", re.IGNORECASE)
+#: words a user's question needs to frame the answer to it.
+QUESTION_MIN_WORDS = 5
+
+
+def _asked(units: list[str]) -> str | None:
+    """The user's one wh-question ("How do I run the tests against X?"), to frame the answer's first fact."""
+    asked = [
+        _clean(s)
+        for unit in units
+        for s in _sentences(unit)
+        if s.rstrip().endswith("?") and _WH_QUESTION.match(_clean(s))
+    ]
+    if len(asked) != 1 or len(asked[0].split()) < QUESTION_MIN_WORDS or _CONTEXT_DEPENDENT.search(asked[0]):
+        return None
+    return _capitalise(asked[0])
+
+
 def _turns(text: str) -> list[tuple[str, str]]:
     """(role, text) per turn: "user", "assistant", or "note" for text with no speaker labels."""
     marks = list(_TURN.finditer(text))
@@ -753,6 +771,12 @@ def _statement_facts(units: list[str], *, assistant: bool) -> list[tuple[int, st
     return [item for item in facts if item is not None]
 
 
+#: "If you want X, the staging API is Y" states a fact under a condition; "If you want, I can …" offers.
+_CONDITIONAL_STATEMENT = re.compile(
+    r"^if you (?:want|need|like)\b[^,]{3,},\s+(?!(?:i|we|let me|just|feel free|you can ask)\b)", re.IGNORECASE
+)
+
+
 def _candidate(sentence: str) -> str | None:
     """Filter one cleaned sentence: None for questions, greetings, filler, requests and moment-bound reports."""
     if sentence.endswith("?"):
@@ -761,7 +785,7 @@ def _candidate(sentence: str) -> str | None:
         if "`" not in sentence or len(_TOKEN.findall(sentence)) < MIN_WORDS:
             return None  # "Changes:", "The integration test:" introduce what follows
         sentence = sentence.rstrip(":").rstrip()  # "`a.go` now uses `kgo` v1.17:" states a fact
-    if _GREETING_OR_FILLER.match(sentence):
+    if _GREETING_OR_FILLER.match(sentence) and not _CONDITIONAL_STATEMENT.match(sentence):
         return None
     request = _REQUEST.match(sentence)
     if request:
@@ -785,12 +809,21 @@ def extract_facts(text: str) -> list[str]:
         return []
     scored: list[tuple[int, int, str]] = []
     seen: set[str] = set()
+    question: str | None = None
     for role, body in turns:
         units = _prose_units(body)
         if role == "user":
-            found = [(len(_SIGNALS) + 1, fact) for fact in _user_facts(units)]
+            user_facts = _user_facts(units)
+            found = [(len(_SIGNALS) + 1, fact) for fact in user_facts]
+            question = None if user_facts else _asked(units)
         else:
             found = _statement_facts(units, assistant=role == "assistant")
+            if question and found:
+                count, first = found[0]  # the answer says what it answers: "How do I X? Use Y."
+                framed = f"{question} {first}"
+                if len(framed) <= MAX_FACT_CHARS:
+                    found[0] = (count, framed)
+            question = None
         for count, fact in found:
             key = fact_key(fact)
             if key in seen:
