@@ -244,7 +244,7 @@ _CONTEXT_DEPENDENT = re.compile(
     r"\b(?:above|below|the following|as (?:mentioned|discussed|shown|noted)|shown here|see here|"
     r"the previous|earlier|just now|right now|for now|this session|this conversation|accordingly|"
     r"as requested|the same (?:way|thing|as before)|this time|since the last|last run|"
-    r"line \d+|lines \d+|no (?:other )?(?:hits|matches|diff|changes)|working tree|nothing (?:new )?to commit)\b",
+    r"line \d+|lines \d+|typos?|misspel\w*|no (?:other )?(?:hits|matches|diff|changes)|working tree|nothing (?:new )?to commit)\b",
     re.IGNORECASE,
 )
 
@@ -426,6 +426,14 @@ _FUNCTION_WORDS = frozenset(
 )
 
 
+#: verbs that open an instruction.
+_IMPERATIVES = frozenset(
+    "pin set use run add remove move update fix change make put keep call check try rename delete bump revert "
+    "clean port migrate redo tell show find write name wrap drop replace switch upgrade downgrade install "
+    "enable disable turn stick ship deploy merge push commit".split()
+)
+
+
 def _bare(token: str) -> str:
     return token.strip(".,;:!?()[]{}\"'").lower()
 
@@ -453,6 +461,8 @@ def _leans_on_context(sentence: str) -> bool:
     named = False
     for index, token in enumerate(tokens):
         word = _bare(token)
+        if index == 0 and word in _IMPERATIVES:
+            continue  # "Pin it back": the verb of an instruction names nothing
         if word in _REFERRING and not token.startswith("`"):
             following = _bare(tokens[index + 1]) if index + 1 < len(tokens) else ""
             if word in _DEMONSTRATIVES and following in _SPACE_NOUNS:
@@ -677,7 +687,21 @@ def _user_facts(units: list[str]) -> list[str]:
 
 _TURN = re.compile(r"^\s*(?:\*\*)?(user|human|h|assistant|claude|ai|a)(?:\*\*)?\s*:\s*", re.IGNORECASE | re.MULTILINE)
 _USER_ROLES = frozenset({"user", "human", "h"})
-_FIRST_PERSON_WORD = re.compile(r"\bI\b|\bI'(?:m|ve|d|ll)\b|(?i:\b(?:we|we're|we've|our|ours|us|my|me)\b)")
+#: words that tie a question to the asker's own project.
+_OWN_WORDS = re.compile(
+    r"\b(?:our|ours|my|mine|we|we're|we've|this (?:repo|project|codebase|service|app))\b", re.IGNORECASE
+)
+#: words of a reply that did something or looked at the project.
+_ACTOR_WORDS = re.compile(r"\bI\b|\bI'(?:m|ve|d|ll)\b|(?i:\b(?:our|ours|my|your (?:repo|project|code|codebase))\b)")
+_THANKS = re.compile(r"\b(?:thanks|thank you|thx|cheers|great job|nice work|well done|perfect|awesome)\b", re.I)
+#: "run the tests once more": the reply is a run report.
+_RERUN = re.compile(
+    r"^(?:(?:please|can you|could you|now)\s+)*(?:run|rerun|re-run|retry|try)\b.*\b(?:again|once more|one more time)\b|"
+    r"^(?:(?:please|can you|could you|now)\s+)*(?:rerun|re-run|retry)\b",
+    re.IGNORECASE,
+)
+#: the longest request that is only a re-run.
+RERUN_MAX_WORDS = 10
 _PATH_TOKEN = re.compile(
     r"(?:^|\s)(?:~/|\./|\.\./|/[a-z])\S*|\b[\w.-]+/[\w./-]*\.\w{1,5}\b|\b[\w-]+/(?:\s|$)|"
     r"\b(?:Dockerfile|Makefile|package\.json|pyproject\.toml|Cargo\.toml|go\.mod)\b"
@@ -720,21 +744,33 @@ def _turns(text: str) -> list[tuple[str, str]]:
     return turns
 
 
-def _answers_from_general_knowledge(turns: list[tuple[str, str]]) -> bool:
+def _answers_from_general_knowledge(user: str, reply: str) -> bool:
     """A question about the world ("What's the difference between X and Y?") answered without a word
-    about this repository: no first person, no path, no action. Nothing in it is the project's."""
+    about this repository: the question names no file and says nothing of "our"/"my"/"this repo",
+    and the reply reports no action ("I …"), names no path and says nothing of "our"/"your repo"."""
+    question = " ".join(_prose_units(user)).strip()
+    if not (question.endswith("?") or _GENERAL_QUESTION.match(question)) or _REQUEST.match(question):
+        return False
+    if _OWN_WORDS.search(question.replace("`", " ")) or _PATH_TOKEN.search(question.replace("`", " ")):
+        return False
+    prose = " ".join(_prose_units(reply)).replace("`", " ")
+    return not _ACTOR_WORDS.search(prose) and not _PATH_TOKEN.search(prose)
+
+
+def _leaves_nothing(turns: list[tuple[str, str]]) -> bool:
+    """An exchange with nothing durable: thanks or a greeting, a request to run something again (its
+    reply is a run report), or a general-knowledge question answered from general knowledge."""
     users = [body for role, body in turns if role == "user"]
-    replies = [body for role, body in turns if role == "assistant"]
-    if len(users) != 1 or not replies:
+    replies = " ".join(body for role, body in turns if role == "assistant")
+    if len(users) != 1 or not replies.strip():
         return False
-    question = " ".join(_prose_units(users[0])).strip()
-    if not (question.endswith("?") or _GENERAL_QUESTION.match(question)):
-        return False
-    if not _GENERAL_QUESTION.match(question):
-        return False
-    prose = " ".join(unit for body in replies for unit in _prose_units(body))
-    plain = prose.replace("`", " ")
-    return not _FIRST_PERSON_WORD.search(plain) and not _PATH_TOKEN.search(plain)
+    sentences = [_clean(s) for unit in _prose_units(users[0]) for s in _sentences(unit)]
+    sentences = [s for s in sentences if s]
+    if sentences and all(_GREETING_OR_FILLER.match(s) or _THANKS.search(s) for s in sentences):
+        return True
+    if len(sentences) == 1 and _RERUN.search(sentences[0]) and len(sentences[0].split()) <= RERUN_MAX_WORDS:
+        return True
+    return _answers_from_general_knowledge(users[0], replies)
 
 
 def _statement_facts(units: list[str], *, assistant: bool) -> list[tuple[int, str]]:
@@ -805,7 +841,7 @@ def extract_facts(text: str) -> list[str]:
     most kinds of signal win; the user's decision always stays).
     """
     turns = _turns(text)
-    if _answers_from_general_knowledge(turns):
+    if _leaves_nothing(turns):
         return []
     scored: list[tuple[int, int, str]] = []
     seen: set[str] = set()
