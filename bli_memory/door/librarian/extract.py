@@ -645,7 +645,9 @@ def _user_facts(units: list[str]) -> list[str]:
         for raw in _sentences(unit):
             lead = _CORRECTION_LEAD.match(raw)
             prose = _INLINE_CODE_SPAN.sub(" ", raw)
-            decided = bool(_USER_DECISION.search(prose) or _STANDING_ORDER.search(prose))
+            decided = bool(
+                _USER_DECISION.search(prose) or (_STANDING_ORDER.search(prose) and not _PROBLEM.search(prose))
+            )
             sentence = _clean(raw[lead.end() :] if lead else raw)
             if not sentence or _GREETING_OR_FILLER.match(sentence):
                 continue
@@ -661,7 +663,11 @@ def _user_facts(units: list[str]) -> list[str]:
                 follows = after_decision
             elif not (request or question) and first in _CONVENTION_VERBS:
                 follows = after_decision
-            elif not (request or question) and not _PROBLEM.search(prose) and _signals(sentence)[0]:
+            elif (
+                not (request or question or first in _IMPERATIVES)
+                and not _PROBLEM.search(prose)
+                and _signals(sentence)[0]
+            ):
                 follows = False  # how things are: "We run Node 20 in CI"
             else:
                 after_decision = False
@@ -749,7 +755,10 @@ def _answers_from_general_knowledge(user: str, reply: str) -> bool:
     about this repository: the question names no file and says nothing of "our"/"my"/"this repo",
     and the reply reports no action ("I …"), names no path and says nothing of "our"/"your repo"."""
     question = " ".join(_prose_units(user)).strip()
-    if not (question.endswith("?") or _GENERAL_QUESTION.match(question)) or _REQUEST.match(question):
+    asked = [_clean(s) for s in _sentences(question)]
+    if not asked or not all(s.endswith("?") or _GENERAL_QUESTION.match(s) for s in asked if s):
+        return False  # a statement or a task beside the question makes it about the project
+    if _REQUEST.match(question):
         return False
     if _OWN_WORDS.search(question.replace("`", " ")) or _PATH_TOKEN.search(question.replace("`", " ")):
         return False
@@ -773,12 +782,16 @@ def _leaves_nothing(turns: list[tuple[str, str]]) -> bool:
     return _answers_from_general_knowledge(users[0], replies)
 
 
-def _statement_facts(units: list[str], *, assistant: bool) -> list[tuple[int, str]]:
-    """(signal count, fact) for each durable sentence of an assistant's reply or a note."""
+def _statement_facts(units: list[str], *, assistant: bool) -> tuple[list[tuple[int, str]], str | None]:
+    """(signal count, fact) for each durable sentence of an assistant's reply or a note, and the fact
+    made of the text's first statement (its direct answer), if that one was kept."""
     facts: list[tuple[int, str] | None] = []
+    statements = 0
+    answer: str | None = None
     for unit in units:
         previous: str | None = None  # the sentence before, in this unit, that a pronoun may lean on
         previous_index: int | None = None
+        previous_first = False
         for raw in _sentences(unit):
             cleaned = _clean(raw)
             clauses = _actions(cleaned) if assistant and cleaned else [cleaned]
@@ -788,14 +801,17 @@ def _statement_facts(units: list[str], *, assistant: bool) -> list[tuple[int, st
                 if candidate is None or _is_run_report(candidate):
                     previous, previous_index = None, None
                     continue
+                statements += 1
+                first_statement = statements == 1
                 if _leans_on_context(candidate):
                     if previous is None:
                         continue
                     candidate = _join(previous, candidate)
+                    first_statement = previous_first
                     if previous_index is not None:
                         facts[previous_index] = None
                 fact = _finish(candidate)
-                previous, previous_index = fact, None
+                previous, previous_index, previous_first = fact, None, first_statement
                 words = len(_TOKEN.findall(fact))
                 count, strong = _signals(fact)
                 if count == 0 or words < (MIN_WORDS_STRONG if strong else MIN_WORDS):
@@ -804,7 +820,9 @@ def _statement_facts(units: list[str], *, assistant: bool) -> list[tuple[int, st
                     continue
                 previous_index = len(facts)
                 facts.append((count, fact))
-    return [item for item in facts if item is not None]
+                if first_statement:
+                    answer = fact
+    return [item for item in facts if item is not None], answer
 
 
 #: "If you want X, the staging API is Y" states a fact under a condition; "If you want, I can …" offers.
@@ -853,8 +871,8 @@ def extract_facts(text: str) -> list[str]:
             found = [(len(_SIGNALS) + 1, fact) for fact in user_facts]
             question = None if user_facts else _asked(units)
         else:
-            found = _statement_facts(units, assistant=role == "assistant")
-            if question and found:
+            found, answer = _statement_facts(units, assistant=role == "assistant")
+            if question and found and found[0][1] == answer:
                 count, first = found[0]  # the answer says what it answers: "How do I X? Use Y."
                 framed = f"{question} {first}"
                 if len(framed) <= MAX_FACT_CHARS:
