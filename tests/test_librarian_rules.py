@@ -106,8 +106,11 @@ def test_a_pronoun_after_a_noun_of_its_own_sentence_keeps_its_words() -> None:
             "I pinned `dramatiq==1.17.0` in `requirements.txt`.",
             "`dramatiq==1.17.0` is pinned in `requirements.txt`.",
         ),
-        ("I set `rust-version = \"1.75\"` in `Cargo.toml`.", '`rust-version = "1.75"` is set in `Cargo.toml`.'),
-        ("I also changed the fixture to sign lazily with `sign()`.", "Changed the fixture to sign lazily with `sign()`."),
+        ('I set `rust-version = "1.75"` in `Cargo.toml`.', '`rust-version = "1.75"` is set in `Cargo.toml`.'),
+        (
+            "I also changed the fixture to sign lazily with `sign()`.",
+            "Changed the fixture to sign lazily with `sign()`.",
+        ),
     ],
 )
 def test_facts_are_impersonal(said: str, fact: str) -> None:
@@ -116,7 +119,7 @@ def test_facts_are_impersonal(said: str, fact: str) -> None:
 
 def test_a_reported_list_of_actions_is_one_fact_per_action() -> None:
     facts = extract_facts(
-        "Assistant: Set `rust-version = \"1.74\"` in `Cargo.toml`, set the MSRV channel in "
+        'Assistant: Set `rust-version = "1.74"` in `Cargo.toml`, set the MSRV channel in '
         "`rust-toolchain.toml` to 1.74.1, and bumped `clap` to 4.5.4."
     )
     assert facts == [
@@ -188,9 +191,15 @@ def test_moment_bound_reports_leave_nothing() -> None:
 @pytest.mark.parametrize(
     ("fact", "old"),
     [
-        ("We're moving the console to Node 20, 20.12 specifically.", "CI keeps running on Node 18 via `setup-node`."),
-        ("`internal/consume/consumer.go`: the default topic is now `events.raw.v3`.", "The consumer reads `events.raw.v2`."),
-        ("`Cargo.toml`: `rust-version = \"1.75\"`.", '`rust-version = "1.74"` is set in `Cargo.toml`.'),
+        (
+            "We're moving the console to Node 20, 20.12 specifically.",
+            "CI keeps running on Node 18 via `setup-node`.",
+        ),
+        (
+            "`internal/consume/consumer.go`: the default topic is now `events.raw.v3`.",
+            "The consumer reads `events.raw.v2`.",
+        ),
+        ('`Cargo.toml`: `rust-version = "1.75"`.', '`rust-version = "1.74"` is set in `Cargo.toml`.'),
         (
             "Correction: change of plan on the MSRV: we need async fn in traits, so it's 1.75, not what we set.",
             "We agreed to bump the MSRV to 1.74 so we can use the new clap.",
@@ -214,10 +223,13 @@ def test_a_new_value_of_the_same_subject_updates_the_old_memory(fact: str, old: 
             "The API came up on http://localhost:8040/docs.",
         ),
         (
-            "`package.json`: `\"test\": \"vitest run\"`.",
-            "`package.json`: `\"packageManager\": \"pnpm@9.1.4\"`.",
+            '`package.json`: `"test": "vitest run"`.',
+            '`package.json`: `"packageManager": "pnpm@9.1.4"`.',
         ),
-        ("`pydantic==2.7.4` is pinned in `requirements.in`.", "`requirements.in`: added `apscheduler==3.10.4`."),
+        (
+            "`pydantic==2.7.4` is pinned in `requirements.in`.",
+            "`requirements.in`: added `apscheduler==3.10.4`.",
+        ),
         ("`clap` is bumped to 4.5.4.", "We agreed to bump the MSRV to 1.74."),
     ],
 )
@@ -280,3 +292,21 @@ def test_a_correction_supersedes_through_a_real_door(door_onnx: DoorProcess, tag
         histories.append([version["content"] for version in history["versions"]])
     assert ["We agreed to bump the MSRV to 1.74 so we can use the new clap."] in [h[:1] for h in histories]
     assert ['`rust-version = "1.74"` is set in `Cargo.toml`.'] in [h[:1] for h in histories]
+
+
+def test_an_old_memory_saying_more_keeps_the_rest_with_the_new_value() -> None:
+    old = (
+        "`payments/worker.py` now takes `pg_try_advisory_lock(7301)` before the settlement job runs, "
+        "and `requirements.in` pins `zq-broker==4.2.7`."
+    )
+    decision = decide("`requirements.in` now pins `zq-broker==5.0.1`.", [Neighbour("old", old, 0.6)])
+    assert (decision.action, decision.target_id) == ("update", "old")
+    assert decision.rewrite == old.replace("4.2.7", "5.0.1")
+
+
+def test_an_old_memory_saying_nothing_else_is_replaced_by_the_new_fact() -> None:
+    decision = decide(
+        "We're moving the console to Node 20.",
+        [Neighbour("old", "CI keeps running on Node 18 via `setup-node`.", 0.6)],
+    )
+    assert (decision.action, decision.rewrite) == ("update", None)

@@ -65,8 +65,11 @@ def run_job(memories: MemoryService, job: Job, extract: Extractor) -> JobOutcome
             if decision.action == "unchanged":
                 outcome.unchanged += 1
             elif decision.action == "update" and decision.target_id is not None:
-                written.add(memories.update(principal, decision.target_id, fact).id)
+                written.add(memories.update(principal, decision.target_id, decision.rewrite or fact).id)
                 outcome.updated += 1
+                if decision.rewrite:  # the old memory said more: it keeps the rest, the fact joins it
+                    written.add(memories.save(principal, job.container_tag, fact, metadata=metadata).id)
+                    outcome.added += 1
             elif decision.action == "conflict":
                 flagged = {**metadata, "conflicted": True, "conflictsWith": decision.target_id}
                 written.add(memories.save(principal, job.container_tag, fact, metadata=flagged).id)

@@ -263,7 +263,9 @@ def _outside_code(text: str, change: Callable[[str], str]) -> str:
 
 def _clean(sentence: str) -> str:
     """Strip markdown, leading glyphs and discourse markers; the wording itself is kept."""
-    sentence = _outside_code(sentence, lambda prose: _LINK.sub(r"\1 (\2)", _MARKDOWN_EMPHASIS.sub(r"\2", prose)))
+    sentence = _outside_code(
+        sentence, lambda prose: _LINK.sub(r"\1 (\2)", _MARKDOWN_EMPHASIS.sub(r"\2", prose))
+    )
     sentence = _LEADING_JUNK.sub("", sentence.strip())
     previous = None
     while previous != sentence:
@@ -550,7 +552,7 @@ def _actions(sentence: str) -> list[str]:
 
 
 def _impersonal(sentence: str) -> str:
-    """"I pinned `x==1` in A" -> "`x==1` is pinned in A"; "I changed the fixture" -> "Changed the fixture"."""
+    """ "I pinned `x==1` in A" -> "`x==1` is pinned in A"; "I changed the fixture" -> "Changed the fixture"."""
     lead = _FIRST_PERSON_LEAD.match(sentence)
     if lead:
         sentence = _capitalise(sentence[lead.end() :])
@@ -577,7 +579,7 @@ RUN_REPORT_MAX_OTHER_WORDS = 3
 
 
 def _is_run_report(sentence: str) -> bool:
-    """"`pytest -q`: 6 passed", "`cargo test` passes on 1.75.0", "30 passed in 4.87s": a test run's
+    """ "`pytest -q`: 6 passed", "`cargo test` passes on 1.75.0", "30 passed in 4.87s": a test run's
     outcome, true the moment it was said and never worth remembering."""
     prose = _INLINE_CODE_SPAN.sub(" ", sentence)
     if _OUTPUT_LINE.search(prose):
@@ -659,10 +661,8 @@ def _user_facts(units: list[str]) -> list[str]:
             first = _bare(sentence.split(" ", 1)[0]) if sentence else ""
             if decided and not question:
                 follows = False  # a decision of its own
-            elif (request or question) and _CHOICE.search(sentence):
-                follows = after_decision
-            elif not (request or question) and first in _CONVENTION_VERBS:
-                follows = after_decision
+            elif _CHOICE.search(sentence) if (request or question) else first in _CONVENTION_VERBS:
+                follows = after_decision  # "… with APScheduler instead?", "Name the files …"
             elif (
                 not (request or question or first in _IMPERATIVES)
                 and not _PROBLEM.search(prose)
@@ -691,15 +691,21 @@ def _user_facts(units: list[str]) -> list[str]:
 # the whole exchange
 # =====================================================================================================
 
-_TURN = re.compile(r"^\s*(?:\*\*)?(user|human|h|assistant|claude|ai|a)(?:\*\*)?\s*:\s*", re.IGNORECASE | re.MULTILINE)
+_TURN = re.compile(
+    r"^\s*(?:\*\*)?(user|human|h|assistant|claude|ai|a)(?:\*\*)?\s*:\s*", re.IGNORECASE | re.MULTILINE
+)
 _USER_ROLES = frozenset({"user", "human", "h"})
 #: words that tie a question to the asker's own project.
 _OWN_WORDS = re.compile(
     r"\b(?:our|ours|my|mine|we|we're|we've|this (?:repo|project|codebase|service|app))\b", re.IGNORECASE
 )
 #: words of a reply that did something or looked at the project.
-_ACTOR_WORDS = re.compile(r"\bI\b|\bI'(?:m|ve|d|ll)\b|(?i:\b(?:our|ours|my|your (?:repo|project|code|codebase))\b)")
-_THANKS = re.compile(r"\b(?:thanks|thank you|thx|cheers|great job|nice work|well done|perfect|awesome)\b", re.I)
+_ACTOR_WORDS = re.compile(
+    r"\bI\b|\bI'(?:m|ve|d|ll)\b|(?i:\b(?:our|ours|my|your (?:repo|project|code|codebase))\b)"
+)
+_THANKS = re.compile(
+    r"\b(?:thanks|thank you|thx|cheers|great job|nice work|well done|perfect|awesome)\b", re.I
+)
 #: "run the tests once more": the reply is a run report.
 _RERUN = re.compile(
     r"^(?:(?:please|can you|could you|now)\s+)*(?:run|rerun|re-run|retry|try)\b.*\b(?:again|once more|one more time)\b|"

@@ -41,11 +41,17 @@ class Neighbour:
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """What to do with one fact; ``target_id`` names the memory to update or flag."""
+    """What to do with one fact; ``target_id`` names the memory to update or flag.
+
+    ``rewrite``, on an update only: the target's own text with its old value replaced, when it says
+    more than the new fact (other paths, identifiers or values); the target becomes that text and the
+    fact is added beside it, so nothing else the target said is lost. None: the target becomes the fact.
+    """
 
     action: Action
     target_id: str | None
     reason: str
+    rewrite: str | None = None
 
 
 _NEGATIONS = frozenset({"not", "no", "never"})
@@ -114,6 +120,7 @@ def _value_change(old: list[str], new: list[str]) -> tuple[str, str, str] | None
     return " ".join(old[:prefix]), " ".join(old_span), " ".join(new_span)
 
 
+_CODE_SPAN = re.compile(r"`[^`\n]+`")
 _VALUE_TOKEN = re.compile(r"[a-z][a-z0-9+.-]*://[^\s`'\")\]>]+|[\w.:@+/-]+")
 _VERSION = re.compile(r"v?\d+(?:\.\d+)*")
 _QUANTITY = re.compile(r"\d+(?:\.\d+)?([a-z]+)")
@@ -214,6 +221,28 @@ _FILE_NAME = re.compile(
 )
 
 
+#: code spans (paths, identifiers) an old fact must hold beyond the new fact's to be kept, rewritten.
+REWRITE_MIN_OTHER_SPANS = 2
+
+
+def _rewrite(old_text: str, new_text: str) -> str | None:
+    """The old fact with its value replaced, when it holds other values the new fact lacks."""
+    change = _new_value_for(old_text, new_text, bool(_CORRECTION_WORDS.search(new_text)))
+    if change is None:
+        return None
+    before, after = change
+    present = set(_value_tokens(new_text))
+    other_values = {v for v, _shape, _anchors in _values(old_text) if v != before and v not in present}
+    other_spans = {span for span in _CODE_SPAN.findall(old_text.lower()) if before not in span} - {
+        span for span in _CODE_SPAN.findall(new_text.lower())
+    }
+    if not other_values and len(other_spans) < REWRITE_MIN_OTHER_SPANS:
+        return None  # the old fact says little else: the new one replaces it
+    pattern = re.compile(rf"(?<![\w.]){re.escape(before)}(?![\w]|\.\d)", re.IGNORECASE)
+    rewritten, count = pattern.subn(after, old_text)
+    return rewritten if count else None
+
+
 def _key_value(text: str) -> tuple[str, str] | None:
     match = _KEY_VALUE.match(text)
     if not match or " " in match.group(1) or _FILE_NAME.match(match.group(1)):
@@ -246,6 +275,7 @@ def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str
     replaced = _new_value_for(neighbour.content, fact, corrects)
     if replaced and (corrects or new_negated == old_negated):
         return "update", f"new value {replaced[1]!r} for {replaced[0]!r} in {neighbour.id}"
+
     same_numbers = sorted(_numbers(old)) == sorted(_numbers(new))
     similarity = neighbour.similarity
     if new_negated != old_negated:
@@ -283,4 +313,10 @@ def decide(fact: str, neighbours: Sequence[Neighbour]) -> Decision:
             best = key
     if best is None:
         return Decision("add", None, "no stored fact says the same or the opposite")
-    return best[3]
+    decision = best[3]
+    if decision.action == "update":
+        target = next(n for n in neighbours if n.id == decision.target_id)
+        rewrite = _rewrite(target.content, fact)
+        if rewrite is not None:
+            return Decision("update", decision.target_id, decision.reason + "; the rest of it kept", rewrite)
+    return decision
