@@ -310,3 +310,28 @@ def test_an_old_memory_saying_nothing_else_is_replaced_by_the_new_fact() -> None
         [Neighbour("old", "CI keeps running on Node 18 via `setup-node`.", 0.6)],
     )
     assert (decision.action, decision.rewrite) == ("update", None)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "User: thanks, that fixed it!\n\nAssistant: Glad to hear it. The `main` branch is ready whenever you are.",
+        'User: there\'s a typo on the settings page, "Recieve"\n\nAssistant: `src/settings/page.tsx` now reads '
+        '"Receive"; `pnpm lint` is clean.',
+        "User: should we use match or match_phrase for titles?\n\nAssistant: `match` analyses the query and "
+        "matches any term; `match_phrase` requires the terms in order. I'd use `match_phrase` for titles.",
+    ],
+)
+def test_thanks_typo_fixes_and_advice_from_general_knowledge_leave_nothing(text: str) -> None:
+    assert extract_facts(text) == []
+
+
+def test_a_value_corrected_in_place_is_a_decision_and_a_correction() -> None:
+    assert extract_facts("User: The gRPC port is 8443, not 8080. Fix the docs.\n\nAssistant: Done.") == [
+        "The gRPC port is 8443, not 8080."
+    ]
+    assert extract_facts("Assistant: Actually, the pool limit is 20 in `config/db.toml`.") == [
+        "Correction: the pool limit is 20 in `config/db.toml`."
+    ]
+    decision = decide("The gRPC port is 8443, not 8080.", [Neighbour("old", "The gRPC port is 8080.", 0.9)])
+    assert (decision.action, decision.target_id) == ("update", "old")

@@ -1,13 +1,18 @@
 """Deterministic fact extraction: the durable, self-contained sentences of a saved exchange, no model.
 
-Pure (no I/O). It reads the text the hook saves (usually ``User: …\\n\\nAssistant: …``), throws away
-what is never worth remembering (greetings, questions, filler such as "Let me check", tool noise, logs,
-code dumps, injected ``<bli-memory-…>`` blocks), splits the rest into sentences and keeps those that
-carry a durable signal: a decision, a convention, a command, a path, a version, a preference, a fix,
-an identifier. A sentence that leans on "it"/"this"/"they" is rewritten with the subject of the
-previous sentence when one can be found, and dropped otherwise, so every fact reads on its own a month
-later. Rule-based on purpose: the same exchange always yields the same facts, so saving it twice adds
-nothing new.
+Pure (no I/O). It reads the text the hook saves (usually ``User: …\n\nAssistant: …``) turn by turn.
+From the user's turn it keeps what the user states: decisions, conventions, preferences and
+corrections (a request carrying the choice, "Can you move it to X instead?", counts, without its
+question mark; a correction keeps the word "Correction"), and how things are; never a question, a
+one-off task or a problem report. From the reply it keeps the sentences with a durable signal (a
+command, a path, a version, an identifier, a decision, a fix, an owner), written impersonally ("I
+pinned `x==1`" becomes "`x==1` is pinned"), one fact per reported action; code spans stay byte for
+byte. A sentence whose pronoun comes before anything it could mean ("Set it to 300") is never
+rewritten with a guessed subject: it joins the sentence before it in the same paragraph, whose words
+name the thing, or it is dropped. Test-run reports, moment-bound reports (line numbers, "no other
+hits"), thanks, re-run requests and general-knowledge answers leave nothing. The reply's direct
+answer to a user's wh-question carries that question. Rule-based on purpose: the same exchange always
+yields the same facts, so saving it twice adds nothing new.
 """
 
 from __future__ import annotations
@@ -604,7 +609,7 @@ _USER_DECISION = re.compile(
     r"we(?:'re| are) (?:replacing|moving|switching|migrating|dropping|standardi[sz]ing|adopting|using)|"
     r"we (?:moved|switched|migrated|replaced|cut|dropped|standardi[sz]ed|adopted|use|always|never)|"
     r"(?:has|have) to be|must (?:always|never|be)|should (?:always|never))\b|"
-    r"^(?:always|never|only)\b|\bnot [\w.`-]+(?: [\w.`-]+)?,? but\b",
+    r"^(?:always|never|only)\b|\bnot [\w.`-]+(?: [\w.`-]+)?,? but\b|,\s+not\s+v?\d[\w.]*\b",
     re.IGNORECASE,
 )
 #: a correction keeps a word that says so, so reconciliation lets it replace the value it corrects.
@@ -696,13 +701,15 @@ _TURN = re.compile(
 )
 _USER_ROLES = frozenset({"user", "human", "h"})
 #: words that tie a question to the asker's own project.
-_OWN_WORDS = re.compile(
-    r"\b(?:our|ours|my|mine|we|we're|we've|this (?:repo|project|codebase|service|app))\b", re.IGNORECASE
-)
-#: words of a reply that did something or looked at the project.
+_OWN_WORDS = re.compile(r"\b(?:our|ours|my|mine|this (?:repo|project|codebase|service|app))\b", re.IGNORECASE)
+#: words of a reply that did something or looked at the project ("I'd use X" is advice, not an action).
 _ACTOR_WORDS = re.compile(
-    r"\bI\b|\bI'(?:m|ve|d|ll)\b|(?i:\b(?:our|ours|my|your (?:repo|project|code|codebase))\b)"
+    r"\bI(?:'ve| have)?\s+(?:also\s+|just\s+|then\s+)?(?:[a-z]+ed|ran|made|set|wrote|found|put|took|saw|got|"
+    r"built|left|kept|cut|read|looked|see|can see|checked)\b|\bI'm\s+(?:seeing|looking)\b|"
+    r"(?i:\b(?:our|ours|my|your (?:repo|project|code|codebase|branch|config))\b)"
 )
+#: a user's turn about a typo asks for a one-off fix; its reply holds nothing durable.
+_TYPO = re.compile(r"\b(?:typos?|misspel\w*|spelling)\b", re.IGNORECASE)
 _THANKS = re.compile(
     r"\b(?:thanks|thank you|thx|cheers|great job|nice work|well done|perfect|awesome)\b", re.I
 )
@@ -779,10 +786,12 @@ def _leaves_nothing(turns: list[tuple[str, str]]) -> bool:
     replies = " ".join(body for role, body in turns if role == "assistant")
     if len(users) != 1 or not replies.strip():
         return False
-    sentences = [_clean(s) for unit in _prose_units(users[0]) for s in _sentences(unit)]
-    sentences = [s for s in sentences if s]
-    if sentences and all(_GREETING_OR_FILLER.match(s) or _THANKS.search(s) for s in sentences):
+    raw = [s for unit in _prose_units(users[0]) for s in _sentences(unit)]
+    if raw and all(_GREETING_OR_FILLER.match(_clean(s)) or _THANKS.search(s) for s in raw):
         return True
+    if _TYPO.search(users[0]) and not _user_facts(_prose_units(users[0])):
+        return True
+    sentences = [c for c in (_clean(s) for s in raw) if c]
     if len(sentences) == 1 and _RERUN.search(sentences[0]) and len(sentences[0].split()) <= RERUN_MAX_WORDS:
         return True
     return _answers_from_general_knowledge(users[0], replies)
@@ -817,6 +826,8 @@ def _statement_facts(units: list[str], *, assistant: bool) -> tuple[list[tuple[i
                     if previous_index is not None:
                         facts[previous_index] = None
                 fact = _finish(candidate)
+                if _CORRECTION.match(raw) and not fact.startswith("Correction"):
+                    fact = f"Correction: {fact[:1].lower()}{fact[1:]}"  # reconciliation reads the word
                 previous, previous_index, previous_first = fact, None, first_statement
                 words = len(_TOKEN.findall(fact))
                 count, strong = _signals(fact)

@@ -1,7 +1,12 @@
 """Reconciliation: what to do with one new fact, given its nearest stored neighbours. Pure (no I/O).
 
 :func:`decide` says ``unchanged`` (a near-duplicate), ``update`` (the same subject with a new value),
-``conflict`` (a negation it cannot settle) or ``add``.
+``conflict`` (a negation it cannot settle) or ``add``. An update is "the same subject, a new
+value": an identifier that differs only in its digits (``events.raw.v2`` -> ``events.raw.v3``), or a
+version, number, quantity or URL (same site) after the same words ("Node 18" -> "Node 20"); a fact
+phrased as a correction ("actually …", "correction: …", "not X but Y", "we moved from X to Y") needs
+only one word in common with the value's context. The old memory stays as history; when it said more
+than the new fact, it is kept with the new value in place (``Decision.rewrite``).
 """
 
 from __future__ import annotations
@@ -137,9 +142,13 @@ ANCHOR_WORDS = 3
 IDENTIFIER_MIN_LETTERS = 3
 #: corrections phrased as one: "actually …", "correction: …", "not X but Y", "we moved from X to Y".
 _CORRECTION_WORDS = re.compile(
-    r"\b(?:actually|correction|change of plan|not [\w.:@+/-]+,? but|(?:moved|switched|migrated|went) from)\b",
+    r"\b(?:actually|correction|change of plan|not [\w.:@+/-]+,? but|(?:moved|switched|migrated|went) from)\b|"
+    r",\s+not\s+v?\d",
     re.IGNORECASE,
 )
+
+
+_RETIRING = frozenset({"not", "from", "replacing"})
 
 
 def _value_tokens(text: str) -> list[str]:
@@ -196,8 +205,12 @@ def _new_value_for(old_text: str, new_text: str, corrects: bool) -> tuple[str, s
     new_values = _values(new_text)
     if not new_values:
         return None
-    present = set(_value_tokens(new_text))
-    new_words = {w for w in _value_tokens(new_text) if _is_anchor(w)}
+    words = _value_tokens(new_text)
+    # a value the correction names as the old one ("not 8080", "from 18") is not one it states
+    retired = {words[i + 1] for i in range(len(words) - 1) if words[i] in _RETIRING} if corrects else set()
+    present = set(words) - retired
+    new_values = [v for v in new_values if v[0] not in retired]
+    new_words = {w for w in words if _is_anchor(w)}
     for old_value, old_shape, old_anchors in _values(old_text):
         if old_value in present:
             continue
@@ -260,6 +273,10 @@ def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str
         return "unchanged", f"same text as {neighbour.id}"
     new_negated, new_core = _polarity(new)
     old_negated, old_core = _polarity(old)
+    corrects = bool(_CORRECTION_WORDS.search(fact))
+    replaced = _new_value_for(neighbour.content, fact, corrects) if corrects else None
+    if replaced:  # "8443, not 8080" negates the old value on purpose: a correction, not a conflict
+        return "update", f"corrects {replaced[0]!r} to {replaced[1]!r} in {neighbour.id}"
     if new_negated != old_negated and (
         new_core == old_core or _jaccard(new_core, old_core) >= NEAR_DUPLICATE_OVERLAP
     ):
@@ -271,9 +288,8 @@ def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str
     if change:
         subject, before, after = change
         return "update", f"{subject!r}: {before!r} -> {after!r}"
-    corrects = bool(_CORRECTION_WORDS.search(fact))
     replaced = _new_value_for(neighbour.content, fact, corrects)
-    if replaced and (corrects or new_negated == old_negated):
+    if replaced and new_negated == old_negated:
         return "update", f"new value {replaced[1]!r} for {replaced[0]!r} in {neighbour.id}"
 
     same_numbers = sorted(_numbers(old)) == sorted(_numbers(new))
