@@ -335,3 +335,9 @@ def test_a_value_corrected_in_place_is_a_decision_and_a_correction() -> None:
     ]
     decision = decide("The gRPC port is 8443, not 8080.", [Neighbour("old", "The gRPC port is 8080.", 0.9)])
     assert (decision.action, decision.target_id) == ("update", "old")
+
+
+def test_a_numbered_sibling_is_another_subject_not_a_new_version() -> None:
+    old = "Fact 1: the build cache for service-1 lives in bucket cache-1 and expires after 1 days."
+    fact = "Fact 2: the build cache for service-2 lives in bucket cache-2 and expires after 2 days."
+    assert decide(fact, [Neighbour("old", old, 0.9)]).action == "add"

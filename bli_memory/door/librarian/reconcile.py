@@ -138,6 +138,8 @@ _NOT_ANCHORS = frozenset(
 )
 #: how many words before a value may name what it is the value of ("the MSRV channel in X to 1.74").
 ANCHOR_WORDS = 3
+#: a version inside an identifier: "v2", "@9.1", ":18", "==2.7", "3.11"; "service-1" numbers a sibling.
+_VERSIONED = re.compile(r"(?:\bv|[a-z]v|[@:=])\d|\d\.\d")
 #: letters an identifier needs, besides its digits, to be its own subject ("events.raw.v2").
 IDENTIFIER_MIN_LETTERS = 3
 #: corrections phrased as one: "actually …", "correction: …", "not X but Y", "we moved from X to Y".
@@ -211,15 +213,25 @@ def _new_value_for(old_text: str, new_text: str, corrects: bool) -> tuple[str, s
     present = set(words) - retired
     new_values = [v for v in new_values if v[0] not in retired]
     new_words = {w for w in words if _is_anchor(w)}
-    for old_value, old_shape, old_anchors in _values(old_text):
+    old_values = _values(old_text)
+    new_shapes = {shape for value, shape, _anchors in new_values if shape.startswith("id:")}
+    if any(
+        shape in new_shapes and value not in present and not _VERSIONED.search(value)
+        for value, shape, _anchors in old_values
+    ):
+        return None  # "service-1" and "service-2": a numbered sibling, so another subject altogether
+    for old_value, old_shape, old_anchors in old_values:
         if old_value in present:
             continue
         for new_value, new_shape, new_anchors in new_values:
             if new_value == old_value or new_shape != old_shape:
                 continue
             stem = old_shape[3:] if old_shape.startswith("id:") else ""
-            if sum(ch.isalpha() for ch in stem) >= IDENTIFIER_MIN_LETTERS:
-                return old_value, new_value
+            if sum(ch.isalpha() for ch in stem) >= IDENTIFIER_MIN_LETTERS and _VERSIONED.search(old_value):
+                return (
+                    old_value,
+                    new_value,
+                )  # "events.raw.v2" -> "events.raw.v3"; not "service-1" -> "service-2"
             if old_shape == "url" and _domain(old_value) != _domain(new_value):
                 continue  # another site is another service: localhost is not staging
             if old_anchors & new_anchors or (corrects and old_anchors & new_words):
