@@ -341,3 +341,16 @@ def test_a_numbered_sibling_is_another_subject_not_a_new_version() -> None:
     old = "Fact 1: the build cache for service-1 lives in bucket cache-1 and expires after 1 days."
     fact = "Fact 2: the build cache for service-2 lives in bucket cache-2 and expires after 2 days."
     assert decide(fact, [Neighbour("old", old, 0.9)]).action == "add"
+
+
+@pytest.mark.parametrize(
+    "fact",
+    [
+        "We moved the API from Node 18 to Node 20.",
+        "The API runs on Node 20 instead of Node 18.",
+        "The API runs on Node 20, not 18.",
+    ],
+)
+def test_a_correction_naming_the_old_value_supersedes_it(fact: str) -> None:
+    decision = decide(fact, [Neighbour("old", "The API runs on Node 18.", 0.8)])
+    assert (decision.action, decision.target_id) == ("update", "old"), decision.reason

@@ -144,13 +144,27 @@ _VERSIONED = re.compile(r"(?:\bv|[a-z]v|[@:=])\d|\d\.\d")
 IDENTIFIER_MIN_LETTERS = 3
 #: corrections phrased as one: "actually …", "correction: …", "not X but Y", "we moved from X to Y".
 _CORRECTION_WORDS = re.compile(
-    r"\b(?:actually|correction|change of plan|not [\w.:@+/-]+,? but|(?:moved|switched|migrated|went) from)\b|"
+    r"\b(?:actually|correction|change of plan|not [\w.:@+/-]+,? but|(?:moved|switched|migrated|went)\b[^.;]{0,40}?\bfrom|"
+    r"no longer|instead of)\b|"
     r",\s+not\s+v?\d",
     re.IGNORECASE,
 )
 
 
 _RETIRING = frozenset({"not", "from", "replacing"})
+
+
+def _retired(words: list[str]) -> set[str]:
+    """The values a correction names as the old ones: the first within two words after "not", "from",
+    "replacing" or "instead of" ("from Node 18 to Node 20" retires "18")."""
+    out: set[str] = set()
+    for index, word in enumerate(words):
+        if word in _RETIRING or (word == "of" and index > 0 and words[index - 1] == "instead"):
+            for following in words[index + 1 : index + 3]:
+                if "://" in following or any(ch.isdigit() for ch in following):
+                    out.add(following)
+                    break
+    return out
 
 
 def _value_tokens(text: str) -> list[str]:
@@ -209,7 +223,7 @@ def _new_value_for(old_text: str, new_text: str, corrects: bool) -> tuple[str, s
         return None
     words = _value_tokens(new_text)
     # a value the correction names as the old one ("not 8080", "from 18") is not one it states
-    retired = {words[i + 1] for i in range(len(words) - 1) if words[i] in _RETIRING} if corrects else set()
+    retired = _retired(words) if corrects else set()
     present = set(words) - retired
     new_values = [v for v in new_values if v[0] not in retired]
     new_words = {w for w in words if _is_anchor(w)}
