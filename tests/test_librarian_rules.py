@@ -354,3 +354,14 @@ def test_a_numbered_sibling_is_another_subject_not_a_new_version() -> None:
 def test_a_correction_naming_the_old_value_supersedes_it(fact: str) -> None:
     decision = decide(fact, [Neighbour("old", "The API runs on Node 18.", 0.8)])
     assert (decision.action, decision.target_id) == ("update", "old"), decision.reason
+
+
+def test_a_pronoun_opening_the_answer_joins_the_question_it_answers() -> None:
+    facts = extract_facts(
+        "User: what does the `sync` job do?\n\nAssistant: It copies rows from prod to staging every night "
+        "at 02:00 UTC. It is defined in `jobs/sync.py`."
+    )
+    assert facts == [
+        "What does the `sync` job do? It copies rows from prod to staging every night at 02:00 UTC; "
+        "it is defined in `jobs/sync.py`."
+    ]

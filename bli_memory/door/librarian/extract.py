@@ -496,7 +496,10 @@ def _conjunction_that(before: str, after: str) -> bool:
 
 
 def _join(previous: str, sentence: str) -> str:
-    """One fact from a sentence and the one before it that names what its pronoun means."""
+    """One fact from a sentence and the one before it (or the question it answers) that names what
+    its pronoun means."""
+    if previous.endswith("?"):
+        return f"{previous} {sentence}"
     first = sentence[:1].lower() + sentence[1:] if sentence[1:2].islower() else sentence
     return f"{previous.rstrip(' .;:')}; {first}"
 
@@ -797,16 +800,19 @@ def _leaves_nothing(turns: list[tuple[str, str]]) -> bool:
     return _answers_from_general_knowledge(users[0], replies)
 
 
-def _statement_facts(units: list[str], *, assistant: bool) -> tuple[list[tuple[int, str]], str | None]:
+def _statement_facts(
+    units: list[str], *, assistant: bool, asked: str | None = None
+) -> tuple[list[tuple[int, str]], str | None]:
     """(signal count, fact) for each durable sentence of an assistant's reply or a note, and the fact
-    made of the text's first statement (its direct answer), if that one was kept."""
+    made of the text's first statement (its direct answer), if that one was kept. The user's question
+    (``asked``) stands before the reply's first paragraph: "It copies rows …" joins it."""
     facts: list[tuple[int, str] | None] = []
     statements = 0
     answer: str | None = None
-    for unit in units:
-        previous: str | None = None  # the sentence before, in this unit, that a pronoun may lean on
+    for number, unit in enumerate(units):
+        previous: str | None = asked if number == 0 else None  # what a pronoun here may lean on
         previous_index: int | None = None
-        previous_first = False
+        previous_first = previous is not None
         for raw in _sentences(unit):
             cleaned = _clean(raw)
             clauses = _actions(cleaned) if assistant and cleaned else [cleaned]
@@ -888,8 +894,8 @@ def extract_facts(text: str) -> list[str]:
             found = [(len(_SIGNALS) + 1, fact) for fact in user_facts]
             question = None if user_facts else _asked(units)
         else:
-            found, answer = _statement_facts(units, assistant=role == "assistant")
-            if question and found and found[0][1] == answer:
+            found, answer = _statement_facts(units, assistant=role == "assistant", asked=question)
+            if question and found and found[0][1] == answer and not answer.startswith(question):
                 count, first = found[0]  # the answer says what it answers: "How do I X? Use Y."
                 framed = f"{question} {first}"
                 if len(framed) <= MAX_FACT_CHARS:
