@@ -1,6 +1,6 @@
 """Capture quality: replay coding-agent exchanges through a real door and score what the librarian keeps.
 
-Usage: .venv/bin/python scripts/eval_capture.py PATH [--embedder onnx|none] [--verbose]
+Usage: .venv/bin/python scripts/eval_capture.py PATH [--embedder onnx|none] [--projects A,B] [--verbose]
 
 PATH is a capture file: one JSON object a line, `{id, project, exchange, facts: [{query, key: [...]}],
 must_not: [...], noise}`. The data set is not part of a checkout; the development machine's copy is
@@ -173,6 +173,17 @@ def load_exchanges(path: Path) -> list[Exchange]:
     if not exchanges:
         raise EvalError(f"{path} holds no exchange", 2)
     return exchanges
+
+
+def only_projects(exchanges: Sequence[Exchange], projects: str) -> list[Exchange]:
+    """The exchanges of the named projects (comma-separated), in file order; all of them when empty."""
+    wanted = {name.strip() for name in projects.split(",") if name.strip()}
+    if not wanted:
+        return list(exchanges)
+    unknown = sorted(wanted - {e.project for e in exchanges})
+    if unknown:
+        raise EvalError(f"--projects: no exchange belongs to {', '.join(unknown)}", 2)
+    return [e for e in exchanges if e.project in wanted]
 
 
 def space_tag(project: str) -> str:
@@ -704,9 +715,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--verbose", action="store_true", help="per exchange: what was stored, found, missed and wrong"
     )
+    parser.add_argument(
+        "--projects",
+        default="",
+        help="comma-separated project names: replay and score only their exchanges (e.g. to tune the "
+        "librarian on some projects and report the others as held out)",
+    )
     args = parser.parse_args(argv)
     try:
-        exchanges = load_exchanges(args.path)
+        exchanges = only_projects(load_exchanges(args.path), args.projects)
         with tempfile.TemporaryDirectory(prefix="bli-capture-") as folder:
             runs = []
             for index, (name, env) in enumerate(librarians(os.environ)):

@@ -64,8 +64,9 @@ def run_job(memories: MemoryService, job: Job, extract: Extractor) -> JobOutcome
         if not memories.store.job_may_write(job):  # revoked while extracting: final under this transaction
             return None
         roots: list[str] = []
+        written: set[str] = set()  # one exchange's facts are all current: none supersedes another
         for fact in facts:
-            root = _apply_fact(memories, principal, job, fact, metadata, outcome)
+            root = _apply_fact(memories, principal, job, fact, metadata, outcome, written)
             if root is not None and root not in roots:
                 roots.append(root)
         memories.save_exchange(
@@ -95,9 +96,17 @@ def _apply_fact(
     fact: str,
     metadata: dict[str, Any],
     outcome: JobOutcome,
+    written: set[str],
 ) -> str | None:
-    """Reconcile one fact and write what that decides; the root id of the fact that now holds it."""
-    hits = _neighbours(memories, principal, job.container_tag, fact)
+    """Reconcile one fact and write what that decides; the root id of the fact that now holds it.
+
+    `written` holds the ids this job wrote so far (and gains the new ones): a fact is never
+    compared with its own exchange's other facts, so none of them supersedes another."""
+    hits = [
+        hit
+        for hit in _neighbours(memories, principal, job.container_tag, fact)
+        if hit.memory.id not in written
+    ]
     root_of = {hit.memory.id: hit.memory.root_id for hit in hits}
     neighbours = [librarian.Neighbour(hit.memory.id, hit.memory.content, hit.similarity) for hit in hits]
     decision = librarian.decide(fact, neighbours)
@@ -111,8 +120,13 @@ def _apply_fact(
             **(target.metadata or {}),
             exchanges.FACT_EXCHANGE_FIELD: metadata[exchanges.FACT_EXCHANGE_FIELD],
         }
-        updated = memories.update(principal, decision.target_id, fact, metadata=relinked)
+        updated = memories.update(principal, decision.target_id, decision.rewrite or fact, metadata=relinked)
+        written.add(updated.id)
         outcome.updated += 1
+        if decision.rewrite:  # the old memory said more: it keeps the rest, the fact joins it
+            joined = memories.save(principal, job.container_tag, fact, metadata=metadata)
+            written.add(joined.id)
+            outcome.added += 1
         return updated.root_id
     if decision.action == "conflict":
         flagged = {**metadata, "conflicted": True, "conflictsWith": decision.target_id}
@@ -124,6 +138,7 @@ def _apply_fact(
             outcome.unchanged += 1
         else:
             outcome.added += 1
+    written.add(result.id)
     return memories.get(principal, result.id).root_id
 
 

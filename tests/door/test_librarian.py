@@ -45,18 +45,18 @@ EXCHANGES: list[tuple[str, str, list[str]]] = [
         ["We decided to use Postgres 16 instead of MySQL.", "Always use pnpm, not npm."],
     ),
     (
-        "question answered with a pronoun",
+        "question answered with a pronoun: no guessed subject, the pronoun's sentence is dropped",
         "User: Hi! How do I run the tests?\n\nAssistant: Sure! Let me check the Makefile.\n\n"
         "Run them with `make test`. The integration tests need Docker running.",
-        ["Run the tests with `make test`.", "The integration tests need Docker running."],
+        ["The integration tests need Docker running."],
     ),
     (
-        "it resolves to the subject of a question and carries on",
+        "an answer opening with it joins the question it answers, in its own words",
         "User: what does the `sync` job do?\n\nAssistant: It copies rows from prod to staging every "
         "night at 02:00 UTC. It is defined in `jobs/sync.py`.",
         [
-            "The `sync` job copies rows from prod to staging every night at 02:00 UTC.",
-            "The `sync` job is defined in `jobs/sync.py`.",
+            "What does the `sync` job do? It copies rows from prod to staging every night at 02:00 UTC; "
+            "it is defined in `jobs/sync.py`.",
         ],
     ),
     (
@@ -70,22 +70,20 @@ EXCHANGES: list[tuple[str, str, list[str]]] = [
         ["The fix was to pin numpy<2 in requirements.txt because onnxruntime 1.17 does not support numpy 2."],
     ),
     (
-        "a short command block is folded into its lead-in; it resolves to the subject of a dropped sentence",
+        "a short command block is folded into its lead-in; a pronoun with nothing durable to join is dropped",
         "User: To start the dev server, run this:\n\n```bash\n$ pnpm dev --port 3000\n```\n\n"
         "The auth middleware checks the JWT on every request. It reads the secret from `JWT_SECRET`.",
-        [
-            "To start the dev server, run `pnpm dev --port 3000`.",
-            "The auth middleware reads the secret from `JWT_SECRET`.",
-        ],
+        ["To start the dev server, run `pnpm dev --port 3000`."],
     ),
     (
-        "tool noise, headings and a demonstrative are dropped; bullets are kept",
+        "tool noise and headings are dropped, a demonstrative joins its sentence; bullets are kept",
         "Assistant: ⏺ Bash(pytest -q)\n  ⎿  ===== 3 passed in 0.2s =====\nI see the problem. The "
         "session cache in `src/cache.ts` never expired entries, which caused the memory leak. This file "
         "needs a TTL.\n## Summary\n- Moved config to `config/settings.toml`\n- The default port is now "
         "8080\n- Use `ruff format` before committing\n",
         [
-            "The session cache in `src/cache.ts` never expired entries, which caused the memory leak.",
+            "The session cache in `src/cache.ts` never expired entries, which caused the memory leak; this "
+            "file needs a TTL.",
             "Moved config to `config/settings.toml`.",
             "The default port is now 8080.",
             "Use `ruff format` before committing.",
@@ -101,9 +99,9 @@ EXCHANGES: list[tuple[str, str, list[str]]] = [
         "1. `tests/conftest.py`: added `timeout_graceful_shutdown=1`\n2. Bumped pytest-timeout to 2.4\n\n"
         "Would you like me to run the full suite?",
         [
-            "The hang comes from uvicorn waiting for keep-alive connections on shutdown.",
-            "I changed the fixture to pass `timeout_graceful_shutdown=1` to `uvicorn.Config`, which fixes "
-            "the hang.",
+            "Why does `test_door_api.py` hang on CI? The hang comes from uvicorn waiting for keep-alive "
+            "connections on shutdown.",
+            "Changed the fixture to pass `timeout_graceful_shutdown=1` to `uvicorn.Config`, which fixes it.",
             "Going forward, every door fixture should set a graceful shutdown timeout.",
             "`tests/conftest.py`: added `timeout_graceful_shutdown=1`.",
             "Bumped pytest-timeout to 2.4.",
@@ -306,11 +304,11 @@ DECISIONS: list[tuple[str, str, list[Neighbour], str, str | None]] = [
         "a",
     ),
     (
-        "similar words, different numbers are not a duplicate",
+        "similar words, a new number for the same subject: the older memory is updated",
         "Retries back off for 30 seconds between attempts on the queue.",
         [Neighbour("a", "Between attempts on the queue, retries back off for 5 seconds.", 0.95)],
-        "add",
-        None,
+        "update",
+        "a",
     ),
     (
         "unrelated",

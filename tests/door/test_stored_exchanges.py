@@ -26,7 +26,7 @@ MCP = str(Path(sys.executable).parent / "bli-memory-mcp")
 DOOR = str(Path(sys.executable).parent / "bli-memory-door")
 POOL_FACT = "The connection pool is capped by MAX_POOL_SIZE=20 in config/database.yml."
 EXCHANGE = (
-    "User: why does flaky_retry_hook keep failing on the nightly run?\n\n"
+    "User: flaky_retry_hook keeps failing on the nightly run, can you look into it?\n\n"
     "Assistant: We run PostgreSQL 16 in production. " + POOL_FACT + " Run migrations with `make migrate` "
     "before deploying. Thanks for waiting, the weather in quokka_valley was lovely."
 )
@@ -332,7 +332,7 @@ def test_the_prompt_hook_shows_the_exchange_when_no_fact_of_it_matched(
     shown = prompt_hook(door, tag, tmp_path, "why does flaky_retry_hook fail?")
 
     assert f"document · id {document['id']}" in shown
-    assert "why does flaky_retry_hook keep failing on the nightly run?" in shown
+    assert "flaky_retry_hook keeps failing on the nightly run" in shown
 
 
 # ------------------------------------------------------------------------ what search_memory shows

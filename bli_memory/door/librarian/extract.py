@@ -1,20 +1,26 @@
 """Deterministic fact extraction: the durable, self-contained sentences of a saved exchange, no model.
 
-Pure (no I/O). It reads the text the hook saves (usually ``User: …\\n\\nAssistant: …``), throws away
-what is never worth remembering (greetings, questions, filler such as "Let me check", tool noise, logs,
-code dumps, injected ``<bli-memory-…>`` blocks), splits the rest into sentences and keeps those that
-carry a durable signal: a decision, a convention, a command, a path, a version, a preference, a fix,
-an identifier. A sentence that leans on "it"/"this"/"they" is rewritten with the subject of the
-previous sentence when one can be found, and dropped otherwise, so every fact reads on its own a month
-later. Rule-based on purpose: the same exchange always yields the same facts, so saving it twice adds
-nothing new.
+Pure (no I/O). It reads the text the hook saves (usually ``User: …\n\nAssistant: …``) turn by turn.
+From the user's turn it keeps what the user states: decisions, conventions, preferences and
+corrections (a request carrying the choice, "Can you move it to X instead?", counts, without its
+question mark; a correction keeps the word "Correction"), and how things are; never a question, a
+one-off task or a problem report. From the reply it keeps the sentences with a durable signal (a
+command, a path, a version, an identifier, a decision, a fix, an owner), written impersonally ("I
+pinned `x==1`" becomes "`x==1` is pinned"), one fact per reported action; code spans stay byte for
+byte. A sentence whose pronoun comes before anything it could mean ("Set it to 300") is never
+rewritten with a guessed subject: it joins the sentence before it in the same paragraph, whose words
+name the thing, or it is dropped. Test-run reports, moment-bound reports (line numbers, "no other
+hits"), thanks, re-run requests and general-knowledge answers leave nothing. The reply's direct
+answer to a user's wh-question carries that question. Rule-based on purpose: the same exchange always
+yields the same facts, so saving it twice adds nothing new.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
-from bli_memory.door.librarian.words import fact_key
+from bli_memory.door.librarian.words import fact_key, tokens
 
 #: a fact longer than this is not atomic; it is dropped rather than cut mid-thought.
 MAX_FACT_CHARS = 500
@@ -26,9 +32,7 @@ CODE_BLOCK_MAX_LINES = 3
 #: words a sentence needs when its only signal is a code span, a path or a version.
 MIN_WORDS_STRONG = 2
 #: words a sentence needs otherwise.
-MIN_WORDS = 3
-#: the longest subject (in words) that may stand in for "it"/"this"/"they".
-MAX_SUBJECT_WORDS = 8
+MIN_WORDS = 4
 
 
 # =====================================================================================================
@@ -71,6 +75,7 @@ _CODE_LINE = re.compile(
     r"while \(|#include|public |private |package |fn |impl |use [\w:]+;|SELECT |INSERT |CREATE TABLE|@\w+)"
     r"|[{;(]\s*$|^\s*[})\]]"
 )
+_CODE_LINE_START = re.compile(_CODE_LINE.pattern.split("|[{;(]")[0])
 _SHELL_LANGS = frozenset({"", "bash", "sh", "shell", "console", "zsh", "fish", "powershell", "ps1", "cmd"})
 _LEAD_IN_PRONOUN = re.compile(
     r"\b(?:the following(?: (?:command|commands|line|lines|snippet|setting|settings|config))?|"
@@ -79,11 +84,24 @@ _LEAD_IN_PRONOUN = re.compile(
 )
 
 
+_INLINE_CODE_SPAN = re.compile(r"`[^`\n]+`")
+#: the shape of a test runner's or a checker's report: "30 passed in 4.87s", "ok  pkg 0.8s", "[100%]".
+_OUTPUT_LINE = re.compile(
+    r"\b\d+ (?:passed|failed|errors?|skipped|tests?|checks?)\b|\[\s*\d+%\]|^\s*(?:ok|PASS|FAIL|---)\b|"
+    r"^\s*[.FEsx]{5,}|\[no test files\]",
+    re.IGNORECASE,
+)
+#: a lead-in that reports what was run ("Ran `pytest`:", "Output:") introduces output, not a command.
+_REPORT_LEAD_IN = re.compile(r"^(?:I\s+)?(?:ran|re-?ran|output|result|results|got|saw)\b", re.IGNORECASE)
+
+
 def _is_noise_line(line: str) -> bool:
     """A line that is tool output, a log, a stack trace, a table or code rather than prose."""
-    if _NOISE_LINE.match(line) or _CODE_LINE.search(line):
+    if _NOISE_LINE.match(line):
         return True
-    visible = line.strip()
+    if _CODE_LINE.search(line) and not (_BULLET.match(line) and _CODE_LINE_START.match(line) is None):
+        return True  # a prose bullet may end in ";" or "(": only its start can make it code
+    visible = _INLINE_CODE_SPAN.sub("code", line.strip())  # a code span is a word, whatever it holds
     if len(visible) >= 8:
         wordish = sum(ch.isalnum() or ch.isspace() or ch == "`" for ch in visible)
         if wordish / len(visible) < 0.6:
@@ -120,7 +138,10 @@ def _prose_units(text: str) -> list[str]:
                 if lead_in_index is not None and 0 < len(body) <= CODE_BLOCK_MAX_LINES:
                     if fence_lang in _SHELL_LANGS:
                         body = [re.sub(r"^(?:\$|>)\s+", "", ln) for ln in body]
-                    if all("`" not in ln and len(ln) <= 200 for ln in body):
+                    is_command = not _REPORT_LEAD_IN.match(units[lead_in_index]) and not any(
+                        _OUTPUT_LINE.search(ln) for ln in body
+                    )
+                    if is_command and all("`" not in ln and len(ln) <= 200 for ln in body):
                         units[lead_in_index] = _fold_code(units[lead_in_index], body)
                 fence, lead_in_index, last_was_unit = None, None, False
             else:
@@ -197,7 +218,8 @@ _DISCOURSE = re.compile(
     r"remember|important|just so you know|for the record)\b[\s,:;–—-]*|"
     r"(?:ok|okay|alright|right|yes|yeah|yep|no|nope|great|perfect|awesome|excellent|nice|cool|sure|"
     r"certainly|absolutely|of course|got it|understood|sounds good|makes sense|good|done|noted|thanks|"
-    r"thank you)\s*[,.:;!–—-]+\s*)",
+    r"thank you|found it|found the (?:cause|culprit|bug|problem)|root cause found|fixed|updated|migrated|"
+    r"ported|changes|changed)\s*[,.:;!–—-]+\s*)",
     re.IGNORECASE,
 )
 _GREETING_OR_FILLER = re.compile(
@@ -226,14 +248,29 @@ _STANDING_ORDER = re.compile(
 _CONTEXT_DEPENDENT = re.compile(
     r"\b(?:above|below|the following|as (?:mentioned|discussed|shown|noted)|shown here|see here|"
     r"the previous|earlier|just now|right now|for now|this session|this conversation|accordingly|"
-    r"as requested|as well|the same)\b",
+    r"as requested|the same (?:way|thing|as before)|this time|since the last|last run|"
+    r"line \d+|lines \d+|typos?|misspel\w*|no (?:other )?(?:hits|matches|diff|changes)|working tree|nothing (?:new )?to commit)\b",
     re.IGNORECASE,
 )
 
 
+def _outside_code(text: str, change: Callable[[str], str]) -> str:
+    """Apply ``change`` to the prose between code spans; a code span is kept byte for byte."""
+    parts: list[str] = []
+    last = 0
+    for match in _INLINE_CODE_SPAN.finditer(text):
+        parts.append(change(text[last : match.start()]))
+        parts.append(match.group(0))
+        last = match.end()
+    parts.append(change(text[last:]))
+    return "".join(parts)
+
+
 def _clean(sentence: str) -> str:
     """Strip markdown, leading glyphs and discourse markers; the wording itself is kept."""
-    sentence = _LINK.sub(r"\1 (\2)", _MARKDOWN_EMPHASIS.sub(r"\2", sentence))
+    sentence = _outside_code(
+        sentence, lambda prose: _LINK.sub(r"\1 (\2)", _MARKDOWN_EMPHASIS.sub(r"\2", prose))
+    )
     sentence = _LEADING_JUNK.sub("", sentence.strip())
     previous = None
     while previous != sentence:
@@ -296,6 +333,16 @@ _SIGNALS: tuple[tuple[str, re.Pattern[str], bool], ...] = (
         True,
     ),
     ("url", re.compile(r"https?://\S+"), True),
+    ("handle", re.compile(r"(?:^|\s)[#@][A-Za-z][\w-]+"), True),
+    (
+        "ownership",
+        re.compile(
+            r"\b(?:owns?|owners?|ownership|maintain(?:s|ed|er|ers)|handled by|responsible|on-?call|channel|"
+            r"lead|reviewers?|sign-?off|approv(?:e|es|al))\b",
+            re.IGNORECASE,
+        ),
+        False,
+    ),
     (
         "decision",
         re.compile(
@@ -351,138 +398,471 @@ def _signals(sentence: str) -> tuple[int, bool]:
 
 
 # =====================================================================================================
-# pronouns
+# pronouns: replaced never, attached when certain
 # =====================================================================================================
 
 _TOKEN = re.compile(r"`[^`]+`|\S+")
-_PRONOUN_SUBJECTS = frozenset(
-    "it this that these those they them we i you he she there here what which who whom how why when "
-    "where one everything something nothing anything someone all both each".split()
-)
 _VERBS = frozenset(
     (
         "is are was were be been being 's has have had does do did will would should can could must may "
         "might shall uses use used runs run lives live needs need requires require reads writes returns "
-        "handles stores calls contains takes gets sets loads starts depends expects points sits defaults "
-        "goes comes lets makes keeps supports caches sends creates fails failed broke breaks crashes crashed "
-        "works worked checks validates owns wraps exposes accepts generates builds listens serves talks "
-        "connects holds lacks misses means fixes fixed causes caused happens happened allows ensures avoids "
+        "handles stores calls contains takes gets sets set loads starts depends expects points sits defaults "
+        "goes comes lets makes keeps supports caches sends creates fails broke breaks crashes "
+        "works checks validates owns wraps exposes accepts generates builds listens serves talks "
+        "connects holds lacks misses means fixes causes happens allows ensures avoids "
         "prevents times expires retries logs prints blocks copies moves syncs parses renders deletes updates "
-        "migrates imports exports reads emits publishes consumes schedules triggers spawns wraps resolves "
-        "maps converts compiles bundles deploys ships tracks stays remains becomes became lives sits"
+        "migrates imports exports emits publishes consumes schedules triggers spawns resolves "
+        "maps converts compiles bundles deploys ships tracks stays remains becomes became made wrote ran put "
+        "kept left cut built rebuilt took gave chose found saw got"
     ).split()
 )
 _AFTER_PRONOUN = _VERBS | frozenset(
     "also only by to in on at with for from and or but because so when if as into after before "
     "instead again now too first once just still already never always".split()
 )
-_REFERRING = frozenset("it its it's this that these those they them their".split())
-_STOP_IN_SUBJECT = frozenset("to for with in on at from by into when if locally now again here there".split())
+#: words that point back at something said earlier.
+_REFERRING = frozenset("it its it's itself this that these those they them their they're theirs".split())
+_DEMONSTRATIVES = frozenset({"this", "that", "these", "those"})
 _SPACE_NOUNS = frozenset("project repo repository codebase team workspace monorepo".split())
-_ARTICLES = frozenset({"the", "a", "an"})
-_WH = frozenset("what how where why when which who".split())
-_AUX = frozenset("is are was were does do did should can could will would".split())
-_IT = re.compile(r"\b(?:it's|it is|its|it)\b", re.IGNORECASE)
-_PLURAL = re.compile(r"\b(?:they're|they are|their|they|them)\b", re.IGNORECASE)
-_DEMONSTRATIVE = re.compile(r"\b(this|that|these|those)\b(?:\s+([\w'`-]+))?", re.IGNORECASE)
+#: words that never name the thing a pronoun could stand for.
+_FUNCTION_WORDS = frozenset(
+    "a an the and or but so to of in on at by for with from into onto as if when once then than via "
+    "don't do does did not can't cannot won't please "
+    "i we you he she me us my our your his her also just still only now again too all both each "
+    "not no never always there here what which who how why where every any some one".split()
+)
+
+
+#: verbs that open an instruction.
+_IMPERATIVES = frozenset(
+    "pin set use run add remove move update fix change make put keep call check try rename delete bump revert "
+    "clean port migrate redo tell show find write name wrap drop replace switch upgrade downgrade install "
+    "enable disable turn stick ship deploy merge push commit".split()
+)
 
 
 def _bare(token: str) -> str:
     return token.strip(".,;:!?()[]{}\"'").lower()
 
 
-def _subject(sentence: str) -> str | None:
-    """The noun phrase a later "it" would point at: the words before the first verb.
+def _names_something(token: str) -> bool:
+    """A code span, a number or a word that can be a noun (not a function word, a verb or an adverb)."""
+    if token.startswith("`"):
+        return True
+    word = _bare(token)
+    if not word or word in _FUNCTION_WORDS or word in _VERBS or word in _REFERRING:
+        return False
+    if any(ch.isdigit() for ch in word):
+        return True
+    return not word.endswith(("ed", "ly", "ing"))
 
-    For a question ("What does the `sync` job do?", "How do I run the tests?") it is the phrase the
-    question is about. Returns None when the subject is itself a pronoun, too long, or not found.
+
+def _leans_on_context(sentence: str) -> bool:
+    """True when a pronoun or a demonstrative comes before anything it could stand for in the sentence.
+
+    "It reads the file", "Set it to 300", "Don't touch this file": the thing meant was named earlier,
+    so the sentence alone does not say what it is about. A pronoun after a noun of its own sentence
+    ("Celery beat keeps double-firing, it …") keeps its own words: the fact reads on its own.
     """
-    tokens = _TOKEN.findall(sentence.rstrip("?.! "))
-    if not tokens:
-        return None
-    if _bare(tokens[0]) in _WH and len(tokens) > 1 and _bare(tokens[1]) in _AUX:
-        rest = tokens[2:]
-        if len(rest) >= 2 and _bare(rest[0]) in {"i", "we", "you"}:
-            rest = rest[2:]
-        phrase: list[str] = []
-        for token in rest:
-            if _bare(token) in _VERBS or _bare(token) in _STOP_IN_SUBJECT:
-                break
-            phrase.append(token)
-    else:
-        phrase = []
-        for token in tokens:
-            if _bare(token) in _VERBS:
-                break
-            phrase.append(token)
-        else:
-            return None
-    words = [w.strip(",;:") for w in phrase]
-    if not words or len(words) > MAX_SUBJECT_WORDS or _bare(words[0]) in _PRONOUN_SUBJECTS:
-        return None
-    if all(_bare(w) in _ARTICLES for w in words):
-        return None
-    if any(_bare(w) in _REFERRING for w in words):
-        return None  # "the config of this" only moves the question; it also keeps _resolve finite
-    return " ".join(words)
+    tokens = _TOKEN.findall(sentence)
+    named = False
+    for index, token in enumerate(tokens):
+        word = _bare(token)
+        if index == 0 and word in _IMPERATIVES:
+            continue  # "Pin it back": the verb of an instruction names nothing
+        if word in _REFERRING and not token.startswith("`"):
+            following = _bare(tokens[index + 1]) if index + 1 < len(tokens) else ""
+            if word in _DEMONSTRATIVES and following in _SPACE_NOUNS:
+                continue  # "this project": memories live per project, so it reads on its own
+            if word == "that" and index > 0 and _conjunction_that(_bare(tokens[index - 1]), following):
+                continue  # "we agreed that every …", "a step that fails": not a pointer
+            if word in _DEMONSTRATIVES and (not following or following in _AFTER_PRONOUN):
+                return True  # "this is cached", "the config of this": a pointer, whatever came before
+            if not named:
+                return True
+            continue
+        named = named or _names_something(token)
+    return False
 
 
-def _as_object(subject: str) -> str:
-    """Lower-case a leading article so the subject reads naturally mid-sentence."""
-    first, _, rest = subject.partition(" ")
-    return f"{first.lower()} {rest}" if first in {"The", "A", "An"} and rest else subject
+def _conjunction_that(before: str, after: str) -> bool:
+    """Mid-sentence "that" joining clauses: after a verb ("agreed that") or a noun ("a step that
+    fails"), or before a determiner or a pronoun ("that every", "that we")."""
+    if before.endswith("ed") or before in _VERBS or before in {"so", "such", "means", "says", "sure"}:
+        return True
+    if after in _FUNCTION_WORDS or after in {"it", "they", "this"} or after in _VERBS:
+        return True
+    return bool(before) and before not in _FUNCTION_WORDS and after.endswith(("s", "ed"))
 
 
-def _resolve(sentence: str, subject: str | None) -> str | None:
-    """Replace "it"/"this"/"they" with ``subject``; None when the sentence leans on context it lacks."""
-    for match in _DEMONSTRATIVE.finditer(sentence):
-        following = _bare(match.group(2) or "")
-        if following in _SPACE_NOUNS:
-            continue  # "this project": memories live per project, so it reads on its own
-        if (
-            following
-            and following not in _AFTER_PRONOUN
-            and match.group(1).lower() in {"this", "these", "those"}
-        ):
-            return None  # "this file": a determiner pointing at something we cannot name
-        if match.group(1).lower() == "that" and match.start() > 0:
-            continue  # mid-sentence "that" is nearly always a conjunction or a relative pronoun
-        if subject is None:
-            return None
-        sentence = _swap(sentence, match.start(), match.end(1), subject)
-        return _resolve(sentence, subject)
-    if _IT.search(sentence) or _PLURAL.search(sentence):
-        if subject is None:
-            return None
+def _join(previous: str, sentence: str) -> str:
+    """One fact from a sentence and the one before it (or the question it answers) that names what
+    its pronoun means."""
+    if previous.endswith("?"):
+        return f"{previous} {sentence}"
+    first = sentence[:1].lower() + sentence[1:] if sentence[1:2].islower() else sentence
+    return f"{previous.rstrip(' .;:')}; {first}"
 
-        def swap_it(match: re.Match[str]) -> str:
-            word = match.group(0).lower()
-            noun = subject if match.start() == 0 else _as_object(subject)
-            if word in {"it's", "it is", "they're", "they are"}:
-                return f"{noun} {'is' if word.startswith('it') else 'are'}"
-            if word in {"its", "their"}:
-                return f"{noun}'s" if not noun.endswith("s") else f"{noun}'"
-            return noun
 
-        sentence = _PLURAL.sub(swap_it, _IT.sub(swap_it, sentence))
+# =====================================================================================================
+# the assistant's voice: first person out, test runs out
+# =====================================================================================================
+
+_FIRST_PERSON_LEAD = re.compile(
+    r"^I(?:'ve| have)?\s+(?:(?:also|then|now|just|already|first|finally|additionally)\s+)*(?=[a-z])"
+)
+_PARTICIPLES = {
+    "set": "set",
+    "made": "made",
+    "wrote": "written",
+    "ran": "run",
+    "put": "put",
+    "kept": "kept",
+    "left": "left",
+    "cut": "cut",
+    "built": "built",
+    "rebuilt": "rebuilt",
+    "took": "taken",
+    "gave": "given",
+    "chose": "chosen",
+    "split": "split",
+}
+_ACTION_ON_CODE = re.compile(
+    r"^(?P<verb>[A-Za-z]+)\s+(?P<object>`[^`]+`)(?P<rest>\s+(?:in|to|into|on|at|for|from|with|as|under|"
+    r"via|before|after|across|behind|inside|so|because)\b.*|\s*[.,;]?.*)$"
+)
+_ACTION_START = re.compile(r"^(?:[A-Z][a-z]+ed|" + "|".join(w.title() for w in _PARTICIPLES) + r")\s")
+#: where one action of a reported list ends and the next begins ("Set X in A, set Y in B, and bumped C").
+_NEXT_ACTION = re.compile(
+    r"(?:,\s+(?:and\s+)?|;\s+(?:and\s+)?(?:I\s+(?:also\s+)?)?|\s+and\s+I\s+(?:also\s+)?)"
+    r"(?=(?:[a-z]+ed|" + "|".join(_PARTICIPLES) + r")\s)"
+)
+_SENTENCE_I = re.compile(r";\s+(?=I\s+(?:also\s+)?[a-z]+\s)")
+
+
+def _actions(sentence: str) -> list[str]:
+    """A reported list of actions, one clause each; any sentence is also cut before "; I <verb>"."""
+    spans: list[str] = []
+
+    def hide(match: re.Match[str]) -> str:
+        spans.append(match.group(0))
+        return f"{_PROTECT}{len(spans) - 1}{_PROTECT}"
+
+    masked = _INLINE_CODE_SPAN.sub(hide, sentence)
+    parts = _SENTENCE_I.split(masked)
+    clauses: list[str] = []
+    for part in parts:
+        part = _FIRST_PERSON_LEAD.sub("", part.strip())
+        pieces = _NEXT_ACTION.split(part) if _ACTION_START.match(_capitalise(part)) else [part]
+        clauses.extend(p.strip() for p in pieces if p.strip())
+    restore = re.compile(f"{_PROTECT}(\\d+){_PROTECT}")
+    return [_capitalise(restore.sub(lambda m: spans[int(m.group(1))], c)) for c in clauses]
+
+
+def _impersonal(sentence: str) -> str:
+    """ "I pinned `x==1` in A" -> "`x==1` is pinned in A"; "I changed the fixture" -> "Changed the fixture"."""
+    lead = _FIRST_PERSON_LEAD.match(sentence)
+    if lead:
+        sentence = _capitalise(sentence[lead.end() :])
+    match = _ACTION_ON_CODE.match(sentence)
+    if match:
+        verb = match.group("verb").lower()
+        participle = verb if verb.endswith("ed") else _PARTICIPLES.get(verb)
+        if participle:
+            return f"{match.group('object')} is {participle}{match.group('rest')}"
     return sentence
 
 
-def _swap(sentence: str, start: int, end: int, subject: str) -> str:
-    noun = subject if start == 0 else _as_object(subject)
-    return sentence[:start] + noun + sentence[end:]
+_PASS_WORDS = re.compile(
+    r"\b(?:passes|passed|passing|green|clean|succeeds?|succeeded|fails|failed|ok)\b|"
+    r"\bpass(?=\s*(?:[.,;:!]|$|on\b|locally\b|again\b|now\b|too\b|cleanly\b))",
+    re.IGNORECASE,
+)
+_RUN_WORDS = frozenset(
+    "pass passes passed passing green clean succeed succeeds succeeded fail fails failed ok test tests "
+    "suite run runs checks check jobs job locally stable full whole now again too out everything".split()
+)
+#: more words than this besides the run's own (passes, tests, locally …) and the sentence is not a run report.
+RUN_REPORT_MAX_OTHER_WORDS = 3
+
+
+def _is_run_report(sentence: str) -> bool:
+    """ "`pytest -q`: 6 passed", "`cargo test` passes on 1.75.0", "30 passed in 4.87s": a test run's
+    outcome, true the moment it was said and never worth remembering."""
+    prose = _INLINE_CODE_SPAN.sub(" ", sentence)
+    if _OUTPUT_LINE.search(prose):
+        return True
+    if not _PASS_WORDS.search(prose):
+        return False
+    other = [
+        w
+        for w in tokens(prose)
+        if w not in _FUNCTION_WORDS and w not in _RUN_WORDS and w not in _REFERRING and not w[:1].isdigit()
+    ]
+    return len(other) <= RUN_REPORT_MAX_OTHER_WORDS
 
 
 # =====================================================================================================
-# the public function
+# the user's turn: only what the user decides
 # =====================================================================================================
+
+_USER_DECISION = re.compile(
+    r"\b(?:decided|decide|decision|agreed|agree|from now on|going forward|in future|from here on|prefer|"
+    r"preference|anymore|any more|no longer|correction|actually|change of plan|convention|policy|"
+    r"we(?:'re| are) (?:replacing|moving|switching|migrating|dropping|standardi[sz]ing|adopting|using)|"
+    r"we (?:moved|switched|migrated|replaced|cut|dropped|standardi[sz]ed|adopted|use|always|never)|"
+    r"(?:has|have) to be|must (?:always|never|be)|should (?:always|never))\b|"
+    r"^(?:always|never|only)\b|\bnot [\w.`-]+(?: [\w.`-]+)?,? but\b|,\s+not\s+v?\d[\w.]*\b",
+    re.IGNORECASE,
+)
+#: a correction keeps a word that says so, so reconciliation lets it replace the value it corrects.
+_CORRECTION_LEAD = re.compile(r"^\W*(?:actually|correction|to correct)\b[\s,:;–—-]*", re.IGNORECASE)
+_CORRECTION = re.compile(r"^\W*(?:actually|correction|to correct|change of plan)\b", re.IGNORECASE)
+#: the verbs of a standing instruction ("Use expect …", "Name the files …"); others are one-off tasks.
+_CONVENTION_VERBS = frozenset(
+    "use name keep prefer avoid put write wrap call prefix suffix stick always never only don't do "
+    "pin place store commit tag format sort no not set run".split()
+)
+#: a request that carries a choice ("… with APScheduler instead?") is part of the decision.
+_CHOICE = re.compile(
+    r"\b(?:instead|rather than|switch(?:ing)? to|replac(?:e|ing) \S+ with|mov(?:e|ing) \S+(?: \S+){0,6} (?:to|into)|"
+    r"from now on|always|never|only)\b",
+    re.IGNORECASE,
+)
+
+
+#: a user's sentence reporting a problem is the reason for the exchange, true at that moment only.
+_PROBLEM = re.compile(
+    r"\b(?:fail(?:s|ed|ing)?|broke|breaks|broken|hangs?|hanging|crash(?:es|ed|ing)?|keeps|kept|again|"
+    r"stopped|started|jumped|spiked|stale|slow|complain(?:s|ing)?|error|errors|bug|doesn't|does not|"
+    r"isn't|aren't|won't|can't|cannot|yesterday|today|this morning|last night)\b",
+    re.IGNORECASE,
+)
+
+
+def _user_facts(units: list[str]) -> list[str]:
+    """What the user states: a decision, a convention, a preference, a correction, how things are.
+
+    Questions, one-off tasks ("Fix the Button component") and problem reports ("the build fails
+    again") are the reason for the exchange, not facts. A request carrying a choice ("Can you move
+    the job to X instead?") is a decision without its question form; it and a bare instruction
+    ("Name the files with the ticket first") join the decision before them, which says what they mean.
+    A correction keeps a word saying so.
+    """
+    parts: list[str] = []
+    after_decision = False
+    for unit in units:
+        for raw in _sentences(unit):
+            lead = _CORRECTION_LEAD.match(raw)
+            prose = _INLINE_CODE_SPAN.sub(" ", raw)
+            decided = bool(
+                _USER_DECISION.search(prose) or (_STANDING_ORDER.search(prose) and not _PROBLEM.search(prose))
+            )
+            sentence = _clean(raw[lead.end() :] if lead else raw)
+            if not sentence or _GREETING_OR_FILLER.match(sentence):
+                continue
+            request = _REQUEST.match(sentence)
+            if request:
+                sentence = _capitalise(sentence[request.end() :])
+            question = sentence.endswith("?") or sentence.endswith(":")
+            sentence = sentence.rstrip("?:").strip()
+            first = _bare(sentence.split(" ", 1)[0]) if sentence else ""
+            if decided and not question:
+                follows = False  # a decision of its own
+            elif _CHOICE.search(sentence) if (request or question) else first in _CONVENTION_VERBS:
+                follows = after_decision  # "… with APScheduler instead?", "Name the files …"
+            elif (
+                not (request or question or first in _IMPERATIVES)
+                and not _PROBLEM.search(prose)
+                and _signals(sentence)[0]
+            ):
+                follows = False  # how things are: "We run Node 20 in CI"
+            else:
+                after_decision = False
+                continue
+            if _CONTEXT_DEPENDENT.search(sentence) or (not follows and _leans_on_context(sentence)):
+                after_decision = False
+                continue
+            sentence = _finish(sentence)
+            if _CORRECTION.match(raw):
+                sentence = f"Correction: {sentence[:1].lower()}{sentence[1:]}"
+            joined = f"{parts[-1]} {sentence}" if follows and parts else ""
+            if joined and len(joined) <= MAX_FACT_CHARS:
+                parts[-1] = joined  # "Use expect with a reason" says what it means after its decision
+            elif len(_TOKEN.findall(sentence)) >= MIN_WORDS_STRONG and len(sentence) <= MAX_FACT_CHARS:
+                parts.append(sentence)
+            after_decision = decided or follows
+    return parts
+
+
+# =====================================================================================================
+# the whole exchange
+# =====================================================================================================
+
+_TURN = re.compile(
+    r"^\s*(?:\*\*)?(user|human|h|assistant|claude|ai|a)(?:\*\*)?\s*:\s*", re.IGNORECASE | re.MULTILINE
+)
+_USER_ROLES = frozenset({"user", "human", "h"})
+#: words that tie a question to the asker's own project.
+_OWN_WORDS = re.compile(r"\b(?:our|ours|my|mine|this (?:repo|project|codebase|service|app))\b", re.IGNORECASE)
+#: words of a reply that did something or looked at the project ("I'd use X" is advice, not an action).
+_ACTOR_WORDS = re.compile(
+    r"\bI(?:'ve| have)?\s+(?:also\s+|just\s+|then\s+)?(?:[a-z]+ed|ran|made|set|wrote|found|put|took|saw|got|"
+    r"built|left|kept|cut|read|looked|see|can see|checked)\b|\bI'm\s+(?:seeing|looking)\b|"
+    r"(?i:\b(?:our|ours|my|your (?:repo|project|code|codebase|branch|config))\b)"
+)
+#: a user's turn about a typo asks for a one-off fix; its reply holds nothing durable.
+_TYPO = re.compile(r"\b(?:typos?|misspel\w*|spelling)\b", re.IGNORECASE)
+_THANKS = re.compile(
+    r"\b(?:thanks|thank you|thx|cheers|great job|nice work|well done|perfect|awesome)\b", re.I
+)
+#: "run the tests once more": the reply is a run report.
+_RERUN = re.compile(
+    r"^(?:(?:please|can you|could you|now)\s+)*(?:run|rerun|re-run|retry|try)\b.*\b(?:again|once more|one more time)\b|"
+    r"^(?:(?:please|can you|could you|now)\s+)*(?:rerun|re-run|retry)\b",
+    re.IGNORECASE,
+)
+#: the longest request that is only a re-run.
+RERUN_MAX_WORDS = 10
+_PATH_TOKEN = re.compile(
+    r"(?:^|\s)(?:~/|\./|\.\./|/[a-z])\S*|\b[\w.-]+/[\w./-]*\.\w{1,5}\b|\b[\w-]+/(?:\s|$)|"
+    r"\b(?:Dockerfile|Makefile|package\.json|pyproject\.toml|Cargo\.toml|go\.mod)\b"
+)
+_GENERAL_QUESTION = re.compile(
+    r"^(?:quick question\W+)?(?:what(?:'s| is| are)|how (?:does|do|is|are|can)|why (?:does|do|is|are)|"
+    r"when (?:should|do|does)|which is|is it|explain|difference)\b",
+    re.IGNORECASE,
+)
+
+
+_WH_QUESTION = re.compile(r"^(?:how|where|what|which|who|why|when)\b", re.IGNORECASE)
+#: words a user's question needs to frame the answer to it.
+QUESTION_MIN_WORDS = 5
+
+
+def _asked(units: list[str]) -> str | None:
+    """The user's one wh-question ("How do I run the tests against X?"), to frame the answer's first fact."""
+    asked = [
+        _clean(s)
+        for unit in units
+        for s in _sentences(unit)
+        if s.rstrip().endswith("?") and _WH_QUESTION.match(_clean(s))
+    ]
+    if len(asked) != 1 or len(asked[0].split()) < QUESTION_MIN_WORDS or _CONTEXT_DEPENDENT.search(asked[0]):
+        return None
+    return _capitalise(asked[0])
+
+
+def _turns(text: str) -> list[tuple[str, str]]:
+    """(role, text) per turn: "user", "assistant", or "note" for text with no speaker labels."""
+    marks = list(_TURN.finditer(text))
+    if not marks:
+        return [("note", text)]
+    turns = [("note", text[: marks[0].start()])] if text[: marks[0].start()].strip() else []
+    for index, mark in enumerate(marks):
+        end = marks[index + 1].start() if index + 1 < len(marks) else len(text)
+        role = "user" if mark.group(1).lower() in _USER_ROLES else "assistant"
+        turns.append((role, text[mark.end() : end]))
+    return turns
+
+
+def _answers_from_general_knowledge(user: str, reply: str) -> bool:
+    """A question about the world ("What's the difference between X and Y?") answered without a word
+    about this repository: the question names no file and says nothing of "our"/"my"/"this repo",
+    and the reply reports no action ("I …"), names no path and says nothing of "our"/"your repo"."""
+    question = " ".join(_prose_units(user)).strip()
+    asked = [_clean(s) for s in _sentences(question)]
+    if not asked or not all(s.endswith("?") or _GENERAL_QUESTION.match(s) for s in asked if s):
+        return False  # a statement or a task beside the question makes it about the project
+    if _REQUEST.match(question):
+        return False
+    if _OWN_WORDS.search(question.replace("`", " ")) or _PATH_TOKEN.search(question.replace("`", " ")):
+        return False
+    prose = " ".join(_prose_units(reply)).replace("`", " ")
+    return not _ACTOR_WORDS.search(prose) and not _PATH_TOKEN.search(prose)
+
+
+def _leaves_nothing(turns: list[tuple[str, str]]) -> bool:
+    """An exchange with nothing durable: thanks or a greeting, a request to run something again (its
+    reply is a run report), or a general-knowledge question answered from general knowledge."""
+    users = [body for role, body in turns if role == "user"]
+    replies = " ".join(body for role, body in turns if role == "assistant")
+    if len(users) != 1 or not replies.strip():
+        return False
+    raw = [s for unit in _prose_units(users[0]) for s in _sentences(unit)]
+    if raw and all(_GREETING_OR_FILLER.match(_clean(s)) or _THANKS.search(s) for s in raw):
+        return True
+    if _TYPO.search(users[0]) and not _user_facts(_prose_units(users[0])):
+        return True
+    sentences = [c for c in (_clean(s) for s in raw) if c]
+    if len(sentences) == 1 and _RERUN.search(sentences[0]) and len(sentences[0].split()) <= RERUN_MAX_WORDS:
+        return True
+    return _answers_from_general_knowledge(users[0], replies)
+
+
+def _statement_facts(
+    units: list[str], *, assistant: bool, asked: str | None = None
+) -> tuple[list[tuple[int, str]], str | None]:
+    """(signal count, fact) for each durable sentence of an assistant's reply or a note, and the fact
+    made of the text's first statement (its direct answer), if that one was kept. The user's question
+    (``asked``) stands before the reply's first paragraph: "It copies rows …" joins it."""
+    facts: list[tuple[int, str] | None] = []
+    statements = 0
+    answer: str | None = None
+    for number, unit in enumerate(units):
+        previous: str | None = asked if number == 0 else None  # what a pronoun here may lean on
+        previous_index: int | None = None
+        previous_first = previous is not None
+        for raw in _sentences(unit):
+            cleaned = _clean(raw)
+            clauses = _actions(cleaned) if assistant and cleaned else [cleaned]
+            for clause in clauses:
+                sentence = _impersonal(clause) if assistant else clause
+                candidate = _candidate(sentence) if sentence else None
+                if candidate is None or _is_run_report(candidate):
+                    previous, previous_index = None, None
+                    continue
+                statements += 1
+                first_statement = statements == 1
+                if _leans_on_context(candidate):
+                    if previous is None:
+                        continue
+                    candidate = _join(previous, candidate)
+                    first_statement = previous_first
+                    if previous_index is not None:
+                        facts[previous_index] = None
+                fact = _finish(candidate)
+                if _CORRECTION.match(raw) and not fact.startswith("Correction"):
+                    fact = f"Correction: {fact[:1].lower()}{fact[1:]}"  # reconciliation reads the word
+                previous, previous_index, previous_first = fact, None, first_statement
+                words = len(_TOKEN.findall(fact))
+                count, strong = _signals(fact)
+                if count == 0 or words < (MIN_WORDS_STRONG if strong else MIN_WORDS):
+                    continue
+                if len(fact) > MAX_FACT_CHARS:
+                    continue
+                previous_index = len(facts)
+                facts.append((count, fact))
+                if first_statement:
+                    answer = fact
+    return [item for item in facts if item is not None], answer
+
+
+#: "If you want X, the staging API is Y" states a fact under a condition; "If you want, I can …" offers.
+_CONDITIONAL_STATEMENT = re.compile(
+    r"^if you (?:want|need|like)\b[^,]{3,},\s+(?!(?:i|we|let me|just|feel free|you can ask)\b)", re.IGNORECASE
+)
 
 
 def _candidate(sentence: str) -> str | None:
-    """Filter one cleaned sentence: None for questions, greetings, filler and requests."""
-    if sentence.endswith("?") or sentence.endswith(":"):
+    """Filter one cleaned sentence: None for questions, greetings, filler, requests and moment-bound reports."""
+    if sentence.endswith("?"):
         return None
-    if _GREETING_OR_FILLER.match(sentence):
+    if sentence.endswith(":"):
+        if "`" not in sentence or len(_TOKEN.findall(sentence)) < MIN_WORDS:
+            return None  # "Changes:", "The integration test:" introduce what follows
+        sentence = sentence.rstrip(":").rstrip()  # "`a.go` now uses `kgo` v1.17:" states a fact
+    if _GREETING_OR_FILLER.match(sentence) and not _CONDITIONAL_STATEMENT.match(sentence):
         return None
     request = _REQUEST.match(sentence)
     if request:
@@ -499,35 +879,29 @@ def extract_facts(text: str) -> list[str]:
 
     Deterministic: the same text always yields the same list, in text order, deduplicated, each at
     most :data:`MAX_FACT_CHARS` and at most :data:`MAX_FACTS_PER_TEXT` of them (the sentences with the
-    most kinds of signal win).
+    most kinds of signal win; the user's decision always stays).
     """
+    turns = _turns(text)
+    if _leaves_nothing(turns):
+        return []
     scored: list[tuple[int, int, str]] = []
     seen: set[str] = set()
-    subject: str | None = None
-    for unit in _prose_units(text):
-        for raw in _sentences(unit):
-            sentence = _clean(raw)
-            if not sentence or _GREETING_OR_FILLER.match(sentence):
-                continue  # "Sure!", "Let me check": the subject of the conversation is unchanged
-            if sentence.endswith("?"):
-                subject = _subject(sentence)
-                continue
-            candidate = _candidate(sentence)
-            resolved = _resolve(candidate, subject) if candidate is not None else None
-            if resolved is None:
-                subject = None
-                continue
-            if resolved != candidate and subject is not None and resolved.startswith(subject):
-                pass  # "It reads …" became "<subject> reads …": the subject carries on
-            else:
-                subject = _subject(resolved)
-            fact = _finish(resolved)
-            words = len(_TOKEN.findall(fact))
-            count, strong = _signals(fact)
-            if count == 0 or words < (MIN_WORDS_STRONG if strong else MIN_WORDS):
-                continue
-            if len(fact) > MAX_FACT_CHARS:
-                continue
+    question: str | None = None
+    for role, body in turns:
+        units = _prose_units(body)
+        if role == "user":
+            user_facts = _user_facts(units)
+            found = [(len(_SIGNALS) + 1, fact) for fact in user_facts]
+            question = None if user_facts else _asked(units)
+        else:
+            found, answer = _statement_facts(units, assistant=role == "assistant", asked=question)
+            if question and found and found[0][1] == answer and not answer.startswith(question):
+                count, first = found[0]  # the answer says what it answers: "How do I X? Use Y."
+                framed = f"{question} {first}"
+                if len(framed) <= MAX_FACT_CHARS:
+                    found[0] = (count, framed)
+            question = None
+        for count, fact in found:
             key = fact_key(fact)
             if key in seen:
                 continue

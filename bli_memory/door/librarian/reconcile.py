@@ -1,7 +1,12 @@
 """Reconciliation: what to do with one new fact, given its nearest stored neighbours. Pure (no I/O).
 
 :func:`decide` says ``unchanged`` (a near-duplicate), ``update`` (the same subject with a new value),
-``conflict`` (a negation it cannot settle) or ``add``.
+``conflict`` (a negation it cannot settle) or ``add``. An update is "the same subject, a new
+value": an identifier that differs only in its digits (``events.raw.v2`` -> ``events.raw.v3``), or a
+version, number, quantity or URL (same site) after the same words ("Node 18" -> "Node 20"); a fact
+phrased as a correction ("actually …", "correction: …", "not X but Y", "we moved from X to Y") needs
+only one word in common with the value's context. The old memory stays as history; when it said more
+than the new fact, it is kept with the new value in place (``Decision.rewrite``).
 """
 
 from __future__ import annotations
@@ -41,11 +46,17 @@ class Neighbour:
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """What to do with one fact; ``target_id`` names the memory to update or flag."""
+    """What to do with one fact; ``target_id`` names the memory to update or flag.
+
+    ``rewrite``, on an update only: the target's own text with its old value replaced, when it says
+    more than the new fact (other paths, identifiers or values); the target becomes that text and the
+    fact is added beside it, so nothing else the target said is lost. None: the target becomes the fact.
+    """
 
     action: Action
     target_id: str | None
     reason: str
+    rewrite: str | None = None
 
 
 _NEGATIONS = frozenset({"not", "no", "never"})
@@ -114,10 +125,167 @@ def _value_change(old: list[str], new: list[str]) -> tuple[str, str, str] | None
     return " ".join(old[:prefix]), " ".join(old_span), " ".join(new_span)
 
 
+_CODE_SPAN = re.compile(r"`[^`\n]+`")
+_VALUE_TOKEN = re.compile(r"[a-z][a-z0-9+.-]*://[^\s`'\")\]>]+|[\w.:@+/-]+")
+_VERSION = re.compile(r"v?\d+(?:\.\d+)*")
+_QUANTITY = re.compile(r"\d+(?:\.\d+)?([a-z]+)")
+#: words too common to say that two values belong to the same thing.
+_NOT_ANCHORS = frozenset(
+    "a an the and or but so to of in on at by for with from into as is are was were be it its it's this that "
+    "these those they we i you our your now then also only still just not no never always all both each any "
+    "version versions v release new old set sets setting value values default defaults runs run uses use "
+    "using via per every than over under up down".split()
+)
+#: how many words before a value may name what it is the value of ("the MSRV channel in X to 1.74").
+ANCHOR_WORDS = 3
+#: a version inside an identifier: "v2", "@9.1", ":18", "==2.7", "3.11"; "service-1" numbers a sibling.
+_VERSIONED = re.compile(r"(?:\bv|[a-z]v|[@:=])\d|\d\.\d")
+#: letters an identifier needs, besides its digits, to be its own subject ("events.raw.v2").
+IDENTIFIER_MIN_LETTERS = 3
+#: corrections phrased as one: "actually …", "correction: …", "not X but Y", "we moved from X to Y".
+_CORRECTION_WORDS = re.compile(
+    r"\b(?:actually|correction|change of plan|not [\w.:@+/-]+,? but|(?:moved|switched|migrated|went)\b[^.;]{0,40}?\bfrom|"
+    r"no longer|instead of)\b|"
+    r",\s+not\s+v?\d",
+    re.IGNORECASE,
+)
+
+
+_RETIRING = frozenset({"not", "from", "replacing"})
+
+
+def _retired(words: list[str]) -> set[str]:
+    """The values a correction names as the old ones: the first within two words after "not", "from",
+    "replacing" or "instead of" ("from Node 18 to Node 20" retires "18")."""
+    out: set[str] = set()
+    for index, word in enumerate(words):
+        if word in _RETIRING or (word == "of" and index > 0 and words[index - 1] == "instead"):
+            for following in words[index + 1 : index + 3]:
+                if "://" in following or any(ch.isdigit() for ch in following):
+                    out.add(following)
+                    break
+    return out
+
+
+def _value_tokens(text: str) -> list[str]:
+    return [t.strip(".,;:'\"()[]{}+=") for t in _VALUE_TOKEN.findall(text.lower().replace("`", " "))]
+
+
+def _shape(value: str) -> str:
+    """What kind of value: a URL, a number or version, a quantity with its unit, or an identifier's stem."""
+    if "://" in value:
+        return "url"
+    if _VERSION.fullmatch(value):
+        return "number"
+    quantity = _QUANTITY.fullmatch(value)
+    if quantity:
+        return f"quantity:{quantity.group(1)}"
+    return "id:" + re.sub(r"\d+", "#", value)
+
+
+def _domain(url: str) -> str:
+    """The last two labels of a URL's host ("api.stg.acmepay.dev" -> "acmepay.dev")."""
+    host = url.split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0]
+    return ".".join(host.split(".")[-2:])
+
+
+def _is_anchor(word: str) -> bool:
+    return (
+        len(word) >= 2
+        and word not in _NOT_ANCHORS
+        and not any(ch.isdigit() for ch in word)
+        and not word.endswith(("ed", "ing", "ly"))
+    )
+
+
+def _values(text: str) -> list[tuple[str, str, frozenset[str]]]:
+    """(value, shape, anchors) for each value of a fact; anchors are the words just before it."""
+    words = _value_tokens(text)
+    out = []
+    for index, word in enumerate(words):
+        if not ("://" in word or any(ch.isdigit() for ch in word)):
+            continue
+        before = [w for w in words[max(0, index - ANCHOR_WORDS - 2) : index] if _is_anchor(w)]
+        out.append((word, _shape(word), frozenset(before[-ANCHOR_WORDS:])))
+    return out
+
+
+def _new_value_for(old_text: str, new_text: str, corrects: bool) -> tuple[str, str] | None:
+    """(old value, new value) when the new fact gives the same subject another value.
+
+    The subject is the same when the identifier is the same apart from its digits ("events.raw.v2"
+    -> "events.raw.v3"), or when the words just before both values meet ("MSRV to 1.74" -> "MSRV
+    channel 1.75"); for a correction, when any word of the old fact's value context appears in it.
+    The old value must be gone from the new fact, and both values of the same kind.
+    """
+    new_values = _values(new_text)
+    if not new_values:
+        return None
+    words = _value_tokens(new_text)
+    # a value the correction names as the old one ("not 8080", "from 18") is not one it states
+    retired = _retired(words) if corrects else set()
+    present = set(words) - retired
+    new_values = [v for v in new_values if v[0] not in retired]
+    new_words = {w for w in words if _is_anchor(w)}
+    old_values = _values(old_text)
+    new_shapes = {shape for value, shape, _anchors in new_values if shape.startswith("id:")}
+    if any(
+        shape in new_shapes and value not in present and not _VERSIONED.search(value)
+        for value, shape, _anchors in old_values
+    ):
+        return None  # "service-1" and "service-2": a numbered sibling, so another subject altogether
+    for old_value, old_shape, old_anchors in old_values:
+        if old_value in present:
+            continue
+        for new_value, new_shape, new_anchors in new_values:
+            if new_value == old_value or new_shape != old_shape:
+                continue
+            stem = old_shape[3:] if old_shape.startswith("id:") else ""
+            if sum(ch.isalpha() for ch in stem) >= IDENTIFIER_MIN_LETTERS and _VERSIONED.search(old_value):
+                return (
+                    old_value,
+                    new_value,
+                )  # "events.raw.v2" -> "events.raw.v3"; not "service-1" -> "service-2"
+            if old_shape == "url" and _domain(old_value) != _domain(new_value):
+                continue  # another site is another service: localhost is not staging
+            if old_anchors & new_anchors or (corrects and old_anchors & new_words):
+                return old_value, new_value
+    return None
+
+
+_FILE_NAME = re.compile(
+    r".*\.(?:json|jsonc|ya?ml|toml|py|pyi|ts|tsx|js|jsx|mjs|cjs|md|txt|cfg|ini|env|lock|rs|go|java|kt|rb|sh|"
+    r"sql|tf|xml|gradle|properties|mod|sum|html|css|conf|lua|php|cs|swift)$|.*/.*",
+    re.IGNORECASE,
+)
+
+
+#: code spans (paths, identifiers) an old fact must hold beyond the new fact's to be kept, rewritten.
+REWRITE_MIN_OTHER_SPANS = 2
+
+
+def _rewrite(old_text: str, new_text: str) -> str | None:
+    """The old fact with its value replaced, when it holds other values the new fact lacks."""
+    change = _new_value_for(old_text, new_text, bool(_CORRECTION_WORDS.search(new_text)))
+    if change is None:
+        return None
+    before, after = change
+    present = set(_value_tokens(new_text))
+    other_values = {v for v, _shape, _anchors in _values(old_text) if v != before and v not in present}
+    other_spans = {span for span in _CODE_SPAN.findall(old_text.lower()) if before not in span} - {
+        span for span in _CODE_SPAN.findall(new_text.lower())
+    }
+    if not other_values and len(other_spans) < REWRITE_MIN_OTHER_SPANS:
+        return None  # the old fact says little else: the new one replaces it
+    pattern = re.compile(rf"(?<![\w.]){re.escape(before)}(?![\w]|\.\d)", re.IGNORECASE)
+    rewritten, count = pattern.subn(after, old_text)
+    return rewritten if count else None
+
+
 def _key_value(text: str) -> tuple[str, str] | None:
     match = _KEY_VALUE.match(text)
-    if not match or " " in match.group(1):
-        return None
+    if not match or " " in match.group(1) or _FILE_NAME.match(match.group(1)):
+        return None  # "`package.json`: added …" names a file that changed, not a setting
     return match.group(1).lower(), match.group(2).strip().lower()
 
 
@@ -131,6 +299,10 @@ def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str
         return "unchanged", f"same text as {neighbour.id}"
     new_negated, new_core = _polarity(new)
     old_negated, old_core = _polarity(old)
+    corrects = bool(_CORRECTION_WORDS.search(fact))
+    replaced = _new_value_for(neighbour.content, fact, corrects) if corrects else None
+    if replaced:  # "8443, not 8080" negates the old value on purpose: a correction, not a conflict
+        return "update", f"corrects {replaced[0]!r} to {replaced[1]!r} in {neighbour.id}"
     if new_negated != old_negated and (
         new_core == old_core or _jaccard(new_core, old_core) >= NEAR_DUPLICATE_OVERLAP
     ):
@@ -142,6 +314,10 @@ def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str
     if change:
         subject, before, after = change
         return "update", f"{subject!r}: {before!r} -> {after!r}"
+    replaced = _new_value_for(neighbour.content, fact, corrects)
+    if replaced and new_negated == old_negated:
+        return "update", f"new value {replaced[1]!r} for {replaced[0]!r} in {neighbour.id}"
+
     same_numbers = sorted(_numbers(old)) == sorted(_numbers(new))
     similarity = neighbour.similarity
     if new_negated != old_negated:
@@ -179,4 +355,10 @@ def decide(fact: str, neighbours: Sequence[Neighbour]) -> Decision:
             best = key
     if best is None:
         return Decision("add", None, "no stored fact says the same or the opposite")
-    return best[3]
+    decision = best[3]
+    if decision.action == "update":
+        target = next(n for n in neighbours if n.id == decision.target_id)
+        rewrite = _rewrite(target.content, fact)
+        if rewrite is not None:
+            return Decision("update", decision.target_id, decision.reason + "; the rest of it kept", rewrite)
+    return decision
