@@ -615,8 +615,8 @@ class MemoryService:
 
         The cosines are `einsum`'s, not a BLAS matrix-vector product's: BLAS sums a row in an order
         that depends on where the row sits in the matrix (a forget moves the last row into the gap,
-        a restarted door loads rows in save order), so the same memory got cosines a few 1e-9
-        apart in two doors, enough to swap near-tied rows. `einsum` sums each row alike wherever it
+        a restarted door loads rows in save order): the same row at two places gave cosines up to
+        7e-9 apart, enough to swap near-tied rows between two doors. `einsum` sums each row alike wherever it
         sits (and measured no slower at 10 000-100 000 rows). Rows tied with the last one taken are
         all considered, and equal cosines are ordered by save order, not by their place in the matrix.
         """
