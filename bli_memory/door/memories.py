@@ -534,18 +534,20 @@ class MemoryService:
         """Where each of `memory_ids` stands in save order (`ranking.SavePosition`), from the keyword
         indexes, whose slots are save order (call under the lock). The tie-break of every ranking:
         unlike an id, it is the same in every door that holds the same memories saved in the same order."""
-        indexes = [self._keyword_index(team_id, tag) for tag in tags]
-        unknown = (len(indexes), 0)  # not indexed (cannot happen for a current row): after the rest
         found: dict[str, ranking.SavePosition] = {}
-        for memory_id in memory_ids:
-            found[memory_id] = next(
-                (
-                    (number, index.slot_of[memory_id])
-                    for number, index in enumerate(indexes)
-                    if memory_id in index.slot_of
-                ),
-                unknown,
-            )
+        left = list(memory_ids)
+        for number, tag in enumerate(tags):
+            slot_of = self._keyword_index(team_id, tag).slot_of
+            missing = []
+            for memory_id in left:
+                slot = slot_of.get(memory_id)
+                if slot is None:
+                    missing.append(memory_id)
+                else:
+                    found[memory_id] = (number, slot)
+            left = missing
+        for memory_id in left:  # not indexed (cannot happen for a current row): after all the rest
+            found[memory_id] = (len(tags), 0)
         return found
 
     def _with_context(
@@ -635,7 +637,8 @@ class MemoryService:
         cut = -np.partition(-flat, count - 1)[count - 1]
         near = np.flatnonzero(flat >= cut).tolist()  # more than `count` only when rows tie at the cut
         position = self._save_positions(team_id, tags, [ids[i] for i in near])
-        top = sorted(near, key=lambda i: (-flat[i], position[ids[i]]))[:count]
+        near_sims = dict(zip(near, (-flat[near]).tolist(), strict=True))
+        top = sorted(near, key=lambda i: (near_sims[i], position[ids[i]]))[:count]
 
         def similarity(memory_id: str) -> float | None:
             for space, values in zip(spaces, sims, strict=True):
