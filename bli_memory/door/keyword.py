@@ -144,6 +144,8 @@ class KeywordIndex:
         self.stems: list[str] = []  # per term id: its stem
         self.postings: list[array[int]] = []  # per term id: the slots that hold it, ascending
         self.frequencies: list[array[int]] = []  # per term id: how often, slot for slot
+        #: per term id: how many live documents hold it (postings keep retired slots until compaction)
+        self.document_counts = array("i")
         self._clear_documents()
 
     def _clear_documents(self) -> None:
@@ -197,6 +199,7 @@ class KeywordIndex:
         count = len(self.ids)
         self.postings = [array("i") for _ in self.postings]
         self.frequencies = [array("i") for _ in self.frequencies]
+        self.document_counts = array("i", bytes(4 * len(self.postings)))
         if not count or not self.tokens:
             return
         lengths = np.frombuffer(self.lengths).astype(np.int64)
@@ -213,6 +216,7 @@ class KeywordIndex:
             if start != end:
                 self.postings[term] = array("i", slots[start:end].tobytes())
                 self.frequencies[term] = array("i", frequencies[start:end].tobytes())
+                self.document_counts[term] = end - start
 
     def add(self, memory_id: str, text: str, device: str | None = None, saved_at: float = 0.0) -> None:
         """Index a current memory (a no-op for one already indexed)."""
@@ -224,6 +228,7 @@ class KeywordIndex:
         for term, count in Counter(terms).items():
             self.postings[term].append(slot)
             self.frequencies[term].append(count)
+            self.document_counts[term] += 1
 
     def _learn(self, word: str) -> int:
         stem = _stem(word)
@@ -233,6 +238,7 @@ class KeywordIndex:
             self.stems.append(stem)
             self.postings.append(array("i"))
             self.frequencies.append(array("i"))
+            self.document_counts.append(0)
         self._word_term[word] = term
         return term
 
@@ -243,6 +249,9 @@ class KeywordIndex:
             return
         self.alive[slot] = 0
         self.ids[slot] = None
+        start = self.starts[slot]
+        for term in set(self.tokens[start : start + int(self.lengths[slot])]):
+            self.document_counts[term] -= 1
         self.live -= 1
         self.total_length -= self.lengths[slot]
         dead = len(self.ids) - self.live
@@ -359,6 +368,7 @@ def search_with_feedback(indexes: Sequence[KeywordIndex], terms: Sequence[Term],
     from 0.653 to 0.669 (keyword alone 0.627 to 0.632); 3 to 5 feedback memories and 10 to 20 words
     at weight 0.2 to 0.5 all landed at 0.664-0.676. The matches are scored again from their own
     tokens: scoring 20 more words over a whole space of 100 000 took 15 ms, this well under one.
+    Equal scores keep the first pass's order (its score, then save order): never an id's.
     """
     first = _ranked(indexes, terms, limit)
     extra = feedback_terms(indexes, _ids(indexes, first[:FEEDBACK_DOCS]), terms)
@@ -375,7 +385,7 @@ def search_with_feedback(indexes: Sequence[KeywordIndex], terms: Sequence[Term],
             continue
         term_ids = np.array([term for term, _ in present], dtype=np.int32)
         term_weights = FEEDBACK_WEIGHT * np.array(
-            [idf(live, _postings_df(indexes, stem)) for _, stem in present]
+            [idf(live, _document_frequency(indexes, stem)) for _, stem in present]
         )
         scores[here] += _extra_scores(
             index, [first[i][1] for i in here.tolist()], term_ids, term_weights, average_length
@@ -389,9 +399,13 @@ def _ids(indexes: Sequence[KeywordIndex], hits: Sequence[tuple[int, int, float]]
     return [memory_id for owner, slot, _ in hits if (memory_id := indexes[owner].ids[slot]) is not None]
 
 
-def _postings_df(indexes: Sequence[KeywordIndex], stem: str) -> int:
-    """How many documents of `indexes` hold `stem`, retired ones not yet compacted away included."""
-    return sum(len(index.postings[index.term_id[stem]]) for index in indexes if stem in index.term_id)
+def _document_frequency(indexes: Sequence[KeywordIndex], stem: str) -> int:
+    """How many live documents of `indexes` hold `stem`.
+
+    Live ones only: a door that forgot a memory and one that rebuilt its index from the store since
+    (a restart, a write by another process) hold the same memories and must weigh words alike
+    (counting retired slots until compaction gave them different feedback weights)."""
+    return sum(index.document_counts[index.term_id[stem]] for index in indexes if stem in index.term_id)
 
 
 def _extra_scores(
@@ -433,8 +447,8 @@ def feedback_terms(
     """Up to FEEDBACK_TERMS words of the memories `memory_ids` that the query lacks, best first.
 
     A word's worth is its idf times how many of those memories hold it: words they share and the
-    space rarely uses. Stopwords and one- or two-letter stems never join. (Document frequencies here
-    count retired memories not yet compacted away: a ranking of candidates, not a score.)
+    space rarely uses. Stopwords and one- or two-letter stems never join. Ties in worth go to the
+    stem that sorts first, so the words chosen never depend on iteration order.
     """
     asked = {stem for term in query for stem in term}
     live = sum(index.live for index in indexes)
@@ -450,7 +464,7 @@ def feedback_terms(
                 if len(stem) > 2 and stem not in asked and stem not in _STOP_STEMS:
                     held[stem] = held.get(stem, 0) + 1
             break
-    worth = {stem: count * idf(live, _postings_df(indexes, stem)) for stem, count in held.items()}
+    worth = {stem: count * idf(live, _document_frequency(indexes, stem)) for stem, count in held.items()}
     best = sorted(worth, key=lambda stem: (-worth[stem], stem))[:FEEDBACK_TERMS]
     return [(stem,) for stem in best]
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
@@ -57,7 +57,7 @@ EMBED_ERROR_LOG_INTERVAL_S = 60.0
 SPACE_TAGS_TTL_S = 5.0
 #: (team, tag) -> tags-of-the-space answers kept for SPACE_TAGS_TTL_S.
 SPACE_TAGS_CACHE_MAX = 4096
-SECONDS_PER_DAY = 86_400.0
+SECONDS_PER_DAY = ranking.SECONDS_PER_DAY
 PROFILE_DYNAMIC_COUNT = 8
 PROFILE_RECENT_COUNT = 10
 #: the profile reads this many times its counts, so that stored exchanges left out do not leave it short.
@@ -577,11 +577,16 @@ class MemoryService:
         `similarity` is the cosine of query and memory where the memory has a
         vector; `threshold` filters on it (rows without one are not filtered:
         with no embedder the door ranks by keyword and recency alone).
+
+        Deterministic: the same memories saved in the same order and the same query give the same
+        hits with the same scores in every door and every run. Nothing reads the clock (age counts
+        back from the newest candidate, `ranking.ages_days`), cosines do not depend on a row's place
+        in the matrix (`_vector_candidates`), and every tie is broken by save order
+        (`ranking.ordered`), never by id.
         """
         tags = self.space_tags(principal, tag)
         query_vectors = self._embed([q], "query")
         query_vector = None if query_vectors is None else query_vectors[0]
-        now = now_s()
         with self._lock:
             self._check_outside_writes()
             keyword_ids = self._keyword_candidates(principal.team_id, tags, q)
@@ -589,36 +594,43 @@ class MemoryService:
             similarity_of: Callable[[str], float | None] = lambda _: None  # noqa: E731
             if query_vector is not None:
                 similarity_of, vector_ids = self._vector_candidates(principal.team_id, tags, query_vector)
-            candidate_ids = list(dict.fromkeys([*keyword_ids, *vector_ids]))
+            candidate_ids = set(keyword_ids).union(vector_ids)
             if not candidate_ids:
                 return []
-            updated = self.store.updated_at(principal.team_id, candidate_ids)
+            position = self._save_positions(principal.team_id, tags, candidate_ids)
+            updated = self.store.updated_at(principal.team_id, list(candidate_ids))
         keyword_rank = {memory_id: rank for rank, memory_id in enumerate(keyword_ids)}
-        live = [memory_id for memory_id in candidate_ids if memory_id in updated]
+        # in save order, so that equal similarities take their vector ranks the same way in every door
+        live = sorted(
+            (memory_id for memory_id in candidate_ids if memory_id in updated), key=position.__getitem__
+        )
         similarities = {memory_id: similarity_of(memory_id) for memory_id in live}
+        ages = ranking.ages_days([updated[memory_id] for memory_id in live])
         signals = [
             ranking.Signals(
                 keyword_rank=keyword_rank.get(memory_id),
                 similarity=similarities[memory_id],
-                age_days=max(0.0, (now - updated[memory_id]) / SECONDS_PER_DAY),
+                age_days=age,
             )
-            for memory_id in live
+            for memory_id, age in zip(live, ages, strict=True)
         ]
         fused = dict(zip(live, ranking.fuse(signals, weights), strict=True))
         if context and weights.context > 0:
-            fused = self._with_context(principal.team_id, tags, fused, updated, weights)
-        scored = list(fused.items())
+            fused = self._with_context(principal.team_id, tags, fused, updated, position, weights)
         if threshold > 0:  # cosines can be negative: the default 0 must keep every row
-            scored = [pair for pair in scored if (sim := similarities[pair[0]]) is None or sim >= threshold]
-        scored.sort(key=lambda pair: (-pair[1], -updated[pair[0]]))
-        top = scored[:limit]
-        rows = self.store.current_by_ids(principal.team_id, [memory_id for memory_id, _ in top])
+            fused = {
+                memory_id: score
+                for memory_id, score in fused.items()
+                if (sim := similarities[memory_id]) is None or sim >= threshold
+            }
+        top = ranking.ordered(fused, updated, position)[:limit]
+        rows = self.store.current_by_ids(principal.team_id, top)
         vector_set = set(vector_ids)
         hits = [
             Hit(
                 memory=rows[memory_id],
                 similarity=similarities[memory_id],
-                score=score,
+                score=fused[memory_id],
                 matched_by=tuple(
                     channel
                     for channel, found in (
@@ -628,10 +640,32 @@ class MemoryService:
                     if found
                 ),
             )
-            for memory_id, score in top
+            for memory_id in top
             if memory_id in rows
         ]
         return _facts_before_their_exchanges(hits)
+
+    def _save_positions(
+        self, team_id: int, tags: Sequence[str], memory_ids: Iterable[str]
+    ) -> dict[str, ranking.SavePosition]:
+        """Where each of `memory_ids` stands in save order (`ranking.SavePosition`), from the keyword
+        indexes, whose slots are save order (call under the lock). The tie-break of every ranking:
+        unlike an id, it is the same in every door that holds the same memories saved in the same order."""
+        found: dict[str, ranking.SavePosition] = {}
+        left = list(memory_ids)
+        for number, tag in enumerate(tags):
+            slot_of = self._keyword_index(team_id, tag).slot_of
+            missing = []
+            for memory_id in left:
+                slot = slot_of.get(memory_id)
+                if slot is None:
+                    missing.append(memory_id)
+                else:
+                    found[memory_id] = (number, slot)
+            left = missing
+        for memory_id in left:  # not indexed (cannot happen for a current row): after all the rest
+            found[memory_id] = (len(tags), 0)
+        return found
 
     def _with_context(
         self,
@@ -639,11 +673,12 @@ class MemoryService:
         tags: Sequence[str],
         fused: dict[str, float],
         updated: Mapping[str, float],
+        position: Mapping[str, ranking.SavePosition],
         weights: ranking.Weights,
     ) -> dict[str, float]:
         """`fused` after the best rows lend score to their context (`ranking.spread_context`).
         Neighbours come from the keyword indexes (save order, device, time)."""
-        seeds = sorted(fused, key=lambda memory_id: (-fused[memory_id], -updated[memory_id]))
+        seeds = ranking.ordered(fused, updated, position)
         neighbours: dict[str, list[tuple[str, int]]] = {}
         with self._lock:
             indexes = [self._keyword_index(team_id, tag) for tag in tags]
@@ -695,7 +730,15 @@ class MemoryService:
     def _vector_candidates(
         self, team_id: int, tags: Sequence[str], query_vector: np.ndarray
     ) -> tuple[Callable[[str], float | None], list[str]]:
-        """(cosine of any memory of the space by id, the ids of the nearest VECTOR_CANDIDATES)."""
+        """(cosine of any memory of the space by id, the ids of the nearest VECTOR_CANDIDATES).
+
+        The cosines are `einsum`'s, not a BLAS matrix-vector product's: BLAS sums a row in an order
+        that depends on where the row sits in the matrix (a forget moves the last row into the gap,
+        a restarted door loads rows in save order): the same row at two places gave cosines up to
+        7e-9 apart, enough to swap near-tied rows between two doors. `einsum` sums each row alike wherever it
+        sits (and measured no slower at 10 000-100 000 rows). Rows tied with the last one taken are
+        all considered, and equal cosines are ordered by save order, not by their place in the matrix.
+        """
         import numpy as np
 
         spaces = [
@@ -704,12 +747,15 @@ class MemoryService:
         if not spaces:
             return lambda _: None, []
         query = query_vector.astype(np.float32)
-        sims = [space.matrix @ query for space in spaces]
+        sims = [np.einsum("ij,j->i", space.matrix, query) for space in spaces]
         ids = [memory_id for space in spaces for memory_id in space.ids]
         flat = sims[0] if len(sims) == 1 else np.concatenate(sims)
         count = min(ranking.VECTOR_CANDIDATES, len(ids))
-        top = np.argpartition(-flat, count - 1)[:count]
-        top = top[np.argsort(-flat[top])]
+        cut = -np.partition(-flat, count - 1)[count - 1]
+        near = np.flatnonzero(flat >= cut).tolist()  # more than `count` only when rows tie at the cut
+        position = self._save_positions(team_id, tags, [ids[i] for i in near])
+        near_sims = dict(zip(near, (-flat[near]).tolist(), strict=True))
+        top = sorted(near, key=lambda i: (near_sims[i], position[ids[i]]))[:count]
 
         def similarity(memory_id: str) -> float | None:
             for space, values in zip(spaces, sims, strict=True):

@@ -3,12 +3,19 @@
 Pure functions, no I/O and no module state: the store gathers candidates and passes the `Weights`
 to rank with; this module orders them. The rule and the measurements behind each constant are in
 docs/ranking.md.
+
+Determinism: the order depends only on what the space holds and the query, never on the moment of
+the search nor on ids (random per door). Age is counted back from the newest candidate
+(:func:`ages_days`), and every tie is broken by save order (:func:`ordered`), so the same memories
+saved in the same order rank the same way, with the same scores, in every door and every run.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+
+SECONDS_PER_DAY = 86_400.0
 
 RRF_K = 3.0
 KEYWORD_WEIGHT = 1.5
@@ -54,6 +61,43 @@ class Signals:
     age_days: float
 
 
+#: where a candidate stands in save order: (the position of its tag among the space's tags, canonical
+#: first, then aliases by name; its place in that tag's save order). The same in every door that holds
+#: the same memories saved in the same order, unlike a memory id.
+SavePosition = tuple[int, int]
+
+
+def ages_days(updated_s: Sequence[float]) -> list[float]:
+    """Each candidate's age in days, counted back from the newest candidate rather than from the clock.
+
+    Recency is then a property of the memories alone: the same search gives the same scores a
+    second later or in another door, and the moment of a query can never reorder two near-tied rows.
+    The newest candidate counts as fresh; an older one loses what it would have lost had the
+    query been asked when the newest was saved. (A space's recent past is what its newest row
+    says, not what the wall clock says.)
+    """
+    if not updated_s:
+        return []
+    newest = max(updated_s)
+    return [(newest - when) / SECONDS_PER_DAY for when in updated_s]
+
+
+def ordered(
+    scores: Mapping[str, float],
+    updated_s: Mapping[str, float],
+    position: Mapping[str, SavePosition],
+) -> list[str]:
+    """The ids of `scores` best first: higher score, then the newer change, then the earlier save.
+
+    The last key decides exact ties (an import that saved rows with one timestamp, two memories
+    with the same text under different custom ids): save order means the same in every door, so
+    the tie falls the same way everywhere. Never by id: ids are random per door.
+    """
+    return sorted(
+        scores, key=lambda memory_id: (-scores[memory_id], -updated_s[memory_id], position[memory_id])
+    )
+
+
 def recency(age_days: float, weights: Weights = DEFAULT_WEIGHTS) -> float:
     """A multiplier in [floor, 1]: 1 for a fresh memory, halving its excess every half-life."""
     age = max(0.0, age_days)
@@ -64,7 +108,8 @@ def fuse(signals: Sequence[Signals], weights: Weights = DEFAULT_WEIGHTS) -> list
     """One score per candidate, higher is better (the rule is in docs/ranking.md).
 
     Vector ranks come from the similarities of the candidates themselves, so every row the vector
-    channel scored takes part, whichever channel brought it.
+    channel scored takes part, whichever channel brought it. Equal similarities keep the order of
+    `signals` (the caller passes them in save order, so the tie falls the same way in every door).
     """
     scored = [(index, s.similarity) for index, s in enumerate(signals) if s.similarity is not None]
     scored.sort(key=lambda pair: -(pair[1] or 0.0))
