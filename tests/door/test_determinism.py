@@ -16,8 +16,8 @@ from bli_memory.door import keyword, memories, ranking
 from bli_memory.door.embed import Embedder, load_embedder
 from bli_memory.door.memories import SECONDS_PER_DAY, MemoryService
 from bli_memory.door.model import Principal, now_s
-from tests.conftest import DoorProcess
-from tests.helpers import open_memories
+from tests.door.helpers import open_memories
+from tests.helpers import DoorProcess
 
 TAG = "repo-det"
 NOW = datetime.now(timezone.utc).replace(microsecond=0)
