@@ -65,6 +65,8 @@ PROFILE_RECENT_COUNT = 10
 PROFILE_READ_FACTOR = 3
 #: the newest rows the profile ranks by how long they last (``librarian.lasting``) when no query is given.
 PROFILE_POOL_COUNT = 200
+#: facts of one saved exchange the profile shows before it shows any other exchange's less lasting ones.
+PROFILE_FACTS_PER_EXCHANGE = 2
 BACKFILL_BATCH = 64
 #: stored exchanges tombstoned per transaction by the retention sweep (searches run between batches).
 RETENTION_BATCH = 200
@@ -864,9 +866,19 @@ class MemoryService:
 
 
 def _most_lasting(scored: list[tuple[Memory, int]]) -> list[Memory]:
-    """Newest-first (memory, lasting score) pairs ordered by score, newest first among equals."""
+    """Newest-first (memory, lasting score) pairs ordered by score, newest first among equals; at most
+    PROFILE_FACTS_PER_EXCHANGE facts of one saved exchange come before the others' facts, so one long
+    exchange does not fill the profile."""
     order = sorted(range(len(scored)), key=lambda index: (-scored[index][1], index))
-    return [scored[index][0] for index in order]
+    taken: dict[str, int] = {}
+    first: list[Memory] = []
+    later: list[Memory] = []
+    for index in order:
+        memory = scored[index][0]
+        source = str((memory.metadata or {}).get(exchanges.FACT_EXCHANGE_FIELD) or memory.id)
+        taken[source] = taken.get(source, 0) + 1
+        (first if taken[source] <= PROFILE_FACTS_PER_EXCHANGE else later).append(memory)
+    return first + later
 
 
 def _is_exchange(memory: Memory) -> bool:

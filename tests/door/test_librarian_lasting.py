@@ -44,6 +44,8 @@ def test_log_lines_test_counts_questions_and_fragments_never_enter_the_profile(f
         ("`docker-compose.yml`: removed the `beat` service.", 0),
         ("Ran 1,000 receipt tasks locally under `memray run`.", 0),
         ("Test_refund_webhook keeps failing on CI but never locally.", 0),
+        ("The top growth was always under `weasyprint/text/fonts.py`.", DURABLE_VERB_SCORE),
+        ("The Helm change goes out with the next deploy; expect one more restart tonight.", 0),
     ],
 )
 def test_decisions_outrank_standing_orders_outrank_how_things_are_outrank_reports(

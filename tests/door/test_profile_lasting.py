@@ -16,8 +16,11 @@ NOISE = [
 EDITS = [f"`docs/notes_{index}.md`: added the on-call rota." for index in range(10)]
 
 
-def save(door: DoorProcess, tag: str, content: str) -> None:
-    status, body = door.post("/api/memory/save", {"content": content, "containerTag": tag})
+def save(door: DoorProcess, tag: str, content: str, exchange: str | None = None) -> None:
+    metadata = {"exchange": exchange} if exchange else {}
+    status, body = door.post(
+        "/api/memory/save", {"content": content, "containerTag": tag, "metadata": metadata}
+    )
     assert status == 201, body
 
 
@@ -44,3 +47,14 @@ def test_a_query_never_brings_a_log_line_into_the_profile(door: DoorProcess, tag
     assert answer["profile"]["dynamic"] == [
         "The settlement worker's memory limit is 768Mi in `deploy/helm/values-prod.yaml`."
     ]
+
+
+def test_one_long_exchange_does_not_fill_the_profile(door: DoorProcess, tag: str) -> None:
+    older = "The receipts queue runs on its own Celery worker pool."
+    save(door, tag, older, exchange="x_older")
+    newer = [f"Receipt template {index} renders with WeasyPrint." for index in range(3)]
+    for content in newer:
+        save(door, tag, content, exchange="x_newer")
+    status, answer = door.post("/api/memory/v4/profile", {"containerTag": tag})
+    assert status == 200
+    assert answer["profile"]["dynamic"] == [newer[2], newer[1], older, newer[0]]

@@ -35,7 +35,6 @@ from bli_memory.door.librarian.extract import (
     _IMPERATIVES,
     _INLINE_CODE_SPAN,
     _NOISE_LINE,
-    _STANDING_ORDER,
     _USER_DECISION,
     _VERBS,
     _is_run_report,
@@ -75,6 +74,16 @@ _MOMENT_REPORT = re.compile(
 _PROBLEM_REPORT = re.compile(
     r"\b(?:keeps|kept) (?:failing|breaking|crashing|timing out|flaking)\b|\bbut (?:never|not|works|passes) locally\b|"
     r"\b(?:is|are) (?:broken|failing|flaky) (?:again|now|today)\b|\b(?:yesterday|this morning|last night)\b",
+    re.IGNORECASE,
+)
+#: a standing order opens the sentence: "Never …", "Don't edit … by hand" ("was always under" describes).
+_STANDING_ORDER_START = re.compile(
+    r"^\W*(?:always|never|don't|do not|make sure|remember to|prefer|only)\b", re.IGNORECASE
+)
+#: a fact bound to the moment it was said: "until then the old pods keep …, expect a restart tonight".
+_MOMENT = re.compile(
+    r"\b(?:tonight|today|tomorrow|this (?:morning|afternoon|evening|week|sprint)|next deploy|until then|"
+    r"for now|right now|at the moment)\b",
     re.IGNORECASE,
 )
 #: a verb form that is not in the librarian's word lists: "pinned", "removed", "touched".
@@ -135,8 +144,10 @@ def lasting_score(fact: str) -> int | None:
         return 0
     if _PROBLEM_REPORT.search(prose):
         return 0
+    if _MOMENT.search(prose):
+        return 0
     first = words[0]
-    if _STANDING_ORDER.search(prose) or (first in _CONVENTION_VERBS and first in _IMPERATIVES):
+    if _STANDING_ORDER_START.match(prose) or (first in _CONVENTION_VERBS and first in _IMPERATIVES):
         return STANDING_ORDER_SCORE
     return DURABLE_VERB_SCORE
 
