@@ -45,6 +45,8 @@ def test_log_lines_test_counts_questions_and_fragments_never_enter_the_profile(f
         ("Ran 1,000 receipt tasks locally under `memray run`.", 0),
         ("Test_refund_webhook keeps failing on CI but never locally.", 0),
         ("The top growth was always under `weasyprint/text/fonts.py`.", DURABLE_VERB_SCORE),
+        ("Opened #413 proposing a `tracer config path` subcommand.", 0),
+        ("Turned on the ESLint rule `import/no-default-export` in `.eslintrc.cjs`.", 0),
         ("The Helm change goes out with the next deploy; expect one more restart tonight.", 0),
     ],
 )

@@ -86,6 +86,10 @@ _MOMENT = re.compile(
     r"for now|right now|at the moment)\b",
     re.IGNORECASE,
 )
+#: irregular past forms that open a report of what the session did ("Wrote that down in …").
+_PAST_IRREGULAR = frozenset(
+    "ran re-ran made wrote put left built rebuilt took found saw got kept cut".split()
+)
 #: a verb form that is not in the librarian's word lists: "pinned", "removed", "touched".
 _PAST_FORM = re.compile(r"^[a-z]{3,}ed$")
 
@@ -144,8 +148,8 @@ def lasting_score(fact: str) -> int | None:
         return 0
     if _PROBLEM_REPORT.search(prose):
         return 0
-    if _MOMENT.search(prose):
-        return 0
+    if _MOMENT.search(prose) or _PAST_FORM.match(words[0]) or words[0] in _PAST_IRREGULAR:
+        return 0  # "Opened #413 …", "Turned on the rule …": what the session did, its subject dropped
     first = words[0]
     if _STANDING_ORDER_START.match(prose) or (first in _CONVENTION_VERBS and first in _IMPERATIVES):
         return STANDING_ORDER_SCORE
