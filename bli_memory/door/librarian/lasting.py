@@ -26,6 +26,7 @@ same contract as the deterministic extractor cannot store what that extractor ne
 
 from __future__ import annotations
 
+import functools
 import re
 
 from bli_memory.door.librarian.extract import (
@@ -124,6 +125,11 @@ def _has_verb(words: list[str]) -> bool:
     return any(_present_verb(padded[i - 1], padded[i], padded[i + 1]) for i in range(1, len(padded) - 1))
 
 
+#: distinct facts whose score is remembered; the profile scores the same newest rows on every session start.
+LASTING_CACHE_MAX = 8192
+
+
+@functools.lru_cache(maxsize=LASTING_CACHE_MAX)
 def lasting_score(fact: str) -> int | None:
     """How long the fact stays true, for ranking the profile: ``None`` for a fact that never belongs
     there (a question, a test count, a log line, a fragment), else a score, higher lasts longer."""
