@@ -36,6 +36,7 @@ from bli_memory.door.errors import (
     exception_line,
 )
 from bli_memory.door.indexes import Indexes, Lru, SpaceKey, SpaceVectors
+from bli_memory.door.librarian.lasting import lasting_score
 from bli_memory.door.model import (
     FORGET_CLOSEST_MIN_SIMILARITY,
     Hit,
@@ -62,6 +63,10 @@ PROFILE_DYNAMIC_COUNT = 8
 PROFILE_RECENT_COUNT = 10
 #: the profile reads this many times its counts, so that stored exchanges left out do not leave it short.
 PROFILE_READ_FACTOR = 3
+#: the newest rows the profile ranks by how long they last (``librarian.lasting``) when no query is given.
+PROFILE_POOL_COUNT = 200
+#: facts of one saved exchange the profile shows before it shows any other exchange's less lasting ones.
+PROFILE_FACTS_PER_EXCHANGE = 2
 BACKFILL_BATCH = 64
 #: stored exchanges tombstoned per transaction by the retention sweep (searches run between batches).
 RETENTION_BATCH = 200
@@ -769,18 +774,28 @@ class MemoryService:
     # ------------------------------------------------------------------ profile
 
     def profile(self, principal: Principal, tag: str, q: str | None = None) -> Profile:
-        """Pinned facts, the facts bearing on `q` (or the latest), and the latest memories; stored
-        exchanges are left out (they are history, and each would fill the block with a whole turn)."""
+        """Pinned facts, the facts bearing on `q` (or, without one, the facts that last longest), and
+        the latest memories. What lasts is ranked by ``librarian.lasting.lasting_score`` over the newest
+        PROFILE_POOL_COUNT rows (decisions, conventions and preferences, then standing orders, then how
+        things are; newest first among equals); a question, a test count, a log line or a fragment
+        without a verb is left out of all three, and so are stored exchanges (they are history, and
+        each would fill the block with a whole turn)."""
         tags = self.space_tags(principal, tag)
         pinned = self.store.pinned(principal.team_id, tags)
-        read = self.store.recent(principal.team_id, tags, PROFILE_RECENT_COUNT * PROFILE_READ_FACTOR)
-        recent = [memory for memory in read if not _is_exchange(memory)][:PROFILE_RECENT_COUNT]
+        read = self.store.recent(principal.team_id, tags, max(PROFILE_POOL_COUNT, PROFILE_RECENT_COUNT))
+        scored = [(memory, lasting_score(memory.content)) for memory in read if not _is_exchange(memory)]
+        kept = [(memory, score) for memory, score in scored if score is not None]
+        recent = [memory for memory, _score in kept[:PROFILE_RECENT_COUNT]]
         if q:
             hits = self.search(principal, tag, q, limit=PROFILE_DYNAMIC_COUNT * PROFILE_READ_FACTOR)
-            found = [hit.memory for hit in hits if not _is_exchange(hit.memory)]
+            found = [
+                hit.memory
+                for hit in hits
+                if not _is_exchange(hit.memory) and lasting_score(hit.memory.content) is not None
+            ]
             dynamic = [memory.content for memory in found[:PROFILE_DYNAMIC_COUNT]]
         else:
-            dynamic = [memory.content for memory in recent[:PROFILE_DYNAMIC_COUNT]]
+            dynamic = [memory.content for memory in _most_lasting(kept)[:PROFILE_DYNAMIC_COUNT]]
         return Profile(static=pinned, dynamic=dynamic, recent=recent, tags=tags)
 
     # ------------------------------------------------------------------ extraction jobs
@@ -848,6 +863,22 @@ class MemoryService:
             rows.extend(page)
             after = (page[-1]["created_at"], page[-1]["id"])
         return rows, total
+
+
+def _most_lasting(scored: list[tuple[Memory, int]]) -> list[Memory]:
+    """Newest-first (memory, lasting score) pairs ordered by score, newest first among equals; at most
+    PROFILE_FACTS_PER_EXCHANGE facts of one saved exchange come before the others' facts, so one long
+    exchange does not fill the profile."""
+    order = sorted(range(len(scored)), key=lambda index: (-scored[index][1], index))
+    taken: dict[str, int] = {}
+    first: list[Memory] = []
+    later: list[Memory] = []
+    for index in order:
+        memory = scored[index][0]
+        source = str((memory.metadata or {}).get(exchanges.FACT_EXCHANGE_FIELD) or memory.id)
+        taken[source] = taken.get(source, 0) + 1
+        (first if taken[source] <= PROFILE_FACTS_PER_EXCHANGE else later).append(memory)
+    return first + later
 
 
 def _is_exchange(memory: Memory) -> bool:

@@ -1,7 +1,9 @@
 """The LLM extractor: an HTTP client for an OpenAI-compatible chat endpoint, with the deterministic fallback.
 
 Unlike the rest of the librarian this does I/O: it posts the exchange through `wire/http.py` under one
-absolute deadline. :func:`extractor_from_env` picks it when configured and falls back to
+absolute deadline. Its prompt states the deterministic extractor's contract, and its facts pass the
+same rules afterwards (:func:`~bli_memory.door.librarian.lasting.breaks_contract`).
+:func:`extractor_from_env` picks it when configured and falls back to
 :func:`~bli_memory.door.librarian.extract.extract_facts` on any failure.
 """
 
@@ -14,6 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from bli_memory.door.librarian.extract import MAX_FACT_CHARS, MAX_FACTS_PER_TEXT, extract_facts
+from bli_memory.door.librarian.lasting import breaks_contract
 from bli_memory.door.librarian.words import fact_key
 
 LLM_TIMEOUT_S = 20.0
@@ -32,15 +35,22 @@ class LibrarianError(Exception):
     """The LLM extractor could not produce facts (unreachable, slow, HTTP error, bad answer)."""
 
 
-LLM_SYSTEM_PROMPT = f"""You extract durable memory from one exchange between a developer and a coding agent.
-Return ONLY a JSON object of the form {{"facts": ["...", "..."]}} and nothing else.
-Keep: decisions, conventions, commands, file paths, versions, preferences, fixes and their causes.
-Drop: greetings, questions, plans ("let me check"), tool output, logs, code listings, one-off tasks.
-Each fact is one atomic sentence that makes sense on its own a month later: name the subject instead
-of "it", "this" or "they"; keep identifiers, paths, commands and versions exactly as written (in
-backticks when they are code); write in the first person plural for team decisions ("We use ...").
+LLM_SYSTEM_PROMPT = f"""You extract durable memory from one exchange between a developer (User) and a coding agent
+(Assistant). Return ONLY a JSON object of the form {{"facts": ["...", "..."]}} and nothing else.
+Keep what stays true after this session: decisions, conventions, preferences and corrections the user
+states (a decision stated inside a request is still a decision: keep it, without the request), commands,
+file paths, versions, configuration, owners, fixes and their causes.
+Leave out: questions (never restate the user's question as a fact), greetings and thanks, plans ("let me
+check"), one-off tasks, problem reports, test runs and their counts ("6 passed", "all tests pass"), tool
+output, log lines, stack traces, code listings, and general knowledge that is not about this project.
+Each fact is one impersonal sentence that makes sense on its own a month later: never "I", "me" or
+"my" (write "`x==1` is pinned", not "I pinned `x==1`"); name the subject instead of "it", "this" or
+"they", and when the exchange does not say what a pronoun means, leave that sentence out rather than
+guess; team decisions may say "We" ("We use ..."). Copy identifiers, paths, commands, versions and
+values byte for byte, in backticks when they are code. A correction starts with "Correction:".
 At most {MAX_FACTS_PER_TEXT} facts, each under {MAX_FACT_CHARS} characters. If nothing is worth
-remembering, return {{"facts": []}}."""
+remembering, return {{"facts": []}}.
+Facts that break these rules are discarded after you answer."""
 
 
 def _chat_url(base_url: str) -> str:
@@ -58,11 +68,19 @@ def _strip_fence(content: str) -> str:
 
 
 def _validated_facts(payload: Any) -> list[str]:
-    """The ``facts`` of an answer, cleaned, deduplicated and capped; LibrarianError if malformed."""
+    """The ``facts`` of an answer, cleaned, deduplicated, held to the contract and capped.
+
+    LibrarianError if the answer is malformed, or if it offered facts and every one broke the
+    contract (:func:`~bli_memory.door.librarian.lasting.breaks_contract`: a question, the first
+    person, a test run, a log line, a greeting, a pronoun leaning on words before it): a model that
+    ignores its instructions is not trusted with the exchange, and the deterministic extractor runs.
+    A fact that breaks the contract among good ones is dropped alone.
+    """
     if not isinstance(payload, dict) or not isinstance(payload.get("facts"), list):
         raise LibrarianError('chat endpoint answer is not {"facts": [...]}')
     facts: list[str] = []
     seen: set[str] = set()
+    broken: list[str] = []
     for item in payload["facts"]:
         if not isinstance(item, str):
             raise LibrarianError("chat endpoint answered a fact that is not a string")
@@ -71,7 +89,15 @@ def _validated_facts(payload: Any) -> list[str]:
         if not fact or len(fact) > MAX_FACT_CHARS or key in seen:
             continue
         seen.add(key)
+        reason = breaks_contract(fact)
+        if reason is not None:
+            broken.append(reason)
+            continue
         facts.append(fact)
+    if broken and not facts:
+        raise LibrarianError(
+            f"every fact the chat endpoint answered broke the contract ({', '.join(broken)})"
+        )
     return facts[:MAX_FACTS_PER_TEXT]
 
 

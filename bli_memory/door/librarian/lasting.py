@@ -1,0 +1,185 @@
+"""What lasts: which facts belong in a session's profile, and which facts break the librarian's contract.
+
+Pure (no I/O), deterministic, and built from the librarian's own signals (the same word lists and
+shapes extraction uses), so the door reads a fact the way the librarian wrote it.
+
+:func:`lasting_score` ranks a fact for the profile, the block every session sees first. What lasts
+is what stays true after the session that said it: a decision, a convention, a preference, a
+standing order ("never", "from now on", "don't …") and a standing fact of the repository ("CI runs
+with `.env.ci`"). What does not is a report of that session's moment. The score is ``None`` for a
+fact that never belongs in the profile:
+
+- a question (a restated "… keeps failing on CI?" is the reason for an exchange, not its answer);
+- a test run's report or a test count ("With 2.7.4 all 612 tests pass.", "6 passed");
+- a log line's shape (a timestamp, a level such as ``Warning``/``ERROR``, a kubelet event's age
+  such as ``14m``, a stack frame);
+- a fragment without a verb ("`README.md` line 31, the "Environments" table.").
+
+Otherwise the score adds up, highest first: a decision/convention/preference word (3), a standing
+order or an imperative convention (2), a statement of how things are with a durable verb (1). An
+edit report ("`docker-compose.yml`: removed the `beat` service.") and a first-person account score
+0: kept in the profile only when nothing more lasting fills it.
+
+:func:`breaks_contract` is the post-filter the LLM extractor's facts pass, so a model held to the
+same contract as the deterministic extractor cannot store what that extractor never would.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from bli_memory.door.librarian.extract import (
+    _CONTEXT_DEPENDENT,
+    _CONVENTION_VERBS,
+    _GREETING_OR_FILLER,
+    _IMPERATIVES,
+    _INLINE_CODE_SPAN,
+    _NOISE_LINE,
+    _USER_DECISION,
+    _VERBS,
+    _is_run_report,
+    _leans_on_context,
+)
+from bli_memory.door.librarian.words import tokens
+
+#: score of a fact that records a decision, a convention or a preference.
+DECISION_SCORE = 3
+#: score of a standing order ("never …", "don't …") or a convention stated as an instruction.
+STANDING_ORDER_SCORE = 2
+#: score of a statement of how things are ("`x` is pinned", "CI runs with `.env.ci`").
+DURABLE_VERB_SCORE = 1
+
+#: a log line anywhere in the fact: an event age and level ("14m Warning"), a timestamp, a level tag.
+_LOG_SHAPE = re.compile(
+    r"\b\d+(?:ms|s|m|h|d)\s+(?:Normal|Warning|Error)\b|\b\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}|"
+    r"\b\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\b|\[(?:INFO|DEBUG|WARN|WARNING|ERROR|TRACE|FATAL)\]|"
+    r"^(?:INFO|DEBUG|WARN|WARNING|ERROR|TRACE|FATAL|CRITICAL)\b|\b(?:node|pod)/[\w.-]+\s|"
+    r"\bat \S+\(\S+:\d+\)"
+)
+#: a count of tests or checks, whatever verb reports it: "all 612 tests pass", "30 passed".
+_TEST_COUNT = re.compile(
+    r"\b\d[\d,]*\s+(?:unit\s+|integration\s+|e2e\s+)?(?:tests?|specs?|checks?|cases?)\b|"
+    r"\b\d[\d,]*\s+(?:passed|failed|failing|passing)\b",
+    re.IGNORECASE,
+)
+#: the first person of the one who answered ("I pinned", "I'll", "my"): an account, not a fact.
+_FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'll|I'd|me|my|mine|myself)\b")
+#: "`file`: added …", "`file`: `value`" — what one edit did, a changelog line.
+_EDIT_REPORT = re.compile(r"^`[^`]+`(?:\s+\S+)?:\s")
+#: a report of what was done or seen in the session: "Ran 1,000 tasks …", "Checked: …".
+_MOMENT_REPORT = re.compile(
+    r"^\W*(?:ran|re-?ran|checked|verified|confirmed|tested|tried|reproduced|looked)\b", re.IGNORECASE
+)
+#: a problem as reported in the moment: "`test_x` keeps failing on CI but never locally".
+_PROBLEM_REPORT = re.compile(
+    r"\b(?:keeps|kept) (?:failing|breaking|crashing|timing out|flaking)\b|\bbut (?:never|not|works|passes) locally\b|"
+    r"\b(?:is|are) (?:broken|failing|flaky) (?:again|now|today)\b|\b(?:yesterday|this morning|last night)\b",
+    re.IGNORECASE,
+)
+#: a standing order opens the sentence: "Never …", "Don't edit … by hand" ("was always under" describes).
+_STANDING_ORDER_START = re.compile(
+    r"^\W*(?:always|never|don't|do not|make sure|remember to|prefer|only)\b", re.IGNORECASE
+)
+#: a fact bound to the moment it was said: "until then the old pods keep …, expect a restart tonight".
+_MOMENT = re.compile(
+    r"\b(?:tonight|today|tomorrow|this (?:morning|afternoon|evening|week|sprint)|next deploy|until then|"
+    r"for now|right now|at the moment)\b",
+    re.IGNORECASE,
+)
+#: irregular past forms that open a report of what the session did ("Wrote that down in …").
+_PAST_IRREGULAR = frozenset(
+    "ran re-ran made wrote put left built rebuilt took found saw got kept cut".split()
+)
+#: a verb form that is not in the librarian's word lists: "pinned", "removed", "touched".
+_PAST_FORM = re.compile(r"^[a-z]{3,}ed$")
+
+
+#: words that open a noun phrase: a plural after one is a noun ("the tables"), before one a verb.
+_DETERMINERS = frozenset(
+    "the a an all some many few these those its their every each no any this that".split()
+)
+#: words a present-tense verb is often followed by ("restarts after", "frees the cache").
+_AFTER_VERB = _DETERMINERS | frozenset(
+    "to after before with on in at from into when if only once code".split()
+)
+
+
+def _present_verb(previous: str, word: str, following: str) -> bool:
+    """ "child restarts after", "and frees the": an -s form between a non-determiner and an object."""
+    plural_like = len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is"))
+    return (
+        plural_like
+        and previous not in _DETERMINERS
+        and not previous[:1].isdigit()
+        and following in _AFTER_VERB
+    )
+
+
+def _has_verb(words: list[str]) -> bool:
+    """Whether the words hold a verb: the librarian's verbs and imperatives, a regular past form, or a
+    present-tense form placed as a verb."""
+    if any(w in _VERBS or w in _IMPERATIVES or _PAST_FORM.match(w) for w in words):
+        return True
+    padded = ["", *words, ""]
+    return any(_present_verb(padded[i - 1], padded[i], padded[i + 1]) for i in range(1, len(padded) - 1))
+
+
+#: distinct facts whose score is remembered; the profile scores the same newest rows on every session start.
+LASTING_CACHE_MAX = 8192
+
+
+@functools.lru_cache(maxsize=LASTING_CACHE_MAX)
+def lasting_score(fact: str) -> int | None:
+    """How long the fact stays true, for ranking the profile: ``None`` for a fact that never belongs
+    there (a question, a test count, a log line, a fragment), else a score, higher lasts longer."""
+    text = fact.strip()
+    prose = _INLINE_CODE_SPAN.sub(" code ", text)
+    words = tokens(prose)
+    if not words or text.endswith("?"):
+        return None
+    if (
+        _TEST_COUNT.search(prose)
+        or _is_run_report(text)
+        or _LOG_SHAPE.search(text)
+        or _NOISE_LINE.match(text)
+    ):
+        return None
+    if _USER_DECISION.search(prose):
+        return DECISION_SCORE  # "From now on pnpm only." needs no verb
+    if not _has_verb(words):
+        return None
+    statement = prose.rsplit("? ", 1)[-1]  # "How do I X? Use Y." is judged by its answer
+    if _EDIT_REPORT.match(text) or _FIRST_PERSON.search(statement) or _MOMENT_REPORT.match(statement):
+        return 0
+    if _PROBLEM_REPORT.search(prose):
+        return 0
+    if _MOMENT.search(prose) or _PAST_FORM.match(words[0]) or words[0] in _PAST_IRREGULAR:
+        return 0  # "Opened #413 …", "Turned on the rule …": what the session did, its subject dropped
+    first = words[0]
+    if _STANDING_ORDER_START.match(prose) or (first in _CONVENTION_VERBS and first in _IMPERATIVES):
+        return STANDING_ORDER_SCORE
+    return DURABLE_VERB_SCORE
+
+
+def breaks_contract(fact: str) -> str | None:
+    """Why a fact breaks the extraction contract, or None when it keeps it.
+
+    The contract: an impersonal, self-contained statement; never a question, a greeting or filler,
+    a test run's report, a log line, or a sentence whose pronoun leans on words before it.
+    """
+    text = fact.strip()
+    prose = _INLINE_CODE_SPAN.sub(" code ", text)
+    if text.endswith("?"):
+        return "question"
+    if _GREETING_OR_FILLER.match(text):
+        return "greeting or filler"
+    if _FIRST_PERSON.search(prose):
+        return "first person"
+    if _TEST_COUNT.search(prose) or _is_run_report(text):
+        return "test run"
+    if _LOG_SHAPE.search(text) or _NOISE_LINE.match(text):
+        return "log line"
+    if _CONTEXT_DEPENDENT.search(prose) or _leans_on_context(text):
+        return "leans on context"
+    return None

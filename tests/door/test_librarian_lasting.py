@@ -1,0 +1,75 @@
+"""What lasts (`door/librarian/lasting.py`): the profile's ranking of facts and the extraction contract."""
+
+from __future__ import annotations
+
+import pytest
+
+from bli_memory.door.librarian.lasting import (
+    DECISION_SCORE,
+    DURABLE_VERB_SCORE,
+    STANDING_ORDER_SCORE,
+    breaks_contract,
+    lasting_score,
+)
+
+
+@pytest.mark.parametrize(
+    "fact",
+    [
+        "14m Warning OOMKilling node/ip-10-42-12-14.ec2.internal Memory cgroup out of memory",
+        "With 2.7.4 all 612 tests pass.",
+        '`README.md` line 31, the "Environments" table.',
+        "Test_refund_webhook keeps failing on CI but never locally?",
+        "2024-05-14 02:30:01 ERROR settlement job timed out",
+        "`pytest tests/scheduling -q`: 6 passed.",
+        "`.nvmrc`: `20.12.2`.",
+    ],
+)
+def test_log_lines_test_counts_questions_and_fragments_never_enter_the_profile(fact: str) -> None:
+    assert lasting_score(fact) is None
+
+
+@pytest.mark.parametrize(
+    ("fact", "score"),
+    [
+        ("We decided to stop using Celery beat; the schedule moves into the worker.", DECISION_SCORE),
+        ("From now on pnpm only.", DECISION_SCORE),
+        ("I prefer named exports everywhere.", DECISION_SCORE),
+        ("Don't edit `src/lib/api/generated/` by hand: every run overwrites it.", STANDING_ORDER_SCORE),
+        ("CI runs with `.env.ci`, which sets `STRIPE_WEBHOOK_TOLERANCE=5`.", DURABLE_VERB_SCORE),
+        (
+            "`payments/celery_app.py`: `worker_max_tasks_per_child=200`, so each child restarts after 200 tasks.",
+            0,
+        ),
+        ("`docker-compose.yml`: removed the `beat` service.", 0),
+        ("Ran 1,000 receipt tasks locally under `memray run`.", 0),
+        ("Test_refund_webhook keeps failing on CI but never locally.", 0),
+        ("The top growth was always under `weasyprint/text/fonts.py`.", DURABLE_VERB_SCORE),
+        ("Opened #413 proposing a `tracer config path` subcommand.", 0),
+        ("Turned on the ESLint rule `import/no-default-export` in `.eslintrc.cjs`.", 0),
+        ("The Helm change goes out with the next deploy; expect one more restart tonight.", 0),
+    ],
+)
+def test_decisions_outrank_standing_orders_outrank_how_things_are_outrank_reports(
+    fact: str, score: int
+) -> None:
+    assert lasting_score(fact) == score
+
+
+@pytest.mark.parametrize(
+    ("fact", "reason"),
+    [
+        ("What caused the refund webhook failure?", "question"),
+        ("I pinned `pydantic==2.7.4` in `requirements.in`.", "first person"),
+        ("Thanks, that fixed it.", "greeting or filler"),
+        ("`pytest -q`: 30 passed in 4.87s.", "test run"),
+        ("It reads the file on every start.", "leans on context"),
+        ("[ERROR] connection refused", "log line"),
+    ],
+)
+def test_breaks_contract_names_the_broken_rule(fact: str, reason: str) -> None:
+    assert breaks_contract(fact) == reason
+
+
+def test_a_fact_that_keeps_the_contract_passes_byte_for_byte_code_included() -> None:
+    assert breaks_contract("`pydantic==2.7.4` is pinned in `requirements.in` until PAY-498 lands.") is None
