@@ -332,16 +332,18 @@ def recalls(
     return out
 
 
-#: `--loco`'s grid: each tuned constant's values (today's among them), varied one at a time.
-#: `Weights` fields are passed per search; keyword.py's constants are module settings, set for the run.
+#: `--loco`'s grid: the constants tuned on LoCoMo (docs/ranking.md, keyword.py), each with a few values
+#: around today's (today's among them), varied one at a time. The recency constants are not here: they
+#: were set for a coding assistant's memory and cost LoCoMo a little (docs/ranking.md). `Weights`
+#: fields are passed per search; keyword.py's constants are module settings, set for the measurement.
 LOCO_GRID: dict[str, tuple[float, ...]] = {
-    "rrf_k": (1.0, 3.0, 10.0, 60.0),
-    "keyword": (1.0, 1.5, 2.0),
-    "half_life_days": (30.0, 90.0, 365.0),
-    "floor": (0.6, 0.9, 1.0),
-    "context": (0.0, 0.15, 0.3, 0.5),
-    "keyword.B": (0.0, 0.3, 0.75),
-    "keyword.FEEDBACK_WEIGHT": (0.0, 0.2, 0.4),
+    "rrf_k": (1.0, 3.0, 5.0, 10.0, 60.0),
+    "keyword": (1.0, 1.25, 1.5, 1.75, 2.0),
+    "context": (0.0, 0.15, 0.25, 0.3, 0.4, 0.5),
+    "keyword.B": (0.0, 0.15, 0.3, 0.5, 0.75),
+    "keyword.FEEDBACK_WEIGHT": (0.0, 0.1, 0.2, 0.3, 0.4),
+    "keyword.FEEDBACK_DOCS": (1, 3, 5),
+    "keyword.FEEDBACK_TERMS": (10, 20, 40),
 }
 LOCO_K = 10
 
@@ -359,7 +361,7 @@ def setting(values: dict[str, float]) -> Iterator[ranking.Weights]:
     fields = {name: v for name, v in values.items() if not name.startswith("keyword.")}
     saved = {name: getattr(keyword, name) for name in module}
     for name, value in module.items():
-        setattr(keyword, name, value)
+        setattr(keyword, name, type(saved[name])(value))  # a count stays an int
     try:
         yield replace(ranking.DEFAULT_WEIGHTS, **fields)
     finally:
@@ -367,10 +369,21 @@ def setting(values: dict[str, float]) -> Iterator[ranking.Weights]:
             setattr(keyword, name, value)
 
 
+def pick(scores: dict[tuple[str, float], list[float]], counted: Sequence[int]) -> dict[str, float]:
+    """Each constant's best grid value on the conversations `counted` (indexes), the others at today's
+    values; a tie goes to today's value, then to the smaller."""
+    picked: dict[str, float] = {}
+    for name, grid in LOCO_GRID.items():
+        total = {value: sum(scores[(name, value)][i] for i in counted) for value in grid}
+        today = _default(name)
+        picked[name] = max(grid, key=lambda v, t=today: (round(total[v], 9), v == t, -v))
+    return picked
+
+
 def loco(memories: MemoryService, principal: Any, conversations: Sequence[Conversation]) -> str:
-    """Leave-one-conversation-out: per held-out conversation, the grid value of each constant that
-    scores best on the others (ties: today's value, then the smaller), measured on the held-out one."""
-    # per (constant, value): per conversation, the sum of its questions' recall@k and their count
+    """Leave-one-conversation-out beside in-sample: per conversation, recall@10 with today's constants,
+    with each constant picked on all the conversations (in-sample) and picked on the others (held out)."""
+    # per (constant, value): per conversation, the sum of its questions' recall@k
     scores: dict[tuple[str, float], list[float]] = {}
     for name, grid in LOCO_GRID.items():
         for value in grid:
@@ -380,41 +393,45 @@ def loco(memories: MemoryService, principal: Any, conversations: Sequence[Conver
                 ]
             print(f"  grid {name}={value}", file=sys.stderr, flush=True)
     counts = [len(c.questions) for c in conversations]
+    everyone = list(range(len(conversations)))
     default = scores[("rrf_k", ranking.DEFAULT_WEIGHTS.rrf_k)]
-    lines = [
-        f"leave-one-conversation-out, recall@{LOCO_K}; grid (one constant at a time): "
-        + "; ".join(f"{n} {list(g)}" for n, g in LOCO_GRID.items()),
-        f"{'held out':<12}{'n':>5} {'defaults':>9} {'tuned on rest':>14}  picked (differs from today)",
-    ]
-    held_totals = [0.0, 0.0]
-    held_means: list[float] = []
+    in_sample_pick = pick(scores, everyone)
+    with setting(in_sample_pick) as weights:
+        in_sample = [sum(recalls(memories, principal, c, weights, LOCO_K)) for c in conversations]
+    held: list[float] = []
+    picks: list[dict[str, float]] = []
     for index, conversation in enumerate(conversations):
-        rest = sum(counts) - counts[index]
-        picked: dict[str, float] = {}
-        for name, grid in LOCO_GRID.items():
-            today = _default(name)
-            on_rest = {v: (sum(scores[(name, v)]) - scores[(name, v)][index]) / rest for v in grid}
-            picked[name] = max(grid, key=lambda v, t=today, r=on_rest: (round(r[v], 9), v == t, -v))
-        with setting(picked) as weights:
-            held = sum(recalls(memories, principal, conversation, weights, LOCO_K))
-        changed = {n: v for n, v in picked.items() if v != _default(n)}
+        picks.append(pick(scores, [i for i in everyone if i != index]))
+        with setting(picks[-1]) as weights:
+            held.append(sum(recalls(memories, principal, conversation, weights, LOCO_K)))
+
+    def changed(picked: dict[str, float]) -> str:
+        return ", ".join(f"{n}={v:g}" for n, v in picked.items() if v != _default(n)) or "today's"
+
+    lines = [
+        f"recall@{LOCO_K}; grid, one constant at a time: "
+        + "; ".join(f"{n} {[float(v) for v in g]}" for n, g in LOCO_GRID.items()),
+        f"tuned on all {len(conversations)} (in-sample) picks: {changed(in_sample_pick)}",
+        f"{'conversation':<14}{'n':>5} {'today':>7} {'in-sample':>10} {'held out':>9}  held-out picks",
+    ]
+    for index, conversation in enumerate(conversations):
         n = counts[index]
-        held_totals[0] += default[index]
-        held_totals[1] += held
-        held_means.append(held / n)
         lines.append(
-            f"{conversation.sample_id:<12}{n:>5} {default[index] / n:>9.3f} {held / n:>14.3f}  "
-            + (", ".join(f"{k}={v:g}" for k, v in changed.items()) or "-")
+            f"{conversation.sample_id:<14}{n:>5} {default[index] / n:>7.3f} {in_sample[index] / n:>10.3f} "
+            f"{held[index] / n:>9.3f}  {changed(picks[index])}"
         )
     total = sum(counts)
     lines.append(
-        f"{'all':<12}{total:>5} {held_totals[0] / total:>9.3f} {held_totals[1] / total:>14.3f}  "
-        "(over questions)"
+        f"{'all questions':<14}{total:>5} {sum(default) / total:>7.3f} {sum(in_sample) / total:>10.3f} "
+        f"{sum(held) / total:>9.3f}"
     )
-    per_conv_default = sum(default[i] / counts[i] for i in range(len(counts))) / len(counts)
+
+    def per_conversation(sums: Sequence[float]) -> float:
+        return sum(x / n for x, n in zip(sums, counts, strict=True)) / len(counts)
+
     lines.append(
-        f"mean of conversations: defaults in-sample {per_conv_default:.3f}, "
-        f"tuned on the rest {sum(held_means) / len(held_means):.3f}"
+        f"{'mean of convs':<14}{'':>5} {per_conversation(default):>7.3f} {per_conversation(in_sample):>10.3f} "
+        f"{per_conversation(held):>9.3f}"
     )
     return "\n".join(lines)
 

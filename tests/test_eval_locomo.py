@@ -124,15 +124,17 @@ def test_pipeline_scores_a_planted_question_through_the_fact_and_its_exchange(tm
     assert float(recalls[2]) == 1.0  # every question's evidence is among 4 exchanges and their facts
 
 
-def test_loco_reports_each_held_out_conversation(tmp_path: Path) -> None:
+def test_loco_reports_each_held_out_conversation_beside_in_sample(tmp_path: Path) -> None:
     done = run(tmp_path, "--loco")
     assert done.returncode == 0, done.stderr
-    held = re.findall(r"^(conv-\w)\s+(\d+)\s+([\d.]+)\s+([\d.]+)", done.stdout, re.MULTILINE)
-    assert [(name, int(n)) for name, n, *_ in held] == [("conv-a", 2), ("conv-b", 2)]
-    assert all(0.0 <= float(x) <= 1.0 for *_, a, b in held for x in (a, b))
-    assert re.search(
-        r"mean of conversations: defaults in-sample [\d.]+, tuned on the rest [\d.]+", done.stdout
-    )
+    rows = re.findall(r"^(conv-\w)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)", done.stdout, re.MULTILINE)
+    assert [(name, int(n)) for name, n, *_ in rows] == [("conv-a", 2), ("conv-b", 2)]
+    figures = [float(x) for *_, today, inside, held in rows for x in (today, inside, held)]
+    assert all(0.0 <= x <= 1.0 for x in figures)
+    # the two conversations are alike: the planted questions are found whatever the constants
+    assert figures == [1.0] * 6
+    assert "tuned on all 2 (in-sample) picks:" in done.stdout
+    assert re.search(r"^mean of convs\s+1\.000\s+1\.000\s+1\.000$", done.stdout, re.MULTILINE)
 
 
 def test_pipeline_with_generated_facts_is_refused_in_one_line(tmp_path: Path) -> None:
