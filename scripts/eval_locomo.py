@@ -27,10 +27,12 @@ through the records' provenance: a stored exchange for its own `dialogue`; a fac
 of the exchange it names and of every exchange that lists it among its `facts`. The clock the door
 reads while a job runs is the exchange's time (its session's date), as if the hook had saved it then.
 
-`--loco` measures how well the ranking constants tuned on LoCoMo carry over: for each conversation,
-each constant's value is picked from a small grid (one constant at a time, the others at their
-defaults) by recall@10 on the other conversations, and the picked set is measured on the held-out
-one. Printed per conversation beside the defaults' in-sample figure.
+`--loco` measures how well the constants tuned on LoCoMo carry over to a conversation they were not
+tuned on: for each conversation, each constant of `LOCO_GRID` is picked from its grid (one constant at
+a time, the others at today's values) by recall@10 on the other conversations, and the picked set is
+measured on the held-out one. Printed per conversation beside today's constants and beside the same
+procedure tuned on every conversation (in-sample). keyword.py's constants are module settings read at
+each search: the script sets them for the measurement and puts them back.
 
 `--vector-cache FILE` keeps every vector the embedder made in FILE (.npz) and reuses it on the next run,
 so a sweep of ranking constants re-embeds nothing (the first run embeds 5 000 texts one at a time, as
