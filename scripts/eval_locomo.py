@@ -1,7 +1,7 @@
 """Retrieval quality of the door's search on LoCoMo: recall@k, hybrid vs keyword-only vs vector-only.
 
 Usage: .venv/bin/python scripts/eval_locomo.py PATH_TO_LOCOMO_JSON [--embedder SPEC] [--limit-samples N]
-       [--modes hybrid,keyword,vector,rrf60] [--with-facts] [--vector-cache FILE]
+       [--modes hybrid,keyword,vector,rrf60] [--with-facts] [--pipeline] [--loco] [--vector-cache FILE]
 
 Every turn of each conversation is saved as one memory ("Speaker: text", plus the shared image's
 caption when the turn has one) in its own space, through the real `MemoryService` and `SqliteStore` code on a temporary
@@ -17,6 +17,23 @@ from) in the same space, as the librarian's extraction would; a fact in the firs
 turn. These facts were written by the benchmark's authors with an LLM, not by this project's
 librarian: the number is an upper reference for what extraction can add, not a result of ours.
 
+`--pipeline` stores the conversation the way the product would have: each pair of consecutive turns
+(one speaker, then the other) is one exchange, written as the Stop hook writes one ("User: …" then
+"Assistant: …", each turn keeping its speaker's name and photo caption), saved with extract through
+the door's own job path (`MemoryService.enqueue_job`, then `jobs.run_job` with the deterministic
+librarian), its metadata `dialogue` listing the pair's dialogue ids. The librarian keeps the exchange
+as a document and distils facts from it, each naming its exchange. A hit then stands for dialogue ids
+through the records' provenance: a stored exchange for its own `dialogue`; a fact for the `dialogue`
+of the exchange it names and of every exchange that lists it among its `facts`. The clock the door
+reads while a job runs is the exchange's time (its session's date), as if the hook had saved it then.
+
+`--loco` measures how well the constants tuned on LoCoMo carry over to a conversation they were not
+tuned on: for each conversation, each constant of `LOCO_GRID` is picked from its grid (one constant at
+a time, the others at today's values) by recall@10 on the other conversations, and the picked set is
+measured on the held-out one. Printed per conversation beside today's constants and beside the same
+procedure tuned on every conversation (in-sample). keyword.py's constants are module settings read at
+each search: the script sets them for the measurement and puts them back.
+
 `--vector-cache FILE` keeps every vector the embedder made in FILE (.npz) and reuses it on the next run,
 so a sweep of ranking constants re-embeds nothing (the first run embeds 5 000 texts one at a time, as
 the door does, about 10 minutes here). Vectors are keyed by model, kind and text.
@@ -27,24 +44,26 @@ Progress goes to stderr; the table goes to stdout.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import re
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from bli_memory.door import ranking
+from bli_memory.door import exchanges, jobs, keyword, librarian, ranking
+from bli_memory.door import memories as memories_module
 from bli_memory.door.embed import Embedder, Kind, load_embedder
 from bli_memory.door.memories import MemoryService
-from bli_memory.door.model import now_s
+from bli_memory.door.model import Memory, now_s
 from bli_memory.door.store.sqlite import SqliteStore
 
 KS = (1, 5, 10, 25)
@@ -81,7 +100,15 @@ class Conversation:
     turns_of: dict[str, set[Turn]] = field(default_factory=dict)
     turns: int = 0
     facts: int = 0
+    exchanges: int = 0
     unresolved_evidence: int = 0
+    #: `--pipeline`: what a hit stands for is read from the records (None: `turns_of`)
+    provenance: Provenance | None = None
+
+    def stands_for(self, memory: Memory) -> set[Turn]:
+        if self.provenance is not None:
+            return self.provenance.turns(memory)
+        return self.turns_of.get(memory.id, set())
 
 
 class CachingEmbedder:
@@ -182,16 +209,279 @@ def load(
                     pairs = evidence_ids(source if isinstance(source, list) else [source])
                     conversation.turns_of.setdefault(result.id, set()).update(pairs)
                     conversation.facts += 1
-    for qa in sample["qa"]:
-        category = int(qa.get("category", 0))
-        if category not in CATEGORIES:
-            continue
-        evidence = list(dict.fromkeys(evidence_ids(qa.get("evidence", []))))
-        conversation.unresolved_evidence += sum(1 for pair in evidence if pair not in known)
-        evidence = [pair for pair in evidence if pair in known]
-        if evidence:  # a question none of whose evidence names a turn cannot be scored (counted above)
-            conversation.questions.append(Question(str(qa["question"]), category, evidence))
+    conversation.questions = questions(sample, known)
+    conversation.unresolved_evidence = unresolved(sample, known)
     return conversation
+
+
+def _asked(sample: dict[str, Any]) -> Iterator[tuple[dict[str, Any], list[Turn]]]:
+    for qa in sample["qa"]:
+        if int(qa.get("category", 0)) in CATEGORIES:
+            yield qa, list(dict.fromkeys(evidence_ids(qa.get("evidence", []))))
+
+
+def questions(sample: dict[str, Any], known: set[Turn]) -> list[Question]:
+    """The scored questions: categories 1-4, each with the evidence that names a stored turn."""
+    out = []
+    for qa, evidence in _asked(sample):
+        found = [pair for pair in evidence if pair in known]
+        if found:  # a question none of whose evidence names a turn cannot be scored (counted apart)
+            out.append(Question(str(qa["question"]), int(qa["category"]), found))
+    return out
+
+
+def unresolved(sample: dict[str, Any], known: set[Turn]) -> int:
+    """How many evidence ids of the scored categories name no stored turn."""
+    return sum(1 for _, evidence in _asked(sample) for pair in evidence if pair not in known)
+
+
+#: the extractor a door's worker runs when no LLM is configured (the deterministic librarian).
+EXTRACT = librarian.extractor_from_env({})
+#: the metadata field of a `--pipeline` exchange that lists its turns' dialogue ids ("D1:3").
+DIALOGUE_FIELD = "dialogue"
+
+
+def exchange_text(first: dict[str, Any], second: dict[str, Any] | None) -> str:
+    """A pair of turns as the Stop hook writes an exchange: `User: …` then `Assistant: …`."""
+    text = "User: " + turn_text(first)
+    return text if second is None else text + "\n\nAssistant: " + turn_text(second)
+
+
+def turn_pairs(turns: list[dict[str, Any]]) -> list[tuple[int, int | None]]:
+    """Consecutive turns paired (one speaker, then the other); a turn the same speaker follows is alone."""
+    pairs: list[tuple[int, int | None]] = []
+    index = 0
+    while index < len(turns):
+        if index + 1 < len(turns) and turns[index + 1].get("speaker") != turns[index].get("speaker"):
+            pairs.append((index, index + 1))
+            index += 2
+        else:
+            pairs.append((index, None))
+            index += 1
+    return pairs
+
+
+@contextlib.contextmanager
+def door_clock(at: float) -> Iterator[None]:
+    """The door's clock reads `at` for the duration: a job run now writes as if run then."""
+    real = memories_module.now_s
+    memories_module.now_s = lambda: at  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        memories_module.now_s = real  # type: ignore[assignment]
+
+
+def load_pipeline(memories: MemoryService, principal: Any, sample: dict[str, Any]) -> Conversation:
+    """Save each pair of consecutive turns as one exchange with extract, through the door's job path."""
+    tag = f"locomo-{sample['sample_id']}"
+    conversation = Conversation(sample_id=str(sample["sample_id"]), tag=tag)
+    all_sessions = sessions(sample["conversation"])
+    shift = now_s() - max(when for _, when, turns in all_sessions) - SECONDS_PER_TURN * 100
+    known: set[Turn] = set()
+    for number, when, turns in all_sessions:
+        for first, second in turn_pairs(turns):
+            ids = []
+            for index in (first,) if second is None else (first, second):
+                pairs = evidence_ids([turns[index].get("dia_id", "")]) or [(number, index + 1)]
+                ids.extend(f"D{s}:{t}" for s, t in pairs)
+                known.update(pairs)
+                conversation.turns += 1
+            text = exchange_text(turns[first], None if second is None else turns[second])
+            created = when + shift + first * SECONDS_PER_TURN
+            memories.enqueue_job(principal, tag, text, {DIALOGUE_FIELD: ids})
+            job = memories.store.claim_job()
+            assert job is not None
+            with door_clock(created):
+                outcome = jobs.run_job(memories, replace(job, created_at=created), EXTRACT)
+            conversation.exchanges += 1
+            if outcome is not None:
+                conversation.facts += outcome.added + outcome.conflicted
+    conversation.questions = questions(sample, known)
+    conversation.unresolved_evidence = unresolved(sample, known)
+    conversation.provenance = Provenance(memories, principal, tag)
+    return conversation
+
+
+def warm_pipeline_vectors(embedder: Embedder, samples: Sequence[dict[str, Any]], batch: int = 64) -> None:
+    """Embed what `--pipeline` will save, in batches, before it saves it one row at a time: the
+    exchanges, and each fact the deterministic librarian draws from them (saved, and searched for
+    its neighbours). The same vectors (the embedder gives a text the same vector alone or in a batch),
+    made several times faster; only a reconciled rewrite is left to embed on the way."""
+    texts: list[str] = []
+    for sample in samples:
+        for _, _, turns in sessions(sample["conversation"]):
+            for first, second in turn_pairs(turns):
+                text = exchange_text(turns[first], None if second is None else turns[second])
+                texts.append(text)
+                texts.extend(EXTRACT(text)[0])
+    unique = list(dict.fromkeys(texts))
+    facts = [t for t in unique if not t.startswith("User: ")]
+    for kind, items in (("passage", unique), ("query", facts)):
+        for start in range(0, len(items), batch):
+            embedder.embed(items[start : start + batch], kind=kind)  # type: ignore[arg-type]
+
+
+def recalls(
+    memories: MemoryService, principal: Any, conversation: Conversation, weights: ranking.Weights, k: int
+) -> list[float]:
+    """Each of the conversation's questions' recall@k under `weights`."""
+    out = []
+    for question in conversation.questions:
+        hits = memories.search(principal, conversation.tag, question.text, limit=k, weights=weights)
+        found = [conversation.stands_for(hit.memory) for hit in hits if hit.score > 0]
+        out.append(recall(found, question.evidence, k))
+    return out
+
+
+#: `--loco`'s grid: the constants tuned on LoCoMo (docs/ranking.md, keyword.py), each with a few values
+#: around today's (today's among them), varied one at a time. The recency constants are not here: they
+#: were set for a coding assistant's memory and cost LoCoMo a little (docs/ranking.md). `Weights`
+#: fields are passed per search; keyword.py's constants are module settings, set for the measurement.
+LOCO_GRID: dict[str, tuple[float, ...]] = {
+    "rrf_k": (1.0, 3.0, 5.0, 10.0, 60.0),
+    "keyword": (1.0, 1.25, 1.5, 1.75, 2.0),
+    "context": (0.0, 0.15, 0.25, 0.3, 0.4, 0.5),
+    "keyword.B": (0.0, 0.15, 0.3, 0.5, 0.75),
+    "keyword.FEEDBACK_WEIGHT": (0.0, 0.1, 0.2, 0.3, 0.4),
+    "keyword.FEEDBACK_DOCS": (1, 3, 5),
+    "keyword.FEEDBACK_TERMS": (10, 20, 40),
+}
+LOCO_K = 10
+
+
+def _default(name: str) -> float:
+    if name.startswith("keyword."):
+        return float(getattr(keyword, name.split(".", 1)[1]))
+    return float(getattr(ranking.DEFAULT_WEIGHTS, name))
+
+
+@contextlib.contextmanager
+def setting(values: dict[str, float]) -> Iterator[ranking.Weights]:
+    """The `Weights` for `values`; keyword.py's constants among them are set until the block ends."""
+    module = {name.split(".", 1)[1]: v for name, v in values.items() if name.startswith("keyword.")}
+    fields = {name: v for name, v in values.items() if not name.startswith("keyword.")}
+    saved = {name: getattr(keyword, name) for name in module}
+    for name, value in module.items():
+        setattr(keyword, name, type(saved[name])(value))  # a count stays an int
+    try:
+        yield replace(ranking.DEFAULT_WEIGHTS, **fields)
+    finally:
+        for name, value in saved.items():
+            setattr(keyword, name, value)
+
+
+def pick(scores: dict[tuple[str, float], list[float]], counted: Sequence[int]) -> dict[str, float]:
+    """Each constant's best grid value on the conversations `counted` (indexes), the others at today's
+    values; a tie goes to today's value, then to the smaller."""
+    picked: dict[str, float] = {}
+    for name, grid in LOCO_GRID.items():
+        total = {value: sum(scores[(name, value)][i] for i in counted) for value in grid}
+        today = _default(name)
+        picked[name] = max(grid, key=lambda v, t=today: (round(total[v], 9), v == t, -v))
+    return picked
+
+
+def loco(memories: MemoryService, principal: Any, conversations: Sequence[Conversation]) -> str:
+    """Leave-one-conversation-out beside in-sample: per conversation, recall@10 with today's constants,
+    with each constant picked on all the conversations (in-sample) and picked on the others (held out)."""
+    # per (constant, value): per conversation, the sum of its questions' recall@k
+    scores: dict[tuple[str, float], list[float]] = {}
+    for name, grid in LOCO_GRID.items():
+        for value in grid:
+            with setting({name: value}) as weights:
+                scores[(name, value)] = [
+                    sum(recalls(memories, principal, c, weights, LOCO_K)) for c in conversations
+                ]
+            print(f"  grid {name}={value}", file=sys.stderr, flush=True)
+    counts = [len(c.questions) for c in conversations]
+    everyone = list(range(len(conversations)))
+    default = scores[("rrf_k", ranking.DEFAULT_WEIGHTS.rrf_k)]
+    in_sample_pick = pick(scores, everyone)
+    with setting(in_sample_pick) as weights:
+        in_sample = [sum(recalls(memories, principal, c, weights, LOCO_K)) for c in conversations]
+    held: list[float] = []
+    picks: list[dict[str, float]] = []
+    for index, conversation in enumerate(conversations):
+        picks.append(pick(scores, [i for i in everyone if i != index]))
+        with setting(picks[-1]) as weights:
+            held.append(sum(recalls(memories, principal, conversation, weights, LOCO_K)))
+
+    def changed(picked: dict[str, float]) -> str:
+        return ", ".join(f"{n}={v:g}" for n, v in picked.items() if v != _default(n)) or "today's"
+
+    lines = [
+        f"recall@{LOCO_K}; grid, one constant at a time: "
+        + "; ".join(f"{n} {[float(v) for v in g]}" for n, g in LOCO_GRID.items()),
+        f"tuned on all {len(conversations)} (in-sample) picks: {changed(in_sample_pick)}",
+        f"{'conversation':<14}{'n':>5} {'today':>7} {'in-sample':>10} {'held out':>9}  held-out picks",
+    ]
+    for index, conversation in enumerate(conversations):
+        n = counts[index]
+        lines.append(
+            f"{conversation.sample_id:<14}{n:>5} {default[index] / n:>7.3f} {in_sample[index] / n:>10.3f} "
+            f"{held[index] / n:>9.3f}  {changed(picks[index])}"
+        )
+    total = sum(counts)
+    lines.append(
+        f"{'all questions':<14}{total:>5} {sum(default) / total:>7.3f} {sum(in_sample) / total:>10.3f} "
+        f"{sum(held) / total:>9.3f}"
+    )
+
+    def per_conversation(sums: Sequence[float]) -> float:
+        return sum(x / n for x, n in zip(sums, counts, strict=True)) / len(counts)
+
+    lines.append(
+        f"{'mean of convs':<14}{'':>5} {per_conversation(default):>7.3f} {per_conversation(in_sample):>10.3f} "
+        f"{per_conversation(held):>9.3f}"
+    )
+    return "\n".join(lines)
+
+
+class Provenance:
+    """Which dialogue turns a `--pipeline` hit stands for, read from the records themselves."""
+
+    def __init__(self, memories: MemoryService, principal: Any, tag: str) -> None:
+        self.memories = memories
+        self.principal = principal
+        self.tag = tag
+        self._of_exchange: dict[str, set[Turn]] = {}
+        self._listing: dict[str, set[str]] | None = None
+
+    def exchange_turns(self, key: str) -> set[Turn]:
+        if key not in self._of_exchange:
+            document = self.memories.store.current_by_custom_id(self.principal.team_id, [self.tag], key)
+            self._of_exchange[key] = self.dialogue(document)
+        return self._of_exchange[key]
+
+    @staticmethod
+    def dialogue(document: Memory | None) -> set[Turn]:
+        raw = (document.metadata or {}).get(DIALOGUE_FIELD, []) if document is not None else []
+        return set(evidence_ids(raw if isinstance(raw, list) else []))
+
+    def listing(self) -> dict[str, set[str]]:
+        """fact root id -> the keys of the exchanges whose `facts` list it."""
+        if self._listing is None:
+            self._listing = {}
+            store = self.memories.store
+            rows = [row.id for row in store.index_rows(self.principal.team_id, self.tag)]
+            for memory in store.current_by_ids(self.principal.team_id, rows).values():
+                if exchanges.is_exchange(memory.kind, memory.custom_id, memory.metadata):
+                    for root in exchanges.facts_of(memory.metadata):
+                        self._listing.setdefault(root, set()).add(memory.custom_id or "")
+        return self._listing
+
+    def turns(self, memory: Memory) -> set[Turn]:
+        if exchanges.is_exchange(memory.kind, memory.custom_id, memory.metadata):
+            return self.dialogue(memory)
+        keys = set(self.listing().get(memory.root_id, set()))
+        named = exchanges.exchange_of(memory.metadata)
+        if named is not None:
+            keys.add(named)
+        found: set[Turn] = set()
+        for key in keys:
+            found |= self.exchange_turns(key)
+        return found
 
 
 def recall(found: Sequence[set[Turn]], evidence: Sequence[Turn], k: int) -> float:
@@ -215,7 +505,7 @@ def evaluate(
                     principal, conversation.tag, question.text, limit=max(KS), weights=MODES[mode]
                 )
                 # a channel-only run leaves the other channel's rows at score 0: they were not found
-                found = [conversation.turns_of.get(hit.memory.id, set()) for hit in hits if hit.score > 0]
+                found = [conversation.stands_for(hit.memory) for hit in hits if hit.score > 0]
                 results[mode][question.category].append([recall(found, question.evidence, k) for k in KS])
             done += 1
             if done % 50 == 0 or done == total:
@@ -268,6 +558,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="also save LoCoMo's generated atomic facts (each tied to its turn), as the librarian would",
     )
+    parser.add_argument(
+        "--pipeline",
+        action="store_true",
+        help="save each pair of turns as an exchange with extract, through the door's job path",
+    )
+    parser.add_argument(
+        "--loco",
+        action="store_true",
+        help="leave-one-conversation-out: tune each constant on the others, measure the held-out one",
+    )
     parser.add_argument("--limit-samples", type=int, default=0, help="only the first N conversations")
     parser.add_argument(
         "--vector-cache", type=Path, help="keep the embedder's vectors in this .npz file and reuse them"
@@ -297,6 +597,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     if args.limit_samples > 0:
         samples = samples[: args.limit_samples]
+    if args.pipeline and args.with_facts:
+        print("eval_locomo: --pipeline and --with-facts do not mix", file=sys.stderr)
+        return 2
     embedder, reason = load_embedder(args.embedder)
     if reason:
         print(f"eval_locomo: {reason}", file=sys.stderr)
@@ -310,6 +613,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"eval_locomo: cannot read {args.vector_cache}: {type(exc).__name__}", file=sys.stderr)
             return 2
         embedder = cache
+        if args.pipeline:
+            warm_pipeline_vectors(cache, samples)
+            print(f"eval_locomo: {cache.made} vectors made in batches", file=sys.stderr, flush=True)
     print(f"eval_locomo: embedder {embedder.name}, {len(samples)} conversations", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="bli-locomo-") as folder:
         memories = MemoryService(SqliteStore(Path(folder) / "memory.db"), embedder)
@@ -319,20 +625,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         conversations = []
         started = time.perf_counter()
         for sample in samples:
-            conversations.append(load(memories, principal, sample, with_facts=args.with_facts))
+            if args.pipeline:
+                conversations.append(load_pipeline(memories, principal, sample))
+            else:
+                conversations.append(load(memories, principal, sample, with_facts=args.with_facts))
             c = conversations[-1]
             print(
-                f"  stored {c.sample_id}: {c.turns} turns, {c.facts} facts, {len(c.questions)} questions "
+                f"  stored {c.sample_id}: {c.turns} turns, {c.exchanges} exchanges, {c.facts} facts, "
+                f"{len(c.questions)} questions "
                 f"({time.perf_counter() - started:.0f}s)",
                 file=sys.stderr,
                 flush=True,
             )
-        results = evaluate(memories, principal, conversations, modes)
+        if args.loco:
+            report = loco(memories, principal, conversations)
+        else:
+            results = evaluate(memories, principal, conversations, modes)
         memories.close()
     if cache is not None:
         cache.save()
     unresolved = sum(c.unresolved_evidence for c in conversations)
     memories = "turns + generated facts" if args.with_facts else "turns"
+    if args.pipeline:
+        memories = "exchanges (pairs of turns) saved with extract: documents + distilled facts"
+    if args.loco:
+        print(f"LoCoMo, {len(conversations)} conversations, memories: {memories}, embedder {embedder.name}")
+        print(report)
+        return 0
     print(
         f"LoCoMo retrieval, {len(conversations)} conversations, memories: {memories}, embedder {embedder.name}"
     )
