@@ -11,8 +11,9 @@ byte. A sentence whose pronoun comes before anything it could mean ("Set it to 3
 rewritten with a guessed subject: it joins the sentence before it in the same paragraph, whose words
 name the thing, or it is dropped. Test-run reports, moment-bound reports (line numbers, "no other
 hits"), thanks, re-run requests and general-knowledge answers leave nothing. The reply's direct
-answer to a user's wh-question carries that question. Rule-based on purpose: the same exchange always
-yields the same facts, so saving it twice adds nothing new.
+answer to a user's wh-question carries that question when it shows that it answers it (a shared word
+that names something, a pronoun, the instruction a how-to question asks for). Rule-based on purpose:
+the same exchange always yields the same facts, so saving it twice adds nothing new.
 """
 
 from __future__ import annotations
