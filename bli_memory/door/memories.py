@@ -628,8 +628,15 @@ class MemoryService:
                 for memory_id, score in fused.items()
                 if (sim := similarities[memory_id]) is None or sim >= threshold
             }
-        top = ranking.ordered(fused, updated, position)[:limit]
-        rows = self.store.current_by_ids(principal.team_id, top)
+        window = ranking.ordered(fused, updated, position)[: limit + ranking.EXCHANGE_WINDOW]
+        rows = self.store.current_by_ids(principal.team_id, window)
+        order, fused = ranking.represented_exchanges_yield(
+            window,
+            fused,
+            {memory_id: key for memory_id, row in rows.items() if (key := _fact_exchange(row)) is not None},
+            {memory_id: row.custom_id or "" for memory_id, row in rows.items() if _is_exchange(row)},
+        )
+        top = order[:limit]
         vector_set = set(vector_ids)
         hits = [
             Hit(
@@ -883,6 +890,11 @@ def _most_lasting(scored: list[tuple[Memory, int]]) -> list[Memory]:
 
 def _is_exchange(memory: Memory) -> bool:
     return exchanges.is_exchange(memory.kind, memory.custom_id, memory.metadata)
+
+
+def _fact_exchange(memory: Memory) -> str | None:
+    """The key of the stored exchange a distilled fact came from (None for any other memory)."""
+    return exchanges.exchange_of(memory.metadata) if memory.kind == "memory" else None
 
 
 def _facts_before_their_exchanges(hits: list[Hit]) -> list[Hit]:

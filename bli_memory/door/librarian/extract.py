@@ -11,8 +11,9 @@ byte. A sentence whose pronoun comes before anything it could mean ("Set it to 3
 rewritten with a guessed subject: it joins the sentence before it in the same paragraph, whose words
 name the thing, or it is dropped. Test-run reports, moment-bound reports (line numbers, "no other
 hits"), thanks, re-run requests and general-knowledge answers leave nothing. The reply's direct
-answer to a user's wh-question carries that question. Rule-based on purpose: the same exchange always
-yields the same facts, so saving it twice adds nothing new.
+answer to a user's wh-question carries that question when it shows that it answers it (a shared word
+that names something, a pronoun, the instruction a how-to question asks for). Rule-based on purpose:
+the same exchange always yields the same facts, so saving it twice adds nothing new.
 """
 
 from __future__ import annotations
@@ -753,6 +754,68 @@ def _asked(units: list[str]) -> str | None:
     return _capitalise(asked[0])
 
 
+#: words of a question or an answer that do not tie the two together: they say how, not what.
+_GENERIC_WORDS = (
+    _FUNCTION_WORDS
+    | _VERBS
+    | _IMPERATIVES
+    | _REFERRING
+    | frozenset(
+        "are was were has have had will would should must may might its it's the and for are "
+        "keep fail get make work way thing right wrong still yet ever today now".split()
+    )
+)
+#: "How do I X?", "How can we X?", "How to X?": answered by an instruction ("Run `make x`.").
+_HOW_TO = re.compile(r"^how (?:do|can|should|would) (?:i|we|you)\b|^how to\b", re.IGNORECASE)
+#: the least length of a word that can tie an answer to its question (shorter ones are too common).
+ANSWER_WORD_MIN_CHARS = 3
+
+
+_WORD_PART = re.compile(r"[^\W_]+")
+#: endings cut before two words are compared, so that "configs" meets "config" and "failing" "fail".
+_ENDINGS = ("ing", "ed", "es", "s")
+
+
+def _stem(word: str) -> str:
+    for ending in _ENDINGS:
+        if word.endswith(ending) and len(word) - len(ending) >= ANSWER_WORD_MIN_CHARS:
+            return word[: -len(ending)]
+    return word
+
+
+def _content_stems(text: str) -> set[str]:
+    """The stems of the words of `text` that can name something (identifiers split at `_ . / -`)."""
+    return {
+        stem
+        for word in _WORD_PART.findall(text.lower())
+        if len(word) >= ANSWER_WORD_MIN_CHARS
+        and not word.isdigit()
+        and (stem := _stem(word)) not in _GENERIC_WORDS
+        and word not in _GENERIC_WORDS
+    }
+
+
+def _introduced(units: list[str]) -> str:
+    """What a reply's opening lead-in ("We use the `directories` crate, so:") introduces: its next
+    paragraph or list item; empty when the reply does not open with a lead-in."""
+    return units[1] if len(units) > 1 and units[0].rstrip().endswith(":") else ""
+
+
+def _answers(question: str, answer: str, introduced: str = "") -> bool:
+    """Whether `answer` (a reply's first statement) shows that it answers `question`: it, or what it
+    introduces when it is a lead-in ending in a colon, shares a word that names something with the
+    question (`flaky_retry_hook`, "client", "config"); or it opens with a pronoun that stands for what
+    was asked ("It copies rows …"); or it is the instruction a how-to question asks for ("Run …").
+    A reply that opens with something else ("We run PostgreSQL 16 in production.") is left unframed:
+    joining the two would store a claim that it answers the question."""
+    first = _bare(answer.split(maxsplit=1)[0]) if answer.split() else ""
+    if first in _REFERRING:
+        return True
+    if _HOW_TO.match(question) and first in _IMPERATIVES:
+        return True
+    return bool(_content_stems(question) & _content_stems(f"{answer} {introduced}"))
+
+
 def _turns(text: str) -> list[tuple[str, str]]:
     """(role, text) per turn: "user", "assistant", or "note" for text with no speaker labels."""
     marks = list(_TURN.finditer(text))
@@ -895,7 +958,13 @@ def extract_facts(text: str) -> list[str]:
             question = None if user_facts else _asked(units)
         else:
             found, answer = _statement_facts(units, assistant=role == "assistant", asked=question)
-            if question and found and found[0][1] == answer and not answer.startswith(question):
+            if (
+                question
+                and found
+                and found[0][1] == answer
+                and not answer.startswith(question)
+                and _answers(question, answer, _introduced(units))
+            ):
                 count, first = found[0]  # the answer says what it answers: "How do I X? Use Y."
                 framed = f"{question} {first}"
                 if len(framed) <= MAX_FACT_CHARS:
