@@ -142,6 +142,18 @@ class DoorProcess:
             self.process.kill()
             self.process.wait(10)
 
+    def wait_job(self, job_id: str, timeout_s: float = 60.0) -> dict[str, Any]:
+        """The extraction job once it is `done` or `failed` (polled over the API)."""
+        deadline = time.monotonic() + timeout_s
+        job: Any = None
+        while time.monotonic() < deadline:
+            status, job = self.get(f"/api/memory/jobs/{job_id}")
+            assert status == 200, job
+            if job["status"] in ("done", "failed"):
+                return dict(job)
+            time.sleep(0.05)
+        raise AssertionError(f"job {job_id} did not finish in {timeout_s} s: {job}")
+
     def wait_for_log(self, needle: str, timeout_s: float = 30.0) -> str:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -171,17 +170,6 @@ def test_the_door_falls_back_to_the_deterministic_extractor(stand_in: StandIn, a
     assert len(reasons) == 1 and reasons[0].endswith("used the deterministic extractor")
 
 
-def _wait(door: DoorProcess, job_id: str, timeout_s: float = 30) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        status, job = door.get(f"/api/memory/jobs/{job_id}")
-        assert status == 200, job
-        if job["status"] in ("done", "failed"):
-            return dict(job)
-        time.sleep(0.1)
-    raise AssertionError(f"job {job_id} did not finish")
-
-
 def _facts(door: DoorProcess, tag: str) -> list[str]:
     status, answer = door.post("/api/memory/v4/profile", {"containerTag": tag})
     assert status == 200, answer
@@ -200,7 +188,7 @@ def test_a_real_door_stores_only_facts_that_keep_the_contract(
     door = start_door("--embedder", "none", env=llm_env(stand_in))
     status, body = door.post("/api/memory/save", {"content": EXCHANGE, "containerTag": tag, "extract": True})
     assert status == 202, body
-    assert _wait(door, str(body["jobId"]))["status"] == "done"
+    assert door.wait_job(str(body["jobId"]), 30)["status"] == "done"
     assert stand_in.requests, "the door never asked the endpoint"
     stored = _facts(door, tag)
     assert stored and set(stored) <= set(expected)

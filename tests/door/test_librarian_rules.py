@@ -9,9 +9,6 @@ new value of the same subject, or a correction, updates the old memory.
 
 from __future__ import annotations
 
-import time
-from typing import Any
-
 import pytest
 
 from bli_memory.door.librarian import Neighbour, decide, extract_facts
@@ -246,20 +243,8 @@ def _save(door: DoorProcess, tag: str, content: str) -> str:
     return str(body["jobId"])
 
 
-def _wait(door: DoorProcess, job_id: str, timeout_s: float = 60) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        status, job = door.get(f"/api/memory/jobs/{job_id}")
-        assert status == 200, job
-        if job["status"] in ("done", "failed"):
-            return dict(job)
-        time.sleep(0.1)
-    raise AssertionError(f"job {job_id} did not finish")
-
-
 def test_a_correction_supersedes_through_a_real_door(door_onnx: DoorProcess, tag: str) -> None:
-    first = _wait(
-        door_onnx,
+    first = door_onnx.wait_job(
         _save(
             door_onnx,
             tag,
@@ -268,8 +253,7 @@ def test_a_correction_supersedes_through_a_real_door(door_onnx: DoorProcess, tag
         ),
     )
     assert first["status"] == "done" and first["outcome"]["added"] == 2
-    second = _wait(
-        door_onnx,
+    second = door_onnx.wait_job(
         _save(
             door_onnx,
             tag,

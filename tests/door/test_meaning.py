@@ -27,17 +27,6 @@ def search(door: DoorProcess, tag: str, q: str, **extra: Any) -> list[dict[str, 
     return body["results"]
 
 
-def wait_job(door: DoorProcess, job_id: str, timeout_s: float = 60) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        status, job = door.get(f"/api/memory/jobs/{job_id}")
-        assert status == 200, job
-        if job["status"] in ("done", "failed"):
-            return job
-        time.sleep(0.1)
-    raise AssertionError(f"job {job_id} did not finish: {job}")
-
-
 FILLER = [
     "The office coffee machine is descaled on Mondays",
     "Frontend components live in src/components and use Tailwind",
@@ -125,7 +114,7 @@ def test_extract_job_adds_facts_and_a_second_identical_exchange_adds_nothing(
 ) -> None:
     first = save(door_onnx, tag, EXCHANGE, extract=True)
     assert first["queued"] is True and first["containerTag"] == tag
-    job = wait_job(door_onnx, first["jobId"])
+    job = door_onnx.wait_job(first["jobId"])
     assert job["status"] == "done", job
     outcome = job["outcome"]
     assert outcome["added"] >= 2 and outcome["updated"] == 0
@@ -136,19 +125,17 @@ def test_extract_job_adds_facts_and_a_second_identical_exchange_adds_nothing(
     facts = [row for row in stored if row["kind"] == "memory"]
     assert facts and all(row["content"] != EXCHANGE for row in facts)  # facts, not the raw turn
     assert all(row["kind"] == "document" for row in stored if row["content"] == EXCHANGE)  # kept apart
-    second = wait_job(door_onnx, save(door_onnx, tag, EXCHANGE, extract=True)["jobId"])
+    second = door_onnx.wait_job(save(door_onnx, tag, EXCHANGE, extract=True)["jobId"])
     assert second["status"] == "done"
     assert second["outcome"]["added"] == 0 and second["outcome"]["unchanged"] == outcome["added"]
     assert len(search(door_onnx, tag, "database pool size", limit=20)) == len(stored)
 
 
 def test_a_changed_fact_updates_with_history(door_onnx: DoorProcess, tag: str) -> None:
-    wait_job(
-        door_onnx,
+    door_onnx.wait_job(
         save(door_onnx, tag, "Assistant: We use PostgreSQL 15 in production.", extract=True)["jobId"],
     )
-    job = wait_job(
-        door_onnx,
+    job = door_onnx.wait_job(
         save(door_onnx, tag, "Assistant: We use PostgreSQL 16 in production.", extract=True)["jobId"],
     )
     assert job["outcome"]["updated"] == 1 and job["outcome"]["added"] == 0
@@ -202,7 +189,7 @@ def test_a_job_survives_a_door_killed_mid_job_and_is_applied_once(
     door.kill()  # SIGKILL while the librarian waits on the model
     door.extra_env = {}  # restart without the model: the deterministic extractor takes over
     door.start()
-    job = wait_job(door, queued["jobId"])
+    job = door.wait_job(queued["jobId"])
     assert job["status"] == "done" and job["attempts"] == 2 and job["outcome"]["added"] >= 2
     door.wait_for_log("requeued 1 interrupted extract job")
     rows = (
@@ -215,7 +202,7 @@ def test_a_job_survives_a_door_killed_mid_job_and_is_applied_once(
 
 
 def test_extract_job_outcome_line_has_no_memory_text(door_onnx: DoorProcess, tag: str) -> None:
-    job = wait_job(door_onnx, save(door_onnx, tag, EXCHANGE, extract=True)["jobId"])
+    job = door_onnx.wait_job(save(door_onnx, tag, EXCHANGE, extract=True)["jobId"])
     line = door_onnx.wait_for_log(f'"job": "{job["id"]}"')
     fields = json.loads(line.split("extract job done ", 1)[1])
     assert set(fields) == {"job", "added", "updated", "unchanged", "conflicted", "extract_ms", "reconcile_ms"}
@@ -252,7 +239,7 @@ def test_a_failing_llm_falls_back_to_the_deterministic_extractor(
             },
         )
         door.wait_for_log("librarian: LLM extractor (m) with deterministic fallback")
-        job = wait_job(door, save(door, "repo_llm", EXCHANGE, extract=True)["jobId"])
+        job = door.wait_job(save(door, "repo_llm", EXCHANGE, extract=True)["jobId"])
         assert job["status"] == "done" and job["outcome"]["added"] >= 2
         door.wait_for_log("used the deterministic one")
         assert not any("sk-secret-key" in line for line in door.lines)

@@ -48,15 +48,9 @@ def search(door: DoorProcess, tag: str, q: str, limit: int = 20) -> list[dict[st
 def extract(door: DoorProcess, tag: str, content: str, timeout_s: float = 30.0) -> dict[str, Any]:
     """Save `content` with extract: true and wait for its job to finish."""
     job_id = save(door, tag, content, extract=True, metadata={"source": "stop_hook"})["jobId"]
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        status, job = door.get(f"/api/memory/jobs/{job_id}")
-        assert status == 200, job
-        if job["status"] in ("done", "failed"):
-            assert job["status"] == "done", job
-            return dict(job)
-        time.sleep(0.05)
-    raise AssertionError(f"job {job_id} did not finish in {timeout_s} s")
+    job = door.wait_job(job_id, timeout_s)
+    assert job["status"] == "done", job
+    return job
 
 
 def rows_of(db: Path, tag: str) -> list[dict[str, Any]]:
