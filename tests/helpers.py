@@ -12,6 +12,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -183,3 +186,19 @@ def sibling_imports(package: Path, dotted: str) -> dict[str, set[str]]:
             inside = {name for name in imports_of(module) if name == dotted or name.startswith(dotted + ".")}
             graph[module.stem] = {name.removeprefix(dotted).lstrip(".") or "__init__" for name in inside}
     return graph
+
+
+@contextmanager
+def served_locally(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
+    """A stand-in HTTP peer on a loopback port, served from a thread; yields its base URL and shuts
+    it down (joined within 5 s) when the block ends."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(5)

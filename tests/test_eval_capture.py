@@ -13,14 +13,13 @@ import os
 import re
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO
+from tests.helpers import REPO, served_locally
 
 SCRIPT = REPO / "scripts" / "eval_capture.py"
 RUN_TIMEOUT_S = 120.0
@@ -181,12 +180,8 @@ class _ChatStandIn(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def chat_endpoint() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _ChatStandIn)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with served_locally(_ChatStandIn) as url:
+        yield url
 
 
 def test_a_configured_llm_librarian_gets_a_column_beside_the_deterministic_one(

@@ -12,12 +12,12 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import closing
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
 
-from tests.helpers import BIN, DoorProcess
+from tests.helpers import BIN, DoorProcess, served_locally
 
 DOOR = str(BIN / "bli-memory-door")
 HOLD_S = 15.0
@@ -49,11 +49,9 @@ class _HeldLlm(BaseHTTPRequestHandler):
 @pytest.fixture
 def held_llm() -> Iterator[tuple[str, type[_HeldLlm]]]:
     handler = type("Held", (_HeldLlm,), {"reached": threading.Event(), "release": threading.Event()})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", handler
-    handler.release.set()
-    server.shutdown()
+    with served_locally(handler) as url:
+        yield url, handler
+        handler.release.set()  # a held request lets go before the shutdown
 
 
 def _door_with_held_llm(start_door: Callable[..., DoorProcess], url: str, **env: str) -> DoorProcess:

@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ from bli_memory.door.librarian import (
     extract_facts,
     extractor_from_env,
 )
-from tests.helpers import imports_of, sibling_imports
+from tests.helpers import imports_of, served_locally, sibling_imports
 
 # --- extraction ------------------------------------------------------------------------------------
 
@@ -423,18 +423,12 @@ def stand_in() -> Iterator[StandIn]:
             self.end_headers()
             self.wfile.write(body)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    state.url = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
-        yield state
-    finally:
-        state.release.set()
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
+    with served_locally(Handler) as url:
+        state.url = url
+        try:
+            yield state
+        finally:
+            state.release.set()  # a handler still holding its answer lets go before the shutdown
 
 
 def test_llm_extractor_sends_the_contract_and_returns_validated_facts(stand_in: StandIn) -> None:

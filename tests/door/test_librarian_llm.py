@@ -6,17 +6,16 @@ every fact breaks the contract — in-process and through a real door."""
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
 
 from bli_memory.door.librarian import LibrarianError, LlmExtractor, extract_facts, extractor_from_env
 from bli_memory.door.librarian.llm import LLM_SYSTEM_PROMPT
-from tests.helpers import DoorProcess
+from tests.helpers import DoorProcess, served_locally
 
 EXCHANGE = (
     "User: We decided to stop using Celery beat for the nightly settlement reconciliation. Can you move "
@@ -94,17 +93,9 @@ def stand_in() -> Iterator[StandIn]:
             self.end_headers()
             self.wfile.write(body)
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    state.url = f"http://127.0.0.1:{server.server_address[1]}"
-    try:
+    with served_locally(Handler) as url:
+        state.url = url
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(5)
 
 
 def llm_env(stand_in: StandIn) -> dict[str, str]:

@@ -7,14 +7,13 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
-import threading
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
 
-from tests.helpers import DoorProcess
+from tests.helpers import DoorProcess, served_locally
 
 
 class _Embeddings(BaseHTTPRequestHandler):
@@ -51,10 +50,8 @@ def _vector(text: str) -> list[float]:
 @pytest.fixture
 def embeddings() -> Iterator[tuple[str, type[_Embeddings]]]:
     handler = type("Embeddings", (_Embeddings,), {"up": True})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}", handler
-    server.shutdown()
+    with served_locally(handler) as url:
+        yield url, handler
 
 
 def test_an_embedder_that_goes_down_degrades_to_keyword_and_comes_back(
