@@ -50,12 +50,14 @@ def default_db_path(env: Mapping[str, str]) -> Path:
 
 def db_path(db: str | None, env: Mapping[str, str]) -> Path:
     """The database file `--db` names (a file path, never a URL), or the default one."""
-    if db and "://" in db:
-        scheme = db.split("://", 1)[0]
-        if scheme in ("postgres", "postgresql"):
-            raise CliError("the PostgreSQL store is not in this version yet; use a SQLite file path", 2)
-        raise CliError(f"--db must be a file path (got a {scheme}:// URL)", 2)
-    return Path(db.removeprefix("sqlite:")).expanduser() if db else default_db_path(env)
+    from bli_memory.door.store import StoreOpenError, sqlite_path
+
+    if not db:
+        return default_db_path(env)
+    try:
+        return sqlite_path(db)
+    except StoreOpenError as exc:
+        raise CliError(str(exc), 2 if exc.usage else 1) from None
 
 
 def _max_pending_jobs(env: Mapping[str, str]) -> int:

@@ -20,6 +20,23 @@ class StoreOpenError(Exception):
         self.usage = usage
 
 
+def sqlite_path(url: str | Path) -> Path:
+    """The SQLite file `url` names: a path, `sqlite:PATH` or `sqlite:///ABSOLUTE/PATH`. Raises
+    StoreOpenError (usage) for any other URL."""
+    text = str(url)
+    if text.startswith("sqlite:"):
+        text = text.removeprefix("sqlite:")
+        text = text[2:] if text.startswith("//") else text
+    if "://" in text:
+        scheme = text.split("://", 1)[0]
+        if scheme in ("postgres", "postgresql"):
+            raise StoreOpenError(
+                "the PostgreSQL store is not in this version yet; use a SQLite file path", usage=True
+            )
+        raise StoreOpenError(f"--db must be a file path (got a {scheme}:// URL)", usage=True)
+    return Path(text).expanduser()
+
+
 def open_store(
     url: str | Path,
     *,
@@ -35,18 +52,7 @@ def open_store(
     pages, so that tests meet a real "disk full". Raises StoreOpenError with one sentence for a
     person when the store cannot be opened.
     """
-    text = str(url)
-    if text.startswith("sqlite:"):
-        text = text.removeprefix("sqlite:")
-        text = text[2:] if text.startswith("//") else text
-    if "://" in text:
-        scheme = text.split("://", 1)[0]
-        if scheme in ("postgres", "postgresql"):
-            raise StoreOpenError(
-                "the PostgreSQL store is not in this version yet; use a SQLite file path", usage=True
-            )
-        raise StoreOpenError(f"--db must be a file path (got a {scheme}:// URL)", usage=True)
-    path = Path(text).expanduser()
+    path = sqlite_path(url)
     from bli_memory.door.store.sqlite import SqliteStore
     from bli_memory.door.store.sqlite.files import FOLDER_MODE, DamagedDatabase, shared_files
 
