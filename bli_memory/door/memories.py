@@ -903,7 +903,7 @@ def _facts_before_their_exchanges(hits: list[Hit]) -> list[Hit]:
     agent reads the fact first. An exchange none of whose facts is in `hits` keeps its place."""
     last_fact: dict[str, int] = {}
     for index, hit in enumerate(hits):
-        key = exchanges.exchange_of(hit.memory.metadata) if hit.memory.kind == "memory" else None
+        key = _fact_exchange(hit.memory)
         if key is not None:
             last_fact[key] = index
     if not last_fact:
