@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
@@ -44,7 +43,6 @@ from bli_memory.door.errors import (
     TooLarge,
     Unauthorized,
     UnsupportedMediaType,
-    is_storage_full,
 )
 from bli_memory.door.memories import MemoryService
 from bli_memory.door.model import (
@@ -58,6 +56,7 @@ from bli_memory.door.model import (
     parse_iso,
 )
 from bli_memory.door.server import READ_TIMEOUT_S
+from bli_memory.door.store.base import StoreFull
 
 MAX_BODY_BYTES = 1024 * 1024
 MAX_QUERY_CHARS = 10_000
@@ -543,13 +542,11 @@ def create_app(
             {"error": "invalid_request", "message": _describe_validation(exc.errors())}, status_code=400
         )
 
-    @api.exception_handler(sqlite3.Error)
-    async def storage_error(_: Request, exc: sqlite3.Error) -> JSONResponse:
-        if not is_storage_full(exc):
-            raise exc  # the generic 500 below
+    @api.exception_handler(StoreFull)
+    async def storage_error(_: Request, exc: StoreFull) -> JSONResponse:
         sys.stderr.write(
-            f"bli-memory-door storage full: SQLite could not write to {memories.store.describe()} (database or disk is"
-            " full); free space on its disk — writes answer 503 storage_full until then\n"
+            f"bli-memory-door storage full: could not write to {memories.store.describe()} ({exc}); "
+            "free space on its disk — writes answer 503 storage_full until then\n"
         )
         full = StorageFull("the store is full (no space left for the database); nothing was written")
         return JSONResponse({"error": full.code, "message": full.message}, status_code=full.status)
@@ -697,11 +694,9 @@ def create_app(
                 reason=body.reason,
                 created_at=created_at,
             )
-        except DoorError:
+        except (DoorError, StoreFull):
             raise
         except Exception as exc:
-            if is_storage_full(exc):
-                raise
             raise DoorError(
                 f"the insert failed ({type(exc).__name__})", code="insert_failed", status=502
             ) from None

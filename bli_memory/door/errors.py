@@ -102,18 +102,3 @@ class StorageFull(DoorError):
 
     status = 503
     code = "storage_full"
-
-
-#: SQLite's result code for "database or disk is full" (SQLITE_FULL).
-SQLITE_FULL = 13
-
-
-def is_storage_full(exc: BaseException | None) -> bool:
-    """Whether `exc` (or an error it was raised while handling) is SQLite's "database or disk is full"."""
-    seen = 0
-    while exc is not None and seen < 8:
-        if getattr(exc, "sqlite_errorcode", None) == SQLITE_FULL or "database or disk is full" in str(exc):
-            return True
-        exc = exc.__cause__ or exc.__context__
-        seen += 1
-    return False

@@ -42,6 +42,11 @@ class QueueFull(Exception):
         self.pending = pending
 
 
+class StoreFull(Exception):
+    """No room to write: the store's disk, or its size limit, is full. The failed write left nothing
+    behind (its transaction was rolled back); reads go on working."""
+
+
 class DeviceRevoked(Exception):
     """The device was revoked after its request was authenticated."""
 

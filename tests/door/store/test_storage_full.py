@@ -5,7 +5,12 @@ a full disk. The door must name the cause, keep every acknowledged write, and sa
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
+import pytest
+
+from bli_memory.door.store.base import StoreFull
+from bli_memory.door.store.sqlite import SqliteStore
 from tests.helpers import DoorProcess
 
 #: the schema takes about 31 pages of 4 KiB; this leaves room for a few dozen small memories.
@@ -78,3 +83,24 @@ def test_a_full_store_answers_503_storage_full_keeps_what_it_acknowledged_and_sa
     assert status == 200 and {hit["id"] for hit in found["results"]} == set(saved)
     status, _ = door.post("/api/memory/save", {"content": "room again", "containerTag": "full"})
     assert status == 201
+
+
+def test_the_sqlite_store_names_a_full_file_store_full_and_keeps_what_it_had(tmp_path: Path) -> None:
+    """The store turns SQLite's "database or disk is full" into `StoreFull` at its one transaction
+    boundary, whoever writes (a plain insert, a job, a nested transaction), and rolls back cleanly."""
+    store = SqliteStore(tmp_path / "memory.db")
+    store.limit_pages(MAX_PAGES)
+    _, token = store.create_device(person="ada")
+    ada = store.authenticate(token)
+    assert ada is not None
+    written = 0
+    with pytest.raises(StoreFull, match="database or disk is full"):
+        for index in range(MAX_SAVES):
+            with store.transaction():  # a nested write, as a job's reconcile makes them
+                store.enqueue_job(ada, "t", f"job {index} " + "x" * 3000, None)
+            written += 1
+    assert 0 < written < MAX_SAVES
+    assert store.get_job(ada.team_id, "job_missing") is None  # reads go on
+    pending = [store.claim_job() for _ in range(written)]
+    assert all(job is not None for job in pending) and store.claim_job() is None  # nothing half-written
+    store.close()

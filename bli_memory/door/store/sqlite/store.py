@@ -34,6 +34,7 @@ from bli_memory.door.store.base import (
     IndexRow,
     NewVersion,
     QueueFull,
+    StoreFull,
     VectorTask,
 )
 from bli_memory.door.store.sqlite.files import check_integrity, create_private, is_damage
@@ -59,6 +60,18 @@ _MEMORY_COLUMN_NAMES = (
 ).split()
 _MEMORY_COLUMNS = ", ".join(_MEMORY_COLUMN_NAMES)
 _MEMORY_COLUMNS_M = ", ".join(f"m.{name}" for name in _MEMORY_COLUMN_NAMES)
+
+
+#: SQLite's result code for "database or disk is full".
+SQLITE_FULL = 13
+
+
+def _is_full(exc: BaseException) -> bool:
+    """Whether `exc` is SQLite's "database or disk is full" (the code, or its message where the
+    code is not exposed)."""
+    return isinstance(exc, sqlite3.Error) and (
+        getattr(exc, "sqlite_errorcode", None) == SQLITE_FULL or "database or disk is full" in str(exc)
+    )
 
 
 class SqliteStore:
@@ -117,11 +130,13 @@ class SqliteStore:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield
-            except BaseException:
+                self._db.execute("COMMIT")
+            except BaseException as exc:
                 if self._db.in_transaction:  # SQLite may have rolled it back itself (SQLITE_FULL)
                     self._db.execute("ROLLBACK")
+                if _is_full(exc):  # the outermost transaction names it once, for every writer
+                    raise StoreFull(f"{self.path}: database or disk is full") from exc
                 raise
-            self._db.execute("COMMIT")
 
     @contextmanager
     def _statement(self) -> Iterator[None]:
