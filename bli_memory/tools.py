@@ -21,6 +21,7 @@ from bli_memory.wire.reasons import to_log_reason
 
 if TYPE_CHECKING:
     from bli_memory.door_client import DoorClient
+    from bli_memory.redact import Redaction
 
 #: each tool call gets this long for all its door round trips together.
 TOOL_DEADLINE_S = 20.0
@@ -340,19 +341,21 @@ class MemoryTools:
 
     def _save_memory(self, args: dict[str, Any]) -> ToolResult:
         tag = self._tag(args)
+        masked = _masked(str(args["content"]))
         answer = self._client.save(
-            str(args["content"]),
+            masked.text,
             tag,
             custom_id=args.get("customId"),
             extract=bool(args.get("extract", False)),
             deadline=self._deadline(),
         )
         text, structured = render.render_save(answer, tag)
-        return ToolResult(text, structured)
+        return _noting_masks(ToolResult(text, structured), masked)
 
     def _update_memory(self, args: dict[str, Any]) -> ToolResult:
         memory_id = str(args["id"])
-        content = str(args["content"])
+        masked = _masked(str(args["content"]))
+        content = masked.text
         deadline = self._deadline()
         answer = self._client.update(memory_id, content, deadline=deadline)
         history: dict[str, Any] | None
@@ -361,7 +364,7 @@ class MemoryTools:
         except Exception:  # the update happened; its history is a courtesy, not the answer
             history = None
         text, structured = render.render_update(answer, memory_id, content, history)
-        return ToolResult(text, structured)
+        return _noting_masks(ToolResult(text, structured), masked)
 
     def _forget_memory(self, args: dict[str, Any]) -> ToolResult:
         chosen = [key for key in ("id", "content", "query") if args.get(key) is not None]
@@ -389,6 +392,28 @@ class MemoryTools:
             raise
         text, structured = render.render_forget(answer, tag)
         return ToolResult(text, structured)
+
+
+def _masked(content: str) -> Redaction:
+    """`content` with its secrets masked, as the Stop hook masks a turn: what an agent or a person
+    saves by hand leaves the machine under the same rule as what a session saves by itself. Imported
+    here: `search` and `forget` never pay for the redactor's patterns."""
+    from bli_memory.redact import redact
+
+    return redact(content)
+
+
+def _noting_masks(result: ToolResult, masked: Redaction) -> ToolResult:
+    """Say in the answer how many secrets were masked before the text was sent, so nobody is surprised
+    to find `[REDACTED:…]` where they typed a key."""
+    if not masked.masked:
+        return result
+    kinds = ", ".join(f"{kind} ×{count}" for kind, count in sorted(masked.kinds.items()))
+    note = f"Masked {masked.masked} secret{'s' if masked.masked != 1 else ''} before saving ({kinds})."
+    structured = dict(result.structured)
+    structured["masked"] = {"count": masked.masked, "kinds": dict(sorted(masked.kinds.items()))}
+    structured["summary"] = f"{structured.get('summary', '')} {note}".strip()
+    return ToolResult(f"{result.text}\n{note}", structured, is_error=result.is_error)
 
 
 def project_dir(env: Mapping[str, str]) -> str:

@@ -478,3 +478,29 @@ def test_search_without_an_embedder_keeps_keyword_matches(client: McpClient, tag
     found = client.call("search_memory", {"query": word, "containerTag": tag})
     (memory,) = found.structured_content["memories"]
     assert memory["similarity"] is None and word in memory["content"]
+
+
+def test_save_and_update_mask_secrets_before_they_leave(client: McpClient, tag: str) -> None:
+    """A key pasted into save_memory or update_memory is masked on this machine, as the Stop hook
+    masks a turn, and the answer says so: the door never stores it."""
+    word = f"narwhal{uuid.uuid4().hex[:6]}"
+    token = "ghp_" + "Zq7Xk2Lm9Pw4Rt8Vb3Nc6Hy1Js5Df0Ga2Ke7"
+    saved = client.call(
+        "save_memory", {"content": f"The {word} deploy token is {token}", "containerTag": tag}
+    )
+    assert not saved.is_error, text_of(saved)
+    assert "Masked 1 secret before saving (github_token ×1)." in text_of(saved)
+    assert saved.structured_content["masked"] == {"count": 1, "kinds": {"github_token": 1}}
+    found = client.call("search_memory", {"query": word, "containerTag": tag})
+    stored = found.structured_content["memories"][0]["content"]
+    assert token not in stored and token[4:12] not in stored
+    assert stored == f"The {word} deploy token is ghp_[REDACTED:github_token]"
+
+    updated = client.call(
+        "update_memory",
+        {"id": saved.structured_content["id"], "content": f"The {word} deploy password='hunter2hunter2'"},
+    )
+    assert not updated.is_error, text_of(updated)
+    assert "hunter2hunter2" not in text_of(updated) and "Masked 1 secret" in text_of(updated)
+    plain = client.call("save_memory", {"content": f"The {word} build runs nightly", "containerTag": tag})
+    assert "Masked" not in text_of(plain) and "masked" not in plain.structured_content
