@@ -196,6 +196,79 @@ TOOLS: tuple[ToolSpec, ...] = (
     ),
 )
 
+# -- browsing: list_memories / recent_memories --------------------------------------------------------
+#: list_memories' and recent_memories' `limit` defaults (the door's own bound is SEARCH_LIMIT_MAX).
+LIST_LIMIT_DEFAULT = 20
+RECENT_LIMIT_DEFAULT = 10
+#: the spaces browsing reads; `project` (the repository's space) is the only one so far.
+BROWSE_SCOPES = ("project",)
+_SCOPE_SCHEMA: dict[str, Any] = {
+    "type": "string",
+    "enum": list(BROWSE_SCOPES),
+    "default": "project",
+    "description": "Which space to read: project (this repository's).",
+}
+_READ_ONLY = {"readOnlyHint": True, "idempotentHint": True, "destructiveHint": False, "openWorldHint": False}
+
+BROWSE_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="list_memories",
+        title="List memories",
+        description=(
+            "List this project's memories, newest first, a page at a time: each with its id, full text, "
+            "age, kind (fact or document) and source (how it was saved, by whom, from which device). "
+            "To read the next page pass the `nextCursor` the page gave; pages never repeat or skip a "
+            "memory when others are saved meanwhile. For finding something, search_memory is better."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "scope": _SCOPE_SCHEMA,
+                "containerTag": _CONTAINER_TAG_SCHEMA,
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": SEARCH_LIMIT_MAX,
+                    "default": LIST_LIMIT_DEFAULT,
+                    "description": "How many memories on this page at most.",
+                },
+                "cursor": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "The nextCursor of the previous page; omit it for the first page.",
+                },
+            },
+            "additionalProperties": False,
+        },
+        annotations={"title": "List memories", **_READ_ONLY},
+    ),
+    ToolSpec(
+        name="recent_memories",
+        title="Recent memories",
+        description=(
+            "The most recently saved or changed memories of this project, newest first, with no query: "
+            "for picking up where earlier sessions left off. Each shows its id, text, age, kind and source."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "scope": _SCOPE_SCHEMA,
+                "containerTag": _CONTAINER_TAG_SCHEMA,
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": SEARCH_LIMIT_MAX,
+                    "default": RECENT_LIMIT_DEFAULT,
+                    "description": "How many memories at most.",
+                },
+            },
+            "additionalProperties": False,
+        },
+        annotations={"title": "Recent memories", **_READ_ONLY},
+    ),
+)
+TOOLS = TOOLS + BROWSE_TOOLS
+
 TOOLS_BY_NAME: dict[str, ToolSpec] = {tool.name: tool for tool in TOOLS}
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,), "boolean": (bool,)}
@@ -389,6 +462,44 @@ class MemoryTools:
             raise
         text, structured = render.render_forget(answer, tag)
         return ToolResult(text, structured)
+
+    # -- browsing --------------------------------------------------------------------------------------
+
+    def _browse_space(self, args: dict[str, Any]) -> str:
+        """The one place browsing resolves which space it reads (`scope`, `containerTag`)."""
+        scope = args.get("scope") or "project"
+        if scope not in BROWSE_SCOPES:
+            raise _ArgumentProblem(f"`scope` must be one of {', '.join(BROWSE_SCOPES)}")
+        return self._tag(args)
+
+    def _list_memories(self, args: dict[str, Any]) -> ToolResult:
+        try:
+            tag = self._browse_space(args)
+        except _ArgumentProblem as problem:
+            return self._failure("list_memories", INVALID_ARGUMENTS, str(problem))
+        cursor = args.get("cursor")
+        answer = self._client.list_memories(
+            tag,
+            limit=int(args.get("limit") or LIST_LIMIT_DEFAULT),
+            cursor=str(cursor).strip() if cursor else None,
+            deadline=self._deadline(),
+        )
+        text, structured = render.render_listing(answer, tag, self._clock())
+        return ToolResult(text, structured)
+
+    def _recent_memories(self, args: dict[str, Any]) -> ToolResult:
+        try:
+            tag = self._browse_space(args)
+        except _ArgumentProblem as problem:
+            return self._failure("recent_memories", INVALID_ARGUMENTS, str(problem))
+        limit = int(args.get("limit") or RECENT_LIMIT_DEFAULT)
+        answer = self._client.recent_memories(tag, limit=limit, deadline=self._deadline())
+        text, structured = render.render_listing(answer, tag, self._clock(), recent=True)
+        return ToolResult(text, structured)
+
+
+class _ArgumentProblem(Exception):
+    """An argument the schema's types allow but the tool cannot use; its text says why."""
 
 
 def project_dir(env: Mapping[str, str]) -> str:

@@ -34,6 +34,7 @@ from pydantic import (
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from bli_memory import __version__
+from bli_memory.door import browse
 from bli_memory.door.errors import (
     DoorError,
     Forbidden,
@@ -44,7 +45,6 @@ from bli_memory.door.errors import (
     Unauthorized,
     UnsupportedMediaType,
 )
-from bli_memory.door import browse
 from bli_memory.door.memories import MemoryService
 from bli_memory.door.model import (
     MAX_CONTENT_CHARS,

@@ -31,7 +31,14 @@ T = TypeVar("T")
 
 BIN = Path(sys.executable).parent / "bli-memory-mcp"
 SESSION_TIMEOUT_S = 60.0
-TOOL_NAMES = {"search_memory", "save_memory", "update_memory", "forget_memory"}
+TOOL_NAMES = {
+    "search_memory",
+    "save_memory",
+    "update_memory",
+    "forget_memory",
+    "list_memories",
+    "recent_memories",
+}
 
 
 def server_env(home: Path, url: str, token: str, tag: str | None) -> dict[str, str]:

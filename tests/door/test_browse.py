@@ -41,7 +41,11 @@ def test_list_pages_newest_first_and_recent_shows_the_latest(door: DoorProcess, 
     assert third["nextCursor"] is None
     status, recent = door.post("/api/memory/recent", {"containerTag": tag, "limit": 3})
     assert status == 200, recent
-    assert [row["content"] for row in recent["memories"]] == ["browse note 4", "browse note 3", "browse note 2"]
+    assert [row["content"] for row in recent["memories"]] == [
+        "browse note 4",
+        "browse note 3",
+        "browse note 2",
+    ]
     assert recent["nextCursor"] is None
 
 
@@ -96,7 +100,7 @@ def test_browsing_never_crosses_teams_and_pinned_memories_are_not_listed(door: D
         "c1.!!!",
         "c1." + base64.urlsafe_b64encode(b'["x","mem_1"]').decode().rstrip("="),
         "c1." + base64.urlsafe_b64encode(b"[1.0]").decode().rstrip("="),
-        "c1." + base64.urlsafe_b64encode(b"[1e999,\"mem_1\"]").decode().rstrip("="),
+        "c1." + base64.urlsafe_b64encode(b'[1e999,"mem_1"]').decode().rstrip("="),
     ],
 )
 def test_a_cursor_the_door_did_not_give_is_a_clear_400(door: DoorProcess, tag: str, cursor: str) -> None:

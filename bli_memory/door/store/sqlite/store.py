@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from bli_memory.door.model import Job, Memory, Principal, hash_text, new_id, new_token, now_s
 from bli_memory.door.store.base import (
     MAX_PENDING_JOBS_PER_DEVICE,
+    BrowseRow,
     DeviceRevoked,
     ExperienceOutcome,
-    BrowseRow,
     IndexRow,
     NewVersion,
     PurgeCount,
@@ -495,7 +495,8 @@ class SqliteStore:
         return None if row is None else int(row[0])
 
     def purge(self, team_id: int, tags: Sequence[str] | None, *, dry_run: bool = False) -> PurgeCount:
-        where, values = "team_id = ?", [team_id]
+        where = "team_id = ?"
+        values: list[Any] = [team_id]
         if tags is not None:
             where += f" AND container_tag IN ({','.join('?' * len(tags))})"
             values += list(tags)
@@ -503,7 +504,9 @@ class SqliteStore:
             memories, current = self._db.execute(
                 f"SELECT count(*), coalesce(sum(status = 'current'), 0) FROM memories WHERE {where}", values
             ).fetchone()
-            jobs = self._db.execute(f"SELECT count(*) FROM memory_extract_jobs WHERE {where}", values).fetchone()[0]
+            jobs = self._db.execute(
+                f"SELECT count(*) FROM memory_extract_jobs WHERE {where}", values
+            ).fetchone()[0]
             if not dry_run:
                 self._db.execute(f"DELETE FROM memories WHERE {where}", values)
                 self._db.execute(f"DELETE FROM memory_extract_jobs WHERE {where}", values)
