@@ -46,6 +46,17 @@ _CONTAINER_TAG_SCHEMA: dict[str, Any] = {
     "description": "The memory space to use. Omit it: the space of the current project is derived for you.",
 }
 
+#: the shape of the ids the door gives memories (`mem_` and hex digits). The destructive tools
+#: (update_memory, forget_memory) check an id against it before any request, so a mangled id (a
+#: path, a wildcard, a quoted search hit) never reaches the door.
+MEMORY_ID_PATTERN = "^mem_[0-9a-f]{8,64}$"
+_MEMORY_ID_SCHEMA: dict[str, Any] = {
+    "type": "string",
+    "minLength": 1,
+    "pattern": MEMORY_ID_PATTERN,
+    "description": "The memory's id, as search_memory or list_memories shows it (mem_ and hex digits).",
+}
+
 
 @dataclass(frozen=True)
 class ToolSpec:
@@ -149,7 +160,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         input_schema={
             "type": "object",
             "properties": {
-                "id": {"type": "string", "minLength": 1, "description": "The memory's id."},
+                "id": _MEMORY_ID_SCHEMA,
                 "content": {"type": "string", "minLength": 1, "description": "What it should say now."},
             },
             "required": ["id", "content"],
@@ -175,7 +186,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         input_schema={
             "type": "object",
             "properties": {
-                "id": {"type": "string", "minLength": 1, "description": "The memory's id."},
+                "id": _MEMORY_ID_SCHEMA,
                 "content": {"type": "string", "minLength": 1, "description": "The memory's exact text."},
                 "query": {
                     "type": "string",
@@ -298,11 +309,19 @@ def check_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> str | None:
             return f"`{name}` must be a {expected}"
         if expected == "string" and len(value.strip()) < schema.get("minLength", 0):
             return f"`{name}` must not be empty"
+        if expected == "string" and "pattern" in schema and not _matches(schema["pattern"], value):
+            return f"`{name}` is not a memory id (mem_ and hex digits, as search_memory shows it): {value[:40]!r}"
         if expected == "integer" and not schema.get("minimum", value) <= value <= schema.get(
             "maximum", value
         ):
             return f"`{name}` must be between {schema['minimum']} and {schema['maximum']}"
     return None
+
+
+def _matches(pattern: str, value: str) -> bool:
+    import re  # only the tools that carry a pattern pay for it
+
+    return re.fullmatch(pattern, value) is not None
 
 
 @dataclass(frozen=True)
