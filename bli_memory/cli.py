@@ -28,6 +28,16 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     ),
     "recent": ("bli_memory.commands.browse", "recent_main", "show this folder's most recent memories"),
     "status": ("bli_memory.commands.status", "main", "show pairing, door, daemon and space health"),
+    "selftest": (
+        "bli_memory.commands.selftest",
+        "main",
+        "live smoke test of the door: save, search, update, history, forget",
+    ),
+    "eval": (
+        "bli_memory.commands.eval",
+        "main",
+        "hit@k and MRR of your own {query, expect} lines against the door",
+    ),
     "space": ("bli_memory.commands.space", "main", "print the space (container tag) of a folder"),
     "login": (
         "bli_memory.commands.login",
