@@ -205,7 +205,9 @@ def main(argv: list[str]) -> int:
     for r in results:
         where = f"rank {r['rank']}" if r["rank"] is not None else "miss  "
         out.append(f"  line {r['line']:<4} {where}  {r['query']}")
-    skipped_note = f" ({len(skipped)} malformed lines skipped)" if skipped else ""
+    skipped_note = (
+        f" ({len(skipped)} malformed line{'' if len(skipped) == 1 else 's'} skipped)" if skipped else ""
+    )
     out.append(f"hit@{args.k} {hit_at_k:.3f}  MRR {mrr:.3f}{skipped_note}")
     sys.stdout.write("\n".join(out) + "\n")
     return EXIT_OK

@@ -459,6 +459,24 @@ def tokens(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 # ---------------------------------------------------------------------------- reset (door/reset.py)
 
 
+def _refuse_while_served(db: Path) -> None:
+    """CliError naming the door that serves `db`, if one does (its pid file is locked)."""
+    try:
+        fd = os.open(pid_file_path(db), os.O_RDONLY)
+    except OSError:
+        return  # no pid file: no door ever served it, or the last one exited cleanly
+    try:
+        if _lock_free(fd):
+            return
+        info = _read_pid_file(fd)
+    finally:
+        os.close(fd)
+    raise CliError(
+        f"reset refused: a door (pid {info.get('pid', '?')}, {info.get('url') or 'starting'}) serves {db}; "
+        f"stop it first with `bli-memory-door stop --db {db}`; nothing was removed"
+    )
+
+
 def reset(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """Remove a team's memories (or one space's) for good, behind a typed name and a backup; only
     while no door serves the database (its pid-file lock is held throughout, so none starts)."""
@@ -467,10 +485,11 @@ def reset(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     path = db_path(args.db, env)
     if not path.exists():
         raise CliError(f"no memory database at {path}")
+    _refuse_while_served(path)
     try:
-        pid_fd = _claim_pid_file(path)
-    except CliError as exc:
-        raise CliError(f"reset refused: {exc}; reset only works while no door serves it") from None
+        pid_fd = _claim_pid_file(path)  # held to the end: no door starts on the file meanwhile
+    except CliError as exc:  # a door started since the check above
+        raise CliError(f"reset refused: {exc}") from None
     try:
         store = open_store(args.db, env)
         try:

@@ -57,7 +57,7 @@ def test_reset_is_refused_while_a_door_serves_the_file(start_door: Callable[...,
     door, _ = filled_door(start_door)
     done = door_cli(door, "reset", "--team", "local", "--confirm", "local")
     assert done.returncode == 1 and len(done.stderr.splitlines()) == 1, done
-    assert "reset refused" in done.stderr and "already serves" in done.stderr
+    assert "reset refused: a door (pid" in done.stderr and "stop it first" in done.stderr
     assert rows(door.db, "SELECT count(*) FROM memories WHERE team_id = 1")[0][0] > 0
     assert not list(door.db.parent.glob("*.bak"))
 
