@@ -1,4 +1,4 @@
-"""The four memory tools (search, save, update, forget): schemas, argument check and door calls.
+"""The memory tools (search, save, update, forget; list and recent): schemas, argument check and door calls.
 
 The MCP server (`mcp_server.py`) and the human CLI (`commands/`) both run `MemoryTools`, so the two
 cannot drift apart. Standard library only: `bli-memory-mcp search|save|forget` never load the `mcp` SDK.
@@ -344,7 +344,7 @@ def _utc_now() -> _dt.datetime:
 
 
 class MemoryTools:
-    """The four memory operations against one door, rendered for MCP and the human CLI.
+    """The memory operations against one door, rendered for MCP and the human CLI.
 
     `space` derives the current project's container tag; it runs at most once (it may ask git).
     """
