@@ -457,19 +457,22 @@ class SqliteStore:
     def page_current(
         self, team_id: int, tags: Sequence[str], limit: int, before: tuple[float, str] | None
     ) -> list[BrowseRow]:
-        marks = ",".join("?" * len(tags))
+        # One indexed walk per tag (memories_space), merged here: with `container_tag IN (...)` SQLite
+        # sorted the whole space instead (250 ms a page at 100 000 memories and two tags; 0.5 ms so).
         after_cursor = "" if before is None else "AND (m.updated_at, m.id) < (?, ?)"
         cursor_values: tuple[Any, ...] = () if before is None else (float(before[0]), before[1])
+        rows: list[sqlite3.Row] = []
         with self._lock:
-            rows = self._db.execute(
-                f"""SELECT {_MEMORY_COLUMNS_M}, p.name AS person FROM memories m
-                    LEFT JOIN people p ON p.id = m.person_id
-                    WHERE m.team_id = ? AND m.status = 'current' AND m.pinned = 0
-                    AND m.container_tag IN ({marks}) {after_cursor}
-                    ORDER BY m.updated_at DESC, m.id DESC LIMIT ?""",
-                (team_id, *tags, *cursor_values, limit),
-            ).fetchall()
-        return [BrowseRow(self._memory(row), row["device_id"]) for row in rows]
+            for tag in dict.fromkeys(tags):
+                rows += self._db.execute(
+                    f"""SELECT {_MEMORY_COLUMNS_M}, p.name AS person FROM memories m
+                        LEFT JOIN people p ON p.id = m.person_id
+                        WHERE m.team_id = ? AND m.container_tag = ? AND m.status = 'current' AND m.pinned = 0
+                        {after_cursor} ORDER BY m.updated_at DESC, m.id DESC LIMIT ?""",
+                    (team_id, tag, *cursor_values, limit),
+                ).fetchall()
+        rows.sort(key=lambda row: (row["updated_at"], row["id"]), reverse=True)
+        return [BrowseRow(self._memory(row), row["device_id"]) for row in rows[:limit]]
 
     def index_rows(self, team_id: int, tag: str) -> Iterable[IndexRow]:
         with self._lock:
