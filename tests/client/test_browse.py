@@ -116,3 +116,40 @@ def test_the_tools_page_under_concurrent_writes_over_mcp(
     assert [row["content"] for row in recent] == ["mcp written while paging 3", "mcp written while paging 2"]
     assert "· fact · source tester on dev_" in found["recent"].content[0].text
     assert found["wrong"].is_error and "`scope` must be one of project" in found["wrong"].content[0].text
+
+
+def test_the_listing_view_names_a_stored_exchange_and_an_unknown_source() -> None:
+    import datetime as dt
+
+    from bli_memory import render
+
+    now = dt.datetime(2026, 5, 10, tzinfo=dt.timezone.utc)
+    answer = {
+        "memories": [
+            {
+                "id": "mem_1",
+                "content": "User: hi\nAssistant: hello",
+                "kind": "document",
+                "exchange": True,
+                "updatedAt": "2026-05-07T00:00:00Z",
+                "source": {"origin": "exchange", "person": None, "device": "dev_9"},
+            },
+            {"id": "mem_2", "content": "no source at all", "createdAt": "2026-03-01T00:00:00Z"},
+            "not a row",
+        ],
+        "nextCursor": "c1.abc",
+        "containerTag": "canonical",
+    }
+    text, structured = render.render_listing(answer, "asked", now)
+    lines = text.splitlines()
+    assert lines[0] == "The 2 memories of space canonical, newest first; more with cursor c1.abc."
+    assert lines[1] == "1. [id mem_1 · 3d old · document (stored exchange) · source exchange, dev_9]"
+    assert lines[2:4] == ["   User: hi", "   Assistant: hello"]
+    assert lines[4] == "2. [id mem_2 · 2mo old · fact · source unknown]"
+    assert structured["nextCursor"] == "c1.abc" and [row["age"] for row in structured["memories"]] == [
+        "3d",
+        "2mo",
+    ]
+    recent_text, recent = render.render_listing(answer, "asked", now, recent=True)
+    assert "cursor" not in recent_text and "nextCursor" not in recent
+    assert recent_text.startswith("The 2 most recent memories of space canonical, newest first.")
