@@ -12,7 +12,7 @@ from typing import Any
 
 from bli_memory.commands.base import JSON_HELP, TAG_HELP, emit, new_parser, parse, with_tools
 from bli_memory.commands.search import limit_arg
-from bli_memory.tools import LIST_LIMIT_DEFAULT, RECENT_LIMIT_DEFAULT
+from bli_memory.tools import BROWSE_SCOPES, LIST_LIMIT_DEFAULT, RECENT_LIMIT_DEFAULT
 
 EXIT_HELP = "exit status: 0 answered (an empty space included), 1 door failure or unpaired, 2 bad input"
 
@@ -40,7 +40,7 @@ def list_main(argv: list[str]) -> int:
     args = parse(parser, argv)
     if isinstance(args, int):
         return args
-    arguments: dict[str, Any] = {"limit": args.limit, "containerTag": args.container_tag}
+    arguments: dict[str, Any] = {"limit": args.limit, "containerTag": args.container_tag, "scope": args.scope}
     if args.cursor is not None:
         arguments["cursor"] = args.cursor
     return with_tools(
@@ -65,12 +65,15 @@ def recent_main(argv: list[str]) -> int:
     args = parse(parser, argv)
     if isinstance(args, int):
         return args
-    arguments: dict[str, Any] = {"limit": args.limit, "containerTag": args.container_tag}
+    arguments: dict[str, Any] = {"limit": args.limit, "containerTag": args.container_tag, "scope": args.scope}
     return with_tools(
         parser.prog, lambda tools: emit(parser.prog, tools.call("recent_memories", arguments), args.json)
     )
 
 
 def _common(parser: Any) -> None:
+    parser.add_argument(
+        "--scope", choices=BROWSE_SCOPES, default="project", help="which space: project (this repository's)"
+    )
     parser.add_argument("--container-tag", metavar="TAG", help=TAG_HELP)
     parser.add_argument("--json", action="store_true", help=JSON_HELP)

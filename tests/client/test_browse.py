@@ -73,7 +73,12 @@ def test_recent_shows_the_latest_and_an_empty_space_is_an_answer(
 
 
 def test_bad_input_is_one_line_and_exit_2(door: DoorProcess, tag: str, home: str, tmp_path: Path) -> None:
-    for args in (("list", "--limit", "0"), ("recent", "--limit", "x"), ("list", "--bogus")):
+    for args in (
+        ("list", "--limit", "0"),
+        ("recent", "--limit", "x"),
+        ("list", "--bogus"),
+        ("list", "--scope", "all"),
+    ):
         done = run_cli(home, str(tmp_path), *args, "--container-tag", tag)
         assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done
         assert "Traceback" not in done.stderr

@@ -65,3 +65,19 @@ def test_forget_with_a_malformed_id_sends_no_request(tmp_path: Path) -> None:
     assert len(refused.stderr.splitlines()) == 1
     assert accepted.returncode == 0, accepted.stderr
     assert seen == ["/api/memory/forget"]  # the well-formed one only
+
+
+def test_no_tool_can_wipe_anything() -> None:
+    """Only forget_memory is destructive, and it takes one memory; nothing lists, resets or deletes
+    in bulk."""
+    from bli_memory.tools import TOOLS
+
+    destructive = [tool.name for tool in TOOLS if tool.annotations.get("destructiveHint") is not False]
+    assert destructive == ["forget_memory"]
+    words = ("reset", "wipe", "clear", "purge", "delete", "drop")
+    assert not [tool.name for tool in TOOLS if any(word in tool.name for word in words)]
+    assert not [
+        tool.name
+        for tool in TOOLS
+        if tool.annotations.get("readOnlyHint") is not True and "list" in tool.name
+    ]

@@ -130,3 +130,10 @@ def test_a_team_reset_with_confirm_keeps_devices_and_other_teams(
     assert status == 200 and body["results"] == []  # the token still works; the memories are gone
     status, theirs = door.post("/api/memory/list", {"containerTag": "space-a"}, outsider)
     assert status == 200 and len(theirs["memories"]) == 1
+
+
+def test_the_api_has_no_route_that_resets(door: DoorProcess) -> None:
+    status, spec = door.get("/openapi.json", token="")
+    assert status == 200
+    assert not [path for path in spec["paths"] if any(word in path for word in ("reset", "purge", "wipe"))]
+    assert all(set(methods) <= {"get", "post"} for methods in spec["paths"].values())
