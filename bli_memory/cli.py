@@ -21,7 +21,23 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "search": ("bli_memory.commands.search", "main", "search the memories of this folder's space"),
     "save": ("bli_memory.commands.save", "main", "remember a piece of text in this folder's space"),
     "forget": ("bli_memory.commands.forget", "main", "tombstone a memory by id, exact text or closest match"),
+    "list": (
+        "bli_memory.commands.browse",
+        "list_main",
+        "list this folder's memories, newest first, a page at a time",
+    ),
+    "recent": ("bli_memory.commands.browse", "recent_main", "show this folder's most recent memories"),
     "status": ("bli_memory.commands.status", "main", "show pairing, door, daemon and space health"),
+    "selftest": (
+        "bli_memory.commands.selftest",
+        "main",
+        "live smoke test of the door: save, search, update, history, forget",
+    ),
+    "eval": (
+        "bli_memory.commands.eval",
+        "main",
+        "hit@k and MRR of your own {query, expect} lines against the door",
+    ),
     "space": ("bli_memory.commands.space", "main", "print the space (container tag) of a folder"),
     "login": (
         "bli_memory.commands.login",

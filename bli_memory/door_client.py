@@ -195,6 +195,22 @@ class DoorClient:
         """Record one experience opinion (201 inserted, 200 an identical retry)."""
         return self._call("POST", "/api/memory/experience", dict(entry), deadline=deadline)
 
+    # -- browsing -----------------------------------------------------------------------------------
+
+    def list_memories(
+        self, container_tag: str, *, limit: int, cursor: str | None = None, deadline: float
+    ) -> dict[str, Any]:
+        """``{memories: [...], nextCursor, containerTag, searched}``: one page, newest first."""
+        body: dict[str, Any] = {"containerTag": container_tag, "limit": limit}
+        if cursor is not None:
+            body["cursor"] = cursor
+        return self._call("POST", "/api/memory/list", body, deadline=deadline)
+
+    def recent_memories(self, container_tag: str, *, limit: int, deadline: float) -> dict[str, Any]:
+        """``{memories: [...], containerTag, searched}``: the space's latest memories."""
+        body = {"containerTag": container_tag, "limit": limit}
+        return self._call("POST", "/api/memory/recent", body, deadline=deadline)
+
     # -- one exchange ------------------------------------------------------------------------------
 
     def _call(

@@ -347,6 +347,68 @@ def render_nothing_forgotten(
     return summary, structured
 
 
+# -- browsing: list_memories / recent_memories ----------------------------------------------------
+
+
+def _source_words(source: object) -> str:
+    """`stop_hook, ana on dev_1a2b` from a listed row's `source` ({origin, person, device})."""
+    if not isinstance(source, Mapping):
+        return "unknown"
+    origin, person, device = (source.get(name) for name in ("origin", "person", "device"))
+    who = " on ".join(str(part) for part in (person, device) if part)
+    return ", ".join(str(part) for part in (origin, who) if part) or "unknown"
+
+
+def _listed_lines(index: int, row: Mapping[str, Any], now: _dt.datetime) -> list[str]:
+    kind = str(row.get("kind") or "fact")
+    if row.get("exchange") is True:
+        kind += " (stored exchange)"
+    facets = [
+        f"id {row.get('id', '?')}",
+        f"{format_age(row.get('updatedAt') or row.get('createdAt'), now)} old",
+        kind,
+        f"source {_source_words(row.get('source'))}",
+    ]
+    lines = [f"{index}. [" + " · ".join(facets) + "]"]
+    content = str(row.get("content", ""))
+    lines += ["   " + line if line else "" for line in content.splitlines() or [""]]
+    return lines
+
+
+def render_listing(
+    answer: Mapping[str, Any], container_tag: str, now: _dt.datetime, *, recent: bool = False
+) -> tuple[str, dict[str, Any]]:
+    """A page of a space's memories, newest first: each with its id, age, kind (fact or document)
+    and source (how it was saved, by whom, from which device), and the cursor of the next page."""
+    raw_rows = answer.get("memories")
+    rows = [r for r in raw_rows if isinstance(r, Mapping)] if isinstance(raw_rows, list) else []
+    landed = str(answer.get("containerTag") or container_tag)
+    raw_cursor = answer.get("nextCursor")
+    cursor = raw_cursor if isinstance(raw_cursor, str) and raw_cursor and not recent else None
+    what = "most recent " if recent else ""
+    if not rows:
+        summary = f"No memories in space {landed}."
+    else:
+        summary = (
+            f"The {_plural(len(rows), what + 'memory', what + 'memories')} of space {landed}, newest first"
+        )
+        summary += f"; more with cursor {cursor}." if cursor else "."
+    lines = [summary]
+    for index, row in enumerate(rows, 1):
+        lines += _listed_lines(index, row, now)
+    structured: dict[str, Any] = {
+        "summary": summary,
+        "containerTag": landed,
+        "memories": [
+            {**dict(row), "age": format_age(row.get("updatedAt") or row.get("createdAt"), now)}
+            for row in rows
+        ],
+    }
+    if not recent:
+        structured["nextCursor"] = cursor
+    return "\n".join(lines), structured
+
+
 #: What each closed-set reason means to the person or agent reading a failed tool call.
 REASON_EXPLANATIONS: dict[str, str] = {
     "timeout": "the memory door at {url} did not answer in time",

@@ -1,4 +1,4 @@
-"""The four memory tools (search, save, update, forget): schemas, argument check and door calls.
+"""The memory tools (search, save, update, forget; list and recent): schemas, argument check and door calls.
 
 The MCP server (`mcp_server.py`) and the human CLI (`commands/`) both run `MemoryTools`, so the two
 cannot drift apart. Standard library only: `bli-memory-mcp search|save|forget` never load the `mcp` SDK.
@@ -45,6 +45,17 @@ _CONTAINER_TAG_SCHEMA: dict[str, Any] = {
     "type": "string",
     "minLength": 1,
     "description": "The memory space to use. Omit it: the space of the current project is derived for you.",
+}
+
+#: the shape of the ids the door gives memories (`mem_` and hex digits). The destructive tools
+#: (update_memory, forget_memory) check an id against it before any request, so a mangled id (a
+#: path, a wildcard, a quoted search hit) never reaches the door.
+MEMORY_ID_PATTERN = "^mem_[0-9a-f]{8,64}$"
+_MEMORY_ID_SCHEMA: dict[str, Any] = {
+    "type": "string",
+    "minLength": 1,
+    "pattern": MEMORY_ID_PATTERN,
+    "description": "The memory's id, as search_memory or list_memories shows it (mem_ and hex digits).",
 }
 
 
@@ -150,7 +161,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         input_schema={
             "type": "object",
             "properties": {
-                "id": {"type": "string", "minLength": 1, "description": "The memory's id."},
+                "id": _MEMORY_ID_SCHEMA,
                 "content": {"type": "string", "minLength": 1, "description": "What it should say now."},
             },
             "required": ["id", "content"],
@@ -176,7 +187,7 @@ TOOLS: tuple[ToolSpec, ...] = (
         input_schema={
             "type": "object",
             "properties": {
-                "id": {"type": "string", "minLength": 1, "description": "The memory's id."},
+                "id": _MEMORY_ID_SCHEMA,
                 "content": {"type": "string", "minLength": 1, "description": "The memory's exact text."},
                 "query": {
                     "type": "string",
@@ -196,6 +207,79 @@ TOOLS: tuple[ToolSpec, ...] = (
         },
     ),
 )
+
+# -- browsing: list_memories / recent_memories --------------------------------------------------------
+#: list_memories' and recent_memories' `limit` defaults (the door's own bound is SEARCH_LIMIT_MAX).
+LIST_LIMIT_DEFAULT = 20
+RECENT_LIMIT_DEFAULT = 10
+#: the spaces browsing reads; `project` (the repository's space) is the only one so far.
+BROWSE_SCOPES = ("project",)
+_SCOPE_SCHEMA: dict[str, Any] = {
+    "type": "string",
+    "enum": list(BROWSE_SCOPES),
+    "default": "project",
+    "description": "Which space to read: project (this repository's).",
+}
+_READ_ONLY = {"readOnlyHint": True, "idempotentHint": True, "destructiveHint": False, "openWorldHint": False}
+
+BROWSE_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="list_memories",
+        title="List memories",
+        description=(
+            "List this project's memories, newest first, a page at a time: each with its id, full text, "
+            "age, kind (fact or document) and source (how it was saved, by whom, from which device). "
+            "To read the next page pass the `nextCursor` the page gave; pages never repeat or skip a "
+            "memory when others are saved meanwhile. For finding something, search_memory is better."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "scope": _SCOPE_SCHEMA,
+                "containerTag": _CONTAINER_TAG_SCHEMA,
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": SEARCH_LIMIT_MAX,
+                    "default": LIST_LIMIT_DEFAULT,
+                    "description": "How many memories on this page at most.",
+                },
+                "cursor": {
+                    "type": "string",
+                    "minLength": 1,
+                    "description": "The nextCursor of the previous page; omit it for the first page.",
+                },
+            },
+            "additionalProperties": False,
+        },
+        annotations={"title": "List memories", **_READ_ONLY},
+    ),
+    ToolSpec(
+        name="recent_memories",
+        title="Recent memories",
+        description=(
+            "The most recently saved or changed memories of this project, newest first, with no query: "
+            "for picking up where earlier sessions left off. Each shows its id, text, age, kind and source."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "scope": _SCOPE_SCHEMA,
+                "containerTag": _CONTAINER_TAG_SCHEMA,
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "maximum": SEARCH_LIMIT_MAX,
+                    "default": RECENT_LIMIT_DEFAULT,
+                    "description": "How many memories at most.",
+                },
+            },
+            "additionalProperties": False,
+        },
+        annotations={"title": "Recent memories", **_READ_ONLY},
+    ),
+)
+TOOLS = TOOLS + BROWSE_TOOLS
 
 TOOLS_BY_NAME: dict[str, ToolSpec] = {tool.name: tool for tool in TOOLS}
 
@@ -226,11 +310,19 @@ def check_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> str | None:
             return f"`{name}` must be a {expected}"
         if expected == "string" and len(value.strip()) < schema.get("minLength", 0):
             return f"`{name}` must not be empty"
+        if expected == "string" and "pattern" in schema and not _matches(schema["pattern"], value):
+            return f"`{name}` is not a memory id (mem_ and hex digits, as search_memory shows it): {value[:40]!r}"
         if expected == "integer" and not schema.get("minimum", value) <= value <= schema.get(
             "maximum", value
         ):
             return f"`{name}` must be between {schema['minimum']} and {schema['maximum']}"
     return None
+
+
+def _matches(pattern: str, value: str) -> bool:
+    import re  # only the tools that carry a pattern pay for it
+
+    return re.fullmatch(pattern, value) is not None
 
 
 @dataclass(frozen=True)
@@ -253,7 +345,7 @@ def _utc_now() -> _dt.datetime:
 
 
 class MemoryTools:
-    """The four memory operations against one door, rendered for MCP and the human CLI.
+    """The memory operations against one door, rendered for MCP and the human CLI.
 
     `space` derives the current project's container tag; it runs at most once (it may ask git).
     """
@@ -392,6 +484,44 @@ class MemoryTools:
             raise
         text, structured = render.render_forget(answer, tag)
         return ToolResult(text, structured)
+
+    # -- browsing --------------------------------------------------------------------------------------
+
+    def _browse_space(self, args: dict[str, Any]) -> str:
+        """The one place browsing resolves which space it reads (`scope`, `containerTag`)."""
+        scope = args.get("scope") or "project"
+        if scope not in BROWSE_SCOPES:
+            raise _ArgumentProblem(f"`scope` must be one of {', '.join(BROWSE_SCOPES)}")
+        return self._tag(args)
+
+    def _list_memories(self, args: dict[str, Any]) -> ToolResult:
+        try:
+            tag = self._browse_space(args)
+        except _ArgumentProblem as problem:
+            return self._failure("list_memories", INVALID_ARGUMENTS, str(problem))
+        cursor = args.get("cursor")
+        answer = self._client.list_memories(
+            tag,
+            limit=int(args.get("limit") or LIST_LIMIT_DEFAULT),
+            cursor=str(cursor).strip() if cursor else None,
+            deadline=self._deadline(),
+        )
+        text, structured = render.render_listing(answer, tag, self._clock())
+        return ToolResult(text, structured)
+
+    def _recent_memories(self, args: dict[str, Any]) -> ToolResult:
+        try:
+            tag = self._browse_space(args)
+        except _ArgumentProblem as problem:
+            return self._failure("recent_memories", INVALID_ARGUMENTS, str(problem))
+        limit = int(args.get("limit") or RECENT_LIMIT_DEFAULT)
+        answer = self._client.recent_memories(tag, limit=limit, deadline=self._deadline())
+        text, structured = render.render_listing(answer, tag, self._clock(), recent=True)
+        return ToolResult(text, structured)
+
+
+class _ArgumentProblem(Exception):
+    """An argument the schema's types allow but the tool cannot use; its text says why."""
 
 
 def _masked(content: str) -> Redaction:

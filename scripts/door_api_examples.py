@@ -368,6 +368,39 @@ def main() -> int:
                 "--exchange-retention-days`, env `BLI_MEMORY_EXCHANGE_RETENTION_DAYS`, default 90 days); "
                 "their facts stay.",
             )
+            # -- browsing (door/browse.py)
+            doc.parts.append("## Browsing\n")
+            listed = doc.call(
+                "POST /api/memory/list",
+                "POST",
+                "/api/memory/list",
+                {"containerTag": tag, "limit": 2},
+                note="The space's current memories, newest first (by last change, then id), `limit` 1..100 "
+                "(default 20). `nextCursor` continues the list (null on the last page): it is a keyset "
+                "position, not an offset, so a memory saved, updated or forgotten while you page neither "
+                "repeats nor shifts the next page. Each row says its `kind` (`fact` or `document`), whether "
+                "it is a stored `exchange`, and its `source`: the metadata `source` it was saved with "
+                "(`origin`), the `person` and the `device` that saved it. Pinned memories are not listed.",
+            )
+            doc.call(
+                "The next page",
+                "POST",
+                "/api/memory/list",
+                {"containerTag": tag, "limit": 2, "cursor": listed["nextCursor"]},
+            )
+            doc.call(
+                "POST /api/memory/recent",
+                "POST",
+                "/api/memory/recent",
+                {"containerTag": tag, "limit": 1},
+                note="The latest memories of the space, as the first page of the list (`limit` default 10).",
+            )
+            doc.call(
+                "A cursor the door did not give",
+                "POST",
+                "/api/memory/list",
+                {"containerTag": tag, "cursor": "c1.bm9uc2Vuc2U"},
+            )
             doc.parts.append("## Experience log\n")
             doc.call(
                 "POST /api/memory/experience",

@@ -34,6 +34,7 @@ from pydantic import (
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from bli_memory import __version__
+from bli_memory.door import browse
 from bli_memory.door.errors import (
     DoorError,
     Forbidden,
@@ -171,6 +172,21 @@ class ProfileBody(_Body):
     model_config = _STRICT
     containerTag: Tag
     q: Annotated[StrictStr, Field(max_length=MAX_QUERY_CHARS)] | None = None
+
+
+class ListBody(_Body):
+    """Browsing: a page of a space, newest first; `cursor` is the `nextCursor` of the page before."""
+
+    model_config = _STRICT
+    containerTag: Tag
+    limit: Annotated[StrictInt, Field(ge=1, le=MAX_LIMIT)] = browse.LIST_LIMIT_DEFAULT
+    cursor: Annotated[StrictStr, Field(min_length=1, max_length=browse.MAX_CURSOR_CHARS)] | None = None
+
+
+class RecentBody(_Body):
+    model_config = _STRICT
+    containerTag: Tag
+    limit: Annotated[StrictInt, Field(ge=1, le=MAX_LIMIT)] = browse.RECENT_LIMIT_DEFAULT
 
 
 class AliasBody(_Body):
@@ -665,6 +681,17 @@ def create_app(
             "containerTag": found.tags[0],
             "searched": found.tags,
         }
+
+    # -- browsing: a space's current memories newest first (door/browse.py)
+    @api.post("/api/memory/list", responses=_errors(*_COMMON))
+    def list_memories(body: ListBody, caller: Caller) -> JSONResponse:
+        page = browse.browse(memories, caller, body.containerTag, body.limit, body.cursor)
+        return JSONResponse(browse.page_json(page))
+
+    @api.post("/api/memory/recent", responses=_errors(*_COMMON))
+    def recent_memories(body: RecentBody, caller: Caller) -> JSONResponse:
+        page = browse.browse(memories, caller, body.containerTag, body.limit)
+        return JSONResponse({**browse.page_json(page), "nextCursor": None})
 
     @api.post("/api/memory/aliases", responses=_errors(*_WRITES))
     def aliases(body: AliasBody, caller: Caller) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""`bli-memory-door`: serve the memory API, stop it, pair devices, list, revoke, promote and demote tokens."""
+"""`bli-memory-door`: serve the memory API, stop it, pair devices, list, revoke, promote and demote tokens,
+reset a team or a space (`door/reset.py`)."""
 
 from __future__ import annotations
 
@@ -455,6 +456,52 @@ def tokens(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------- reset (door/reset.py)
+
+
+def _refuse_while_served(db: Path) -> None:
+    """CliError naming the door that serves `db`, if one does (its pid file is locked)."""
+    try:
+        fd = os.open(pid_file_path(db), os.O_RDONLY)
+    except OSError:
+        return  # no pid file: no door ever served it, or the last one exited cleanly
+    try:
+        if _lock_free(fd):
+            return
+        info = _read_pid_file(fd)
+    finally:
+        os.close(fd)
+    raise CliError(
+        f"reset refused: a door (pid {info.get('pid', '?')}, {info.get('url') or 'starting'}) serves {db}; "
+        f"stop it first with `bli-memory-door stop --db {db}`; nothing was removed"
+    )
+
+
+def reset(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    """Remove a team's memories (or one space's) for good, behind a typed name and a backup; only
+    while no door serves the database (its pid-file lock is held throughout, so none starts)."""
+    from bli_memory.door import reset as resetting
+
+    path = db_path(args.db, env)
+    if not path.exists():
+        raise CliError(f"no memory database at {path}")
+    _refuse_while_served(path)
+    try:
+        pid_fd = _claim_pid_file(path)  # held to the end: no door starts on the file meanwhile
+    except CliError as exc:  # a door started since the check above
+        raise CliError(f"reset refused: {exc}") from None
+    try:
+        store = open_store(args.db, env)
+        try:
+            return resetting.reset(store, path, team=args.team, space=args.space, confirm=args.confirm)
+        except resetting.ResetRefused as refused:
+            raise CliError(f"reset refused: {refused}", refused.status) from None
+        finally:
+            store.close()
+    finally:
+        _release_pid_file(pid_fd, path)
+
+
 # ---------------------------------------------------------------------------- argv
 
 
@@ -662,6 +709,27 @@ def build_parser() -> argparse.ArgumentParser:
         admin_parser = tokens_commands.add_parser(action, help=what)
         admin_parser.add_argument("device_id", metavar="DEVICE_ID", help="the device id from `tokens list`")
         admin_parser.add_argument("--db", help=db_help)
+    reset_parser = commands.add_parser(
+        "reset",
+        help="remove a team's memories, or one space's, for good (operator only, with a backup)",
+        description="Remove for good the memories (every version and tombstone) and the extraction jobs "
+        "of a team, or of one space of it with --space. Run on the door's machine while no door serves "
+        "the database (stop it first; none can start meanwhile). Says what would go, asks you to type "
+        "the team name (or the space tag) on stdin, writes a backup of the whole database beside it "
+        "(SQLite's online backup, mode 0600, path printed), then removes. Devices, aliases and the "
+        "experience log stay. To undo: stop the door and copy the backup over the database file.",
+    )
+    reset_parser.add_argument("--team", required=True, type=_name, help="the team whose memories go")
+    reset_parser.add_argument(
+        "--space", type=_name, metavar="TAG", help="only this space of the team (its tag and its aliases)"
+    )
+    reset_parser.add_argument(
+        "--confirm",
+        type=_name,
+        metavar="NAME",
+        help="for scripts: the team name (or, with --space, the space tag) instead of typing it",
+    )
+    reset_parser.add_argument("--db", help=db_help)
     return parser
 
 
@@ -686,7 +754,7 @@ def _missing_door_module() -> str | None:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    handlers = {"serve": serve, "stop": stop, "pair": pair, "tokens": tokens}
+    handlers = {"serve": serve, "stop": stop, "pair": pair, "tokens": tokens, "reset": reset}
     handler = handlers.get(args.command)
     if handler is None:
         parser.print_help(sys.stderr)

@@ -1,12 +1,19 @@
-"""Helpers shared by the client's HTTP tests (tests/client/test_wire_http.py and test_door_client.py): a
-loopback stand-in for a door that misbehaves on demand, and the deadlines the tests hold it to."""
+"""Helpers shared by the client's tests: for the HTTP tests (tests/client/test_wire_http.py and
+test_door_client.py) a loopback stand-in for a door that misbehaves on demand, and the deadlines the
+tests hold it to; for the command tests, `run_cli` (the CLI as a subprocess with a HOME of its own) and
+`mcp_session` (the MCP server driven by the SDK's client over stdio)."""
 
 from __future__ import annotations
 
+import os
 import socket
 import ssl
+import subprocess
+import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
 
 #: slack for a loaded 2-core machine: a deadline must hold within this much.
 DEADLINE_MARGIN_S = 0.5
@@ -71,3 +78,57 @@ class StandIn:
     def close(self) -> None:
         self.stop.set()
         self.listener.close()
+
+
+# ---------------------------------------------------------------------------- the client as a subprocess
+# Used by the browsing, selftest and eval tests: `bli-memory-mcp` run with a HOME of its own, and the
+# MCP server driven by the SDK's client over stdio.
+
+BIN_DIR = Path(sys.executable).parent
+RUN_TIMEOUT_S = 60.0
+
+
+def run_cli(
+    home: str, cwd: str, *args: str, env: dict[str, str] | None = None, stdin: str = ""
+) -> subprocess.CompletedProcess[str]:
+    """`bli-memory-mcp ARGS` with HOME set to `home` (never the person's), the daemon off."""
+    full_env = {"HOME": home, "PATH": os.environ["PATH"], "BLI_MEMORY_DAEMON": "0", **(env or {})}
+    return subprocess.run(
+        [str(BIN_DIR / "bli-memory-mcp"), *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=full_env,
+        cwd=cwd,
+        timeout=RUN_TIMEOUT_S,
+    )
+
+
+def mcp_session(
+    home: str, cwd: str, url: str, token: str, steps: Callable[[Any], Awaitable[object]]
+) -> object:
+    """Spawn the MCP server (paired through its environment), initialise the SDK's client session and
+    run `await steps(session)`, all within RUN_TIMEOUT_S; returns what `steps` returned."""
+    import anyio
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    env = {
+        "HOME": home,
+        "PATH": os.environ["PATH"],
+        "BLI_MEMORY_DASHBOARD_URL": url,
+        "BLI_MEMORY_DEVICE_TOKEN": token,
+        "BLI_MEMORY_DAEMON": "0",
+    }
+
+    async def run() -> object:
+        params = StdioServerParameters(command=str(BIN_DIR / "bli-memory-mcp"), args=[], env=env, cwd=cwd)
+        with anyio.fail_after(RUN_TIMEOUT_S), open(os.devnull, "w") as errlog:
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                return await steps(session)
+
+    return anyio.run(run)

@@ -31,7 +31,14 @@ T = TypeVar("T")
 
 BIN = Path(sys.executable).parent / "bli-memory-mcp"
 SESSION_TIMEOUT_S = 60.0
-TOOL_NAMES = {"search_memory", "save_memory", "update_memory", "forget_memory"}
+TOOL_NAMES = {
+    "search_memory",
+    "save_memory",
+    "update_memory",
+    "forget_memory",
+    "list_memories",
+    "recent_memories",
+}
 
 
 def server_env(home: Path, url: str, token: str, tag: str | None) -> dict[str, str]:
@@ -236,7 +243,7 @@ def test_save_with_extract_is_answered_as_queued(client: McpClient, tag: str) ->
 
 
 def test_bad_arguments_are_an_error_the_model_can_correct(client: McpClient) -> None:
-    two = client.call("forget_memory", {"id": "x", "query": "y"})
+    two = client.call("forget_memory", {"id": "mem_" + "0" * 24, "query": "y"})
     empty = client.call("search_memory", {"query": "   "})
     unknown = client.call("save_memory", {"content": "x", "colour": "blue"})
     limit = client.call("search_memory", {"query": "x", "limit": 0})
@@ -249,7 +256,7 @@ def test_bad_arguments_are_an_error_the_model_can_correct(client: McpClient) -> 
 
 
 def test_a_door_error_on_a_valid_call_is_an_error_with_the_doors_reason(client: McpClient) -> None:
-    result = client.call("update_memory", {"id": "mem_does_not_exist", "content": "x"})
+    result = client.call("update_memory", {"id": "mem_" + "0" * 24, "content": "x"})
     assert result.is_error
     assert "reason: http_404" in text_of(result)
 

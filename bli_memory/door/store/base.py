@@ -82,6 +82,24 @@ class IndexRow:
 
 
 @dataclass(frozen=True)
+class BrowseRow:
+    """One row of a browsing page: a current memory (with `person` set) and the device that saved it."""
+
+    memory: Memory
+    device_id: str | None
+
+
+@dataclass(frozen=True)
+class PurgeCount:
+    """What a purge removed (or, dry, would remove): memory rows of every status, of which
+    `current` were current, and extraction jobs."""
+
+    memories: int
+    current: int
+    jobs: int
+
+
+@dataclass(frozen=True)
 class VectorTask:
     """A current memory that lacks a vector of the embedder in use."""
 
@@ -192,8 +210,32 @@ class Store(Protocol):
         """Current unpinned memories, most recently changed first."""
         ...
 
+    def page_current(
+        self, team_id: int, tags: Sequence[str], limit: int, before: tuple[float, str] | None
+    ) -> list[BrowseRow]:
+        """Browsing: up to `limit` current unpinned memories of `tags`, newest first.
+
+        The order is (`updated_at` descending, then `id` descending), a total order over the rows.
+        With `before` = (updated_at, id) of the last row of a page, only rows strictly after it in that
+        order come back (a keyset, never an offset): a row written meanwhile (newer) or retired
+        meanwhile never shifts or repeats what the next page holds. Each row carries the saving
+        person's name (`Memory.person`) and the device id that saved it."""
+        ...
+
     def index_rows(self, team_id: int, tag: str) -> Iterable[IndexRow]:
         """Every current memory of one tag, in save order."""
+        ...
+
+    def team_named(self, team: str) -> int | None:
+        """The id of the team named `team`, or None when there is none."""
+        ...
+
+    def purge(self, team_id: int, tags: Sequence[str] | None, *, dry_run: bool = False) -> PurgeCount:
+        """Delete for good (an operator's reset, never an API call) every memory row of the team —
+        current, superseded and forgotten, with their vectors — and every extraction job of the team,
+        whatever its status; with `tags`, only those whose container tag is one of `tags`. One
+        transaction. Devices, people, aliases and experience rows stay. With `dry_run`, counts what
+        would go and deletes nothing."""
         ...
 
     def spaces(self, limit: int) -> list[tuple[int, str]]:

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from bli_memory.door.model import Job, Memory, Principal, hash_text, now_s
-from bli_memory.door.store.base import DeviceRevoked, NewVersion, QueueFull, Store
+from bli_memory.door.store.base import DeviceRevoked, NewVersion, PurgeCount, QueueFull, Store
 from bli_memory.door.store.sqlite import SqliteStore
 
 #: each store by name: (folder, store options) -> a fresh store in that folder.
@@ -431,3 +431,97 @@ def test_experience_pages_in_created_at_then_id_order(store: Store) -> None:
 def test_the_store_names_itself(store: Store, request: pytest.FixtureRequest) -> None:
     assert store.name == request.node.callspec.params["store"]
     assert store.describe().startswith(store.name)
+
+
+# ---------------------------------------------------------------------------- browsing and reset
+
+
+def _page_through(store: Store, team_id: int, tags: list[str], limit: int) -> list[list[str]]:
+    pages: list[list[str]] = []
+    before: tuple[float, str] | None = None
+    while True:
+        page = store.page_current(team_id, tags, limit, before)
+        if not page:
+            return pages
+        pages.append([row.memory.content for row in page])
+        last = page[-1].memory
+        before = (last.updated_at, last.id)
+
+
+def test_browsing_pages_current_unpinned_rows_newest_first_with_who_saved_them(store: Store) -> None:
+    ada, bob = _principal(store, "ada"), _principal(store, "bob")
+    eve = _principal(store, "eve", team="other")
+    for index in range(5):
+        store.insert_version(_row(ada if index % 2 else bob, f"note {index}", when=100.0 + index))
+    store.insert_version(_row(ada, "pinned", metadata={"pinned": True}, when=500.0))
+    store.insert_version(_row(ada, "other tag", tag="u", when=600.0))
+    store.insert_version(_row(eve, "other team", when=700.0))
+    retired = store.insert_version(_row(ada, "retired", when=800.0))
+    store.retire(retired, "forgotten")
+
+    assert _page_through(store, ada.team_id, ["t"], 2) == [
+        ["note 4", "note 3"],
+        ["note 2", "note 1"],
+        ["note 0"],
+    ]
+    assert [row.memory.content for row in store.page_current(ada.team_id, ["t", "u"], 2, None)] == [
+        "other tag",
+        "note 4",
+    ]
+    first = store.page_current(ada.team_id, ["t"], 5, None)
+    assert [(row.memory.person, row.device_id) for row in first[:2]] == [
+        ("bob", bob.device_id),
+        ("ada", ada.device_id),
+    ]
+    assert store.page_current(eve.team_id, ["t"], 5, None)[0].memory.content == "other team"
+
+
+def test_browsing_breaks_ties_of_the_same_time_by_id_and_pages_through_them(store: Store) -> None:
+    ada = _principal(store)
+    ids = [store.insert_version(_row(ada, f"same moment {index}", when=50.0)) for index in range(7)]
+    pages = _page_through(store, ada.team_id, ["t"], 3)
+    seen = [content for page in pages for content in page]
+    assert sorted(seen) == sorted(f"same moment {index}" for index in range(7)) and len(pages) == 3
+    order = [row.memory.id for row in store.page_current(ada.team_id, ["t"], 7, None)]
+    assert order == sorted(ids, reverse=True)
+
+
+def test_a_row_written_between_pages_neither_repeats_nor_shifts_the_next_page(store: Store) -> None:
+    ada = _principal(store)
+    for index in range(6):
+        store.insert_version(_row(ada, f"old {index}", when=10.0 + index))
+    first = store.page_current(ada.team_id, ["t"], 3, None)
+    store.insert_version(_row(ada, "written while paging", when=now_s()))
+    store.insert_version(_row(ada, "imported with an old date", when=10.5))
+    last = first[-1].memory
+    second = store.page_current(ada.team_id, ["t"], 3, (last.updated_at, last.id))
+    assert [row.memory.content for row in first] == ["old 5", "old 4", "old 3"]
+    assert [row.memory.content for row in second] == ["old 2", "old 1", "imported with an old date"]
+
+
+def test_purge_removes_a_team_or_some_tags_with_their_jobs_and_nothing_else(store: Store) -> None:
+    ada = _principal(store, "ada", team="acme")
+    eve = _principal(store, "eve", team="other")
+    first = store.insert_version(_row(ada, "v1", tag="a"))
+    old = store.get(ada.team_id, first)
+    assert old is not None
+    store.retire(first, "superseded")
+    store.insert_version(_row(ada, "v2", tag="a", previous=old))
+    store.insert_version(_row(ada, "kept in b", tag="b"))
+    kept = store.insert_version(_row(eve, "other team", tag="a"))
+    store.enqueue_job(ada, "a", "job of a", None)
+    store.enqueue_job(ada, "b", "job of b", None)
+    other_job = store.enqueue_job(eve, "a", "other team's job", None)
+    store.put_alias(ada.team_id, "alias-a", "a")
+
+    assert store.team_named("acme") == ada.team_id and store.team_named("nobody") is None
+    assert store.purge(ada.team_id, ["a"], dry_run=True) == PurgeCount(memories=2, current=1, jobs=1)
+    assert store.count_current(ada.team_id, ["a"]) == 1
+    assert store.purge(ada.team_id, ["a"]) == PurgeCount(memories=2, current=1, jobs=1)
+    assert store.versions(ada.team_id, first) == [] and store.count_current(ada.team_id, ["a"]) == 0
+    assert store.count_current(ada.team_id, ["b"]) == 1
+    assert store.canonical_tag(ada.team_id, "alias-a") == "a"
+    assert store.purge(ada.team_id, None) == PurgeCount(memories=1, current=1, jobs=1)
+    assert store.count_current(ada.team_id, ["a", "b"]) == 0
+    assert store.get(eve.team_id, kept) is not None and store.get_job(eve.team_id, other_job) is not None
+    assert [device["person"] for device in store.list_devices()] == ["ada", "eve"]

@@ -49,3 +49,26 @@ def test_saves_find_duplicates_and_custom_ids_through_their_indexes(tmp_path: Pa
     for sql in checks:
         plan = " ".join(row[3] for row in explain.execute("EXPLAIN QUERY PLAN " + sql))
         assert "USING INDEX memories_hash" in plan or "USING INDEX memories_custom" in plan, (sql, plan)
+
+
+def test_a_browsing_page_walks_the_space_index_instead_of_sorting_the_space(tmp_path: Path) -> None:
+    """With aliases (several tags) one query over `container_tag IN (...)` sorted the whole space
+    (250 ms a page at 100 000 memories); each tag's walk in memories_space order takes 0.5 ms."""
+    memories = open_memories(tmp_path / "m.db")
+    principal = memories.authenticate(memories.store.create_device(person="p")[1])
+    assert principal is not None
+    memories.save_many(principal, "t", [f"note {index}" for index in range(200)])
+    memories.save_many(principal, "u", [f"other {index}" for index in range(200)])
+    statements: list[str] = []
+    memories.store._db.set_trace_callback(statements.append)
+    page = memories.store.page_current(principal.team_id, ["t", "u"], 20, (1e12, "mem_z"))
+    memories.store._db.set_trace_callback(None)
+    assert len(page) == 20
+    walks = [
+        sql for sql in statements if sql.lstrip().startswith("SELECT") and "ORDER BY m.updated_at DESC" in sql
+    ]
+    assert len(walks) == 2
+    explain = sqlite3.connect(tmp_path / "m.db")
+    for sql in walks:
+        plan = " ".join(row[3] for row in explain.execute("EXPLAIN QUERY PLAN " + sql))
+        assert "USING INDEX memories_space" in plan and "TEMP B-TREE FOR ORDER BY" not in plan, (sql, plan)

@@ -29,10 +29,12 @@ from typing import TYPE_CHECKING, Any, Literal
 from bli_memory.door.model import Job, Memory, Principal, hash_text, new_id, new_token, now_s
 from bli_memory.door.store.base import (
     MAX_PENDING_JOBS_PER_DEVICE,
+    BrowseRow,
     DeviceRevoked,
     ExperienceOutcome,
     IndexRow,
     NewVersion,
+    PurgeCount,
     QueueFull,
     StoreFull,
     VectorTask,
@@ -452,6 +454,26 @@ class SqliteStore:
             ).fetchall()
         return [self._memory(row) for row in rows]
 
+    def page_current(
+        self, team_id: int, tags: Sequence[str], limit: int, before: tuple[float, str] | None
+    ) -> list[BrowseRow]:
+        # One indexed walk per tag (memories_space), merged here: with `container_tag IN (...)` SQLite
+        # sorted the whole space instead (250 ms a page at 100 000 memories and two tags; 0.5 ms so).
+        after_cursor = "" if before is None else "AND (m.updated_at, m.id) < (?, ?)"
+        cursor_values: tuple[Any, ...] = () if before is None else (float(before[0]), before[1])
+        rows: list[sqlite3.Row] = []
+        with self._lock:
+            for tag in dict.fromkeys(tags):
+                rows += self._db.execute(
+                    f"""SELECT {_MEMORY_COLUMNS_M}, p.name AS person FROM memories m
+                        LEFT JOIN people p ON p.id = m.person_id
+                        WHERE m.team_id = ? AND m.container_tag = ? AND m.status = 'current' AND m.pinned = 0
+                        {after_cursor} ORDER BY m.updated_at DESC, m.id DESC LIMIT ?""",
+                    (team_id, tag, *cursor_values, limit),
+                ).fetchall()
+        rows.sort(key=lambda row: (row["updated_at"], row["id"]), reverse=True)
+        return [BrowseRow(self._memory(row), row["device_id"]) for row in rows[:limit]]
+
     def index_rows(self, team_id: int, tag: str) -> Iterable[IndexRow]:
         with self._lock:
             rows = self._db.execute(
@@ -469,6 +491,29 @@ class SqliteStore:
                 (limit,),
             ).fetchall()
         return [(int(row[0]), str(row[1])) for row in rows]
+
+    def team_named(self, team: str) -> int | None:
+        with self._lock:
+            row = self._db.execute("SELECT id FROM teams WHERE name = ?", (team,)).fetchone()
+        return None if row is None else int(row[0])
+
+    def purge(self, team_id: int, tags: Sequence[str] | None, *, dry_run: bool = False) -> PurgeCount:
+        where = "team_id = ?"
+        values: list[Any] = [team_id]
+        if tags is not None:
+            where += f" AND container_tag IN ({','.join('?' * len(tags))})"
+            values += list(tags)
+        with self.transaction():
+            memories, current = self._db.execute(
+                f"SELECT count(*), coalesce(sum(status = 'current'), 0) FROM memories WHERE {where}", values
+            ).fetchone()
+            jobs = self._db.execute(
+                f"SELECT count(*) FROM memory_extract_jobs WHERE {where}", values
+            ).fetchone()[0]
+            if not dry_run:
+                self._db.execute(f"DELETE FROM memories WHERE {where}", values)
+                self._db.execute(f"DELETE FROM memory_extract_jobs WHERE {where}", values)
+        return PurgeCount(memories=int(memories), current=int(current), jobs=int(jobs))
 
     # ------------------------------------------------------------------ memories: writing
 

@@ -1,0 +1,120 @@
+"""Browsing a space: its current memories newest first, in pages that an opaque cursor continues.
+
+The order is the store's `page_current` order, (last change, id) descending, and the cursor is that
+pair for the last row of a page (a keyset, never an offset): a memory saved, updated or forgotten
+while a person pages neither repeats a row nor shifts the next page. Pinned memories are not listed
+here (they have their own list), stored exchanges are (as documents, marked as exchanges).
+
+The cursor is opaque to clients: `c1.` and the base64url of the JSON pair. A cursor this door could
+not have given is a 400, never a page of something else.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from bli_memory.door import exchanges
+from bli_memory.door.errors import InvalidRequest
+from bli_memory.door.model import MAX_ID_CHARS, Memory, Principal, iso
+
+if TYPE_CHECKING:
+    from bli_memory.door.memories import MemoryService
+    from bli_memory.door.store.base import BrowseRow
+
+LIST_LIMIT_DEFAULT = 20
+RECENT_LIMIT_DEFAULT = 10
+CURSOR_PREFIX = "c1."
+#: a cursor is a number and an id: anything much longer was not made here.
+MAX_CURSOR_CHARS = 4 * MAX_ID_CHARS
+#: the two kinds a row is shown as: a remembered fact, or a document (a stored exchange is one).
+FACT = "fact"
+DOCUMENT = "document"
+
+
+@dataclass(frozen=True)
+class Page:
+    """One page of a space: its rows, the cursor of the next page (None on the last), the tags read."""
+
+    rows: list[BrowseRow]
+    next_cursor: str | None
+    tags: list[str]
+
+
+def encode_cursor(memory: Memory) -> str:
+    raw = json.dumps([memory.updated_at, memory.id], separators=(",", ":")).encode("utf-8")
+    return CURSOR_PREFIX + base64.urlsafe_b64encode(raw).decode("ascii").rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[float, str]:
+    """The (updated_at, id) a cursor continues after; InvalidRequest when this door did not make it."""
+    problem = InvalidRequest("cursor: not a cursor this door gave (pass nextCursor as it came)")
+    if not cursor.startswith(CURSOR_PREFIX) or len(cursor) > MAX_CURSOR_CHARS:
+        raise problem
+    body = cursor[len(CURSOR_PREFIX) :]
+    try:
+        value = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)).decode("utf-8"))
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise problem from None
+    if not (isinstance(value, list) and len(value) == 2):
+        raise problem
+    moment, memory_id = value
+    if isinstance(moment, bool) or not isinstance(moment, (int, float)) or not math.isfinite(moment):
+        raise problem
+    if not isinstance(memory_id, str) or not 0 < len(memory_id) <= MAX_ID_CHARS:
+        raise problem
+    return float(moment), memory_id
+
+
+def browse(
+    memories: MemoryService, principal: Principal, tag: str, limit: int, cursor: str | None = None
+) -> Page:
+    """Up to `limit` current memories of `tag`'s space, newest first, after `cursor` when given."""
+    before = None if cursor is None else decode_cursor(cursor)
+    tags = memories.space_tags(principal, tag)
+    rows = memories.store.page_current(principal.team_id, tags, limit + 1, before)
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return Page(rows=rows, next_cursor=encode_cursor(rows[-1].memory) if more and rows else None, tags=tags)
+
+
+def kind_of(memory: Memory) -> str:
+    return FACT if memory.kind == "memory" else DOCUMENT
+
+
+def row_json(row: BrowseRow) -> dict[str, Any]:
+    """A listed memory: id, text, kind (fact or document), times and where it came from."""
+    memory = row.memory
+    metadata = memory.metadata if isinstance(memory.metadata, dict) else {}
+    origin = metadata.get("source")
+    body: dict[str, Any] = {
+        "id": memory.id,
+        "content": memory.content,
+        "kind": kind_of(memory),
+        "exchange": exchanges.is_exchange(memory.kind, memory.custom_id, memory.metadata),
+        "containerTag": memory.container_tag,
+        "createdAt": iso(memory.created_at),
+        "updatedAt": iso(memory.updated_at),
+        "version": memory.version,
+        "source": {
+            "origin": origin if isinstance(origin, str) else None,
+            "person": memory.person,
+            "device": row.device_id,
+        },
+    }
+    if memory.custom_id is not None:
+        body["customId"] = memory.custom_id
+    return body
+
+
+def page_json(page: Page) -> dict[str, Any]:
+    return {
+        "memories": [row_json(row) for row in page.rows],
+        "nextCursor": page.next_cursor,
+        "containerTag": page.tags[0],
+        "searched": page.tags,
+    }
