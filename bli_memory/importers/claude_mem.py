@@ -167,7 +167,7 @@ def observation(where: str, row: Mapping[str, Any], parsed: Parsed) -> None:
         lines.append(body)
     lines += [f"- {fact}" for fact in _facts(row.get("facts"))]
     if not lines:
-        parsed.skip(where, "no title, narrative, text or facts")
+        parsed.skip(where, "an empty observation (no title, narrative, text or facts)", malformed=False)
         return
     parsed.records.append(
         Record(
@@ -187,7 +187,7 @@ def summary(where: str, row: Mapping[str, Any], parsed: Parsed) -> None:
         return
     lines = [f"{label}: {text}" for name, label in SUMMARY_FIELDS if (text := text_of(row.get(name)))]
     if not lines:
-        parsed.skip(where, "an empty summary")
+        parsed.skip(where, "an empty summary", malformed=False)
         return
     parsed.records.append(
         Record(

@@ -79,7 +79,7 @@ def _document(item: Item, parsed: Parsed) -> None:
     content = text_of(document.get("content")) or text_of(document.get("summary"))
     content = content or text_of(document.get("title"))
     if content is None:
-        parsed.skip(item.where, "no `content`, `summary` or `title` text")
+        parsed.skip(item.where, "no text (no `content`, `summary` or `title`)", malformed=False)
         return
     metadata: dict[str, Any] = {"documentId": document_id}
     for name in ("customId", "title", "type", "url"):
