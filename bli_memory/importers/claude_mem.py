@@ -74,7 +74,8 @@ def _json_row(section: str, item: Item, parsed: Parsed, read: Any) -> None:
 
 def _left_out_prompts(count: int, parsed: Parsed) -> None:
     if count:
-        parsed.skip("prompts", f"{count} user prompts left out (requests, not memories)", malformed=False)
+        noun = "user prompt" if count == 1 else "user prompts"
+        parsed.skip("prompts", f"{count} {noun} left out (requests, not memories)", malformed=False)
 
 
 def parse_database(path: str) -> Parsed:

@@ -92,8 +92,12 @@ def timestamp_of(value: Any) -> str | None:
     return value.strip() if isinstance(value, str) and value.strip() else None
 
 
-def describe_json_error(exc: ValueError) -> str:
-    return f"not valid JSON ({str(exc).split(':')[0]})"
+def describe_json_error(exc: ValueError, *, whole_file: bool = False) -> str:
+    """What is wrong with a piece of JSON, where: its column (and line, in a whole file)."""
+    if not isinstance(exc, json.JSONDecodeError):
+        return "not valid JSON"
+    place = f"line {exc.lineno} column {exc.colno}" if whole_file else f"column {exc.colno}"
+    return f"not valid JSON at {place}: {exc.msg.lower().removesuffix(' at')}"
 
 
 _DECODER = json.JSONDecoder()
@@ -151,7 +155,7 @@ def array_items(text: str, start: int) -> list[Item]:
         try:
             value, end = _DECODER.raw_decode(text, at)
         except ValueError as exc:
-            items.append(Item(number, line, error=describe_json_error(exc)))
+            items.append(Item(number, line, error=describe_json_error(exc, whole_file=True)))
             resume = _next_sibling(text, at)
             if resume is None:
                 break

@@ -7,6 +7,7 @@ names the test's own space.
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import os
 import sqlite3
@@ -19,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from bli_memory.commands.importing import PROGRESS_MIN_RECORDS, Progress
 from bli_memory.settings import write_session
 from tests.helpers import REPO, DoorProcess
 
@@ -220,6 +222,26 @@ def test_long_imports_show_progress_lines_when_stderr_is_not_a_terminal(cli: Cli
         and progress[-1] == "import instructions: 60/60 records"
     )
     assert len(progress) == 10
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_terminal_gets_one_redrawn_bar_and_short_imports_no_progress() -> None:
+    stream = Terminal()
+    progress = Progress(60, "import mem0", stream)
+    for done in range(1, 61):
+        progress.update(done)
+    drawn = stream.getvalue()
+    assert drawn.startswith("\rimport mem0 [") and drawn.endswith("] 60/60\n")
+    assert drawn.count("\n") == 1  # redrawn in place, one line at the end
+    assert "[" + "#" * 30 + "]" in drawn
+    quiet = Terminal()
+    short = Progress(PROGRESS_MIN_RECORDS - 1, "import mem0", quiet)
+    short.update(PROGRESS_MIN_RECORDS - 1)
+    assert quiet.getvalue() == ""
 
 
 def test_export_then_import_into_an_empty_door_gives_identical_rows(

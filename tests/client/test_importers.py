@@ -75,7 +75,8 @@ def test_mem0_broken_records_in_the_middle_are_named_by_line_and_the_rest_read()
     parsed = read("mem0", str(FIXTURES / "mem0_broken_middle.json"))
     assert [record.original_id[:8] for record in parsed.records] == ["11111111", "33333333", "55555555"]
     broken, empty = parsed.problems
-    assert broken.where == "record 2 (line 11)" and broken.reason.startswith("not valid JSON")
+    assert broken.where == "record 2 (line 11)"
+    assert broken.reason == "not valid JSON at line 13 column 54: invalid control character"
     assert (empty.where, empty.reason) == ("record 4 (line 26)", "no `memory` text")
     assert broken.malformed and empty.malformed
 
@@ -233,7 +234,7 @@ def test_our_jsonl_rows_are_checked_for_shape_and_a_foreign_header_is_refused() 
     parsed = jsonl.parse("\n".join(lines).encode())
     assert [where for where, _ in parsed.rows] == ["line 2"]
     assert [(problem.where, problem.reason) for problem in parsed.problems] == [
-        ("line 3", "not valid JSON (Expecting property name enclosed in double quotes)"),
+        ("line 3", "not valid JSON at column 2: expecting property name enclosed in double quotes"),
         ("line 4", "`status` must be one of current, superseded, forgotten"),
         ("line 5", "`version` has the wrong type"),
     ]
