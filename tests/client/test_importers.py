@@ -179,7 +179,7 @@ def test_instruction_files_give_one_memory_per_bullet_or_paragraph_verbatim() ->
     contents = [record.content for record in parsed.records]
     assert contents == [
         "- Run `make test` before every commit; it runs ruff, mypy and pytest.",
-        "- Never edit files under `vendor/`: they are generated\n  by `scripts/vendor.sh` and overwritten on every run.",
+        "- Never edit files under `vendor/`: they are generated\n  by `tools/vendor.sh` and overwritten on every run.",
         "The door listens on 127.0.0.1:8787. Tests start their own door on an\n"
         "ephemeral port, so two test runs never share one.",
         "1. Constants carry their unit in their name (`TIMEOUT_S`).",
