@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from bli_memory.door_client import DoorClient
     from bli_memory.redact import Redaction
 
+#: how far ahead of this machine's clock a record's time may be and still be sent (the door allows 300 s).
+CLOCK_SKEW_S = 240.0
 #: one door call's budget (a save embeds its text: seconds on a busy machine).
 CALL_TIMEOUT_S = 30.0
 #: imports of at least this many records show progress on stderr.
@@ -97,6 +99,14 @@ class Progress:
         self.tty = self.shown and self.stream.isatty()
         self._drawn_at = 0.0
         self._next_line = 1
+        self._open = False
+
+    def close(self) -> None:
+        """End a bar left part-drawn (an import that stopped), so the summary starts on its own line."""
+        if self._open:
+            self.stream.write("\n")
+            self.stream.flush()
+            self._open = False
 
     def update(self, done: int) -> None:
         if not self.shown:
@@ -111,6 +121,7 @@ class Progress:
             self.stream.write(f"\r{self.label} [{bar}] {done}/{self.total}")
             if done >= self.total:
                 self.stream.write("\n")
+            self._open = done < self.total
         elif done * PROGRESS_LINES >= self._next_line * self.total:
             while done * PROGRESS_LINES >= self._next_line * self.total:
                 self._next_line += 1
@@ -212,8 +223,30 @@ def _mask_value(value: Any, summary: Summary) -> Any:
 
 
 def record_metadata(fmt: str, record: Record) -> dict[str, Any]:
-    """What an imported memory's metadata says: where it came from, then what the format kept."""
-    return {"source": f"import:{fmt}", "originalId": record.original_id, **record.metadata}
+    """What an imported memory's metadata says: where it came from, then what the format kept (and
+    the record's time as written, when the door could not take it as `createdAt`)."""
+    metadata = {"source": f"import:{fmt}", "originalId": record.original_id, **record.metadata}
+    if record.created_at is not None and usable_time(record.created_at) is None:
+        metadata["originalCreatedAt"] = record.created_at
+    return metadata
+
+
+def usable_time(text: str) -> str | None:
+    """`text` when the door takes it as `createdAt` (ISO 8601, from 1970 up to a few minutes ahead of
+    this machine's clock); None otherwise, and the memory is dated by the import instead."""
+    from datetime import datetime, timezone
+
+    value = text.strip()
+    if value.endswith(("Z", "z")):
+        value = value[:-1] + "+00:00"
+    try:
+        moment = datetime.fromisoformat(value)
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=timezone.utc)
+        seconds = moment.timestamp()
+    except (ValueError, OverflowError, OSError):
+        return None
+    return text if 0 <= seconds <= time.time() + CLOCK_SKEW_S else None
 
 
 # ---------------------------------------------------------------------------- the imports
@@ -260,12 +293,13 @@ def _import_records(client: DoorClient, parsed: Parsed, summary: Summary) -> Non
                 summary.space,
                 custom_id=custom_id(summary.format, record.original_id),
                 metadata=metadata,
-                created_at=record.created_at,
+                created_at=None if record.created_at is None else usable_time(record.created_at),
                 deadline=_deadline(),
             )
         except DoorCallError as exc:
             if _door_stops(exc):
                 summary.stopped = f"the door failed after {done - 1} records: {exc}"
+                progress.close()
                 break
             summary.failed.append({"where": _record_where(record), "reason": exc.message or str(exc)})
         else:
@@ -321,6 +355,7 @@ def _import_rows(client: DoorClient, parsed: Parsed, summary: Summary) -> None:
         except DoorCallError as exc:
             if _door_stops(exc):
                 summary.stopped = f"the door failed after {done} rows: {exc}"
+                progress.close()
                 return
             for where, _ in batch:
                 summary.failed.append({"where": where, "reason": exc.message or str(exc)})

@@ -134,7 +134,7 @@ def _facts(value: Any) -> list[str]:
     if isinstance(value, str):
         try:
             value = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):
             return [value.strip()] if value.strip() else []
     if not isinstance(value, list):
         return []

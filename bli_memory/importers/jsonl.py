@@ -45,7 +45,7 @@ def parse(data: bytes) -> Parsed:
         where = f"line {number}"
         try:
             row = json.loads(line)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             parsed.skip(where, describe_json_error(exc))
             continue
         if not isinstance(row, dict):

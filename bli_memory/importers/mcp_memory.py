@@ -22,7 +22,7 @@ def parse(data: bytes) -> Parsed:
         where = f"line {number}"
         try:
             item = json.loads(line)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             parsed.skip(where, describe_json_error(exc))
             continue
         if not isinstance(item, dict):

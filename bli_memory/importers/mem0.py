@@ -120,7 +120,7 @@ def parse_openmemory_zip(data: bytes) -> Parsed:
 def _category_names(text: str) -> dict[str, str]:
     try:
         manifest = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return {}  # a broken manifest still gives its readable memories, without category names
     found = manifest.get("categories") if isinstance(manifest, dict) else None
     if not isinstance(found, list):

@@ -15,6 +15,8 @@ from typing import Any
 CUSTOM_ID_HASH_CHARS = 32
 #: a vendor's own metadata is kept with the memory only up to this size (JSON bytes); the door caps the whole at 16 KiB.
 VENDOR_METADATA_MAX_BYTES = 4096
+#: ... and only this deep (the door refuses metadata nested deeper than 16 levels).
+VENDOR_METADATA_MAX_DEPTH = 8
 
 
 @dataclass(frozen=True)
@@ -74,9 +76,19 @@ def vendor_metadata(value: Any) -> dict[str, Any] | None:
         return None
     try:
         encoded = json.dumps(value, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return None
-    return value if len(encoded.encode("utf-8")) <= VENDOR_METADATA_MAX_BYTES else None
+    if len(encoded.encode("utf-8")) > VENDOR_METADATA_MAX_BYTES:
+        return None
+    return value if _depth(value) <= VENDOR_METADATA_MAX_DEPTH else None
+
+
+def _depth(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max((_depth(item) for item in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((_depth(item) for item in value), default=0)
+    return 0
 
 
 def text_of(value: Any) -> str | None:
@@ -92,8 +104,10 @@ def timestamp_of(value: Any) -> str | None:
     return value.strip() if isinstance(value, str) and value.strip() else None
 
 
-def describe_json_error(exc: ValueError, *, whole_file: bool = False) -> str:
+def describe_json_error(exc: Exception, *, whole_file: bool = False) -> str:
     """What is wrong with a piece of JSON, where: its column (and line, in a whole file)."""
+    if isinstance(exc, RecursionError):
+        return "not readable JSON (nested too deep)"
     if not isinstance(exc, json.JSONDecodeError):
         return "not valid JSON"
     place = f"line {exc.lineno} column {exc.colno}" if whole_file else f"column {exc.colno}"
@@ -154,7 +168,7 @@ def array_items(text: str, start: int) -> list[Item]:
         line = _line_at(text, at)
         try:
             value, end = _DECODER.raw_decode(text, at)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             items.append(Item(number, line, error=describe_json_error(exc, whole_file=True)))
             resume = _next_sibling(text, at)
             if resume is None:

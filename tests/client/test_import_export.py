@@ -156,6 +156,28 @@ def test_original_times_are_kept_and_secrets_masked(cli: Cli) -> None:
     assert "ghp_aB3dE5gH7" not in token and "[REDACTED:github_token]" in token
 
 
+def test_a_time_the_door_cannot_take_is_kept_in_metadata_and_the_memory_imported(cli: Cli) -> None:
+    path = cli.cwd / "mem0.json"
+    records = [
+        {"id": "a1", "memory": "Dated in words", "created_at": "last tuesday"},
+        {"id": "a2", "memory": "Dated in the future", "created_at": "2999-01-01T00:00:00Z"},
+        {"id": "a3", "memory": "Dated without a zone", "created_at": "2024-06-01 08:30:00"},
+    ]
+    path.write_text(json.dumps(records))
+    answer = cli.imported("mem0", str(path))
+    assert (answer["exit"], answer["imported"]) == (0, 3)
+    rows = {row["content"]: row for row in cli.rows()}
+    assert rows["Dated in words"]["metadata"]["originalCreatedAt"] == "last tuesday"
+    assert rows["Dated in the future"]["metadata"]["originalCreatedAt"] == "2999-01-01T00:00:00Z"
+    assert rows["Dated in words"]["createdAt"].startswith("20") and not rows["Dated in words"][
+        "createdAt"
+    ].startswith("2999")
+    assert rows["Dated without a zone"]["createdAt"] == "2024-06-01T08:30:00.000000Z"  # taken as UTC
+    assert "originalCreatedAt" not in rows["Dated without a zone"]["metadata"]
+    again = cli.imported("mem0", str(path))
+    assert again["unchanged"] == 3
+
+
 def test_a_broken_record_in_the_middle_is_named_and_the_rest_imported(cli: Cli) -> None:
     done = cli("import", "mem0", str(FIXTURES / "mem0_broken_middle.json"))
     assert done.returncode == 1
@@ -238,6 +260,11 @@ def test_a_terminal_gets_one_redrawn_bar_and_short_imports_no_progress() -> None
     assert drawn.startswith("\rimport mem0 [") and drawn.endswith("] 60/60\n")
     assert drawn.count("\n") == 1  # redrawn in place, one line at the end
     assert "[" + "#" * 30 + "]" in drawn
+    stopped = Terminal()
+    halfway = Progress(60, "import mem0", stopped)
+    halfway.update(30)
+    halfway.close()  # an import that stopped: the summary starts on its own line
+    assert stopped.getvalue().endswith("30/60\n")
     quiet = Terminal()
     short = Progress(PROGRESS_MIN_RECORDS - 1, "import mem0", quiet)
     short.update(PROGRESS_MIN_RECORDS - 1)

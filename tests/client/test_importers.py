@@ -254,3 +254,13 @@ def test_a_file_in_no_known_shape_is_one_error() -> None:
         mem0.parse(b'{"memories": []}')
     with pytest.raises(FormatError, match="not UTF-8"):
         mem0.parse(b"\xff\xfe[")
+
+
+def test_a_record_nested_too_deep_is_named_and_deep_vendor_metadata_left_behind() -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    text = f'[\n  {deep},\n  {{"id": "a", "memory": "kept", "metadata": {json.dumps({"x": [[[[[[[[[[1]]]]]]]]]]})}}}\n]'
+    parsed = mem0.parse(text.encode())
+    assert [record.content for record in parsed.records] == ["kept"]
+    assert parsed.records[0].metadata == {}  # nine levels of vendor metadata are not kept
+    (problem,) = parsed.problems
+    assert problem.where == "record 1 (line 2)" and problem.reason.startswith("not")
