@@ -449,7 +449,11 @@ class MemoryService:
         here (imported earlier, or earlier in the batch), in the same chain and space, one version
         before it; a current previous one is superseded by it. A current row may not join a chain that
         has a current row, nor take a customId another current memory of the space carries."""
-        current = [row.content for row in rows if row.status == "current"]
+        current = [
+            row.content
+            for row in rows
+            if row.status == "current" and self.store.get(principal.team_id, row.id) is None
+        ]  # a row already here is not embedded again: re-importing a file costs lookups only
         vectors = self._embed(current, "passage") if current else None
         vector_of = dict(zip(current, vectors, strict=True)) if vectors is not None else {}
         results: list[tuple[str, str | None]] = []
