@@ -17,6 +17,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
@@ -66,73 +67,110 @@ def main(argv: list[str]) -> int:
 
     client = door_client_for(settings)
     try:
-        rows, tags = _all_rows(client, space, parser.prog)
+        read = Export(client, space, parser.prog)
+        exported_at = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        first = read.next_page()  # the space's tags, for the header, come with the first page
+        scope = "every space" if space is None else f"space {read.tags[0] if read.tags else space}"
+        if args.format == "jsonl":
+            header = {
+                "format": FORMAT_NAME,
+                "version": FORMAT_VERSION,
+                "exportedAt": exported_at,
+                "spaces": read.tags,
+            }
+            chunks = _jsonl(header, first, read)
+        else:
+            rows = [*first, *(row for page in read.pages() for row in page)]
+            chunks = iter([markdown(rows, exported_at, scope)])
+        _write(chunks, args.output, parser.prog)
     finally:
         client.close()
-    exported_at = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-    scope = "every space" if space is None else f"space {tags[0] if tags else space}"
-    if args.format == "jsonl":
-        header = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "exportedAt": exported_at, "spaces": tags}
-        text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in [header, *rows])
-    else:
-        text = markdown(rows, exported_at, scope)
-    _write(text, args.output, parser.prog)
-    counts = {
-        status: sum(1 for row in rows if row["status"] == status)
-        for status in ("current", "superseded", "forgotten")
-    }
-    target = args.output or "stdout"
+    counts = read.counts
     sys.stderr.write(
-        f"Exported {len(rows)} rows of {scope} to {target}: {counts['current']} current, "
-        f"{counts['superseded']} earlier versions, {counts['forgotten']} forgotten.\n"
+        f"Exported {sum(counts.values())} rows of {scope} to {args.output or 'stdout'}: "
+        f"{counts['current']} current, {counts['superseded']} earlier versions, "
+        f"{counts['forgotten']} forgotten.\n"
     )
     return EXIT_OK
 
 
-def _all_rows(
-    client: DoorClient, space: str | None, prog: str
-) -> tuple[list[dict[str, Any]], list[str] | None]:
-    from bli_memory.door_client import DoorCallError
+class Export:
+    """The door's export pages of one space (or of every space), read one at a time."""
 
-    rows: list[dict[str, Any]] = []
-    tags: list[str] | None = None
-    after: str | None = None
-    while True:
+    def __init__(self, client: DoorClient, space: str | None, prog: str) -> None:
+        self.client = client
+        self.space = space
+        self.prog = prog
+        self.tags: list[str] | None = None
+        self.counts = {"current": 0, "superseded": 0, "forgotten": 0}
+        self._after: str | None = None
+        self._done = False
+
+    def next_page(self) -> list[dict[str, Any]]:
+        """The next page's rows ([] at the end); CliError when the door fails."""
+        from bli_memory.door_client import DoorCallError
+
+        if self._done:
+            return []
+        read = sum(self.counts.values())
         try:
-            page = client.export_page(
-                space, after=after, limit=PAGE_ROWS, deadline=time.monotonic() + CALL_TIMEOUT_S
+            page = self.client.export_page(
+                self.space, after=self._after, limit=PAGE_ROWS, deadline=time.monotonic() + CALL_TIMEOUT_S
             )
         except DoorCallError as exc:
-            raise CliError(f"{prog}: the door failed after {len(rows)} rows: {exc}", EXIT_FAILED) from None
-        found = page.get("rows")
-        if not isinstance(found, list):
-            raise CliError(f"{prog}: the door's export answer has no rows", EXIT_FAILED)
-        rows.extend(found)
+            raise CliError(f"{self.prog}: the door failed after {read} rows: {exc}", EXIT_FAILED) from None
+        rows = page.get("rows")
+        if not isinstance(rows, list) or not all(isinstance(row, dict) for row in rows):
+            raise CliError(f"{self.prog}: the door's export answer has no rows", EXIT_FAILED)
         searched = page.get("searched")
-        if tags is None and isinstance(searched, list):
-            tags = [str(tag) for tag in searched]
+        if self.tags is None and isinstance(searched, list):
+            self.tags = [str(tag) for tag in searched]
+        for row in rows:
+            status = str(row.get("status"))
+            self.counts[status] = self.counts.get(status, 0) + 1
         after = page.get("next")
-        if not isinstance(after, str) or not found:
-            return rows, tags
+        self._after = after if isinstance(after, str) else None
+        self._done = self._after is None or not rows
+        return rows
+
+    def pages(self) -> Iterator[list[dict[str, Any]]]:
+        """The pages after those already read."""
+        while not self._done:
+            yield self.next_page()
 
 
-def _write(text: str, output: str | None, prog: str) -> None:
-    """stdout, or FILE written whole (a temporary file renamed over it), private (0600): memories
-    are a person's notes."""
+def _jsonl(header: dict[str, Any], first: list[dict[str, Any]], read: Export) -> Iterator[str]:
+    """The header line, then one row a line, page by page as the door gives them."""
+    yield json.dumps(header, ensure_ascii=False) + "\n"
+    for page in _chain(first, read):
+        yield "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in page)
+
+
+def _chain(first: list[dict[str, Any]], read: Export) -> Iterator[list[dict[str, Any]]]:
+    yield first
+    yield from read.pages()
+
+
+def _write(chunks: Iterator[str], output: str | None, prog: str) -> None:
+    """stdout as the pages come, or FILE written whole (a temporary file renamed over it only when
+    every page was read), private (0600): memories are a person's notes."""
     if output is None:
-        sys.stdout.write(text)
+        for chunk in chunks:
+            sys.stdout.write(chunk)
         return
     folder = os.path.dirname(os.path.abspath(output))
     temporary = os.path.join(folder, f".{os.path.basename(output)}.{os.getpid()}.tmp")
     try:
         descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(descriptor, "w", encoding="utf-8") as opened:
-            opened.write(text)
+            for chunk in chunks:
+                opened.write(chunk)
         os.replace(temporary, output)
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
         raise CliError(f"{prog}: cannot write {output}: {exc.strerror or exc}", EXIT_FAILED) from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)  # gone already after the rename; left by a failure otherwise
 
 
 def _quoted(text: str) -> str:

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import zipfile
 from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,7 @@ import pytest
 
 from bli_memory.commands.importing import PROGRESS_MIN_RECORDS, Progress
 from bli_memory.settings import write_session
-from tests.helpers import REPO, DoorProcess
+from tests.helpers import REPO, DoorProcess, served_locally
 
 BIN = Path(sys.executable).parent / "bli-memory-mcp"
 RUN_TIMEOUT_S = 120.0
@@ -312,6 +313,58 @@ def test_export_all_and_markdown(cli: Cli, door: DoorProcess, tag: str) -> None:
     assert f"## Space `{tag}`" in text
     assert "> Bo owns releases" in text and "  > Ana owns releases" in text
     assert "customId `owner`" in text
+
+
+def test_an_export_the_door_fails_leaves_no_file(
+    tmp_path: Path, tag: str, start_door: Callable[..., DoorProcess]
+) -> None:
+    gone = start_door()
+    cli = Cli(tmp_path / "home", tmp_path, tag).pair(gone.url, gone.token)
+    gone.kill()
+    folder = tmp_path / "out"
+    folder.mkdir()
+    done = cli("export", "--output", str(folder / "backup.jsonl"))
+    assert done.returncode == 1 and "the door failed after 0 rows" in done.stderr
+    assert done.stderr.count("\n") == 1
+    assert list(folder.iterdir()) == []  # no file, no temporary left
+
+
+class FailsOnSecondPage(BaseHTTPRequestHandler):
+    """A door that answers the first export page and then fails (a real door cannot be made to fail
+    between two pages on demand)."""
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if "after" in body:
+            status, answer = 503, {"error": "storage_full", "message": "the store is full"}
+        else:
+            row = {"id": "mem_1", "rootId": "mem_1", "version": 1, "status": "current", "content": "x"}
+            status, answer = 200, {"rows": [row], "next": "mem_1", "searched": ["t"]}
+        payload = json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_an_export_cut_short_between_pages_replaces_nothing(tmp_path: Path, tag: str) -> None:
+    folder = tmp_path / "out"
+    folder.mkdir()
+    (folder / "backup.jsonl").write_text("the previous backup\n")
+    with served_locally(FailsOnSecondPage) as url:
+        cli = Cli(tmp_path / "home", tmp_path, tag).pair(url, "bli_standin")
+        done = cli("export", "--output", str(folder / "backup.jsonl"))
+    assert (
+        done.returncode == 1
+        and "the door failed after 1 rows" in done.stderr
+        and "storage_full" in done.stderr
+    )
+    assert [path.name for path in folder.iterdir()] == ["backup.jsonl"]  # no temporary left
+    assert (folder / "backup.jsonl").read_text() == "the previous backup\n"
 
 
 def test_bad_input_is_one_line(cli: Cli, tmp_path: Path) -> None:
