@@ -57,6 +57,17 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "record a win/loss/noise opinion in the experience log",
     ),
     "sync": ("bli_memory.commands.experience", "sync_main", "ship queued experience entries to the door"),
+    # import and export (docs/import.md)
+    "import": (
+        "bli_memory.commands.importing",
+        "main",
+        "import memories from mem0, Supermemory, claude-mem, the MCP memory server, CLAUDE.md/AGENTS.md, or an export",
+    ),
+    "export": (
+        "bli_memory.commands.exporting",
+        "main",
+        "write every memory of a space (or --all) with its history, as jsonl or markdown",
+    ),
 }
 
 SERVER = ("bli_memory.mcp_server", "main")

@@ -211,6 +211,53 @@ class DoorClient:
         body = {"containerTag": container_tag, "limit": limit}
         return self._call("POST", "/api/memory/recent", body, deadline=deadline)
 
+    # -- import and export (the `import` and `export` commands) -----------------------------------------
+
+    def save_imported(
+        self,
+        content: str,
+        container_tag: str,
+        *,
+        custom_id: str,
+        metadata: Mapping[str, Any],
+        created_at: str | None,
+        deadline: float,
+    ) -> dict[str, Any]:
+        """A plain save (never extract) keyed by ``custom_id`` and dated ``created_at`` when known:
+        ``{id, containerTag, status}``, ``unchanged`` when the same record was imported before."""
+        body: dict[str, Any] = {
+            "content": content,
+            "containerTag": container_tag,
+            "customId": custom_id,
+            "metadata": dict(metadata),
+        }
+        if created_at is not None:
+            body["createdAt"] = created_at
+        return self._call("POST", "/api/memory/save", body, deadline=deadline)
+
+    def set_alias(self, alias: str, canonical: str, *, deadline: float) -> dict[str, Any]:
+        """Make ``alias`` name the space ``canonical`` (an admin token's call): ``{alias, canonical, tags}``."""
+        body = {"alias": alias, "canonical": canonical}
+        return self._call("POST", "/api/memory/aliases", body, deadline=deadline)
+
+    def export_page(
+        self, container_tag: str | None, *, after: str | None, limit: int, deadline: float
+    ) -> dict[str, Any]:
+        """``{rows, next, searched}``: rows of one space (or, with ``container_tag`` None, of every
+        space of the team) with their history, after the row ``after``; ``next`` is None at the end."""
+        body: dict[str, Any] = {"limit": limit}
+        if container_tag is None:
+            body["all"] = True
+        else:
+            body["containerTag"] = container_tag
+        if after is not None:
+            body["after"] = after
+        return self._call("POST", "/api/memory/export", body, deadline=deadline)
+
+    def import_rows(self, rows: list[dict[str, Any]], *, deadline: float) -> dict[str, Any]:
+        """``{results: [{id, status} | {id, error, message}]}``: exported rows written back as they were."""
+        return self._call("POST", "/api/memory/import", {"rows": rows}, deadline=deadline)
+
     # -- one exchange ------------------------------------------------------------------------------
 
     def _call(

@@ -432,6 +432,44 @@ def main() -> int:
                 "/api/ops/memory-usage",
                 note="7- and 30-day totals by store and person, and the last five reasons per store.",
             )
+            doc.parts.append("## Export and import\n")
+            page = doc.call(
+                "POST /api/memory/export",
+                "POST",
+                "/api/memory/export",
+                {"containerTag": tag, "limit": 2},
+                token=colleague,
+                note="Every row of a space — current, superseded and forgotten — in the order the door wrote them, "
+                "keyset-paged: pass the answer's `next` as `after` until it is null. `all: true` instead of "
+                "`containerTag` reads every space of the team. Any token of the team may export (no admin); another "
+                "team's rows never appear. Times carry microseconds so that an import writes them back exactly. "
+                "`bli-memory-mcp export` pages through this (docs/import.md).",
+            )
+            doc.call(
+                "POST /api/memory/import",
+                "POST",
+                "/api/memory/import",
+                {
+                    "rows": [
+                        *page["rows"],
+                        {
+                            **page["rows"][0],
+                            "id": "mem_000000000000000000000001",
+                            "rootId": "mem_000000000000000000000000",
+                            "previousVersionId": "mem_000000000000000000000000",
+                            "version": 2,
+                            "status": "current",
+                            "supersededAt": None,
+                        },
+                    ]
+                },
+                note="Exported rows written back as they were: their ids, chains, statuses and times. Each row is "
+                "checked against the rows already there and answered on its own (`created`, `unchanged`, `updated` "
+                "when a row current here is retired in the import, or `{error, message}`); a refused row writes "
+                "nothing and the others go on. A later version needs its previous one already there (import in "
+                "file order); a current row may not join a chain that has one, nor take a customId another "
+                "current memory of the space holds; an id another team holds is a `conflict`.",
+            )
             doc.parts.append("## Errors\n")
             doc.call(
                 "A wrong-typed field",

@@ -45,12 +45,13 @@ from bli_memory.door.errors import (
     Unauthorized,
     UnsupportedMediaType,
 )
-from bli_memory.door.memories import MemoryService
+from bli_memory.door.memories import ImportRow, MemoryService
 from bli_memory.door.model import (
     MAX_CONTENT_CHARS,
     MAX_ID_CHARS,
     MAX_LIMIT,
     MAX_TAG_CHARS,
+    Memory,
     Principal,
     iso,
     now_s,
@@ -217,6 +218,51 @@ class ExperienceBody(_Body):
         if len(self.reason.splitlines()) != 1 or any(char in self.reason for char in "\u2028\u2029\x85"):
             raise ValueError("reason must be one line")
         return self
+
+
+#: rows an export page holds at most, and the JSON bytes it stops adding rows past (an answer stays
+#: well under what a client reads: 4 MiB).
+EXPORT_MAX_ROWS = 500
+EXPORT_PAGE_MAX_BYTES = 2 * 1024 * 1024
+#: rows one import request may carry (the body cap, 1 MiB, usually binds first).
+IMPORT_MAX_ROWS = 500
+RowId = Annotated[StrictStr, Field(pattern=r"^mem_[A-Za-z0-9_-]{1,96}$")]
+
+
+class ExportBody(_Body):
+    model_config = _STRICT
+    containerTag: Tag | None = None
+    all: StrictBool = False
+    after: RowId | None = None
+    limit: Annotated[StrictInt, Field(ge=1, le=EXPORT_MAX_ROWS)] = 200
+
+    @model_validator(mode="after")
+    def _one_scope(self) -> ExportBody:
+        if (self.containerTag is None) == (not self.all):
+            raise ValueError("give containerTag or all: true, not both")
+        return self
+
+
+class ImportRowBody(_Body):
+    model_config = _STRICT
+    id: RowId
+    rootId: RowId
+    previousVersionId: RowId | None = None
+    version: Annotated[StrictInt, Field(ge=1)]
+    status: Literal["current", "superseded", "forgotten"]
+    kind: Literal["memory", "document"] = "memory"
+    containerTag: Tag
+    content: Content
+    customId: Annotated[StrictStr, Field(min_length=1, max_length=MAX_TAG_CHARS)] | None = None
+    metadata: dict[str, Any] | None = None
+    createdAt: StrictStr
+    updatedAt: StrictStr
+    supersededAt: StrictStr | None = None
+
+
+class ImportBody(_Body):
+    model_config = _STRICT
+    rows: Annotated[list[ImportRowBody], Field(min_length=1, max_length=IMPORT_MAX_ROWS)]
 
 
 class ErrorBody(BaseModel):
@@ -698,6 +744,39 @@ def create_app(
         result = memories.set_alias(caller, body.alias, body.canonical)
         return {"alias": result.alias, "canonical": result.canonical, "tags": result.tags}
 
+    @api.post("/api/memory/export", responses=_errors(*_COMMON))
+    def export(body: ExportBody, caller: Caller) -> JSONResponse:
+        rows, tags = memories.export_page(caller, body.containerTag, body.after, body.limit)
+        page: list[dict[str, Any]] = []
+        size = 0
+        for memory in rows:
+            row = export_row(memory)
+            size += len(json.dumps(row, ensure_ascii=False).encode("utf-8"))
+            if page and size > EXPORT_PAGE_MAX_BYTES:
+                break
+            page.append(row)
+        more = len(page) < len(rows) or len(rows) == body.limit
+        return JSONResponse(
+            {"rows": page, "next": page[-1]["id"] if more and page else None, "searched": tags}
+        )
+
+    @api.post("/api/memory/import", responses=_errors(*_WRITES))
+    def import_history(body: ImportBody, caller: Caller) -> dict[str, Any]:
+        results: list[dict[str, Any]] = [{"id": row.id} for row in body.rows]
+        wanted: list[tuple[int, ImportRow]] = []
+        for index, row in enumerate(body.rows):
+            try:
+                wanted.append((index, _import_row(row)))
+            except InvalidRequest as exc:
+                results[index].update(error=exc.code, message=exc.message)
+        outcomes = memories.import_rows(caller, [row for _, row in wanted])
+        for (index, _), (status, message) in zip(wanted, outcomes, strict=True):
+            if message is None:
+                results[index]["status"] = status
+            else:
+                results[index].update(error=status, message=message)
+        return {"results": results}
+
     @api.get("/api/memory/jobs/{job_id}", responses=_errors(401, 404))
     def job(job_id: str, caller: Caller) -> dict[str, Any]:
         return memories.get_job(caller, job_id).to_json()
@@ -775,6 +854,61 @@ def _created_at(text: str | None) -> float | None:
     if value < 0:
         raise InvalidRequest("createdAt is before 1970")
     return value
+
+
+def iso_us(epoch_s: float) -> str:
+    """ISO 8601 in UTC with microseconds: an export's times, exact enough to import back unchanged."""
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(epoch_s, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def export_row(memory: Memory) -> dict[str, Any]:
+    """One row of an export (`bli-memory-mcp export`, `POST /api/memory/export`), every field present."""
+    return {
+        "id": memory.id,
+        "rootId": memory.root_id,
+        "previousVersionId": memory.previous_version_id,
+        "version": memory.version,
+        "status": memory.status,
+        "kind": memory.kind,
+        "containerTag": memory.container_tag,
+        "content": memory.content,
+        "customId": memory.custom_id,
+        "metadata": memory.metadata,
+        "createdAt": iso_us(memory.created_at),
+        "updatedAt": iso_us(memory.updated_at),
+        "supersededAt": None if memory.superseded_at is None else iso_us(memory.superseded_at),
+    }
+
+
+def _import_row(row: ImportRowBody) -> ImportRow:
+    """A validated row with its times parsed (InvalidRequest for a time that is not ISO 8601 or is
+    in the future)."""
+    times = {}
+    for name in ("createdAt", "updatedAt", "supersededAt"):
+        text = getattr(row, name)
+        try:
+            times[name] = _created_at(text)
+        except InvalidRequest as exc:
+            raise InvalidRequest(exc.message.replace("createdAt", name)) from None
+    created_at, updated_at = times["createdAt"], times["updatedAt"]
+    assert created_at is not None and updated_at is not None  # required fields
+    return ImportRow(
+        id=row.id,
+        root_id=row.rootId,
+        previous_version_id=row.previousVersionId,
+        version=row.version,
+        status=row.status,
+        kind=row.kind,
+        container_tag=row.containerTag,
+        content=row.content,
+        custom_id=row.customId,
+        metadata=row.metadata,
+        created_at=created_at,
+        updated_at=updated_at,
+        superseded_at=times["supersededAt"],
+    )
 
 
 def _describe_validation(errors: Any) -> str:

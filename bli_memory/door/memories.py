@@ -47,7 +47,7 @@ from bli_memory.door.model import (
     hash_text,
     now_s,
 )
-from bli_memory.door.store.base import DeviceRevoked, NewVersion, QueueFull, Store
+from bli_memory.door.store.base import DeviceRevoked, ImportedVersion, NewVersion, QueueFull, Store
 
 if TYPE_CHECKING:
     import numpy as np
@@ -90,6 +90,26 @@ class AliasResult:
     alias: str
     canonical: str
     tags: list[str]
+
+
+@dataclass(frozen=True)
+class ImportRow:
+    """One row of an export to import again as it was: a version (current, superseded or forgotten)
+    with its own id, its chain (root, previous version, number) and its three times."""
+
+    id: str
+    root_id: str
+    previous_version_id: str | None
+    version: int
+    status: Literal["current", "superseded", "forgotten"]
+    kind: str
+    container_tag: str
+    content: str
+    custom_id: str | None
+    metadata: dict[str, Any] | None
+    created_at: float
+    updated_at: float
+    superseded_at: float | None
 
 
 class MemoryService:
@@ -405,6 +425,129 @@ class MemoryService:
                 previous=current,
             )
         return self.get(principal, new)
+
+    # ------------------------------------------------------------------ export and import (whole history)
+
+    def export_page(
+        self, principal: Principal, tag: str | None, after: str | None, limit: int
+    ) -> tuple[list[Memory], list[str] | None]:
+        """(up to `limit` rows of the space of `tag` — or of every space of the team when `tag` is None —
+        with their history and tombstones, in the order they were written, after the row `after`; the
+        tags read). Any device of the team may read its team's rows."""
+        tags = None if tag is None else self.space_tags(principal, tag)
+        if after is not None and self.store.get(principal.team_id, after) is None:
+            raise InvalidRequest(f"after: no memory row {after!r} in this team")
+        return self.store.rows_page(principal.team_id, tags, after, limit), tags
+
+    def import_rows(self, principal: Principal, rows: Sequence[ImportRow]) -> list[tuple[str, str | None]]:
+        """Import exported rows in their order, each checked against the rows already here: per row
+        (`created`, `unchanged` or `updated`, None) or (an error code, its message). A refused row
+        writes nothing and the others go on; the batch is one transaction.
+
+        A row already here (same id, root, version and text) is `unchanged`; if it is current here and
+        retired in the file it is retired now (`updated`). A later version finds its previous one
+        here (imported earlier, or earlier in the batch), in the same chain and space, one version
+        before it; a current previous one is superseded by it. A current row may not join a chain that
+        has a current row, nor take a customId another current memory of the space carries."""
+        current = [
+            row.content
+            for row in rows
+            if row.status == "current" and self.store.get(principal.team_id, row.id) is None
+        ]  # a row already here is not embedded again: re-importing a file costs lookups only
+        vectors = self._embed(current, "passage") if current else None
+        vector_of = dict(zip(current, vectors, strict=True)) if vectors is not None else {}
+        results: list[tuple[str, str | None]] = []
+        with self.transaction():
+            for row in rows:
+                try:
+                    with self.transaction():
+                        results.append((self._import_row(principal, row, vector_of.get(row.content)), None))
+                except DoorError as exc:
+                    results.append((exc.code, exc.message))
+        if vectors is None and current and self._vector_model is not None:
+            self.needs_backfill = True
+        return results
+
+    def _import_row(self, principal: Principal, row: ImportRow, vector: np.ndarray | None) -> str:
+        team_id = principal.team_id
+        tags = self.space_tags(principal, row.container_tag)
+        existing = self.store.get(team_id, row.id)
+        if existing is not None:
+            if (existing.root_id, existing.version, existing.content) != (
+                row.root_id,
+                row.version,
+                row.content,
+            ):
+                raise Conflict(f"a different row has id {row.id!r} here")
+            if existing.status == row.status:
+                return "unchanged"
+            if existing.status == "current" and row.status != "current":
+                self._retire_in(team_id, existing, row.status)
+                return "updated"
+            raise Conflict(f"row {row.id!r} is {existing.status} here and {row.status} in the import")
+        if (row.status == "current") != (row.superseded_at is None):
+            raise InvalidRequest("supersededAt is given exactly when status is not current")
+        if row.version == 1:
+            if row.previous_version_id is not None or row.root_id != row.id:
+                raise InvalidRequest("a first version has no previousVersionId and is its own rootId")
+        else:
+            self._import_continues(principal, row, tags)
+        if row.status == "current":
+            if self.store.current_version(team_id, row.root_id) is not None:
+                raise Conflict(f"memory {row.root_id!r} already has a current version here")
+            if row.custom_id is not None and self.store.current_by_custom_id(team_id, tags, row.custom_id):
+                raise Conflict(f"another current memory of the space has customId {row.custom_id!r}")
+        keep_vector = row.status == "current" and self._vector_model is not None
+        inserted = self.store.insert_imported(
+            ImportedVersion(
+                team_id=team_id,
+                id=row.id,
+                container_tag=tags[0],
+                content=row.content,
+                content_hash=hash_text(row.content),
+                kind=row.kind,
+                status=row.status,
+                version=row.version,
+                root_id=row.root_id,
+                previous_version_id=row.previous_version_id,
+                custom_id=row.custom_id,
+                metadata=row.metadata,
+                person_id=principal.person_id,
+                device_id=principal.device_id,
+                created_at=row.created_at,
+                updated_at=row.updated_at,
+                superseded_at=row.superseded_at,
+                vector=vector if keep_vector else None,
+                vector_model=self._vector_model if keep_vector and vector is not None else None,
+            )
+        )
+        if not inserted:
+            raise Conflict(f"the id {row.id!r} is taken")
+        if row.status == "current":
+            self.indexes.added(
+                (team_id, tags[0]), row.id, row.content, principal.device_id, row.updated_at, vector
+            )
+        return "created"
+
+    def _import_continues(self, principal: Principal, row: ImportRow, tags: Sequence[str]) -> None:
+        """Check that `row` continues a chain already here (and supersede its previous version if
+        that one is current)."""
+        if row.previous_version_id is None:
+            raise InvalidRequest(f"version {row.version} needs its previousVersionId")
+        previous = self.store.get(principal.team_id, row.previous_version_id)
+        if previous is None:
+            raise InvalidRequest(
+                f"its previous version {row.previous_version_id!r} is not here (import rows in their order)",
+                code="missing_previous",
+            )
+        if previous.root_id != row.root_id or previous.version != row.version - 1:
+            raise InvalidRequest(f"it does not follow {previous.id!r} (root or version number differ)")
+        if previous.container_tag != tags[0]:
+            raise InvalidRequest(f"its previous version is in another space ({previous.container_tag!r})")
+        if previous.status == "forgotten":
+            raise Conflict(f"its previous version {previous.id!r} is forgotten")
+        if previous.status == "current":
+            self._retire_in(principal.team_id, previous, "superseded")
 
     # ------------------------------------------------------------------ stored exchanges
 

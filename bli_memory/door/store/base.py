@@ -72,6 +72,32 @@ class NewVersion:
 
 
 @dataclass(frozen=True)
+class ImportedVersion:
+    """One memory row to insert exactly as another door exported it: its own id, version, root,
+    previous version, status and times (the history of an export, imported again)."""
+
+    team_id: int
+    id: str
+    container_tag: str
+    content: str
+    content_hash: str
+    kind: str
+    status: Literal["current", "superseded", "forgotten"]
+    version: int
+    root_id: str
+    previous_version_id: str | None
+    custom_id: str | None
+    metadata: dict[str, Any] | None
+    person_id: int | None
+    device_id: str | None
+    created_at: float
+    updated_at: float
+    superseded_at: float | None
+    vector: np.ndarray | None = None
+    vector_model: str | None = None
+
+
+@dataclass(frozen=True)
 class IndexRow:
     """What a search index needs of a current memory: its id, text, device and last change."""
 
@@ -248,6 +274,24 @@ class Store(Protocol):
 
     def retire(self, memory_id: str, status: Literal["superseded", "forgotten"]) -> bool:
         """Mark a current row superseded or forgotten; False when it is no longer current."""
+        ...
+
+    # ---------------------------------------------------------------- export and import (whole history)
+
+    def rows_page(
+        self, team_id: int, tags: Sequence[str] | None, after: str | None, limit: int
+    ) -> list[Memory]:
+        """Up to `limit` rows of one team — every status: current, superseded and forgotten — of the
+        tags `tags` (None: of every tag), in the order they were inserted (`insert_version` and
+        `insert_imported` alike), starting after the row whose id is `after` (None: from the first).
+        The rows carry no person. An `after` that names no row of the team gives []."""
+        ...
+
+    def insert_imported(self, row: ImportedVersion) -> bool:
+        """Insert `row` as given: its id, status, version, root, previous version and all three
+        times (pinned when its metadata says `pinned: true`, as `insert_version` does). Nothing is
+        checked about how it chains: the service does that. False, writing nothing, when a row with
+        that id exists already in any team."""
         ...
 
     def expired_documents(self, key_prefix: str, before: float, limit: int) -> list[tuple[int, Memory]]:

@@ -14,7 +14,14 @@ import numpy as np
 import pytest
 
 from bli_memory.door.model import Job, Memory, Principal, hash_text, now_s
-from bli_memory.door.store.base import DeviceRevoked, NewVersion, PurgeCount, QueueFull, Store
+from bli_memory.door.store.base import (
+    DeviceRevoked,
+    ImportedVersion,
+    NewVersion,
+    PurgeCount,
+    QueueFull,
+    Store,
+)
 from bli_memory.door.store.sqlite import SqliteStore
 
 #: each store by name: (folder, store options) -> a fresh store in that folder.
@@ -525,3 +532,95 @@ def test_purge_removes_a_team_or_some_tags_with_their_jobs_and_nothing_else(stor
     assert store.count_current(ada.team_id, ["a", "b"]) == 0
     assert store.get(eve.team_id, kept) is not None and store.get_job(eve.team_id, other_job) is not None
     assert [device["person"] for device in store.list_devices()] == ["ada", "eve"]
+
+
+# ---------------------------------------------------------------------------- export and import (whole history)
+
+
+def _imported(who: Principal, memory_id: str, content: str, **fields: object) -> ImportedVersion:
+    row: dict[str, object] = {
+        "team_id": who.team_id,
+        "id": memory_id,
+        "container_tag": "t",
+        "content": content,
+        "content_hash": hash_text(content),
+        "kind": "memory",
+        "status": "current",
+        "version": 1,
+        "root_id": memory_id,
+        "previous_version_id": None,
+        "custom_id": None,
+        "metadata": None,
+        "person_id": who.person_id,
+        "device_id": who.device_id,
+        "created_at": 1000.25,
+        "updated_at": 1000.25,
+        "superseded_at": None,
+    }
+    row.update(fields)
+    return ImportedVersion(**row)  # type: ignore[arg-type]
+
+
+def test_rows_page_reads_every_status_in_insert_order_by_keyset(store: Store) -> None:
+    ada = _principal(store)
+    eve = _principal(store, "eve", "other")
+    first = store.insert_version(_row(ada, "v1", tag="a"))
+    other_space = store.insert_version(_row(ada, "elsewhere", tag="b"))
+    store.retire(first, "superseded")
+    previous = store.get(ada.team_id, first)
+    second = store.insert_version(_row(ada, "v2", tag="a", previous=previous))
+    gone = store.insert_version(_row(ada, "gone", tag="a"))
+    store.retire(gone, "forgotten")
+    store.insert_version(_row(eve, "not ada's", tag="a"))
+    every = store.rows_page(ada.team_id, None, None, 10)
+    assert [row.id for row in every] == [first, other_space, second, gone]
+    assert [row.status for row in every] == ["superseded", "current", "current", "forgotten"]
+    assert all(row.person is None for row in every)
+    space_a = store.rows_page(ada.team_id, ["a"], None, 2)
+    assert [row.id for row in space_a] == [first, second]
+    assert [row.id for row in store.rows_page(ada.team_id, ["a"], second, 2)] == [gone]
+    assert store.rows_page(ada.team_id, ["a"], gone, 2) == []
+    assert store.rows_page(ada.team_id, None, "mem_unknown", 2) == []
+    assert store.rows_page(eve.team_id, None, first, 2) == []  # another team's row is no cursor
+
+
+def test_an_imported_row_keeps_its_id_chain_status_and_times(store: Store) -> None:
+    ada = _principal(store)
+    assert store.insert_imported(_imported(ada, "mem_old1", "v1", status="superseded", superseded_at=1500.5))
+    assert store.insert_imported(
+        _imported(
+            ada,
+            "mem_old2",
+            "v2",
+            version=2,
+            root_id="mem_old1",
+            previous_version_id="mem_old1",
+            custom_id="k",
+            metadata={"pinned": True, "source": "import:jsonl"},
+            updated_at=1500.5,
+        )
+    )
+    versions = store.versions(ada.team_id, "mem_old1")
+    assert [(m.id, m.version, m.status) for m in versions] == [
+        ("mem_old1", 1, "superseded"),
+        ("mem_old2", 2, "current"),
+    ]
+    first, second = versions
+    assert (first.created_at, first.updated_at, first.superseded_at) == (1000.25, 1000.25, 1500.5)
+    assert (second.previous_version_id, second.custom_id, second.updated_at) == ("mem_old1", "k", 1500.5)
+    assert [m.id for m in store.pinned(ada.team_id, ["t"])] == ["mem_old2"]  # pinned by its metadata
+    found = store.current_by_custom_id(ada.team_id, ["t"], "k")
+    assert found is not None and found.id == "mem_old2"
+    assert [row.id for row in store.index_rows(ada.team_id, "t")] == ["mem_old2"]
+    assert [row.id for row in store.rows_page(ada.team_id, ["t"], None, 10)] == ["mem_old1", "mem_old2"]
+
+
+def test_an_imported_id_that_exists_in_any_team_writes_nothing(store: Store) -> None:
+    ada = _principal(store)
+    eve = _principal(store, "eve", "other")
+    assert store.insert_imported(_imported(ada, "mem_taken", "ada's"))
+    assert store.insert_imported(_imported(eve, "mem_taken", "eve's")) is False
+    assert store.insert_imported(_imported(ada, "mem_taken", "again")) is False
+    assert store.get(eve.team_id, "mem_taken") is None
+    kept = store.get(ada.team_id, "mem_taken")
+    assert kept is not None and kept.content == "ada's"

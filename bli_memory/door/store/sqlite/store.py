@@ -32,6 +32,7 @@ from bli_memory.door.store.base import (
     BrowseRow,
     DeviceRevoked,
     ExperienceOutcome,
+    ImportedVersion,
     IndexRow,
     NewVersion,
     PurgeCount,
@@ -557,6 +558,65 @@ class SqliteStore:
                 (status, now_s(), memory_id),
             )
             return cursor.rowcount == 1
+
+    # ------------------------------------------------------------------ export and import (whole history)
+
+    def rows_page(
+        self, team_id: int, tags: Sequence[str] | None, after: str | None, limit: int
+    ) -> list[Memory]:
+        with self._lock:
+            after_rowid = 0
+            if after is not None:
+                found = self._db.execute(
+                    "SELECT rowid FROM memories WHERE id = ? AND team_id = ?", (after, team_id)
+                ).fetchone()
+                if found is None:
+                    return []
+                after_rowid = int(found[0])
+            in_tags = ""
+            if tags is not None:
+                in_tags = f" AND container_tag IN ({','.join('?' * len(tags))})"
+            rows = self._db.execute(
+                f"""SELECT {_MEMORY_COLUMNS} FROM memories WHERE team_id = ? AND rowid > ?{in_tags}
+                    ORDER BY rowid LIMIT ?""",
+                (team_id, after_rowid, *(tags or ()), limit),
+            ).fetchall()
+        return [self._memory(row) for row in rows]
+
+    def insert_imported(self, row: ImportedVersion) -> bool:
+        pinned = bool(row.metadata and row.metadata.get("pinned") is True)
+        with self._statement():
+            if self._db.execute("SELECT 1 FROM memories WHERE id = ?", (row.id,)).fetchone() is not None:
+                return False
+            self._db.execute(
+                """INSERT INTO memories (id, team_id, container_tag, custom_id, content, content_hash, kind,
+                       status, version, root_id, previous_version_id, pinned, metadata, person_id, device_id,
+                       created_at, updated_at, superseded_at, embedding, embedding_model)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                (
+                    row.id,
+                    row.team_id,
+                    row.container_tag,
+                    row.custom_id,
+                    row.content,
+                    row.content_hash,
+                    row.kind,
+                    row.status,
+                    row.version,
+                    row.root_id,
+                    row.previous_version_id,
+                    int(pinned),
+                    json.dumps(row.metadata) if row.metadata else None,
+                    row.person_id,
+                    row.device_id,
+                    row.created_at,
+                    row.updated_at,
+                    row.superseded_at,
+                    None if row.vector is None else row.vector.astype("float32").tobytes(),
+                    None if row.vector is None else row.vector_model,
+                ),
+            )
+        return True
 
     def expired_documents(self, key_prefix: str, before: float, limit: int) -> list[tuple[int, Memory]]:
         # a prefix as a range (not LIKE, whose `_` and `%` would need escaping)

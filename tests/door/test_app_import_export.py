@@ -1,0 +1,212 @@
+"""The door's export and import endpoints (`POST /api/memory/export`, `POST /api/memory/import`) on a
+real door: a space's rows with their history, keyset-paged, and the same rows written back exactly."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from tests.helpers import DoorProcess
+
+
+def _history(door: DoorProcess, tag: str, token: str | None = None) -> dict[str, str]:
+    """A space with a two-version memory, a tombstone and a plain memory; their ids by name."""
+    status, first = door.post(
+        "/api/memory/save",
+        {"content": "Deploys go out on Tuesdays", "containerTag": tag, "customId": "deploy-day"},
+        token,
+    )
+    assert status == 201
+    status, second = door.post(
+        "/api/memory/update", {"id": first["id"], "content": "Deploys go out on Thursdays"}, token
+    )
+    assert status == 200
+    status, gone = door.post(
+        "/api/memory/save",
+        {
+            "content": "The old CI runner is ci-7",
+            "containerTag": tag,
+            "createdAt": "2024-05-01T12:00:00.123456Z",
+        },
+        token,
+    )
+    assert status == 201
+    status, _ = door.post("/api/memory/forget", {"containerTag": tag, "id": gone["id"]}, token)
+    assert status == 200
+    status, plain = door.post(
+        "/api/memory/save",
+        {
+            "content": "Pinned: releases are signed",
+            "containerTag": tag,
+            "metadata": {"pinned": True, "by": "ana"},
+        },
+        token,
+    )
+    assert status == 201
+    return {"v1": first["id"], "v2": second["id"], "gone": gone["id"], "plain": plain["id"]}
+
+
+def _export(door: DoorProcess, body: dict[str, Any], token: str | None = None) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    after = None
+    while True:
+        status, page = door.post("/api/memory/export", {**body, **({"after": after} if after else {})}, token)
+        assert status == 200, page
+        rows += page["rows"]
+        after = page["next"]
+        if after is None:
+            return rows
+
+
+def test_export_pages_a_space_s_rows_with_history_and_tombstones_in_write_order(
+    door: DoorProcess, tag: str
+) -> None:
+    ids = _history(door, tag)
+    status, page = door.post("/api/memory/export", {"containerTag": tag, "limit": 2})
+    assert status == 200
+    assert [row["id"] for row in page["rows"]] == [ids["v1"], ids["v2"]]
+    assert page["next"] == ids["v2"] and page["searched"] == [tag]
+    rows = _export(door, {"containerTag": tag, "limit": 2})
+    assert [(row["id"], row["status"], row["version"]) for row in rows] == [
+        (ids["v1"], "superseded", 1),
+        (ids["v2"], "current", 2),
+        (ids["gone"], "forgotten", 1),
+        (ids["plain"], "current", 1),
+    ]
+    v1, v2, gone, plain = rows
+    assert (v2["rootId"], v2["previousVersionId"], v2["customId"]) == (ids["v1"], ids["v1"], "deploy-day")
+    assert v1["supersededAt"] is not None and v2["supersededAt"] is None
+    assert gone["createdAt"] == "2024-05-01T12:00:00.123456Z"  # microseconds, as saved
+    assert plain["metadata"] == {"pinned": True, "by": "ana"}
+    assert set(v1) == {
+        "id", "rootId", "previousVersionId", "version", "status", "kind", "containerTag", "content",
+        "customId", "metadata", "createdAt", "updatedAt", "supersededAt",
+    }  # fmt: skip
+
+
+def test_export_is_the_caller_s_team_only_and_needs_no_admin(door: DoorProcess, tag: str) -> None:
+    _history(door, tag)
+    member = door.pair("bo", team="local")  # same team, not an admin
+    assert len(_export(door, {"containerTag": tag}, member)) == 4
+    stranger = door.pair("eve", team=f"other_{tag}")
+    assert _export(door, {"containerTag": tag}, stranger) == []
+    assert _export(door, {"all": True}, stranger) == []
+    mine = _export(door, {"all": True}, member)
+    assert {row["containerTag"] for row in mine} >= {tag}
+
+
+def test_export_refuses_a_bad_scope_or_cursor(door: DoorProcess, tag: str) -> None:
+    assert door.post("/api/memory/export", {"containerTag": tag, "all": True})[0] == 400
+    assert door.post("/api/memory/export", {})[0] == 400
+    status, body = door.post("/api/memory/export", {"containerTag": tag, "after": "mem_nothere"})
+    assert status == 400 and "after" in body["message"]
+    assert door.post("/api/memory/export", {"containerTag": tag, "after": "../x"})[0] == 400
+    assert door.post("/api/memory/export", {"containerTag": tag}, token="bli_wrong")[0] == 401
+
+
+def test_imported_rows_export_exactly_as_they_were_from_a_fresh_door(
+    door: DoorProcess, tag: str, start_door: Callable[..., DoorProcess]
+) -> None:
+    _history(door, tag)
+    rows = _export(door, {"containerTag": tag})
+    fresh = start_door()
+    status, answer = fresh.post("/api/memory/import", {"rows": rows})
+    assert status == 200, answer
+    assert [result["status"] for result in answer["results"]] == ["created"] * 4
+    assert _export(fresh, {"containerTag": tag}) == rows
+    status, again = fresh.post("/api/memory/import", {"rows": rows})
+    assert [result["status"] for result in again["results"]] == ["unchanged"] * 4
+    assert _export(fresh, {"containerTag": tag}) == rows
+    status, found = fresh.post("/api/memory/search", {"q": "deploys", "containerTag": tag})
+    assert [hit["content"] for hit in found["results"]] == ["Deploys go out on Thursdays"]  # current only
+    status, profile = fresh.post("/api/memory/v4/profile", {"containerTag": tag})
+    assert profile["profile"]["static"] == ["Pinned: releases are signed"]
+    status, saved = fresh.post(
+        "/api/memory/save",
+        {"content": "Deploys go out on Fridays", "containerTag": tag, "customId": "deploy-day"},
+    )
+    assert saved["status"] == "updated"  # the imported customId is live
+
+
+def _row(tag: str, memory_id: str, content: str, **fields: Any) -> dict[str, Any]:
+    return {
+        "id": memory_id,
+        "rootId": memory_id,
+        "previousVersionId": None,
+        "version": 1,
+        "status": "current",
+        "kind": "memory",
+        "containerTag": tag,
+        "content": content,
+        "customId": None,
+        "metadata": None,
+        "createdAt": "2025-01-01T00:00:00.000000Z",
+        "updatedAt": "2025-01-01T00:00:00.000000Z",
+        "supersededAt": None,
+        **fields,
+    }
+
+
+def test_a_refused_row_is_named_and_the_others_are_imported(door: DoorProcess, tag: str) -> None:
+    unique = tag[-12:]
+    rows = [
+        _row(tag, f"mem_a{unique}", "first"),
+        _row(
+            tag,
+            f"mem_b{unique}",
+            "orphan",
+            version=2,
+            rootId=f"mem_x{unique}",
+            previousVersionId=f"mem_x{unique}",
+        ),
+        _row(tag, f"mem_c{unique}", "from the future", createdAt="2999-01-01T00:00:00Z"),
+        _row(tag, f"mem_d{unique}", "retired but no time", status="forgotten"),
+        _row(
+            tag,
+            f"mem_e{unique}",
+            "second version",
+            version=2,
+            rootId=f"mem_a{unique}",
+            previousVersionId=f"mem_a{unique}",
+        ),
+        _row(tag, f"mem_f{unique}", "keyed", customId="k"),
+        _row(tag, f"mem_g{unique}", "keyed twice", customId="k"),
+    ]
+    status, answer = door.post("/api/memory/import", {"rows": rows})
+    assert status == 200, answer
+    results = answer["results"]
+    assert results[0] == {"id": f"mem_a{unique}", "status": "created"}
+    assert results[1]["error"] == "missing_previous" and "not here" in results[1]["message"]
+    assert results[2]["error"] == "invalid_request" and "future" in results[2]["message"]
+    assert results[3]["error"] == "invalid_request" and "supersededAt" in results[3]["message"]
+    assert results[4]["status"] == "created"  # supersedes the current first version
+    assert results[5]["status"] == "created"
+    assert results[6]["error"] == "conflict" and "customId" in results[6]["message"]
+    status, history = door.get(f"/api/memory/mem_a{unique}/history")
+    assert [version["status"] for version in history["versions"]] == ["superseded", "current"]
+    status, taken = door.post("/api/memory/import", {"rows": [_row(tag, f"mem_a{unique}", "other text")]})
+    assert taken["results"][0]["error"] == "conflict"
+
+
+def test_another_team_cannot_take_or_see_an_imported_id(door: DoorProcess, tag: str) -> None:
+    memory_id = f"mem_t{tag[-12:]}"
+    assert (
+        door.post("/api/memory/import", {"rows": [_row(tag, memory_id, "ours")]})[1]["results"][0]["status"]
+        == "created"
+    )
+    stranger = door.pair("mallory", team=f"other_{tag}")
+    status, answer = door.post("/api/memory/import", {"rows": [_row(tag, memory_id, "theirs")]}, stranger)
+    assert status == 200
+    assert answer["results"][0] == {
+        "id": memory_id,
+        "error": "conflict",
+        "message": f"the id {memory_id!r} is taken",
+    }
+    assert door.get(f"/api/memory/{memory_id}/history", stranger)[0] == 404
+
+
+def test_import_bodies_are_validated(door: DoorProcess, tag: str) -> None:
+    assert door.post("/api/memory/import", {"rows": []})[0] == 400
+    assert door.post("/api/memory/import", {"rows": [_row(tag, "not-an-id", "x")]})[0] == 400
+    assert door.post("/api/memory/import", {"rows": [_row(tag, "mem_ok1", "x", status="lost")]})[0] == 400
+    assert door.post("/api/memory/import", {"rows": [_row(tag, "mem_ok2", "   ")]})[0] == 400
