@@ -1,4 +1,5 @@
-"""`bli-memory-door`: serve the memory API, stop it, pair devices, list, revoke, promote and demote tokens."""
+"""`bli-memory-door`: serve the memory API, stop it, pair devices, list, revoke, promote and demote tokens,
+and move a store's rows into another store (`migrate`)."""
 
 from __future__ import annotations
 
@@ -455,6 +456,16 @@ def tokens(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------- migrate
+
+
+def migrate(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    """Copy every row of one store into another, resumably, then verify (door/migrate.py)."""
+    from bli_memory.door import migrate as migration
+
+    return migration.run(args.source, args.dest, batch=args.batch, env=env, out=sys.stdout, err=sys.stderr)
+
+
 # ---------------------------------------------------------------------------- argv
 
 
@@ -535,6 +546,46 @@ stored exchanges (what the Stop hook sent, kept beside its facts):
   then hourly; never with --no-worker); the facts distilled from them stay.
   BLI_MEMORY_EXCHANGE_RETENTION_DAYS days to keep them when --exchange-retention-days is not given
                                      (default 90)
+"""
+
+
+#: how `--from` and `--to` name a store.
+STORE_FORMS = "a SQLite file (PATH or sqlite:PATH) or postgresql://USER:PASSWORD@HOST:PORT/DATABASE"
+#: rows per batch of `migrate` (door/migrate.py's DEFAULT_BATCH_ROWS, which imports this module).
+MIGRATE_BATCH_ROWS = 1000
+MIGRATE_DESCRIPTION = """\
+Copy every row of one store into another: teams, people, devices (their token hashes, so every
+token keeps working, and revoked devices stay revoked), container aliases, every memory version and
+tombstone with its vector and the model that made it, extraction jobs (queued, done, failed,
+cancelled) and experience rows, keeping their ids and the memories' save order. SQLite to
+PostgreSQL, PostgreSQL to SQLite, or SQLite to SQLite."""
+MIGRATE_EPILOG = """\
+before anything is written:
+  Both stores are opened, which brings each to the current schema. The migration is refused, with
+  one line and nothing written, when --from and --to name the same store, when a door serves either
+  SQLite file (stop it: bli-memory-door stop --db FILE), or when the destination holds any row that
+  is not the source's row unchanged (a store another door has used; migrate into an empty one).
+  Rows an earlier, interrupted run of this migration copied are not a conflict.
+
+copying:
+  Table by table, in batches of --batch rows, one destination transaction each; progress on stderr
+  (rows done / total and rate; a plain line every few seconds when stderr is not a terminal).
+  Ctrl-C, SIGTERM, SIGKILL or a crash at any point loses nothing: run the same command again and it
+  copies only what is missing. A run after a complete one copies nothing ("0 rows copied; verified").
+  While it runs, the SQLite destination's pid file is held, so no door starts serving it.
+
+verifying:
+  Each table is counted and checksummed on both sides over a canonical form of its rows (the same
+  rows give the same checksum in either store); the table goes to stdout. A difference exits 1
+  naming the table.
+
+exit status: 0 copied and verified; 1 refused, failed or not verified; 2 a wrong argument (an
+unknown URL scheme, the same store twice); 130 interrupted. Passwords in URLs are never printed.
+
+example:
+  bli-memory-door stop
+  bli-memory-door migrate --from ~/.local/share/bli-memory/memory.db \\
+      --to postgresql://memory:PASSWORD@db.internal/memory
 """
 
 
@@ -662,6 +713,27 @@ def build_parser() -> argparse.ArgumentParser:
         admin_parser = tokens_commands.add_parser(action, help=what)
         admin_parser.add_argument("device_id", metavar="DEVICE_ID", help="the device id from `tokens list`")
         admin_parser.add_argument("--db", help=db_help)
+
+    migrate_parser = commands.add_parser(
+        "migrate",
+        help="copy every row of one store into another (SQLite, PostgreSQL), resumably, and verify",
+        description=MIGRATE_DESCRIPTION,
+        epilog=MIGRATE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    migrate_parser.add_argument(
+        "--from", dest="source", required=True, metavar="STORE", help="the store to copy: " + STORE_FORMS
+    )
+    migrate_parser.add_argument(
+        "--to", dest="dest", required=True, metavar="STORE", help="the store to copy into: " + STORE_FORMS
+    )
+    migrate_parser.add_argument(
+        "--batch",
+        type=_positive(int),
+        default=MIGRATE_BATCH_ROWS,
+        metavar="ROWS",
+        help=f"rows read and written at a time, one destination transaction each (default {MIGRATE_BATCH_ROWS})",
+    )
     return parser
 
 
@@ -686,7 +758,7 @@ def _missing_door_module() -> str | None:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    handlers = {"serve": serve, "stop": stop, "pair": pair, "tokens": tokens}
+    handlers = {"serve": serve, "stop": stop, "pair": pair, "tokens": tokens, "migrate": migrate}
     handler = handlers.get(args.command)
     if handler is None:
         parser.print_help(sys.stderr)

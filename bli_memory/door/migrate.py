@@ -1,0 +1,529 @@
+"""`bli-memory-door migrate`: copy every row of one store into another, resumably, and verify the copy.
+
+A run has three steps:
+
+1. Check, before anything is written. Both stores are opened (which brings each to the current
+   schema) and the destination's rows are read: every one must be the source's row with the same key,
+   unchanged, i.e. a row an earlier run of this migration copied. A row the source lacks, or one that
+   differs, refuses the whole migration in one line. A door serving either SQLite file, or the two
+   naming the same store, refuses it too.
+2. Copy. Table by table, a row's references first (`COPY_TABLES`), the source is read in key order in
+   batches and the rows the destination lacks are inserted, one transaction per batch, keeping their
+   keys (ids, memory save order, token hashes). A run killed at any instant leaves whole batches; the
+   next run's check finds them and copies only the rest. A run after a complete one copies nothing.
+3. Verify. Each table is counted and checksummed on both sides. A row's checksum is taken over a
+   canonical form of its columns (JSON text parsed, a whole float written as an integer, bytes as hex),
+   so the same rows give the same checksum in any store; a table's checksum is the sum of its rows'
+   (modulo 2**128), which does not depend on the order a store returns them in. A difference exits 1
+   naming the table.
+
+Progress goes to stderr (a live line on a terminal, a plain line every few seconds otherwise); the
+verification table and the summary to stdout. A password in a URL is never printed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+from urllib.parse import urlsplit
+
+from bli_memory.door.cli import (
+    MIGRATE_BATCH_ROWS,
+    CliError,
+    _claim_pid_file,
+    _release_pid_file,
+    _write_pid_file,
+)
+from bli_memory.door.store.base import COPY_COLUMNS, COPY_TABLES, JSON_COLUMNS, PRIMARY_KEYS, key_of
+
+if TYPE_CHECKING:
+    from bli_memory.door.store.base import Store
+
+#: rows read and written per batch (one destination transaction each) unless --batch says otherwise.
+DEFAULT_BATCH_ROWS = MIGRATE_BATCH_ROWS
+#: when stderr is not a terminal, one progress line per table at most this often (and at its end).
+PROGRESS_LINE_INTERVAL_S = 5.0
+#: on a terminal, the live progress line is redrawn at most this often.
+PROGRESS_REDRAW_S = 0.1
+#: test hook: sleep this long after each copied batch, so a test can interrupt a run part-way.
+PAUSE_ENV = "BLI_MEMORY_MIGRATE_PAUSE_S"
+#: a table's checksum is the sum of its rows' digests modulo 2**(8 * this).
+DIGEST_BYTES = 16
+POSTGRES_SCHEMES = ("postgres", "postgresql")
+POSTGRES_DEFAULT_PORT = 5432
+#: how a masked password reads.
+MASK = "***"
+
+
+# ---------------------------------------------------------------------------- naming the stores
+
+
+def mask_url(url: str) -> str:
+    """`url` with its password (if any) replaced by `***`: `postgresql://ana:***@db/memory`.
+
+    Only the part before the host is touched; a URL without `scheme://user:password@` is returned as it
+    is. A `password=` query parameter is masked too."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    authority_end = len(rest)
+    for stop in "/?#":
+        index = rest.find(stop)
+        if index != -1:
+            authority_end = min(authority_end, index)
+    authority, tail = rest[:authority_end], rest[authority_end:]
+    userinfo, at, host = authority.rpartition("@")
+    if at and ":" in userinfo:
+        authority = f"{userinfo.split(':', 1)[0]}:{MASK}@{host}"
+    if "password=" in tail:
+        head, _, query = tail.partition("?")
+        parts = [
+            f"password={MASK}" if part.lower().startswith("password=") else part for part in query.split("&")
+        ]
+        tail = f"{head}?{'&'.join(parts)}"
+    return f"{scheme}://{authority}{tail}"
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One side of a migration. `url` may hold a password: it only ever goes to `open_store`."""
+
+    url: str
+    #: how the store is named to a person (never a password).
+    label: str
+    #: the SQLite file, or None for a database server.
+    path: Path | None
+
+
+def endpoint(text: str, flag: str) -> Endpoint:
+    """The store `--from`/`--to` names: a file path, `sqlite:PATH` or a `postgresql://` URL. Anything
+    else is a usage error (exit 2)."""
+    from bli_memory.door.store import StoreOpenError, sqlite_path
+
+    text = text.strip()
+    scheme = text.split("://", 1)[0].lower() if "://" in text else ""
+    if scheme in POSTGRES_SCHEMES:
+        return Endpoint(text, mask_url(text), None)
+    if scheme and not text.lower().startswith("sqlite:"):
+        raise CliError(
+            f"{flag} must be a SQLite file (PATH or sqlite:PATH) or a postgresql:// URL, not a {scheme}:// URL",
+            2,
+        )
+    try:
+        path = sqlite_path(text)
+    except StoreOpenError as exc:
+        raise CliError(f"{flag}: {exc}", 2) from None
+    if not str(path) or str(path) == ".":
+        raise CliError(f"{flag} names no file", 2)
+    return Endpoint(text, f"sqlite:{path}", path)
+
+
+def _server_identity(url: str) -> tuple[str, int, str]:
+    parts = urlsplit(url)
+    try:
+        port = parts.port or POSTGRES_DEFAULT_PORT
+    except ValueError:
+        port = POSTGRES_DEFAULT_PORT
+    return ((parts.hostname or "localhost").lower(), port, parts.path.strip("/") or (parts.username or ""))
+
+
+def same_store(one: Endpoint, other: Endpoint) -> bool:
+    """Whether two endpoints name one store: the same file (through any path), or the same server
+    and database."""
+    if one.path is not None and other.path is not None:
+        if one.path.exists() and other.path.exists():
+            return os.path.samefile(one.path, other.path)
+        return one.path.resolve() == other.path.resolve()
+    if one.path is None and other.path is None:
+        return _server_identity(one.url) == _server_identity(other.url)
+    return False
+
+
+# ---------------------------------------------------------------------------- rows and checksums
+
+
+def _canonical_value(table: str, column: str, value: Any) -> Any:
+    if value is None:
+        return None
+    if column in JSON_COLUMNS.get(table, ()):
+        if isinstance(value, str):
+            try:
+                return {"json": json.loads(value)}
+            except ValueError:
+                return {"text": value}
+        return {"json": value}
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return int(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return {"bytes": bytes(value).hex()}
+    return value
+
+
+def canonical_row(table: str, row: Mapping[str, Any]) -> bytes:
+    """One row of `table` in a form that does not depend on the store that gave it."""
+    values = [_canonical_value(table, column, row.get(column)) for column in COPY_COLUMNS[table]]
+    return json.dumps(values, ensure_ascii=False, sort_keys=True, separators=(",", ":")).encode()
+
+
+def row_digest(table: str, row: Mapping[str, Any]) -> bytes:
+    return hashlib.blake2b(canonical_row(table, row), digest_size=DIGEST_BYTES).digest()
+
+
+@dataclass
+class TableSum:
+    """A table's row count and checksum, built one row at a time in any order."""
+
+    rows: int = 0
+    total: int = 0
+
+    def add(self, digest: bytes) -> None:
+        self.rows += 1
+        self.total = (self.total + int.from_bytes(digest, "big")) % (1 << (8 * DIGEST_BYTES))
+
+    @property
+    def checksum(self) -> str:
+        return f"{self.total:0{2 * DIGEST_BYTES}x}"
+
+
+def pages(store: Store, table: str, batch: int) -> Iterator[list[dict[str, Any]]]:
+    """Every row of `table`, `batch` rows at a time, in the store's key order."""
+    after: tuple[Any, ...] | None = None
+    while True:
+        rows = store.dump_rows(table, after, batch)
+        if rows:
+            yield rows
+        if len(rows) < batch:
+            return
+        after = key_of(table, rows[-1])
+
+
+def key_text(table: str, key: tuple[Any, ...]) -> str:
+    return ", ".join(f"{column}={value!r}" for column, value in zip(PRIMARY_KEYS[table], key, strict=True))
+
+
+def count_rows(store: Store, table: str, batch: int) -> int:
+    """How many rows `table` holds: the store's own count when it has one, else by reading them."""
+    counter: Callable[[str], int] | None = getattr(store, "count_rows", None)
+    if counter is not None:
+        return counter(table)
+    return sum(len(page) for page in pages(store, table, batch))
+
+
+# ---------------------------------------------------------------------------- progress
+
+
+@dataclass
+class Progress:
+    """Rows done of a table, its total and the rate, on `stream`: one line redrawn in place on a
+    terminal, else a plain line every `line_interval_s` and one when the table is done."""
+
+    stream: TextIO
+    tty: bool
+    clock: Callable[[], float] = time.monotonic
+    line_interval_s: float = PROGRESS_LINE_INTERVAL_S
+    phase: str = ""
+    table: str = ""
+    total: int = 0
+    done: int = 0
+    started: float = 0.0
+    last_shown: float = field(default=0.0)
+
+    def start(self, phase: str, table: str, total: int) -> None:
+        self.phase, self.table, self.total, self.done = phase, table, total, 0
+        self.started = self.last_shown = self.clock()
+        if self.tty:
+            self._show()
+
+    def advance(self, rows: int) -> None:
+        self.done += rows
+        now = self.clock()
+        if now - self.last_shown >= (PROGRESS_REDRAW_S if self.tty else self.line_interval_s):
+            self.last_shown = now
+            self._show()
+
+    def finish(self) -> None:
+        self._show()
+        if self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
+    def line(self) -> str:
+        elapsed = max(self.clock() - self.started, 1e-9)
+        share = 100.0 if self.total == 0 else min(100.0, 100.0 * self.done / self.total)
+        rate = self.done / elapsed if self.done else 0.0
+        return (
+            f"{self.phase:<6} {self.table:<19} {self.done:>11,} / {self.total:,} rows  {share:3.0f}%  "
+            f"{rate:,.0f} rows/s"
+        )
+
+    def _show(self) -> None:
+        if self.tty:
+            self.stream.write(f"\r{self.line()}\x1b[K")
+        else:
+            self.stream.write(self.line() + "\n")
+        self.stream.flush()
+
+
+# ---------------------------------------------------------------------------- the three steps
+
+
+class Refused(CliError):
+    """The destination holds data this migration did not copy; nothing was written."""
+
+
+def check_destination(source: Store, dest: Store, batch: int, progress: Progress) -> dict[str, set[Any]]:
+    """The keys each destination table already holds, every one the source's row unchanged. Raises
+    Refused at the first row the source lacks or holds differently. Reads nothing of the source for a
+    table the destination holds nothing of."""
+    held: dict[str, set[Any]] = {}
+    for table in COPY_TABLES:
+        digests: dict[tuple[Any, ...], bytes] = {}
+        for page in pages(dest, table, batch):
+            for row in page:
+                digests[key_of(table, row)] = row_digest(table, row)
+        held[table] = set(digests)
+        if not digests:
+            continue
+        progress.start("check", table, len(digests))
+        for page in pages(source, table, batch):
+            matched = 0
+            for row in page:
+                key = key_of(table, row)
+                digest = digests.pop(key, None)
+                if digest is None:
+                    continue
+                matched += 1
+                if digest != row_digest(table, row):
+                    raise Refused(
+                        f"the destination already holds different data: its {table} row ({key_text(table, key)}) "
+                        "differs from the source's; nothing was written. Migrate into an empty store"
+                    )
+            progress.advance(matched)
+        progress.finish()
+        if digests:
+            first = key_text(table, min(digests, key=repr))
+            raise Refused(
+                f"the destination already holds different data: {len(digests)} {table} row(s) the source "
+                f"does not have (such as {first}); nothing was written. Migrate into an empty store"
+            )
+    return held
+
+
+def copy_table(
+    source: Store,
+    dest: Store,
+    table: str,
+    held: set[Any],
+    batch: int,
+    progress: Progress,
+    pause_s: float = 0.0,
+) -> int:
+    """Insert the source's rows of `table` that the destination lacks; how many were inserted."""
+    copied = 0
+    for page in pages(source, table, batch):
+        missing = [row for row in page if key_of(table, row) not in held]
+        if missing:
+            copied += dest.load_rows(table, missing)
+        progress.advance(len(page))
+        if pause_s and missing:
+            time.sleep(pause_s)
+    return copied
+
+
+def table_sum(store: Store, table: str, batch: int, progress: Progress) -> TableSum:
+    summed = TableSum()
+    for page in pages(store, table, batch):
+        for row in page:
+            summed.add(row_digest(table, row))
+        progress.advance(len(page))
+    return summed
+
+
+@dataclass(frozen=True)
+class Verdict:
+    table: str
+    source: TableSum
+    dest: TableSum
+
+    @property
+    def equal(self) -> bool:
+        return self.source.rows == self.dest.rows and self.source.total == self.dest.total
+
+
+def verify(source: Store, dest: Store, batch: int, progress: Progress) -> list[Verdict]:
+    """Each table counted and checksummed on both sides (progress: the rows of both)."""
+    verdicts = []
+    for table in COPY_TABLES:
+        progress.start("verify", table, count_rows(source, table, batch) + count_rows(dest, table, batch))
+        summed = [table_sum(store, table, batch, progress) for store in (source, dest)]
+        progress.finish()
+        verdicts.append(Verdict(table, summed[0], summed[1]))
+    return verdicts
+
+
+def verdict_table(verdicts: list[Verdict]) -> list[str]:
+    lines = [f"{'table':<20} {'source':>10} {'destination':>12}  checksum"]
+    for verdict in verdicts:
+        if verdict.equal:
+            checksum = f"{verdict.source.checksum[:16]}  equal"
+        else:
+            checksum = (
+                f"source {verdict.source.checksum[:16]}, destination {verdict.dest.checksum[:16]}  DIFFERENT"
+            )
+        lines.append(f"{verdict.table:<20} {verdict.source.rows:>10,} {verdict.dest.rows:>12,}  {checksum}")
+    return lines
+
+
+# ---------------------------------------------------------------------------- the command
+
+
+def _served_by(path: Path) -> str | None:
+    """A line naming the door that serves the SQLite file `path` (its pid file is locked), or None."""
+    from bli_memory.door.cli import _lock_free, _read_pid_file, pid_file_path
+
+    try:
+        fd = os.open(pid_file_path(path), os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        if _lock_free(fd):
+            return None
+        info = _read_pid_file(fd)
+    finally:
+        os.close(fd)
+    return f"a door (pid {info.get('pid', '?')}, {info.get('url') or 'starting'}) serves {path}"
+
+
+def _claim(path: Path) -> int:
+    """Hold the SQLite destination's pid file as a door would, so that no door starts serving it
+    during the migration (and `stop --db` interrupts the migration cleanly); refuse when a door
+    serves it already."""
+    fd = _claim_pid_file(path)
+    _write_pid_file(fd, path, "migrating")
+    return fd
+
+
+def _open(side: Endpoint, flag: str, env: Mapping[str, str]) -> Store:
+    from bli_memory.door.store import StoreOpenError, open_store
+
+    def notice(line: str) -> None:
+        sys.stderr.write(f"bli-memory-door: {mask_url(line)}\n")
+
+    try:
+        return open_store(side.url, notice=notice)
+    except StoreOpenError as exc:
+        raise CliError(f"{flag} {side.label}: {mask_url(str(exc))}", 2 if exc.usage else 1) from None
+    except Exception as exc:  # a server that cannot be reached, refused logins: one line, no traceback
+        raise CliError(
+            f"cannot open {flag} {side.label}: {mask_url(str(exc)) or type(exc).__name__}"
+        ) from None
+
+
+def _schema_problem(store: Store, label: str) -> str | None:
+    """Why `store` is not at the schema this code writes, or None (opening a store migrates it, so
+    this says another program changed it meanwhile)."""
+    read: Callable[[], int] | None = getattr(store, "schema_version", None)
+    current = getattr(store, "SCHEMA_VERSION", None)
+    if read is None or current is None:
+        return None
+    version = read()
+    if version == current:
+        return None
+    return f"{label} is at schema version {version}, not {current}; open it with this version's door first"
+
+
+def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def run(
+    source_text: str,
+    dest_text: str,
+    *,
+    batch: int,
+    env: Mapping[str, str],
+    out: TextIO,
+    err: TextIO,
+) -> int:
+    """The whole command; one-line errors are CliError (exit 2 for usage, else 1)."""
+
+    source_side = endpoint(source_text, "--from")
+    dest_side = endpoint(dest_text, "--to")
+    if same_store(source_side, dest_side):
+        raise CliError(f"--from and --to name the same store ({source_side.label})", 2)
+    if source_side.path is not None:
+        if not source_side.path.is_file():
+            raise CliError(f"no memory database at {source_side.path} (--from)")
+        serving = _served_by(source_side.path)
+        if serving:
+            raise CliError(f"{serving}; stop it first: bli-memory-door stop --db {source_side.path}")
+    pause_s = float(env.get(PAUSE_ENV, "0") or 0)
+    dest_lock: int | None = None
+    if dest_side.path is not None and dest_side.path.parent.is_dir():
+        dest_lock = _claim(dest_side.path)  # refuses a served destination
+    stores: list[Store] = []
+    previous_term = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
+    copied = 0
+    try:
+        source = _open(source_side, "--from", env)
+        stores.append(source)
+        dest = _open(dest_side, "--to", env)
+        stores.append(dest)
+        if dest_side.path is not None and dest_lock is None:  # its folder was just made
+            dest_lock = _claim(dest_side.path)
+        for store, label in ((source, source_side.label), (dest, dest_side.label)):
+            problem = _schema_problem(store, label)
+            if problem:
+                raise CliError(problem)
+        err.write(
+            f"bli-memory-door: migrating {source_side.label} -> {dest_side.label} ({batch:,} rows a batch)\n"
+        )
+        progress = Progress(err, tty=err.isatty())
+        held = check_destination(source, dest, batch, progress)
+        table = ""
+        try:
+            for table in COPY_TABLES:
+                progress.start("copy", table, count_rows(source, table, batch))
+                copied += copy_table(source, dest, table, held[table], batch, progress, pause_s)
+                progress.finish()
+        except KeyboardInterrupt:
+            raise
+        except Exception as exc:
+            if err.isatty():
+                err.write("\n")
+            raise CliError(
+                f"copying {table} failed after {copied:,} rows ({mask_url(str(exc)) or type(exc).__name__}); "
+                "what was copied is kept: run the same command again to go on"
+            ) from None
+        verdicts = verify(source, dest, batch, progress)
+    except KeyboardInterrupt:
+        err.write(
+            f"\nbli-memory-door: interrupted after {copied:,} rows copied; run the same command again to go on\n"
+        )
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous_term)
+        for store in stores:
+            store.close()
+        if dest_lock is not None and dest_side.path is not None:
+            _release_pid_file(dest_lock, dest_side.path)
+    for line in verdict_table(verdicts):
+        out.write(line + "\n")
+    different = [verdict.table for verdict in verdicts if not verdict.equal]
+    if different:
+        raise CliError(
+            f"verification failed: {', '.join(different)} differ(s) between the source and the destination "
+            f"({copied:,} rows copied). Did something write to either store during the migration?"
+        )
+    out.write(f"{copied:,} rows copied; verified\n")
+    return 0
