@@ -164,8 +164,8 @@ def _canonical_value(table: str, column: str, value: Any) -> Any:
         return int(value)
     if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
         return int(value)
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return {"bytes": bytes(value).hex()}
+    if isinstance(value, (bytes, bytearray, memoryview)):  # a vector: its digest stands for it
+        return {"bytes": hashlib.blake2b(value, digest_size=DIGEST_BYTES).hexdigest(), "length": len(value)}
     return value
 
 
@@ -236,16 +236,19 @@ class Progress:
     total: int = 0
     done: int = 0
     started: float = 0.0
-    last_shown: float = field(default=0.0)
+    last_shown: float = 0.0
+    #: said instead of the rate (rows not read but found there already).
+    note: str = ""
 
     def start(self, phase: str, table: str, total: int) -> None:
-        self.phase, self.table, self.total, self.done = phase, table, total, 0
+        self.phase, self.table, self.total, self.done, self.note = phase, table, total, 0, ""
         self.started = self.last_shown = self.clock()
         if self.tty:
             self._show()
 
-    def advance(self, rows: int) -> None:
+    def advance(self, rows: int, note: str = "") -> None:
         self.done += rows
+        self.note = note
         now = self.clock()
         if now - self.last_shown >= (PROGRESS_REDRAW_S if self.tty else self.line_interval_s):
             self.last_shown = now
@@ -257,13 +260,19 @@ class Progress:
             self.stream.write("\n")
             self.stream.flush()
 
+    def abandon(self) -> None:
+        """End the table's progress without its last line (an error line follows)."""
+        if self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
     def line(self) -> str:
         elapsed = max(self.clock() - self.started, 1e-9)
         share = 100.0 if self.total == 0 else min(100.0, 100.0 * self.done / self.total)
         rate = self.done / elapsed if self.done else 0.0
         return (
             f"{self.phase:<6} {self.table:<19} {self.done:>11,} / {self.total:,} rows  {share:3.0f}%  "
-            f"{rate:,.0f} rows/s"
+            f"{self.note or f'{rate:,.0f} rows/s'}"
         )
 
     def _show(self) -> None:
@@ -281,20 +290,33 @@ class Refused(CliError):
     """The destination holds data this migration did not copy; nothing was written."""
 
 
-def check_destination(source: Store, dest: Store, batch: int, progress: Progress) -> dict[str, set[Any]]:
-    """The keys each destination table already holds, every one the source's row unchanged. Raises
-    Refused at the first row the source lacks or holds differently. Reads nothing of the source for a
-    table the destination holds nothing of."""
-    held: dict[str, set[Any]] = {}
+@dataclass
+class Held:
+    """What the destination holds of one table before the copy: its keys (each the source's row
+    unchanged), and whether that is every row the source has."""
+
+    keys: set[Any] = field(default_factory=set)
+    complete: bool = False
+
+
+def check_destination(source: Store, dest: Store, batch: int, progress: Progress) -> dict[str, Held]:
+    """What each destination table already holds, every row the source's unchanged. Raises Refused at
+    the first row the source lacks or holds differently. Reads nothing of the source for a table the
+    destination holds nothing of."""
+    held: dict[str, Held] = {}
     for table in COPY_TABLES:
+        present = count_rows(dest, table, batch)
+        held[table] = Held()
+        if not present:
+            continue
+        progress.start("check", table, 2 * present)  # each destination row, then its source row
         digests: dict[tuple[Any, ...], bytes] = {}
         for page in pages(dest, table, batch):
             for row in page:
                 digests[key_of(table, row)] = row_digest(table, row)
-        held[table] = set(digests)
-        if not digests:
-            continue
-        progress.start("check", table, len(digests))
+            progress.advance(len(page))
+        held[table].keys = set(digests)
+        source_rows = 0
         for page in pages(source, table, batch):
             matched = 0
             for row in page:
@@ -304,10 +326,12 @@ def check_destination(source: Store, dest: Store, batch: int, progress: Progress
                     continue
                 matched += 1
                 if digest != row_digest(table, row):
+                    progress.abandon()
                     raise Refused(
                         f"the destination already holds different data: its {table} row ({key_text(table, key)}) "
                         "differs from the source's; nothing was written. Migrate into an empty store"
                     )
+            source_rows += len(page)
             progress.advance(matched)
         progress.finish()
         if digests:
@@ -316,6 +340,7 @@ def check_destination(source: Store, dest: Store, batch: int, progress: Progress
                 f"the destination already holds different data: {len(digests)} {table} row(s) the source "
                 f"does not have (such as {first}); nothing was written. Migrate into an empty store"
             )
+        held[table].complete = source_rows == len(held[table].keys)
     return held
 
 
@@ -323,15 +348,19 @@ def copy_table(
     source: Store,
     dest: Store,
     table: str,
-    held: set[Any],
+    held: Held,
     batch: int,
     progress: Progress,
     pause_s: float = 0.0,
 ) -> int:
-    """Insert the source's rows of `table` that the destination lacks; how many were inserted."""
+    """Insert the source's rows of `table` that the destination lacks; how many were inserted. A
+    table the check found whole is not read again."""
+    if held.complete:
+        progress.advance(len(held.keys), note="all there already")
+        return 0
     copied = 0
     for page in pages(source, table, batch):
-        missing = [row for row in page if key_of(table, row) not in held]
+        missing = [row for row in page if key_of(table, row) not in held.keys]
         if missing:
             copied += dest.load_rows(table, missing)
         progress.advance(len(page))
@@ -499,8 +528,7 @@ def run(
         except KeyboardInterrupt:
             raise
         except Exception as exc:
-            if err.isatty():
-                err.write("\n")
+            progress.abandon()
             raise CliError(
                 f"copying {table} failed after {copied:,} rows ({mask_url(str(exc)) or type(exc).__name__}); "
                 "what was copied is kept: run the same command again to go on"

@@ -354,10 +354,13 @@ class Store(Protocol):
 
     def dump_rows(self, table: str, after: tuple[Any, ...] | None, limit: int) -> list[dict[str, Any]]:
         """Up to `limit` rows of `table` in primary-key order after key `after` (None: from the start), each a
-        dict of the SQLite column names to plain values; a memory's `embedding` as float32 bytes (or None)."""
+        dict of the SQLite column names to plain values; a memory's `embedding` as float32 bytes (or None).
+        The columns are COPY_COLUMNS[table]; a table outside COPY_TABLES is a ValueError."""
         ...
 
     def load_rows(self, table: str, rows: Sequence[dict[str, Any]]) -> int:
         """Insert rows as dump_rows gives them (from either store), keeping their keys; a row whose key is
-        already there is left alone. Returns how many were inserted."""
+        already there is left alone. Returns how many were inserted. One transaction: a row that breaks
+        any other constraint fails the call and inserts nothing. New rows made after a load take keys
+        after the loaded ones (a server store moves its sequences past them)."""
         ...

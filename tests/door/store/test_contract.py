@@ -482,6 +482,13 @@ def _dump_all(store: Store, table: str, batch: int) -> list[dict[str, object]]:
         after = key_of(table, page[-1])
 
 
+def _canonical(store: Store, table: str) -> list[bytes]:
+    """A table's rows as migrate compares them (the same rows give the same bytes in any store)."""
+    from bli_memory.door.migrate import canonical_row
+
+    return [canonical_row(table, row) for row in store.dump_rows(table, None, 1000)]
+
+
 def test_dump_rows_pages_every_table_in_key_order_with_its_columns(store: Store) -> None:
     _fill_every_table(store)
     for table in COPY_TABLES:
@@ -515,7 +522,7 @@ def test_rows_loaded_into_an_empty_store_are_the_same_rows_and_work(
                 rows = store.dump_rows(table, None, 1000)
                 assert copy.load_rows(table, rows) == len(rows), table
                 assert copy.load_rows(table, rows) == 0, table  # present keys are left alone
-                assert copy.dump_rows(table, None, 1000) == rows, table
+                assert _canonical(copy, table) == _canonical(store, table), table
             ada = copy.authenticate(tokens["ada"])
             assert ada is not None and ada.admin and (ada.person, ada.team) == ("ada", "acme")
             [current] = copy.index_rows(ada.team_id, "t")
