@@ -260,11 +260,14 @@ class Progress:
             self.stream.write("\n")
             self.stream.flush()
 
-    def abandon(self) -> None:
-        """End the table's progress without its last line (an error line follows)."""
+    def abandon(self, show: bool = False) -> None:
+        """End the table's progress before its end (an error line follows); `show`: off a terminal,
+        say where it stopped."""
         if self.tty:
             self.stream.write("\n")
             self.stream.flush()
+        elif show and self.table:
+            self._show()
 
     def line(self) -> str:
         elapsed = max(self.clock() - self.started, 1e-9)
@@ -344,6 +347,13 @@ def check_destination(source: Store, dest: Store, batch: int, progress: Progress
     return held
 
 
+@dataclass
+class Tally:
+    """Rows inserted into the destination so far."""
+
+    copied: int = 0
+
+
 def copy_table(
     source: Store,
     dest: Store,
@@ -351,22 +361,22 @@ def copy_table(
     held: Held,
     batch: int,
     progress: Progress,
+    tally: Tally,
     pause_s: float = 0.0,
-) -> int:
-    """Insert the source's rows of `table` that the destination lacks; how many were inserted. A
-    table the check found whole is not read again."""
+) -> None:
+    """Insert the source's rows of `table` that the destination lacks, counting them in `tally` batch
+    by batch (so an interruption says how many landed). A table the check found whole is not read
+    again."""
     if held.complete:
         progress.advance(len(held.keys), note="all there already")
-        return 0
-    copied = 0
+        return
     for page in pages(source, table, batch):
         missing = [row for row in page if key_of(table, row) not in held.keys]
         if missing:
-            copied += dest.load_rows(table, missing)
+            tally.copied += dest.load_rows(table, missing)
         progress.advance(len(page))
         if pause_s and missing:
             time.sleep(pause_s)
-    return copied
 
 
 def table_sum(store: Store, table: str, batch: int, progress: Progress) -> TableSum:
@@ -502,7 +512,8 @@ def run(
         dest_lock = _claim(dest_side.path)  # refuses a served destination
     stores: list[Store] = []
     previous_term = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
-    copied = 0
+    tally = Tally()
+    progress = Progress(err, tty=err.isatty())
     try:
         source = _open(source_side, "--from", env)
         stores.append(source)
@@ -517,26 +528,26 @@ def run(
         err.write(
             f"bli-memory-door: migrating {source_side.label} -> {dest_side.label} ({batch:,} rows a batch)\n"
         )
-        progress = Progress(err, tty=err.isatty())
         held = check_destination(source, dest, batch, progress)
         table = ""
         try:
             for table in COPY_TABLES:
                 progress.start("copy", table, count_rows(source, table, batch))
-                copied += copy_table(source, dest, table, held[table], batch, progress, pause_s)
+                copy_table(source, dest, table, held[table], batch, progress, tally, pause_s)
                 progress.finish()
         except KeyboardInterrupt:
             raise
         except Exception as exc:
             progress.abandon()
             raise CliError(
-                f"copying {table} failed after {copied:,} rows ({mask_url(str(exc)) or type(exc).__name__}); "
+                f"copying {table} failed after {tally.copied:,} rows ({mask_url(str(exc)) or type(exc).__name__}); "
                 "what was copied is kept: run the same command again to go on"
             ) from None
         verdicts = verify(source, dest, batch, progress)
     except KeyboardInterrupt:
+        progress.abandon(show=True)
         err.write(
-            f"\nbli-memory-door: interrupted after {copied:,} rows copied; run the same command again to go on\n"
+            f"bli-memory-door: interrupted after {tally.copied:,} rows copied; run the same command again to go on\n"
         )
         return 130
     finally:
@@ -551,7 +562,7 @@ def run(
     if different:
         raise CliError(
             f"verification failed: {', '.join(different)} differ(s) between the source and the destination "
-            f"({copied:,} rows copied). Did something write to either store during the migration?"
+            f"({tally.copied:,} rows copied). Did something write to either store during the migration?"
         )
-    out.write(f"{copied:,} rows copied; verified\n")
+    out.write(f"{tally.copied:,} rows copied; verified\n")
     return 0

@@ -271,11 +271,16 @@ def test_an_interrupted_run_resumes_where_it_stopped(tmp_path: Path, how: signal
         if process.poll() is None:
             process.kill()
             process.wait()
-    if how == signal.SIGINT:
-        assert process.returncode == 130
-        assert "run the same command again" in (tmp_path / "slow.err").read_text()
     partial = dump(dest)
     kept = _total(partial)
+    if how == signal.SIGINT:
+        assert process.returncode == 130
+        lines = (tmp_path / "slow.err").read_text().splitlines()
+        assert (
+            lines[-1]
+            == f"bli-memory-door: interrupted after {kept:,} rows copied; run the same command again to go on"
+        )
+        assert lines[-2].startswith("copy   memories") and "rows/s" in lines[-2]  # where it stopped
     assert 0 < len(partial["memories"]) < len(before["memories"])
     assert partial["memories"] == before["memories"][: len(partial["memories"])]  # whole rows, in order
     assert not partial["experience"]
