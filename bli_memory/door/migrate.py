@@ -561,7 +561,7 @@ def run(
     different = [verdict.table for verdict in verdicts if not verdict.equal]
     if different:
         raise CliError(
-            f"verification failed: {', '.join(different)} differ(s) between the source and the destination "
+            f"verification failed: {', '.join(different)} differ between the source and the destination "
             f"({tally.copied:,} rows copied). Did something write to either store during the migration?"
         )
     out.write(f"{tally.copied:,} rows copied; verified\n")
