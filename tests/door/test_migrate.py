@@ -192,12 +192,16 @@ def test_every_row_is_copied_verified_and_a_second_run_copies_nothing(
     assert dump(dest) == before
 
 
-def test_source_tokens_and_memories_work_on_a_door_over_the_copy(tmp_path: Path) -> None:
-    source, dest = STORE_URLS["sqlite"](tmp_path, "from"), STORE_URLS["sqlite"](tmp_path, "to")
+@pytest.mark.parametrize(("source_kind", "dest_kind"), PAIRS)
+def test_source_tokens_and_memories_work_on_a_door_over_the_copy(
+    tmp_path: Path, source_kind: str, dest_kind: str
+) -> None:
+    source, dest = STORE_URLS[source_kind](tmp_path, "from"), STORE_URLS[dest_kind](tmp_path, "to")
     made = fill(source)
     done = _migrate(tmp_path, "--from", source, "--to", dest)
     assert done.returncode == 0, done.stderr
-    door = DoorProcess(_sqlite_file(dest), tmp_path, ["--no-worker", "--embedder", "none"])
+    served: Any = _sqlite_file(dest) if dest.startswith("sqlite:") else dest  # what `serve --db` takes
+    door = DoorProcess(served, tmp_path, ["--no-worker", "--embedder", "none"])
     try:
         tokens = made["tokens"]
         status, found = door.request(
@@ -222,8 +226,16 @@ def test_source_tokens_and_memories_work_on_a_door_over_the_copy(tmp_path: Path)
 # ---------------------------------------------------------------------------- interrupted, resumed
 
 
-def _count_rows(db: Path, table: str) -> int:
-    """Rows of `table` in a SQLite file, read-only (never waits on the writer: WAL)."""
+def _count_rows(url: str, table: str) -> int:
+    """Rows of `table` in a store while a migration writes to it: a SQLite file read-only (never
+    waiting on the writer: WAL), another store through its own dump_rows."""
+    if not url.startswith("sqlite:"):
+        store = open_store(url)
+        try:
+            return len(store.dump_rows(table, None, 1_000_000))
+        finally:
+            store.close()
+    db = _sqlite_file(url)
     if not db.exists():
         return 0
     connection = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=5)
@@ -246,10 +258,10 @@ def _start_slow(home: Path, source: str, dest: str) -> subprocess.Popen[str]:
     )
 
 
-def _wait_for_part_of_the_memories(db: Path, total: int, process: subprocess.Popen[str]) -> int:
+def _wait_for_part_of_the_memories(dest: str, total: int, process: subprocess.Popen[str]) -> int:
     deadline = time.monotonic() + PARTIAL_WAIT_S
     while time.monotonic() < deadline:
-        copied = _count_rows(db, "memories")
+        copied = _count_rows(dest, "memories")
         if 0 < copied < total - 4:
             return copied
         assert process.poll() is None, "the migration ended before it was interrupted"
@@ -258,13 +270,16 @@ def _wait_for_part_of_the_memories(db: Path, total: int, process: subprocess.Pop
 
 
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT])
-def test_an_interrupted_run_resumes_where_it_stopped(tmp_path: Path, how: signal.Signals) -> None:
-    source, dest = STORE_URLS["sqlite"](tmp_path, "from"), STORE_URLS["sqlite"](tmp_path, "to")
+@pytest.mark.parametrize(("source_kind", "dest_kind"), PAIRS)
+def test_an_interrupted_run_resumes_where_it_stopped(
+    tmp_path: Path, how: signal.Signals, source_kind: str, dest_kind: str
+) -> None:
+    source, dest = STORE_URLS[source_kind](tmp_path, "from"), STORE_URLS[dest_kind](tmp_path, "to")
     fill(source, memories=30)
     before = dump(source)
     process = _start_slow(tmp_path, source, dest)
     try:
-        _wait_for_part_of_the_memories(_sqlite_file(dest), len(before["memories"]), process)
+        _wait_for_part_of_the_memories(dest, len(before["memories"]), process)
         process.send_signal(how)
         process.wait(timeout=RUN_TIMEOUT_S)
     finally:
@@ -294,8 +309,11 @@ def test_an_interrupted_run_resumes_where_it_stopped(tmp_path: Path, how: signal
 # ---------------------------------------------------------------------------- refusals
 
 
-def test_a_destination_holding_other_data_is_refused_with_nothing_written(tmp_path: Path) -> None:
-    source, dest = STORE_URLS["sqlite"](tmp_path, "from"), STORE_URLS["sqlite"](tmp_path, "to")
+@pytest.mark.parametrize(("source_kind", "dest_kind"), PAIRS)
+def test_a_destination_holding_other_data_is_refused_with_nothing_written(
+    tmp_path: Path, source_kind: str, dest_kind: str
+) -> None:
+    source, dest = STORE_URLS[source_kind](tmp_path, "from"), STORE_URLS[dest_kind](tmp_path, "to")
     fill(source)
     other = open_store(dest)
     try:
@@ -310,8 +328,11 @@ def test_a_destination_holding_other_data_is_refused_with_nothing_written(tmp_pa
     assert dump(dest) == before
 
 
-def test_a_destination_holding_rows_the_source_lacks_is_refused(tmp_path: Path) -> None:
-    source, dest = STORE_URLS["sqlite"](tmp_path, "from"), STORE_URLS["sqlite"](tmp_path, "to")
+@pytest.mark.parametrize(("source_kind", "dest_kind"), PAIRS)
+def test_a_destination_holding_rows_the_source_lacks_is_refused(
+    tmp_path: Path, source_kind: str, dest_kind: str
+) -> None:
+    source, dest = STORE_URLS[source_kind](tmp_path, "from"), STORE_URLS[dest_kind](tmp_path, "to")
     fill(source)
     assert _migrate(tmp_path, "--from", source, "--to", dest).returncode == 0
     copy = open_store(dest)
@@ -359,7 +380,7 @@ def test_a_door_cannot_start_on_the_destination_while_the_migration_runs(tmp_pat
     fill(source, memories=30)
     process = _start_slow(tmp_path, source, dest)
     try:
-        _wait_for_part_of_the_memories(_sqlite_file(dest), 32, process)
+        _wait_for_part_of_the_memories(dest, 32, process)
         serve = subprocess.run(
             [
                 *(str(BIN / "bli-memory-door"), "serve", "--port", "0", "--no-autopair"),
@@ -416,18 +437,54 @@ def test_a_store_newer_than_this_version_is_refused(tmp_path: Path) -> None:
     done = _migrate(tmp_path, "--from", source, "--to", dest)
     assert done.returncode == 1
     assert "newer than this door" in done.stderr and "Traceback" not in done.stderr
-    assert _count_rows(_sqlite_file(dest), "teams") == 0
+    assert _count_rows(dest, "teams") == 0
+
+
+def test_an_older_sqlite_file_is_brought_to_the_current_schema_and_copied(tmp_path: Path) -> None:
+    from bli_memory.door.store.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
+
+    old = tmp_path / "old.db"
+    with sqlite3.connect(old) as connection:  # a file from before devices had their own admin flag
+        for step in range(1, 4):
+            for statement in MIGRATIONS[step]:
+                connection.execute(statement)
+        connection.execute("PRAGMA user_version = 3")
+        connection.execute("INSERT INTO teams (id, name, created_at) VALUES (1, 'local', 1.0)")
+        connection.execute(
+            "INSERT INTO people (id, team_id, name, admin, created_at) VALUES (1, 1, 'ana', 1, 1.0)"
+        )
+        connection.execute(
+            "INSERT INTO devices (id, person_id, token_hash, created_at) VALUES ('dev_1', 1, ?, 1.0)",
+            (hash_text("old-token"),),
+        )
+    connection.close()
+    dest = STORE_URLS["sqlite"](tmp_path, "to")
+    done = _migrate(tmp_path, "--from", str(old), "--to", dest)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "3 rows copied; verified"
+    with sqlite3.connect(old) as connection:
+        assert connection.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    connection.close()
+    copy = open_store(dest)
+    try:
+        principal = copy.authenticate("old-token")
+        assert principal is not None and principal.admin  # the person's admin became the device's
+    finally:
+        copy.close()
 
 
 # ---------------------------------------------------------------------------- verification
 
 
-def test_the_checksum_catches_a_row_changed_during_the_copy(tmp_path: Path) -> None:
-    source, dest = STORE_URLS["sqlite"](tmp_path, "from"), STORE_URLS["sqlite"](tmp_path, "to")
+@pytest.mark.parametrize(("source_kind", "dest_kind"), PAIRS)
+def test_the_checksum_catches_a_row_changed_during_the_copy(
+    tmp_path: Path, source_kind: str, dest_kind: str
+) -> None:
+    source, dest = STORE_URLS[source_kind](tmp_path, "from"), STORE_URLS[dest_kind](tmp_path, "to")
     made = fill(source, memories=30)
     process = _start_slow(tmp_path, source, dest)
     try:
-        _wait_for_part_of_the_memories(_sqlite_file(dest), 32, process)
+        _wait_for_part_of_the_memories(dest, 32, process)
         store = open_store(source)
         try:  # the first memory is copied already; forgetting it now changes its source row
             [first] = store.dump_rows("memories", None, 1)
