@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import signal
 import sys
 import time
@@ -66,30 +67,17 @@ MASK = "***"
 # ---------------------------------------------------------------------------- naming the stores
 
 
-def mask_url(url: str) -> str:
-    """`url` with its password (if any) replaced by `***`: `postgresql://ana:***@db/memory`.
+#: `scheme://user:password@` (the password may hold `@`: the host follows the last one before `/`).
+_URL_PASSWORD = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^:/@\s]*):[^/\s?#]*@")
+#: a `password=...` parameter of a URL's query or of a libpq connection string.
+_PASSWORD_PARAMETER = re.compile(r"(\bpassword\s*=\s*)(?:'[^']*'|[^&\s]+)", re.IGNORECASE)
 
-    Only the part before the host is touched; a URL without `scheme://user:password@` is returned as it
-    is. A `password=` query parameter is masked too."""
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        return url
-    authority_end = len(rest)
-    for stop in "/?#":
-        index = rest.find(stop)
-        if index != -1:
-            authority_end = min(authority_end, index)
-    authority, tail = rest[:authority_end], rest[authority_end:]
-    userinfo, at, host = authority.rpartition("@")
-    if at and ":" in userinfo:
-        authority = f"{userinfo.split(':', 1)[0]}:{MASK}@{host}"
-    if "password=" in tail:
-        head, _, query = tail.partition("?")
-        parts = [
-            f"password={MASK}" if part.lower().startswith("password=") else part for part in query.split("&")
-        ]
-        tail = f"{head}?{'&'.join(parts)}"
-    return f"{scheme}://{authority}{tail}"
+
+def mask_url(text: str) -> str:
+    """`text` (a URL, or a message quoting one) with every URL's password replaced by `***`:
+    `postgresql://ana:***@db/memory`; a `password=` parameter is masked too."""
+    text = _URL_PASSWORD.sub(rf"\1:{MASK}@", text)
+    return _PASSWORD_PARAMETER.sub(rf"\1{MASK}", text)
 
 
 @dataclass(frozen=True)

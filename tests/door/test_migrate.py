@@ -588,6 +588,9 @@ def test_passwords_are_masked() -> None:
     )
     assert mask_url("postgresql://ana@db/memory") == "postgresql://ana@db/memory"
     assert mask_url("/var/lib/memory.db") == "/var/lib/memory.db"
+    assert mask_url("cannot open postgresql://a:x1@h/db nor postgres://b:x2@h2:5/db2 (password = 'x3')") == (
+        "cannot open postgresql://a:***@h/db nor postgres://b:***@h2:5/db2 (password = ***)"
+    )
 
 
 def test_help_explains_the_command(tmp_path: Path) -> None:
