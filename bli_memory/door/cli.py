@@ -459,11 +459,40 @@ def tokens(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 # ---------------------------------------------------------------------------- migrate
 
 
+def serving_door(db: Path) -> str | None:
+    """A line naming the door that serves the SQLite file `db` (it holds the pid file), or None."""
+    try:
+        fd = os.open(pid_file_path(db), os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        if _lock_free(fd):
+            return None
+        info = _read_pid_file(fd)
+    finally:
+        os.close(fd)
+    return f"a door (pid {info.get('pid', '?')}, {info.get('url') or 'starting'}) serves {db}"
+
+
+def _hold_for_migration(db: Path) -> int:
+    """Hold the pid file of a migration's SQLite destination as a door would: no door starts on it
+    meanwhile (theirs says `migrating`), and `stop --db` interrupts the migration cleanly."""
+    fd = _claim_pid_file(db)
+    _write_pid_file(fd, db, "migrating")
+    return fd
+
+
 def migrate(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """Copy every row of one store into another, resumably, then verify (door/migrate.py)."""
     from bli_memory.door import migrate as migration
 
-    return migration.run(args.source, args.dest, batch=args.batch, env=env, out=sys.stdout, err=sys.stderr)
+    locks = migration.DoorLocks(serving=serving_door, hold=_hold_for_migration, release=_release_pid_file)
+    try:
+        return migration.run(
+            args.source, args.dest, batch=args.batch, env=env, out=sys.stdout, err=sys.stderr, locks=locks
+        )
+    except migration.MigrateError as exc:
+        raise CliError(str(exc), exc.status) from None
 
 
 # ---------------------------------------------------------------------------- argv
@@ -551,7 +580,7 @@ stored exchanges (what the Stop hook sent, kept beside its facts):
 
 #: how `--from` and `--to` name a store.
 STORE_FORMS = "a SQLite file (PATH or sqlite:PATH) or postgresql://USER:PASSWORD@HOST:PORT/DATABASE"
-#: rows per batch of `migrate` (door/migrate.py's DEFAULT_BATCH_ROWS, which imports this module).
+#: rows read and written per batch of `migrate` (one destination transaction each) unless --batch says.
 MIGRATE_BATCH_ROWS = 1000
 MIGRATE_DESCRIPTION = """\
 Copy every row of one store into another: teams, people, devices (their token hashes, so every

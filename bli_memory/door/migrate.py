@@ -36,20 +36,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import urlsplit
 
-from bli_memory.door.cli import (
-    MIGRATE_BATCH_ROWS,
-    CliError,
-    _claim_pid_file,
-    _release_pid_file,
-    _write_pid_file,
-)
 from bli_memory.door.store.base import COPY_COLUMNS, COPY_TABLES, JSON_COLUMNS, PRIMARY_KEYS, key_of
 
 if TYPE_CHECKING:
     from bli_memory.door.store.base import Store
 
-#: rows read and written per batch (one destination transaction each) unless --batch says otherwise.
-DEFAULT_BATCH_ROWS = MIGRATE_BATCH_ROWS
 #: when stderr is not a terminal, one progress line per table at most this often (and at its end).
 PROGRESS_LINE_INTERVAL_S = 5.0
 #: on a terminal, the live progress line is redrawn at most this often.
@@ -65,6 +56,26 @@ MASK = "***"
 
 
 # ---------------------------------------------------------------------------- naming the stores
+
+
+class MigrateError(Exception):
+    """A one-line error for the person at the terminal; `status` 2 marks a wrong argument."""
+
+    def __init__(self, message: str, status: int = 1) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class DoorLocks:
+    """How a SQLite file's door is found and kept out: the pid file `serve` holds (door/cli.py)."""
+
+    #: a line naming the door that serves a file, or None.
+    serving: Callable[[Path], str | None]
+    #: hold a file's pid file for this process (raising when a door holds it); its descriptor.
+    hold: Callable[[Path], int]
+    #: let it go again.
+    release: Callable[[int, Path], None]
 
 
 #: `scheme://user:password@` (the password may hold `@`: the host follows the last one before `/`).
@@ -101,16 +112,16 @@ def endpoint(text: str, flag: str) -> Endpoint:
     if scheme in POSTGRES_SCHEMES:
         return Endpoint(text, mask_url(text), None)
     if scheme and not text.lower().startswith("sqlite:"):
-        raise CliError(
+        raise MigrateError(
             f"{flag} must be a SQLite file (PATH or sqlite:PATH) or a postgresql:// URL, not a {scheme}:// URL",
             2,
         )
     try:
         path = sqlite_path(text)
     except StoreOpenError as exc:
-        raise CliError(f"{flag}: {exc}", 2) from None
+        raise MigrateError(f"{flag}: {exc}", 2) from None
     if not str(path) or str(path) == ".":
-        raise CliError(f"{flag} names no file", 2)
+        raise MigrateError(f"{flag} names no file", 2)
     return Endpoint(text, f"sqlite:{path}", path)
 
 
@@ -277,7 +288,7 @@ class Progress:
 # ---------------------------------------------------------------------------- the three steps
 
 
-class Refused(CliError):
+class Refused(MigrateError):
     """The destination holds data this migration did not copy; nothing was written."""
 
 
@@ -414,32 +425,6 @@ def verdict_table(verdicts: list[Verdict]) -> list[str]:
 # ---------------------------------------------------------------------------- the command
 
 
-def _served_by(path: Path) -> str | None:
-    """A line naming the door that serves the SQLite file `path` (its pid file is locked), or None."""
-    from bli_memory.door.cli import _lock_free, _read_pid_file, pid_file_path
-
-    try:
-        fd = os.open(pid_file_path(path), os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        if _lock_free(fd):
-            return None
-        info = _read_pid_file(fd)
-    finally:
-        os.close(fd)
-    return f"a door (pid {info.get('pid', '?')}, {info.get('url') or 'starting'}) serves {path}"
-
-
-def _claim(path: Path) -> int:
-    """Hold the SQLite destination's pid file as a door would, so that no door starts serving it
-    during the migration (and `stop --db` interrupts the migration cleanly); refuse when a door
-    serves it already."""
-    fd = _claim_pid_file(path)
-    _write_pid_file(fd, path, "migrating")
-    return fd
-
-
 def _open(side: Endpoint, flag: str, env: Mapping[str, str]) -> Store:
     from bli_memory.door.store import StoreOpenError, open_store
 
@@ -449,9 +434,9 @@ def _open(side: Endpoint, flag: str, env: Mapping[str, str]) -> Store:
     try:
         return open_store(side.url, notice=notice)
     except StoreOpenError as exc:
-        raise CliError(f"{flag} {side.label}: {mask_url(str(exc))}", 2 if exc.usage else 1) from None
+        raise MigrateError(f"{flag} {side.label}: {mask_url(str(exc))}", 2 if exc.usage else 1) from None
     except Exception as exc:  # a server that cannot be reached, refused logins: one line, no traceback
-        raise CliError(
+        raise MigrateError(
             f"cannot open {flag} {side.label}: {mask_url(str(exc)) or type(exc).__name__}"
         ) from None
 
@@ -481,23 +466,24 @@ def run(
     env: Mapping[str, str],
     out: TextIO,
     err: TextIO,
+    locks: DoorLocks,
 ) -> int:
-    """The whole command; one-line errors are CliError (exit 2 for usage, else 1)."""
+    """The whole command; one-line errors are MigrateError (exit 2 for usage, else 1)."""
 
     source_side = endpoint(source_text, "--from")
     dest_side = endpoint(dest_text, "--to")
     if same_store(source_side, dest_side):
-        raise CliError(f"--from and --to name the same store ({source_side.label})", 2)
+        raise MigrateError(f"--from and --to name the same store ({source_side.label})", 2)
     if source_side.path is not None:
         if not source_side.path.is_file():
-            raise CliError(f"no memory database at {source_side.path} (--from)")
-        serving = _served_by(source_side.path)
+            raise MigrateError(f"no memory database at {source_side.path} (--from)")
+        serving = locks.serving(source_side.path)
         if serving:
-            raise CliError(f"{serving}; stop it first: bli-memory-door stop --db {source_side.path}")
+            raise MigrateError(f"{serving}; stop it first: bli-memory-door stop --db {source_side.path}")
     pause_s = float(env.get(PAUSE_ENV, "0") or 0)
     dest_lock: int | None = None
     if dest_side.path is not None and dest_side.path.parent.is_dir():
-        dest_lock = _claim(dest_side.path)  # refuses a served destination
+        dest_lock = locks.hold(dest_side.path)  # refuses a served destination
     stores: list[Store] = []
     previous_term = signal.signal(signal.SIGTERM, _raise_keyboard_interrupt)
     tally = Tally()
@@ -508,11 +494,11 @@ def run(
         dest = _open(dest_side, "--to", env)
         stores.append(dest)
         if dest_side.path is not None and dest_lock is None:  # its folder was just made
-            dest_lock = _claim(dest_side.path)
+            dest_lock = locks.hold(dest_side.path)
         for store, label in ((source, source_side.label), (dest, dest_side.label)):
             problem = _schema_problem(store, label)
             if problem:
-                raise CliError(problem)
+                raise MigrateError(problem)
         err.write(
             f"bli-memory-door: migrating {source_side.label} -> {dest_side.label} ({batch:,} rows a batch)\n"
         )
@@ -527,7 +513,7 @@ def run(
             raise
         except Exception as exc:
             progress.abandon()
-            raise CliError(
+            raise MigrateError(
                 f"copying {table} failed after {tally.copied:,} rows ({mask_url(str(exc)) or type(exc).__name__}); "
                 "what was copied is kept: run the same command again to go on"
             ) from None
@@ -543,12 +529,12 @@ def run(
         for store in stores:
             store.close()
         if dest_lock is not None and dest_side.path is not None:
-            _release_pid_file(dest_lock, dest_side.path)
+            locks.release(dest_lock, dest_side.path)
     for line in verdict_table(verdicts):
         out.write(line + "\n")
     different = [verdict.table for verdict in verdicts if not verdict.equal]
     if different:
-        raise CliError(
+        raise MigrateError(
             f"verification failed: {', '.join(different)} differ between the source and the destination "
             f"({tally.copied:,} rows copied). Did something write to either store during the migration?"
         )
