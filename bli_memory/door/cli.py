@@ -579,7 +579,7 @@ stored exchanges (what the Stop hook sent, kept beside its facts):
 
 
 #: how `--from` and `--to` name a store.
-STORE_FORMS = "a SQLite file (PATH or sqlite:PATH) or postgresql://USER:PASSWORD@HOST:PORT/DATABASE"
+STORE_FORMS = "a SQLite file (PATH or sqlite:PATH) or postgresql://USER@HOST:PORT/DATABASE"
 #: rows read and written per batch of `migrate` (one destination transaction each) unless --batch says.
 MIGRATE_BATCH_ROWS = 1000
 MIGRATE_DESCRIPTION = """\
@@ -609,12 +609,17 @@ verifying:
   naming the table.
 
 exit status: 0 copied and verified; 1 refused, failed or not verified; 2 a wrong argument (an
-unknown URL scheme, the same store twice); 130 interrupted. Passwords in URLs are never printed.
+unknown URL scheme, the same store twice); 130 interrupted.
+
+passwords:
+  Give PostgreSQL's password in ~/.pgpass (mode 0600) or PGPASSWORD, which PostgreSQL's client
+  library reads itself: a password inside the URL works too, but every local user can read a
+  command line. A password in a URL is never printed (postgresql://memory:***@db.internal/memory).
 
 example:
   bli-memory-door stop
   bli-memory-door migrate --from ~/.local/share/bli-memory/memory.db \\
-      --to postgresql://memory:PASSWORD@db.internal/memory
+      --to postgresql://memory@db.internal:5432/memory
 """
 
 

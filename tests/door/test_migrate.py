@@ -614,5 +614,6 @@ def test_help_explains_the_command(tmp_path: Path) -> None:
         "token",
         "stop --db",
         "never printed",
+        "~/.pgpass",
     ):
         assert words in text, words
