@@ -392,9 +392,23 @@ def test_a_door_cannot_start_on_the_destination_while_the_migration_runs(tmp_pat
             timeout=RUN_TIMEOUT_S,
         )
         assert serve.returncode == 1 and "migrating" in serve.stderr
+        stop = subprocess.run(  # `stop` on the destination interrupts the migration cleanly
+            [str(BIN / "bli-memory-door"), "stop", "--db", str(_sqlite_file(dest))],
+            capture_output=True,
+            text=True,
+            env=_env(tmp_path),
+            timeout=RUN_TIMEOUT_S,
+        )
+        assert stop.returncode == 0, stop.stderr
+        assert process.wait(timeout=RUN_TIMEOUT_S) == 130
     finally:
-        process.kill()
-        process.wait()
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert "run the same command again" in (tmp_path / "slow.err").read_text()
+    assert not Path(f"{_sqlite_file(dest)}.pid").exists()  # let go of
+    resumed = _migrate(tmp_path, "--from", source, "--to", dest)
+    assert resumed.returncode == 0 and resumed.stdout.endswith("rows copied; verified\n"), resumed.stderr
 
 
 @pytest.mark.parametrize(
