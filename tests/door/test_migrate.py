@@ -262,7 +262,7 @@ def _wait_for_part_of_the_memories(dest: str, total: int, process: subprocess.Po
     deadline = time.monotonic() + PARTIAL_WAIT_S
     while time.monotonic() < deadline:
         copied = _count_rows(dest, "memories")
-        if 0 < copied < total - 4:
+        if 0 < copied <= total // 2:  # well before the end, however slow the machine
             return copied
         assert process.poll() is None, "the migration ended before it was interrupted"
         time.sleep(0.05)
