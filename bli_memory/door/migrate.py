@@ -12,7 +12,8 @@ A run has three steps:
    keys (ids, memory save order, token hashes). A run killed at any instant leaves whole batches; the
    next run's check finds them and copies only the rest. A run after a complete one copies nothing.
 3. Verify. Each table is counted and checksummed on both sides. A row's checksum is taken over a
-   canonical form of its columns (JSON text parsed, a whole float written as an integer, bytes as hex),
+   canonical form of its columns (JSON text parsed, a whole float written as an integer, a vector by
+   its digest),
    so the same rows give the same checksum in any store; a table's checksum is the sum of its rows'
    (modulo 2**128), which does not depend on the order a store returns them in. A difference exits 1
    naming the table.
@@ -28,7 +29,6 @@ import json
 import os
 import re
 import signal
-import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -425,11 +425,13 @@ def verdict_table(verdicts: list[Verdict]) -> list[str]:
 # ---------------------------------------------------------------------------- the command
 
 
-def _open(side: Endpoint, flag: str, env: Mapping[str, str]) -> Store:
+def _open(side: Endpoint, flag: str, err: TextIO) -> Store:
+    """The store `side` names, brought to the current schema; one MigrateError line when it cannot
+    be opened."""
     from bli_memory.door.store import StoreOpenError, open_store
 
     def notice(line: str) -> None:
-        sys.stderr.write(f"bli-memory-door: {mask_url(line)}\n")
+        err.write(f"bli-memory-door: {mask_url(line)}\n")
 
     try:
         return open_store(side.url, notice=notice)
@@ -458,6 +460,64 @@ def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def _pause_s(env: Mapping[str, str]) -> float:
+    try:
+        return max(0.0, float(env.get(PAUSE_ENV, "") or 0))
+    except ValueError:
+        return 0.0
+
+
+def _refuse_early(source: Endpoint, dest: Endpoint, locks: DoorLocks) -> None:
+    """Refusals that need no store opened: the same store twice, a missing or served source file."""
+    if same_store(source, dest):
+        raise MigrateError(f"--from and --to name the same store ({source.label})", 2)
+    if source.path is None:
+        return
+    if not source.path.is_file():
+        raise MigrateError(f"no memory database at {source.path} (--from)")
+    serving = locks.serving(source.path)
+    if serving:
+        raise MigrateError(f"{serving}; stop it first: bli-memory-door stop --db {source.path}")
+
+
+def _copy_all(
+    source: Store,
+    dest: Store,
+    held: dict[str, Held],
+    batch: int,
+    progress: Progress,
+    tally: Tally,
+    pause_s: float,
+) -> None:
+    """Every table in order; a failure is one MigrateError line (what was copied stays)."""
+    table = ""
+    try:
+        for table in COPY_TABLES:
+            progress.start("copy", table, count_rows(source, table, batch))
+            copy_table(source, dest, table, held[table], batch, progress, tally, pause_s)
+            progress.finish()
+    except Exception as exc:
+        progress.abandon()
+        raise MigrateError(
+            f"copying {table} failed after {tally.copied:,} rows ({mask_url(str(exc)) or type(exc).__name__}); "
+            "what was copied is kept: run the same command again to go on"
+        ) from None
+
+
+def _report(verdicts: list[Verdict], tally: Tally, out: TextIO) -> int:
+    """The verification table and the last line; a table that differs is a MigrateError."""
+    for line in verdict_table(verdicts):
+        out.write(line + "\n")
+    different = [verdict.table for verdict in verdicts if not verdict.equal]
+    if different:
+        raise MigrateError(
+            f"verification failed: {', '.join(different)} differ between the source and the destination "
+            f"({tally.copied:,} rows copied). Did something write to either store during the migration?"
+        )
+    out.write(f"{tally.copied:,} rows copied; verified\n")
+    return 0
+
+
 def run(
     source_text: str,
     dest_text: str,
@@ -468,19 +528,10 @@ def run(
     err: TextIO,
     locks: DoorLocks,
 ) -> int:
-    """The whole command; one-line errors are MigrateError (exit 2 for usage, else 1)."""
-
-    source_side = endpoint(source_text, "--from")
-    dest_side = endpoint(dest_text, "--to")
-    if same_store(source_side, dest_side):
-        raise MigrateError(f"--from and --to name the same store ({source_side.label})", 2)
-    if source_side.path is not None:
-        if not source_side.path.is_file():
-            raise MigrateError(f"no memory database at {source_side.path} (--from)")
-        serving = locks.serving(source_side.path)
-        if serving:
-            raise MigrateError(f"{serving}; stop it first: bli-memory-door stop --db {source_side.path}")
-    pause_s = float(env.get(PAUSE_ENV, "0") or 0)
+    """The whole command: check, copy, verify. One-line errors are MigrateError (status 2 for a
+    wrong argument, else 1); an interruption returns 130."""
+    source_side, dest_side = endpoint(source_text, "--from"), endpoint(dest_text, "--to")
+    _refuse_early(source_side, dest_side, locks)
     dest_lock: int | None = None
     if dest_side.path is not None and dest_side.path.parent.is_dir():
         dest_lock = locks.hold(dest_side.path)  # refuses a served destination
@@ -489,9 +540,9 @@ def run(
     tally = Tally()
     progress = Progress(err, tty=err.isatty())
     try:
-        source = _open(source_side, "--from", env)
+        source = _open(source_side, "--from", err)
         stores.append(source)
-        dest = _open(dest_side, "--to", env)
+        dest = _open(dest_side, "--to", err)
         stores.append(dest)
         if dest_side.path is not None and dest_lock is None:  # its folder was just made
             dest_lock = locks.hold(dest_side.path)
@@ -503,20 +554,7 @@ def run(
             f"bli-memory-door: migrating {source_side.label} -> {dest_side.label} ({batch:,} rows a batch)\n"
         )
         held = check_destination(source, dest, batch, progress)
-        table = ""
-        try:
-            for table in COPY_TABLES:
-                progress.start("copy", table, count_rows(source, table, batch))
-                copy_table(source, dest, table, held[table], batch, progress, tally, pause_s)
-                progress.finish()
-        except KeyboardInterrupt:
-            raise
-        except Exception as exc:
-            progress.abandon()
-            raise MigrateError(
-                f"copying {table} failed after {tally.copied:,} rows ({mask_url(str(exc)) or type(exc).__name__}); "
-                "what was copied is kept: run the same command again to go on"
-            ) from None
+        _copy_all(source, dest, held, batch, progress, tally, _pause_s(env))
         verdicts = verify(source, dest, batch, progress)
     except KeyboardInterrupt:
         progress.abandon(show=True)
@@ -530,13 +568,4 @@ def run(
             store.close()
         if dest_lock is not None and dest_side.path is not None:
             locks.release(dest_lock, dest_side.path)
-    for line in verdict_table(verdicts):
-        out.write(line + "\n")
-    different = [verdict.table for verdict in verdicts if not verdict.equal]
-    if different:
-        raise MigrateError(
-            f"verification failed: {', '.join(different)} differ between the source and the destination "
-            f"({tally.copied:,} rows copied). Did something write to either store during the migration?"
-        )
-    out.write(f"{tally.copied:,} rows copied; verified\n")
-    return 0
+    return _report(verdicts, tally, out)
