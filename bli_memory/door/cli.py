@@ -1,5 +1,5 @@
 """`bli-memory-door`: serve the memory API, stop it, pair devices, list, revoke, promote and demote tokens,
-reset a team or a space (`door/reset.py`)."""
+reset a team or a space (`door/reset.py`), and move a store's rows into another store (`migrate`)."""
 
 from __future__ import annotations
 
@@ -461,20 +461,11 @@ def tokens(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 def _refuse_while_served(db: Path) -> None:
     """CliError naming the door that serves `db`, if one does (its pid file is locked)."""
-    try:
-        fd = os.open(pid_file_path(db), os.O_RDONLY)
-    except OSError:
-        return  # no pid file: no door ever served it, or the last one exited cleanly
-    try:
-        if _lock_free(fd):
-            return
-        info = _read_pid_file(fd)
-    finally:
-        os.close(fd)
-    raise CliError(
-        f"reset refused: a door (pid {info.get('pid', '?')}, {info.get('url') or 'starting'}) serves {db}; "
-        f"stop it first with `bli-memory-door stop --db {db}`; nothing was removed"
-    )
+    serving = serving_door(db)
+    if serving is not None:
+        raise CliError(
+            f"reset refused: {serving}; stop it first with `bli-memory-door stop --db {db}`; nothing was removed"
+        )
 
 
 def reset(args: argparse.Namespace, env: Mapping[str, str]) -> int:
@@ -500,6 +491,45 @@ def reset(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             store.close()
     finally:
         _release_pid_file(pid_fd, path)
+
+
+# ---------------------------------------------------------------------------- migrate
+
+
+def serving_door(db: Path) -> str | None:
+    """A line naming the door that serves the SQLite file `db` (it holds the pid file), or None."""
+    try:
+        fd = os.open(pid_file_path(db), os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        if _lock_free(fd):
+            return None
+        info = _read_pid_file(fd)
+    finally:
+        os.close(fd)
+    return f"a door (pid {info.get('pid', '?')}, {info.get('url') or 'starting'}) serves {db}"
+
+
+def _hold_for_migration(db: Path) -> int:
+    """Hold the pid file of a migration's SQLite destination as a door would: no door starts on it
+    meanwhile (theirs says `migrating`), and `stop --db` interrupts the migration cleanly."""
+    fd = _claim_pid_file(db)
+    _write_pid_file(fd, db, "migrating")
+    return fd
+
+
+def migrate(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    """Copy every row of one store into another, resumably, then verify (door/migrate.py)."""
+    from bli_memory.door import migrate as migration
+
+    locks = migration.DoorLocks(serving=serving_door, hold=_hold_for_migration, release=_release_pid_file)
+    try:
+        return migration.run(
+            args.source, args.dest, batch=args.batch, env=env, out=sys.stdout, err=sys.stderr, locks=locks
+        )
+    except migration.MigrateError as exc:
+        raise CliError(str(exc), exc.status) from None
 
 
 # ---------------------------------------------------------------------------- argv
@@ -582,6 +612,51 @@ stored exchanges (what the Stop hook sent, kept beside its facts):
   then hourly; never with --no-worker); the facts distilled from them stay.
   BLI_MEMORY_EXCHANGE_RETENTION_DAYS days to keep them when --exchange-retention-days is not given
                                      (default 90)
+"""
+
+
+#: how `--from` and `--to` name a store.
+STORE_FORMS = "a SQLite file (PATH or sqlite:PATH) or postgresql://USER@HOST:PORT/DATABASE"
+#: rows read and written per batch of `migrate` (one destination transaction each) unless --batch says.
+MIGRATE_BATCH_ROWS = 1000
+MIGRATE_DESCRIPTION = """\
+Copy every row of one store into another: teams, people, devices (their token hashes, so every
+token keeps working, and revoked devices stay revoked), container aliases, every memory version and
+tombstone with its vector and the model that made it, extraction jobs (queued, done, failed,
+cancelled) and experience rows, keeping their ids and the memories' save order. SQLite to
+PostgreSQL, PostgreSQL to SQLite, or SQLite to SQLite."""
+MIGRATE_EPILOG = """\
+before anything is written:
+  Both stores are opened, which brings each to the current schema. The migration is refused, with
+  one line and nothing written, when --from and --to name the same store, when a door serves either
+  SQLite file (stop it: bli-memory-door stop --db FILE), or when the destination holds any row that
+  is not the source's row unchanged (a store another door has used; migrate into an empty one).
+  Rows an earlier, interrupted run of this migration copied are not a conflict.
+
+copying:
+  Table by table, in batches of --batch rows, one destination transaction each; progress on stderr
+  (rows done / total and rate; a plain line every few seconds when stderr is not a terminal).
+  Ctrl-C, SIGTERM, SIGKILL or a crash at any point loses nothing: run the same command again and it
+  copies only what is missing. A run after a complete one copies nothing ("0 rows copied; verified").
+  While it runs, the SQLite destination's pid file is held, so no door starts serving it.
+
+verifying:
+  Each table is counted and checksummed on both sides over a canonical form of its rows (the same
+  rows give the same checksum in either store); the table goes to stdout. A difference exits 1
+  naming the table.
+
+exit status: 0 copied and verified; 1 refused, failed or not verified; 2 a wrong argument (an
+unknown URL scheme, the same store twice); 130 interrupted.
+
+passwords:
+  Give PostgreSQL's password in ~/.pgpass (mode 0600) or PGPASSWORD, which PostgreSQL's client
+  library reads itself: a password inside the URL works too, but every local user can read a
+  command line. A password in a URL is never printed (postgresql://memory:***@db.internal/memory).
+
+example:
+  bli-memory-door stop
+  bli-memory-door migrate --from ~/.local/share/bli-memory/memory.db \\
+      --to postgresql://memory@db.internal:5432/memory
 """
 
 
@@ -730,6 +805,27 @@ def build_parser() -> argparse.ArgumentParser:
         help="for scripts: the team name (or, with --space, the space tag) instead of typing it",
     )
     reset_parser.add_argument("--db", help=db_help)
+
+    migrate_parser = commands.add_parser(
+        "migrate",
+        help="copy every row of one store into another (SQLite, PostgreSQL), resumably, and verify",
+        description=MIGRATE_DESCRIPTION,
+        epilog=MIGRATE_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    migrate_parser.add_argument(
+        "--from", dest="source", required=True, metavar="STORE", help="the store to copy: " + STORE_FORMS
+    )
+    migrate_parser.add_argument(
+        "--to", dest="dest", required=True, metavar="STORE", help="the store to copy into: " + STORE_FORMS
+    )
+    migrate_parser.add_argument(
+        "--batch",
+        type=_positive(int),
+        default=MIGRATE_BATCH_ROWS,
+        metavar="ROWS",
+        help=f"rows read and written at a time, one destination transaction each (default {MIGRATE_BATCH_ROWS})",
+    )
     return parser
 
 
@@ -755,6 +851,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
     handlers = {"serve": serve, "stop": stop, "pair": pair, "tokens": tokens, "reset": reset}
+    handlers = {"serve": serve, "stop": stop, "pair": pair, "tokens": tokens, "migrate": migrate}
     handler = handlers.get(args.command)
     if handler is None:
         parser.print_help(sys.stderr)

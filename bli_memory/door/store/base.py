@@ -33,6 +33,76 @@ ExperienceOutcome = Literal["inserted", "identical", "conflict"]
 #: waiting means a stuck worker or a runaway client, and each may hold 100 000 characters.
 MAX_PENDING_JOBS_PER_DEVICE = 200
 
+#: the tables dump_rows/load_rows copy, in the order a copy follows (a row's references first)
+COPY_TABLES = (
+    "teams",
+    "people",
+    "devices",
+    "container_aliases",
+    "memories",
+    "memory_extract_jobs",
+    "experience",
+)
+#: each copied table's primary key: `after` in dump_rows is a tuple of these columns' values.
+PRIMARY_KEYS: dict[str, tuple[str, ...]] = {
+    "teams": ("id",),
+    "people": ("id",),
+    "devices": ("id",),
+    "container_aliases": ("team_id", "alias"),
+    "memories": ("rowid",),
+    "memory_extract_jobs": ("id",),
+    "experience": ("team_id", "id"),
+}
+#: the columns of a dumped row, by their SQLite names: what a store's dump_rows gives and its
+#: load_rows takes, whatever the store names them itself. `people.admin` is no longer read (admin
+#: is a device's) but is kept, so that a copy holds everything the original did.
+COPY_COLUMNS: dict[str, tuple[str, ...]] = {
+    "teams": ("id", "name", "created_at"),
+    "people": ("id", "team_id", "name", "admin", "created_at"),
+    "devices": (
+        "id",
+        "person_id",
+        "token_hash",
+        "label",
+        "admin",
+        "created_at",
+        "last_used_at",
+        "revoked_at",
+    ),
+    "container_aliases": ("team_id", "alias", "canonical", "created_at"),
+    "memories": tuple(
+        "rowid id team_id container_tag custom_id content content_hash kind status version root_id "
+        "previous_version_id pinned metadata person_id device_id created_at updated_at superseded_at "
+        "embedding embedding_model".split()
+    ),
+    "memory_extract_jobs": tuple(
+        "id team_id person_id device_id container_tag content metadata status attempts outcome error "
+        "created_at started_at finished_at".split()
+    ),
+    "experience": (
+        "id",
+        "team_id",
+        "person_id",
+        "device_id",
+        "store",
+        "verdict",
+        "reason",
+        "created_at",
+        "received_at",
+    ),
+}
+#: dumped columns holding JSON text: a store may give them as text or as the parsed value, and
+#: load_rows takes either.
+JSON_COLUMNS: dict[str, tuple[str, ...]] = {
+    "memories": ("metadata",),
+    "memory_extract_jobs": ("metadata", "outcome"),
+}
+
+
+def key_of(table: str, row: dict[str, Any]) -> tuple[Any, ...]:
+    """A dumped row's primary key, as dump_rows' `after` takes it."""
+    return tuple(row[column] for column in PRIMARY_KEYS[table])
+
 
 class QueueFull(Exception):
     """The device already has as many extraction jobs waiting as the store allows."""
@@ -364,4 +434,19 @@ class Store(Protocol):
         self, team_id: int, since: float, after: tuple[float, str], limit: int
     ) -> list[dict[str, Any]]:
         """Up to `limit` rows created at or after `since` and after `after` in (created_at, id) order."""
+        ...
+
+    # ---------------------------------------------------------------- copying a store (migrate)
+
+    def dump_rows(self, table: str, after: tuple[Any, ...] | None, limit: int) -> list[dict[str, Any]]:
+        """Up to `limit` rows of `table` in primary-key order after key `after` (None: from the start), each a
+        dict of the SQLite column names to plain values; a memory's `embedding` as float32 bytes (or None).
+        The columns are COPY_COLUMNS[table]; a table outside COPY_TABLES is a ValueError."""
+        ...
+
+    def load_rows(self, table: str, rows: Sequence[dict[str, Any]]) -> int:
+        """Insert rows as dump_rows gives them (from either store), keeping their keys; a row whose key is
+        already there is left alone. Returns how many were inserted. One transaction: a row that breaks
+        any other constraint fails the call and inserts nothing. New rows made after a load take keys
+        after the loaded ones (a server store moves its sequences past them)."""
         ...

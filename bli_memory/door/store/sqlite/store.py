@@ -28,7 +28,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from bli_memory.door.model import Job, Memory, Principal, hash_text, new_id, new_token, now_s
 from bli_memory.door.store.base import (
+    COPY_COLUMNS,
+    COPY_TABLES,
+    JSON_COLUMNS,
     MAX_PENDING_JOBS_PER_DEVICE,
+    PRIMARY_KEYS,
     BrowseRow,
     DeviceRevoked,
     ExperienceOutcome,
@@ -77,10 +81,28 @@ def _is_full(exc: BaseException) -> bool:
     )
 
 
+def _copied_table(table: str) -> str:
+    """`table` when dump_rows/load_rows copy it; ValueError otherwise (a table name goes into SQL)."""
+    if table not in COPY_TABLES:
+        raise ValueError(f"not a copied table: {table!r}")
+    return table
+
+
+def _stored_value(table: str, column: str, value: Any) -> Any:
+    """A dumped value as this store keeps it: JSON columns as text, bytes-like as bytes."""
+    if column in JSON_COLUMNS.get(table, ()) and value is not None and not isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    return value
+
+
 class SqliteStore:
     """The door's rows in one SQLite file. Thread-safe; every write method is one transaction."""
 
     name = "sqlite"
+    #: the schema version this code writes (a file is brought to it when opened).
+    SCHEMA_VERSION = SCHEMA_VERSION
 
     def __init__(self, path: str | Path, *, max_pending_jobs: int = MAX_PENDING_JOBS_PER_DEVICE) -> None:
         """Open (or create, private) the file. Raises DamagedDatabase, before any write, when an
@@ -853,3 +875,35 @@ class SqliteStore:
                 (team_id, after[0], after[1], since, limit),
             ).fetchall()
         return [dict(row) for row in page]
+
+    # ------------------------------------------------------------------ copying a store (migrate)
+
+    def dump_rows(self, table: str, after: tuple[Any, ...] | None, limit: int) -> list[dict[str, Any]]:
+        columns = COPY_COLUMNS[_copied_table(table)]
+        key = ", ".join(PRIMARY_KEYS[table])
+        where = "" if after is None else f"WHERE ({key}) > ({', '.join('?' * len(after))})"
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {', '.join(columns)} FROM {table} {where} ORDER BY {key} LIMIT ?",
+                (*(after or ()), limit),
+            ).fetchall()
+        return [dict(zip(columns, row, strict=True)) for row in rows]
+
+    def load_rows(self, table: str, rows: Sequence[dict[str, Any]]) -> int:
+        """One transaction; a key already present is skipped (ON CONFLICT DO NOTHING on the primary
+        key only: a row breaking another constraint fails the whole call)."""
+        columns = COPY_COLUMNS[_copied_table(table)]
+        statement = (
+            f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))}) "
+            f"ON CONFLICT ({', '.join(PRIMARY_KEYS[table])}) DO NOTHING"
+        )
+        values = [tuple(_stored_value(table, column, row.get(column)) for column in columns) for row in rows]
+        with self.transaction():
+            before = self._db.total_changes
+            self._db.executemany(statement, values)
+            return self._db.total_changes - before
+
+    def count_rows(self, table: str) -> int:
+        """How many rows `table` holds (migrate's progress; not part of the Store protocol)."""
+        with self._lock:
+            return int(self._db.execute(f"SELECT count(*) FROM {_copied_table(table)}").fetchone()[0])
