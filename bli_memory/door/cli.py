@@ -850,8 +850,7 @@ def _missing_door_module() -> str | None:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    handlers = {"serve": serve, "stop": stop, "pair": pair, "tokens": tokens, "reset": reset}
-    handlers = {"serve": serve, "stop": stop, "pair": pair, "tokens": tokens, "migrate": migrate}
+    handlers = {"serve": serve, "stop": stop, "pair": pair, "tokens": tokens, "reset": reset, "migrate": migrate}
     handler = handlers.get(args.command)
     if handler is None:
         parser.print_help(sys.stderr)
