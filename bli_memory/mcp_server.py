@@ -30,7 +30,7 @@ SERVER_INSTRUCTIONS = (
 USAGE = """usage: bli-memory-mcp
 
 Runs the BLI Memory MCP server on stdio (JSON-RPC on stdout, operational lines on stderr).
-Tools: search_memory, save_memory, update_memory, forget_memory.
+Tools: search_memory, save_memory, update_memory, forget_memory, memory_experience.
 The door and token come from ~/.config/bli-cockpit/session.json or BLI_MEMORY_DEVICE_TOKEN /
 BLI_MEMORY_DASHBOARD_URL; BLI_MEMORY_CONTAINER_TAG forces the space.
 """
