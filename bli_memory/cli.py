@@ -45,6 +45,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
 
 SERVER = ("bli_memory.mcp_server", "main")
 PRINT_CONFIG = ("bli_memory.install.cli", "print_config_main")
+PRINT_SKILL = ("bli_memory.install.skill", "print_skill_main")
 
 
 def usage() -> str:
@@ -61,6 +62,7 @@ def usage() -> str:
         "",
         "options:",
         "  --print-config[=claude|codex]  print the install contract or the Codex config block",
+        "  --print-skill                  print the bli-memory skill (SKILL.md) install writes",
         "  -V, --version                  print the version",
         "  --help                         show this help",
         "",
@@ -150,6 +152,8 @@ def _dispatch(args: list[str]) -> int:
         return 0
     if first == "--print-config" or first.startswith("--print-config="):
         return _run(*PRINT_CONFIG, args)
+    if first == "--print-skill":
+        return _run(*PRINT_SKILL, rest)
     entry = COMMANDS.get(first)
     if entry is None:
         sys.stderr.write(f"bli-memory-mcp: unknown command {first!r}; see `bli-memory-mcp --help`\n")
