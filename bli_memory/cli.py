@@ -41,6 +41,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "record a win/loss/noise opinion in the experience log",
     ),
     "sync": ("bli_memory.commands.experience", "sync_main", "ship queued experience entries to the door"),
+    "ops": (
+        "bli_memory.commands.ops",
+        "main",
+        "the A/B's ops view: the door's experience totals and this machine's hook stats",
+    ),
 }
 
 SERVER = ("bli_memory.mcp_server", "main")

@@ -195,6 +195,10 @@ class DoorClient:
         """Record one experience opinion (201 inserted, 200 an identical retry)."""
         return self._call("POST", "/api/memory/experience", dict(entry), deadline=deadline)
 
+    def memory_usage(self, *, deadline: float) -> dict[str, Any]:
+        """The team's experience aggregation (`GET /api/ops/memory-usage`), for `bli-memory-mcp ops`."""
+        return self._call("GET", "/api/ops/memory-usage", None, deadline=deadline)
+
     # -- one exchange ------------------------------------------------------------------------------
 
     def _call(
