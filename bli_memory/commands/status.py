@@ -178,7 +178,9 @@ def _experience_lines(status: Mapping[str, Any]) -> list[str]:
     if "experience" in status:
         from bli_memory.commands.ops import queue_line
 
-        lines.append("experience: " + queue_line(status["experience"]).split(": ", 1)[1])
+        queue = status["experience"]
+        detail = queue_line(queue).split("; ", 1)[1]
+        lines.append(f"sync:    {queue['queued']} experience entries queued; {detail}")
     if "skill" in status:
         skill = status["skill"]
         hosts = [host for host in ("claude", "codex") if skill.get(host, {}).get("installed")]

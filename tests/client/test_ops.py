@@ -155,11 +155,13 @@ def test_status_shows_the_last_sync_and_the_queue(tmp_path: Path, start_door: Ca
             BLI_MEMORY_DEVICE_TOKEN="x",
         )
     queued = run(home, "status", **paired(door, door.token))
-    assert "experience: 2 queued; never synced" in queued.stdout
+    assert "sync:    2 experience entries queued; never synced" in queued.stdout
     assert run(home, "sync", **paired(door, door.token)).returncode == 0
     after = json.loads(run(home, "status", "--json", **paired(door, door.token)).stdout)
     last = after["experience"]["lastSync"]
     assert after["experience"]["queued"] == 0
     assert (last["shipped"], last["rejected"], last["queued"], last["stopped"]) == (2, 0, 0, None)
     text = run(home, "status", **paired(door, door.token)).stdout
-    assert f"experience: 0 queued; last sync {last['at']}: shipped 2, rejected 0, left 0" in text
+    assert (
+        f"sync:    0 experience entries queued; last sync {last['at']}: shipped 2, rejected 0, left 0" in text
+    )
