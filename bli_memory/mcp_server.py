@@ -23,7 +23,8 @@ SERVER_NAME = "bli-memory"
 SERVER_INSTRUCTIONS = (
     "Long-term memory for this project: durable facts, decisions and context saved in earlier sessions. "
     "Search it before answering questions about past work; save what a future session should know; "
-    "update a memory when a fact changes; forget one that is wrong."
+    "update a memory when a fact changes; forget one that is wrong. When a recall clearly helped, misled "
+    "or got in the way, record it with memory_experience."
 )
 
 
