@@ -68,10 +68,16 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "main",
         "write every memory of a space (or --all) with its history, as jsonl or markdown",
     ),
+    "ops": (
+        "bli_memory.commands.ops",
+        "main",
+        "the A/B's ops view: the door's experience totals and this machine's hook stats",
+    ),
 }
 
 SERVER = ("bli_memory.mcp_server", "main")
 PRINT_CONFIG = ("bli_memory.install.cli", "print_config_main")
+PRINT_SKILL = ("bli_memory.install.skill", "print_skill_main")
 
 
 def usage() -> str:
@@ -88,6 +94,7 @@ def usage() -> str:
         "",
         "options:",
         "  --print-config[=claude|codex]  print the install contract or the Codex config block",
+        "  --print-skill                  print the bli-memory skill (SKILL.md) install writes",
         "  -V, --version                  print the version",
         "  --help                         show this help",
         "",
@@ -177,6 +184,8 @@ def _dispatch(args: list[str]) -> int:
         return 0
     if first == "--print-config" or first.startswith("--print-config="):
         return _run(*PRINT_CONFIG, args)
+    if first == "--print-skill":
+        return _run(*PRINT_SKILL, rest)
     entry = COMMANDS.get(first)
     if entry is None:
         sys.stderr.write(f"bli-memory-mcp: unknown command {first!r}; see `bli-memory-mcp --help`\n")

@@ -16,6 +16,7 @@ Standard library only (``json`` plus the wire modules): every hook imports this.
 from __future__ import annotations
 
 import json
+import time
 
 from bli_memory.wire import http
 from bli_memory.wire.reasons import http_reason, to_log_reason
@@ -31,6 +32,10 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
 
 #: the door's answers are small; a search of 100 hits of long memories is well under this.
 MAX_ANSWER_BYTES = 4 * 1024 * 1024
+#: a search keeps this much of its deadline for the search itself; the rest may go to the door's
+#: question rewrite (`rewriteBudgetMs`): a 2 s prompt hook leaves it under 1 s, a 20 s tool call 19 s
+REWRITE_RESERVE_S = 1.0
+REWRITE_BUDGET_MAX_MS = 60_000
 #: the door's own message is shown to people; keep it to one readable line.
 MAX_MESSAGE_CHARS = 300
 _PATH_SAFE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~")
@@ -112,8 +117,14 @@ class DoorClient:
     def search(
         self, q: str, container_tag: str, *, limit: int = 5, threshold: float = 0.0, deadline: float
     ) -> dict[str, Any]:
-        """``{results: [...], searched: [tags]}``: meaning, keyword and recency at once."""
+        """``{results: [...], searched: [tags]}``: meaning, keyword and recency at once.
+
+        The door may also search a question as a statement (its question rewrite); it is told how
+        long that may take: what this call's deadline leaves after REWRITE_RESERVE_S for the search
+        itself, so a prompt hook's 2 s budget never waits for a rewrite that does not fit."""
         body = {"q": q, "containerTag": container_tag, "limit": limit, "threshold": threshold}
+        left_s = deadline - time.monotonic() - REWRITE_RESERVE_S
+        body["rewriteBudgetMs"] = max(0, min(REWRITE_BUDGET_MAX_MS, int(left_s * 1000)))
         return self._call("POST", "/api/memory/search", body, deadline=deadline)
 
     def save(
@@ -257,6 +268,10 @@ class DoorClient:
     def import_rows(self, rows: list[dict[str, Any]], *, deadline: float) -> dict[str, Any]:
         """``{results: [{id, status} | {id, error, message}]}``: exported rows written back as they were."""
         return self._call("POST", "/api/memory/import", {"rows": rows}, deadline=deadline)
+
+    def memory_usage(self, *, deadline: float) -> dict[str, Any]:
+        """The team's experience aggregation (`GET /api/ops/memory-usage`), for `bli-memory-mcp ops`."""
+        return self._call("GET", "/api/ops/memory-usage", None, deadline=deadline)
 
     # -- one exchange ------------------------------------------------------------------------------
 

@@ -23,14 +23,16 @@ SERVER_NAME = "bli-memory"
 SERVER_INSTRUCTIONS = (
     "Long-term memory for this project: durable facts, decisions and context saved in earlier sessions. "
     "Search it before answering questions about past work; save what a future session should know; "
-    "update a memory when a fact changes; forget one that is wrong."
+    "update a memory when a fact changes; forget one that is wrong. When a recall clearly helped, misled "
+    "or got in the way, record it with memory_experience."
 )
 
 
 USAGE = """usage: bli-memory-mcp
 
 Runs the BLI Memory MCP server on stdio (JSON-RPC on stdout, operational lines on stderr).
-Tools: search_memory, save_memory, update_memory, forget_memory, list_memories, recent_memories.
+Tools: search_memory, save_memory, update_memory, forget_memory, list_memories, recent_memories,
+memory_experience.
 The door and token come from ~/.config/bli-cockpit/session.json or BLI_MEMORY_DEVICE_TOKEN /
 BLI_MEMORY_DASHBOARD_URL; BLI_MEMORY_CONTAINER_TAG forces the space.
 """

@@ -280,6 +280,46 @@ BROWSE_TOOLS: tuple[ToolSpec, ...] = (
     ),
 )
 TOOLS = TOOLS + BROWSE_TOOLS
+# -- memory_experience: the experience log's tool (the CLI's `log`, recorded by the same code) ----------
+
+#: mirrors `experience_log.STORES` / `VERDICTS` (not imported: this module loads on every tool run)
+_EXPERIENCE_STORES = ["bli", "supermemory", "both"]
+_EXPERIENCE_VERDICTS = ["win", "loss", "noise"]
+
+MEMORY_EXPERIENCE_TOOL = ToolSpec(
+    name="memory_experience",
+    title="Log memory experience",
+    description=(
+        "Record your opinion of a memory store's recall for the live A/B: win (it helped), loss (it was "
+        "wrong or missed what it held) or noise (it got in the way). store: bli for lines marked [bli], "
+        "supermemory for ◪, both for a joint opinion. The reason is one line, at most 500 characters, "
+        "about the tools only - never a prompt, a memory's text or a secret. The opinion is kept in the "
+        "local log at once and shipped to the door now or by the next sync; the result says which."
+    ),
+    input_schema={
+        "type": "object",
+        "properties": {
+            "store": {"type": "string", "enum": _EXPERIENCE_STORES, "description": "Whose recall."},
+            "verdict": {"type": "string", "enum": _EXPERIENCE_VERDICTS, "description": "win, loss or noise."},
+            "reason": {
+                "type": "string",
+                "minLength": 1,
+                "maxLength": 500,
+                "description": "Why, in one line.",
+            },
+        },
+        "required": ["store", "verdict", "reason"],
+        "additionalProperties": False,
+    },
+    annotations={
+        "title": "Log memory experience",
+        "readOnlyHint": False,
+        "destructiveHint": False,
+        "idempotentHint": False,
+        "openWorldHint": False,
+    },
+)
+TOOLS = (*TOOLS, MEMORY_EXPERIENCE_TOOL)
 
 TOOLS_BY_NAME: dict[str, ToolSpec] = {tool.name: tool for tool in TOOLS}
 
@@ -544,6 +584,31 @@ def _noting_masks(result: ToolResult, masked: Redaction) -> ToolResult:
     structured["masked"] = {"count": masked.masked, "kinds": dict(sorted(masked.kinds.items()))}
     structured["summary"] = f"{structured.get('summary', '')} {note}".strip()
     return ToolResult(f"{result.text}\n{note}", structured, is_error=result.is_error)
+
+    def _memory_experience(self, args: dict[str, Any]) -> ToolResult:
+        """What `bli-memory-mcp log` does, through the same code (`experience_log.record_opinion`)."""
+        from bli_memory import experience_log
+
+        store, verdict, reason = str(args["store"]), str(args["verdict"]), str(args["reason"]).strip()
+        problem = experience_log.check_opinion(store, verdict, reason)
+        if problem is not None:
+            return self._failure("memory_experience", INVALID_ARGUMENTS, problem)
+        env = os.environ
+        try:
+            recorded = experience_log.record_opinion(
+                store,
+                verdict,
+                reason,
+                env=env,
+                client=self._client,
+                project=os.path.basename(os.path.abspath(project_dir(env))),
+                now=self._clock(),
+            )
+        except experience_log.ExperienceWriteError as exc:
+            return self._failure("memory_experience", "local_write_failed", str(exc))
+        text = f"{recorded.receipt}\nRecorded as entry {recorded.id}; "
+        text += experience_log.shipping_state(recorded.failure) + "."
+        return ToolResult(text, {"summary": text, **recorded.to_json()})
 
 
 def project_dir(env: Mapping[str, str]) -> str:

@@ -231,7 +231,10 @@ def main() -> int:
                 "/api/memory/search",
                 {"q": "how long do we wait between payment retries?", "containerTag": tag, "limit": 3},
                 note="`limit` 1..100 (default 5), `threshold` 0..1 on `similarity` (default 0). `searched` lists every "
-                "tag of the space (aliases included).",
+                "tag of the space (aliases included). When the door has a chat endpoint (`BLI_MEMORY_LLM_URL`, "
+                "`BLI_MEMORY_LLM_MODEL`), a question is also searched as the statement that would answer it, the "
+                "two result lists fused, and the answer's `rewrittenAs` gives the statement; `rewriteBudgetMs` "
+                "(0..60000, optional) caps how long that rewrite may take (docs/question-rewrite.md).",
             )
             doc.call(
                 "An identifier query",

@@ -1,6 +1,7 @@
 """Capture quality: replay coding-agent exchanges through a real door and score what the librarian keeps.
 
 Usage: .venv/bin/python scripts/eval_capture.py PATH [--embedder onnx|none] [--projects A,B] [--verbose]
+       [--rewrite-standin]
 
 PATH is a capture file: one JSON object a line, `{id, project, exchange, facts: [{query, key: [...]}],
 must_not: [...], noise}`. The data set is not part of a checkout; the development machine's copy is
@@ -33,11 +34,18 @@ and superseded (read from the door's database, read-only, after each job), where
 or what came first instead, the wrong facts and the noise kept, and at the end every space's facts.
 The table goes to stdout and is the same for the same input and librarian; progress and timings go to
 stderr.
+
+`--rewrite-standin` adds a column: the deterministic librarian on a door whose question rewrite
+(`bli_memory.door.rewrite`) is on, its chat endpoint scripts/rewrite_standin.py's deterministic rule
+served on a loopback port (no model runs here). The stand-in refuses the librarian's extraction
+requests, so that door's jobs fall back to the deterministic extractor: the column differs from the
+first only by the rewrite of the fact queries that are questions.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -52,7 +60,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -701,6 +709,23 @@ def librarians(env: Mapping[str, str]) -> list[tuple[str, dict[str, str]]]:
     return chosen
 
 
+#: the column of `--rewrite-standin`: its door's extraction requests are refused by the stand-in, so
+#: its librarian falls back to the deterministic one on every job (the fallback row says so)
+REWRITE_COLUMN = "deterministic + rewrite (stand-in rule)"
+
+
+@contextlib.contextmanager
+def _rewrite_endpoint(wanted: bool) -> Iterator[str | None]:
+    """The stand-in rule served as a chat endpoint (scripts/rewrite_standin.py), or None."""
+    if not wanted:
+        yield None
+        return
+    from rewrite_standin import serving_rule  # beside this script: the rule, not a model
+
+    with serving_rule() as url:
+        yield url
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="eval_capture.py",
@@ -721,12 +746,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="comma-separated project names: replay and score only their exchanges (e.g. to tune the "
         "librarian on some projects and report the others as held out)",
     )
+    parser.add_argument(
+        "--rewrite-standin",
+        action="store_true",
+        help="one more column: the deterministic librarian on a door whose question rewrite asks "
+        "scripts/rewrite_standin.py's rule, not a model",
+    )
     args = parser.parse_args(argv)
     try:
         exchanges = only_projects(load_exchanges(args.path), args.projects)
-        with tempfile.TemporaryDirectory(prefix="bli-capture-") as folder:
+        with (
+            tempfile.TemporaryDirectory(prefix="bli-capture-") as folder,
+            _rewrite_endpoint(args.rewrite_standin) as rewrite_url,
+        ):
             runs = []
-            for index, (name, env) in enumerate(librarians(os.environ)):
+            chosen = librarians(os.environ)
+            if rewrite_url is not None:
+                chosen.append(
+                    (REWRITE_COLUMN, {**chosen[0][1], ENV_LLM_URL: rewrite_url, ENV_LLM_MODEL: "rule"})
+                )
+            for index, (name, env) in enumerate(chosen):
                 print(f"{PROG}: {name} librarian, embedder {args.embedder}", file=sys.stderr, flush=True)
                 runs.append(run_librarian(name, exchanges, args.embedder, env, Path(folder) / str(index)))
                 print(f"{PROG}: {name} done in {runs[-1].seconds:.0f} s", file=sys.stderr, flush=True)

@@ -3,6 +3,10 @@
 Usage: .venv/bin/python scripts/eval_locomo.py PATH_TO_LOCOMO_JSON [--embedder SPEC] [--limit-samples N]
        [--modes hybrid,keyword,vector,rrf60] [--with-facts] [--pipeline] [--loco] [--vector-cache FILE]
 
+A mode with `+rw` (`hybrid+rw`) also searches each question as the door's question rewrite would, with
+scripts/rewrite_standin.py's deterministic rule in the chat model's place (no model runs here), and
+fuses the two lists as the door does (`bli_memory.door.rewrite`).
+
 Every turn of each conversation is saved as one memory ("Speaker: text", plus the shared image's
 caption when the turn has one) in its own space, through the real `MemoryService` and `SqliteStore` code on a temporary
 database. A turn's `created_at` comes from its session's date, shifted so the conversation's last
@@ -64,9 +68,12 @@ from bli_memory.door import memories as memories_module
 from bli_memory.door.embed import Embedder, Kind, load_embedder
 from bli_memory.door.memories import MemoryService
 from bli_memory.door.model import Memory, now_s
+from bli_memory.door.rewrite import QuestionRewriter, fuse_hits
 from bli_memory.door.store.sqlite import SqliteStore
 
 KS = (1, 5, 10, 25)
+#: a mode with this suffix also searches each question as rewritten by the stand-in rule
+REWRITE_SUFFIX = "+rw"
 CATEGORIES = (1, 2, 3, 4)
 CATEGORY_NAMES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 SECONDS_PER_TURN = 30.0
@@ -491,9 +498,14 @@ def recall(found: Sequence[set[Turn]], evidence: Sequence[Turn], k: int) -> floa
 
 
 def evaluate(
-    memories: MemoryService, principal: Any, conversations: Sequence[Conversation], modes: Sequence[str]
+    memories: MemoryService,
+    principal: Any,
+    conversations: Sequence[Conversation],
+    modes: Sequence[str],
+    rewriter: QuestionRewriter | None = None,
 ) -> dict[str, dict[int, list[list[float]]]]:
-    """mode -> category -> per-question [recall@k for k in KS]."""
+    """mode -> category -> per-question [recall@k for k in KS]. A mode named `<mode>+rw` also searches
+    each question as `rewriter` rewrites it and fuses the two lists, as the door's search does."""
     results: dict[str, dict[int, list[list[float]]]] = {m: {c: [] for c in CATEGORIES} for m in modes}
     total = sum(len(c.questions) for c in conversations)
     done = 0
@@ -501,9 +513,18 @@ def evaluate(
     for conversation in conversations:
         for question in conversation.questions:
             for mode in modes:
+                weights = MODES[mode.removesuffix(REWRITE_SUFFIX)]
                 hits = memories.search(
-                    principal, conversation.tag, question.text, limit=max(KS), weights=MODES[mode]
+                    principal, conversation.tag, question.text, limit=max(KS), weights=weights
                 )
+                statement = None
+                if mode.endswith(REWRITE_SUFFIX) and rewriter is not None:
+                    statement = rewriter.rewrite(question.text)
+                if statement is not None:
+                    also = memories.search(
+                        principal, conversation.tag, statement, limit=max(KS), weights=weights
+                    )
+                    hits = fuse_hits(hits, also, max(KS))
                 # a channel-only run leaves the other channel's rows at score 0: they were not found
                 found = [conversation.stands_for(hit.memory) for hit in hits if hit.score > 0]
                 results[mode][question.category].append([recall(found, question.evidence, k) for k in KS])
@@ -577,12 +598,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-    unknown = [m for m in modes if m not in MODES]
+    unknown = [m for m in modes if m.removesuffix(REWRITE_SUFFIX) not in MODES]
     if unknown:
         print(
-            f"eval_locomo: unknown mode {unknown[0]!r} (use hybrid, keyword, vector, rrf60)", file=sys.stderr
+            f"eval_locomo: unknown mode {unknown[0]!r} (use hybrid, keyword, vector, rrf60, each with or "
+            f"without {REWRITE_SUFFIX})",
+            file=sys.stderr,
         )
         return 2
+    rewriter = None
+    if any(m.endswith(REWRITE_SUFFIX) for m in modes):
+        from rewrite_standin import rule_post  # scripts/rewrite_standin.py: the rule, not a model
+
+        rewriter = QuestionRewriter("http://rule.invalid", "stand-in rule", post=rule_post)
     path = Path(args.path)
     try:
         samples = json.loads(path.read_text(encoding="utf-8"))
@@ -603,8 +631,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     embedder, reason = load_embedder(args.embedder)
     if reason:
         print(f"eval_locomo: {reason}", file=sys.stderr)
-    if embedder.dim == 0 and "vector" in modes:
-        modes.remove("vector")
+    if embedder.dim == 0:
+        modes = [m for m in modes if m.removesuffix(REWRITE_SUFFIX) != "vector"]
     cache = None
     if args.vector_cache is not None and embedder.dim:
         try:
@@ -640,7 +668,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.loco:
             report = loco(memories, principal, conversations)
         else:
-            results = evaluate(memories, principal, conversations, modes)
+            results = evaluate(memories, principal, conversations, modes, rewriter)
         memories.close()
     if cache is not None:
         cache.save()

@@ -195,3 +195,16 @@ def test_a_configured_llm_librarian_gets_a_column_beside_the_deterministic_one(
     # the stand-in's facts hold both keys: the LLM door found every fact
     assert cells(done.stdout, "facts found again")[1] == "1.00 (2/2)"
     assert cells(done.stdout, "jobs failed") == ["0 of 3", "0 of 3"]
+
+
+def test_the_rewrite_stand_in_gets_a_column_whose_jobs_fall_back_to_the_deterministic_librarian(
+    tmp_path: Path,
+) -> None:
+    done = run_script(tmp_path, str(write_capture(tmp_path)), "--embedder", "none", "--rewrite-standin")
+    assert done.returncode == 0, done.stderr
+    assert columns(done.stdout) == ["deterministic", "deterministic + rewrite (stand-in rule)"]
+    # the stand-in refuses extraction: every job of the second door ran the deterministic librarian
+    jobs = cells(done.stdout, "jobs: added")
+    assert jobs[0] == jobs[1]
+    assert cells(done.stdout, "LLM answers that fell back") == ["-", "3"]
+    assert cells(done.stdout, "jobs failed") == ["0 of 3", "0 of 3"]

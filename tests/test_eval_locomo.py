@@ -141,3 +141,28 @@ def test_pipeline_with_generated_facts_is_refused_in_one_line(tmp_path: Path) ->
     done = run(tmp_path, "--pipeline", "--with-facts")
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == ["eval_locomo: --pipeline and --with-facts do not mix"]
+
+
+def test_a_rewrite_mode_searches_the_stand_in_statement_beside_the_question(tmp_path: Path) -> None:
+    done = run(tmp_path, "--modes", "keyword,keyword+rw")
+    assert done.returncode == 0, done.stderr
+    header = next(line for line in done.stdout.splitlines() if line.startswith("recall"))
+    assert header.split("|")[1].strip() == "keyword" and header.split("|")[2].strip() == "keyword+rw"
+    overall = next(line for line in done.stdout.splitlines() if line.startswith("overall"))
+    plain, rewritten = (block.split() for block in overall.split("|")[1:3])
+    assert plain == rewritten == ["1.000"] * 4  # the planted questions are found either way
+    unknown = run(tmp_path, "--modes", "hybrid+typo")
+    assert unknown.returncode == 2 and "unknown mode 'hybrid+typo'" in unknown.stderr
+
+
+def test_the_stand_in_rule_drops_the_questions_scaffolding() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("rewrite_standin", REPO / "scripts" / "rewrite_standin.py")
+    assert spec is not None and spec.loader is not None
+    standin = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(standin)
+    assert standin.statement_for("When did Melanie buy the saxophone?") == "Melanie buy the saxophone."
+    assert standin.statement_for("How many kids does Melanie have?") == "Kids does Melanie have."
+    assert standin.statement_for("what was Caroline researching") == "Caroline researching."
+    assert standin.statement_for("Why?") == "Why?"

@@ -105,7 +105,13 @@ def test_zipapp_install_registers_itself_and_uninstall_removes_it(zipapp_path: P
     command = hooks["Stop"][0]["hooks"][0]["command"]
     result = subprocess.run(command, shell=True, input="{}", capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and result.stderr.startswith("[bli-memory] stop ")
-    assert bare(zipapp_path, "install", home=tmp_path).stdout.count("already registered") == 4
+    # four host files and the skill's two copies, read from the archive's own package data
+    assert bare(zipapp_path, "install", home=tmp_path).stdout.count("already registered") == 6
+    assert (
+        (tmp_path / ".claude" / "skills" / "bli-memory" / "SKILL.md")
+        .read_text()
+        .startswith("---\nname: bli-memory\n")
+    )
     assert bare(zipapp_path, "uninstall", home=tmp_path).returncode == 0
     left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
     assert not [name for name in left if name.endswith((".json", ".toml"))], left
@@ -203,4 +209,5 @@ def test_zipapp_install_on_a_python_without_mcp_registers_the_hooks_but_no_serve
     again = subprocess.run(
         [str(python), str(zipapp_path), "install"], capture_output=True, text=True, env=env, timeout=60
     )
-    assert again.stdout.count("already registered") == 2 and again.stdout.count("not registered") == 2
+    # the two hook files and the skill's two copies; the two server files wait for `mcp`
+    assert again.stdout.count("already registered") == 4 and again.stdout.count("not registered") == 2

@@ -19,101 +19,29 @@ redactor finds a secret is refused.
 
 from __future__ import annotations
 
-import contextlib
-import datetime as _dt
-import json
 import os
 import sys
-import time
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from bli_memory.commands.base import JSON_HELP, new_parser, parse, print_json, usage_error
 from bli_memory.errors import EXIT_FAILED, EXIT_OK, CliError
-from bli_memory.paths import home_dir
-
-VERDICTS = ("win", "loss", "noise")
-STORES = ("bli", "supermemory", "both")
-#: the marker each store prints on its recall lines; copy the observed one into the opinion.
-MARKERS = {"bli": "[bli]", "supermemory": "◪", "both": "[bli]+◪"}
-REASON_MAX_CHARS = 500
-SYNC_BATCH_MAX = 20
-SHIP_DEADLINE_S = 5.0
-#: receipts are written in Indochina Time, as the log's readers expect (fixed UTC+7, no DST).
-ICT = _dt.timezone(_dt.timedelta(hours=7), "ICT")
-#: statuses after which retrying the same entry can never succeed.
-PERMANENT_FAILURES = ("http_400", "http_409")
-
-
-def codex_dir(env: Mapping[str, str]) -> Path:
-    return Path(home_dir(env)) / ".codex"
-
-
-def log_file(env: Mapping[str, str]) -> Path:
-    return codex_dir(env) / "AGENT-EXPERIENCE.md"
-
-
-def outbox_dir(env: Mapping[str, str]) -> Path:
-    return codex_dir(env) / "agent-experience-outbox"
-
-
-def detect_agent(env: Mapping[str, str]) -> str:
-    """Which agent is logging, from the environment its host sets; `unknown` when none says."""
-    if env.get("CLAUDECODE") or env.get("CLAUDE_PROJECT_DIR"):
-        return "claude-code"
-    if any(key.startswith("CODEX_") for key in env):
-        return "codex"
-    return "unknown"
-
-
-def receipt_line(when: _dt.datetime, agent: str, project: str, store: str, verdict: str, reason: str) -> str:
-    stamp = when.astimezone(ICT).strftime("%Y-%m-%d %H:%M")
-    return f"- {stamp} ICT · {agent} · {project} · {store} {MARKERS[store]} · {verdict}: {reason}"
-
-
-def _write_json_atomically(path: Path, data: Mapping[str, Any]) -> None:
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
-
-
-def check_reason(reason: str) -> str | None:
-    """Why a reason cannot be logged, or None."""
-    if not reason:
-        return "the reason is empty"
-    if "\n" in reason or "\r" in reason:
-        return "the reason must be one line"
-    if len(reason) > REASON_MAX_CHARS:
-        return f"the reason is {len(reason)} characters; at most {REASON_MAX_CHARS}"
-    from bli_memory.redact import redact
-
-    if redact(reason).masked:
-        return "the reason looks like it holds a secret; write an opinion about the tools only"
-    return None
-
-
-def ship(entry: dict[str, Any], client: Any) -> str | None:
-    """POST one entry; None when the door has it (201 or an identical retry's 200), else the reason."""
-    from bli_memory.wire.reasons import to_log_reason
-
-    body = {key: entry[key] for key in ("id", "store", "verdict", "reason", "created_at")}
-    try:
-        client.experience(body, deadline=time.monotonic() + SHIP_DEADLINE_S)
-    except Exception as exc:
-        return to_log_reason(exc)
-    return None
-
-
-def _mark(path: Path, entry: dict[str, Any], failure: str | None) -> None:
-    if failure is None:
-        entry["shipped"] = True
-        entry["shipped_at"] = _dt.datetime.now(_dt.timezone.utc).isoformat().replace("+00:00", "Z")
-        entry["last_error"] = None
-    else:
-        entry["last_error"] = failure
-        entry["rejected"] = failure in PERMANENT_FAILURES
-    _write_json_atomically(path, entry)
+from bli_memory.experience_log import (
+    PERMANENT_FAILURES,
+    REASON_MAX_CHARS,
+    STORES,
+    SYNC_BATCH_MAX,
+    VERDICTS,
+    ExperienceWriteError,
+    check_opinion,
+    outbox_dir,
+    queued_entries,
+    record_opinion,
+    ship,
+    shipping_state,
+    write_last_sync,
+)
+from bli_memory.experience_log import mark as _mark
 
 
 def _open_client(env: Mapping[str, str]) -> Any:
@@ -123,6 +51,13 @@ def _open_client(env: Mapping[str, str]) -> Any:
 
     settings = load_settings(env)
     return door_client_for(settings) if settings.paired else None
+
+
+def default_project(env: Mapping[str, str]) -> str:
+    """The project an opinion is about: the name of the folder whose space is the default."""
+    from bli_memory.tools import project_dir
+
+    return os.path.basename(os.path.abspath(project_dir(env)))
 
 
 def log_main(argv: list[str]) -> int:
@@ -158,87 +93,43 @@ def log_main(argv: list[str]) -> int:
         reason = sys.stdin.read(REASON_MAX_CHARS * 4 + 2).rstrip("\r\n").strip()
     else:
         reason = " ".join(args.reason).strip()
-    problem = check_reason(reason)
+    problem = check_opinion(args.store, args.verdict, reason)
     if problem is not None:
         raise usage_error(parser.prog, problem)
 
-    import uuid
-
-    from bli_memory.tools import project_dir
-
-    env = os.environ
-    now = _dt.datetime.now(_dt.timezone.utc)
-    agent = (args.agent or detect_agent(env)).strip() or "unknown"
-    project = (args.project or os.path.basename(os.path.abspath(project_dir(env)))).strip() or "unknown"
-    line = receipt_line(now, agent, project, args.store, args.verdict, reason)
-    entry: dict[str, Any] = {
-        "id": str(uuid.uuid4()),
-        "store": args.store,
-        "verdict": args.verdict,
-        "reason": reason,
-        "created_at": now.replace(microsecond=0).isoformat().replace("+00:00", "Z"),
-        "agent": agent,
-        "project": project,
-        "receipt": line,
-        "shipped": False,
-        "shipped_at": None,
-        "last_error": None,
-    }
-    outbox = outbox_dir(env)
-    try:
-        outbox.mkdir(parents=True, exist_ok=True)
-        sidecar = outbox / f"{entry['id']}.json"
-        _write_json_atomically(sidecar, entry)
-        with open(log_file(env), "a", encoding="utf-8") as handle:
-            handle.write(line + "\n")
-    except OSError as exc:
-        raise CliError(
-            f"{parser.prog}: cannot write the experience log: {exc.strerror}", EXIT_FAILED
-        ) from None
-
     from bli_memory.tools import DoorUrlError
 
+    env = os.environ
     try:
         client = _open_client(env)
-        failure = "unpaired" if client is None else ship(entry, client)
     except DoorUrlError as exc:
         sys.stderr.write(f"{exc}\n")
-        client, failure = None, "invalid_door_url"
-    if client is not None:
-        _mark(sidecar, entry, failure)
-        client.close()
-    if args.json:
-        print_json(
-            {
-                "id": entry["id"],
-                "receipt": line,
-                "receiptFile": str(log_file(env)),
-                "sidecar": str(sidecar),
-                "shipped": entry["shipped"],
-                "reason": failure,
-            }
-        )
+        client = None
+        unusable = "invalid_door_url"
     else:
-        sys.stdout.write(line + "\n")
-        state = (
-            "shipped to the door"
-            if failure is None
-            else f"queued ({failure}); `bli-memory-mcp sync` ships it"
+        unusable = "unpaired"
+    try:
+        recorded = record_opinion(
+            args.store,
+            args.verdict,
+            reason,
+            env=env,
+            client=client,
+            agent=args.agent,
+            project=args.project or default_project(env),
         )
-        sys.stdout.write(f"Recorded as entry {entry['id']}; {state}.\n")
+    except ExperienceWriteError as exc:
+        raise CliError(f"{parser.prog}: {exc}", EXIT_FAILED) from None
+    finally:
+        if client is not None:
+            client.close()
+    failure = recorded.failure if client is not None else unusable
+    if args.json:
+        print_json({**recorded.to_json(), "reason": failure})
+    else:
+        sys.stdout.write(recorded.receipt + "\n")
+        sys.stdout.write(f"Recorded as entry {recorded.id}; {shipping_state(failure)}.\n")
     return EXIT_OK
-
-
-def queued_entries(outbox: Path) -> list[tuple[Path, dict[str, Any]]]:
-    """Unshipped, not rejected entries, oldest first; unreadable sidecars are skipped, never deleted."""
-    entries = []
-    for path in sorted(outbox.glob("*.json")) if outbox.is_dir() else []:
-        with contextlib.suppress(OSError, ValueError):
-            entry = json.loads(path.read_text(encoding="utf-8"))
-            if isinstance(entry, dict) and not entry.get("shipped") and not entry.get("rejected"):
-                entries.append((path, entry))
-    entries.sort(key=lambda item: str(item[1].get("created_at", "")))
-    return entries
 
 
 def sync_main(argv: list[str]) -> int:
@@ -262,8 +153,10 @@ def sync_main(argv: list[str]) -> int:
     try:
         client = _open_client(env) if queue else None
     except DoorUrlError as exc:
+        _remember(env, 0, 0, len(queue), "invalid_door_url")
         raise CliError(str(exc), EXIT_FAILED) from None
     if queue and client is None:
+        _remember(env, 0, 0, len(queue), "unpaired")
         raise CliError(unpaired_message(), EXIT_FAILED)
     shipped, rejected, stopped = 0, 0, None
     try:
@@ -281,7 +174,7 @@ def sync_main(argv: list[str]) -> int:
         if client is not None:
             client.close()
     left = len(queue) - shipped - rejected
-    summary = {"shipped": shipped, "rejected": rejected, "queued": left, "stopped": stopped}
+    summary = _remember(env, shipped, rejected, left, stopped)
     if args.json:
         print_json(summary)
     else:
@@ -293,3 +186,12 @@ def sync_main(argv: list[str]) -> int:
             EXIT_FAILED,
         )
     return EXIT_OK
+
+
+def _remember(
+    env: Mapping[str, str], shipped: int, rejected: int, queued: int, stopped: str | None
+) -> dict[str, Any]:
+    """This run's summary, also written for `status` and `ops` (`experience_log.write_last_sync`)."""
+    summary = {"shipped": shipped, "rejected": rejected, "queued": queued, "stopped": stopped}
+    write_last_sync(env, summary)
+    return summary

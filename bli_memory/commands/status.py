@@ -145,7 +145,52 @@ def render_text(status: Mapping[str, Any]) -> str:
         lines.append(f"space:   unknown ({space.get('reason')}) for {space['folder']}")
     if "codex" in status:
         lines.append(f"codex:   {status['codex']['summary']}")
+    lines += _experience_lines(status)
     return "\n".join(lines)
+
+
+# -- the experience log and the skill (what `ops` and `install` also show) ---------------------------
+
+
+def check_experience(env: Mapping[str, str]) -> dict[str, Any]:
+    """How many experience entries wait to be shipped, and what the last `sync` did."""
+    from bli_memory.commands.ops import experience_queue
+
+    return experience_queue(env)
+
+
+def check_skill(env: Mapping[str, str]) -> dict[str, Any]:
+    """Which hosts have the bli-memory skill install writes (`install.skill`)."""
+    from bli_memory.install.skill import is_ours, skill_paths
+
+    found: dict[str, Any] = {}
+    for host, path in skill_paths(env).items():
+        try:
+            with open(path, encoding="utf-8") as handle:
+                found[host] = {"path": path, "installed": is_ours(handle.read())}
+        except (OSError, UnicodeDecodeError):
+            found[host] = {"path": path, "installed": False}
+    return found
+
+
+def _experience_lines(status: Mapping[str, Any]) -> list[str]:
+    lines = []
+    if "experience" in status:
+        from bli_memory.commands.ops import queue_line
+
+        queue = status["experience"]
+        detail = queue_line(queue).split("; ", 1)[1]
+        lines.append(f"sync:    {queue['queued']} experience entries queued; {detail}")
+    if "skill" in status:
+        skill = status["skill"]
+        hosts = [host for host in ("claude", "codex") if skill.get(host, {}).get("installed")]
+        named = {"claude": "Claude Code", "codex": "Codex"}
+        lines.append(
+            "skill:   "
+            + (f"installed for {', '.join(named[host] for host in hosts)}" if hosts else "not installed")
+            + ("" if len(hosts) == 2 else " (`bli-memory-mcp install` writes it)")
+        )
+    return lines
 
 
 def main(argv: list[str]) -> int:
@@ -181,6 +226,8 @@ def main(argv: list[str]) -> int:
         "daemon": check_daemon(daemon_wire.socket_path(env)),
         "space": _space(settings, project_dir(env)),
         "codex": check_codex(env),
+        "experience": check_experience(env),
+        "skill": check_skill(env),
     }
     door = status["door"]
     healthy = bool(door and door["reachable"] and door.get("token") == "accepted")

@@ -57,6 +57,7 @@ from bli_memory.door.model import (
     now_s,
     parse_iso,
 )
+from bli_memory.door.rewrite import QuestionRewriter, fuse_hits
 from bli_memory.door.server import READ_TIMEOUT_S
 from bli_memory.door.store.base import StoreFull
 
@@ -142,6 +143,8 @@ class SearchBody(_Body):
     containerTag: Tag
     limit: Annotated[StrictInt, Field(ge=1, le=MAX_LIMIT)] = 5
     threshold: Annotated[Number, Field(ge=0, le=1)] = 0.0
+    #: how long a question's rewrite may take, at most (`bli_memory.door.rewrite`); None: the door's own
+    rewriteBudgetMs: Annotated[StrictInt, Field(ge=0, le=60_000)] | None = None
 
 
 class SaveBody(_Body):
@@ -569,8 +572,11 @@ def create_app(
     on_job_queued: Callable[[], None] | None = None,
     allowed_hosts: AllowedHosts | None = None,
     read_timeout_s: float = READ_TIMEOUT_S,
+    rewriter: QuestionRewriter | None = None,
 ) -> Any:
     """The ASGI application: FastAPI routes behind the request gate, wrapped in the request log.
+
+    `rewriter` also searches a question as the statement that would answer it (`door.rewrite`).
 
     `allowed_hosts` None answers any Host (an app driven in-process); `serve` always passes its own.
     """
@@ -638,13 +644,23 @@ def create_app(
         hits = memories.search(
             caller, body.containerTag, body.q, limit=body.limit, threshold=float(body.threshold)
         )
+        statement = None
+        if rewriter is not None:
+            budget_s = None if body.rewriteBudgetMs is None else body.rewriteBudgetMs / 1000.0
+            statement = rewriter.rewrite(body.q, budget_s)
+            if statement is not None:
+                also = memories.search(
+                    caller, body.containerTag, statement, limit=body.limit, threshold=float(body.threshold)
+                )
+                hits = fuse_hits(hits, also, body.limit)
+        answer: dict[str, Any] = {
+            "results": [hit.to_json() for hit in hits],
+            "searched": memories.space_tags(caller, body.containerTag),
+        }
+        if statement is not None:
+            answer["rewrittenAs"] = statement
         # a JSONResponse skips FastAPI's recursive jsonable_encoder: the answer is plain JSON already
-        return JSONResponse(
-            {
-                "results": [hit.to_json() for hit in hits],
-                "searched": memories.space_tags(caller, body.containerTag),
-            }
-        )
+        return JSONResponse(answer)
 
     @api.post(
         "/api/memory/save",

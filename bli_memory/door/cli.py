@@ -356,6 +356,7 @@ def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         on_job_queued=None if worker is None else worker.wake,
         allowed_hosts=door_hosts(args.host, port, args.allowed_host),
         read_timeout_s=limits.read_timeout_s,
+        rewriter=_question_rewriter(env),
     )
     if args.host in ("0.0.0.0", "::") and not args.allowed_host:
         sys.stderr.write(
@@ -850,7 +851,14 @@ def _missing_door_module() -> str | None:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-    handlers = {"serve": serve, "stop": stop, "pair": pair, "tokens": tokens, "reset": reset, "migrate": migrate}
+    handlers = {
+        "serve": serve,
+        "stop": stop,
+        "pair": pair,
+        "tokens": tokens,
+        "reset": reset,
+        "migrate": migrate,
+    }
     handler = handlers.get(args.command)
     if handler is None:
         parser.print_help(sys.stderr)
@@ -869,3 +877,16 @@ def main(argv: list[str] | None = None) -> int:
         return exc.status
     except KeyboardInterrupt:
         return 130
+
+
+def _question_rewriter(env: Mapping[str, str]) -> Any:
+    """The question rewrite of searches (`door.rewrite`), when a chat endpoint is configured; one
+    stderr line says it is on (never the endpoint's key)."""
+    from bli_memory.door.rewrite import rewriter_from_env
+
+    rewriter = rewriter_from_env(env)
+    if rewriter is not None:
+        sys.stderr.write(
+            "bli-memory-door: questions are also searched as statements (chat endpoint rewrite)\n"
+        )
+    return rewriter

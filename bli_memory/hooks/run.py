@@ -352,4 +352,16 @@ def main(argv: list[str]) -> int:
             stats.record(event, result.outcome, elapsed_ms)
         except Exception:
             pass  # counting is best effort; the turn is not
+    if event == "session-start" and not probe:
+        _start_sync_tick()
     return 0
+
+
+def _start_sync_tick() -> None:
+    """After the answer is out: the hourly experience sync, detached (`bli_memory.hooks.sync_tick`)."""
+    try:
+        from bli_memory.hooks import sync_tick
+
+        sync_tick.maybe_start()
+    except Exception:
+        pass

@@ -238,7 +238,12 @@ def _package_root() -> str:
 
 def daemon_env(env: Mapping[str, str]) -> dict[str, str]:
     """The daemon's environment: this one minus the secrets it must not hold, plus where we live."""
-    out = {name: value for name, value in env.items() if name not in DECLINE_ENV_NAMES}
+    return with_package_path({name: value for name, value in env.items() if name not in DECLINE_ENV_NAMES})
+
+
+def with_package_path(env: Mapping[str, str]) -> dict[str, str]:
+    """`env` plus PYTHONPATH naming where this `bli_memory` lives, so `python -m bli_memory` finds it."""
+    out = dict(env)
     root = _package_root()
     existing = out.get("PYTHONPATH")
     out["PYTHONPATH"] = root + (os.pathsep + existing if existing else "")
@@ -261,6 +266,17 @@ def spawn_daemon(env: Mapping[str, str] | None = None, *, force: bool = False) -
         return None
     if not _write_stamp(stamp, __version__):
         return None
+    return spawn_detached(["daemon"], daemon_env(env))
+
+
+def spawn_detached(args: list[str], env: Mapping[str, str]) -> int | None:
+    """Start `python -m bli_memory ARGS` detached with environment `env`; its pid, or None.
+
+    Detached: a new session (no controlling terminal, no signal from the host's process group),
+    stdin/stdout/stderr on /dev/null, no inherited descriptor, so the host's pipes close when the
+    hook exits. The caller does not wait: init adopts the child. Also starts the hourly experience
+    sync (`bli_memory.hooks.sync_tick`).
+    """
     actions: list[tuple[object, ...]] = [
         (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
         (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
@@ -269,8 +285,8 @@ def spawn_daemon(env: Mapping[str, str] | None = None, *, force: bool = False) -
     actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in _inheritable_fds()]
     import sys
 
-    argv = [sys.executable, "-m", "bli_memory", "daemon"]
+    argv = [sys.executable, "-m", "bli_memory", *args]
     try:
-        return os.posix_spawn(sys.executable, argv, daemon_env(env), file_actions=actions, setsid=True)
+        return os.posix_spawn(sys.executable, argv, dict(env), file_actions=actions, setsid=True)
     except (OSError, AttributeError, NotImplementedError):  # no posix_spawn (Windows): direct only
         return None

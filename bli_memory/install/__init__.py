@@ -8,7 +8,9 @@ that is running (so it registers itself, not whatever else is on PATH) and write
   `hooks.<Event>` plus `permissions.allow: mcp__bli-memory__search_memory` in `~/.claude/settings.json`
   (both under `$CLAUDE_CONFIG_DIR` when that is set).
 - Codex: `[mcp_servers.bli-memory]` (`command`, `args`) in `~/.codex/config.toml`, and the three
-  hooks in `~/.codex/hooks.json` (same shape as Claude's; `$CODEX_HOME` honoured). A Codex without
+  hooks in `~/.codex/hooks.json` (same shape as Claude's; `$CODEX_HOME` honoured).
+- both: the `bli-memory` skill, `~/.claude/skills/bli-memory/SKILL.md` and
+  `~/.agents/skills/bli-memory/SKILL.md` (`skill`; uninstall removes only that copy). A Codex without
   hook support never reads hooks.json, so writing it is harmless there; builds that gate hooks
   behind `[features] codex_hooks = true` are left to the person (we never flip feature flags), and
   Codex runs a new or changed hook only once the person trusts it (`/hooks`): install says so while
@@ -25,7 +27,8 @@ One job per module, each depending only on those above it:
 
 - `contract`: the names, the three hooks and their commands, the v1 contract, recognising our hooks;
 - `probe`: which program is running, which python runs it, whether that python can run the server;
-- `files`: the four paths, a planned change, the atomic write and the backup;
+- `files`: the four paths (and the skill's two), a planned change, the atomic write and the backup;
+- `skill`: the bli-memory SKILL.md (package data, `--print-skill`) and its install/uninstall plan;
 - `jsonsplice`: a JSON file's new text, changing only what differs;
 - `tomledit`: Codex's config.toml, our table rendered and edited in place;
 - `edits`: each host's files as they should become (the plan);

@@ -48,6 +48,8 @@ usage: bli-memory-mcp {verb} [--dry-run] [--host claude|codex]
   Claude Code: ~/.claude.json (mcpServers.bli-memory) and ~/.claude/settings.json
                (hooks SessionStart / UserPromptSubmit / Stop, permission {permission})
   Codex:       ~/.codex/config.toml ([mcp_servers.bli-memory]) and ~/.codex/hooks.json
+  the skill:   ~/.claude/skills/bli-memory/SKILL.md and ~/.agents/skills/bli-memory/SKILL.md
+               (what `bli-memory-mcp --print-skill` prints; no other skill is touched)
 $CLAUDE_CONFIG_DIR and $CODEX_HOME are honoured. Other keys are kept as they are; each file is
 backed up once to <file>{backup} before its first change; running it twice changes nothing.
 
@@ -88,6 +90,10 @@ def print_config_main(args: list[str]) -> int:
         sys.stdout.write(contract + "\n\n")
         sys.stdout.write("# Codex: ~/.codex/config.toml\n")
         sys.stdout.write(codex_toml_block())
+        sys.stdout.write(
+            "\n# The bli-memory skill: install writes `bli-memory-mcp --print-skill` to\n"
+            "# ~/.claude/skills/bli-memory/SKILL.md and ~/.agents/skills/bli-memory/SKILL.md\n"
+        )
     return EXIT_OK
 
 

@@ -259,7 +259,18 @@ def plan(
         change = plan_codex_toml(paths.codex_config, server_prefix)
         changes.append(change if server_prefix is not None or prefix is None else _unchanged(change))
         changes.append(plan_hooks_json(paths.codex_hooks, prefix, codex=True, own=own))
+    changes += _skill_changes(paths, prefix is not None, hosts)
     return changes
+
+
+def _skill_changes(paths: Paths, install: bool, hosts: Sequence[str]) -> list[FileChange]:
+    """The bli-memory skill in each host's skills folder (`install.skill`), after the hosts' files."""
+    from bli_memory.install.skill import plan_skill
+
+    wanted = {"claude": paths.claude_skill, "codex": paths.codex_skill}
+    return [
+        plan_skill(wanted[host], install) for host in ("claude", "codex") if host in hosts and wanted[host]
+    ]
 
 
 def _unchanged(change: FileChange) -> FileChange:

@@ -18,6 +18,9 @@ from dataclasses import dataclass, field
 from bli_memory.paths import home_dir
 
 BACKUP_SUFFIX = ".bli-memory.bak"
+#: the skill's file under a host's skills root: `skills/<name>/SKILL.md` (see `install.skill`)
+SKILL_NAME = "bli-memory"
+SKILL_PATH = ("skills", SKILL_NAME, "SKILL.md")
 #: config files hold tokens (Claude's OAuth state lives in ~/.claude.json): new ones are private.
 NEW_FILE_MODE = 0o600
 
@@ -32,6 +35,9 @@ class Paths:
     claude_settings: str
     codex_config: str
     codex_hooks: str
+    #: the bli-memory skill's SKILL.md in each host's personal skills folder (`install.skill`)
+    claude_skill: str = ""
+    codex_skill: str = ""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Paths:
@@ -49,6 +55,8 @@ class Paths:
             claude_settings=claude_settings,
             codex_config=os.path.join(codex_dir, "config.toml"),
             codex_hooks=os.path.join(codex_dir, "hooks.json"),
+            claude_skill=os.path.join(claude_dir or os.path.join(home, ".claude"), *SKILL_PATH),
+            codex_skill=os.path.join(home, ".agents", *SKILL_PATH),
         )
 
 
@@ -60,6 +68,10 @@ class FileChange:
     old_text: str | None
     new_text: str | None
     actions: list[str] = field(default_factory=list)
+    #: back the file up before its first change (a host's config); False for a file that is all ours
+    backup: bool = True
+    #: after deleting the file, remove its folder too if nothing else is left in it
+    prune_dir: bool = False
 
     @property
     def changed(self) -> bool:
@@ -128,12 +140,20 @@ def apply_change(change: FileChange) -> str | None:
     made = None
     backup = backup_path(change.path)
     # a file planned for deletion is one install created (it has no backup): nothing to keep
-    if change.old_text is not None and change.new_text is not None and not os.path.exists(backup):
+    if (
+        change.backup
+        and change.old_text is not None
+        and change.new_text is not None
+        and not os.path.exists(backup)
+    ):
         write_atomic(backup, change.old_text)
         os.chmod(backup, stat.S_IMODE(os.stat(os.path.realpath(change.path)).st_mode))
         made = backup
     if change.new_text is None:
         os.unlink(os.path.realpath(change.path))
+        if change.prune_dir:
+            with contextlib.suppress(OSError):  # not empty: someone else's files stay, and so does it
+                os.rmdir(os.path.dirname(os.path.realpath(change.path)))
     else:
         write_atomic(change.path, change.new_text)
     return made

@@ -201,7 +201,7 @@ def test_second_install_changes_nothing_byte_for_byte(tmp_path: Path) -> None:
     result = run_cli(tmp_path, "install")
     assert result.returncode == 0
     assert snapshot(tmp_path) == before
-    assert result.stdout.count("already registered") == 4
+    assert result.stdout.count("already registered") == 6  # four host files and two skill copies
 
 
 def test_install_keeps_every_other_key(tmp_path: Path) -> None:
@@ -338,7 +338,7 @@ def test_uninstall_removes_only_ours_from_a_shared_group(tmp_path: Path) -> None
 
 def test_uninstall_on_an_empty_home_changes_nothing(tmp_path: Path) -> None:
     result = run_cli(tmp_path, "uninstall")
-    assert result.returncode == 0 and result.stdout.count("nothing of ours") == 4
+    assert result.returncode == 0 and result.stdout.count("nothing of ours") == 6
     assert snapshot(tmp_path) == {}
 
 
@@ -352,8 +352,10 @@ def test_config_dir_variables_are_honoured(tmp_path: Path) -> None:
     env = {"CLAUDE_CONFIG_DIR": str(tmp_path / "cc"), "CODEX_HOME": str(tmp_path / "cx")}
     assert run_cli(tmp_path, "install", extra_env=env).returncode == 0
     assert sorted(snapshot(tmp_path)) == [
+        ".agents/skills/bli-memory/SKILL.md",  # Codex's user skills live beside, not in, CODEX_HOME
         "cc/.claude.json",
         "cc/settings.json",
+        "cc/skills/bli-memory/SKILL.md",
         "cx/config.toml",
         "cx/hooks.json",
     ]
@@ -652,3 +654,77 @@ def test_the_install_modules_say_what_they_mean_without_pointing_elsewhere() -> 
         text = path.read_text(encoding="utf-8")
         for pointer in ("DESIGN.md", "seed README", "the seed", "../shared"):
             assert pointer not in text, f"{path.name} sends the reader to {pointer!r}"
+
+
+# --------------------------------------------------------------------------- the bli-memory skill
+
+SKILL_FILES = (".claude/skills/bli-memory/SKILL.md", ".agents/skills/bli-memory/SKILL.md")
+
+
+def test_print_skill_is_the_packaged_skill_with_front_matter_hosts_load(tmp_path: Path) -> None:
+    result = run_cli(tmp_path, "--print-skill")
+    assert result.returncode == 0, result.stderr
+    text = result.stdout
+    assert text == (REPO / "bli_memory" / "install" / "SKILL.md").read_text(encoding="utf-8")
+    front, body = text.split("---\n")[1:3]
+    fields = dict(line.split(": ", 1) for line in front.strip().splitlines())
+    assert set(fields) == {"name", "description"} and fields["name"] == "bli-memory"
+    assert len(fields["description"]) <= 1024  # what both hosts accept
+    for tool in ("search_memory", "save_memory", "update_memory", "forget_memory", "pin_memory"):
+        assert f"`{tool}" in body, tool
+    for tool in ("list_pins", "unpin_memory", "memory_experience"):
+        assert f"`{tool}" in body, tool
+    assert snapshot(tmp_path) == {}  # printing writes nothing
+
+
+def test_install_writes_the_skill_for_both_hosts_and_uninstall_removes_only_it(tmp_path: Path) -> None:
+    other = tmp_path / ".claude" / "skills" / "pdf" / "SKILL.md"
+    other.parent.mkdir(parents=True)
+    other.write_text("---\nname: pdf\ndescription: someone else's\n---\nbody\n")
+    plan = run_cli(tmp_path, "install", "--dry-run")
+    assert plan.returncode == 0, plan.stderr
+    for path in SKILL_FILES:
+        assert f"~/{path}: would add skill bli-memory" in plan.stdout
+        assert not (tmp_path / path).exists()
+    assert run_cli(tmp_path, "install").returncode == 0
+    printed = run_cli(tmp_path, "--print-skill").stdout
+    for path in SKILL_FILES:
+        written = (tmp_path / path).read_text(encoding="utf-8")
+        assert written.startswith(printed.rstrip("\n")) and "bli-memory-mcp uninstall` removes it" in written
+        assert not list((tmp_path / path).parent.glob("*.bak"))  # our own file: no backup beside it
+    before = snapshot(tmp_path)
+    again = run_cli(tmp_path, "install")
+    assert snapshot(tmp_path) == before
+    assert all(f"~/{path}: already registered" in again.stdout for path in SKILL_FILES)
+
+    removed = run_cli(tmp_path, "uninstall")
+    assert removed.returncode == 0, removed.stderr
+    for path in SKILL_FILES:
+        assert f"~/{path}: remove skill bli-memory" in removed.stdout
+        assert not (tmp_path / path).parent.exists()  # the folder went with it
+    assert other.read_text().endswith("body\n")  # another skill is never touched
+    assert run_cli(tmp_path, "uninstall").stdout.count("nothing of ours") == 6
+
+
+def test_an_older_copy_of_the_skill_is_updated_in_place(tmp_path: Path) -> None:
+    assert run_cli(tmp_path, "install", "--host", "claude").returncode == 0
+    path = tmp_path / SKILL_FILES[0]
+    path.write_text(path.read_text().replace("recall before you re-derive", "an older wording"))
+    result = run_cli(tmp_path, "install", "--host", "claude")
+    assert f"~/{SKILL_FILES[0]}: update skill bli-memory" in result.stdout
+    assert "an older wording" not in path.read_text() and not list(path.parent.glob("*.bak"))
+
+
+def test_a_skill_of_the_same_name_that_is_not_ours_stops_install_and_survives_uninstall(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / SKILL_FILES[1]
+    path.parent.mkdir(parents=True)
+    path.write_text("---\nname: bli-memory\ndescription: my own notes\n---\n")
+    result = run_cli(tmp_path, "install")
+    assert result.returncode == 1
+    assert result.stderr.strip().endswith("move it away to install the bli-memory skill)")
+    assert len(result.stderr.splitlines()) == 1
+    assert snapshot(tmp_path) == {SKILL_FILES[1]: (path.read_bytes(), stat.S_IMODE(path.stat().st_mode))}
+    assert run_cli(tmp_path, "uninstall").returncode == 0
+    assert path.read_text().endswith("my own notes\n---\n")

@@ -38,6 +38,7 @@ TOOL_NAMES = {
     "forget_memory",
     "list_memories",
     "recent_memories",
+    "memory_experience",
 }
 
 
@@ -511,3 +512,105 @@ def test_save_and_update_mask_secrets_before_they_leave(client: McpClient, tag: 
     assert "hunter2hunter2" not in text_of(updated) and "Masked 1 secret" in text_of(updated)
     plain = client.call("save_memory", {"content": f"The {word} build runs nightly", "containerTag": tag})
     assert "Masked" not in text_of(plain) and "masked" not in plain.structured_content
+
+
+# -- memory_experience: the experience log's tool, recorded by the code `log` runs -----------------------
+
+
+def experience_receipts(home: Path) -> list[str]:
+    log = home / ".codex" / "AGENT-EXPERIENCE.md"
+    return log.read_text(encoding="utf-8").splitlines() if log.exists() else []
+
+
+def experience_sidecars(home: Path) -> list[dict[str, Any]]:
+    folder = home / ".codex" / "agent-experience-outbox"
+    return [json.loads(path.read_text(encoding="utf-8")) for path in sorted(folder.glob("*.json"))]
+
+
+def test_memory_experience_is_listed_with_its_closed_choices(client: McpClient) -> None:
+    tools = {tool.name: tool for tool in client.list_tools().tools}
+    schema = tools["memory_experience"].input_schema
+    assert set(schema["required"]) == {"store", "verdict", "reason"}
+    assert schema["properties"]["store"]["enum"] == ["bli", "supermemory", "both"]
+    assert schema["properties"]["verdict"]["enum"] == ["win", "loss", "noise"]
+    assert tools["memory_experience"].annotations.destructive_hint is False
+
+
+def test_memory_experience_refuses_what_log_refuses_and_writes_nothing(
+    tmp_path: Path, door: Any, tag: str
+) -> None:
+    results = one_off(
+        tmp_path,
+        door.url,
+        door.token,
+        tag,
+        ("memory_experience", {"store": "bli", "verdict": "meh", "reason": "x"}),
+        ("memory_experience", {"store": "chroma", "verdict": "win", "reason": "x"}),
+        ("memory_experience", {"store": "bli", "verdict": "win", "reason": "two\nlines"}),
+        ("memory_experience", {"store": "bli", "verdict": "win", "reason": "x" * 501}),
+        ("memory_experience", {"store": "bli", "verdict": "win", "reason": "token ghp_" + "a1B2c3D4e5" * 4}),
+        ("memory_experience", {"store": "bli", "verdict": "win"}),
+    )
+    needles = [
+        "the verdict must be one of win, loss, noise",
+        "the store must be one of bli, supermemory, both",
+        "the reason must be one line",
+        "at most 500",
+        "looks like it holds a secret",
+        "`reason` is required",
+    ]
+    for result, needle in zip(results, needles, strict=True):
+        assert result.is_error, needle
+        assert "reason: invalid_arguments" in text_of(result) and needle in text_of(result)
+    assert not (tmp_path / "home" / ".codex").exists()  # nothing recorded, nothing queued
+
+
+def test_memory_experience_writes_the_receipt_and_sidecar_and_ships_it(
+    tmp_path: Path, door: Any, tag: str
+) -> None:
+    reason = f"The dated decision answered the question directly {uuid.uuid4().hex[:6]}"
+    (result,) = one_off(
+        tmp_path,
+        door.url,
+        door.token,
+        tag,
+        ("memory_experience", {"store": "both", "verdict": "win", "reason": reason}),
+    )
+    assert not result.is_error, text_of(result)
+    answer = result.structured_content
+    assert answer["shipped"] is True and answer["reason"] is None
+    (line,) = experience_receipts(tmp_path / "home")
+    assert line == answer["receipt"] and line.endswith(f"· both [bli]+◪ · win: {reason}")
+    assert " ICT · unknown · " in line  # no host variable in this environment: the agent is unknown
+    (entry,) = experience_sidecars(tmp_path / "home")
+    assert entry["id"] == answer["id"] and entry["shipped"] is True and entry["receipt"] == line
+    assert "shipped to the door" in text_of(result)
+    status, usage = door.get("/api/ops/memory-usage")
+    assert status == 200 and reason in json.dumps(usage)
+
+
+def test_memory_experience_queues_for_sync_when_the_door_is_down(tmp_path: Path, door: Any, tag: str) -> None:
+    (result,) = one_off(
+        tmp_path,
+        f"http://127.0.0.1:{closed_port()}",
+        "bli_unused",
+        tag,
+        (
+            "memory_experience",
+            {"store": "supermemory", "verdict": "noise", "reason": "Recall repeated the prompt"},
+        ),
+    )
+    assert not result.is_error, text_of(result)  # the opinion is recorded whatever the door does
+    answer = result.structured_content
+    assert answer["shipped"] is False and answer["reason"] == "dashboard_unreachable"
+    (entry,) = experience_sidecars(tmp_path / "home")
+    assert entry["shipped"] is False and entry["last_error"] == "dashboard_unreachable"
+    # the CLI's sync ships what the tool queued, under the same id
+    env = {**os.environ, **server_env(tmp_path / "home", door.url, door.token, tag)}
+    synced = subprocess.run(
+        [str(BIN), "sync", "--json"], capture_output=True, text=True, env=env, timeout=60, check=False
+    )
+    assert synced.returncode == 0, synced.stderr
+    assert json.loads(synced.stdout)["shipped"] == 1
+    (entry,) = experience_sidecars(tmp_path / "home")
+    assert entry["id"] == answer["id"] and entry["shipped"] is True

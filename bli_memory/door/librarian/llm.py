@@ -53,7 +53,8 @@ remembering, return {{"facts": []}}.
 Facts that break these rules are discarded after you answer."""
 
 
-def _chat_url(base_url: str) -> str:
+def chat_url(base_url: str) -> str:
+    """`{base}/v1/chat/completions` (`{base}/chat/completions` when the base already ends in /v1)."""
     base = base_url.rstrip("/")
     return base + "/chat/completions" if base.endswith("/v1") else base + "/v1/chat/completions"
 
@@ -101,6 +102,42 @@ def _validated_facts(payload: Any) -> list[str]:
     return facts[:MAX_FACTS_PER_TEXT]
 
 
+def post_chat(url: str, body: dict[str, Any], api_key: str | None, timeout_s: float) -> bytes:
+    """POST `body` to a chat endpoint; the whole exchange (connect, send, every byte of the answer)
+    within `timeout_s`, or LibrarianError. Shared by the extractor and the door's question rewrite.
+
+    The door's own HTTP client (`wire/http.py`) keeps one absolute deadline; urllib's timeout is
+    per socket operation, so an endpoint that trickled its answer could hold a job for ever.
+    """
+    from bli_memory.wire.http import BadResponse, Connection, WireError, WireTimeout
+
+    headers = {"Content-Type": "application/json", "Accept": "application/json"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    deadline = time.monotonic() + timeout_s
+    try:
+        with Connection(url) as connection:
+            response = connection.request(
+                "POST",
+                url,
+                body=json.dumps(body).encode("utf-8"),
+                headers=headers,
+                deadline=deadline,
+                max_body_bytes=LLM_RESPONSE_CAP_BYTES,
+            )
+    except WireTimeout:
+        raise LibrarianError(f"chat endpoint gave no answer within {timeout_s:g}s") from None
+    except BadResponse as exc:  # not HTTP, or over the size cap
+        raise LibrarianError(f"chat endpoint answered badly: {exc}") from None
+    except WireError as exc:
+        raise LibrarianError(f"chat endpoint unreachable: {exc.reason}") from None
+    except ValueError as exc:  # a base URL that cannot be used
+        raise LibrarianError(f"chat endpoint unreachable: {type(exc).__name__}") from None
+    if response.status >= 300:
+        raise LibrarianError(f"chat endpoint answered HTTP {response.status}")
+    return response.body
+
+
 class LlmExtractor:
     """Facts from an OpenAI-compatible ``POST {base_url}/v1/chat/completions``.
 
@@ -113,44 +150,13 @@ class LlmExtractor:
     def __init__(
         self, base_url: str, model: str, api_key: str | None = None, timeout_s: float = LLM_TIMEOUT_S
     ) -> None:
-        self._url = _chat_url(base_url)
+        self._url = chat_url(base_url)
         self._model = model
         self._api_key = api_key
         self._timeout_s = timeout_s
 
     def _post(self, body: dict[str, Any]) -> bytes:
-        """POST `body`; the whole exchange (connect, send, every byte of the answer) within the timeout.
-
-        The door's own HTTP client (`wire/http.py`) keeps one absolute deadline; urllib's timeout is
-        per socket operation, so an endpoint that trickled its answer could hold a job for ever.
-        """
-        from bli_memory.wire.http import BadResponse, Connection, WireError, WireTimeout
-
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
-        if self._api_key:
-            headers["Authorization"] = f"Bearer {self._api_key}"
-        deadline = time.monotonic() + self._timeout_s
-        try:
-            with Connection(self._url) as connection:
-                response = connection.request(
-                    "POST",
-                    self._url,
-                    body=json.dumps(body).encode("utf-8"),
-                    headers=headers,
-                    deadline=deadline,
-                    max_body_bytes=LLM_RESPONSE_CAP_BYTES,
-                )
-        except WireTimeout:
-            raise LibrarianError(f"chat endpoint gave no answer within {self._timeout_s:g}s") from None
-        except BadResponse as exc:  # not HTTP, or over the size cap
-            raise LibrarianError(f"chat endpoint answered badly: {exc}") from None
-        except WireError as exc:
-            raise LibrarianError(f"chat endpoint unreachable: {exc.reason}") from None
-        except ValueError as exc:  # a base URL that cannot be used
-            raise LibrarianError(f"chat endpoint unreachable: {type(exc).__name__}") from None
-        if response.status >= 300:
-            raise LibrarianError(f"chat endpoint answered HTTP {response.status}")
-        return response.body
+        return post_chat(self._url, body, self._api_key, self._timeout_s)
 
     def extract(self, text: str) -> list[str]:
         """Ask the model for facts; raises LibrarianError on any failure."""
