@@ -559,6 +559,31 @@ class MemoryTools:
         text, structured = render.render_listing(answer, tag, self._clock(), recent=True)
         return ToolResult(text, structured)
 
+    def _memory_experience(self, args: dict[str, Any]) -> ToolResult:
+        """What `bli-memory-mcp log` does, through the same code (`experience_log.record_opinion`)."""
+        from bli_memory import experience_log
+
+        store, verdict, reason = str(args["store"]), str(args["verdict"]), str(args["reason"]).strip()
+        problem = experience_log.check_opinion(store, verdict, reason)
+        if problem is not None:
+            return self._failure("memory_experience", INVALID_ARGUMENTS, problem)
+        env = os.environ
+        try:
+            recorded = experience_log.record_opinion(
+                store,
+                verdict,
+                reason,
+                env=env,
+                client=self._client,
+                project=os.path.basename(os.path.abspath(project_dir(env))),
+                now=self._clock(),
+            )
+        except experience_log.ExperienceWriteError as exc:
+            return self._failure("memory_experience", "local_write_failed", str(exc))
+        text = f"{recorded.receipt}\nRecorded as entry {recorded.id}; "
+        text += experience_log.shipping_state(recorded.failure) + "."
+        return ToolResult(text, {"summary": text, **recorded.to_json()})
+
 
 class _ArgumentProblem(Exception):
     """An argument the schema's types allow but the tool cannot use; its text says why."""
@@ -584,31 +609,6 @@ def _noting_masks(result: ToolResult, masked: Redaction) -> ToolResult:
     structured["masked"] = {"count": masked.masked, "kinds": dict(sorted(masked.kinds.items()))}
     structured["summary"] = f"{structured.get('summary', '')} {note}".strip()
     return ToolResult(f"{result.text}\n{note}", structured, is_error=result.is_error)
-
-    def _memory_experience(self, args: dict[str, Any]) -> ToolResult:
-        """What `bli-memory-mcp log` does, through the same code (`experience_log.record_opinion`)."""
-        from bli_memory import experience_log
-
-        store, verdict, reason = str(args["store"]), str(args["verdict"]), str(args["reason"]).strip()
-        problem = experience_log.check_opinion(store, verdict, reason)
-        if problem is not None:
-            return self._failure("memory_experience", INVALID_ARGUMENTS, problem)
-        env = os.environ
-        try:
-            recorded = experience_log.record_opinion(
-                store,
-                verdict,
-                reason,
-                env=env,
-                client=self._client,
-                project=os.path.basename(os.path.abspath(project_dir(env))),
-                now=self._clock(),
-            )
-        except experience_log.ExperienceWriteError as exc:
-            return self._failure("memory_experience", "local_write_failed", str(exc))
-        text = f"{recorded.receipt}\nRecorded as entry {recorded.id}; "
-        text += experience_log.shipping_state(recorded.failure) + "."
-        return ToolResult(text, {"summary": text, **recorded.to_json()})
 
 
 def project_dir(env: Mapping[str, str]) -> str:
