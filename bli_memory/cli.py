@@ -21,6 +21,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "search": ("bli_memory.commands.search", "main", "search the memories of this folder's space"),
     "save": ("bli_memory.commands.save", "main", "remember a piece of text in this folder's space"),
     "forget": ("bli_memory.commands.forget", "main", "tombstone a memory by id, exact text or closest match"),
+    "pin": ("bli_memory.commands.pins", "pin_main", "pin a fact shown at every session start (verbatim)"),
+    "pins": ("bli_memory.commands.pins", "pins_main", "list the pins that apply here (this space + global)"),
+    "unpin": ("bli_memory.commands.pins", "unpin_main", "make a pin an ordinary memory again, by id"),
     "status": ("bli_memory.commands.status", "main", "show pairing, door, daemon and space health"),
     "space": ("bli_memory.commands.space", "main", "print the space (container tag) of a folder"),
     "login": (

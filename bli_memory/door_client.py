@@ -110,10 +110,20 @@ class DoorClient:
     # -- the API -----------------------------------------------------------------------------------
 
     def search(
-        self, q: str, container_tag: str, *, limit: int = 5, threshold: float = 0.0, deadline: float
+        self,
+        q: str,
+        container_tag: str,
+        *,
+        limit: int = 5,
+        threshold: float = 0.0,
+        scope: str | None = None,
+        deadline: float,
     ) -> dict[str, Any]:
-        """``{results: [...], searched: [tags]}``: meaning, keyword and recency at once."""
-        body = {"q": q, "containerTag": container_tag, "limit": limit, "threshold": threshold}
+        """``{results: [...], searched: [tags]}``: meaning, keyword and recency at once; each hit names
+        its ``scope`` (``project`` or ``global``). Without ``scope`` the door reads both spaces."""
+        body: dict[str, Any] = {"q": q, "containerTag": container_tag, "limit": limit, "threshold": threshold}
+        if scope is not None:
+            body["scope"] = scope
         return self._call("POST", "/api/memory/search", body, deadline=deadline)
 
     def save(
@@ -124,10 +134,13 @@ class DoorClient:
         custom_id: str | None = None,
         extract: bool = False,
         metadata: Mapping[str, Any] | None = None,
+        scope: str | None = None,
         deadline: float,
     ) -> dict[str, Any]:
         """``{id, containerTag, status}``, or with ``extract`` (202) ``{queued, jobId, containerTag}``."""
         body: dict[str, Any] = {"content": content, "containerTag": container_tag}
+        if scope is not None:
+            body["scope"] = scope
         if custom_id is not None:
             body["customId"] = custom_id
         if extract:
@@ -149,10 +162,13 @@ class DoorClient:
         memory_id: str | None = None,
         content: str | None = None,
         query: str | None = None,
+        scope: str | None = None,
         deadline: float,
     ) -> dict[str, Any]:
         """``{forgotten: {id, content, similarity?}, match}``; the door insists on exactly one selector."""
         body: dict[str, Any] = {"containerTag": container_tag}
+        if scope is not None:
+            body["scope"] = scope
         for name, value in (("id", memory_id), ("content", content), ("query", query)):
             if value is not None:
                 body[name] = value
@@ -164,6 +180,23 @@ class DoorClient:
         if q is not None:
             body["q"] = q
         return self._call("POST", "/api/memory/v4/profile", body, deadline=deadline)
+
+    # -- pins: always-loaded facts, kept verbatim --------------------------------------------------
+
+    def pin(
+        self, content: str, container_tag: str, *, scope: str = "project", deadline: float
+    ) -> dict[str, Any]:
+        """``{id, containerTag, status, scope}``: ``created``, or ``unchanged`` for a text pinned already."""
+        body = {"content": content, "containerTag": container_tag, "scope": scope}
+        return self._call("POST", "/api/memory/pin", body, deadline=deadline)
+
+    def pins(self, container_tag: str, *, deadline: float) -> dict[str, Any]:
+        """``{pins: [...]}``: the space's pins, then the caller's global ones, each oldest first."""
+        return self._call("POST", "/api/memory/pins", {"containerTag": container_tag}, deadline=deadline)
+
+    def unpin(self, memory_id: str, *, deadline: float) -> dict[str, Any]:
+        """``{id, previousVersionId, content, containerTag, scope}``: the pin is an ordinary memory again."""
+        return self._call("POST", "/api/memory/unpin", {"id": memory_id}, deadline=deadline)
 
     def history(self, memory_id: str, *, deadline: float) -> dict[str, Any]:
         """``{id, versions: [...]}``, oldest first."""

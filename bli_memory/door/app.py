@@ -49,8 +49,13 @@ from bli_memory.door.model import (
     MAX_CONTENT_CHARS,
     MAX_ID_CHARS,
     MAX_LIMIT,
+    MAX_PIN_CHARS,
     MAX_TAG_CHARS,
+    RESERVED_TAG_PREFIX,
+    Memory,
     Principal,
+    is_pinned_metadata,
+    is_reserved_tag,
     iso,
     now_s,
     parse_iso,
@@ -85,6 +90,8 @@ MAX_METADATA_BYTES = 16 * 1024
 MAX_METADATA_DEPTH = 16
 #: fields that name something and must hold more than whitespace.
 _NAMED_FIELDS = ("containerTag", "alias", "canonical", "customId", "content", "reason")
+#: fields that name a space: none may name a reserved tag (a person's global space is the door's to derive).
+_SPACE_FIELDS = ("containerTag", "alias", "canonical")
 
 
 class _Body(BaseModel):
@@ -98,6 +105,11 @@ class _Body(BaseModel):
                 _valid_unicode(name, value)
                 if name in _NAMED_FIELDS and not value.strip():
                     raise ValueError(f"{name} must not be blank")
+                if name in _SPACE_FIELDS and is_reserved_tag(value):
+                    raise ValueError(
+                        f"{name}: tags starting with {RESERVED_TAG_PREFIX!r} are reserved; "
+                        "use scope to reach your global space"
+                    )
         metadata = getattr(self, "metadata", None)
         if metadata is not None:
             _check_metadata(metadata)
@@ -140,6 +152,7 @@ class SearchBody(_Body):
     containerTag: Tag
     limit: Annotated[StrictInt, Field(ge=1, le=MAX_LIMIT)] = 5
     threshold: Annotated[Number, Field(ge=0, le=1)] = 0.0
+    scope: Literal["project", "global", "all"] = "all"
 
 
 class SaveBody(_Body):
@@ -151,6 +164,7 @@ class SaveBody(_Body):
     metadata: dict[str, Any] | None = None
     createdAt: StrictStr | None = None
     kind: Literal["memory", "document"] = "memory"
+    scope: Literal["project", "global"] = "project"
 
 
 class UpdateBody(_Body):
@@ -165,12 +179,30 @@ class ForgetBody(_Body):
     id: Annotated[StrictStr, Field(min_length=1, max_length=MAX_ID_CHARS)] | None = None
     content: Content | None = None
     query: Annotated[StrictStr, Field(min_length=1, max_length=MAX_QUERY_CHARS)] | None = None
+    scope: Literal["project", "global"] = "project"
 
 
 class ProfileBody(_Body):
     model_config = _STRICT
     containerTag: Tag
     q: Annotated[StrictStr, Field(max_length=MAX_QUERY_CHARS)] | None = None
+
+
+class PinBody(_Body):
+    model_config = _STRICT
+    content: Annotated[StrictStr, Field(min_length=1, max_length=MAX_PIN_CHARS)]
+    containerTag: Tag
+    scope: Literal["project", "global"] = "project"
+
+
+class PinsBody(_Body):
+    model_config = _STRICT
+    containerTag: Tag
+
+
+class UnpinBody(_Body):
+    model_config = _STRICT
+    id: Annotated[StrictStr, Field(min_length=1, max_length=MAX_ID_CHARS)]
 
 
 class AliasBody(_Body):
@@ -574,13 +606,21 @@ def create_app(
     @api.post("/api/memory/search", responses=_errors(*_COMMON))
     def search(body: SearchBody, caller: Caller) -> JSONResponse:
         hits = memories.search(
-            caller, body.containerTag, body.q, limit=body.limit, threshold=float(body.threshold)
+            caller,
+            body.containerTag,
+            body.q,
+            limit=body.limit,
+            threshold=float(body.threshold),
+            scope=body.scope,
         )
         # a JSONResponse skips FastAPI's recursive jsonable_encoder: the answer is plain JSON already
         return JSONResponse(
             {
-                "results": [hit.to_json() for hit in hits],
-                "searched": memories.space_tags(caller, body.containerTag),
+                "results": [
+                    {**hit.to_json(), "scope": memories.scope_of(caller, hit.memory)} for hit in hits
+                ],
+                "searched": [] if body.scope == "global" else memories.space_tags(caller, body.containerTag),
+                "scope": body.scope,
             }
         )
 
@@ -594,25 +634,33 @@ def create_app(
     )
     def save(body: SaveBody, caller: Caller) -> Any:
         created_at = _created_at(body.createdAt)
+        space = memories.write_tag(caller, body.containerTag, body.scope)
         if body.extract:
             if body.customId is not None or body.createdAt is not None or body.kind != "memory":
                 raise InvalidRequest("customId, createdAt and kind apply to a plain save, not to extract")
+            if is_pinned_metadata(body.metadata):
+                raise InvalidRequest("a pin is kept verbatim, never extracted: pin it without extract")
             if not extract_enabled:
                 raise InvalidRequest("this door has no extraction worker", code="extract_unavailable")
-            job_id, tag = memories.enqueue_job(caller, body.containerTag, body.content, body.metadata)
+            job_id, tag = memories.enqueue_job(caller, space, body.content, body.metadata)
             if on_job_queued is not None:
                 on_job_queued()
             return JSONResponse({"queued": True, "jobId": job_id, "containerTag": tag}, status_code=202)
         result = memories.save(
             caller,
-            body.containerTag,
+            space,
             body.content,
             custom_id=body.customId,
             metadata=body.metadata,
             created_at=created_at,
             kind=body.kind,
         )
-        return {"id": result.id, "containerTag": result.container_tag, "status": result.status}
+        return {
+            "id": result.id,
+            "containerTag": result.container_tag,
+            "status": result.status,
+            "scope": body.scope,
+        }
 
     @api.post("/api/memory/update", responses=_errors(*_WRITES, 404, 409))
     def update(body: UpdateBody, caller: Caller) -> dict[str, Any]:
@@ -649,21 +697,66 @@ def create_app(
         if len(given) != 1:
             raise InvalidRequest("give exactly one of id, content or query")
         memory, match, similarity = memories.forget(
-            caller, body.containerTag, memory_id=body.id, content=body.content, query=body.query
+            caller,
+            body.containerTag,
+            memory_id=body.id,
+            content=body.content,
+            query=body.query,
+            scope=body.scope,
         )
         forgotten: dict[str, Any] = {"id": memory.id, "content": memory.content}
         if similarity is not None:
             forgotten["similarity"] = round(similarity, 4)
-        return {"forgotten": forgotten, "match": match, "containerTag": memory.container_tag}
+        return {
+            "forgotten": forgotten,
+            "match": match,
+            "containerTag": memory.container_tag,
+            "scope": memories.scope_of(caller, memory),
+        }
 
     @api.post("/api/memory/v4/profile", responses=_errors(*_COMMON))
     def profile(body: ProfileBody, caller: Caller) -> dict[str, Any]:
         found = memories.profile(caller, body.containerTag, body.q or None)
         return {
             "profile": {"static": [memory.content for memory in found.static], "dynamic": found.dynamic},
+            "pins": [
+                _pin_json(memories, caller, memory) for memory in memories.pins(caller, body.containerTag)
+            ],
             "recent": [memory.to_json() for memory in found.recent],
             "containerTag": found.tags[0],
             "searched": found.tags,
+        }
+
+    # ---- pins: always-loaded facts, kept verbatim (docs/scopes-and-pins.md)
+
+    @api.post("/api/memory/pin", status_code=201, responses=_errors(*_WRITES))
+    def pin(body: PinBody, caller: Caller) -> dict[str, Any]:
+        result = memories.pin(caller, body.containerTag, body.content, scope=body.scope)
+        return {
+            "id": result.id,
+            "containerTag": result.container_tag,
+            "status": result.status,
+            "scope": body.scope,
+        }
+
+    @api.post("/api/memory/pins", responses=_errors(*_COMMON))
+    def pins(body: PinsBody, caller: Caller) -> dict[str, Any]:
+        found = memories.pins(caller, body.containerTag)
+        return {
+            "pins": [_pin_json(memories, caller, memory) for memory in found],
+            "containerTag": memories.canonical_tag(caller, body.containerTag),
+        }
+
+    @api.post("/api/memory/unpin", responses=_errors(*_WRITES, 404, 409))
+    def unpin(body: UnpinBody, caller: Caller) -> dict[str, Any]:
+        memory = memories.unpin(caller, body.id)
+        return {
+            "id": memory.id,
+            "previousVersionId": memory.previous_version_id,
+            "content": memory.content,
+            "containerTag": memory.container_tag,
+            "scope": memories.scope_of(caller, memory),
+            "status": "unpinned",
         }
 
     @api.post("/api/memory/aliases", responses=_errors(*_WRITES))
@@ -733,6 +826,11 @@ def create_app(
     app: ASGIApp = RequestLog(RequestGate(api, allowed_hosts=allowed_hosts, read_timeout_s=read_timeout_s))
     app.fastapi = api  # type: ignore[attr-defined]
     return app
+
+
+def _pin_json(memories: MemoryService, caller: Principal, memory: Memory) -> dict[str, Any]:
+    """One pin as the door shows it: the memory's fields and which scope it belongs to."""
+    return {**memory.to_json(), "scope": memories.scope_of(caller, memory)}
 
 
 def _created_at(text: str | None) -> float | None:
