@@ -552,7 +552,7 @@ class MemoryTools:
             return self._failure(
                 "unpin_memory",
                 INVALID_ARGUMENTS,
-                f"`id` must be a memory id (`{MEMORY_ID_PREFIX}` and hex digits, from list_pins), "
+                f"`id` must be a memory id (`{MEMORY_ID_PREFIX}` and hex digits, from list_pins or `bli-memory-mcp pins`), "
                 f"not {memory_id[:40]!r}",
             )
         answer = self._client.unpin(memory_id, deadline=self._deadline())

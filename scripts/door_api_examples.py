@@ -192,8 +192,9 @@ def main() -> int:
                 },
                 note="201 with `status` `created`, `updated` (same `customId`, new text) or `unchanged` (an exact "
                 "duplicate of a current memory, or the same `customId` and text). Optional: `customId`, `metadata` "
-                '(`{"pinned": true}` puts it in the profile\'s static part), `kind` (`memory`|`document`), '
-                "`createdAt` (ISO 8601, not in the future: imports keep their history), `extract`.",
+                '(`{"pinned": true}` makes it a pin, as `POST /api/memory/pin` does), `kind` (`memory`|`document`), '
+                "`createdAt` (ISO 8601, not in the future: imports keep their history), `extract`, `scope` "
+                "(`project`, the default, or `global`: the caller's own space, see Scopes and pins).",
             )
             doc.call(
                 "Saving the same text again",
@@ -231,7 +232,8 @@ def main() -> int:
                 "/api/memory/search",
                 {"q": "how long do we wait between payment retries?", "containerTag": tag, "limit": 3},
                 note="`limit` 1..100 (default 5), `threshold` 0..1 on `similarity` (default 0). `searched` lists every "
-                "tag of the space (aliases included).",
+                "tag of the space (aliases included). `scope` (default `all`) reads the space and the caller's "
+                "global space as one ranking; each hit says which (`scope`).",
             )
             doc.call(
                 "An identifier query",
@@ -290,7 +292,8 @@ def main() -> int:
                 "/api/memory/v4/profile",
                 {"containerTag": tag},
                 note="`static`: pinned facts; `dynamic`: newest (or, with `q`, most relevant) facts; `recent`: "
-                "newest rows. Stored exchanges are left out of all three.",
+                "newest rows; `pins`: the pins with their ids and scope. The space and the caller's global "
+                "space are read together. Stored exchanges are left out.",
             )
             doc.parts.append("## Spaces and teams\n")
             doc.call(
@@ -322,6 +325,58 @@ def main() -> int:
                 "GET",
                 f"/api/memory/{updated['id']}/history",
                 token=outsider,
+            )
+            # ---- scopes and pins (docs/scopes-and-pins.md)
+            doc.parts.append("## Scopes and pins\n")
+            doc.call(
+                "Saving to the global space",
+                "POST",
+                "/api/memory/save",
+                {"content": "I prefer table-driven tests.", "containerTag": tag, "scope": "global"},
+                note="Every person has a global space for facts that hold in every project; the door derives it "
+                "from the token (a tag starting with `bli:` that no client may name: 400). Nobody else, in the "
+                "team or outside it, can read or change it (another person's global memory is 404, like an "
+                "unknown id).",
+            )
+            doc.call(
+                "Search merges both spaces",
+                "POST",
+                "/api/memory/search",
+                {"q": "which tests do we prefer", "containerTag": tag, "limit": 2},
+                note="`scope` `all` (the default): one ranking over the space and the global space, each hit "
+                "labelled; `project` or `global` reads one of them.",
+            )
+            doc.call(
+                "Naming a reserved tag",
+                "POST",
+                "/api/memory/search",
+                {"q": "x", "containerTag": "bli:global:1"},
+            )
+            pin = doc.call(
+                "POST /api/memory/pin",
+                "POST",
+                "/api/memory/pin",
+                {"content": "Never deploy payments on Fridays.", "containerTag": tag},
+                note="A pin is kept word for word (at most 2000 characters) and loaded at every session start "
+                "(`profile.pins`); it is never a search hit and never a neighbour the librarian merges, "
+                "updates or ages. `scope`: `project` (default) or `global`. The same text again is "
+                "`unchanged`.",
+            )
+            doc.call(
+                "POST /api/memory/pins",
+                "POST",
+                "/api/memory/pins",
+                {"containerTag": tag},
+                note="Every pin that applies: the space's, then the caller's global ones, each oldest first.",
+            )
+            doc.call(
+                "POST /api/memory/unpin",
+                "POST",
+                "/api/memory/unpin",
+                {"id": pin["id"]},
+                note="The pin becomes an ordinary memory again (a new version; the pin is its history). Forget "
+                "it afterwards if it is no longer true. 409 `not_pinned` for a memory that is not a pin, "
+                "`not_current` for an old version; 404 for an unknown id or another person's global pin.",
             )
             doc.parts.append("## Extraction jobs\n")
             job = doc.call(
