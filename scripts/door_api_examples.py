@@ -35,7 +35,7 @@ Every error is `{"error": <code>, "message": <one sentence>}` with its status: `
 outside 1..100, `threshold` outside 0..1, malformed JSON), `extract_unavailable` (400),
 `unauthorized` (401: missing, unknown or revoked token), `forbidden` (403), `host_not_allowed` and
 `cross_origin` (403, below), `not_found` (404; also for another team's memory, so existence is not
-revealed), `no_match` (404), `request_timeout` (408), `not_current` (409), `conflict` (409),
+revealed), `no_match` (404), `request_timeout` (408), `not_current`, `not_pinned` and `conflict` (409),
 `body_too_large` (413), `unsupported_media_type` (415), `headers_too_large` (431), `insert_failed`
 (502), `storage_full` and `busy` (503).
 

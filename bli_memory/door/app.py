@@ -248,7 +248,7 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
         401: "unauthorized: missing, unknown or revoked token",
         403: "forbidden: the token may not do this; host_not_allowed / cross_origin: a foreign Host or Origin",
         404: "not_found / no_match: unknown id (also another team's), or nothing close enough",
-        409: "not_current / conflict",
+        409: "not_current / not_pinned / conflict",
         408: "request_timeout: the body did not arrive in time",
         413: "body_too_large: over 1 MiB",
         415: "unsupported_media_type: a body not sent as application/json",
