@@ -116,7 +116,8 @@ TOOLS: tuple[ToolSpec, ...] = (
             "there is one. Cosine similarity is shown only when the store measured one; a memory whose "
             f"cosine similarity is below {SEARCH_MIN_SIMILARITY} is not a match. Zero matches means "
             "the record is silent on the question - that is an answer. An error means the search could not "
-            "run, and says why."
+            "run, and says why. By default it reads this project's space and your own global space "
+            "(cross-project facts) as one ranking, each hit labelled scope project or scope global."
         ),
         input_schema={
             "type": "object",
@@ -151,7 +152,9 @@ TOOLS: tuple[ToolSpec, ...] = (
             "convention, a fact about the code, a fix that worked. One self-contained statement per call. "
             "customId upserts: saving again with the same customId replaces that memory instead of adding "
             "one. extract: true hands a longer text (e.g. an exchange) to the librarian, which distils "
-            "atomic facts after answering (queued). The result names the space the memory landed in."
+            "atomic facts after answering (queued). The result names the space the memory landed in. "
+            "scope global keeps a fact that holds in every project (a preference, a habit, who you are) "
+            "in your own global space, which nobody else reads."
         ),
         input_schema={
             "type": "object",
