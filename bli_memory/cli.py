@@ -27,6 +27,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "list this folder's memories, newest first, a page at a time",
     ),
     "recent": ("bli_memory.commands.browse", "recent_main", "show this folder's most recent memories"),
+    "pin": ("bli_memory.commands.pins", "pin_main", "pin a fact shown at every session start (verbatim)"),
+    "pins": ("bli_memory.commands.pins", "pins_main", "list the pins that apply here (this space + global)"),
+    "unpin": ("bli_memory.commands.pins", "unpin_main", "make a pin an ordinary memory again, by id"),
     "status": ("bli_memory.commands.status", "main", "show pairing, door, daemon and space health"),
     "selftest": (
         "bli_memory.commands.selftest",

@@ -115,14 +115,24 @@ class DoorClient:
     # -- the API -----------------------------------------------------------------------------------
 
     def search(
-        self, q: str, container_tag: str, *, limit: int = 5, threshold: float = 0.0, deadline: float
+        self,
+        q: str,
+        container_tag: str,
+        *,
+        limit: int = 5,
+        threshold: float = 0.0,
+        scope: str | None = None,
+        deadline: float,
     ) -> dict[str, Any]:
-        """``{results: [...], searched: [tags]}``: meaning, keyword and recency at once.
+        """``{results: [...], searched: [tags]}``: meaning, keyword and recency at once; each hit names
+        its ``scope`` (``project`` or ``global``). Without ``scope`` the door reads both spaces.
 
         The door may also search a question as a statement (its question rewrite); it is told how
         long that may take: what this call's deadline leaves after REWRITE_RESERVE_S for the search
         itself, so a prompt hook's 2 s budget never waits for a rewrite that does not fit."""
-        body = {"q": q, "containerTag": container_tag, "limit": limit, "threshold": threshold}
+        body: dict[str, Any] = {"q": q, "containerTag": container_tag, "limit": limit, "threshold": threshold}
+        if scope is not None:
+            body["scope"] = scope
         left_s = deadline - time.monotonic() - REWRITE_RESERVE_S
         body["rewriteBudgetMs"] = max(0, min(REWRITE_BUDGET_MAX_MS, int(left_s * 1000)))
         return self._call("POST", "/api/memory/search", body, deadline=deadline)
@@ -135,10 +145,13 @@ class DoorClient:
         custom_id: str | None = None,
         extract: bool = False,
         metadata: Mapping[str, Any] | None = None,
+        scope: str | None = None,
         deadline: float,
     ) -> dict[str, Any]:
         """``{id, containerTag, status}``, or with ``extract`` (202) ``{queued, jobId, containerTag}``."""
         body: dict[str, Any] = {"content": content, "containerTag": container_tag}
+        if scope is not None:
+            body["scope"] = scope
         if custom_id is not None:
             body["customId"] = custom_id
         if extract:
@@ -160,10 +173,13 @@ class DoorClient:
         memory_id: str | None = None,
         content: str | None = None,
         query: str | None = None,
+        scope: str | None = None,
         deadline: float,
     ) -> dict[str, Any]:
         """``{forgotten: {id, content, similarity?}, match}``; the door insists on exactly one selector."""
         body: dict[str, Any] = {"containerTag": container_tag}
+        if scope is not None:
+            body["scope"] = scope
         for name, value in (("id", memory_id), ("content", content), ("query", query)):
             if value is not None:
                 body[name] = value
@@ -175,6 +191,23 @@ class DoorClient:
         if q is not None:
             body["q"] = q
         return self._call("POST", "/api/memory/v4/profile", body, deadline=deadline)
+
+    # -- pins: always-loaded facts, kept verbatim --------------------------------------------------
+
+    def pin(
+        self, content: str, container_tag: str, *, scope: str = "project", deadline: float
+    ) -> dict[str, Any]:
+        """``{id, containerTag, status, scope}``: ``created``, or ``unchanged`` for a text pinned already."""
+        body = {"content": content, "containerTag": container_tag, "scope": scope}
+        return self._call("POST", "/api/memory/pin", body, deadline=deadline)
+
+    def pins(self, container_tag: str, *, deadline: float) -> dict[str, Any]:
+        """``{pins: [...]}``: the space's pins, then the caller's global ones, each oldest first."""
+        return self._call("POST", "/api/memory/pins", {"containerTag": container_tag}, deadline=deadline)
+
+    def unpin(self, memory_id: str, *, deadline: float) -> dict[str, Any]:
+        """``{id, previousVersionId, content, containerTag, scope}``: the pin is an ordinary memory again."""
+        return self._call("POST", "/api/memory/unpin", {"id": memory_id}, deadline=deadline)
 
     def history(self, memory_id: str, *, deadline: float) -> dict[str, Any]:
         """``{id, versions: [...]}``, oldest first."""
@@ -209,17 +242,25 @@ class DoorClient:
     # -- browsing -----------------------------------------------------------------------------------
 
     def list_memories(
-        self, container_tag: str, *, limit: int, cursor: str | None = None, deadline: float
+        self,
+        container_tag: str,
+        *,
+        limit: int,
+        cursor: str | None = None,
+        scope: str = "project",
+        deadline: float,
     ) -> dict[str, Any]:
-        """``{memories: [...], nextCursor, containerTag, searched}``: one page, newest first."""
-        body: dict[str, Any] = {"containerTag": container_tag, "limit": limit}
+        """``{memories: [...], nextCursor, containerTag, scope, searched}``: one page, newest first."""
+        body: dict[str, Any] = {"containerTag": container_tag, "limit": limit, "scope": scope}
         if cursor is not None:
             body["cursor"] = cursor
         return self._call("POST", "/api/memory/list", body, deadline=deadline)
 
-    def recent_memories(self, container_tag: str, *, limit: int, deadline: float) -> dict[str, Any]:
-        """``{memories: [...], containerTag, searched}``: the space's latest memories."""
-        body = {"containerTag": container_tag, "limit": limit}
+    def recent_memories(
+        self, container_tag: str, *, limit: int, scope: str = "project", deadline: float
+    ) -> dict[str, Any]:
+        """``{memories: [...], containerTag, scope, searched}``: the space's latest memories."""
+        body = {"containerTag": container_tag, "limit": limit, "scope": scope}
         return self._call("POST", "/api/memory/recent", body, deadline=deadline)
 
     # -- import and export (the `import` and `export` commands) -----------------------------------------

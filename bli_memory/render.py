@@ -112,8 +112,11 @@ def _hit_lines(index: int, row: Mapping[str, Any], now: _dt.datetime) -> list[st
     metadata_source = metadata.get("source") if isinstance(metadata, Mapping) else None
     if row.get("kind", "memory") != "memory" and metadata_source == EXCHANGE_SOURCE:
         facets.append("stored exchange")
+    row_scope = row.get("scope")
+    if row_scope in ("project", "global"):
+        facets.append(f"scope {row_scope}")
     source = row.get("containerTag")
-    if source:
+    if source and row_scope != "global":  # a global space's tag is the door's, not the reader's
         facets.append(f"source {source}")
     similarity = format_similarity(row.get("similarity"))
     if similarity is not None:
@@ -168,7 +171,7 @@ def render_search(
     searched = [str(t) for t in raw_searched] if isinstance(raw_searched, list) else [container_tag]
     memories = [r for r in rows if r.get("kind", "memory") == "memory"]
     documents = [r for r in rows if r.get("kind", "memory") != "memory"]
-    scope = f"space {container_tag}"
+    scope = _scope_words(answer.get("scope"), container_tag)
     others = [t for t in searched if t != container_tag]
     if others:
         scope += " (also searched: " + ", ".join(others) + ")"
@@ -194,6 +197,7 @@ def render_search(
         "query": query,
         "containerTag": container_tag,
         "searched": searched,
+        "scope": answer.get("scope"),
         "silent": not rows,
         "minSimilarity": min_similarity,
         "memories": [_with_age(r, now) for r in memories],
@@ -228,7 +232,8 @@ def render_save(answer: Mapping[str, Any], requested_tag: str) -> tuple[str, dic
         return summary, structured
     status = str(answer.get("status", "created"))
     verb = {"created": "Saved", "updated": "Updated", "unchanged": "Already remembered"}.get(status, "Saved")
-    summary = f"{verb} memory {answer.get('id', '?')} in space {landed}{note} (status: {status})."
+    where = GLOBAL_SPACE_WORDS if answer.get("scope") == "global" else f"space {landed}{note}"
+    summary = f"{verb} memory {answer.get('id', '?')} in {where} (status: {status})."
     structured = {
         "summary": summary,
         "queued": False,
@@ -236,6 +241,7 @@ def render_save(answer: Mapping[str, Any], requested_tag: str) -> tuple[str, dic
         "status": status,
         "containerTag": landed,
         "requestedContainerTag": requested_tag,
+        "scope": answer.get("scope", "project"),
     }
     return summary, structured
 
@@ -310,9 +316,8 @@ def render_forget(answer: Mapping[str, Any], container_tag: str) -> tuple[str, d
     if similarity is not None:
         how += f", {similarity}"
     landed = str(answer.get("containerTag") or container_tag)
-    summary = (
-        f"Forgot memory {forgotten.get('id', '?')} in space {landed} ({how}); it is tombstoned, not erased."
-    )
+    where = GLOBAL_SPACE_WORDS if answer.get("scope") == "global" else f"space {landed}"
+    summary = f"Forgot memory {forgotten.get('id', '?')} in {where} ({how}); it is tombstoned, not erased."
     content = str(forgotten.get("content", ""))
     text = summary + "\nIt said:\n" + "\n".join("   " + line for line in content.splitlines() or [""])
     structured: dict[str, Any] = {
@@ -320,6 +325,7 @@ def render_forget(answer: Mapping[str, Any], container_tag: str) -> tuple[str, d
         "forgotten": dict(forgotten),
         "match": match,
         "containerTag": landed,
+        "scope": answer.get("scope", "project"),
     }
     return text, structured
 
@@ -367,6 +373,7 @@ def _listed_lines(index: int, row: Mapping[str, Any], now: _dt.datetime) -> list
         f"id {row.get('id', '?')}",
         f"{format_age(row.get('updatedAt') or row.get('createdAt'), now)} old",
         kind,
+        *(["scope global"] if row.get("scope") == "global" else []),
         f"source {_source_words(row.get('source'))}",
     ]
     lines = [f"{index}. [" + " · ".join(facets) + "]"]
@@ -383,15 +390,18 @@ def render_listing(
     raw_rows = answer.get("memories")
     rows = [r for r in raw_rows if isinstance(r, Mapping)] if isinstance(raw_rows, list) else []
     landed = str(answer.get("containerTag") or container_tag)
+    scope = answer.get("scope")
+    where = {
+        "global": GLOBAL_SPACE_WORDS,
+        "all": f"space {landed} and {GLOBAL_SPACE_WORDS}",
+    }.get(scope if isinstance(scope, str) else "", f"space {landed}")
     raw_cursor = answer.get("nextCursor")
     cursor = raw_cursor if isinstance(raw_cursor, str) and raw_cursor and not recent else None
     what = "most recent " if recent else ""
     if not rows:
-        summary = f"No memories in space {landed}."
+        summary = f"No memories in {where}."
     else:
-        summary = (
-            f"The {_plural(len(rows), what + 'memory', what + 'memories')} of space {landed}, newest first"
-        )
+        summary = f"The {_plural(len(rows), what + 'memory', what + 'memories')} of {where}, newest first"
         summary += f"; more with cursor {cursor}." if cursor else "."
     lines = [summary]
     for index, row in enumerate(rows, 1):
@@ -407,6 +417,98 @@ def render_listing(
     if not recent:
         structured["nextCursor"] = cursor
     return "\n".join(lines), structured
+
+
+# ---- scopes and pins (docs/scopes-and-pins.md)
+
+#: how the caller's own global space is named to them (its tag is the door's business).
+GLOBAL_SPACE_WORDS = "your global space"
+
+
+def _scope_words(scope: object, container_tag: str) -> str:
+    """Where a search read, in words: the space, the caller's global space, or both."""
+    if scope == "global":
+        return GLOBAL_SPACE_WORDS
+    if scope == "all":
+        return f"space {container_tag} and {GLOBAL_SPACE_WORDS}"
+    return f"space {container_tag}"
+
+
+def render_pin(answer: Mapping[str, Any], requested_tag: str, content: str) -> tuple[str, dict[str, Any]]:
+    """A pin: created or already pinned, with its id and where it applies."""
+    scope = str(answer.get("scope") or "project")
+    status = str(answer.get("status", "created"))
+    landed = str(answer.get("containerTag") or requested_tag)
+    where = f"{GLOBAL_SPACE_WORDS} (every project)" if scope == "global" else f"space {landed}"
+    verb = "Already pinned" if status == "unchanged" else "Pinned"
+    summary = f"{verb} {answer.get('id', '?')} in {where}: it is shown at every session start there."
+    text = summary + "\n" + "\n".join("   " + line for line in content.splitlines() or [""])
+    structured: dict[str, Any] = {
+        "summary": summary,
+        "id": answer.get("id"),
+        "status": status,
+        "scope": scope,
+        "containerTag": None if scope == "global" else landed,
+        "content": content,
+    }
+    return text, structured
+
+
+def render_pins(
+    answer: Mapping[str, Any], container_tag: str, now: _dt.datetime
+) -> tuple[str, dict[str, Any]]:
+    """Every pin that applies: this space's, then the caller's global ones, each verbatim."""
+    raw = answer.get("pins")
+    rows = [row for row in raw if isinstance(row, Mapping)] if isinstance(raw, list) else []
+    project = [row for row in rows if row.get("scope") != "global"]
+    personal = [row for row in rows if row.get("scope") == "global"]
+    if not rows:
+        summary = f"No pins apply in space {container_tag} (none there, none in {GLOBAL_SPACE_WORDS})."
+        lines = [summary]
+    else:
+        summary = (
+            f"{_plural(len(rows), 'pin applies', 'pins apply')} in space {container_tag}: "
+            f"{len(project)} of the space, {len(personal)} of {GLOBAL_SPACE_WORDS}."
+        )
+        lines = [summary]
+        index = 0
+        for title, group in (("This space:", project), ("Your global space:", personal)):
+            if group:
+                lines += ["", title]
+                for row in group:
+                    index += 1
+                    facets = [f"id {row.get('id', '?')}", format_age(row.get("createdAt"), now)]
+                    lines.append(f"{index}. [" + " · ".join(facets) + "]")
+                    content = str(row.get("content", ""))
+                    lines += ["   " + line if line else "" for line in content.splitlines() or [""]]
+    structured: dict[str, Any] = {
+        "summary": summary,
+        "containerTag": container_tag,
+        "pins": [_with_age(row, now) for row in rows],
+    }
+    return "\n".join(lines), structured
+
+
+def render_unpin(answer: Mapping[str, Any], memory_id: str) -> tuple[str, dict[str, Any]]:
+    """An unpin: the pin is an ordinary memory again under a new id; how to forget it too."""
+    new_id = answer.get("id", "?")
+    where = GLOBAL_SPACE_WORDS if answer.get("scope") == "global" else f"space {answer.get('containerTag')}"
+    summary = (
+        f"Unpinned {memory_id}: it is an ordinary memory of {where} again, now id {new_id} (searched, "
+        f"no longer shown at session start). If it is no longer true, forget it: "
+        f"`bli-memory-mcp forget --id {new_id}`."
+    )
+    content = str(answer.get("content", ""))
+    text = summary + "\nIt says:\n" + "\n".join("   " + line for line in content.splitlines() or [""])
+    structured: dict[str, Any] = {
+        "summary": summary,
+        "id": new_id,
+        "previousVersionId": answer.get("previousVersionId", memory_id),
+        "scope": answer.get("scope"),
+        "containerTag": answer.get("containerTag"),
+        "content": content,
+    }
+    return text, structured
 
 
 #: What each closed-set reason means to the person or agent reading a failed tool call.

@@ -41,6 +41,40 @@ SEARCH_MIN_SIMILARITY = 0.25
 FORGET_CLOSEST_MIN_SIMILARITY = render.FORGET_CLOSEST_MIN_SIMILARITY
 INVALID_ARGUMENTS = "invalid_arguments"
 
+# ---- scopes and pins (docs/scopes-and-pins.md)
+#: where search_memory reads: this project's space, the caller's global space, or both as one ranking.
+SEARCH_SCOPES = ("project", "global", "all")
+SEARCH_SCOPE_DEFAULT = "all"
+#: where save_memory and pin_memory write.
+WRITE_SCOPES = ("project", "global")
+#: the door refuses a longer pin; checked here too so the error comes before any request.
+PIN_MAX_CHARS = 2_000
+#: a memory id as the door makes them (`mem_` and hex digits): a destructive tool checks it first.
+MEMORY_ID_PREFIX = "mem_"
+_HEX_DIGITS = frozenset("0123456789abcdef")
+
+_SEARCH_SCOPE_SCHEMA: dict[str, Any] = {
+    "type": "string",
+    "enum": list(SEARCH_SCOPES),
+    "default": SEARCH_SCOPE_DEFAULT,
+    "description": "project: this repository's space; global: your own cross-project facts "
+    "(preferences, habits, identities); all (default): both, ranked together, each hit labelled.",
+}
+_WRITE_SCOPE_SCHEMA: dict[str, Any] = {
+    "type": "string",
+    "enum": list(WRITE_SCOPES),
+    "default": "project",
+    "description": "project (default): this repository's space; global: your own space for facts "
+    "that hold in every project. Nobody else can read your global space.",
+}
+
+
+def valid_memory_id(value: str) -> bool:
+    """Whether `value` has the shape of a memory id (`MEMORY_ID_PATTERN`: `mem_` + 8 to 64 hex digits)."""
+    rest = value[len(MEMORY_ID_PREFIX) :]
+    return value.startswith(MEMORY_ID_PREFIX) and 8 <= len(rest) <= 64 and set(rest) <= _HEX_DIGITS
+
+
 _CONTAINER_TAG_SCHEMA: dict[str, Any] = {
     "type": "string",
     "minLength": 1,
@@ -88,7 +122,8 @@ TOOLS: tuple[ToolSpec, ...] = (
             "there is one. Cosine similarity is shown only when the store measured one; a memory whose "
             f"cosine similarity is below {SEARCH_MIN_SIMILARITY} is not a match. Zero matches means "
             "the record is silent on the question - that is an answer. An error means the search could not "
-            "run, and says why."
+            "run, and says why. By default it reads this project's space and your own global space "
+            "(cross-project facts) as one ranking, each hit labelled scope project or scope global."
         ),
         input_schema={
             "type": "object",
@@ -102,6 +137,7 @@ TOOLS: tuple[ToolSpec, ...] = (
                     "default": SEARCH_LIMIT_DEFAULT,
                     "description": "How many hits at most.",
                 },
+                "scope": _SEARCH_SCOPE_SCHEMA,
             },
             "required": ["query"],
             "additionalProperties": False,
@@ -122,7 +158,9 @@ TOOLS: tuple[ToolSpec, ...] = (
             "convention, a fact about the code, a fix that worked. One self-contained statement per call. "
             "customId upserts: saving again with the same customId replaces that memory instead of adding "
             "one. extract: true hands a longer text (e.g. an exchange) to the librarian, which distils "
-            "atomic facts after answering (queued). The result names the space the memory landed in."
+            "atomic facts after answering (queued). The result names the space the memory landed in. "
+            "scope global keeps a fact that holds in every project (a preference, a habit, who you are) "
+            "in your own global space, which nobody else reads."
         ),
         input_schema={
             "type": "object",
@@ -139,6 +177,7 @@ TOOLS: tuple[ToolSpec, ...] = (
                     "default": False,
                     "description": "Distil atomic facts from the text first (answered as queued).",
                 },
+                "scope": _WRITE_SCOPE_SCHEMA,
             },
             "required": ["content"],
             "additionalProperties": False,
@@ -195,6 +234,11 @@ TOOLS: tuple[ToolSpec, ...] = (
                     "description": f"Words for the memory to forget; the closest match ≥ {FORGET_CLOSEST_MIN_SIMILARITY} goes.",
                 },
                 "containerTag": _CONTAINER_TAG_SCHEMA,
+                "scope": {
+                    **_WRITE_SCOPE_SCHEMA,
+                    "description": "Where content and query look: project (default) or global (your own "
+                    "cross-project space). An id is found in either.",
+                },
             },
             "additionalProperties": False,
         },
@@ -212,13 +256,14 @@ TOOLS: tuple[ToolSpec, ...] = (
 #: list_memories' and recent_memories' `limit` defaults (the door's own bound is SEARCH_LIMIT_MAX).
 LIST_LIMIT_DEFAULT = 20
 RECENT_LIMIT_DEFAULT = 10
-#: the spaces browsing reads; `project` (the repository's space) is the only one so far.
-BROWSE_SCOPES = ("project",)
+#: the spaces browsing reads: this repository's (default), the caller's global space, or both.
+BROWSE_SCOPES = ("project", "global", "all")
 _SCOPE_SCHEMA: dict[str, Any] = {
     "type": "string",
     "enum": list(BROWSE_SCOPES),
     "default": "project",
-    "description": "Which space to read: project (this repository's).",
+    "description": "Which space to read: project (this repository's, the default), global (your own "
+    "cross-project facts) or all (both, newest first, each row labelled).",
 }
 _READ_ONLY = {"readOnlyHint": True, "idempotentHint": True, "destructiveHint": False, "openWorldHint": False}
 
@@ -321,6 +366,81 @@ MEMORY_EXPERIENCE_TOOL = ToolSpec(
 )
 TOOLS = (*TOOLS, MEMORY_EXPERIENCE_TOOL)
 
+# ---- pins: always-loaded facts, kept verbatim (docs/scopes-and-pins.md)
+PIN_TOOLS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name="pin_memory",
+        title="Pin memory",
+        description=(
+            "Pin a hard, always-load fact: it is shown at the start of every session in this project "
+            "(scope project) or in every project (scope global), stored word for word, never merged, "
+            "rewritten or aged by the librarian, and kept out of search results. For standing orders and "
+            f"identities that must never be missed; keep it short (at most {PIN_MAX_CHARS} characters). "
+            "An ordinary fact belongs in save_memory."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "content": {"type": "string", "minLength": 1, "description": "The fact, word for word."},
+                "scope": _WRITE_SCOPE_SCHEMA,
+                "containerTag": _CONTAINER_TAG_SCHEMA,
+            },
+            "required": ["content"],
+            "additionalProperties": False,
+        },
+        annotations={
+            "title": "Pin memory",
+            "readOnlyHint": False,
+            "destructiveHint": False,
+            "idempotentHint": True,
+            "openWorldHint": False,
+        },
+    ),
+    ToolSpec(
+        name="list_pins",
+        title="List pins",
+        description=(
+            "List every pin that applies here: this project's, then your global ones, each with its id, "
+            "age and scope. Session start shows them already; use this to find an id to unpin."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {"containerTag": _CONTAINER_TAG_SCHEMA},
+            "additionalProperties": False,
+        },
+        annotations={
+            "title": "List pins",
+            "readOnlyHint": True,
+            "idempotentHint": True,
+            "destructiveHint": False,
+            "openWorldHint": False,
+        },
+    ),
+    ToolSpec(
+        name="unpin_memory",
+        title="Unpin memory",
+        description=(
+            "Stop loading a pin at every session start: it becomes an ordinary memory (searched, and "
+            "reconciled by the librarian), its pinned text kept as history. If it is no longer true, "
+            "forget it afterwards with forget_memory. Take the id from list_pins."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {"id": {"type": "string", "minLength": 1, "description": "The pin's id."}},
+            "required": ["id"],
+            "additionalProperties": False,
+        },
+        annotations={
+            "title": "Unpin memory",
+            "readOnlyHint": False,
+            "destructiveHint": True,
+            "idempotentHint": False,
+            "openWorldHint": False,
+        },
+    ),
+)
+TOOLS = TOOLS + PIN_TOOLS
+
 TOOLS_BY_NAME: dict[str, ToolSpec] = {tool.name: tool for tool in TOOLS}
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {"string": (str,), "integer": (int,), "boolean": (bool,)}
@@ -348,6 +468,8 @@ def check_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> str | None:
         )
         if not ok:
             return f"`{name}` must be a {expected}"
+        if "enum" in schema and value not in schema["enum"]:
+            return f"`{name}` must be one of: {', '.join(schema['enum'])}"
         if expected == "string" and len(value.strip()) < schema.get("minLength", 0):
             return f"`{name}` must not be empty"
         if expected == "string" and "pattern" in schema and not _matches(schema["pattern"], value):
@@ -467,7 +589,14 @@ class MemoryTools:
         query = str(args["query"])
         limit = int(args.get("limit") or SEARCH_LIMIT_DEFAULT)
         floor = self._min_similarity
-        answer = self._client.search(query, tag, limit=limit, threshold=floor, deadline=self._deadline())
+        answer = self._client.search(
+            query,
+            tag,
+            limit=limit,
+            threshold=floor,
+            scope=str(args.get("scope") or SEARCH_SCOPE_DEFAULT),
+            deadline=self._deadline(),
+        )
         text, structured = render.render_search(query, tag, answer, self._clock(), min_similarity=floor)
         return ToolResult(text, structured)
 
@@ -479,6 +608,7 @@ class MemoryTools:
             tag,
             custom_id=args.get("customId"),
             extract=bool(args.get("extract", False)),
+            scope=args.get("scope"),
             deadline=self._deadline(),
         )
         text, structured = render.render_save(answer, tag)
@@ -513,6 +643,7 @@ class MemoryTools:
                 memory_id=target if key == "id" else None,
                 content=target if key == "content" else None,
                 query=target if key == "query" else None,
+                scope=args.get("scope"),
                 deadline=self._deadline(),
             )
         except Exception as exc:
@@ -527,16 +658,16 @@ class MemoryTools:
 
     # -- browsing --------------------------------------------------------------------------------------
 
-    def _browse_space(self, args: dict[str, Any]) -> str:
-        """The one place browsing resolves which space it reads (`scope`, `containerTag`)."""
-        scope = args.get("scope") or "project"
+    def _browse_space(self, args: dict[str, Any]) -> tuple[str, str]:
+        """The one place browsing resolves which space it reads: (`containerTag`, `scope`)."""
+        scope = str(args.get("scope") or "project")
         if scope not in BROWSE_SCOPES:
             raise _ArgumentProblem(f"`scope` must be one of {', '.join(BROWSE_SCOPES)}")
-        return self._tag(args)
+        return self._tag(args), scope
 
     def _list_memories(self, args: dict[str, Any]) -> ToolResult:
         try:
-            tag = self._browse_space(args)
+            tag, scope = self._browse_space(args)
         except _ArgumentProblem as problem:
             return self._failure("list_memories", INVALID_ARGUMENTS, str(problem))
         cursor = args.get("cursor")
@@ -544,6 +675,7 @@ class MemoryTools:
             tag,
             limit=int(args.get("limit") or LIST_LIMIT_DEFAULT),
             cursor=str(cursor).strip() if cursor else None,
+            scope=scope,
             deadline=self._deadline(),
         )
         text, structured = render.render_listing(answer, tag, self._clock())
@@ -551,11 +683,11 @@ class MemoryTools:
 
     def _recent_memories(self, args: dict[str, Any]) -> ToolResult:
         try:
-            tag = self._browse_space(args)
+            tag, scope = self._browse_space(args)
         except _ArgumentProblem as problem:
             return self._failure("recent_memories", INVALID_ARGUMENTS, str(problem))
         limit = int(args.get("limit") or RECENT_LIMIT_DEFAULT)
-        answer = self._client.recent_memories(tag, limit=limit, deadline=self._deadline())
+        answer = self._client.recent_memories(tag, limit=limit, scope=scope, deadline=self._deadline())
         text, structured = render.render_listing(answer, tag, self._clock(), recent=True)
         return ToolResult(text, structured)
 
@@ -583,6 +715,42 @@ class MemoryTools:
         text = f"{recorded.receipt}\nRecorded as entry {recorded.id}; "
         text += experience_log.shipping_state(recorded.failure) + "."
         return ToolResult(text, {"summary": text, **recorded.to_json()})
+
+    # ---- pins
+
+    def _pin_memory(self, args: dict[str, Any]) -> ToolResult:
+        content = str(args["content"]).strip()
+        if len(content) > PIN_MAX_CHARS:
+            return self._failure(
+                "pin_memory",
+                INVALID_ARGUMENTS,
+                f"a pin holds at most {PIN_MAX_CHARS} characters (this one has {len(content)}); "
+                "save a longer text with save_memory",
+            )
+        tag = self._tag(args)
+        scope = str(args.get("scope") or "project")
+        answer = self._client.pin(content, tag, scope=scope, deadline=self._deadline())
+        text, structured = render.render_pin(answer, tag, content)
+        return ToolResult(text, structured)
+
+    def _list_pins(self, args: dict[str, Any]) -> ToolResult:
+        tag = self._tag(args)
+        answer = self._client.pins(tag, deadline=self._deadline())
+        text, structured = render.render_pins(answer, tag, self._clock())
+        return ToolResult(text, structured)
+
+    def _unpin_memory(self, args: dict[str, Any]) -> ToolResult:
+        memory_id = str(args["id"]).strip()
+        if not valid_memory_id(memory_id):
+            return self._failure(
+                "unpin_memory",
+                INVALID_ARGUMENTS,
+                f"`id` must be a memory id (`{MEMORY_ID_PREFIX}` and hex digits, from list_pins or `bli-memory-mcp pins`), "
+                f"not {memory_id[:40]!r}",
+            )
+        answer = self._client.unpin(memory_id, deadline=self._deadline())
+        text, structured = render.render_unpin(answer, memory_id)
+        return ToolResult(text, structured)
 
 
 class _ArgumentProblem(Exception):

@@ -35,7 +35,7 @@ Every error is `{"error": <code>, "message": <one sentence>}` with its status: `
 outside 1..100, `threshold` outside 0..1, malformed JSON), `extract_unavailable` (400),
 `unauthorized` (401: missing, unknown or revoked token), `forbidden` (403), `host_not_allowed` and
 `cross_origin` (403, below), `not_found` (404; also for another team's memory, so existence is not
-revealed), `no_match` (404), `request_timeout` (408), `not_current` (409), `conflict` (409),
+revealed), `no_match` (404), `request_timeout` (408), `not_current`, `not_pinned` and `conflict` (409),
 `body_too_large` (413), `unsupported_media_type` (415), `headers_too_large` (431), `insert_failed`
 (502), `storage_full` and `busy` (503).
 
@@ -192,8 +192,9 @@ def main() -> int:
                 },
                 note="201 with `status` `created`, `updated` (same `customId`, new text) or `unchanged` (an exact "
                 "duplicate of a current memory, or the same `customId` and text). Optional: `customId`, `metadata` "
-                '(`{"pinned": true}` puts it in the profile\'s static part), `kind` (`memory`|`document`), '
-                "`createdAt` (ISO 8601, not in the future: imports keep their history), `extract`.",
+                '(`{"pinned": true}` makes it a pin, as `POST /api/memory/pin` does), `kind` (`memory`|`document`), '
+                "`createdAt` (ISO 8601, not in the future: imports keep their history), `extract`, `scope` "
+                "(`project`, the default, or `global`: the caller's own space, see Scopes and pins).",
             )
             doc.call(
                 "Saving the same text again",
@@ -234,7 +235,9 @@ def main() -> int:
                 "tag of the space (aliases included). When the door has a chat endpoint (`BLI_MEMORY_LLM_URL`, "
                 "`BLI_MEMORY_LLM_MODEL`), a question is also searched as the statement that would answer it, the "
                 "two result lists fused, and the answer's `rewrittenAs` gives the statement; `rewriteBudgetMs` "
-                "(0..60000, optional) caps how long that rewrite may take (docs/question-rewrite.md).",
+                "(0..60000, optional) caps how long that rewrite may take (docs/question-rewrite.md). `scope` "
+                "(default `all`) reads the space and the caller's global space as one ranking; each hit says "
+                "which (`scope`).",
             )
             doc.call(
                 "An identifier query",
@@ -293,7 +296,8 @@ def main() -> int:
                 "/api/memory/v4/profile",
                 {"containerTag": tag},
                 note="`static`: pinned facts; `dynamic`: newest (or, with `q`, most relevant) facts; `recent`: "
-                "newest rows. Stored exchanges are left out of all three.",
+                "newest rows; `pins`: the pins with their ids and scope. The space and the caller's global "
+                "space are read together. Stored exchanges are left out.",
             )
             doc.parts.append("## Spaces and teams\n")
             doc.call(
@@ -325,6 +329,58 @@ def main() -> int:
                 "GET",
                 f"/api/memory/{updated['id']}/history",
                 token=outsider,
+            )
+            # ---- scopes and pins (docs/scopes-and-pins.md)
+            doc.parts.append("## Scopes and pins\n")
+            doc.call(
+                "Saving to the global space",
+                "POST",
+                "/api/memory/save",
+                {"content": "I prefer table-driven tests.", "containerTag": tag, "scope": "global"},
+                note="Every person has a global space for facts that hold in every project; the door derives it "
+                "from the token (a tag starting with `bli:` that no client may name: 400). Nobody else, in the "
+                "team or outside it, can read or change it (another person's global memory is 404, like an "
+                "unknown id).",
+            )
+            doc.call(
+                "Search merges both spaces",
+                "POST",
+                "/api/memory/search",
+                {"q": "which tests do we prefer", "containerTag": tag, "limit": 2},
+                note="`scope` `all` (the default): one ranking over the space and the global space, each hit "
+                "labelled; `project` or `global` reads one of them.",
+            )
+            doc.call(
+                "Naming a reserved tag",
+                "POST",
+                "/api/memory/search",
+                {"q": "x", "containerTag": "bli:global:1"},
+            )
+            pin = doc.call(
+                "POST /api/memory/pin",
+                "POST",
+                "/api/memory/pin",
+                {"content": "Never deploy payments on Fridays.", "containerTag": tag},
+                note="A pin is kept word for word (at most 2000 characters) and loaded at every session start "
+                "(`profile.pins`); it is never a search hit and never a neighbour the librarian merges, "
+                "updates or ages. `scope`: `project` (default) or `global`. The same text again is "
+                "`unchanged`.",
+            )
+            doc.call(
+                "POST /api/memory/pins",
+                "POST",
+                "/api/memory/pins",
+                {"containerTag": tag},
+                note="Every pin that applies: the space's, then the caller's global ones, each oldest first.",
+            )
+            doc.call(
+                "POST /api/memory/unpin",
+                "POST",
+                "/api/memory/unpin",
+                {"id": pin["id"]},
+                note="The pin becomes an ordinary memory again (a new version; the pin is its history). Forget "
+                "it afterwards if it is no longer true. 409 `not_pinned` for a memory that is not a pin, "
+                "`not_current` for an old version; 404 for an unknown id or another person's global pin.",
             )
             doc.parts.append("## Extraction jobs\n")
             job = doc.call(

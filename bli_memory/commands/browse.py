@@ -73,7 +73,10 @@ def recent_main(argv: list[str]) -> int:
 
 def _common(parser: Any) -> None:
     parser.add_argument(
-        "--scope", choices=BROWSE_SCOPES, default="project", help="which space: project (this repository's)"
+        "--scope",
+        choices=BROWSE_SCOPES,
+        default="project",
+        help="which space: project (this repository's, the default), global (your own cross-project facts) or all (both)",
     )
     parser.add_argument("--container-tag", metavar="TAG", help=TAG_HELP)
     parser.add_argument("--json", action="store_true", help=JSON_HELP)

@@ -20,7 +20,7 @@ from bli_memory.commands.base import (
     usage_error,
     with_tools,
 )
-from bli_memory.tools import FORGET_CLOSEST_MIN_SIMILARITY, MemoryTools
+from bli_memory.tools import FORGET_CLOSEST_MIN_SIMILARITY, WRITE_SCOPES, MemoryTools
 
 
 def main(argv: list[str]) -> int:
@@ -39,6 +39,13 @@ def main(argv: list[str]) -> int:
     which.add_argument("--id", metavar="ID", help="the memory's id (from search)")
     which.add_argument("--content", metavar="TEXT", help="the memory's exact text")
     which.add_argument("--query", metavar="TEXT", help="forget the closest match, if it is close enough")
+    parser.add_argument(
+        "--scope",
+        choices=WRITE_SCOPES,
+        default="project",
+        help="where --content and --query look: project (default) or global (your own space); "
+        "an --id is found in either",
+    )
     parser.add_argument("--container-tag", metavar="TAG", help=TAG_HELP)
     parser.add_argument("--json", action="store_true", help=JSON_HELP)
     args = parse(parser, argv)
@@ -49,6 +56,7 @@ def main(argv: list[str]) -> int:
     if not all(value.strip() for value in arguments.values()):
         raise usage_error(parser.prog, "the memory to forget must not be empty")
     arguments["containerTag"] = args.container_tag
+    arguments["scope"] = args.scope
 
     def run(tools: MemoryTools) -> int:
         result = tools.call("forget_memory", arguments)

@@ -10,6 +10,7 @@ import sys
 from typing import Any
 
 from bli_memory.commands.base import JSON_HELP, TAG_HELP, emit, new_parser, parse, usage_error, with_tools
+from bli_memory.tools import WRITE_SCOPES
 
 #: text read with --stdin is capped here; the door has its own, smaller cap and says so.
 STDIN_MAX_BYTES = 1024 * 1024
@@ -23,6 +24,7 @@ def main(argv: list[str]) -> int:
         "examples:\n"
         "  bli-memory-mcp save 'We pin numpy < 2 because onnxruntime 1.17 breaks on it'\n"
         "  bli-memory-mcp save --custom-id release-owner 'Ana owns releases'\n"
+        "  bli-memory-mcp save --scope global 'I prefer pytest over unittest'\n"
         "  git log -1 --format=%B | bli-memory-mcp save --stdin --extract\n\n"
         "exit status: 0 saved or queued, 1 door failure or unpaired, 2 bad input",
     )
@@ -37,6 +39,13 @@ def main(argv: list[str]) -> int:
         "--extract",
         action="store_true",
         help="let the door distil atomic facts from the text (answered as queued)",
+    )
+    parser.add_argument(
+        "--scope",
+        choices=WRITE_SCOPES,
+        default="project",
+        help="project (default): this folder's space; global: your own space for facts that hold "
+        "in every project",
     )
     parser.add_argument("--container-tag", metavar="TAG", help=TAG_HELP)
     parser.add_argument("--json", action="store_true", help=JSON_HELP)
@@ -59,6 +68,7 @@ def main(argv: list[str]) -> int:
         "customId": args.custom_id,
         "extract": args.extract,
         "containerTag": args.container_tag,
+        "scope": args.scope,
     }
     return with_tools(
         parser.prog, lambda tools: emit(parser.prog, tools.call("save_memory", arguments), args.json)

@@ -10,7 +10,13 @@ import argparse
 from typing import Any
 
 from bli_memory.commands.base import JSON_HELP, TAG_HELP, emit, new_parser, parse, usage_error, with_tools
-from bli_memory.tools import SEARCH_LIMIT_DEFAULT, SEARCH_LIMIT_MAX, SEARCH_MIN_SIMILARITY
+from bli_memory.tools import (
+    SEARCH_LIMIT_DEFAULT,
+    SEARCH_LIMIT_MAX,
+    SEARCH_MIN_SIMILARITY,
+    SEARCH_SCOPE_DEFAULT,
+    SEARCH_SCOPES,
+)
 
 
 def limit_arg(value: str) -> int:
@@ -45,7 +51,8 @@ def main(argv: list[str]) -> int:
         "examples:\n"
         "  bli-memory-mcp search why did we pin numpy\n"
         "  bli-memory-mcp search --limit 10 --json release checklist\n"
-        "  bli-memory-mcp search --threshold 0 deploy    (no floor)\n\n"
+        "  bli-memory-mcp search --threshold 0 deploy    (no floor)\n"
+        "  bli-memory-mcp search --scope global editor preferences\n\n"
         "exit status: 0 answered (no match included), 1 door failure or unpaired, 2 bad input",
     )
     parser.add_argument(
@@ -64,6 +71,13 @@ def main(argv: list[str]) -> int:
         metavar="SIM",
         help=f"lowest cosine similarity that counts as a match, 0..1 (default {SEARCH_MIN_SIMILARITY})",
     )
+    parser.add_argument(
+        "--scope",
+        choices=SEARCH_SCOPES,
+        default=SEARCH_SCOPE_DEFAULT,
+        help="project: this folder's space; global: your own cross-project facts; "
+        f"all: both, ranked together (default {SEARCH_SCOPE_DEFAULT})",
+    )
     parser.add_argument("--container-tag", metavar="TAG", help=TAG_HELP)
     parser.add_argument("--json", action="store_true", help=JSON_HELP)
     args = parse(parser, argv)
@@ -72,7 +86,12 @@ def main(argv: list[str]) -> int:
     query = " ".join(args.query).strip()
     if not query:
         raise usage_error(parser.prog, "QUERY must not be empty")
-    arguments: dict[str, Any] = {"query": query, "limit": args.limit, "containerTag": args.container_tag}
+    arguments: dict[str, Any] = {
+        "query": query,
+        "limit": args.limit,
+        "containerTag": args.container_tag,
+        "scope": args.scope,
+    }
     return with_tools(
         parser.prog,
         lambda tools: emit(parser.prog, tools.call("search_memory", arguments), args.json),

@@ -50,9 +50,13 @@ from bli_memory.door.model import (
     MAX_CONTENT_CHARS,
     MAX_ID_CHARS,
     MAX_LIMIT,
+    MAX_PIN_CHARS,
     MAX_TAG_CHARS,
+    RESERVED_TAG_PREFIX,
     Memory,
     Principal,
+    is_pinned_metadata,
+    is_reserved_tag,
     iso,
     now_s,
     parse_iso,
@@ -88,6 +92,8 @@ MAX_METADATA_BYTES = 16 * 1024
 MAX_METADATA_DEPTH = 16
 #: fields that name something and must hold more than whitespace.
 _NAMED_FIELDS = ("containerTag", "alias", "canonical", "customId", "content", "reason")
+#: fields that name a space: none may name a reserved tag (a person's global space is the door's to derive).
+_SPACE_FIELDS = ("containerTag", "alias", "canonical")
 
 
 class _Body(BaseModel):
@@ -101,6 +107,11 @@ class _Body(BaseModel):
                 _valid_unicode(name, value)
                 if name in _NAMED_FIELDS and not value.strip():
                     raise ValueError(f"{name} must not be blank")
+                if name in _SPACE_FIELDS and is_reserved_tag(value):
+                    raise ValueError(
+                        f"{name}: tags starting with {RESERVED_TAG_PREFIX!r} are reserved; "
+                        "use scope to reach your global space"
+                    )
         metadata = getattr(self, "metadata", None)
         if metadata is not None:
             _check_metadata(metadata)
@@ -145,6 +156,7 @@ class SearchBody(_Body):
     threshold: Annotated[Number, Field(ge=0, le=1)] = 0.0
     #: how long a question's rewrite may take, at most (`bli_memory.door.rewrite`); None: the door's own
     rewriteBudgetMs: Annotated[StrictInt, Field(ge=0, le=60_000)] | None = None
+    scope: Literal["project", "global", "all"] = "all"
 
 
 class SaveBody(_Body):
@@ -156,6 +168,7 @@ class SaveBody(_Body):
     metadata: dict[str, Any] | None = None
     createdAt: StrictStr | None = None
     kind: Literal["memory", "document"] = "memory"
+    scope: Literal["project", "global"] = "project"
 
 
 class UpdateBody(_Body):
@@ -170,6 +183,7 @@ class ForgetBody(_Body):
     id: Annotated[StrictStr, Field(min_length=1, max_length=MAX_ID_CHARS)] | None = None
     content: Content | None = None
     query: Annotated[StrictStr, Field(min_length=1, max_length=MAX_QUERY_CHARS)] | None = None
+    scope: Literal["project", "global"] = "project"
 
 
 class ProfileBody(_Body):
@@ -185,12 +199,31 @@ class ListBody(_Body):
     containerTag: Tag
     limit: Annotated[StrictInt, Field(ge=1, le=MAX_LIMIT)] = browse.LIST_LIMIT_DEFAULT
     cursor: Annotated[StrictStr, Field(min_length=1, max_length=browse.MAX_CURSOR_CHARS)] | None = None
+    scope: Literal["project", "global", "all"] = "project"
 
 
 class RecentBody(_Body):
     model_config = _STRICT
     containerTag: Tag
     limit: Annotated[StrictInt, Field(ge=1, le=MAX_LIMIT)] = browse.RECENT_LIMIT_DEFAULT
+    scope: Literal["project", "global", "all"] = "project"
+
+
+class PinBody(_Body):
+    model_config = _STRICT
+    content: Annotated[StrictStr, Field(min_length=1, max_length=MAX_PIN_CHARS)]
+    containerTag: Tag
+    scope: Literal["project", "global"] = "project"
+
+
+class PinsBody(_Body):
+    model_config = _STRICT
+    containerTag: Tag
+
+
+class UnpinBody(_Body):
+    model_config = _STRICT
+    id: Annotated[StrictStr, Field(min_length=1, max_length=MAX_ID_CHARS)]
 
 
 class AliasBody(_Body):
@@ -281,7 +314,7 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
         401: "unauthorized: missing, unknown or revoked token",
         403: "forbidden: the token may not do this; host_not_allowed / cross_origin: a foreign Host or Origin",
         404: "not_found / no_match: unknown id (also another team's), or nothing close enough",
-        409: "not_current / conflict",
+        409: "not_current / not_pinned / conflict",
         408: "request_timeout: the body did not arrive in time",
         413: "body_too_large: over 1 MiB",
         415: "unsupported_media_type: a body not sent as application/json",
@@ -642,7 +675,12 @@ def create_app(
     @api.post("/api/memory/search", responses=_errors(*_COMMON))
     def search(body: SearchBody, caller: Caller) -> JSONResponse:
         hits = memories.search(
-            caller, body.containerTag, body.q, limit=body.limit, threshold=float(body.threshold)
+            caller,
+            body.containerTag,
+            body.q,
+            limit=body.limit,
+            threshold=float(body.threshold),
+            scope=body.scope,
         )
         statement = None
         if rewriter is not None:
@@ -650,12 +688,18 @@ def create_app(
             statement = rewriter.rewrite(body.q, budget_s)
             if statement is not None:
                 also = memories.search(
-                    caller, body.containerTag, statement, limit=body.limit, threshold=float(body.threshold)
+                    caller,
+                    body.containerTag,
+                    statement,
+                    limit=body.limit,
+                    threshold=float(body.threshold),
+                    scope=body.scope,
                 )
                 hits = fuse_hits(hits, also, body.limit)
         answer: dict[str, Any] = {
-            "results": [hit.to_json() for hit in hits],
-            "searched": memories.space_tags(caller, body.containerTag),
+            "results": [{**hit.to_json(), "scope": memories.scope_of(caller, hit.memory)} for hit in hits],
+            "searched": [] if body.scope == "global" else memories.space_tags(caller, body.containerTag),
+            "scope": body.scope,
         }
         if statement is not None:
             answer["rewrittenAs"] = statement
@@ -672,25 +716,33 @@ def create_app(
     )
     def save(body: SaveBody, caller: Caller) -> Any:
         created_at = _created_at(body.createdAt)
+        space = memories.write_tag(caller, body.containerTag, body.scope)
         if body.extract:
             if body.customId is not None or body.createdAt is not None or body.kind != "memory":
                 raise InvalidRequest("customId, createdAt and kind apply to a plain save, not to extract")
+            if is_pinned_metadata(body.metadata):
+                raise InvalidRequest("a pin is kept verbatim, never extracted: pin it without extract")
             if not extract_enabled:
                 raise InvalidRequest("this door has no extraction worker", code="extract_unavailable")
-            job_id, tag = memories.enqueue_job(caller, body.containerTag, body.content, body.metadata)
+            job_id, tag = memories.enqueue_job(caller, space, body.content, body.metadata)
             if on_job_queued is not None:
                 on_job_queued()
             return JSONResponse({"queued": True, "jobId": job_id, "containerTag": tag}, status_code=202)
         result = memories.save(
             caller,
-            body.containerTag,
+            space,
             body.content,
             custom_id=body.customId,
             metadata=body.metadata,
             created_at=created_at,
             kind=body.kind,
         )
-        return {"id": result.id, "containerTag": result.container_tag, "status": result.status}
+        return {
+            "id": result.id,
+            "containerTag": result.container_tag,
+            "status": result.status,
+            "scope": body.scope,
+        }
 
     @api.post("/api/memory/update", responses=_errors(*_WRITES, 404, 409))
     def update(body: UpdateBody, caller: Caller) -> dict[str, Any]:
@@ -727,18 +779,31 @@ def create_app(
         if len(given) != 1:
             raise InvalidRequest("give exactly one of id, content or query")
         memory, match, similarity = memories.forget(
-            caller, body.containerTag, memory_id=body.id, content=body.content, query=body.query
+            caller,
+            body.containerTag,
+            memory_id=body.id,
+            content=body.content,
+            query=body.query,
+            scope=body.scope,
         )
         forgotten: dict[str, Any] = {"id": memory.id, "content": memory.content}
         if similarity is not None:
             forgotten["similarity"] = round(similarity, 4)
-        return {"forgotten": forgotten, "match": match, "containerTag": memory.container_tag}
+        return {
+            "forgotten": forgotten,
+            "match": match,
+            "containerTag": memory.container_tag,
+            "scope": memories.scope_of(caller, memory),
+        }
 
     @api.post("/api/memory/v4/profile", responses=_errors(*_COMMON))
     def profile(body: ProfileBody, caller: Caller) -> dict[str, Any]:
         found = memories.profile(caller, body.containerTag, body.q or None)
         return {
             "profile": {"static": [memory.content for memory in found.static], "dynamic": found.dynamic},
+            "pins": [
+                _pin_json(memories, caller, memory) for memory in memories.pins(caller, body.containerTag)
+            ],
             "recent": [memory.to_json() for memory in found.recent],
             "containerTag": found.tags[0],
             "searched": found.tags,
@@ -747,13 +812,45 @@ def create_app(
     # -- browsing: a space's current memories newest first (door/browse.py)
     @api.post("/api/memory/list", responses=_errors(*_COMMON))
     def list_memories(body: ListBody, caller: Caller) -> JSONResponse:
-        page = browse.browse(memories, caller, body.containerTag, body.limit, body.cursor)
+        page = browse.browse(memories, caller, body.containerTag, body.limit, body.cursor, body.scope)
         return JSONResponse(browse.page_json(page))
 
     @api.post("/api/memory/recent", responses=_errors(*_COMMON))
     def recent_memories(body: RecentBody, caller: Caller) -> JSONResponse:
-        page = browse.browse(memories, caller, body.containerTag, body.limit)
+        page = browse.browse(memories, caller, body.containerTag, body.limit, scope=body.scope)
         return JSONResponse({**browse.page_json(page), "nextCursor": None})
+
+    # ---- pins: always-loaded facts, kept verbatim (docs/scopes-and-pins.md)
+
+    @api.post("/api/memory/pin", status_code=201, responses=_errors(*_WRITES))
+    def pin(body: PinBody, caller: Caller) -> dict[str, Any]:
+        result = memories.pin(caller, body.containerTag, body.content, scope=body.scope)
+        return {
+            "id": result.id,
+            "containerTag": result.container_tag,
+            "status": result.status,
+            "scope": body.scope,
+        }
+
+    @api.post("/api/memory/pins", responses=_errors(*_COMMON))
+    def pins(body: PinsBody, caller: Caller) -> dict[str, Any]:
+        found = memories.pins(caller, body.containerTag)
+        return {
+            "pins": [_pin_json(memories, caller, memory) for memory in found],
+            "containerTag": memories.canonical_tag(caller, body.containerTag),
+        }
+
+    @api.post("/api/memory/unpin", responses=_errors(*_WRITES, 404, 409))
+    def unpin(body: UnpinBody, caller: Caller) -> dict[str, Any]:
+        memory = memories.unpin(caller, body.id)
+        return {
+            "id": memory.id,
+            "previousVersionId": memory.previous_version_id,
+            "content": memory.content,
+            "containerTag": memory.container_tag,
+            "scope": memories.scope_of(caller, memory),
+            "status": "unpinned",
+        }
 
     @api.post("/api/memory/aliases", responses=_errors(*_WRITES))
     def aliases(body: AliasBody, caller: Caller) -> dict[str, Any]:
@@ -855,6 +952,11 @@ def create_app(
     app: ASGIApp = RequestLog(RequestGate(api, allowed_hosts=allowed_hosts, read_timeout_s=read_timeout_s))
     app.fastapi = api  # type: ignore[attr-defined]
     return app
+
+
+def _pin_json(memories: MemoryService, caller: Principal, memory: Memory) -> dict[str, Any]:
+    """One pin as the door shows it: the memory's fields and which scope it belongs to."""
+    return {**memory.to_json(), "scope": memories.scope_of(caller, memory)}
 
 
 def _created_at(text: str | None) -> float | None:

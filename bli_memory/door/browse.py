@@ -43,6 +43,10 @@ class Page:
     rows: list[BrowseRow]
     next_cursor: str | None
     tags: list[str]
+    #: the space asked for (the request's `containerTag`), what was read, and the reader's global tag
+    asked: str = ""
+    scope: str = "project"
+    global_tag: str | None = None
 
 
 def encode_cursor(memory: Memory) -> str:
@@ -71,23 +75,37 @@ def decode_cursor(cursor: str) -> tuple[float, str]:
 
 
 def browse(
-    memories: MemoryService, principal: Principal, tag: str, limit: int, cursor: str | None = None
+    memories: MemoryService,
+    principal: Principal,
+    tag: str,
+    limit: int,
+    cursor: str | None = None,
+    scope: str = "project",
 ) -> Page:
-    """Up to `limit` current memories of `tag`'s space, newest first, after `cursor` when given."""
+    """Up to `limit` current memories of `tag`'s space (`scope` project), the caller's global space
+    (global) or both as one list (all), newest first, after `cursor` when given."""
     before = None if cursor is None else decode_cursor(cursor)
-    tags = memories.space_tags(principal, tag)
+    tags = memories.scope_tags(principal, tag, scope)
     rows = memories.store.page_current(principal.team_id, tags, limit + 1, before)
     more = len(rows) > limit
     rows = rows[:limit]
-    return Page(rows=rows, next_cursor=encode_cursor(rows[-1].memory) if more and rows else None, tags=tags)
+    return Page(
+        rows=rows,
+        next_cursor=encode_cursor(rows[-1].memory) if more and rows else None,
+        tags=tags,
+        asked=tag,
+        scope=scope,
+        global_tag=memories.global_tag(principal),
+    )
 
 
 def kind_of(memory: Memory) -> str:
     return FACT if memory.kind == "memory" else DOCUMENT
 
 
-def row_json(row: BrowseRow) -> dict[str, Any]:
-    """A listed memory: id, text, kind (fact or document), times and where it came from."""
+def row_json(row: BrowseRow, global_tag: str | None = None) -> dict[str, Any]:
+    """A listed memory: id, text, kind (fact or document), scope (project or the reader's global
+    space), times and where it came from."""
     memory = row.memory
     metadata = memory.metadata if isinstance(memory.metadata, dict) else {}
     origin = metadata.get("source")
@@ -97,6 +115,7 @@ def row_json(row: BrowseRow) -> dict[str, Any]:
         "kind": kind_of(memory),
         "exchange": exchanges.is_exchange(memory.kind, memory.custom_id, memory.metadata),
         "containerTag": memory.container_tag,
+        "scope": "global" if memory.container_tag == global_tag else "project",
         "createdAt": iso(memory.created_at),
         "updatedAt": iso(memory.updated_at),
         "version": memory.version,
@@ -113,8 +132,9 @@ def row_json(row: BrowseRow) -> dict[str, Any]:
 
 def page_json(page: Page) -> dict[str, Any]:
     return {
-        "memories": [row_json(row) for row in page.rows],
+        "memories": [row_json(row, page.global_tag) for row in page.rows],
         "nextCursor": page.next_cursor,
-        "containerTag": page.tags[0],
-        "searched": page.tags,
+        "containerTag": page.asked if page.scope == "global" else page.tags[0],
+        "scope": page.scope,
+        "searched": [tag for tag in page.tags if tag != page.global_tag],
     }

@@ -84,9 +84,13 @@ def run_job(memories: MemoryService, job: Job, extract: Extractor) -> JobOutcome
 
 def _neighbours(memories: MemoryService, principal: Principal, tag: str, fact: str) -> list[Hit]:
     """The facts of the space closest to `fact`: its own look-alikes only (context rows are no
-    evidence of a duplicate), and never a document (an exchange holds every fact it gave)."""
+    evidence of a duplicate), never a document (an exchange holds every fact it gave), and never a
+    pin (kept verbatim: the librarian never merges or supersedes one; search leaves pins out already,
+    this keeps it so whatever search does)."""
     hits = memories.search(principal, tag, fact, limit=RECONCILE_READ, context=False)
-    return [hit for hit in hits if hit.memory.kind == "memory"][:RECONCILE_NEIGHBOURS]
+    return [hit for hit in hits if hit.memory.kind == "memory" and not hit.memory.pinned][
+        :RECONCILE_NEIGHBOURS
+    ]
 
 
 def _apply_fact(

@@ -39,12 +39,16 @@ from bli_memory.door.indexes import Indexes, Lru, SpaceKey, SpaceVectors
 from bli_memory.door.librarian.lasting import lasting_score
 from bli_memory.door.model import (
     FORGET_CLOSEST_MIN_SIMILARITY,
+    PINNED_FIELD,
     Hit,
     Job,
     Memory,
     Principal,
     SaveResult,
+    global_tag,
     hash_text,
+    is_pinned_metadata,
+    is_reserved_tag,
     now_s,
 )
 from bli_memory.door.store.base import DeviceRevoked, ImportedVersion, NewVersion, QueueFull, Store
@@ -72,6 +76,11 @@ BACKFILL_BATCH = 64
 RETENTION_BATCH = 200
 #: forget by meaning looks this far down the nearest rows for one that is not a stored exchange.
 CLOSEST_CANDIDATES = 8
+
+#: where a search reads (`project`: the request's space; `global`: the caller's global space; `all`:
+#: both, one ranking) and where a write lands (`project` or `global`). docs/scopes-and-pins.md.
+Scope = Literal["project", "global", "all"]
+SCOPES: tuple[str, ...] = ("project", "global", "all")
 
 
 @dataclass(frozen=True)
@@ -188,10 +197,38 @@ class MemoryService:
     # ------------------------------------------------------------------ reading
 
     def get(self, principal: Principal, memory_id: str) -> Memory:
+        """One row of the caller's team by id; another person's global space is never visible
+        (the same 404 as an id that does not exist)."""
         memory = self.store.get(principal.team_id, memory_id)
-        if memory is None:
+        if memory is None or not self.visible(principal, memory):
             raise NotFound(f"no memory {memory_id!r}")
         return memory
+
+    # ------------------------------------------------------------------ scopes
+
+    def global_tag(self, principal: Principal) -> str:
+        """The caller's global space: derived from the authenticated person, never named by a client."""
+        return global_tag(principal.person_id)
+
+    def visible(self, principal: Principal, memory: Memory) -> bool:
+        """A row of a reserved tag is visible only when it is the caller's own global space."""
+        tag = memory.container_tag
+        return not is_reserved_tag(tag) or tag == self.global_tag(principal)
+
+    def scope_of(self, principal: Principal, memory: Memory) -> Literal["project", "global"]:
+        return "global" if memory.container_tag == self.global_tag(principal) else "project"
+
+    def scope_tags(self, principal: Principal, tag: str, scope: str) -> list[str]:
+        """The tags a `scope` reads: the space of `tag` (canonical first), the caller's global space,
+        or both, the global space last (its rows lose save-order ties to the project's)."""
+        if scope == "global":
+            return [self.global_tag(principal)]
+        tags = self.space_tags(principal, tag)
+        return [*tags, self.global_tag(principal)] if scope == "all" else tags
+
+    def write_tag(self, principal: Principal, tag: str, scope: str) -> str:
+        """Where a write of `scope` lands: the space of `tag`, or the caller's global space."""
+        return self.global_tag(principal) if scope == "global" else tag
 
     def history(self, principal: Principal, memory_id: str) -> list[Memory]:
         root = self.get(principal, memory_id).root_id
@@ -295,9 +332,10 @@ class MemoryService:
                 previous=previous,
             )
         )
-        self.indexes.added(
-            (principal.team_id, tag), memory_id, content, principal.device_id, updated_at, vector
-        )
+        if not is_pinned_metadata(metadata):  # a pin is never searched: it has no index entry
+            self.indexes.added(
+                (principal.team_id, tag), memory_id, content, principal.device_id, updated_at, vector
+            )
         return memory_id
 
     def _retire(
@@ -326,8 +364,11 @@ class MemoryService:
 
         With `custom_id`, the current memory carrying it is replaced by a new
         version (`updated`) unless the text is the same (`unchanged`). Without
-        it, an exact duplicate of a current memory in the space is `unchanged`.
+        it, an exact duplicate of a current memory in the space is `unchanged`. A save whose metadata
+        says `pinned: true` is a pin (`pin`).
         """
+        if is_pinned_metadata(metadata) and custom_id is None:
+            return self.pin(principal, tag, content, metadata=metadata)
         tags = self.space_tags(principal, tag)
         canonical = tags[0]
         vectors = self._embed([content], "passage")
@@ -650,12 +691,17 @@ class MemoryService:
         memory_id: str | None = None,
         content: str | None = None,
         query: str | None = None,
+        scope: Scope = "project",
     ) -> tuple[Memory, str, float | None]:
-        """Tombstone one memory. Returns (the memory, match kind, similarity for a closest match)."""
-        tags = self.space_tags(principal, tag)
+        """Tombstone one memory. Returns (the memory, match kind, similarity for a closest match).
+
+        By id, the memory may be in the space of `tag` or in the caller's global space whatever
+        `scope` says; by text or meaning, `scope` names the space looked in. A pin is forgotten only
+        by id (its text and meaning are not searched)."""
+        tags = self.scope_tags(principal, tag, scope)
         if memory_id is not None:
             target = self.get(principal, memory_id)
-            if target.container_tag not in tags:
+            if target.container_tag not in self.scope_tags(principal, tag, "all"):
                 raise NotFound(f"no memory {memory_id!r} in this space")
             if target.status != "current":
                 raise Conflict(f"memory {memory_id!r} is already {target.status}", code="not_current")
@@ -717,6 +763,7 @@ class MemoryService:
         threshold: float = 0.0,
         context: bool = True,
         weights: ranking.Weights = ranking.DEFAULT_WEIGHTS,
+        scope: Scope = "project",
     ) -> list[Hit]:
         """Hybrid search of a space (every tag that names it): keyword, meaning and recency, fused,
         and then the best rows' context (`ranking.spread_context`) unless `context` is False.
@@ -731,8 +778,12 @@ class MemoryService:
         back from the newest candidate, `ranking.ages_days`), cosines do not depend on a row's place
         in the matrix (`_vector_candidates`), and every tie is broken by save order
         (`ranking.ordered`), never by id.
+
+        `scope` `all` reads the space and the caller's global space as one: one ranking over both,
+        the global space's rows after the project's in save order (`scope_tags`). Pins are never
+        among the hits (they are not indexed).
         """
-        tags = self.space_tags(principal, tag)
+        tags = self.scope_tags(principal, tag, scope)
         query_vectors = self._embed([q], "query")
         query_vector = None if query_vectors is None else query_vectors[0]
         with self._lock:
@@ -930,14 +981,16 @@ class MemoryService:
         things are; newest first among equals); a question, a test count, a log line or a fragment
         without a verb is left out of all three, and so are stored exchanges (they are history, and
         each would fill the block with a whole turn)."""
-        tags = self.space_tags(principal, tag)
+        tags = self.scope_tags(principal, tag, "all")
         pinned = self.store.pinned(principal.team_id, tags)
         read = self.store.recent(principal.team_id, tags, max(PROFILE_POOL_COUNT, PROFILE_RECENT_COUNT))
         scored = [(memory, lasting_score(memory.content)) for memory in read if not _is_exchange(memory)]
         kept = [(memory, score) for memory, score in scored if score is not None]
         recent = [memory for memory, _score in kept[:PROFILE_RECENT_COUNT]]
         if q:
-            hits = self.search(principal, tag, q, limit=PROFILE_DYNAMIC_COUNT * PROFILE_READ_FACTOR)
+            hits = self.search(
+                principal, tag, q, limit=PROFILE_DYNAMIC_COUNT * PROFILE_READ_FACTOR, scope="all"
+            )
             found = [
                 hit.memory
                 for hit in hits
@@ -946,7 +999,76 @@ class MemoryService:
             dynamic = [memory.content for memory in found[:PROFILE_DYNAMIC_COUNT]]
         else:
             dynamic = [memory.content for memory in _most_lasting(kept)[:PROFILE_DYNAMIC_COUNT]]
-        return Profile(static=pinned, dynamic=dynamic, recent=recent, tags=tags)
+        return Profile(static=pinned, dynamic=dynamic, recent=recent, tags=tags[:-1])
+
+    # ------------------------------------------------------------------ pins
+
+    def pin(
+        self,
+        principal: Principal,
+        tag: str,
+        content: str,
+        *,
+        scope: Scope = "project",
+        metadata: dict[str, Any] | None = None,
+    ) -> SaveResult:
+        """Keep `content` verbatim as a pin of the space of `tag` or of the caller's global space.
+
+        A pin is loaded at every session start and nothing else reads it: it is not indexed (never a
+        search hit, never a librarian's neighbour, so never merged, superseded or decayed) and has no
+        vector. The same text pinned again in that space is `unchanged`."""
+        tags = self.scope_tags(principal, tag, "global" if scope == "global" else "project")
+        with self.transaction():
+            for existing in self.store.pinned(principal.team_id, tags):
+                if existing.content == content:
+                    return SaveResult(existing.id, existing.container_tag, "unchanged")
+            new = self._insert(
+                principal,
+                tag=tags[0],
+                content=content,
+                vector=None,
+                custom_id=None,
+                metadata={**(metadata or {}), PINNED_FIELD: True},
+                created_at=now_s(),
+            )
+        return SaveResult(new, tags[0], "created")
+
+    def pins(self, principal: Principal, tag: str) -> list[Memory]:
+        """Every current pin that applies in the space of `tag`: the space's, then the caller's global
+        ones, each oldest first."""
+        tags = self.space_tags(principal, tag)
+        return [
+            *self.store.pinned(principal.team_id, tags),
+            *self.store.pinned(principal.team_id, [self.global_tag(principal)]),
+        ]
+
+    def unpin(self, principal: Principal, memory_id: str) -> Memory:
+        """Make a current pin an ordinary memory again: a new version without the flag (the pin stays
+        as its history), searched and reconciled like any other from now on. Forget it afterwards
+        when it is no longer true. 404 for an unknown or invisible id, 409 for one that is not a
+        current pin."""
+        current = self.get(principal, memory_id)
+        if current.status != "current":
+            raise Conflict(f"memory {memory_id!r} is {current.status}", code="not_current")
+        if not current.pinned:
+            raise Conflict(f"memory {memory_id!r} is not a pin", code="not_pinned")
+        metadata = {key: value for key, value in (current.metadata or {}).items() if key != PINNED_FIELD}
+        vectors = self._embed([current.content], "passage")
+        with self.transaction():
+            self._retire(principal, current, "superseded")
+            new = self._insert(
+                principal,
+                tag=current.container_tag,
+                content=current.content,
+                vector=None if vectors is None else vectors[0],
+                custom_id=current.custom_id,
+                metadata=metadata or None,
+                created_at=current.created_at,
+                previous=current,
+            )
+        if vectors is None:
+            self.needs_backfill = self._vector_model is not None
+        return self.get(principal, new)
 
     # ------------------------------------------------------------------ extraction jobs
 

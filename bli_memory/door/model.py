@@ -17,6 +17,29 @@ MAX_ID_CHARS = 100
 #: forget by query takes the closest memory only at this cosine similarity or above.
 FORGET_CLOSEST_MIN_SIMILARITY = 0.85
 
+# ---- scopes and pins (docs/scopes-and-pins.md)
+#: tags that start with this are the door's own: a client naming one as a space is refused (400).
+RESERVED_TAG_PREFIX = "bli:"
+#: a person's global space is this prefix and the person's id; only the door derives it.
+GLOBAL_TAG_PREFIX = RESERVED_TAG_PREFIX + "global:"
+#: a pin is a short, always-loaded fact: at most this many characters.
+MAX_PIN_CHARS = 2_000
+#: the metadata flag that makes a row a pin (the store keeps it in its `pinned` column too).
+PINNED_FIELD = "pinned"
+
+
+def global_tag(person_id: int) -> str:
+    """The tag of one person's global space (cross-project facts)."""
+    return f"{GLOBAL_TAG_PREFIX}{person_id}"
+
+
+def is_reserved_tag(tag: str) -> bool:
+    return tag.startswith(RESERVED_TAG_PREFIX)
+
+
+def is_pinned_metadata(metadata: dict[str, Any] | None) -> bool:
+    return bool(metadata) and isinstance(metadata, dict) and metadata.get(PINNED_FIELD) is True
+
 
 @dataclass(frozen=True)
 class Principal:
@@ -48,6 +71,11 @@ class Memory:
     updated_at: float
     superseded_at: float | None
     person: str | None = None
+
+    @property
+    def pinned(self) -> bool:
+        """A pin: stored verbatim, always loaded, never searched nor touched by the librarian."""
+        return is_pinned_metadata(self.metadata)
 
     def to_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {

@@ -95,11 +95,14 @@ def _clip_chars(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def render_block(tag: str, lines: list[str]) -> str:
-    """`<tag> [bli]`, each line prefixed by the marker, `</tag> [bli]`; cut whole lines to fit."""
+def render_block(tag: str, lines: list[str], last: str | None = None) -> str:
+    """`<tag> [bli]`, each line prefixed by the marker, `</tag> [bli]`; cut whole lines to fit.
+
+    `last`, when given, is the block's last line whatever is cut: its room is kept from the start."""
     out = [f"<{tag}> {MARKER}"]
     closing = f"</{tag}> {MARKER}"
-    used = len(out[0]) + len(closing) + 2
+    final = None if last is None else f"{MARKER} {_neutralise(last)}"
+    used = len(out[0]) + len(closing) + 2 + (0 if final is None else len(final) + 1)
     for line in lines:
         marked = f"{MARKER} {_neutralise(line)}" if line else MARKER
         if used + len(marked) + 1 > BLOCK_MAX_CHARS:
@@ -107,6 +110,8 @@ def render_block(tag: str, lines: list[str]) -> str:
             break
         out.append(marked)
         used += len(marked) + 1
+    if final is not None:
+        out.append(final)
     out.append(closing)
     return "\n".join(out) + "\n"
 
@@ -119,6 +124,8 @@ def item_lines(index: int, row: dict[str, object], now_s: float) -> list[str]:
         facets.append(f"cosine similarity {float(similarity):.2f}")
     if row.get("kind", "memory") != "memory":
         facets.append(str(row.get("kind")))
+    if row.get("scope") == "global":  # the door searches this space and the person's global one
+        facets.append("global")
     if row.get("id"):
         facets.append(f"id {row['id']}")
     content = _clip_chars(str(row.get("content", "")).strip(), ITEM_MAX_CHARS)
@@ -191,7 +198,11 @@ def prefer_facts(rows: list[dict[str, object]]) -> list[dict[str, object]]:
 
 
 def render_recall(rows: list[dict[str, object]], container_tag: str, now_s: float) -> str:
-    lines = [f"Memories from this space ({container_tag}) that may bear on the prompt:"]
+    lines = [
+        f"Memories from this space ({container_tag}) and your global space that may bear on the prompt:"
+        if any(row.get("scope") == "global" for row in rows)
+        else f"Memories from this space ({container_tag}) that may bear on the prompt:"
+    ]
     for index, row in enumerate(rows, 1):
         lines += item_lines(index, row, now_s)
     return render_block(RECALL_TAG, lines)

@@ -26,7 +26,7 @@ ROUTES = ("direct", "daemon")
 PROBE_FLAG = "stats_excluded"
 
 #: Counted fields an `ok` receipt may carry, in print order; durations follow them.
-COUNT_KEYS = ("hits", "profile", "recent", "chars", "masked")
+COUNT_KEYS = ("hits", "profile", "recent", "pins", "chars", "masked")
 DURATION_KEYS = ("elapsed_ms", "deadline_ms")
 _INT_LIMIT = 10**9
 

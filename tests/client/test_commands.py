@@ -90,7 +90,7 @@ def test_save_then_search_then_forget_by_id(cli: Cli, tag: str) -> None:
     assert memory["age"] == "<1h"
 
     text = cli("search", word)
-    assert f"[id {memory['id']} · <1h · source {tag}]" in text.stdout
+    assert f"[id {memory['id']} · <1h · scope project · source {tag}]" in text.stdout
     assert f"   The {word} service restarts at 03:00" in text.stdout
 
     forgot = cli("forget", "--id", memory["id"])

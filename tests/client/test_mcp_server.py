@@ -40,6 +40,8 @@ TOOL_NAMES = {
     "recent_memories",
     "memory_experience",
 }
+#: the pin tools (docs/scopes-and-pins.md; their own tests: tests/client/test_scopes_pins.py)
+TOOL_NAMES |= {"pin_memory", "list_pins", "unpin_memory"}
 
 
 def server_env(home: Path, url: str, token: str, tag: str | None) -> dict[str, str]:
@@ -150,13 +152,19 @@ def test_lists_the_four_tools_with_their_names_schemas_and_annotations(client: M
     tools = {tool.name: tool for tool in client.list_tools().tools}
     assert set(tools) == TOOL_NAMES
     schema = {name: tool.input_schema for name, tool in tools.items()}
-    assert set(schema["search_memory"]["properties"]) == {"query", "containerTag", "limit"}
+    assert set(schema["search_memory"]["properties"]) == {"query", "containerTag", "limit", "scope"}
     assert schema["search_memory"]["required"] == ["query"]
-    assert set(schema["save_memory"]["properties"]) == {"content", "containerTag", "customId", "extract"}
+    assert set(schema["save_memory"]["properties"]) == {
+        "content",
+        "containerTag",
+        "customId",
+        "extract",
+        "scope",
+    }
     assert schema["save_memory"]["required"] == ["content"]
     assert set(schema["update_memory"]["properties"]) == {"id", "content"}
     assert set(schema["update_memory"]["required"]) == {"id", "content"}
-    assert set(schema["forget_memory"]["properties"]) == {"id", "content", "query", "containerTag"}
+    assert set(schema["forget_memory"]["properties"]) == {"id", "content", "query", "containerTag", "scope"}
     search = tools["search_memory"].annotations
     save = tools["save_memory"].annotations
     update = tools["update_memory"].annotations
@@ -180,7 +188,7 @@ def test_save_search_update_search_forget_round_trip(client: McpClient, tag: str
 
     found = client.call("search_memory", {"query": word, "containerTag": tag})
     text = text_of(found)
-    assert "Remembered facts:" in text and f"[id {memory_id} · <1h · source {tag}]" in text
+    assert "Remembered facts:" in text and f"[id {memory_id} · <1h · scope project · source {tag}]" in text
     assert f"   The {word} build runs on Tuesdays" in text
     assert "similarity" not in text  # embedder none: no cosine was measured, so none is shown
     assert found.structured_content["memories"][0]["content"] == f"The {word} build runs on Tuesdays"

@@ -129,3 +129,27 @@ def test_an_update_moves_a_memory_to_the_top_with_its_new_time(door: DoorProcess
     rows = page(door, tag)["memories"]
     assert [row["content"] for row in rows] == ["the build uses just", "the linter is ruff"]
     assert rows[0]["version"] == 2 and rows[0]["id"] == updated["id"]
+
+
+def test_browsing_reads_the_callers_global_space_and_labels_each_row(door: DoorProcess, tag: str) -> None:
+    """scope global lists only the caller's own global space, scope all lists both newest first with
+    each row labelled; another person's global space never shows."""
+    mine = door.pair(f"browser-{tag}")
+    theirs = door.pair(f"other-{tag}")
+    save(door, tag, "project fact for browsing", mine)
+    save(door, tag, "my global preference", mine, scope="global")
+    save(door, tag, "their global preference", theirs, scope="global")
+
+    own = page(door, tag, mine, scope="global")
+    assert [row["content"] for row in own["memories"]] == ["my global preference"]
+    assert own["memories"][0]["scope"] == "global" and own["scope"] == "global"
+    assert own["containerTag"] == tag and own["searched"] == []
+    both = page(door, tag, mine, scope="all")
+    assert [(row["content"], row["scope"]) for row in both["memories"]] == [
+        ("my global preference", "global"),
+        ("project fact for browsing", "project"),
+    ]
+    project = page(door, tag, mine)
+    assert [row["content"] for row in project["memories"]] == ["project fact for browsing"]
+    status, recent = door.post("/api/memory/recent", {"containerTag": tag, "scope": "global"}, theirs)
+    assert status == 200 and [row["content"] for row in recent["memories"]] == ["their global preference"]

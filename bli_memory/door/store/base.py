@@ -286,7 +286,10 @@ class Store(Protocol):
 
     def current_by_custom_id(self, team_id: int, tags: Sequence[str], custom_id: str) -> Memory | None: ...
 
-    def current_by_hash(self, team_id: int, tags: Sequence[str], content_hash: str) -> Memory | None: ...
+    def current_by_hash(self, team_id: int, tags: Sequence[str], content_hash: str) -> Memory | None:
+        """The newest current unpinned row of the tags with that content hash (and the same for
+        `current_by_custom_id`): a pin never stands in for an ordinary memory."""
+        ...
 
     def current_by_ids(self, team_id: int, ids: Sequence[str]) -> dict[str, Memory]:
         """The current rows among `ids`, with the saving person's name."""
@@ -319,7 +322,8 @@ class Store(Protocol):
         ...
 
     def index_rows(self, team_id: int, tag: str) -> Iterable[IndexRow]:
-        """Every current memory of one tag, in save order."""
+        """Every current unpinned memory of one tag, in save order (pins are never searched;
+        `current_vectors` and `vectors_missing` leave them out too)."""
         ...
 
     def team_named(self, team: str) -> int | None:

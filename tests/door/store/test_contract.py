@@ -267,6 +267,21 @@ def test_pinned_and_recent_split_the_current_rows(store: Store) -> None:
     assert [m.content for m in store.recent(ada.team_id, ["t"], 3)] == ["note 4", "note 3", "note 2"]
 
 
+def test_a_pin_is_never_indexed_embedded_nor_a_duplicate_of_an_ordinary_row(store: Store) -> None:
+    """Pins are loaded whole at session start and never searched (docs/scopes-and-pins.md): no
+    search index, vector matrix or backfill sees one, and a save's duplicate check never finds one."""
+    ada = _principal(store)
+    pinned = {"pinned": True}
+    pin = store.insert_version(_row(ada, "pinned fact", metadata=pinned, vector=np.ones(4, dtype=np.float32)))
+    bare = store.insert_version(_row(ada, "pinned without a vector", metadata=pinned))
+    plain = store.insert_version(_row(ada, "plain fact", vector=np.ones(4, dtype=np.float32)))
+    assert [row.id for row in store.index_rows(ada.team_id, "t")] == [plain]
+    assert set(dict(store.current_vectors(ada.team_id, "t", "model-a"))) == {plain}
+    assert bare not in {task.id for task in store.vectors_missing("model-a", 10)}
+    assert store.current_by_hash(ada.team_id, ["t"], hash_text("pinned fact")) is None
+    assert [m.id for m in store.pinned(ada.team_id, ["t"])] == [pin, bare]
+
+
 def test_index_rows_and_spaces_list_current_rows_in_save_order(store: Store) -> None:
     ada = _principal(store)
     first = store.insert_version(_row(ada, "first", tag="x", when=5.0))

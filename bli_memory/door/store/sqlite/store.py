@@ -415,7 +415,7 @@ class SqliteStore:
         with self._lock:
             row = self._db.execute(
                 f"""SELECT {_MEMORY_COLUMNS} FROM memories INDEXED BY {index} WHERE team_id = ? AND status = 'current'
-                    AND container_tag IN ({marks}) AND {column} = ? ORDER BY updated_at DESC LIMIT 1""",
+                    AND pinned = 0 AND container_tag IN ({marks}) AND {column} = ? ORDER BY updated_at DESC LIMIT 1""",
                 (team_id, *tags, value),
             ).fetchone()
         return None if row is None else self._memory(row)
@@ -501,7 +501,7 @@ class SqliteStore:
         with self._lock:
             rows = self._db.execute(
                 """SELECT id, content, device_id, updated_at FROM memories WHERE team_id = ?
-                   AND container_tag = ? AND status = 'current' ORDER BY rowid""",
+                   AND container_tag = ? AND status = 'current' AND pinned = 0 ORDER BY rowid""",
                 (team_id, tag),
             ).fetchall()
         return [IndexRow(row[0], row[1], row[2], row[3]) for row in rows]
@@ -656,7 +656,7 @@ class SqliteStore:
         with self._lock:
             rows = self._db.execute(
                 """SELECT id, team_id, container_tag, content, content_hash FROM memories
-                   WHERE status = 'current' AND (embedding_model IS NULL OR embedding_model != ?)
+                   WHERE status = 'current' AND pinned = 0 AND (embedding_model IS NULL OR embedding_model != ?)
                    LIMIT ?""",
                 (model, limit),
             ).fetchall()
@@ -677,7 +677,8 @@ class SqliteStore:
         with self._lock:
             rows = self._db.execute(
                 """SELECT id, embedding FROM memories WHERE team_id = ? AND container_tag = ?
-                   AND status = 'current' AND embedding IS NOT NULL AND embedding_model = ? ORDER BY rowid""",
+                   AND status = 'current' AND pinned = 0 AND embedding IS NOT NULL AND embedding_model = ?
+                   ORDER BY rowid""",
                 (team_id, tag, model),
             ).fetchall()
         for row in rows:
