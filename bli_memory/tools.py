@@ -433,7 +433,7 @@ PIN_TOOLS: tuple[ToolSpec, ...] = (
         annotations={
             "title": "Unpin memory",
             "readOnlyHint": False,
-            "destructiveHint": True,
+            "destructiveHint": False,
             "idempotentHint": False,
             "openWorldHint": False,
         },

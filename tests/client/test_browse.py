@@ -77,7 +77,7 @@ def test_bad_input_is_one_line_and_exit_2(door: DoorProcess, tag: str, home: str
         ("list", "--limit", "0"),
         ("recent", "--limit", "x"),
         ("list", "--bogus"),
-        ("list", "--scope", "all"),
+        ("list", "--scope", "everywhere"),
     ):
         done = run_cli(home, str(tmp_path), *args, "--container-tag", tag)
         assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done
@@ -120,7 +120,7 @@ def test_the_tools_page_under_concurrent_writes_over_mcp(
     recent = found["recent"].structured_content["memories"]
     assert [row["content"] for row in recent] == ["mcp written while paging 3", "mcp written while paging 2"]
     assert "· fact · source tester on dev_" in found["recent"].content[0].text
-    assert found["wrong"].is_error and "`scope` must be one of project" in found["wrong"].content[0].text
+    assert found["wrong"].is_error and "`scope` must be one of: project, global, all" in found["wrong"].content[0].text
 
 
 def test_the_listing_view_names_a_stored_exchange_and_an_unknown_source() -> None:

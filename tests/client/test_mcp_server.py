@@ -560,8 +560,8 @@ def test_memory_experience_refuses_what_log_refuses_and_writes_nothing(
         ("memory_experience", {"store": "bli", "verdict": "win"}),
     )
     needles = [
-        "the verdict must be one of win, loss, noise",
-        "the store must be one of bli, supermemory, both",
+        "`verdict` must be one of: win, loss, noise",  # the schema's closed choices, checked first
+        "`store` must be one of: bli, supermemory, both",
         "the reason must be one line",
         "at most 500",
         "looks like it holds a secret",
