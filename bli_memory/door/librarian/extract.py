@@ -438,7 +438,8 @@ _FUNCTION_WORDS = frozenset(
 _IMPERATIVES = frozenset(
     "pin set use run add remove move update fix change make put keep call check try rename delete bump revert "
     "clean port migrate redo tell show find write name wrap drop replace switch upgrade downgrade install "
-    "enable disable turn stick ship deploy merge push commit".split()
+    "enable disable turn stick ship deploy merge push commit go look investigate figure review refactor "
+    "implement".split()
 )
 
 
@@ -670,8 +671,14 @@ def _user_facts(units: list[str]) -> list[str]:
             first = _bare(sentence.split(" ", 1)[0]) if sentence else ""
             if decided and not question:
                 follows = False  # a decision of its own
-            elif _CHOICE.search(sentence) if (request or question) else first in _CONVENTION_VERBS:
-                follows = after_decision  # "… with APScheduler instead?", "Name the files …"
+            elif (
+                _CHOICE.search(sentence)
+                if (request or question)
+                else first in _CONVENTION_VERBS and (after_decision or _signals(sentence)[1])
+            ):
+                # "… with APScheduler instead?"; "Name the files …" after its decision, or alone when it
+                # names a value ("Set `POOL=20` in `.env`"): "Run the tests" alone is a one-off task
+                follows = after_decision
             elif (
                 not (request or question or first in _IMPERATIVES)
                 and not _PROBLEM.search(prose)
@@ -732,6 +739,14 @@ _PATH_TOKEN = re.compile(
 _GENERAL_QUESTION = re.compile(
     r"^(?:quick question\W+)?(?:what(?:'s| is| are)|how (?:does|do|is|are|can)|why (?:does|do|is|are)|"
     r"when (?:should|do|does)|which is|is it|explain|difference)\b",
+    re.IGNORECASE,
+)
+
+
+#: a request that asks to be told something is a question: "Can you explain how X works?".
+_ASKING_REQUEST = re.compile(
+    r"^(?:(?:please|can you|could you|would you)\s+)*(?:explain|describe|clarify|tell me|remind me|"
+    r"walk me through|help me understand)\b",
     re.IGNORECASE,
 )
 
@@ -837,8 +852,8 @@ def _answers_from_general_knowledge(user: str, reply: str) -> bool:
     asked = [_clean(s) for s in _sentences(question)]
     if not asked or not all(s.endswith("?") or _GENERAL_QUESTION.match(s) for s in asked if s):
         return False  # a statement or a task beside the question makes it about the project
-    if _REQUEST.match(question):
-        return False
+    if _REQUEST.match(question) and not _ASKING_REQUEST.match(question):
+        return False  # "Can you add X?" is a task; "Can you explain X?" asks
     if _OWN_WORDS.search(question.replace("`", " ")) or _PATH_TOKEN.search(question.replace("`", " ")):
         return False
     prose = " ".join(_prose_units(reply)).replace("`", " ")

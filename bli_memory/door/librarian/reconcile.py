@@ -152,6 +152,8 @@ _CORRECTION_WORDS = re.compile(
 
 
 _RETIRING = frozenset({"not", "from", "replacing"})
+#: a fact that opens by saying it corrects something: "Correction: …", "Actually, …", "Change of plan: …".
+_DECLARED_CORRECTION = re.compile(r"^\W*(?:actually|correction|to correct|change of plan)\b", re.IGNORECASE)
 
 
 def _retired(words: list[str]) -> set[str]:
@@ -165,6 +167,18 @@ def _retired(words: list[str]) -> set[str]:
                     out.add(following)
                     break
     return out
+
+
+def _corrects(new_text: str, old_text: str) -> bool:
+    """Whether the new fact is a correction of the old one: it says so at its start ("Correction: …",
+    "Actually …"), or it names a value of the old fact as the one it retires ("from 8080", "not 18",
+    "instead of 1.74"). "Instead of" or "no longer" about anything else ("requests queued instead of
+    failing") describes, it does not correct."""
+    if not _CORRECTION_WORDS.search(new_text):
+        return False
+    if _DECLARED_CORRECTION.match(new_text):
+        return True
+    return bool(_retired(_value_tokens(new_text)) & set(_value_tokens(old_text)))
 
 
 def _value_tokens(text: str) -> list[str]:
@@ -223,7 +237,7 @@ def _new_value_for(old_text: str, new_text: str, corrects: bool) -> tuple[str, s
         return None
     words = _value_tokens(new_text)
     # a value the correction names as the old one ("not 8080", "from 18") is not one it states
-    retired = _retired(words) if corrects else set()
+    retired = _retired(words) if _CORRECTION_WORDS.search(new_text) else set()
     present = set(words) - retired
     new_values = [v for v in new_values if v[0] not in retired]
     new_words = {w for w in words if _is_anchor(w)}
@@ -266,7 +280,7 @@ REWRITE_MIN_OTHER_SPANS = 2
 
 def _rewrite(old_text: str, new_text: str) -> str | None:
     """The old fact with its value replaced, when it holds other values the new fact lacks."""
-    change = _new_value_for(old_text, new_text, bool(_CORRECTION_WORDS.search(new_text)))
+    change = _new_value_for(old_text, new_text, _corrects(new_text, old_text))
     if change is None:
         return None
     before, after = change
@@ -299,7 +313,7 @@ def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str
         return "unchanged", f"same text as {neighbour.id}"
     new_negated, new_core = _polarity(new)
     old_negated, old_core = _polarity(old)
-    corrects = bool(_CORRECTION_WORDS.search(fact))
+    corrects = _corrects(fact, neighbour.content)
     replaced = _new_value_for(neighbour.content, fact, corrects) if corrects else None
     if replaced:  # "8443, not 8080" negates the old value on purpose: a correction, not a conflict
         return "update", f"corrects {replaced[0]!r} to {replaced[1]!r} in {neighbour.id}"

@@ -1,0 +1,99 @@
+"""Librarian rules that keep capture trustworthy, each pinned with examples of its own (pure functions,
+no door): a correction must say what it corrects; a request to explain is a question; a bare
+instruction is a one-off task unless it follows the decision it spells out."""
+
+from __future__ import annotations
+
+import pytest
+
+from bli_memory.door.librarian import Neighbour, decide, extract_facts
+
+# --- reconciliation: a correction says what it corrects ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fact", "old"),
+    [
+        (
+            "The retry middleware dropped out too, so the 100 ms deadlines were no longer enforced; "
+            "requests queued instead of failing fast.",
+            "A failover test took 1.2 s instead of the ~9 s pauses we saw with the old client.",
+        ),
+        (
+            "The cache is no longer warmed at boot; it fills within 30 s.",
+            "Boot takes 45 s because the cache is warmed.",
+        ),
+        (
+            "Uploads go through the signed-URL endpoint instead of the API, capped at 50 MB.",
+            "The API accepts uploads of up to 10 MB per request.",
+        ),
+    ],
+)
+def test_instead_of_or_no_longer_about_something_else_is_not_a_correction(fact: str, old: str) -> None:
+    decision = decide(fact, [Neighbour("old", old, 0.6)])
+    assert decision.action == "add", decision.reason
+
+
+@pytest.mark.parametrize(
+    ("fact", "old"),
+    [
+        ("We moved the API from port 8080 to 8443.", "The API listens on port 8080 in staging."),
+        ("Use Node 20 instead of Node 18 in CI.", "CI runs on Node 18 via setup-node."),
+        (
+            "Actually, the staging API is at https://api.stg.example.dev now.",
+            "The staging API is https://staging.internal.example.dev.",
+        ),
+    ],
+)
+def test_a_correction_that_names_the_old_value_or_says_so_still_supersedes(fact: str, old: str) -> None:
+    decision = decide(fact, [Neighbour("old", old, 0.6)])
+    assert (decision.action, decision.target_id) == ("update", "old"), decision.reason
+
+
+# --- the user's turn: what asks and what only tasks ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "User: can you explain how Python's GIL affects threads?\n\nAssistant: The GIL lets only one thread "
+        "run bytecode at a time. Threads still help for I/O-bound work because the GIL is released while "
+        "waiting on sockets. For CPU-bound work use `multiprocessing` instead.",
+        "User: Could you walk me through what `git rebase --onto` does?\n\nAssistant: `git rebase --onto "
+        "NEW OLD BRANCH` replays the commits of BRANCH that are not in OLD on top of NEW, which moves a "
+        "branch cut from the wrong base.",
+    ],
+)
+def test_a_request_to_explain_answered_from_general_knowledge_leaves_nothing(text: str) -> None:
+    assert extract_facts(text) == []
+
+
+def test_a_request_to_explain_the_project_still_keeps_what_it_finds() -> None:
+    facts = extract_facts(
+        "User: can you explain how our retry queue works?\n\nAssistant: `jobs/retry.py` re-enqueues a "
+        "failed job with `RETRY_DELAY_S=30` between attempts, at most 5 times."
+    )
+    assert any("RETRY_DELAY_S=30" in fact for fact in facts), facts
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "Run the tests.",
+        "Go through src/ and fix what's there.",
+        "Look into why the nightly build is slow and clean it up.",
+    ],
+)
+def test_a_bare_instruction_alone_is_a_one_off_task(prompt: str) -> None:
+    assert extract_facts(f"User: {prompt}\n\nAssistant: Done.") == []
+
+
+def test_an_instruction_after_its_decision_or_naming_a_value_is_kept() -> None:
+    facts = extract_facts(
+        "User: From now on, no raw SQL in handlers. Use the query builder in `db/query.py`. Go through "
+        "`api/` and fix what's there.\n\nAssistant: Done."
+    )
+    assert facts == ["From now on, no raw SQL in handlers. Use the query builder in `db/query.py`."]
+    assert extract_facts("User: Set `WORKERS=4` in `gunicorn.conf.py`.\n\nAssistant: Done.") == [
+        "Set `WORKERS=4` in `gunicorn.conf.py`."
+    ]
