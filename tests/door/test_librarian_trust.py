@@ -97,3 +97,39 @@ def test_an_instruction_after_its_decision_or_naming_a_value_is_kept() -> None:
     assert extract_facts("User: Set `WORKERS=4` in `gunicorn.conf.py`.\n\nAssistant: Done.") == [
         "Set `WORKERS=4` in `gunicorn.conf.py`."
     ]
+
+
+# --- the reply: what points back, and what is bound to the moment ----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("reply", "joined"),
+    [
+        (
+            "Retries should stay at 3 until the broker is upgraded; I wrote that down in `docs/retries.md`.",
+            "Retries should stay at 3 until the broker is upgraded; wrote that down in `docs/retries.md`.",
+        ),
+        (
+            "The `cleanup` cron deleted live sessions; I rolled that back in `deploy/cron.yaml`.",
+            "The `cleanup` cron deleted live sessions; rolled that back in `deploy/cron.yaml`.",
+        ),
+    ],
+)
+def test_that_before_a_particle_is_an_object_pronoun_joined_to_what_it_means(reply: str, joined: str) -> None:
+    assert extract_facts(f"User: sort it out\n\nAssistant: {reply}") == [joined]
+
+
+def test_that_before_a_particle_with_nothing_to_lean_on_is_dropped() -> None:
+    assert extract_facts("User: ok\n\nAssistant: Wrote that down in `docs/notes.md`.") == []
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "The new limit goes out with the next deploy; until then the old pods keep `256Mi`.",
+        "The cache in `redis-2` is cold, so expect slow pages tonight.",
+        "The `backfill` job finishes tomorrow around 04:00 UTC.",
+    ],
+)
+def test_a_sentence_bound_to_the_moment_leaves_nothing(sentence: str) -> None:
+    assert extract_facts(f"User: deploy it\n\nAssistant: {sentence}") == []

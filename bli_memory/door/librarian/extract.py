@@ -250,7 +250,8 @@ _CONTEXT_DEPENDENT = re.compile(
     r"\b(?:above|below|the following|as (?:mentioned|discussed|shown|noted)|shown here|see here|"
     r"the previous|earlier|just now|right now|for now|this session|this conversation|accordingly|"
     r"as requested|the same (?:way|thing|as before)|this time|since the last|last run|"
-    r"line \d+|lines \d+|typos?|misspel\w*|no (?:other )?(?:hits|matches|diff|changes)|working tree|nothing (?:new )?to commit)\b",
+    r"line \d+|lines \d+|typos?|misspel\w*|no (?:other )?(?:hits|matches|diff|changes)|working tree|nothing (?:new )?to commit|"
+    r"tonight|tomorrow|until then|the next deploy|this (?:morning|afternoon|evening))\b",
     re.IGNORECASE,
 )
 
@@ -487,9 +488,16 @@ def _leans_on_context(sentence: str) -> bool:
     return False
 
 
+#: the particles of phrasal verbs ("write down", "roll back"): after one, "that" was the verb's object.
+_PARTICLES = frozenset("down up out off away back aside".split())
+
+
 def _conjunction_that(before: str, after: str) -> bool:
     """Mid-sentence "that" joining clauses: after a verb ("agreed that") or a noun ("a step that
-    fails"), or before a determiner or a pronoun ("that every", "that we")."""
+    fails"), or before a determiner or a pronoun ("that every", "that we"). Before a verb's particle
+    or at the end ("wrote that down", "undid that") it is the verb's object: a pointer."""
+    if not after or after in _PARTICLES:
+        return False
     if before.endswith("ed") or before in _VERBS or before in {"so", "such", "means", "says", "sure"}:
         return True
     if after in _FUNCTION_WORDS or after in {"it", "they", "this"} or after in _VERBS:
