@@ -133,3 +133,47 @@ def test_that_before_a_particle_with_nothing_to_lean_on_is_dropped() -> None:
 )
 def test_a_sentence_bound_to_the_moment_leaves_nothing(sentence: str) -> None:
     assert extract_facts(f"User: deploy it\n\nAssistant: {sentence}") == []
+
+
+# --- general knowledge: a kind of file, an example path, the assistant's own voice -----------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "User: what's the difference between COPY and ADD in a Dockerfile?\n\nAssistant: `COPY` copies files "
+        "from the build context into the image. `ADD` also extracts local tar archives and can fetch URLs. "
+        "Prefer `COPY` unless you need the extraction.",
+        "User: how do Terraform workspaces differ from a directory per environment?\n\nAssistant: Workspaces "
+        "keep several states for one configuration in the same backend. Separate directories (e.g. "
+        "`envs/prod/main.tf`, `envs/staging/main.tf`) give each environment its own backend. Most teams "
+        "prefer directories for production because a wrong `workspace select` can apply to the wrong one.",
+        "User: why is COUNT(*) slow on big Postgres tables?\n\nAssistant: Because of MVCC, each row's "
+        "visibility is checked, so `COUNT(*)` scans the table. In my experience an estimate from "
+        "`pg_class.reltuples` is enough for dashboards.",
+    ],
+)
+def test_general_knowledge_with_a_kind_of_file_an_example_or_my_experience_leaves_nothing(text: str) -> None:
+    assert extract_facts(text) == []
+
+
+def test_a_wh_question_with_instead_is_a_question_not_a_choice() -> None:
+    facts = extract_facts(
+        "User: when would I use a materialized view instead of a regular view in Postgres?\n\n"
+        "Assistant: In our `reports` schema, `daily_totals` is a materialized view refreshed by "
+        "`cron/refresh.sql`."
+    )
+    assert "When would I use a materialized view instead of a regular view in Postgres." not in facts
+    assert all("?" in fact for fact in facts if "instead" in fact), facts  # only as the framed question
+    assert extract_facts("User: Can you switch the logger to structlog instead?\n\nAssistant: Done.") == [
+        "Switch the logger to structlog instead."
+    ]
+
+
+def test_the_project_s_own_files_still_tie_a_question_to_the_project() -> None:
+    facts = extract_facts(
+        "User: what's the difference between the two stages in the Dockerfile?\n\nAssistant: The `build` "
+        "stage compiles with `go build -o /out/app`; the `runtime` stage copies `/out/app` into "
+        "`gcr.io/distroless/static`."
+    )
+    assert facts, "a question about the project's Dockerfile is about the project"

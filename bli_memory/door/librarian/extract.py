@@ -680,7 +680,7 @@ def _user_facts(units: list[str]) -> list[str]:
             if decided and not question:
                 follows = False  # a decision of its own
             elif (
-                _CHOICE.search(sentence)
+                _CHOICE.search(sentence) and not _WH_QUESTION.match(sentence)  # "When would I use X instead?"
                 if (request or question)
                 else first in _CONVENTION_VERBS and (after_decision or _signals(sentence)[1])
             ):
@@ -725,7 +725,7 @@ _OWN_WORDS = re.compile(r"\b(?:our|ours|my|mine|this (?:repo|project|codebase|se
 _ACTOR_WORDS = re.compile(
     r"\bI(?:'ve| have)?\s+(?:also\s+|just\s+|then\s+)?(?:[a-z]+ed|ran|made|set|wrote|found|put|took|saw|got|"
     r"built|left|kept|cut|read|looked|see|can see|checked)\b|\bI'm\s+(?:seeing|looking)\b|"
-    r"(?i:\b(?:our|ours|my|your (?:repo|project|code|codebase|branch|config))\b)"
+    r"(?i:\b(?:our|ours|your (?:repo|project|code|codebase|branch|config))\b)"
 )
 #: a user's turn about a typo asks for a one-off fix; its reply holds nothing durable.
 _TYPO = re.compile(r"\b(?:typos?|misspel\w*|spelling)\b", re.IGNORECASE)
@@ -852,6 +852,16 @@ def _turns(text: str) -> list[tuple[str, str]]:
     return turns
 
 
+#: a file named after "a"/"an"/"any" is a kind of file, not one of this project's.
+_KIND_OF_FILE = re.compile(
+    r"\b(?:a|an|any|every)\s+(?:\S+\s+)?(?:[\w.-]+/)*[\w-]*\.?\w+file\b|"
+    r"\b(?:a|an|any|every)\s+`?(?:package\.json|pyproject\.toml|Cargo\.toml|go\.mod)`?",
+    re.IGNORECASE,
+)
+#: a path given as an example ("(e.g. `envs/prod/main.tf`)") illustrates; it names nothing of the project.
+_EXAMPLE = re.compile(r"\((?:e\.g\.|eg\.|for example|for instance|say)[^)]*\)", re.IGNORECASE)
+
+
 def _answers_from_general_knowledge(user: str, reply: str) -> bool:
     """A question about the world ("What's the difference between X and Y?") answered without a word
     about this repository: the question names no file and says nothing of "our"/"my"/"this repo",
@@ -862,9 +872,10 @@ def _answers_from_general_knowledge(user: str, reply: str) -> bool:
         return False  # a statement or a task beside the question makes it about the project
     if _REQUEST.match(question) and not _ASKING_REQUEST.match(question):
         return False  # "Can you add X?" is a task; "Can you explain X?" asks
-    if _OWN_WORDS.search(question.replace("`", " ")) or _PATH_TOKEN.search(question.replace("`", " ")):
+    asked_words = _KIND_OF_FILE.sub(" ", question.replace("`", " "))  # "a Dockerfile" is any Dockerfile
+    if _OWN_WORDS.search(asked_words) or _PATH_TOKEN.search(asked_words):
         return False
-    prose = " ".join(_prose_units(reply)).replace("`", " ")
+    prose = _EXAMPLE.sub(" ", " ".join(_prose_units(reply))).replace("`", " ")
     return not _ACTOR_WORDS.search(prose) and not _PATH_TOKEN.search(prose)
 
 
