@@ -177,3 +177,34 @@ def test_the_project_s_own_files_still_tie_a_question_to_the_project() -> None:
         "`gcr.io/distroless/static`."
     )
     assert facts, "a question about the project's Dockerfile is about the project"
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Re-ran the deploy workflow for tag v2.3.1: every job green, the image is pushed to the registry.",
+        "I reran `make e2e` against staging with the new seed data and it came back clean this time.",
+        "Retried the flaky upload step on `release.yml`, and it went through on the second attempt.",
+    ],
+)
+def test_a_report_of_running_something_again_leaves_nothing(reply: str) -> None:
+    assert extract_facts(f"User: ship the release\n\nAssistant: {reply}") == []
+
+
+def test_an_instruction_to_rerun_a_project_task_is_kept() -> None:
+    """Not a run report, and not general knowledge: `make proto` is a task this project defines."""
+    facts = extract_facts(
+        "User: how do I refresh the stubs?\n\nAssistant: Rerun `make proto` after editing any `.proto` file."
+    )
+    assert any("make proto" in fact for fact in facts), facts
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "Run `pnpm gen:api`; it rewrites the typed clients from the spec.",
+        "Use `just seed-db` after every schema change.",
+    ],
+)
+def test_a_how_to_answered_with_a_task_of_the_project_is_about_the_project(reply: str) -> None:
+    assert extract_facts(f"User: how do I refresh the client types?\n\nAssistant: {reply}"), reply

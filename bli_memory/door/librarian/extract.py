@@ -596,11 +596,15 @@ _RUN_WORDS = frozenset(
 RUN_REPORT_MAX_OTHER_WORDS = 3
 
 
+#: running something again only repeats evidence: "Re-ran the workflow for tag v0.9.2: all green".
+_RERAN = re.compile(r"^\W*(?:I\s+)?(?:re-?ran|retried)\b", re.IGNORECASE)
+
+
 def _is_run_report(sentence: str) -> bool:
     """ "`pytest -q`: 6 passed", "`cargo test` passes on 1.75.0", "30 passed in 4.87s": a test run's
     outcome, true the moment it was said and never worth remembering."""
     prose = _INLINE_CODE_SPAN.sub(" ", sentence)
-    if _OUTPUT_LINE.search(prose):
+    if _OUTPUT_LINE.search(prose) or _RERAN.match(prose):
         return True
     if not _PASS_WORDS.search(prose):
         return False
@@ -862,6 +866,14 @@ _KIND_OF_FILE = re.compile(
 _EXAMPLE = re.compile(r"\((?:e\.g\.|eg\.|for example|for instance|say)[^)]*\)", re.IGNORECASE)
 
 
+#: a task the project defines for itself, as code (`make proto`, `pnpm gen:api`, `just seed`): an answer
+#: naming one speaks of this project, whatever the question's words.
+_OWN_TASK = re.compile(
+    r"`(?:make|just|npm run|pnpm run|yarn run|poetry run|cargo xtask)\s+[\w:.-]+|"
+    r"`(?:npm|pnpm|yarn|bun)\s+[\w-]+:[\w:-]+"
+)
+
+
 def _answers_from_general_knowledge(user: str, reply: str) -> bool:
     """A question about the world ("What's the difference between X and Y?") answered without a word
     about this repository: the question names no file and says nothing of "our"/"my"/"this repo",
@@ -875,8 +887,9 @@ def _answers_from_general_knowledge(user: str, reply: str) -> bool:
     asked_words = _KIND_OF_FILE.sub(" ", question.replace("`", " "))  # "a Dockerfile" is any Dockerfile
     if _OWN_WORDS.search(asked_words) or _PATH_TOKEN.search(asked_words):
         return False
-    prose = _EXAMPLE.sub(" ", " ".join(_prose_units(reply))).replace("`", " ")
-    return not _ACTOR_WORDS.search(prose) and not _PATH_TOKEN.search(prose)
+    marked = _EXAMPLE.sub(" ", " ".join(_prose_units(reply)))
+    prose = marked.replace("`", " ")
+    return not _ACTOR_WORDS.search(prose) and not _PATH_TOKEN.search(prose) and not _OWN_TASK.search(marked)
 
 
 def _leaves_nothing(turns: list[tuple[str, str]]) -> bool:
