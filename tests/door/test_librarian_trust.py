@@ -208,3 +208,26 @@ def test_an_instruction_to_rerun_a_project_task_is_kept() -> None:
 )
 def test_a_how_to_answered_with_a_task_of_the_project_is_about_the_project(reply: str) -> None:
     assert extract_facts(f"User: how do I refresh the client types?\n\nAssistant: {reply}"), reply
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "I don't want to merge this without a second review.",
+        "Please don't ship that until the migration is reviewed.",
+    ],
+)
+def test_a_demonstrative_before_a_preposition_points_back_and_is_not_a_fact(prompt: str) -> None:
+    assert extract_facts(f"User: {prompt}\n\nAssistant: Noted.") == []
+
+
+def test_here_and_a_team_channel_tie_a_question_and_its_answer_to_the_project() -> None:
+    assert extract_facts("User: Who approves schema changes here?\n\nAssistant: The data team, in #data-eng.")
+    assert extract_facts("User: who reviews infra changes?\n\nAssistant: Anyone in @acme/platform-team can.")
+    assert (
+        extract_facts(
+            "User: what's the difference between @Component and @Service in Spring?\n\nAssistant: Both "
+            "register a bean. @Service marks the service layer; @Component is the generic stereotype."
+        )
+        == []
+    )

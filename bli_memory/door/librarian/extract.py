@@ -419,7 +419,8 @@ _VERBS = frozenset(
     ).split()
 )
 _AFTER_PRONOUN = _VERBS | frozenset(
-    "also only by to in on at with for from and or but because so when if as into after before "
+    "also only by to in on at with without for from and or but because so when if as into after before "
+    "until unless here there "
     "instead again now too first once just still already never always".split()
 )
 #: words that point back at something said earlier.
@@ -724,7 +725,9 @@ _TURN = re.compile(
 )
 _USER_ROLES = frozenset({"user", "human", "h"})
 #: words that tie a question to the asker's own project.
-_OWN_WORDS = re.compile(r"\b(?:our|ours|my|mine|this (?:repo|project|codebase|service|app))\b", re.IGNORECASE)
+_OWN_WORDS = re.compile(
+    r"\b(?:our|ours|my|mine|here|this (?:repo|project|codebase|service|app))\b", re.IGNORECASE
+)
 #: words of a reply that did something or looked at the project ("I'd use X" is advice, not an action).
 _ACTOR_WORDS = re.compile(
     r"\bI(?:'ve| have)?\s+(?:also\s+|just\s+|then\s+)?(?:[a-z]+ed|ran|made|set|wrote|found|put|took|saw|got|"
@@ -870,7 +873,8 @@ _EXAMPLE = re.compile(r"\((?:e\.g\.|eg\.|for example|for instance|say)[^)]*\)", 
 #: naming one speaks of this project, whatever the question's words.
 _OWN_TASK = re.compile(
     r"`(?:make|just|npm run|pnpm run|yarn run|poetry run|cargo xtask)\s+[\w:.-]+|"
-    r"`(?:npm|pnpm|yarn|bun)\s+[\w-]+:[\w:-]+"
+    r"`(?:npm|pnpm|yarn|bun)\s+[\w-]+:[\w:-]+|"
+    r"(?:^|\s)[#@][a-z][a-z0-9]*-[\w-]+|(?:^|\s)@[\w-]+/[\w-]+"  # a team's channel or handle
 )
 
 
