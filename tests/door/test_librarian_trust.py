@@ -231,3 +231,52 @@ def test_here_and_a_team_channel_tie_a_question_and_its_answer_to_the_project() 
         )
         == []
     )
+
+
+# --- corrections in the user's own words ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("prompt", "fact"),
+    [
+        (
+            "Scratch that, the nightly backup now runs at 03:00 UTC. Update the cron entry.",
+            "Correction: the nightly backup now runs at 03:00 UTC.",
+        ),
+        (
+            "I was wrong earlier: the search cluster is on OpenSearch 2.11, not Elasticsearch 7.17.",
+            "Correction: the search cluster is on OpenSearch 2.11, not Elasticsearch 7.17.",
+        ),
+        (
+            "Update: we're on JDK 21 now for all Java services. Bump the toolchain.",
+            "Correction: we're on JDK 21 now for all Java services.",
+        ),
+    ],
+)
+def test_a_correction_in_the_user_s_words_is_kept_and_says_so(prompt: str, fact: str) -> None:
+    assert fact in extract_facts(f"User: {prompt}\n\nAssistant: Done."), extract_facts(f"User: {prompt}")
+
+
+@pytest.mark.parametrize(
+    ("fact", "old", "rewrite"),
+    [
+        (
+            "Correction: the nightly backup now runs at 03:00 UTC.",
+            "The nightly backup runs at 01:00 UTC via `cron/backup.sh`.",
+            None,
+        ),
+        (
+            "Payments on-call is @team-settlements now, not @team-ledger.",
+            "Payments on-call is owned by @team-ledger.",
+            None,
+        ),
+        (
+            "Correction: we're on JDK 21 now for all Java services.",
+            "Java services build with Gradle 7.6 and JDK 17, and `gradle/libs.versions.toml` pins the rest.",
+            "Java services build with Gradle 7.6 and JDK 21, and `gradle/libs.versions.toml` pins the rest.",
+        ),
+    ],
+)
+def test_a_correction_supersedes_the_value_it_names(fact: str, old: str, rewrite: str | None) -> None:
+    decision = decide(fact, [Neighbour("old", old, 0.7)])
+    assert (decision.action, decision.target_id, decision.rewrite) == ("update", "old", rewrite), decision

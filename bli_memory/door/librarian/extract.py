@@ -3,7 +3,8 @@
 Pure (no I/O). It reads the text the hook saves (usually ``User: …\n\nAssistant: …``) turn by turn.
 From the user's turn it keeps what the user states: decisions, conventions, preferences and
 corrections (a request carrying the choice, "Can you move it to X instead?", counts, without its
-question mark; a correction keeps the word "Correction"), and how things are; never a question, a
+question mark; a correction — "actually", "scratch that", "I was wrong", "turns out", "update:" —
+keeps the word "Correction"), and how things are; never a question, a
 one-off task or a problem report. From the reply it keeps the sentences with a durable signal (a
 command, a path, a version, an identifier, a decision, a fix, an owner), written impersonally ("I
 pinned `x==1`" becomes "`x==1` is pinned"), one fact per reported action; code spans stay byte for
@@ -324,7 +325,7 @@ _SIGNALS: tuple[tuple[str, re.Pattern[str], bool], ...] = (
             r"\bv?\d+\.\d+(?:\.\d+)*\b|\b(?:version|v)\s?\d+\b|[<>=~^]=?\s?\d|"
             r"\b(?:Postgres|PostgreSQL|MySQL|Python|Node|Node\.js|Java|Go|Rust|Ruby|PHP|Django|Rails|React|"
             r"Vue|Angular|Next\.js|Ubuntu|Debian|Alpine|Redis|Kubernetes|Terraform|TypeScript|Swift|Kotlin|"
-            r"Elixir|Erlang|Scala|\.NET|Spring|Laravel|Bun|Deno|Gradle|Java)\s\d+\b",
+            r"Elixir|Erlang|Scala|\.NET|Spring|Laravel|Bun|Deno|Gradle|Java|JDK|JRE)\s\d+\b",
             re.IGNORECASE,
         ),
         True,
@@ -624,6 +625,7 @@ def _is_run_report(sentence: str) -> bool:
 _USER_DECISION = re.compile(
     r"\b(?:decided|decide|decision|agreed|agree|from now on|going forward|in future|from here on|prefer|"
     r"preference|anymore|any more|no longer|correction|actually|change of plan|convention|policy|"
+    r"scratch that|i was wrong|my mistake|turns out|^\W*update(?=\s*:)|"
     r"we(?:'re| are) (?:replacing|moving|switching|migrating|dropping|standardi[sz]ing|adopting|using)|"
     r"we (?:moved|switched|migrated|replaced|cut|dropped|standardi[sz]ed|adopted|use|always|never)|"
     r"(?:has|have) to be|must (?:always|never|be)|should (?:always|never))\b|"
@@ -631,8 +633,16 @@ _USER_DECISION = re.compile(
     re.IGNORECASE,
 )
 #: a correction keeps a word that says so, so reconciliation lets it replace the value it corrects.
-_CORRECTION_LEAD = re.compile(r"^\W*(?:actually|correction|to correct)\b[\s,:;–—-]*", re.IGNORECASE)
-_CORRECTION = re.compile(r"^\W*(?:actually|correction|to correct|change of plan)\b", re.IGNORECASE)
+_CORRECTION_LEAD = re.compile(
+    r"^\W*(?:actually|correction|to correct|scratch that|I was wrong(?: earlier| before)?|my mistake|"
+    r"(?:it )?turns out(?: that)?|update(?=\s*:))\b[\s,:;–—-]*",
+    re.IGNORECASE,
+)
+_CORRECTION = re.compile(
+    r"^\W*(?:actually|correction|to correct|change of plan|scratch that|I was wrong|my mistake|"
+    r"(?:it )?turns out|update(?=\s*:))\b",
+    re.IGNORECASE,
+)
 #: the verbs of a standing instruction ("Use expect …", "Name the files …"); others are one-off tasks.
 _CONVENTION_VERBS = frozenset(
     "use name keep prefer avoid put write wrap call prefix suffix stick always never only don't do "

@@ -3,9 +3,11 @@
 :func:`decide` says ``unchanged`` (a near-duplicate), ``update`` (the same subject with a new value),
 ``conflict`` (a negation it cannot settle) or ``add``. An update is "the same subject, a new
 value": an identifier that differs only in its digits (``events.raw.v2`` -> ``events.raw.v3``), or a
-version, number, quantity or URL (same site) after the same words ("Node 18" -> "Node 20"); a fact
-phrased as a correction ("actually …", "correction: …", "not X but Y", "we moved from X to Y") needs
-only one word in common with the value's context. The old memory stays as history; when it said more
+version, number, quantity, handle (``@team-ledger``) or URL (same site) after the same words ("Node 18"
+-> "Node 20"); a correction needs only one word in common with the value's context, when no value
+follows the same words as the new one ("JDK 17" -> "JDK 21" before "Gradle 7.6" -> "21"). A fact is a
+correction when it says so at its start ("actually …", "correction: …") or names the value it retires
+("not X", "from X", "instead of X"); "instead of" or "no longer" about anything else only describes. The old memory stays as history; when it said more
 than the new fact, it is kept with the new value in place (``Decision.rewrite``).
 """
 
@@ -146,7 +148,7 @@ IDENTIFIER_MIN_LETTERS = 3
 _CORRECTION_WORDS = re.compile(
     r"\b(?:actually|correction|change of plan|not [\w.:@+/-]+,? but|(?:moved|switched|migrated|went)\b[^.;]{0,40}?\bfrom|"
     r"no longer|instead of)\b|"
-    r",\s+not\s+v?\d",
+    r",\s+not\s+(?:v?\d|@|https?://)",
     re.IGNORECASE,
 )
 
@@ -163,7 +165,7 @@ def _retired(words: list[str]) -> set[str]:
     for index, word in enumerate(words):
         if word in _RETIRING or (word == "of" and index > 0 and words[index - 1] == "instead"):
             for following in words[index + 1 : index + 3]:
-                if "://" in following or any(ch.isdigit() for ch in following):
+                if _is_value(following):
                     out.add(following)
                     break
     return out
@@ -185,10 +187,23 @@ def _value_tokens(text: str) -> list[str]:
     return [t.strip(".,;:'\"()[]{}+=") for t in _VALUE_TOKEN.findall(text.lower().replace("`", " "))]
 
 
+def _is_value(word: str) -> bool:
+    """A value a fact can state and a later one change: a URL, anything with a digit, or a handle
+    ("@team-ledger": an owner is a value of who owns)."""
+    return "://" in word or any(ch.isdigit() for ch in word) or _HANDLE.fullmatch(word) is not None
+
+
+#: a person's or a team's handle.
+_HANDLE = re.compile(r"@[a-z][\w.-]*(?:/[\w.-]+)?")
+
+
 def _shape(value: str) -> str:
-    """What kind of value: a URL, a number or version, a quantity with its unit, or an identifier's stem."""
+    """What kind of value: a URL, a handle, a number or version, a quantity with its unit, or an
+    identifier's stem."""
     if "://" in value:
         return "url"
+    if _HANDLE.fullmatch(value):
+        return "handle"
     if _VERSION.fullmatch(value):
         return "number"
     quantity = _QUANTITY.fullmatch(value)
@@ -217,7 +232,7 @@ def _values(text: str) -> list[tuple[str, str, frozenset[str]]]:
     words = _value_tokens(text)
     out = []
     for index, word in enumerate(words):
-        if not ("://" in word or any(ch.isdigit() for ch in word)):
+        if not _is_value(word):
             continue
         before = [w for w in words[max(0, index - ANCHOR_WORDS - 2) : index] if _is_anchor(w)]
         out.append((word, _shape(word), frozenset(before[-ANCHOR_WORDS:])))
@@ -248,22 +263,24 @@ def _new_value_for(old_text: str, new_text: str, corrects: bool) -> tuple[str, s
         for value, shape, _anchors in old_values
     ):
         return None  # "service-1" and "service-2": a numbered sibling, so another subject altogether
-    for old_value, old_shape, old_anchors in old_values:
-        if old_value in present:
-            continue
-        for new_value, new_shape, new_anchors in new_values:
-            if new_value == old_value or new_shape != old_shape:
+    # the words right before both values meet first ("JDK 17" -> "JDK 21", not "Gradle 7.6" -> "21");
+    # a correction's looser rule (any word of the old value's context) only when none does
+    for loose in (False, True) if corrects else (False,):
+        for old_value, old_shape, old_anchors in old_values:
+            if old_value in present:
                 continue
-            stem = old_shape[3:] if old_shape.startswith("id:") else ""
-            if sum(ch.isalpha() for ch in stem) >= IDENTIFIER_MIN_LETTERS and _VERSIONED.search(old_value):
-                return (
-                    old_value,
-                    new_value,
-                )  # "events.raw.v2" -> "events.raw.v3"; not "service-1" -> "service-2"
-            if old_shape == "url" and _domain(old_value) != _domain(new_value):
-                continue  # another site is another service: localhost is not staging
-            if old_anchors & new_anchors or (corrects and old_anchors & new_words):
-                return old_value, new_value
+            for new_value, new_shape, new_anchors in new_values:
+                if new_value == old_value or new_shape != old_shape:
+                    continue
+                stem = old_shape[3:] if old_shape.startswith("id:") else ""
+                if sum(ch.isalpha() for ch in stem) >= IDENTIFIER_MIN_LETTERS and _VERSIONED.search(
+                    old_value
+                ):
+                    return old_value, new_value  # "events.raw.v2" -> "events.raw.v3"; not "service-1" -> "-2"
+                if old_shape == "url" and _domain(old_value) != _domain(new_value):
+                    continue  # another site is another service: localhost is not staging
+                if old_anchors & (new_words if loose else new_anchors):
+                    return old_value, new_value
     return None
 
 
