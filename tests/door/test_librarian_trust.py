@@ -280,3 +280,34 @@ def test_a_correction_in_the_user_s_words_is_kept_and_says_so(prompt: str, fact:
 def test_a_correction_supersedes_the_value_it_names(fact: str, old: str, rewrite: str | None) -> None:
     decision = decide(fact, [Neighbour("old", old, 0.7)])
     assert (decision.action, decision.target_id, decision.rewrite) == ("update", "old", rewrite), decision
+
+
+@pytest.mark.parametrize(
+    ("fact", "old"),
+    [
+        ("We renamed the default branch to `trunk`.", "The default branch is `main`."),
+        ("The staging host moved to `db-3.internal`.", "The staging host is `db-2.internal` on port 5432."),
+        (
+            "We moved the nightly export to `jobs/export.py`.",
+            "The nightly export runs from `cron/export.sh`.",
+        ),
+    ],
+)
+def test_a_subject_moved_to_a_new_value_supersedes_the_old_value(fact: str, old: str) -> None:
+    decision = decide(fact, [Neighbour("old", old, 0.7)])
+    assert (decision.action, decision.target_id) == ("update", "old"), decision.reason
+
+
+@pytest.mark.parametrize(
+    ("fact", "old"),
+    [
+        ("We moved the API to Go.", "The billing worker is written in Python 3.12."),
+        ("Switched the logger to structlog.", "Logs go to Loki for 14 days."),
+        (
+            "We renamed the default branch to `trunk`.",
+            "The default branch is protected; merges need a review.",
+        ),
+    ],
+)
+def test_a_move_of_another_subject_or_of_nothing_valued_adds(fact: str, old: str) -> None:
+    assert decide(fact, [Neighbour("old", old, 0.7)]).action == "add"

@@ -7,7 +7,9 @@ version, number, quantity, handle (``@team-ledger``) or URL (same site) after th
 -> "Node 20"); a correction needs only one word in common with the value's context, when no value
 follows the same words as the new one ("JDK 17" -> "JDK 21" before "Gradle 7.6" -> "21"). A fact is a
 correction when it says so at its start ("actually …", "correction: …") or names the value it retires
-("not X", "from X", "instead of X"); "instead of" or "no longer" about anything else only describes. The old memory stays as history; when it said more
+("not X", "from X", "instead of X"); "instead of" or "no longer" about anything else only describes.
+A subject moved to a new value ("We renamed the default branch to `trunk`") updates the fact that names
+every word of that subject with a value the move no longer states ("The default branch is `main`"). The old memory stays as history; when it said more
 than the new fact, it is kept with the new value in place (``Decision.rewrite``).
 """
 
@@ -313,6 +315,46 @@ def _rewrite(old_text: str, new_text: str) -> str | None:
     return rewritten if count else None
 
 
+#: "We renamed the default branch to `trunk`", "the staging host moved to `db-3`": a subject and its
+#: new value, which a fact stating another value for every word of that subject has lost.
+_MOVE = re.compile(
+    r"^(?:\W*correction:\s*)?(?:(?:we|i)(?:'ve| have)?\s+)?(?:"
+    r"(?:renamed|moved|migrated|switched|changed|cut over)\s+(?P<subject>[^,;:]{3,80}?)|"
+    r"(?P<mover>[^,;:]{3,80}?)\s+(?:has\s+|was\s+|is\s+)?(?:been\s+)?(?:renamed|moved|migrated|switched|changed)"
+    r")\s+to\s+(?P<value>`[^`]+`|[^\s,;]+)",
+    re.IGNORECASE,
+)
+#: words of a subject too common to name it.
+_SUBJECT_FILLER = _WEAK_CONTEXT | frozenset("our its their all every each now".split())
+#: letters a word of the subject needs to count.
+SUBJECT_WORD_MIN_CHARS = 3
+
+
+def _stated_values(text: str) -> set[str]:
+    """What a fact states as values: its code spans, and its tokens with a digit, a URL or a handle."""
+    spans = {span.strip("`").lower() for span in _CODE_SPAN.findall(text)}
+    return spans | {t for t in _value_tokens(text) if _is_value(t)}
+
+
+def _moved(new_text: str, old_text: str) -> tuple[str, str] | None:
+    """(subject, new value) when the new fact moves a subject to a new value ("renamed the default
+    branch to `trunk`") and the old fact names every word of that subject with another value
+    ("The default branch is `main`."): the old value is gone from the new fact, the new one from the old."""
+    match = _MOVE.match(new_text.strip())
+    if match is None:
+        return None
+    subject = match.group("subject") or match.group("mover") or ""
+    words = [w for w in tokens(subject) if len(w) >= SUBJECT_WORD_MIN_CHARS and w not in _SUBJECT_FILLER]
+    value = match.group("value").strip("`.,;").lower()
+    old_words = set(tokens(old_text))
+    if not words or not all(w in old_words for w in words) or value in old_text.lower():
+        return None
+    new_values = _stated_values(new_text)
+    if not (_stated_values(old_text) - new_values):
+        return None  # the old fact states no value the new one lost
+    return " ".join(words), value
+
+
 def _key_value(text: str) -> tuple[str, str] | None:
     match = _KEY_VALUE.match(text)
     if not match or " " in match.group(1) or _FILE_NAME.match(match.group(1)):
@@ -334,6 +376,9 @@ def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str
     replaced = _new_value_for(neighbour.content, fact, corrects) if corrects else None
     if replaced:  # "8443, not 8080" negates the old value on purpose: a correction, not a conflict
         return "update", f"corrects {replaced[0]!r} to {replaced[1]!r} in {neighbour.id}"
+    moved = _moved(fact, neighbour.content)
+    if moved:
+        return "update", f"{moved[0]!r} moved to {moved[1]!r} in {neighbour.id}"
     if new_negated != old_negated and (
         new_core == old_core or _jaccard(new_core, old_core) >= NEAR_DUPLICATE_OVERLAP
     ):
