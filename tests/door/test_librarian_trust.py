@@ -311,3 +311,24 @@ def test_a_subject_moved_to_a_new_value_supersedes_the_old_value(fact: str, old:
 )
 def test_a_move_of_another_subject_or_of_nothing_valued_adds(fact: str, old: str) -> None:
     assert decide(fact, [Neighbour("old", old, 0.7)]).action == "add"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "User: ty, works\n\nAssistant: Great. The fix is on `main` now.",
+        "User: lgtm\n\nAssistant: Merged. The branch `fix/rounding` is deleted.",
+        "User: there's a wrong word in the docstring of `parse_amount`, it says 'cents' but means 'minor "
+        "units'\n\nAssistant: Fixed the docstring in `ledger/amounts.py`; no code changed.",
+    ],
+)
+def test_short_thanks_and_wording_fixes_leave_nothing(text: str) -> None:
+    assert extract_facts(text) == []
+
+
+def test_a_user_s_report_of_something_wrong_is_a_problem_not_a_fact() -> None:
+    facts = extract_facts(
+        "User: The totals in `reports/daily.sql` are wrong since the FX change. Can you look?\n\n"
+        "Assistant: Looking now."
+    )
+    assert facts == []

@@ -658,7 +658,7 @@ _CHOICE = re.compile(
 
 #: a user's sentence reporting a problem is the reason for the exchange, true at that moment only.
 _PROBLEM = re.compile(
-    r"\b(?:fail(?:s|ed|ing)?|broke|breaks|broken|hangs?|hanging|crash(?:es|ed|ing)?|keeps|kept|again|"
+    r"\b(?:fail(?:s|ed|ing)?|broke|breaks|broken|hangs?|hanging|crash(?:es|ed|ing)?|keeps|kept|again|wrong|"
     r"stopped|started|jumped|spiked|stale|slow|complain(?:s|ing)?|error|errors|bug|doesn't|does not|"
     r"isn't|aren't|won't|can't|cannot|yesterday|today|this morning|last night)\b",
     re.IGNORECASE,
@@ -745,9 +745,11 @@ _ACTOR_WORDS = re.compile(
     r"(?i:\b(?:our|ours|your (?:repo|project|code|codebase|branch|config))\b)"
 )
 #: a user's turn about a typo asks for a one-off fix; its reply holds nothing durable.
-_TYPO = re.compile(r"\b(?:typos?|misspel\w*|spelling)\b", re.IGNORECASE)
+_TYPO = re.compile(r"\b(?:typos?|misspel\w*|spelling|wrong word|wording|grammar)\b", re.IGNORECASE)
 _THANKS = re.compile(
-    r"\b(?:thanks|thank you|thx|cheers|great job|nice work|well done|perfect|awesome)\b", re.I
+    r"\b(?:thanks|thank you|thx|ty|tysm|appreciated?|cheers|great job|nice work|well done|perfect|awesome|"
+    r"lgtm)\b",
+    re.I,
 )
 #: "run the tests once more": the reply is a run report.
 _RERUN = re.compile(
