@@ -332,3 +332,25 @@ def test_a_user_s_report_of_something_wrong_is_a_problem_not_a_fact() -> None:
         "Assistant: Looking now."
     )
     assert facts == []
+
+
+# --- impersonal wording that stays grammatical -------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("said", "fact"),
+    [
+        (
+            "I updated `cron/backup.sh` schedule to `0 3 * * *`.",
+            "Updated `cron/backup.sh` schedule to `0 3 * * *`.",
+        ),
+        ("I removed `package-lock.json` and added guards.", "Removed `package-lock.json` and added guards."),
+        (
+            "I made `BrokenPipe` a clean exit in `src/output.rs`.",
+            "`BrokenPipe` is made a clean exit in `src/output.rs`.",
+        ),
+        ("I pinned `x==1` in `requirements.in`.", "`x==1` is pinned in `requirements.in`."),
+    ],
+)
+def test_an_action_is_made_passive_only_when_its_object_ends_at_the_code_span(said: str, fact: str) -> None:
+    assert extract_facts(f"User: go\n\nAssistant: {said}") == [fact]

@@ -541,8 +541,8 @@ _PARTICIPLES = {
 }
 _ACTION_ON_CODE = re.compile(
     r"^(?P<verb>[A-Za-z]+)\s+(?P<object>`[^`]+`)(?P<rest>\s+(?:in|to|into|on|at|for|from|with|as|under|"
-    r"via|before|after|across|behind|inside|so|because)\b.*|\s*[.,;]?.*)$"
-)
+    r"via|before|after|across|behind|inside|so|because|which|that|a|an)\b.*|\s*(?:[.,;:(].*)?)$"
+)  # the object ends at its code span: "Updated `x` schedule to …" has a longer object and stays as is
 _ACTION_START = re.compile(r"^(?:[A-Z][a-z]+ed|" + "|".join(w.title() for w in _PARTICIPLES) + r")\s")
 #: where one action of a reported list ends and the next begins ("Set X in A, set Y in B, and bumped C").
 _NEXT_ACTION = re.compile(
@@ -598,6 +598,8 @@ _RUN_WORDS = frozenset(
 RUN_REPORT_MAX_OTHER_WORDS = 3
 
 
+#: a pass word after an article describes a thing, it is no run's verdict: "a clean exit", "a failed job".
+_ATTRIBUTE = re.compile(r"\b(?:a|an)\s+(?:clean|green|passing|failed|failing)\b", re.IGNORECASE)
 #: running something again only repeats evidence: "Re-ran the workflow for tag v0.9.2: all green".
 _RERAN = re.compile(r"^\W*(?:I\s+)?(?:re-?ran|retried)\b", re.IGNORECASE)
 
@@ -605,7 +607,7 @@ _RERAN = re.compile(r"^\W*(?:I\s+)?(?:re-?ran|retried)\b", re.IGNORECASE)
 def _is_run_report(sentence: str) -> bool:
     """ "`pytest -q`: 6 passed", "`cargo test` passes on 1.75.0", "30 passed in 4.87s": a test run's
     outcome, true the moment it was said and never worth remembering."""
-    prose = _INLINE_CODE_SPAN.sub(" ", sentence)
+    prose = _ATTRIBUTE.sub(" ", _INLINE_CODE_SPAN.sub(" ", sentence))
     if _OUTPUT_LINE.search(prose) or _RERAN.match(prose):
         return True
     if not _PASS_WORDS.search(prose):
