@@ -354,3 +354,24 @@ def test_a_user_s_report_of_something_wrong_is_a_problem_not_a_fact() -> None:
 )
 def test_an_action_is_made_passive_only_when_its_object_ends_at_the_code_span(said: str, fact: str) -> None:
     assert extract_facts(f"User: go\n\nAssistant: {said}") == [fact]
+
+
+# --- a short "Why?" asks about the statement before it -----------------------------------------------
+
+
+def test_a_bare_why_after_a_statement_frames_the_answer_with_that_statement() -> None:
+    facts = extract_facts(
+        "User: `sync-job` stalls when the replica lags behind. Why?\n\nAssistant: The `sync-job` reads "
+        "with `READ COMMITTED` on the replica and waits for `replica_lag < 5s` before each batch."
+    )
+    assert facts[0].startswith("`sync-job` stalls when the replica lags behind. Why? The `sync-job` reads"), (
+        facts
+    )
+
+
+def test_a_bare_why_is_not_framed_onto_an_answer_that_does_not_show_it_answers() -> None:
+    facts = extract_facts(
+        "User: The nightly report is empty again. Why?\n\nAssistant: We run PostgreSQL 16 in production, "
+        "and `pg_cron` runs the jobs at 01:00."
+    )
+    assert not any("Why?" in fact for fact in facts), facts

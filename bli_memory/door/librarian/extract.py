@@ -12,7 +12,7 @@ byte. A sentence whose pronoun comes before anything it could mean ("Set it to 3
 rewritten with a guessed subject: it joins the sentence before it in the same paragraph, whose words
 name the thing, or it is dropped. Test-run reports, moment-bound reports (line numbers, "no other
 hits"), thanks, re-run requests and general-knowledge answers leave nothing. The reply's direct
-answer to a user's wh-question carries that question when it shows that it answers it (a shared word
+answer to a user's wh-question (a bare "Why?" asks about the statement before it) carries that question when it shows that it answers it (a shared word
 that names something, a pronoun, the instruction a how-to question asks for). Rule-based on purpose:
 the same exchange always yields the same facts, so saving it twice adds nothing new.
 """
@@ -661,6 +661,7 @@ _CHOICE = re.compile(
 #: a user's sentence reporting a problem is the reason for the exchange, true at that moment only.
 _PROBLEM = re.compile(
     r"\b(?:fail(?:s|ed|ing)?|broke|breaks|broken|hangs?|hanging|crash(?:es|ed|ing)?|keeps|kept|again|wrong|"
+    r"stall(?:s|ed|ing)?|freez(?:es|ing)|froze|times? out|timing out|flaky|leak(?:s|ing)?|"
     r"stopped|started|jumped|spiked|stale|slow|complain(?:s|ing)?|error|errors|bug|doesn't|does not|"
     r"isn't|aren't|won't|can't|cannot|yesterday|today|this morning|last night)\b",
     re.IGNORECASE,
@@ -787,15 +788,16 @@ QUESTION_MIN_WORDS = 5
 
 def _asked(units: list[str]) -> str | None:
     """The user's one wh-question ("How do I run the tests against X?"), to frame the answer's first fact."""
-    asked = [
-        _clean(s)
-        for unit in units
-        for s in _sentences(unit)
-        if s.rstrip().endswith("?") and _WH_QUESTION.match(_clean(s))
-    ]
-    if len(asked) != 1 or len(asked[0].split()) < QUESTION_MIN_WORDS or _CONTEXT_DEPENDENT.search(asked[0]):
+    said = [_clean(s) for unit in units for s in _sentences(unit)]
+    asked = [(i, s) for i, s in enumerate(said) if s.endswith("?") and _WH_QUESTION.match(s)]
+    if len(asked) != 1:
         return None
-    return _capitalise(asked[0])
+    index, question = asked[0]
+    if len(question.split()) < QUESTION_MIN_WORDS and index > 0 and not said[index - 1].endswith("?"):
+        question = f"{said[index - 1]} {question}"  # "X hangs when piped into `head`. Why?" asks about X
+    if len(question.split()) < QUESTION_MIN_WORDS or _CONTEXT_DEPENDENT.search(question):
+        return None
+    return _capitalise(question)
 
 
 #: words of a question or an answer that do not tie the two together: they say how, not what.
