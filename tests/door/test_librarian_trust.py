@@ -375,3 +375,32 @@ def test_a_bare_why_is_not_framed_onto_an_answer_that_does_not_show_it_answers()
         "and `pg_cron` runs the jobs at 01:00."
     )
     assert not any("Why?" in fact for fact in facts), facts
+
+
+@pytest.mark.parametrize(
+    "ask",
+    ["can you figure out why", "Find it.", "Could you look into it?"],
+)
+def test_a_problem_and_a_request_to_find_its_cause_frame_the_cause(ask: str) -> None:
+    facts = extract_facts(
+        f"User: checkout_flow_spec keeps failing on the nightly run. {ask}\n\nAssistant: The nightly job "
+        "runs with `TZ=UTC`, and `checkout_flow_spec` builds its cutoff from `Date.now()` in local time."
+    )
+    assert facts[0] == (
+        "checkout_flow_spec keeps failing on the nightly run. Why? The nightly job runs with `TZ=UTC`, and "
+        "`checkout_flow_spec` builds its cutoff from `Date.now()` in local time."
+    ), facts
+
+
+def test_a_request_to_investigate_without_a_problem_frames_nothing() -> None:
+    facts = extract_facts(
+        "User: We added a retry budget to the client. Can you check?\n\nAssistant: The client in "
+        "`net/retry.go` caps retries at `RETRY_BUDGET=0.2` of requests."
+    )
+    assert not any("Why?" in fact for fact in facts), facts
+
+
+@pytest.mark.parametrize("identifier", ["test_refund_webhook", "v2.json", "useMemo", "s3://bucket"])
+def test_an_identifier_opening_a_fact_keeps_its_case(identifier: str) -> None:
+    facts = extract_facts(f"Assistant: {identifier} is defined in `src/config.ts` with `RETRIES=3`.")
+    assert facts and facts[0].startswith(identifier), facts

@@ -12,7 +12,8 @@ byte. A sentence whose pronoun comes before anything it could mean ("Set it to 3
 rewritten with a guessed subject: it joins the sentence before it in the same paragraph, whose words
 name the thing, or it is dropped. Test-run reports, moment-bound reports (line numbers, "no other
 hits"), thanks, re-run requests and general-knowledge answers leave nothing. The reply's direct
-answer to a user's wh-question (a bare "Why?" asks about the statement before it) carries that question when it shows that it answers it (a shared word
+answer to a user's wh-question (a bare "Why?" asks about the statement before it, and so does a
+problem report followed by "can you figure out why") carries that question when it shows that it answers it (a shared word
 that names something, a pronoun, the instruction a how-to question asks for). Rule-based on purpose:
 the same exchange always yields the same facts, so saving it twice adds nothing new.
 """
@@ -283,7 +284,16 @@ def _clean(sentence: str) -> str:
 
 
 def _capitalise(sentence: str) -> str:
-    return sentence[:1].upper() + sentence[1:] if sentence[:1].isalpha() else sentence
+    """The sentence with its first letter upper-cased, unless its first word is an identifier
+    (`test_refund_webhook`, `pnpm`, `v2.json`, `useMemo`): identifiers are kept byte for byte."""
+    first = sentence.split(" ", 1)[0]
+    if not sentence[:1].isalpha() or _IDENTIFIER_WORD.search(first.rstrip(".,;:!?")):
+        return sentence
+    return sentence[:1].upper() + sentence[1:]
+
+
+#: a word that is an identifier, not English: an underscore, a digit, an inner dot or slash, camelCase.
+_IDENTIFIER_WORD = re.compile(r"_|\d|\w[./]\w|^[a-z]+[A-Z]")
 
 
 def _finish(sentence: str) -> str:
@@ -786,10 +796,27 @@ _WH_QUESTION = re.compile(r"^(?:how|where|what|which|who|why|when)\b", re.IGNORE
 QUESTION_MIN_WORDS = 5
 
 
+#: a request to find the cause of the problem just reported: "can you figure out why", "find it".
+_INVESTIGATE = re.compile(
+    r"^(?:(?:can|could|would) you\s+|please\s+)*(?:figure out|find out|find|investigate|debug|check|"
+    r"look into|dig into)(?:\s+(?:it|why|this|what happened))?\s*[?.!]?$",
+    re.IGNORECASE,
+)
+
+
 def _asked(units: list[str]) -> str | None:
     """The user's one wh-question ("How do I run the tests against X?"), to frame the answer's first fact."""
     said = [_clean(s) for unit in units for s in _sentences(unit)]
     asked = [(i, s) for i, s in enumerate(said) if s.endswith("?") and _WH_QUESTION.match(s)]
+    if not asked:  # "X keeps failing on CI. Can you figure out why" asks why X fails
+        asked = [
+            (i, "Why?")
+            for i, s in enumerate(said)
+            if i > 0
+            and _INVESTIGATE.match(s)
+            and _PROBLEM.search(said[i - 1])
+            and not said[i - 1].endswith("?")
+        ]
     if len(asked) != 1:
         return None
     index, question = asked[0]
