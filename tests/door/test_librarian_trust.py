@@ -404,3 +404,15 @@ def test_a_request_to_investigate_without_a_problem_frames_nothing() -> None:
 def test_an_identifier_opening_a_fact_keeps_its_case(identifier: str) -> None:
     facts = extract_facts(f"Assistant: {identifier} is defined in `src/config.ts` with `RETRIES=3`.")
     assert facts and facts[0].startswith(identifier), facts
+
+
+@pytest.mark.parametrize(
+    ("lead_in", "fact"),
+    [
+        ("The API signs requests with `HMAC-SHA256`, so:", "The API signs requests with `HMAC-SHA256`."),
+        ("Builds run in `buildkit` and then:", "Builds run in `buildkit`."),
+        ("Secrets come from `sops` files, as follows:", "Secrets come from `sops` files."),
+    ],
+)
+def test_a_lead_in_keeps_no_dangling_word_once_its_list_is_gone(lead_in: str, fact: str) -> None:
+    assert extract_facts(f"Assistant: {lead_in}\n\n- one\n- two")[0] == fact

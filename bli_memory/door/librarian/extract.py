@@ -1011,6 +1011,10 @@ _CONDITIONAL_STATEMENT = re.compile(
 )
 
 
+#: the word a lead-in ends on before its list, which says nothing once the list is gone.
+_DANGLING = re.compile(r",?\s+(?:(?:and\s+)?then|so|and|as follows|like this|like so)$", re.IGNORECASE)
+
+
 def _candidate(sentence: str) -> str | None:
     """Filter one cleaned sentence: None for questions, greetings, filler, requests and moment-bound reports."""
     if sentence.endswith("?"):
@@ -1019,6 +1023,7 @@ def _candidate(sentence: str) -> str | None:
         if "`" not in sentence or len(_TOKEN.findall(sentence)) < MIN_WORDS:
             return None  # "Changes:", "The integration test:" introduce what follows
         sentence = sentence.rstrip(":").rstrip()  # "`a.go` now uses `kgo` v1.17:" states a fact
+        sentence = _DANGLING.sub("", sentence)  # "We use the `directories` crate, so:" ends at "crate"
     if _GREETING_OR_FILLER.match(sentence) and not _CONDITIONAL_STATEMENT.match(sentence):
         return None
     request = _REQUEST.match(sentence)
