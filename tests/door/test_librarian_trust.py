@@ -416,3 +416,29 @@ def test_an_identifier_opening_a_fact_keeps_its_case(identifier: str) -> None:
 )
 def test_a_lead_in_keeps_no_dangling_word_once_its_list_is_gone(lead_in: str, fact: str) -> None:
     assert extract_facts(f"Assistant: {lead_in}\n\n- one\n- two")[0] == fact
+
+
+def test_that_before_a_preposition_is_the_object_and_joins_what_it_means() -> None:
+    facts = extract_facts(
+        "User: the cache is stale\n\nAssistant: Redis was configured with `maxmemory-policy noeviction`; "
+        "I switched that to `allkeys-lru` in `redis.conf`."
+    )
+    assert facts == [
+        "Redis was configured with `maxmemory-policy noeviction`; switched that to `allkeys-lru` in `redis.conf`."
+    ]
+
+
+def test_a_reply_reporting_a_change_it_made_is_about_the_project() -> None:
+    facts = extract_facts(
+        "User: why is the queue slow?\n\nAssistant: The consumer prefetch is 1. Bumping it to 50 in "
+        "`consumer.py` fixed the throughput."
+    )
+    assert facts and "`consumer.py`" in facts[0], facts
+
+
+def test_someone_changing_something_in_an_explanation_is_still_general_knowledge() -> None:
+    text = (
+        "User: explain optimistic locking in JPA\n\nAssistant: Optimistic locking uses a `@Version` column: "
+        "the update fails with `OptimisticLockException` when someone else changed the row first."
+    )
+    assert extract_facts(text) == []

@@ -500,8 +500,9 @@ def _leans_on_context(sentence: str) -> bool:
     return False
 
 
-#: the particles of phrasal verbs ("write down", "roll back"): after one, "that" was the verb's object.
-_PARTICLES = frozenset("down up out off away back aside".split())
+#: the particles of phrasal verbs ("write down", "roll back") and the prepositions of a verb's object
+#: ("switched that to …"): after one, "that" was the verb's object, never a clause's start.
+_PARTICLES = frozenset("down up out off away back aside to into from with for as at".split())
 
 
 def _conjunction_that(before: str, after: str) -> bool:
@@ -921,6 +922,15 @@ _OWN_TASK = re.compile(
 )
 
 
+#: a change the reply reports having made, opening its clause ("Bumped it to 50", "Bumping it to 50
+#: fixed the throughput"); "someone else changed the row" or "X was added in 3.8" describes the world.
+_CHANGE_MADE = re.compile(
+    r"(?:^|[.;:]\s+|\band\s+)(?:[A-Za-z]+ing\b[^.;]{0,80}?\s)?(?:fixed|changed|bumped|raised|lowered|"
+    r"switched|removed|updated|renamed|pinned|restarted|redeployed|reverted)\b",
+    re.IGNORECASE,
+)
+
+
 def _answers_from_general_knowledge(user: str, reply: str) -> bool:
     """A question about the world ("What's the difference between X and Y?") answered without a word
     about this repository: the question names no file and says nothing of "our"/"my"/"this repo",
@@ -936,7 +946,12 @@ def _answers_from_general_knowledge(user: str, reply: str) -> bool:
         return False
     marked = _EXAMPLE.sub(" ", " ".join(_prose_units(reply)))
     prose = marked.replace("`", " ")
-    return not _ACTOR_WORDS.search(prose) and not _PATH_TOKEN.search(prose) and not _OWN_TASK.search(marked)
+    return not (
+        _ACTOR_WORDS.search(prose)
+        or _PATH_TOKEN.search(prose)
+        or _OWN_TASK.search(marked)
+        or _CHANGE_MADE.search(_INLINE_CODE_SPAN.sub("code", marked))
+    )
 
 
 def _leaves_nothing(turns: list[tuple[str, str]]) -> bool:
