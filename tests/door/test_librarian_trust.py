@@ -442,3 +442,15 @@ def test_someone_changing_something_in_an_explanation_is_still_general_knowledge
         "the update fails with `OptimisticLockException` when someone else changed the row first."
     )
     assert extract_facts(text) == []
+
+
+def test_a_four_word_question_that_names_its_subject_frames_the_answer() -> None:
+    assert extract_facts(
+        "User: where's the retry config?\n\nAssistant: It lives in `config/retry.toml`. We set it to 5 attempts."
+    ) == ["Where's the retry config? It lives in `config/retry.toml`; we set it to 5 attempts."]
+
+
+def test_a_question_whose_pronoun_leans_on_earlier_words_frames_nothing() -> None:
+    assert extract_facts(
+        "User: where is it defined?\n\nAssistant: `RETRIES` is defined in `config/retry.toml`."
+    ) == ["`RETRIES` is defined in `config/retry.toml`."]

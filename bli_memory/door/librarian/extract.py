@@ -794,7 +794,7 @@ _ASKING_REQUEST = re.compile(
 
 _WH_QUESTION = re.compile(r"^(?:how|where|what|which|who|why|when)\b", re.IGNORECASE)
 #: words a user's question needs to frame the answer to it.
-QUESTION_MIN_WORDS = 5
+QUESTION_MIN_WORDS = 4
 
 
 #: a request to find the cause of the problem just reported: "can you figure out why", "find it".
@@ -825,6 +825,8 @@ def _asked(units: list[str]) -> str | None:
         question = f"{said[index - 1]} {question}"  # "X hangs when piped into `head`. Why?" asks about X
     if len(question.split()) < QUESTION_MIN_WORDS or _CONTEXT_DEPENDENT.search(question):
         return None
+    if _leans_on_context(question):
+        return None  # "Where is it defined?" does not say what it asks about
     return _capitalise(question)
 
 
