@@ -73,3 +73,29 @@ def test_breaks_contract_names_the_broken_rule(fact: str, reason: str) -> None:
 
 def test_a_fact_that_keeps_the_contract_passes_byte_for_byte_code_included() -> None:
     assert breaks_contract("`pydantic==2.7.4` is pinned in `requirements.in` until PAY-498 lands.") is None
+
+
+@pytest.mark.parametrize(
+    ("fact", "score"),
+    [
+        ("The bucket policy allows public reads of `assets/`.", DURABLE_VERB_SCORE),
+        ("The retry policy backs off exponentially up to 30 s.", DURABLE_VERB_SCORE),
+        ("Our policy is squash merges only.", DECISION_SCORE),
+        ("Team policy: every PR needs two approvals.", DECISION_SCORE),
+    ],
+)
+def test_a_policy_is_a_decision_only_when_it_is_the_team_s(fact: str, score: int) -> None:
+    assert lasting_score(fact) == score
+
+
+@pytest.mark.parametrize(
+    "fact",
+    [
+        "The migration was applied to staging and verified.",
+        "The plan was applied with `terraform apply` and the outputs were checked.",
+        "Then applied the plan in `envs/prod`.",
+        "Also bumped `serde` to 1.0.200.",
+    ],
+)
+def test_a_past_event_of_the_session_ranks_last_in_the_profile(fact: str) -> None:
+    assert lasting_score(fact) == 0

@@ -39,7 +39,7 @@ def test_a_first_sentence_naming_what_was_asked_carries_the_question() -> None:
             "with qualifier `dev.acme`, so:\n\n- config: `~/.config/tracer/config.toml` on Linux\n"
             "- cache: `~/.cache/tracer/` on Linux",
             "Where does tracer keep its config and cache? We use the `directories` crate with qualifier "
-            "`dev.acme`, so.",
+            "`dev.acme`.",
         ),
     ],
     ids=["how-to answered by an instruction", "lead-in whose first item answers"],

@@ -3,7 +3,8 @@
 Pure (no I/O). It reads the text the hook saves (usually ``User: …\n\nAssistant: …``) turn by turn.
 From the user's turn it keeps what the user states: decisions, conventions, preferences and
 corrections (a request carrying the choice, "Can you move it to X instead?", counts, without its
-question mark; a correction keeps the word "Correction"), and how things are; never a question, a
+question mark; a correction — "actually", "scratch that", "I was wrong", "turns out", "update:" —
+keeps the word "Correction"), and how things are; never a question, a
 one-off task or a problem report. From the reply it keeps the sentences with a durable signal (a
 command, a path, a version, an identifier, a decision, a fix, an owner), written impersonally ("I
 pinned `x==1`" becomes "`x==1` is pinned"), one fact per reported action; code spans stay byte for
@@ -11,7 +12,8 @@ byte. A sentence whose pronoun comes before anything it could mean ("Set it to 3
 rewritten with a guessed subject: it joins the sentence before it in the same paragraph, whose words
 name the thing, or it is dropped. Test-run reports, moment-bound reports (line numbers, "no other
 hits"), thanks, re-run requests and general-knowledge answers leave nothing. The reply's direct
-answer to a user's wh-question carries that question when it shows that it answers it (a shared word
+answer to a user's wh-question (a bare "Why?" asks about the statement before it, and so does a
+problem report followed by "can you figure out why") carries that question when it shows that it answers it (a shared word
 that names something, a pronoun, the instruction a how-to question asks for). Rule-based on purpose:
 the same exchange always yields the same facts, so saving it twice adds nothing new.
 """
@@ -250,7 +252,8 @@ _CONTEXT_DEPENDENT = re.compile(
     r"\b(?:above|below|the following|as (?:mentioned|discussed|shown|noted)|shown here|see here|"
     r"the previous|earlier|just now|right now|for now|this session|this conversation|accordingly|"
     r"as requested|the same (?:way|thing|as before)|this time|since the last|last run|"
-    r"line \d+|lines \d+|typos?|misspel\w*|no (?:other )?(?:hits|matches|diff|changes)|working tree|nothing (?:new )?to commit)\b",
+    r"line \d+|lines \d+|typos?|misspel\w*|no (?:other )?(?:hits|matches|diff|changes)|working tree|nothing (?:new )?to commit|"
+    r"tonight|tomorrow|until then|the next deploy|this (?:morning|afternoon|evening))\b",
     re.IGNORECASE,
 )
 
@@ -281,7 +284,16 @@ def _clean(sentence: str) -> str:
 
 
 def _capitalise(sentence: str) -> str:
-    return sentence[:1].upper() + sentence[1:] if sentence[:1].isalpha() else sentence
+    """The sentence with its first letter upper-cased, unless its first word is an identifier
+    (`test_refund_webhook`, `pnpm`, `v2.json`, `useMemo`): identifiers are kept byte for byte."""
+    first = sentence.split(" ", 1)[0]
+    if not sentence[:1].isalpha() or _IDENTIFIER_WORD.search(first.rstrip(".,;:!?")):
+        return sentence
+    return sentence[:1].upper() + sentence[1:]
+
+
+#: a word that is an identifier, not English: an underscore, a digit, an inner dot or slash, camelCase.
+_IDENTIFIER_WORD = re.compile(r"_|\d|\w[./]\w|^[a-z]+[A-Z]")
 
 
 def _finish(sentence: str) -> str:
@@ -323,7 +335,7 @@ _SIGNALS: tuple[tuple[str, re.Pattern[str], bool], ...] = (
             r"\bv?\d+\.\d+(?:\.\d+)*\b|\b(?:version|v)\s?\d+\b|[<>=~^]=?\s?\d|"
             r"\b(?:Postgres|PostgreSQL|MySQL|Python|Node|Node\.js|Java|Go|Rust|Ruby|PHP|Django|Rails|React|"
             r"Vue|Angular|Next\.js|Ubuntu|Debian|Alpine|Redis|Kubernetes|Terraform|TypeScript|Swift|Kotlin|"
-            r"Elixir|Erlang|Scala|\.NET|Spring|Laravel|Bun|Deno|Gradle|Java)\s\d+\b",
+            r"Elixir|Erlang|Scala|\.NET|Spring|Laravel|Bun|Deno|Gradle|Java|JDK|JRE)\s\d+\b",
             re.IGNORECASE,
         ),
         True,
@@ -418,7 +430,8 @@ _VERBS = frozenset(
     ).split()
 )
 _AFTER_PRONOUN = _VERBS | frozenset(
-    "also only by to in on at with for from and or but because so when if as into after before "
+    "also only by to in on at with without for from and or but because so when if as into after before "
+    "until unless here there "
     "instead again now too first once just still already never always".split()
 )
 #: words that point back at something said earlier.
@@ -438,7 +451,8 @@ _FUNCTION_WORDS = frozenset(
 _IMPERATIVES = frozenset(
     "pin set use run add remove move update fix change make put keep call check try rename delete bump revert "
     "clean port migrate redo tell show find write name wrap drop replace switch upgrade downgrade install "
-    "enable disable turn stick ship deploy merge push commit".split()
+    "enable disable turn stick ship deploy merge push commit go look investigate figure review refactor "
+    "implement".split()
 )
 
 
@@ -486,9 +500,17 @@ def _leans_on_context(sentence: str) -> bool:
     return False
 
 
+#: the particles of phrasal verbs ("write down", "roll back") and the prepositions of a verb's object
+#: ("switched that to …"): after one, "that" was the verb's object, never a clause's start.
+_PARTICLES = frozenset("down up out off away back aside to into from with for as at".split())
+
+
 def _conjunction_that(before: str, after: str) -> bool:
     """Mid-sentence "that" joining clauses: after a verb ("agreed that") or a noun ("a step that
-    fails"), or before a determiner or a pronoun ("that every", "that we")."""
+    fails"), or before a determiner or a pronoun ("that every", "that we"). Before a verb's particle
+    or at the end ("wrote that down", "undid that") it is the verb's object: a pointer."""
+    if not after or after in _PARTICLES:
+        return False
     if before.endswith("ed") or before in _VERBS or before in {"so", "such", "means", "says", "sure"}:
         return True
     if after in _FUNCTION_WORDS or after in {"it", "they", "this"} or after in _VERBS:
@@ -530,8 +552,8 @@ _PARTICIPLES = {
 }
 _ACTION_ON_CODE = re.compile(
     r"^(?P<verb>[A-Za-z]+)\s+(?P<object>`[^`]+`)(?P<rest>\s+(?:in|to|into|on|at|for|from|with|as|under|"
-    r"via|before|after|across|behind|inside|so|because)\b.*|\s*[.,;]?.*)$"
-)
+    r"via|before|after|across|behind|inside|so|because|which|that|a|an)\b.*|\s*(?:[.,;:(].*)?)$"
+)  # the object ends at its code span: "Updated `x` schedule to …" has a longer object and stays as is
 _ACTION_START = re.compile(r"^(?:[A-Z][a-z]+ed|" + "|".join(w.title() for w in _PARTICIPLES) + r")\s")
 #: where one action of a reported list ends and the next begins ("Set X in A, set Y in B, and bumped C").
 _NEXT_ACTION = re.compile(
@@ -587,11 +609,17 @@ _RUN_WORDS = frozenset(
 RUN_REPORT_MAX_OTHER_WORDS = 3
 
 
+#: a pass word after an article describes a thing, it is no run's verdict: "a clean exit", "a failed job".
+_ATTRIBUTE = re.compile(r"\b(?:a|an)\s+(?:clean|green|passing|failed|failing)\b", re.IGNORECASE)
+#: running something again only repeats evidence: "Re-ran the workflow for tag v0.9.2: all green".
+_RERAN = re.compile(r"^\W*(?:I\s+)?(?:re-?ran|retried)\b", re.IGNORECASE)
+
+
 def _is_run_report(sentence: str) -> bool:
     """ "`pytest -q`: 6 passed", "`cargo test` passes on 1.75.0", "30 passed in 4.87s": a test run's
     outcome, true the moment it was said and never worth remembering."""
-    prose = _INLINE_CODE_SPAN.sub(" ", sentence)
-    if _OUTPUT_LINE.search(prose):
+    prose = _ATTRIBUTE.sub(" ", _INLINE_CODE_SPAN.sub(" ", sentence))
+    if _OUTPUT_LINE.search(prose) or _RERAN.match(prose):
         return True
     if not _PASS_WORDS.search(prose):
         return False
@@ -610,6 +638,7 @@ def _is_run_report(sentence: str) -> bool:
 _USER_DECISION = re.compile(
     r"\b(?:decided|decide|decision|agreed|agree|from now on|going forward|in future|from here on|prefer|"
     r"preference|anymore|any more|no longer|correction|actually|change of plan|convention|policy|"
+    r"scratch that|i was wrong|my mistake|turns out|^\W*update(?=\s*:)|"
     r"we(?:'re| are) (?:replacing|moving|switching|migrating|dropping|standardi[sz]ing|adopting|using)|"
     r"we (?:moved|switched|migrated|replaced|cut|dropped|standardi[sz]ed|adopted|use|always|never)|"
     r"(?:has|have) to be|must (?:always|never|be)|should (?:always|never))\b|"
@@ -617,8 +646,16 @@ _USER_DECISION = re.compile(
     re.IGNORECASE,
 )
 #: a correction keeps a word that says so, so reconciliation lets it replace the value it corrects.
-_CORRECTION_LEAD = re.compile(r"^\W*(?:actually|correction|to correct)\b[\s,:;–—-]*", re.IGNORECASE)
-_CORRECTION = re.compile(r"^\W*(?:actually|correction|to correct|change of plan)\b", re.IGNORECASE)
+_CORRECTION_LEAD = re.compile(
+    r"^\W*(?:actually|correction|to correct|scratch that|I was wrong(?: earlier| before)?|my mistake|"
+    r"(?:it )?turns out(?: that)?|update(?=\s*:))\b[\s,:;–—-]*",
+    re.IGNORECASE,
+)
+_CORRECTION = re.compile(
+    r"^\W*(?:actually|correction|to correct|change of plan|scratch that|I was wrong|my mistake|"
+    r"(?:it )?turns out|update(?=\s*:))\b",
+    re.IGNORECASE,
+)
 #: the verbs of a standing instruction ("Use expect …", "Name the files …"); others are one-off tasks.
 _CONVENTION_VERBS = frozenset(
     "use name keep prefer avoid put write wrap call prefix suffix stick always never only don't do "
@@ -634,7 +671,8 @@ _CHOICE = re.compile(
 
 #: a user's sentence reporting a problem is the reason for the exchange, true at that moment only.
 _PROBLEM = re.compile(
-    r"\b(?:fail(?:s|ed|ing)?|broke|breaks|broken|hangs?|hanging|crash(?:es|ed|ing)?|keeps|kept|again|"
+    r"\b(?:fail(?:s|ed|ing)?|broke|breaks|broken|hangs?|hanging|crash(?:es|ed|ing)?|keeps|kept|again|wrong|"
+    r"stall(?:s|ed|ing)?|freez(?:es|ing)|froze|times? out|timing out|flaky|leak(?:s|ing)?|"
     r"stopped|started|jumped|spiked|stale|slow|complain(?:s|ing)?|error|errors|bug|doesn't|does not|"
     r"isn't|aren't|won't|can't|cannot|yesterday|today|this morning|last night)\b",
     re.IGNORECASE,
@@ -670,8 +708,14 @@ def _user_facts(units: list[str]) -> list[str]:
             first = _bare(sentence.split(" ", 1)[0]) if sentence else ""
             if decided and not question:
                 follows = False  # a decision of its own
-            elif _CHOICE.search(sentence) if (request or question) else first in _CONVENTION_VERBS:
-                follows = after_decision  # "… with APScheduler instead?", "Name the files …"
+            elif (
+                _CHOICE.search(sentence) and not _WH_QUESTION.match(sentence)  # "When would I use X instead?"
+                if (request or question)
+                else first in _CONVENTION_VERBS and (after_decision or _signals(sentence)[1])
+            ):
+                # "… with APScheduler instead?"; "Name the files …" after its decision, or alone when it
+                # names a value ("Set `POOL=20` in `.env`"): "Run the tests" alone is a one-off task
+                follows = after_decision
             elif (
                 not (request or question or first in _IMPERATIVES)
                 and not _PROBLEM.search(prose)
@@ -705,17 +749,21 @@ _TURN = re.compile(
 )
 _USER_ROLES = frozenset({"user", "human", "h"})
 #: words that tie a question to the asker's own project.
-_OWN_WORDS = re.compile(r"\b(?:our|ours|my|mine|this (?:repo|project|codebase|service|app))\b", re.IGNORECASE)
+_OWN_WORDS = re.compile(
+    r"\b(?:our|ours|my|mine|here|this (?:repo|project|codebase|service|app))\b", re.IGNORECASE
+)
 #: words of a reply that did something or looked at the project ("I'd use X" is advice, not an action).
 _ACTOR_WORDS = re.compile(
     r"\bI(?:'ve| have)?\s+(?:also\s+|just\s+|then\s+)?(?:[a-z]+ed|ran|made|set|wrote|found|put|took|saw|got|"
     r"built|left|kept|cut|read|looked|see|can see|checked)\b|\bI'm\s+(?:seeing|looking)\b|"
-    r"(?i:\b(?:our|ours|my|your (?:repo|project|code|codebase|branch|config))\b)"
+    r"(?i:\b(?:our|ours|your (?:repo|project|code|codebase|branch|config))\b)"
 )
 #: a user's turn about a typo asks for a one-off fix; its reply holds nothing durable.
-_TYPO = re.compile(r"\b(?:typos?|misspel\w*|spelling)\b", re.IGNORECASE)
+_TYPO = re.compile(r"\b(?:typos?|misspel\w*|spelling|wrong word|wording|grammar)\b", re.IGNORECASE)
 _THANKS = re.compile(
-    r"\b(?:thanks|thank you|thx|cheers|great job|nice work|well done|perfect|awesome)\b", re.I
+    r"\b(?:thanks|thank you|thx|ty|tysm|appreciated?|cheers|great job|nice work|well done|perfect|awesome|"
+    r"lgtm)\b",
+    re.I,
 )
 #: "run the tests once more": the reply is a run report.
 _RERUN = re.compile(
@@ -736,22 +784,50 @@ _GENERAL_QUESTION = re.compile(
 )
 
 
+#: a request that asks to be told something is a question: "Can you explain how X works?".
+_ASKING_REQUEST = re.compile(
+    r"^(?:(?:please|can you|could you|would you)\s+)*(?:explain|describe|clarify|tell me|remind me|"
+    r"walk me through|help me understand)\b",
+    re.IGNORECASE,
+)
+
+
 _WH_QUESTION = re.compile(r"^(?:how|where|what|which|who|why|when)\b", re.IGNORECASE)
 #: words a user's question needs to frame the answer to it.
-QUESTION_MIN_WORDS = 5
+QUESTION_MIN_WORDS = 4
+
+
+#: a request to find the cause of the problem just reported: "can you figure out why", "find it".
+_INVESTIGATE = re.compile(
+    r"^(?:(?:can|could|would) you\s+|please\s+)*(?:figure out|find out|find|investigate|debug|check|"
+    r"look into|dig into)(?:\s+(?:it|why|this|what happened))?\s*[?.!]?$",
+    re.IGNORECASE,
+)
 
 
 def _asked(units: list[str]) -> str | None:
     """The user's one wh-question ("How do I run the tests against X?"), to frame the answer's first fact."""
-    asked = [
-        _clean(s)
-        for unit in units
-        for s in _sentences(unit)
-        if s.rstrip().endswith("?") and _WH_QUESTION.match(_clean(s))
-    ]
-    if len(asked) != 1 or len(asked[0].split()) < QUESTION_MIN_WORDS or _CONTEXT_DEPENDENT.search(asked[0]):
+    said = [_clean(s) for unit in units for s in _sentences(unit)]
+    asked = [(i, s) for i, s in enumerate(said) if s.endswith("?") and _WH_QUESTION.match(s)]
+    if not asked:  # "X keeps failing on CI. Can you figure out why" asks why X fails
+        asked = [
+            (i, "Why?")
+            for i, s in enumerate(said)
+            if i > 0
+            and _INVESTIGATE.match(s)
+            and _PROBLEM.search(said[i - 1])
+            and not said[i - 1].endswith("?")
+        ]
+    if len(asked) != 1:
         return None
-    return _capitalise(asked[0])
+    index, question = asked[0]
+    if len(question.split()) < QUESTION_MIN_WORDS and index > 0 and not said[index - 1].endswith("?"):
+        question = f"{said[index - 1]} {question}"  # "X hangs when piped into `head`. Why?" asks about X
+    if len(question.split()) < QUESTION_MIN_WORDS or _CONTEXT_DEPENDENT.search(question):
+        return None
+    if _leans_on_context(question):
+        return None  # "Where is it defined?" does not say what it asks about
+    return _capitalise(question)
 
 
 #: words of a question or an answer that do not tie the two together: they say how, not what.
@@ -829,6 +905,34 @@ def _turns(text: str) -> list[tuple[str, str]]:
     return turns
 
 
+#: a file named after "a"/"an"/"any" is a kind of file, not one of this project's.
+_KIND_OF_FILE = re.compile(
+    r"\b(?:a|an|any|every)\s+(?:\S+\s+)?(?:[\w.-]+/)*[\w-]*\.?\w+file\b|"
+    r"\b(?:a|an|any|every)\s+`?(?:package\.json|pyproject\.toml|Cargo\.toml|go\.mod)`?",
+    re.IGNORECASE,
+)
+#: a path given as an example ("(e.g. `envs/prod/main.tf`)") illustrates; it names nothing of the project.
+_EXAMPLE = re.compile(r"\((?:e\.g\.|eg\.|for example|for instance|say)[^)]*\)", re.IGNORECASE)
+
+
+#: a task the project defines for itself, as code (`make proto`, `pnpm gen:api`, `just seed`): an answer
+#: naming one speaks of this project, whatever the question's words.
+_OWN_TASK = re.compile(
+    r"`(?:make|just|npm run|pnpm run|yarn run|poetry run|cargo xtask)\s+[\w:.-]+|"
+    r"`(?:npm|pnpm|yarn|bun)\s+[\w-]+:[\w:-]+|"
+    r"(?:^|\s)[#@][a-z][a-z0-9]*-[\w-]+|(?:^|\s)@[\w-]+/[\w-]+"  # a team's channel or handle
+)
+
+
+#: a change the reply reports having made, opening its clause ("Bumped it to 50", "Bumping it to 50
+#: fixed the throughput"); "someone else changed the row" or "X was added in 3.8" describes the world.
+_CHANGE_MADE = re.compile(
+    r"(?:^|[.;:]\s+|\band\s+)(?:[A-Za-z]+ing\b[^.;]{0,80}?\s)?(?:fixed|changed|bumped|raised|lowered|"
+    r"switched|removed|updated|renamed|pinned|restarted|redeployed|reverted)\b",
+    re.IGNORECASE,
+)
+
+
 def _answers_from_general_knowledge(user: str, reply: str) -> bool:
     """A question about the world ("What's the difference between X and Y?") answered without a word
     about this repository: the question names no file and says nothing of "our"/"my"/"this repo",
@@ -837,12 +941,19 @@ def _answers_from_general_knowledge(user: str, reply: str) -> bool:
     asked = [_clean(s) for s in _sentences(question)]
     if not asked or not all(s.endswith("?") or _GENERAL_QUESTION.match(s) for s in asked if s):
         return False  # a statement or a task beside the question makes it about the project
-    if _REQUEST.match(question):
+    if _REQUEST.match(question) and not _ASKING_REQUEST.match(question):
+        return False  # "Can you add X?" is a task; "Can you explain X?" asks
+    asked_words = _KIND_OF_FILE.sub(" ", question.replace("`", " "))  # "a Dockerfile" is any Dockerfile
+    if _OWN_WORDS.search(asked_words) or _PATH_TOKEN.search(asked_words):
         return False
-    if _OWN_WORDS.search(question.replace("`", " ")) or _PATH_TOKEN.search(question.replace("`", " ")):
-        return False
-    prose = " ".join(_prose_units(reply)).replace("`", " ")
-    return not _ACTOR_WORDS.search(prose) and not _PATH_TOKEN.search(prose)
+    marked = _EXAMPLE.sub(" ", " ".join(_prose_units(reply)))
+    prose = marked.replace("`", " ")
+    return not (
+        _ACTOR_WORDS.search(prose)
+        or _PATH_TOKEN.search(prose)
+        or _OWN_TASK.search(marked)
+        or _CHANGE_MADE.search(_INLINE_CODE_SPAN.sub("code", marked))
+    )
 
 
 def _leaves_nothing(turns: list[tuple[str, str]]) -> bool:
@@ -917,6 +1028,10 @@ _CONDITIONAL_STATEMENT = re.compile(
 )
 
 
+#: the word a lead-in ends on before its list, which says nothing once the list is gone.
+_DANGLING = re.compile(r",?\s+(?:(?:and\s+)?then|so|and|as follows|like this|like so)$", re.IGNORECASE)
+
+
 def _candidate(sentence: str) -> str | None:
     """Filter one cleaned sentence: None for questions, greetings, filler, requests and moment-bound reports."""
     if sentence.endswith("?"):
@@ -925,6 +1040,7 @@ def _candidate(sentence: str) -> str | None:
         if "`" not in sentence or len(_TOKEN.findall(sentence)) < MIN_WORDS:
             return None  # "Changes:", "The integration test:" introduce what follows
         sentence = sentence.rstrip(":").rstrip()  # "`a.go` now uses `kgo` v1.17:" states a fact
+        sentence = _DANGLING.sub("", sentence)  # "We use the `directories` crate, so:" ends at "crate"
     if _GREETING_OR_FILLER.match(sentence) and not _CONDITIONAL_STATEMENT.match(sentence):
         return None
     request = _REQUEST.match(sentence)

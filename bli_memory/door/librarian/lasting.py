@@ -18,7 +18,10 @@ fact that never belongs in the profile:
 Otherwise the score adds up, highest first: a decision/convention/preference word (3), a standing
 order or an imperative convention (2), a statement of how things are with a durable verb (1). An
 edit report ("`docker-compose.yml`: removed the `beat` service.") and a first-person account score
-0: kept in the profile only when nothing more lasting fills it.
+0: kept in the profile only when nothing more lasting fills it, and so does a past event of the
+session ("The migration was applied to staging", "Then bumped `serde` …"). "Policy" is a decision
+word only when the policy is the team's ("our policy", "the policy is …"): "the bucket policy allows
+…" names a configured object, a standing fact.
 
 :func:`breaks_contract` is the post-filter the LLM extractor's facts pass, so a model held to the
 same contract as the deterministic extractor cannot store what that extractor never would.
@@ -95,13 +98,28 @@ _PAST_IRREGULAR = frozenset(
 _PAST_FORM = re.compile(r"^[a-z]{3,}ed$")
 
 
+#: "policy" after a noun names a configured object ("the bucket policy allows …"), not a decision;
+#: a decision is the team's policy ("our policy", "the policy is …").
+_OBJECT_POLICY = re.compile(
+    r"\b(?!(?:our|the|a|an|team|team's|house|company|project|project's|same|new|this|that|its|their|my|"
+    r"your|official|written|general)\b)[a-z][\w-]*\s+polic(?:y|ies)\b",
+    re.IGNORECASE,
+)
+#: words that may open a report before its verb: "Then applied …", "Also bumped …".
+_REPORT_OPENERS = frozenset("then also and finally first next afterwards so".split())
+#: a passive past: "was applied", "were checked", "was quickly reverted".
+_PASSIVE_PAST = re.compile(
+    r"\b(?:was|were)\s+(?:\w+ly\s+)?(?:[a-z]{3,}ed|made|run|put|set|kept|left|built)\b"
+)
+
+
 #: words that open a noun phrase: a plural after one is a noun ("the tables"), before one a verb.
 _DETERMINERS = frozenset(
     "the a an all some many few these those its their every each no any this that".split()
 )
 #: words a present-tense verb is often followed by ("restarts after", "frees the cache").
 _AFTER_VERB = _DETERMINERS | frozenset(
-    "to after before with on in at from into when if only once code".split()
+    "to after before with on in at from into when if only once code off up out down back over away".split()
 )
 
 
@@ -145,7 +163,7 @@ def lasting_score(fact: str) -> int | None:
         or _NOISE_LINE.match(text)
     ):
         return None
-    if _USER_DECISION.search(prose):
+    if _USER_DECISION.search(_OBJECT_POLICY.sub(" ", prose)):
         return DECISION_SCORE  # "From now on pnpm only." needs no verb
     if not _has_verb(words):
         return None
@@ -154,8 +172,11 @@ def lasting_score(fact: str) -> int | None:
         return 0
     if _PROBLEM_REPORT.search(prose):
         return 0
-    if _MOMENT.search(prose) or _PAST_FORM.match(words[0]) or words[0] in _PAST_IRREGULAR:
-        return 0  # "Opened #413 …", "Turned on the rule …": what the session did, its subject dropped
+    opening = next((w for w in words if w not in _REPORT_OPENERS), words[0])
+    if _MOMENT.search(prose) or _PAST_FORM.match(opening) or opening in _PAST_IRREGULAR:
+        return 0  # "Opened #413 …", "Then turned on the rule …": what the session did, its subject dropped
+    if _PASSIVE_PAST.search(prose):
+        return 0  # "The migration was applied to staging": an event of the session, not how things are
     first = words[0]
     if _STANDING_ORDER_START.match(prose) or (first in _CONVENTION_VERBS and first in _IMPERATIVES):
         return STANDING_ORDER_SCORE

@@ -3,9 +3,13 @@
 :func:`decide` says ``unchanged`` (a near-duplicate), ``update`` (the same subject with a new value),
 ``conflict`` (a negation it cannot settle) or ``add``. An update is "the same subject, a new
 value": an identifier that differs only in its digits (``events.raw.v2`` -> ``events.raw.v3``), or a
-version, number, quantity or URL (same site) after the same words ("Node 18" -> "Node 20"); a fact
-phrased as a correction ("actually …", "correction: …", "not X but Y", "we moved from X to Y") needs
-only one word in common with the value's context. The old memory stays as history; when it said more
+version, number, quantity, handle (``@team-ledger``) or URL (same site) after the same words ("Node 18"
+-> "Node 20"); a correction needs only one word in common with the value's context, when no value
+follows the same words as the new one ("JDK 17" -> "JDK 21" before "Gradle 7.6" -> "21"). A fact is a
+correction when it says so at its start ("actually …", "correction: …") or names the value it retires
+("not X", "from X", "instead of X"); "instead of" or "no longer" about anything else only describes.
+A subject moved to a new value ("We renamed the default branch to `trunk`") updates the fact that names
+every word of that subject with a value the move no longer states ("The default branch is `main`"). The old memory stays as history; when it said more
 than the new fact, it is kept with the new value in place (``Decision.rewrite``).
 """
 
@@ -146,12 +150,14 @@ IDENTIFIER_MIN_LETTERS = 3
 _CORRECTION_WORDS = re.compile(
     r"\b(?:actually|correction|change of plan|not [\w.:@+/-]+,? but|(?:moved|switched|migrated|went)\b[^.;]{0,40}?\bfrom|"
     r"no longer|instead of)\b|"
-    r",\s+not\s+v?\d",
+    r",\s+not\s+(?:v?\d|@|https?://)",
     re.IGNORECASE,
 )
 
 
 _RETIRING = frozenset({"not", "from", "replacing"})
+#: a fact that opens by saying it corrects something: "Correction: …", "Actually, …", "Change of plan: …".
+_DECLARED_CORRECTION = re.compile(r"^\W*(?:actually|correction|to correct|change of plan)\b", re.IGNORECASE)
 
 
 def _retired(words: list[str]) -> set[str]:
@@ -161,20 +167,45 @@ def _retired(words: list[str]) -> set[str]:
     for index, word in enumerate(words):
         if word in _RETIRING or (word == "of" and index > 0 and words[index - 1] == "instead"):
             for following in words[index + 1 : index + 3]:
-                if "://" in following or any(ch.isdigit() for ch in following):
+                if _is_value(following):
                     out.add(following)
                     break
     return out
+
+
+def _corrects(new_text: str, old_text: str) -> bool:
+    """Whether the new fact is a correction of the old one: it says so at its start ("Correction: …",
+    "Actually …"), or it names a value of the old fact as the one it retires ("from 8080", "not 18",
+    "instead of 1.74"). "Instead of" or "no longer" about anything else ("requests queued instead of
+    failing") describes, it does not correct."""
+    if not _CORRECTION_WORDS.search(new_text):
+        return False
+    if _DECLARED_CORRECTION.match(new_text):
+        return True
+    return bool(_retired(_value_tokens(new_text)) & set(_value_tokens(old_text)))
 
 
 def _value_tokens(text: str) -> list[str]:
     return [t.strip(".,;:'\"()[]{}+=") for t in _VALUE_TOKEN.findall(text.lower().replace("`", " "))]
 
 
+def _is_value(word: str) -> bool:
+    """A value a fact can state and a later one change: a URL, anything with a digit, or a handle
+    ("@team-ledger": an owner is a value of who owns)."""
+    return "://" in word or any(ch.isdigit() for ch in word) or _HANDLE.fullmatch(word) is not None
+
+
+#: a person's or a team's handle.
+_HANDLE = re.compile(r"@[a-z][\w.-]*(?:/[\w.-]+)?")
+
+
 def _shape(value: str) -> str:
-    """What kind of value: a URL, a number or version, a quantity with its unit, or an identifier's stem."""
+    """What kind of value: a URL, a handle, a number or version, a quantity with its unit, or an
+    identifier's stem."""
     if "://" in value:
         return "url"
+    if _HANDLE.fullmatch(value):
+        return "handle"
     if _VERSION.fullmatch(value):
         return "number"
     quantity = _QUANTITY.fullmatch(value)
@@ -203,7 +234,7 @@ def _values(text: str) -> list[tuple[str, str, frozenset[str]]]:
     words = _value_tokens(text)
     out = []
     for index, word in enumerate(words):
-        if not ("://" in word or any(ch.isdigit() for ch in word)):
+        if not _is_value(word):
             continue
         before = [w for w in words[max(0, index - ANCHOR_WORDS - 2) : index] if _is_anchor(w)]
         out.append((word, _shape(word), frozenset(before[-ANCHOR_WORDS:])))
@@ -223,7 +254,7 @@ def _new_value_for(old_text: str, new_text: str, corrects: bool) -> tuple[str, s
         return None
     words = _value_tokens(new_text)
     # a value the correction names as the old one ("not 8080", "from 18") is not one it states
-    retired = _retired(words) if corrects else set()
+    retired = _retired(words) if _CORRECTION_WORDS.search(new_text) else set()
     present = set(words) - retired
     new_values = [v for v in new_values if v[0] not in retired]
     new_words = {w for w in words if _is_anchor(w)}
@@ -234,22 +265,24 @@ def _new_value_for(old_text: str, new_text: str, corrects: bool) -> tuple[str, s
         for value, shape, _anchors in old_values
     ):
         return None  # "service-1" and "service-2": a numbered sibling, so another subject altogether
-    for old_value, old_shape, old_anchors in old_values:
-        if old_value in present:
-            continue
-        for new_value, new_shape, new_anchors in new_values:
-            if new_value == old_value or new_shape != old_shape:
+    # the words right before both values meet first ("JDK 17" -> "JDK 21", not "Gradle 7.6" -> "21");
+    # a correction's looser rule (any word of the old value's context) only when none does
+    for loose in (False, True) if corrects else (False,):
+        for old_value, old_shape, old_anchors in old_values:
+            if old_value in present:
                 continue
-            stem = old_shape[3:] if old_shape.startswith("id:") else ""
-            if sum(ch.isalpha() for ch in stem) >= IDENTIFIER_MIN_LETTERS and _VERSIONED.search(old_value):
-                return (
-                    old_value,
-                    new_value,
-                )  # "events.raw.v2" -> "events.raw.v3"; not "service-1" -> "service-2"
-            if old_shape == "url" and _domain(old_value) != _domain(new_value):
-                continue  # another site is another service: localhost is not staging
-            if old_anchors & new_anchors or (corrects and old_anchors & new_words):
-                return old_value, new_value
+            for new_value, new_shape, new_anchors in new_values:
+                if new_value == old_value or new_shape != old_shape:
+                    continue
+                stem = old_shape[3:] if old_shape.startswith("id:") else ""
+                if sum(ch.isalpha() for ch in stem) >= IDENTIFIER_MIN_LETTERS and _VERSIONED.search(
+                    old_value
+                ):
+                    return old_value, new_value  # "events.raw.v2" -> "events.raw.v3"; not "service-1" -> "-2"
+                if old_shape == "url" and _domain(old_value) != _domain(new_value):
+                    continue  # another site is another service: localhost is not staging
+                if old_anchors & (new_words if loose else new_anchors):
+                    return old_value, new_value
     return None
 
 
@@ -266,7 +299,7 @@ REWRITE_MIN_OTHER_SPANS = 2
 
 def _rewrite(old_text: str, new_text: str) -> str | None:
     """The old fact with its value replaced, when it holds other values the new fact lacks."""
-    change = _new_value_for(old_text, new_text, bool(_CORRECTION_WORDS.search(new_text)))
+    change = _new_value_for(old_text, new_text, _corrects(new_text, old_text))
     if change is None:
         return None
     before, after = change
@@ -280,6 +313,46 @@ def _rewrite(old_text: str, new_text: str) -> str | None:
     pattern = re.compile(rf"(?<![\w.]){re.escape(before)}(?![\w]|\.\d)", re.IGNORECASE)
     rewritten, count = pattern.subn(after, old_text)
     return rewritten if count else None
+
+
+#: "We renamed the default branch to `trunk`", "the staging host moved to `db-3`": a subject and its
+#: new value, which a fact stating another value for every word of that subject has lost.
+_MOVE = re.compile(
+    r"^(?:\W*correction:\s*)?(?:(?:we|i)(?:'ve| have)?\s+)?(?:"
+    r"(?:renamed|moved|migrated|switched|changed|cut over)\s+(?P<subject>[^,;:]{3,80}?)|"
+    r"(?P<mover>[^,;:]{3,80}?)\s+(?:has\s+|was\s+|is\s+)?(?:been\s+)?(?:renamed|moved|migrated|switched|changed)"
+    r")\s+to\s+(?P<value>`[^`]+`|[^\s,;]+)",
+    re.IGNORECASE,
+)
+#: words of a subject too common to name it.
+_SUBJECT_FILLER = _WEAK_CONTEXT | frozenset("our its their all every each now".split())
+#: letters a word of the subject needs to count.
+SUBJECT_WORD_MIN_CHARS = 3
+
+
+def _stated_values(text: str) -> set[str]:
+    """What a fact states as values: its code spans, and its tokens with a digit, a URL or a handle."""
+    spans = {span.strip("`").lower() for span in _CODE_SPAN.findall(text)}
+    return spans | {t for t in _value_tokens(text) if _is_value(t)}
+
+
+def _moved(new_text: str, old_text: str) -> tuple[str, str] | None:
+    """(subject, new value) when the new fact moves a subject to a new value ("renamed the default
+    branch to `trunk`") and the old fact names every word of that subject with another value
+    ("The default branch is `main`."): the old value is gone from the new fact, the new one from the old."""
+    match = _MOVE.match(new_text.strip())
+    if match is None:
+        return None
+    subject = match.group("subject") or match.group("mover") or ""
+    words = [w for w in tokens(subject) if len(w) >= SUBJECT_WORD_MIN_CHARS and w not in _SUBJECT_FILLER]
+    value = match.group("value").strip("`.,;").lower()
+    old_words = set(tokens(old_text))
+    if not words or not all(w in old_words for w in words) or value in old_text.lower():
+        return None
+    new_values = _stated_values(new_text)
+    if not (_stated_values(old_text) - new_values):
+        return None  # the old fact states no value the new one lost
+    return " ".join(words), value
 
 
 def _key_value(text: str) -> tuple[str, str] | None:
@@ -299,10 +372,13 @@ def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str
         return "unchanged", f"same text as {neighbour.id}"
     new_negated, new_core = _polarity(new)
     old_negated, old_core = _polarity(old)
-    corrects = bool(_CORRECTION_WORDS.search(fact))
+    corrects = _corrects(fact, neighbour.content)
     replaced = _new_value_for(neighbour.content, fact, corrects) if corrects else None
     if replaced:  # "8443, not 8080" negates the old value on purpose: a correction, not a conflict
         return "update", f"corrects {replaced[0]!r} to {replaced[1]!r} in {neighbour.id}"
+    moved = _moved(fact, neighbour.content)
+    if moved:
+        return "update", f"{moved[0]!r} moved to {moved[1]!r} in {neighbour.id}"
     if new_negated != old_negated and (
         new_core == old_core or _jaccard(new_core, old_core) >= NEAR_DUPLICATE_OVERLAP
     ):
