@@ -19,6 +19,25 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+#: how the profile chooses what lasts (door/librarian/lasting.py)
+PROFILE_LASTING_NOTE = (
+    "What lasts is decided by the librarian's own signals, deterministically, over the space's newest 200 "
+    'rows: a decision, convention, preference or correction ("We decided …", "From now on …", "I prefer '
+    '…") ranks first; then a standing order, which opens its sentence ("Don\'t edit … by hand", "Never '
+    '…"); then a statement of how things are, with a verb ("CI runs with `.env.ci`"); last an edit report '
+    '("`docker-compose.yml`: removed …"), a first-person account or a report of what the session did or '
+    'saw ("Opened #413 …", "Turned on the rule …", "Checked: …", "Then applied the plan …", "The '
+    'migration was applied to staging", "… keeps failing on CI but never locally", "expect one more '
+    'restart tonight"). "Policy" counts as a decision only when the policy is the team\'s ("Our policy is '
+    'squash merges"); "the bucket policy allows public reads" is a standing fact of a configured object. '
+    "Newest first among equals, and at most two facts of one saved exchange before the other exchanges' "
+    "facts, so one long exchange does not fill the profile. Never in any of the three: a question, a test "
+    'count or test-run report ("With 2.7.4 all 612 tests pass."), a log line\'s shape (a timestamp, a '
+    'level, a kubelet event such as "14m Warning OOMKilling node/…") or a fragment without a verb '
+    '("`README.md` line 31, the "Environments" table."). The rules live in '
+    "`bli_memory/door/librarian/lasting.py`."
+)
+
 BIN = Path(sys.executable).parent
 LISTENING = "bli-memory-door listening on "
 
@@ -295,9 +314,11 @@ def main() -> int:
                 "POST",
                 "/api/memory/v4/profile",
                 {"containerTag": tag},
-                note="`static`: pinned facts; `dynamic`: newest (or, with `q`, most relevant) facts; `recent`: "
+                note="`static`: pinned facts; `dynamic`: the facts that last longest (or, with `q`, the most "
+                "relevant); `recent`: "
                 "newest rows; `pins`: the pins with their ids and scope. The space and the caller's global "
-                "space are read together. Stored exchanges are left out.",
+                "space are read together. Stored exchanges are left out of `dynamic` and `recent`.\n\n"
+                + PROFILE_LASTING_NOTE,
             )
             doc.parts.append("## Spaces and teams\n")
             doc.call(
