@@ -454,3 +454,35 @@ def test_a_question_whose_pronoun_leans_on_earlier_words_frames_nothing() -> Non
     assert extract_facts(
         "User: where is it defined?\n\nAssistant: `RETRIES` is defined in `config/retry.toml`."
     ) == ["`RETRIES` is defined in `config/retry.toml`."]
+
+
+# --- impersonal wording: an action turns passive only when nothing else hangs on its subject -------
+
+
+@pytest.mark.parametrize(
+    ("reply", "kept", "never"),
+    [
+        (
+            "I changed `src/Card.tsx` from `export default function Card` to `export function Card` and "
+            "updated its 14 import sites.",
+            "Changed `src/Card.tsx` from `export default function Card` to `export function Card` and "
+            "updated its 14 import sites.",
+            "is changed",
+        ),
+        (
+            "I ran `fly secrets set API_BASE=https://api.example.dev` for the staging app and restarted "
+            "the machines.",
+            "Ran `fly secrets set API_BASE=https://api.example.dev` for the staging app and restarted the "
+            "machines.",
+            "is run",
+        ),
+    ],
+)
+def test_an_action_joined_to_a_second_one_keeps_its_active_voice(reply: str, kept: str, never: str) -> None:
+    facts = extract_facts(f"User: please fix it\n\nAssistant: {reply}")
+    assert kept in facts and not any(never in fact for fact in facts), facts
+
+
+def test_a_lone_action_on_a_code_span_still_turns_passive() -> None:
+    facts = extract_facts("User: pin it please\n\nAssistant: I pinned `httpx==0.27.2` in requirements.txt.")
+    assert "`httpx==0.27.2` is pinned in requirements.txt." in facts, facts

@@ -561,6 +561,9 @@ _NEXT_ACTION = re.compile(
     r"(?=(?:[a-z]+ed|" + "|".join(_PARTICIPLES) + r")\s)"
 )
 _SENTENCE_I = re.compile(r";\s+(?=I\s+(?:also\s+)?[a-z]+\s)")
+#: a second action joined to the first ("… and updated its 23 import sites"): its subject is the one
+#: who acted, so the first action cannot turn passive without leaving the second without one.
+_COORDINATED_ACTION = re.compile(r"\band\s+(?:[a-z]+ed|" + "|".join(_PARTICIPLES) + r")\s")
 
 
 def _actions(sentence: str) -> list[str]:
@@ -591,7 +594,8 @@ def _impersonal(sentence: str) -> str:
     if match:
         verb = match.group("verb").lower()
         participle = verb if verb.endswith("ed") else _PARTICIPLES.get(verb)
-        if participle:
+        rest_outside_code = _INLINE_CODE_SPAN.sub("`…`", match.group("rest"))
+        if participle and not _COORDINATED_ACTION.search(rest_outside_code):
             return f"{match.group('object')} is {participle}{match.group('rest')}"
     return sentence
 
