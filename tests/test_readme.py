@@ -18,7 +18,8 @@ anything else that differs fails the test:
 1. the quickstart's "== using .venv as it is" line is the README's "== installing" line;
 2. the temporary HOME is /home/you (the README's person is `you`: USER and LOGNAME say so);
 3. the door's port is 8787;
-4. memory ids (`mem_` + 24 hex) and the 16-hex hash of a space tag are placeholders;
+4. memory ids (`mem_` + 24 hex), device ids (`dev_` + 24 hex) and the 16-hex hash of a space tag
+   are placeholders;
 5. a hook's `"elapsed_ms":N` is a placeholder;
 6. a cosine similarity may differ from the README's by at most SIMILARITY_TOLERANCE (the same model
    rounds differently on another CPU), and is then a placeholder.
@@ -287,6 +288,7 @@ def normalise(lines: list[str], home: Path | None, port: int | None) -> list[str
         if port is not None:
             line = line.replace(f"127.0.0.1:{port}", "127.0.0.1:8787")
         line = re.sub(r"\bmem_[0-9a-f]{24}\b", "mem_<id>", line)
+        line = re.sub(r"\bdev_[0-9a-f]{24}\b", "dev_<id>", line)
         line = re.sub(r"\b((?:repo|dir)_[A-Za-z0-9_.-]+?)__[0-9a-f]{16}\b", r"\1__<hash>", line)
         line = re.sub(r'"elapsed_ms":\d+', '"elapsed_ms":<ms>', line)
         out.append(line.rstrip())

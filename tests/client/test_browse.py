@@ -120,7 +120,10 @@ def test_the_tools_page_under_concurrent_writes_over_mcp(
     recent = found["recent"].structured_content["memories"]
     assert [row["content"] for row in recent] == ["mcp written while paging 3", "mcp written while paging 2"]
     assert "· fact · source tester on dev_" in found["recent"].content[0].text
-    assert found["wrong"].is_error and "`scope` must be one of: project, global, all" in found["wrong"].content[0].text
+    assert (
+        found["wrong"].is_error
+        and "`scope` must be one of: project, global, all" in found["wrong"].content[0].text
+    )
 
 
 def test_the_listing_view_names_a_stored_exchange_and_an_unknown_source() -> None:

@@ -486,3 +486,11 @@ def test_an_action_joined_to_a_second_one_keeps_its_active_voice(reply: str, kep
 def test_a_lone_action_on_a_code_span_still_turns_passive() -> None:
     facts = extract_facts("User: pin it please\n\nAssistant: I pinned `httpx==0.27.2` in requirements.txt.")
     assert "`httpx==0.27.2` is pinned in requirements.txt." in facts, facts
+
+
+def test_two_actions_each_on_a_code_span_both_turn_passive() -> None:
+    facts = extract_facts(
+        "User: pin it please\n\nAssistant: I pinned `httpx==0.27.2` in `requirements.in` and recompiled "
+        "`requirements.txt`."
+    )
+    assert "`httpx==0.27.2` is pinned in `requirements.in`; `requirements.txt` is recompiled." in facts, facts

@@ -561,9 +561,19 @@ _NEXT_ACTION = re.compile(
     r"(?=(?:[a-z]+ed|" + "|".join(_PARTICIPLES) + r")\s)"
 )
 _SENTENCE_I = re.compile(r";\s+(?=I\s+(?:also\s+)?[a-z]+\s)")
-#: a second action joined to the first ("… and updated its 23 import sites"): its subject is the one
-#: who acted, so the first action cannot turn passive without leaving the second without one.
-_COORDINATED_ACTION = re.compile(r"\band\s+(?:[a-z]+ed|" + "|".join(_PARTICIPLES) + r")\s")
+#: a second action joined to the first ("… and updated its 23 import sites"), found outside code
+#: spans: its subject is the one who acted, so the first action cannot turn passive on its own.
+_COORDINATED_ACTION = re.compile(
+    r"`[^`\n]+`|(?P<joint>,?\s+and\s+)(?=(?:[a-z]+ed|" + "|".join(_PARTICIPLES) + r")\s)"
+)
+
+
+def _second_action(rest: str) -> int | None:
+    """Where "and <past verb>" joins a second action in `rest` (outside code spans), or None."""
+    for match in _COORDINATED_ACTION.finditer(rest):
+        if match.group("joint"):
+            return match.start()
+    return None
 
 
 def _actions(sentence: str) -> list[str]:
@@ -594,9 +604,16 @@ def _impersonal(sentence: str) -> str:
     if match:
         verb = match.group("verb").lower()
         participle = verb if verb.endswith("ed") else _PARTICIPLES.get(verb)
-        rest_outside_code = _INLINE_CODE_SPAN.sub("`…`", match.group("rest"))
-        if participle and not _COORDINATED_ACTION.search(rest_outside_code):
-            return f"{match.group('object')} is {participle}{match.group('rest')}"
+        rest = match.group("rest")
+        joint = _second_action(rest)
+        if participle and joint is None:
+            return f"{match.group('object')} is {participle}{rest}"
+        if participle and joint is not None:
+            # both turn passive only when the second also acts on a code span alone
+            tail = rest[joint:]
+            second = _impersonal(_capitalise(tail[tail.index("and") + len("and") :].strip()))
+            if second.startswith("`"):
+                return f"{match.group('object')} is {participle}{rest[:joint]}; {second}"
     return sentence
 
 
