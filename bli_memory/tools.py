@@ -1,4 +1,5 @@
-"""The memory tools (search, save, update, forget; list and recent): schemas, argument check and door calls.
+"""The memory tools (search, save, update, forget; list and recent; pin, list pins, unpin; experience):
+schemas, argument check and door calls.
 
 The MCP server (`mcp_server.py`) and the human CLI (`commands/`) both run `MemoryTools`, so the two
 cannot drift apart. Standard library only: `bli-memory-mcp search|save|forget` never load the `mcp` SDK.
