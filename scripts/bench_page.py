@@ -61,7 +61,10 @@ OBJECTS = ["PostgreSQL 16", "Redis 7", "a 30 second timeout", "ArgoCD", "pnpm wo
 
 #: what the screenshots show: a small, readable space.
 DEMO = [
-    ("memory", "We decided to deploy with the blue-green script; rollbacks are a DNS switch, not a redeploy."),
+    (
+        "memory",
+        "We decided to deploy with the blue-green script; rollbacks are a DNS switch, not a redeploy.",
+    ),
     ("memory", "CI runs `make check` (ruff, mypy, pytest); never push with it red."),
     ("memory", "The billing service retries Stripe webhooks 5 times with exponential backoff."),
     ("document", "Design notes: the deploy pipeline has three stages, build, canary (5 %) and full rollout."),
@@ -92,8 +95,10 @@ def seed(db: Path, size: int) -> str:
 def start_door(db: Path, home: Path, embedder: str = "none") -> tuple[subprocess.Popen[str], str]:
     env = {**os.environ, "HOME": str(home)}
     process = subprocess.Popen(
-        [str(BIN / "bli-memory-door"), "serve", "--port", "0", "--db", str(db), "--no-autopair"]
-        + ["--embedder", embedder, "--no-worker"],
+        [
+            *(str(BIN / "bli-memory-door"), "serve", "--port", "0", "--db", str(db), "--no-autopair"),
+            *("--embedder", embedder, "--no-worker"),
+        ],
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         text=True,
@@ -159,9 +164,6 @@ def static_bytes() -> dict[str, int]:
 def screenshots(browser: Browser, scratch: Path, folder: Path) -> None:
     """Browse, search, history and ops views of a small demo space on a door with the packaged model
     (so search shows similarities), as PNGs in `folder`."""
-    import json
-    import urllib.request
-
     home = scratch / "demo-home"
     home.mkdir()
     db = scratch / "demo.db"
@@ -191,7 +193,9 @@ def _screenshots(browser: Browser, door_url: str, token: str, home: Path, folder
     for kind, text in DEMO:
         call("/api/memory/save", {"containerTag": tag, "content": text, "kind": kind})
         time.sleep(0.01)
-    call("/api/memory/pin", {"containerTag": tag, "content": "Never edit generated files under gen/ by hand."})
+    call(
+        "/api/memory/pin", {"containerTag": tag, "content": "Never edit generated files under gen/ by hand."}
+    )
     for store, verdict, reason in [
         ("bli", "win", "recalled the deploy rule before I asked"),
         ("bli", "win", "knew the CI command"),
@@ -230,7 +234,9 @@ def _screenshots(browser: Browser, door_url: str, token: str, home: Path, folder
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--screenshots", type=Path, help="also write the page's PNG screenshots here")
@@ -268,7 +274,9 @@ def main() -> int:
         print(
             f"| {label} | {statistics.median(values):.0f}{unit} | {min(values):.0f}{unit} | {max(values):.0f}{unit} |"
         )
-    print("\nThe page's files (uncompressed, as served): " + ", ".join(f"{n} {b} B" for n, b in files.items()))
+    print(
+        "\nThe page's files (uncompressed, as served): " + ", ".join(f"{n} {b} B" for n, b in files.items())
+    )
     print(f"total {sum(files.values())} B")
     return 0
 

@@ -56,7 +56,9 @@ def main(argv: list[str]) -> int:
     import webbrowser
 
     if not webbrowser.open(link):
-        sys.stderr.write("bli-memory-mcp open: no browser could be started; open this link within a minute:\n")
+        sys.stderr.write(
+            "bli-memory-mcp open: no browser could be started; open this link within a minute:\n"
+        )
         sys.stdout.write(link + "\n")
         return EXIT_OK
     sys.stdout.write("opened the memory page in your browser (the sign-in link works once)\n")

@@ -1000,7 +1000,7 @@ def _add_page_routes(api: FastAPI, memories: MemoryService, sessions: web.WebSes
         """A one-time sign-in link for the memory page, for the device whose token calls (a page
         session cannot ask for one)."""
         if request.headers.get("authorization") is None:
-            raise Forbidden("a login link is asked for with a device token, not from the page", code="csrf")
+            raise Forbidden("a login link is asked for with a device token, not from the page")
         code = sessions.issue_code(caller)
         return {"path": f"/login?code={code}", "expiresInS": sessions.login_link_ttl_s}
 

@@ -18,6 +18,7 @@ request (the device is looked up on each one).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import secrets
@@ -190,9 +191,10 @@ def team_spaces(memories: MemoryService, principal: Principal) -> list[str]:
     ]
 
 
+@functools.lru_cache(maxsize=len(STATIC_FILES))
 def static_file(name: str) -> bytes:
-    """One of the page's files from the installed package."""
-    return resources.files("bli_memory.door").joinpath("web", name).read_bytes()
+    """One of the page's files from the installed package (read once)."""
+    return resources.files("bli_memory.door").joinpath("web").joinpath(name).read_bytes()
 
 
 class SecurityHeaders:

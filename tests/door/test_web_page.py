@@ -65,9 +65,11 @@ class Person:
         self.problems: list[str] = []
         self.page.on(
             "console",
-            lambda message: self.problems.append(f"{message.text} {message.location.get('url')}")
-            if message.type == "error"
-            else None,
+            lambda message: (
+                self.problems.append(f"{message.text} {message.location.get('url')}")
+                if message.type == "error"
+                else None
+            ),
         )
         self.page.on("pageerror", lambda error: self.problems.append(str(error)))
 
@@ -193,11 +195,15 @@ def test_a_person_browses_searches_edits_forgets_undoes_and_pins(person: Callabl
     # forget, then undo: the text is back as a new memory
     edited.get_by_role("button", name="Forget").click()
     expect(page.locator("#notice")).to_have_text("Forgotten.")
-    status, listed = alice.door.post("/api/memory/list", {"containerTag": tag, "limit": 100}, token=alice.token)
+    status, listed = alice.door.post(
+        "/api/memory/list", {"containerTag": tag, "limit": 100}, token=alice.token
+    )
     assert "Thursdays" not in str(listed["memories"])
     items.filter(has_text="Thursdays").get_by_role("button", name="Undo").click()
     expect(page.locator("#notice")).to_contain_text("Restored")
-    status, listed = alice.door.post("/api/memory/list", {"containerTag": tag, "limit": 100}, token=alice.token)
+    status, listed = alice.door.post(
+        "/api/memory/list", {"containerTag": tag, "limit": 100}, token=alice.token
+    )
     assert [m["content"] for m in listed["memories"]].count(
         "Deploys go out with the blue-green script on Thursdays."
     ) == 1
@@ -294,7 +300,9 @@ def test_the_login_link_works_once(person: Callable[..., Person]) -> None:
         again.close()
 
 
-def test_the_login_link_expires(start_door: Callable[..., DoorProcess], person: Callable[..., Person]) -> None:
+def test_the_login_link_expires(
+    start_door: Callable[..., DoorProcess], person: Callable[..., Person]
+) -> None:
     door = start_door("--embedder", "none", "--no-worker", "--login-link-ttl", "0.3")
     alice = person(door)
     link = alice.login_link()
@@ -326,3 +334,10 @@ def test_a_session_cannot_mint_login_links(person: Callable[..., Person]) -> Non
     alice.sign_in()
     asked = alice.fetch("POST", "/api/web/login-link")
     assert asked["status"] == 403
+
+
+@pytest.mark.parametrize("path", ["/login", "/login?code=", "/login?code=made-up"])
+def test_the_door_refuses_a_code_it_did_not_give(door: DoorProcess, path: str) -> None:
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(urllib.request.Request(door.url + path), timeout=30)
+    assert refused.value.code == 401 and refused.value.headers.get("set-cookie") is None
