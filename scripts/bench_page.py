@@ -139,6 +139,10 @@ def login_link(home: Path) -> str:
     return done.stdout.strip()
 
 
+#: the last load's bytes per request (path: headers + body), for the breakdown under the table.
+BREAKDOWN: dict[str, int] = {}
+
+
 def one_load(browser: Browser, home: Path) -> dict[str, float]:
     context = browser.new_context(viewport=VIEWPORT)
     page = context.new_page()
@@ -149,9 +153,13 @@ def one_load(browser: Browser, home: Path) -> dict[str, float]:
     page.wait_for_selector("body[data-ready='1']", timeout=30_000)
     interactive_ms = page.evaluate("performance.getEntriesByName('bli-interactive')[0].startTime")
     total = 0
+    BREAKDOWN.clear()
     for request in responses:
         sizes = request.sizes()
-        total += sizes["responseBodySize"] + sizes["responseHeadersSize"]
+        size = sizes["responseBodySize"] + sizes["responseHeadersSize"]
+        total += size
+        path = request.url.split("//", 1)[-1].partition("/")[2].partition("?")[0]
+        BREAKDOWN[f"{request.method} /{path}"] = BREAKDOWN.get(f"{request.method} /{path}", 0) + size
     context.close()
     return {"bytes": float(total), "interactive_ms": float(interactive_ms), "requests": float(len(responses))}
 
@@ -262,6 +270,7 @@ def main() -> int:
             door.terminate()
             door.wait(15)
     files = static_bytes()
+    print(f"load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} cpus")
     print(f"First load of the memory page, a space of {args.memories} memories, {args.runs} cold loads:\n")
     print("| measure | median | min | max |")
     print("|---|---|---|---|")
@@ -278,6 +287,10 @@ def main() -> int:
         "\nThe page's files (uncompressed, as served): " + ", ".join(f"{n} {b} B" for n, b in files.items())
     )
     print(f"total {sum(files.values())} B")
+    print(
+        "One load, bytes per request (headers + body): " + ", ".join(f"{k} {v}" for k, v in BREAKDOWN.items())
+    )
+
     return 0
 
 

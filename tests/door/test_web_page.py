@@ -9,6 +9,7 @@ No browser is downloaded: the executable is /usr/bin/chromium (`apt-get install 
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -341,3 +342,74 @@ def test_the_door_refuses_a_code_it_did_not_give(door: DoorProcess, path: str) -
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(urllib.request.Request(door.url + path), timeout=30)
     assert refused.value.code == 401 and refused.value.headers.get("set-cookie") is None
+
+
+def _session_cookie(person: Person) -> str:
+    """A session cookie got the way a browser gets it, without following the redirect."""
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: Any) -> None:
+            return None
+
+    opener = urllib.request.build_opener(NoRedirect)
+    with pytest.raises(urllib.error.HTTPError) as redirected:
+        opener.open(person.login_link(), timeout=30)
+    assert redirected.value.code == 303 and redirected.value.headers["location"] == "/"
+    cookie = redirected.value.headers["set-cookie"]
+    assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/" in cookie
+    assert "Secure" not in cookie  # served over plain http on loopback
+    return str(cookie.split(";")[0])
+
+
+def _call(
+    door: DoorProcess, method: str, path: str, body: Any = None, headers: dict[str, str] | None = None
+) -> tuple[int, Any, Any]:
+    """One request with exactly these headers (no token): (status, decoded JSON or None, headers)."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(door.url + path, data=data, method=method, headers=headers or {})
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            status, payload, got = answer.status, answer.read(), answer.headers
+    except urllib.error.HTTPError as error:
+        status, payload, got = error.code, error.read(), error.headers
+    try:
+        return status, json.loads(payload), got
+    except ValueError:
+        return status, None, got
+
+
+def test_the_origin_check_still_guards_page_sessions(person: Callable[..., Person]) -> None:
+    alice = person()
+    cookie = _session_cookie(alice)
+    status, session, _ = _call(alice.door, "GET", "/api/web/session", headers={"Cookie": cookie})
+    assert status == 200 and session["person"] == alice.name
+    headers = {"Cookie": cookie, "X-CSRF-Token": session["csrfToken"]}
+    body = {"containerTag": f"repo_{uuid.uuid4().hex[:8]}", "content": "from the page"}
+    status, answer, _ = _call(
+        alice.door, "POST", "/api/memory/save", body, {**headers, "Origin": "http://evil.example"}
+    )
+    assert status == 403 and answer["error"] == "cross_origin"
+    status, answer, _ = _call(
+        alice.door, "POST", "/api/memory/save", body, {**headers, "Origin": alice.door.url}
+    )
+    assert status == 201, answer
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [("/", 200), ("/web/app.js", 200), ("/healthz", 200), ("/api/memory/spaces", 401), ("/nowhere", 404)],
+)
+def test_every_answer_carries_the_security_headers(door: DoorProcess, path: str, expected: int) -> None:
+    status, _, headers = _call(door, "GET", path)
+    assert status == expected
+    assert headers["content-security-policy"] == CONTENT_SECURITY_POLICY
+    assert headers["x-content-type-options"] == "nosniff"
+    assert headers["referrer-policy"] == "no-referrer"
+
+
+def test_a_foreign_host_is_still_refused_with_the_headers(door: DoorProcess) -> None:
+    status, answer, headers = _call(door, "GET", "/", headers={"Host": "rebound.example"})
+    assert status == 403 and answer["error"] == "host_not_allowed"
+    assert headers["content-security-policy"] == CONTENT_SECURITY_POLICY
