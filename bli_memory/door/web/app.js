@@ -99,10 +99,11 @@ function when(iso) {
 
 function showView(name) {
   for (const view of ["signin", "browse", "history", "ops"]) $(view).hidden = view !== name;
-  $("show-browse").toggleAttribute("aria-current", name === "browse" || name === "history");
-  if (name === "browse" || name === "history") $("show-browse").setAttribute("aria-current", "page");
-  $("show-ops").toggleAttribute("aria-current", name === "ops");
-  if (name === "ops") $("show-ops").setAttribute("aria-current", "page");
+  const current = { "show-browse": name === "browse" || name === "history", "show-ops": name === "ops" };
+  for (const [id, on] of Object.entries(current)) {
+    if (on) $(id).setAttribute("aria-current", "page");
+    else $(id).removeAttribute("aria-current");
+  }
 }
 
 function showSignin(reason) {
