@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
@@ -1018,7 +1019,7 @@ def _add_page_routes(api: FastAPI, memories: MemoryService, sessions: web.WebSes
         answer.set_cookie(
             web.COOKIE_NAME,
             session_id,
-            max_age=int(sessions.session_ttl_s),
+            max_age=max(1, math.ceil(sessions.session_ttl_s)),
             path="/",
             httponly=True,
             samesite="strict",

@@ -413,3 +413,15 @@ def test_a_foreign_host_is_still_refused_with_the_headers(door: DoorProcess) -> 
     status, answer, headers = _call(door, "GET", "/", headers={"Host": "rebound.example"})
     assert status == 403 and answer["error"] == "host_not_allowed"
     assert headers["content-security-policy"] == CONTENT_SECURITY_POLICY
+
+
+def test_a_page_session_expires(
+    start_door: Callable[..., DoorProcess], person: Callable[..., Person]
+) -> None:
+    door = start_door("--embedder", "none", "--no-worker", "--web-session-ttl", "0.5")
+    alice = person(door)
+    cookie = _session_cookie(alice)
+    assert _call(door, "GET", "/api/web/session", headers={"Cookie": cookie})[0] == 200
+    time.sleep(0.8)
+    status, answer, _ = _call(door, "GET", "/api/web/session", headers={"Cookie": cookie})
+    assert status == 401 and answer["error"] == "unauthorized"
