@@ -71,6 +71,11 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
         "main",
         "write every memory of a space (or --all) with its history, as jsonl or markdown",
     ),
+    "open": (
+        "bli_memory.commands.web_open",
+        "main",
+        "open the door's memory page in a browser, signed in by a one-time link (--print: print it)",
+    ),
     "ops": (
         "bli_memory.commands.ops",
         "main",

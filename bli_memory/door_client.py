@@ -314,6 +314,15 @@ class DoorClient:
         """The team's experience aggregation (`GET /api/ops/memory-usage`), for `bli-memory-mcp ops`."""
         return self._call("GET", "/api/ops/memory-usage", None, deadline=deadline)
 
+    def login_link(self, *, deadline: float) -> str:
+        """A one-time, short-lived sign-in link to the door's memory page for this device
+        (`POST /api/web/login-link`), as a full URL under this client's door address."""
+        answer = self._call("POST", "/api/web/login-link", None, deadline=deadline)
+        path = answer.get("path")
+        if not isinstance(path, str) or not path.startswith("/login?code="):
+            raise DoorCallError("bad_response", message="the door's answer has no login path")
+        return self._origin + self._prefix + path
+
     # -- one exchange ------------------------------------------------------------------------------
 
     def _call(

@@ -47,12 +47,16 @@ INTRO = """# The door's HTTP API
 `/healthz` and `/openapi.json` needs `Authorization: Bearer <device token>` (from
 `bli-memory-door pair` or the session file `serve` writes when it pairs the local user). Bodies are
 JSON with camelCase fields, sent as `Content-Type: application/json`; bodies over 1 MiB are refused
-with 413 before they are read.
+with 413 before they are read. The memory page the door serves at `/` authenticates with a session
+cookie instead, got through a one-time link (`bli-memory-mcp open`), and sends a CSRF token on every
+state-changing call (docs/web-page.md). Every answer carries a strict `Content-Security-Policy`,
+`X-Content-Type-Options: nosniff` and `Referrer-Policy: no-referrer`.
 
 Every error is `{"error": <code>, "message": <one sentence>}` with its status: `invalid_request`
 (400: a missing or wrong-typed field, empty content, content over 100 000 characters, `limit`
 outside 1..100, `threshold` outside 0..1, malformed JSON), `extract_unavailable` (400),
-`unauthorized` (401: missing, unknown or revoked token), `forbidden` (403), `host_not_allowed` and
+`unauthorized` (401: missing, unknown or revoked token), `forbidden` (403), `csrf` (403: a page
+request that changes something without its session's CSRF token), `host_not_allowed` and
 `cross_origin` (403, below), `not_found` (404; also for another team's memory, so existence is not
 revealed), `no_match` (404), `request_timeout` (408), `not_current`, `not_pinned` and `conflict` (409),
 `body_too_large` (413), `unsupported_media_type` (415), `headers_too_large` (431), `insert_failed`
@@ -549,6 +553,25 @@ def main() -> int:
                 "nothing and the others go on. A later version needs its previous one already there (import in "
                 "file order); a current row may not join a chain that has one, nor take a customId another "
                 "current memory of the space holds; an id another team holds is a `conflict`.",
+            )
+            doc.parts.append("## The memory page\n")
+            doc.call(
+                "GET /api/memory/spaces",
+                "GET",
+                "/api/memory/spaces",
+                note="The spaces of the caller's team that hold current memories, most recently changed first "
+                "(the page's space picker). The person's global space is not listed: any call reaches it "
+                "with `scope: global`.",
+            )
+            doc.call(
+                "POST /api/web/login-link",
+                "POST",
+                "/api/web/login-link",
+                note="A one-time sign-in link to the page for the calling device, usable once within "
+                "`expiresInS` seconds (`serve --login-link-ttl`, default 60). Only a device token may ask "
+                "(a page session gets 403). `GET /login?code=…` trades it for the session cookie and "
+                "redirects to `/`; an unknown, used or expired code gets 401 and no cookie. "
+                "`bli-memory-mcp open` does all this (docs/web-page.md).",
             )
             doc.parts.append("## Errors\n")
             doc.call(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
@@ -19,7 +20,7 @@ from typing import Annotated, Any, Literal
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import (
     BaseModel,
@@ -34,11 +35,12 @@ from pydantic import (
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from bli_memory import __version__
-from bli_memory.door import browse
+from bli_memory.door import browse, web
 from bli_memory.door.errors import (
     DoorError,
     Forbidden,
     InvalidRequest,
+    NotFound,
     RequestTimeout,
     StorageFull,
     TooLarge,
@@ -580,10 +582,22 @@ _BEARER = HTTPBearer(auto_error=False, description="A device token from `bli-mem
 async def _principal(  # async: a sync dependency costs a thread-pool round trip per request (~3 ms)
     request: Request, declared: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)] = None
 ) -> Principal:
-    """The caller behind `Authorization: Bearer <token>`; 401 for a missing, unknown or revoked token."""
+    """The caller behind `Authorization: Bearer <token>`, or else the memory page's session cookie
+    (`door.web`: a state-changing request must carry its CSRF token); 401 for a missing, unknown or
+    revoked token or session."""
     del declared  # only declares the bearer scheme in /openapi.json; the header is read as sent
     authorization = request.headers.get("authorization")
     if not authorization:
+        session_id = request.cookies.get(web.COOKIE_NAME)
+        if session_id:
+            principal, _ = web.session_principal(
+                request.app.state.memories,
+                request.app.state.web_sessions,
+                session_id,
+                request.method,
+                request.headers.get(web.CSRF_HEADER),
+            )
+            return principal
         raise Unauthorized("missing Authorization: Bearer token")
     scheme, _, token = authorization.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
@@ -606,12 +620,14 @@ def create_app(
     allowed_hosts: AllowedHosts | None = None,
     read_timeout_s: float = READ_TIMEOUT_S,
     rewriter: QuestionRewriter | None = None,
+    web_sessions: web.WebSessions | None = None,
 ) -> Any:
     """The ASGI application: FastAPI routes behind the request gate, wrapped in the request log.
 
     `rewriter` also searches a question as the statement that would answer it (`door.rewrite`).
 
     `allowed_hosts` None answers any Host (an app driven in-process); `serve` always passes its own.
+    `web_sessions` holds the memory page's sign-in codes and sessions (`door.web`).
     """
     api = FastAPI(
         title="bli-memory door",
@@ -623,6 +639,8 @@ def create_app(
     )
 
     api.state.memories = memories
+    sessions = web_sessions or web.WebSessions()
+    api.state.web_sessions = sessions
 
     @api.exception_handler(DoorError)
     async def door_error(_: Request, exc: DoorError) -> JSONResponse:
@@ -949,9 +967,94 @@ def create_app(
         return api.openapi_schema
 
     api.openapi = openapi  # type: ignore[method-assign]
-    app: ASGIApp = RequestLog(RequestGate(api, allowed_hosts=allowed_hosts, read_timeout_s=read_timeout_s))
+    _add_page_routes(api, memories, sessions)
+    app: ASGIApp = RequestLog(
+        web.SecurityHeaders(RequestGate(api, allowed_hosts=allowed_hosts, read_timeout_s=read_timeout_s))
+    )
     app.fastapi = api  # type: ignore[attr-defined]
     return app
+
+
+def _add_page_routes(api: FastAPI, memories: MemoryService, sessions: web.WebSessions) -> None:
+    """The memory page (`door.web`): its files, sign-in by a one-time link, the session, logout, and
+    the caller's spaces."""
+
+    def static(name: str) -> Response:
+        return Response(
+            web.static_file(name),
+            media_type=web.STATIC_FILES[name],
+            headers={"cache-control": "no-cache"},
+        )
+
+    @api.get("/", include_in_schema=False)
+    def page() -> Response:
+        return static("index.html")
+
+    @api.get("/web/{name}", include_in_schema=False)
+    def page_file(name: str) -> Response:
+        if name == "index.html" or name not in web.STATIC_FILES:
+            raise NotFound("no such file")
+        return static(name)
+
+    @api.post("/api/web/login-link", responses=_errors(401, 403))
+    def login_link(request: Request, caller: Caller) -> dict[str, Any]:
+        """A one-time sign-in link for the memory page, for the device whose token calls (a page
+        session cannot ask for one)."""
+        if request.headers.get("authorization") is None:
+            raise Forbidden("a login link is asked for with a device token, not from the page")
+        code = sessions.issue_code(caller)
+        return {"path": f"/login?code={code}", "expiresInS": sessions.login_link_ttl_s}
+
+    @api.get("/login", include_in_schema=False)
+    def login(request: Request, code: str = "") -> Response:
+        redeemed = sessions.redeem(code) if code else None
+        if redeemed is None:
+            return Response(
+                web.static_file("index.html"),
+                status_code=401,
+                media_type=web.STATIC_FILES["index.html"],
+            )
+        session_id, _ = redeemed
+        answer = RedirectResponse("/", status_code=303)
+        answer.set_cookie(
+            web.COOKIE_NAME,
+            session_id,
+            max_age=max(1, math.ceil(sessions.session_ttl_s)),
+            path="/",
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+        )
+        return answer
+
+    @api.get("/api/web/session", responses=_errors(401))
+    def session(request: Request, caller: Caller) -> dict[str, Any]:
+        """Who the page acts as, and the CSRF token its state-changing requests carry."""
+        session_id = request.cookies.get(web.COOKIE_NAME)
+        found = sessions.lookup(session_id) if session_id else None
+        return {
+            "person": caller.person,
+            "team": caller.team,
+            "device": caller.device_id,
+            "csrfToken": None if found is None else found.csrf_token,
+            "expiresAt": None if found is None else iso(found.expires_at_wall_s),
+        }
+
+    @api.post("/api/web/logout", responses=_errors(401, 403))
+    def logout(request: Request, caller: Caller) -> Response:
+        del caller  # authenticated (and the CSRF token checked) before the session ends
+        session_id = request.cookies.get(web.COOKIE_NAME)
+        if session_id:
+            sessions.end(session_id)
+        answer = JSONResponse({"status": "signed_out"})
+        answer.delete_cookie(web.COOKIE_NAME, path="/", httponly=True, samesite="strict")
+        return answer
+
+    @api.get("/api/memory/spaces", responses=_errors(401))
+    def spaces(caller: Caller) -> dict[str, Any]:
+        """The caller's team's spaces that hold current memories, most recently changed first; the
+        person's global space is reached with `scope: global` on any of them."""
+        return {"spaces": web.team_spaces(memories, caller), "person": caller.person, "team": caller.team}
 
 
 def _pin_json(memories: MemoryService, caller: Principal, memory: Memory) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from bli_memory import __version__
 from bli_memory.door.exchanges import DEFAULT_RETENTION_DAYS, ENV_RETENTION_DAYS
 from bli_memory.door.server import IDLE_TIMEOUT_S, MAX_CONNECTIONS, MAX_HEAD_BYTES, READ_TIMEOUT_S
+from bli_memory.door.web import LOGIN_LINK_TTL_S, SESSION_TTL_S
 from bli_memory.paths import data_home
 
 if TYPE_CHECKING:
@@ -303,6 +304,7 @@ def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from bli_memory.door.embed import EmbedderUnavailable, door_embedder
     from bli_memory.door.memories import MemoryService
     from bli_memory.door.server import ServerLimits, bounded_protocol
+    from bli_memory.door.web import WebSessions
 
     if args.exchange_retention_days is None:
         args.exchange_retention_days = _retention_days_from_env(env)
@@ -357,6 +359,7 @@ def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         allowed_hosts=door_hosts(args.host, port, args.allowed_host),
         read_timeout_s=limits.read_timeout_s,
         rewriter=_question_rewriter(env),
+        web_sessions=WebSessions(args.login_link_ttl, args.web_session_ttl),
     )
     if args.host in ("0.0.0.0", "::") and not args.allowed_host:
         sys.stderr.write(
@@ -737,6 +740,21 @@ def build_parser() -> argparse.ArgumentParser:
         default=READ_TIMEOUT_S,
         metavar="SECONDS",
         help=f"a request's headers, then its body, must each arrive within this; else 408 (default {READ_TIMEOUT_S:g})",
+    )
+    serve_parser.add_argument(
+        "--login-link-ttl",
+        type=_positive(float),
+        default=LOGIN_LINK_TTL_S,
+        metavar="SECONDS",
+        help="how long a memory page sign-in link (`bli-memory-mcp open`) stays usable, once"
+        f" (default {LOGIN_LINK_TTL_S:g})",
+    )
+    serve_parser.add_argument(
+        "--web-session-ttl",
+        type=_positive(float),
+        default=SESSION_TTL_S,
+        metavar="SECONDS",
+        help=f"how long a memory page session lasts from sign-in (default {SESSION_TTL_S:g})",
     )
     serve_parser.add_argument(
         "--max-header-bytes",

@@ -1,0 +1,218 @@
+"""The memory page: static files at `/`, sign-in by a one-time link, cookie sessions with a CSRF token.
+
+How a person gets in without pasting a token into a page:
+
+1. `bli-memory-mcp open` calls `POST /api/web/login-link` with its device token and gets a one-time
+   code, valid for `LOGIN_LINK_TTL_S` seconds, as a link `/login?code=...`; it opens the browser there.
+2. `GET /login?code=...` redeems the code (once: it is removed as it is read) for a session: a random
+   session id in a cookie (HttpOnly, SameSite=Strict, Path=/, Max-Age, Secure over https) and a random
+   CSRF token, then redirects to `/`.
+3. The page asks `GET /api/web/session` for who it is and the CSRF token, and sends that token as
+   `X-CSRF-Token` on every state-changing request; one without it (or with another) is 403.
+
+The door keeps codes and sessions in memory under the SHA-256 of their value (a door restart signs
+everyone out), never the values themselves. A session acts as the device that asked for its link:
+the same API, the same team and person isolation. A revoked device's sessions stop at their next
+request (the device is looked up on each one).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import hmac
+import secrets
+import threading
+import time
+from dataclasses import dataclass, replace
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+from bli_memory.door.errors import Forbidden, Unauthorized
+from bli_memory.door.model import Principal, is_reserved_tag
+
+if TYPE_CHECKING:
+    from bli_memory.door.memories import MemoryService
+
+#: how long a login link may wait before it is used, in seconds.
+LOGIN_LINK_TTL_S = 60.0
+#: how long a page session lasts from sign-in, in seconds (a working day).
+SESSION_TTL_S = 12 * 3600.0
+#: codes and sessions held at most; past it the oldest go (a flood of links cannot grow the door).
+MAX_LOGIN_CODES = 1000
+MAX_SESSIONS = 10_000
+COOKIE_NAME = "bli_session"
+CSRF_HEADER = "x-csrf-token"
+#: the methods that change nothing: no CSRF token needed.
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+#: spaces read to list a team's spaces (the store's most recently changed spaces, every team).
+SPACES_READ_LIMIT = 10_000
+
+CONTENT_SECURITY_POLICY = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
+)
+#: sent with every answer of the door, page or API.
+SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
+    (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"x-frame-options", b"DENY"),
+)
+
+#: the page's files, shipped in the wheel under bli_memory/door/web/: name -> media type.
+STATIC_FILES = {
+    "index.html": "text/html; charset=utf-8",
+    "app.js": "text/javascript; charset=utf-8",
+    "app.css": "text/css; charset=utf-8",
+}
+
+
+def _digest(value: str) -> str:
+    return hashlib.sha256(value.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class WebSession:
+    """One signed-in page: the device it acts as, its CSRF token and when it ends (monotonic s)."""
+
+    principal: Principal
+    csrf_token: str
+    expires_at_s: float
+    expires_at_wall_s: float
+
+
+class WebSessions:
+    """Login codes and page sessions, held under the hash of their value; thread-safe."""
+
+    def __init__(
+        self,
+        login_link_ttl_s: float = LOGIN_LINK_TTL_S,
+        session_ttl_s: float = SESSION_TTL_S,
+    ) -> None:
+        self.login_link_ttl_s = login_link_ttl_s
+        self.session_ttl_s = session_ttl_s
+        self._codes: dict[str, tuple[Principal, float]] = {}
+        self._sessions: dict[str, WebSession] = {}
+        self._lock = threading.Lock()
+
+    def issue_code(self, principal: Principal) -> str:
+        """A one-time login code for `principal`'s device, valid for `login_link_ttl_s`."""
+        code = secrets.token_urlsafe(32)
+        now = time.monotonic()
+        with self._lock:
+            self._drop_expired_codes(now)
+            while len(self._codes) >= MAX_LOGIN_CODES:
+                self._codes.pop(next(iter(self._codes)))
+            self._codes[_digest(code)] = (principal, now + self.login_link_ttl_s)
+        return code
+
+    def redeem(self, code: str) -> tuple[str, WebSession] | None:
+        """The new session id and session for a code not used nor expired; None otherwise. The code
+        is gone either way."""
+        now = time.monotonic()
+        with self._lock:
+            found = self._codes.pop(_digest(code), None)
+            if found is None or found[1] <= now:
+                return None
+            session_id = secrets.token_urlsafe(32)
+            session = WebSession(
+                principal=found[0],
+                csrf_token=secrets.token_urlsafe(32),
+                expires_at_s=now + self.session_ttl_s,
+                expires_at_wall_s=time.time() + self.session_ttl_s,
+            )
+            self._drop_expired_sessions(now)
+            while len(self._sessions) >= MAX_SESSIONS:
+                self._sessions.pop(next(iter(self._sessions)))
+            self._sessions[_digest(session_id)] = session
+        return session_id, session
+
+    def lookup(self, session_id: str) -> WebSession | None:
+        now = time.monotonic()
+        key = _digest(session_id)
+        with self._lock:
+            session = self._sessions.get(key)
+            if session is not None and session.expires_at_s <= now:
+                del self._sessions[key]
+                return None
+            return session
+
+    def end(self, session_id: str) -> None:
+        with self._lock:
+            self._sessions.pop(_digest(session_id), None)
+
+    def _drop_expired_codes(self, now: float) -> None:
+        for key in [key for key, (_, until) in self._codes.items() if until <= now]:
+            del self._codes[key]
+
+    def _drop_expired_sessions(self, now: float) -> None:
+        for key in [key for key, session in self._sessions.items() if session.expires_at_s <= now]:
+            del self._sessions[key]
+
+
+def device_principal(memories: MemoryService, principal: Principal) -> Principal | None:
+    """`principal` as its device stands now (its admin flag), or None once the device is revoked."""
+    for device in memories.store.list_devices():
+        if device.get("id") == principal.device_id:
+            if device.get("revoked_at") is not None:
+                return None
+            return replace(principal, admin=bool(device.get("admin")))
+    return None
+
+
+def session_principal(
+    memories: MemoryService, sessions: WebSessions, session_id: str, method: str, csrf_token: str | None
+) -> tuple[Principal, WebSession]:
+    """The caller behind a session cookie: 401 for an unknown, expired or revoked one; 403 for a
+    state-changing request without the session's CSRF token."""
+    session = sessions.lookup(session_id)
+    if session is None:
+        raise Unauthorized("the page session is unknown or expired; run `bli-memory-mcp open` again")
+    principal = device_principal(memories, session.principal)
+    if principal is None:
+        sessions.end(session_id)
+        raise Unauthorized("this page's device was revoked; the session has ended")
+    if method.upper() not in SAFE_METHODS:
+        if not csrf_token:
+            raise Forbidden(f"a page request that changes something must carry {CSRF_HEADER}", code="csrf")
+        if not hmac.compare_digest(csrf_token.encode("utf-8"), session.csrf_token.encode("utf-8")):
+            raise Forbidden(f"the {CSRF_HEADER} header does not match this session", code="csrf")
+    return principal, session
+
+
+def team_spaces(memories: MemoryService, principal: Principal) -> list[str]:
+    """The spaces of `principal`'s team that hold current memories, most recently changed first
+    (a person's global space is not one of them: it is reached with `scope: global`)."""
+    return [
+        tag
+        for team_id, tag in memories.store.spaces(SPACES_READ_LIMIT)
+        if team_id == principal.team_id and not is_reserved_tag(tag)
+    ]
+
+
+@functools.lru_cache(maxsize=len(STATIC_FILES))
+def static_file(name: str) -> bytes:
+    """One of the page's files from the installed package (read once)."""
+    return resources.files("bli_memory.door").joinpath("web").joinpath(name).read_bytes()
+
+
+class SecurityHeaders:
+    """Adds `SECURITY_HEADERS` to every answer (page, API, refusal), unless the answer set its own."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                present = {name.lower() for name, _ in message.get("headers", [])}
+                extra = [(name, value) for name, value in SECURITY_HEADERS if name not in present]
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
