@@ -258,3 +258,55 @@ def test_a_paragraph_after_a_block_that_names_its_subject_stays_its_own() -> Non
         "The landing page links to `public/docs/`, which is committed."
     )
     assert "The landing page links to `public/docs/`, which is committed." in facts, facts
+
+
+# --- a cause answers the report before it; a run's lead-in; a trailing-off ellipsis -------------------
+
+
+@pytest.mark.parametrize(
+    "opening",
+    [
+        "Cause: `ttl_seconds` in `cache.py` is read as minutes, so entries live 60 times too long.",
+        "Root cause: `ttl_seconds` in `cache.py` is read as minutes, so entries live 60 times too long.",
+    ],
+)
+def test_a_reply_naming_a_cause_answers_the_report_before_it(opening: str) -> None:
+    facts = extract_facts(
+        f"User: Cached prices stay stale for an hour after an update.\n\nAssistant: {opening}"
+    )
+    assert facts[0].startswith("Cached prices stay stale for an hour after an update. Why? "), facts
+    assert "`ttl_seconds`" in facts[0], facts
+
+
+def test_a_reply_that_names_no_cause_is_not_framed_onto_the_report() -> None:
+    facts = extract_facts(
+        "User: Cached prices stay stale for an hour after an update.\n\n"
+        "Assistant: `ttl_seconds` in `cache.py` is read as minutes, so entries live 60 times too long."
+    )
+    assert facts == ["`ttl_seconds` in `cache.py` is read as minutes, so entries live 60 times too long."]
+
+
+def test_a_cause_is_not_framed_onto_a_request() -> None:
+    facts = extract_facts(
+        "User: Please make cached prices refresh faster.\n\n"
+        "Assistant: Cause: `ttl_seconds` in `cache.py` is read as minutes, so entries live 60 times too long."
+    )
+    assert all("Why?" not in fact for fact in facts), facts
+
+
+def test_a_lead_in_reporting_a_run_of_output_is_no_fact() -> None:
+    facts = extract_facts(
+        "User: Check the build.\n\nAssistant: The build uses `make release`. I ran `make check` on the branch:"
+        "\n\n```\nlint ok\ntypes ok\n```"
+    )
+    assert facts == ["The build uses `make release`."]
+
+
+def test_a_trailing_off_ellipsis_before_a_lower_case_word_does_not_end_the_sentence() -> None:
+    facts = extract_facts(
+        "User: We're numbering the releases by date like 2024.06 instead of 1, 2, 3... because of the "
+        "monthly train.\n\nAssistant: Noted."
+    )
+    assert facts == [
+        "We're numbering the releases by date like 2024.06 instead of 1, 2, 3... because of the monthly train."
+    ]

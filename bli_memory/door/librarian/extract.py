@@ -141,7 +141,7 @@ def _prose_units(text: str) -> list[str]:
             closing = _FENCE.match(raw)
             if closing and not closing.group(2):
                 body = [ln.strip() for ln in fence if ln.strip()]
-                lead_in = units[lead_in_index] if lead_in_index is not None else ""
+                lead_in = _sentences(units[lead_in_index])[-1] if lead_in_index is not None else ""
                 if (lead_in_index is not None or opening_block) and _is_command_block(
                     fence_lang, body, lead_in
                 ):
@@ -152,6 +152,13 @@ def _prose_units(text: str) -> list[str]:
                     elif fence_lang in _SHELL_LANGS:
                         commands = ", then ".join(f"`{line}`" for line in body) + "."
                 block_lead_in = lead_in_index
+                said = _sentences(units[lead_in_index]) if lead_in_index is not None else []
+                if lead_in_index is not None and said and _REPORT_LEAD_IN.match(said[-1]):
+                    # "I ran `make check`:" + its output: an event of the session, the rest of it stays
+                    units[lead_in_index] = " ".join(said[:-1])
+                    if not units[lead_in_index]:
+                        del units[lead_in_index]
+                    block_lead_in = None
                 fence, lead_in_index, opening_block, last_was_unit = None, None, False, False
             else:
                 fence.append(raw)
@@ -221,7 +228,9 @@ def _is_command_block(lang: str, body: list[str], lead_in: str) -> bool:
 _INLINE_CODE = re.compile(r"`[^`\n]+`")
 _URL = re.compile(r"https?://[^\s)>\]]+")
 _ABBREVIATION = re.compile(r"\b(?:e\.g|i\.e|etc|vs|approx|incl|cf|no|fig|mr|mrs|dr)\.", re.IGNORECASE)
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
+#: a sentence ends after ".", "!" or "?" and a space; a trailing-off "..." before a lower-case word
+#: ("V1, V2... because of …") does not end it.
+_SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\.\.\.)\s+(?=\S)|(?<=\.\.\.)\s+(?=[^\s a-z])")
 _PROTECT = "\x00"
 
 
@@ -927,6 +936,40 @@ def _asked(units: list[str]) -> str | None:
     return _capitalise(question)
 
 
+#: the longest report of what the user saw that a cause can answer, in sentences.
+REPORT_MAX_SENTENCES = 2
+#: a reply whose first words name a cause: "Cause: …", "Root cause: …", "Found the cause: …", "The
+#: cause is …", "It's the autoscaler.", "This is caused by …".
+_CAUSE_OPENING = re.compile(
+    r"^\W*(?:(?:found\s+)?(?:the\s+)?(?:root\s+)?cause(?:\s+(?:is|was))?\s*[:,—–-]?|"
+    r"(?:it's|it is|this is|that's|that is)\s+(?:the|a|an)\s+\S+|(?:it's|it is|this is|that's) caused by|"
+    r"caused by|the (?:culprit|problem|issue|bug) (?:is|was))\b",
+    re.IGNORECASE,
+)
+
+
+def _reported(units: list[str]) -> str | None:
+    """What the user reports seeing, as the question a cause answers ("X is off by a cent. Why?"): a
+    user's turn of at most :data:`REPORT_MAX_SENTENCES` statements, none a question or a request, that
+    names what it is about."""
+    said = [_clean(s) for unit in units for s in _sentences(unit)]
+    said = [s for s in said if s]
+    if not said or len(said) > REPORT_MAX_SENTENCES:
+        return None
+    if any(_is_question(s) or _REQUEST.match(s) or s.endswith(":") or _leans_on_context(s) for s in said):
+        return None
+    report = " ".join(s if s[-1:] in ".!" else f"{s}." for s in said)
+    if len(report.split()) < QUESTION_MIN_WORDS:
+        return None
+    return f"{_capitalise(report)} Why?"
+
+
+def _opens_with_cause(units: list[str]) -> bool:
+    """Whether a reply's first sentence names a cause."""
+    first = _sentences(units[0])[:1] if units else []
+    return bool(first) and _CAUSE_OPENING.match(first[0]) is not None
+
+
 #: words of a question or an answer that do not tie the two together: they say how, not what.
 _GENERIC_WORDS = (
     _FUNCTION_WORDS
@@ -1171,26 +1214,31 @@ def extract_facts(text: str) -> list[str]:
     scored: list[tuple[int, int, str]] = []
     seen: set[str] = set()
     question: str | None = None
+    report: str | None = None
     for role, body in turns:
         units = _prose_units(body)
         if role == "user":
             user_facts = _user_facts(units)
             found = [(len(_SIGNALS) + 1, fact) for fact in user_facts]
             question = None if user_facts else _asked(units)
+            report = None if user_facts or question else _reported(units)
         else:
+            cause = question is None and report is not None and _opens_with_cause(units)
+            if cause:
+                question = report  # "X is off by a cent." + "Cause: …" answers why X is off
             found, answer = _statement_facts(units, assistant=role == "assistant", asked=question)
             if (
                 question
                 and found
                 and found[0][1] == answer
                 and not answer.startswith(question)
-                and _answers(question, answer, _introduced(units))
+                and (cause or _answers(question, answer, _introduced(units)))
             ):
                 count, first = found[0]  # the answer says what it answers: "How do I X? Use Y."
                 framed = f"{question} {first}"
                 if len(framed) <= MAX_FACT_CHARS:
                     found[0] = (count, framed)
-            question = None
+            question, report = None, None
         for count, fact in found:
             key = fact_key(fact)
             if key in seen:
