@@ -942,7 +942,7 @@ REPORT_MAX_SENTENCES = 2
 #: cause is …", "It's the autoscaler.", "This is caused by …".
 _CAUSE_OPENING = re.compile(
     r"^\W*(?:(?:found\s+)?(?:the\s+)?(?:root\s+)?cause(?:\s+(?:is|was))?\s*[:,—–-]?|"
-    r"(?:it's|it is|this is|that's|that is)\s+(?:the|a|an)\s+\S+|(?:it's|it is|this is|that's) caused by|"
+    r"(?:it's|it is)\s+the\s+\S+|(?:it's|it is|this is|that's) caused by|"
     r"caused by|the (?:culprit|problem|issue|bug) (?:is|was))\b",
     re.IGNORECASE,
 )
