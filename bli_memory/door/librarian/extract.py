@@ -14,7 +14,10 @@ name the thing, or it is dropped. Test-run reports, moment-bound reports (line n
 hits"), thanks, re-run requests and general-knowledge answers leave nothing. The reply's direct
 answer to a user's wh-question (a bare "Why?" asks about the statement before it, and so does a
 problem report followed by "can you figure out why") carries that question when it shows that it answers it (a shared word
-that names something, a pronoun, the instruction a how-to question asks for). Rule-based on purpose:
+that names something, a pronoun, the instruction a how-to question asks for); so does a reply whose
+first words name a cause ("Cause: …") answer the user's report of what they saw. A question needs no
+question mark ("whats the difference between …"); a reply opening with a short block of commands
+answers with them; a tool's tally quoted as output is a run report. Rule-based on purpose:
 the same exchange always yields the same facts, so saving it twice adds nothing new.
 """
 

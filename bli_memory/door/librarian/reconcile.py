@@ -6,8 +6,10 @@ value": an identifier that differs only in its digits (``events.raw.v2`` -> ``ev
 version, number, quantity, handle (``@team-ledger``) or URL (same site) after the same words ("Node 18"
 -> "Node 20"); a correction needs only one word in common with the value's context, when no value
 follows the same words as the new one ("JDK 17" -> "JDK 21" before "Gradle 7.6" -> "21"). A fact is a
-correction when it says so at its start ("actually …", "correction: …") or names the value it retires
-("not X", "from X", "instead of X"); "instead of" or "no longer" about anything else only describes.
+correction when it says so at its start ("actually …", "correction: …"), says a value holds now ("it's
+X now", "is now X") or names the value it retires ("not X", "from X", "instead of X"); "instead of" or
+"no longer" about anything else only describes. For a correction, a URL's host names its service: a
+new address on the same site supersedes one whose host holds a word the new fact names.
 A subject moved to a new value ("We renamed the default branch to `trunk`") updates the fact that names
 every word of that subject with a value the move no longer states ("The default branch is `main`"). The old memory stays as history; when it said more
 than the new fact, it is kept with the new value in place (``Decision.rewrite``).
