@@ -310,3 +310,19 @@ def test_a_trailing_off_ellipsis_before_a_lower_case_word_does_not_end_the_sente
     assert facts == [
         "We're numbering the releases by date like 2024.06 instead of 1, 2, 3... because of the monthly train."
     ]
+
+
+def test_a_block_of_log_lines_after_a_lead_in_is_output_not_a_command() -> None:
+    facts = extract_facts(
+        "User: Build the docs.\n\nAssistant: `make docs` renders the site into `site/`:\n\n```\n"
+        "INFO - Documentation built in 2.31 seconds\n```"
+    )
+    assert facts == ["`make docs` renders the site into `site/`."]
+
+
+def test_a_heading_between_a_block_and_a_paragraph_ends_what_the_lead_in_leads() -> None:
+    facts = extract_facts(
+        "User: Build the docs.\n\nAssistant: `make docs` renders the site into `site/`:\n\n```\n"
+        "INFO - Documentation built in 2.31 seconds\n```\n\n## Publishing\n\nI copied it to `public/docs/`."
+    )
+    assert facts == ["`make docs` renders the site into `site/`."]

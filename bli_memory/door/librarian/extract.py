@@ -178,6 +178,8 @@ def _prose_units(text: str) -> list[str]:
             continue  # blank lines keep a lead-in alive for the fence that follows
         if _HEADING.match(line) or _is_noise_line(line):
             last_was_unit = False
+            if _HEADING.match(line):
+                commands, block_lead_in = "", None  # a new section: what came before leads nothing
             continue
         if (raw.startswith("    ") or raw.startswith("\t")) and not _BULLET.match(line):
             last_was_unit = False  # an indented code block
@@ -221,7 +223,16 @@ def _is_command_block(lang: str, body: list[str], lead_in: str) -> bool:
         return False
     if lang in {"diff", "patch"} or all(ln[:1] in "+-" for ln in body):
         return False
-    return not any(_OUTPUT_LINE.search(ln) or "`" in ln or len(ln) > 200 for ln in body)
+    return not any(
+        _OUTPUT_LINE.search(ln) or _LOG_LINE.match(ln) or "`" in ln or len(ln) > 200 for ln in body
+    )
+
+
+#: a log line: a level tag or a time stamp first ("INFO - Built in 2.3 s", "[12:01:33] …"); output, no command.
+_LOG_LINE = re.compile(
+    r"^\s*\[?(?:INFO|DEBUG|WARN|WARNING|ERROR|TRACE|FATAL|CRITICAL)\b|^\s*\[?\d{4}-\d{2}-\d{2}[\sT]\d{2}:|"
+    r"^\s*\[?\d{2}:\d{2}:\d{2}"
+)
 
 
 # =====================================================================================================
