@@ -326,3 +326,11 @@ def test_a_heading_between_a_block_and_a_paragraph_ends_what_the_lead_in_leads()
         "INFO - Documentation built in 2.31 seconds\n```\n\n## Publishing\n\nI copied it to `public/docs/`."
     )
     assert facts == ["`make docs` renders the site into `site/`."]
+
+
+def test_a_reply_s_opening_commands_that_no_question_asked_for_leave_nothing() -> None:
+    assert extract_facts("User: run the tests\n\nAssistant: ```\nnpm ci\nnpm test\n```\n\nAll green.") == []
+    facts = extract_facts(
+        "User: set up the project\n\nAssistant: ```\nnpm ci\nnpm run build\n```\n\nThe build writes `dist/app.js`."
+    )
+    assert facts == ["The build writes `dist/app.js`."]

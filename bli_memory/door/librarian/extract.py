@@ -215,6 +215,18 @@ def _opens_leaning(paragraph: str) -> bool:
     return bool(first) and _leans_on_context(_clean(first[0]))
 
 
+def _opens_with_block(body: str) -> bool:
+    """Whether a turn's first non-blank line opens a fenced block."""
+    first = next((line for line in body.splitlines() if line.strip()), "")
+    return _FENCE.match(first) is not None
+
+
+def _only_commands(fact: str) -> bool:
+    """ "`npm ci`, then `npm test`.": commands and nothing that says what they are for; kept only as the
+    answer to a question that asks for them (then the question leads the fact)."""
+    return "`" in fact and not _INLINE_CODE_SPAN.sub(" ", fact).replace("then", " ").strip(" ,.;:")
+
+
 def _is_command_block(lang: str, body: list[str], lead_in: str) -> bool:
     """A short fenced block of commands, not their output, a report of a run or a patch: at most
     :data:`CODE_BLOCK_MAX_LINES` lines, no test tally, no backticks, not introduced as output ("Ran
@@ -1252,6 +1264,8 @@ def extract_facts(text: str) -> list[str]:
                 framed = f"{question} {first}"
                 if len(framed) <= MAX_FACT_CHARS:
                     found[0] = (count, framed)
+            if found and _opens_with_block(body) and _only_commands(found[0][1]):
+                found = found[1:]  # the reply's opening commands, which no question asked for
             question, report = None, None
         for count, fact in found:
             key = fact_key(fact)
