@@ -334,3 +334,22 @@ def test_a_reply_s_opening_commands_that_no_question_asked_for_leave_nothing() -
         "User: set up the project\n\nAssistant: ```\nnpm ci\nnpm run build\n```\n\nThe build writes `dist/app.js`."
     )
     assert facts == ["The build writes `dist/app.js`."]
+
+
+def test_list_items_that_are_only_values_complete_their_lead_in_as_one_fact() -> None:
+    facts = extract_facts(
+        "User: Rename the fixtures.\n\nAssistant: Renamed in `tests/fixtures/`:\n\n"
+        "- `user1.json` to `user_alice.json`\n- `user2.json` to `user_bob.json`\n\n"
+        "Fixture names now say whose data they hold."
+    )
+    assert facts[0] == (
+        "Renamed in `tests/fixtures/`: `user1.json` to `user_alice.json`; `user2.json` to `user_bob.json`."
+    ), facts
+
+
+def test_a_list_item_with_a_verb_stays_its_own_fact() -> None:
+    facts = extract_facts(
+        "User: Tidy the config.\n\nAssistant: Changes in `config/`:\n\n"
+        "- `app.toml` now sets `workers = 4`\n- `log.toml` drops the `debug` handler"
+    )
+    assert "`app.toml` now sets `workers = 4`." in facts, facts

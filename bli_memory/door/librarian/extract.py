@@ -138,6 +138,7 @@ def _prose_units(text: str) -> list[str]:
     opening_block = False  # the fence opens the text: its commands lead the first paragraph
     commands = ""  # those commands, waiting for the paragraph they lead
     block_lead_in: int | None = None  # the lead-in of the block just closed
+    list_lead_in: int | None = None  # a prose line ending in ":" that its list items may complete
     last_was_unit = False
     for raw in text.split("\n"):
         if fence is not None:
@@ -170,6 +171,7 @@ def _prose_units(text: str) -> list[str]:
         if opened:
             fence, fence_lang = [], opened.group(2).lower()
             opening_block = not units and not commands
+            list_lead_in = None
             if last_was_unit and units and units[-1].rstrip().endswith(":"):
                 lead_in_index = len(units) - 1
             continue
@@ -179,7 +181,7 @@ def _prose_units(text: str) -> list[str]:
         if _HEADING.match(line) or _is_noise_line(line):
             last_was_unit = False
             if _HEADING.match(line):
-                commands, block_lead_in = "", None  # a new section: what came before leads nothing
+                commands, block_lead_in, list_lead_in = "", None, None  # a new section: nothing before leads
             continue
         if (raw.startswith("    ") or raw.startswith("\t")) and not _BULLET.match(line):
             last_was_unit = False  # an indented code block
@@ -196,6 +198,18 @@ def _prose_units(text: str) -> list[str]:
         )
         if continues:
             units[-1] = f"{previous} {content.strip()}"
+        elif (
+            bullet
+            and list_lead_in is not None
+            and _verbless(content)
+            and len(units[list_lead_in]) + len(content) < MAX_FACT_CHARS
+        ):
+            # "Renamed in `db/`:" + "- `V1__a.sql` to `V2__a.sql`": an item that is only values completes its lead-in
+            lead_in = units[list_lead_in].rstrip()
+            joint = " " if lead_in.endswith(":") else "; "
+            units[list_lead_in] = f"{lead_in}{joint}{content.strip().rstrip('.;,')}"
+            commands, block_lead_in = "", None
+            continue
         elif commands and not units and not bullet:
             units.append(f"{commands} {content.strip()}")  # "`make seed`. That loads …": what "That" means
         elif block_lead_in is not None and not bullet and _opens_leaning(content):
@@ -204,9 +218,22 @@ def _prose_units(text: str) -> list[str]:
             units[block_lead_in] = f"{lead_in}. {content.strip()}"
         else:
             units.append(content.strip())
+        list_lead_in = len(units) - 1 if not bullet and units[-1].rstrip().endswith(":") else None
         commands, block_lead_in = "", None
         last_was_unit = True
     return units
+
+
+#: the words that join values in a list item with no verb: "`a.sql` to `b.sql`", "`x` -> `y`".
+_CONNECTIVES = frozenset("to from and or with as in on at for -> → => = , ;".split())
+
+
+def _verbless(item: str) -> bool:
+    """A list item made only of code spans and the words that join them ("`V1__a.sql` to `V2__a.sql`")."""
+    if "`" not in item:
+        return False
+    rest = _INLINE_CODE_SPAN.sub(" ", item).replace(",", " ").replace(";", " ").rstrip(". ")
+    return all(word.lower() in _CONNECTIVES for word in rest.split())
 
 
 def _opens_leaning(paragraph: str) -> bool:
