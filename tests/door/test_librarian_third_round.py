@@ -220,9 +220,9 @@ def test_a_diff_after_a_lead_in_is_no_command() -> None:
 def test_a_user_s_sentence_opening_with_a_gerund_is_not_filler() -> None:
     facts = extract_facts(
         'User: Searching for "naïve" returns nothing.\n\nAssistant: The `title` field folds accents at '
-        "index time with `asciifolding` but not at query time, so the two never meet."
+        "index time with `unaccent` but not at query time, so the two never meet."
     )
-    assert any("`asciifolding`" in fact for fact in facts), facts
+    assert any("`unaccent`" in fact for fact in facts), facts
 
 
 def test_an_action_whose_pronoun_means_the_action_before_stays_joined_to_it() -> None:
