@@ -380,7 +380,7 @@ class FactResult:
     fact: Fact
     rank: int | None  # 1-based rank of the first result holding every key, within the top 5
     kind: str | None
-    top: str  # the first result, for a missed fact's verbose line
+    top: str  # the first result, for the verbose line of a fact missed or found below it
 
 
 @dataclass
@@ -681,7 +681,10 @@ def details(run: Run) -> str:
                     f"  MISSED [{keys}] {_quote(fact.fact.query)}; first result: {_quote(fact.top, SHOWN_CHARS)}"
                 )
             else:
-                lines.append(f"  found at {fact.rank} ({fact.kind}) [{keys}] {_quote(fact.fact.query)}")
+                above = f"; first result: {_quote(fact.top, SHOWN_CHARS)}" if fact.rank > 1 else ""
+                lines.append(
+                    f"  found at {fact.rank} ({fact.kind}) [{keys}] {_quote(fact.fact.query)}{above}"
+                )
         for content in result.wrong.values():
             lines.append(f"  WRONG {_quote(content)}")
         for content in result.noise_kept.values():

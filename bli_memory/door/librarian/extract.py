@@ -14,7 +14,10 @@ name the thing, or it is dropped. Test-run reports, moment-bound reports (line n
 hits"), thanks, re-run requests and general-knowledge answers leave nothing. The reply's direct
 answer to a user's wh-question (a bare "Why?" asks about the statement before it, and so does a
 problem report followed by "can you figure out why") carries that question when it shows that it answers it (a shared word
-that names something, a pronoun, the instruction a how-to question asks for). Rule-based on purpose:
+that names something, a pronoun, the instruction a how-to question asks for); so does a reply whose
+first words name a cause ("Cause: …") answer the user's report of what they saw. A question needs no
+question mark ("whats the difference between …"); a reply opening with a short block of commands
+answers with them; a tool's tally quoted as output is a run report. Rule-based on purpose:
 the same exchange always yields the same facts, so saving it twice adds nothing new.
 """
 
@@ -132,27 +135,43 @@ def _prose_units(text: str) -> list[str]:
     fence: list[str] | None = None
     fence_lang = ""
     lead_in_index: int | None = None  # the unit right before a fence, if it ended with ":"
+    opening_block = False  # the fence opens the text: its commands lead the first paragraph
+    commands = ""  # those commands, waiting for the paragraph they lead
+    block_lead_in: int | None = None  # the lead-in of the block just closed
+    list_lead_in: int | None = None  # a prose line ending in ":" that its list items may complete
     last_was_unit = False
     for raw in text.split("\n"):
         if fence is not None:
             closing = _FENCE.match(raw)
             if closing and not closing.group(2):
                 body = [ln.strip() for ln in fence if ln.strip()]
-                if lead_in_index is not None and 0 < len(body) <= CODE_BLOCK_MAX_LINES:
+                lead_in = _sentences(units[lead_in_index])[-1] if lead_in_index is not None else ""
+                if (lead_in_index is not None or opening_block) and _is_command_block(
+                    fence_lang, body, lead_in
+                ):
                     if fence_lang in _SHELL_LANGS:
                         body = [re.sub(r"^(?:\$|>)\s+", "", ln) for ln in body]
-                    is_command = not _REPORT_LEAD_IN.match(units[lead_in_index]) and not any(
-                        _OUTPUT_LINE.search(ln) for ln in body
-                    )
-                    if is_command and all("`" not in ln and len(ln) <= 200 for ln in body):
+                    if lead_in_index is not None:
                         units[lead_in_index] = _fold_code(units[lead_in_index], body)
-                fence, lead_in_index, last_was_unit = None, None, False
+                    elif fence_lang in _SHELL_LANGS:
+                        commands = ", then ".join(f"`{line}`" for line in body) + "."
+                block_lead_in = lead_in_index
+                said = _sentences(units[lead_in_index]) if lead_in_index is not None else []
+                if lead_in_index is not None and said and _REPORT_LEAD_IN.match(said[-1]):
+                    # "I ran `make check`:" + its output: an event of the session, the rest of it stays
+                    units[lead_in_index] = " ".join(said[:-1])
+                    if not units[lead_in_index]:
+                        del units[lead_in_index]
+                    block_lead_in = None
+                fence, lead_in_index, opening_block, last_was_unit = None, None, False, False
             else:
                 fence.append(raw)
             continue
         opened = _FENCE.match(raw)
         if opened:
             fence, fence_lang = [], opened.group(2).lower()
+            opening_block = not units and not commands
+            list_lead_in = None
             if last_was_unit and units and units[-1].rstrip().endswith(":"):
                 lead_in_index = len(units) - 1
             continue
@@ -161,6 +180,8 @@ def _prose_units(text: str) -> list[str]:
             continue  # blank lines keep a lead-in alive for the fence that follows
         if _HEADING.match(line) or _is_noise_line(line):
             last_was_unit = False
+            if _HEADING.match(line):
+                commands, block_lead_in, list_lead_in = "", None, None  # a new section: nothing before leads
             continue
         if (raw.startswith("    ") or raw.startswith("\t")) and not _BULLET.match(line):
             last_was_unit = False  # an indented code block
@@ -177,10 +198,80 @@ def _prose_units(text: str) -> list[str]:
         )
         if continues:
             units[-1] = f"{previous} {content.strip()}"
+        elif (
+            bullet
+            and list_lead_in is not None
+            and _verbless(content)
+            and len(units[list_lead_in]) + len(content) < MAX_FACT_CHARS
+        ):
+            # "Renamed in `db/`:" + "- `V1__a.sql` to `V2__a.sql`": an item that is only values completes its lead-in
+            lead_in = units[list_lead_in].rstrip()
+            joint = " " if lead_in.endswith(":") else "; "
+            units[list_lead_in] = f"{lead_in}{joint}{content.strip().rstrip('.;,')}"
+            commands, block_lead_in = "", None
+            continue
+        elif commands and not units and not bullet:
+            units.append(f"{commands} {content.strip()}")  # "`make seed`. That loads …": what "That" means
+        elif block_lead_in is not None and not bullet and _opens_leaning(content):
+            # "… writes `out.json`:" + its output + "I copied it to …": the block did not end the thought
+            lead_in = units[block_lead_in].rstrip().rstrip(":").rstrip()
+            units[block_lead_in] = f"{lead_in}. {content.strip()}"
         else:
             units.append(content.strip())
+        list_lead_in = len(units) - 1 if not bullet and units[-1].rstrip().endswith(":") else None
+        commands, block_lead_in = "", None
         last_was_unit = True
     return units
+
+
+#: the words that join values in a list item with no verb: "`a.sql` to `b.sql`", "`x` -> `y`".
+_CONNECTIVES = frozenset("to from and or with as in on at for -> → => = , ;".split())
+
+
+def _verbless(item: str) -> bool:
+    """A list item made only of code spans and the words that join them ("`V1__a.sql` to `V2__a.sql`")."""
+    if "`" not in item:
+        return False
+    rest = _INLINE_CODE_SPAN.sub(" ", item).replace(",", " ").replace(";", " ").rstrip(". ")
+    return all(word.lower() in _CONNECTIVES for word in rest.split())
+
+
+def _opens_leaning(paragraph: str) -> bool:
+    """Whether a paragraph's first sentence opens on a pronoun that leans on what came before."""
+    first = _sentences(paragraph.strip())[:1]
+    return bool(first) and _leans_on_context(_clean(first[0]))
+
+
+def _opens_with_block(body: str) -> bool:
+    """Whether a turn's first non-blank line opens a fenced block."""
+    first = next((line for line in body.splitlines() if line.strip()), "")
+    return _FENCE.match(first) is not None
+
+
+def _only_commands(fact: str) -> bool:
+    """ "`npm ci`, then `npm test`.": commands and nothing that says what they are for; kept only as the
+    answer to a question that asks for them (then the question leads the fact)."""
+    return "`" in fact and not _INLINE_CODE_SPAN.sub(" ", fact).replace("then", " ").strip(" ,.;:")
+
+
+def _is_command_block(lang: str, body: list[str], lead_in: str) -> bool:
+    """A short fenced block of commands, not their output, a report of a run or a patch: at most
+    :data:`CODE_BLOCK_MAX_LINES` lines, no test tally, no backticks, not introduced as output ("Ran
+    …:"), and not a diff (its lines open with "+" and "-")."""
+    if not 0 < len(body) <= CODE_BLOCK_MAX_LINES or _REPORT_LEAD_IN.match(lead_in):
+        return False
+    if lang in {"diff", "patch"} or all(ln[:1] in "+-" for ln in body):
+        return False
+    return not any(
+        _OUTPUT_LINE.search(ln) or _LOG_LINE.match(ln) or "`" in ln or len(ln) > 200 for ln in body
+    )
+
+
+#: a log line: a level tag or a time stamp first ("INFO - Built in 2.3 s", "[12:01:33] …"); output, no command.
+_LOG_LINE = re.compile(
+    r"^\s*\[?(?:INFO|DEBUG|WARN|WARNING|ERROR|TRACE|FATAL|CRITICAL)\b|^\s*\[?\d{4}-\d{2}-\d{2}[\sT]\d{2}:|"
+    r"^\s*\[?\d{2}:\d{2}:\d{2}"
+)
 
 
 # =====================================================================================================
@@ -190,7 +281,9 @@ def _prose_units(text: str) -> list[str]:
 _INLINE_CODE = re.compile(r"`[^`\n]+`")
 _URL = re.compile(r"https?://[^\s)>\]]+")
 _ABBREVIATION = re.compile(r"\b(?:e\.g|i\.e|etc|vs|approx|incl|cf|no|fig|mr|mrs|dr)\.", re.IGNORECASE)
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
+#: a sentence ends after ".", "!" or "?" and a space; a trailing-off "..." before a lower-case word
+#: ("V1, V2... because of …") does not end it.
+_SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\.\.\.)\s+(?=\S)|(?<=\.\.\.)\s+(?=[^\s a-z])")
 _PROTECT = "\x00"
 
 
@@ -477,7 +570,8 @@ def _leans_on_context(sentence: str) -> bool:
 
     "It reads the file", "Set it to 300", "Don't touch this file": the thing meant was named earlier,
     so the sentence alone does not say what it is about. A pronoun after a noun of its own sentence
-    ("Celery beat keeps double-firing, it …") keeps its own words: the fact reads on its own.
+    ("Celery beat keeps double-firing, it …") keeps its own words: the fact reads on its own. The
+    word after a modal is a verb, not a name: "You can watch it at …" leans on what came before.
     """
     tokens = _TOKEN.findall(sentence)
     named = False
@@ -496,8 +590,13 @@ def _leans_on_context(sentence: str) -> bool:
             if not named:
                 return True
             continue
-        named = named or _names_something(token)
+        after_modal = index > 0 and _bare(tokens[index - 1]) in _MODALS
+        named = named or (_names_something(token) and not after_modal)
     return False
+
+
+#: the auxiliaries whose next word is a verb: "You can watch it at …" names nothing before its "it".
+_MODALS = frozenset("can could should would will shall may might must can't won't couldn't shouldn't".split())
 
 
 #: the particles of phrasal verbs ("write down", "roll back") and the prepositions of a verb's object
@@ -560,6 +659,9 @@ _NEXT_ACTION = re.compile(
     r"(?:,\s+(?:and\s+)?|;\s+(?:and\s+)?(?:I\s+(?:also\s+)?)?|\s+and\s+I\s+(?:also\s+)?)"
     r"(?=(?:[a-z]+ed|" + "|".join(_PARTICIPLES) + r")\s)"
 )
+_ACTION_SPLIT = re.compile(f"({_NEXT_ACTION.pattern})")
+#: a pronoun in an action split off a list leans on an earlier action of the list: the two stay one.
+_REFERS_BACK = re.compile(r"\b(?:it|its|them|their|they|this|that|these|those)\b", re.IGNORECASE)
 _SENTENCE_I = re.compile(r";\s+(?=I\s+(?:also\s+)?[a-z]+\s)")
 #: a second action joined to the first ("… and updated its 23 import sites"), found outside code
 #: spans: its subject is the one who acted, so the first action cannot turn passive on its own.
@@ -589,8 +691,14 @@ def _actions(sentence: str) -> list[str]:
     clauses: list[str] = []
     for part in parts:
         part = _FIRST_PERSON_LEAD.sub("", part.strip())
-        pieces = _NEXT_ACTION.split(part) if _ACTION_START.match(_capitalise(part)) else [part]
-        clauses.extend(p.strip() for p in pieces if p.strip())
+        pieces = _ACTION_SPLIT.split(part) if _ACTION_START.match(_capitalise(part)) else [part]
+        merged = [pieces[0]]
+        for joint, piece in zip(pieces[1::2], pieces[2::2], strict=True):
+            if _REFERS_BACK.search(piece):  # "…, created `v7` and pointed the alias to it": one action
+                merged[-1] = f"{merged[-1]}{joint}{piece}"
+            else:
+                merged.append(piece)
+        clauses.extend(p.strip() for p in merged if p.strip())
     restore = re.compile(f"{_PROTECT}(\\d+){_PROTECT}")
     return [_capitalise(restore.sub(lambda m: spans[int(m.group(1))], c)) for c in clauses]
 
@@ -636,13 +744,23 @@ _ATTRIBUTE = re.compile(r"\b(?:a|an)\s+(?:clean|green|passing|failed|failing)\b"
 _RERAN = re.compile(r"^\W*(?:I\s+)?(?:re-?ran|retried)\b", re.IGNORECASE)
 
 
+#: a run's tally quoted as its output: a count, at most one word for what was counted, and a verdict
+#: ("`0 chart(s) failed`", "`12 files linted`", "`2 errors`").
+_QUOTED_TALLY = re.compile(
+    r"\b\d+\s+(?:[\w()-]+\s+)?(?:passed|failed|linted|checked|errors?|warnings?|skipped|succeeded)\b",
+    re.IGNORECASE,
+)
+
+
 def _is_run_report(sentence: str) -> bool:
     """ "`pytest -q`: 6 passed", "`cargo test` passes on 1.75.0", "30 passed in 4.87s": a test run's
-    outcome, true the moment it was said and never worth remembering."""
+    outcome, true the moment it was said and never worth remembering; so is a tool's tally quoted
+    as its output ("`make lint` now prints `0 files failed`")."""
     prose = _ATTRIBUTE.sub(" ", _INLINE_CODE_SPAN.sub(" ", sentence))
     if _OUTPUT_LINE.search(prose) or _RERAN.match(prose):
         return True
-    if not _PASS_WORDS.search(prose):
+    quoted_tally = any(_QUOTED_TALLY.search(span) for span in _INLINE_CODE_SPAN.findall(sentence))
+    if not (_PASS_WORDS.search(prose) or quoted_tally):
         return False
     other = [
         w
@@ -724,7 +842,7 @@ def _user_facts(units: list[str]) -> list[str]:
             request = _REQUEST.match(sentence)
             if request:
                 sentence = _capitalise(sentence[request.end() :])
-            question = sentence.endswith("?") or sentence.endswith(":")
+            question = _is_question(sentence) or sentence.endswith(":")
             sentence = sentence.rstrip("?:").strip()
             first = _bare(sentence.split(" ", 1)[0]) if sentence else ""
             if decided and not question:
@@ -779,8 +897,12 @@ _ACTOR_WORDS = re.compile(
     r"built|left|kept|cut|read|looked|see|can see|checked)\b|\bI'm\s+(?:seeing|looking)\b|"
     r"(?i:\b(?:our|ours|your (?:repo|project|code|codebase|branch|config))\b)"
 )
-#: a user's turn about a typo asks for a one-off fix; its reply holds nothing durable.
-_TYPO = re.compile(r"\b(?:typos?|misspel\w*|spelling|wrong word|wording|grammar)\b", re.IGNORECASE)
+#: a user's turn about the surface of the text (a typo, the wording, the whitespace or indentation)
+#: asks for a one-off fix; its reply holds nothing durable.
+_TYPO = re.compile(
+    r"\b(?:typos?|misspel\w*|spelling|wrong word|wording|grammar|indentation|whitespace|trailing spaces?)\b",
+    re.IGNORECASE,
+)
 _THANKS = re.compile(
     r"\b(?:thanks|thank you|thx|ty|tysm|appreciated?|cheers|great job|nice work|well done|perfect|awesome|"
     r"lgtm)\b",
@@ -799,7 +921,7 @@ _PATH_TOKEN = re.compile(
     r"\b(?:Dockerfile|Makefile|package\.json|pyproject\.toml|Cargo\.toml|go\.mod)\b"
 )
 _GENERAL_QUESTION = re.compile(
-    r"^(?:quick question\W+)?(?:what(?:'s| is| are)|how (?:does|do|is|are|can)|why (?:does|do|is|are)|"
+    r"^(?:quick question\W+)?(?:what(?:'s|s| is| are)|how (?:does|do|is|are|can)|why (?:does|do|is|are)|"
     r"when (?:should|do|does)|which is|is it|explain|difference)\b",
     re.IGNORECASE,
 )
@@ -813,7 +935,22 @@ _ASKING_REQUEST = re.compile(
 )
 
 
-_WH_QUESTION = re.compile(r"^(?:how|where|what|which|who|why|when)\b", re.IGNORECASE)
+_WH_QUESTION = re.compile(r"^(?:how|where|what|which|who|why|when)(?:'?s)?\b", re.IGNORECASE)
+#: a question typed without its question mark: a wh-word and then the verb that asks ("whats the
+#: difference between …", "how do I …", "where is …"); "What we ship is …" states, and so does
+#: "Which is why …" (so "which" is left out).
+_UNMARKED_QUESTION = re.compile(
+    r"^(?:what|how|where|when|why|who)(?:'?s|'re|\s+(?:is|are|was|were|do|does|did|can|could|should|"
+    r"would|will|has|have))\b",
+    re.IGNORECASE,
+)
+
+
+def _is_question(sentence: str) -> bool:
+    """A question, with its question mark or without it ("whats the difference between X and Y")."""
+    return sentence.rstrip().endswith("?") or _UNMARKED_QUESTION.match(sentence.lstrip()) is not None
+
+
 #: words a user's question needs to frame the answer to it.
 QUESTION_MIN_WORDS = 4
 
@@ -829,7 +966,7 @@ _INVESTIGATE = re.compile(
 def _asked(units: list[str]) -> str | None:
     """The user's one wh-question ("How do I run the tests against X?"), to frame the answer's first fact."""
     said = [_clean(s) for unit in units for s in _sentences(unit)]
-    asked = [(i, s) for i, s in enumerate(said) if s.endswith("?") and _WH_QUESTION.match(s)]
+    asked = [(i, s) for i, s in enumerate(said) if _is_question(s) and _WH_QUESTION.match(s)]
     if not asked:  # "X keeps failing on CI. Can you figure out why" asks why X fails
         asked = [
             (i, "Why?")
@@ -848,7 +985,42 @@ def _asked(units: list[str]) -> str | None:
         return None
     if _leans_on_context(question):
         return None  # "Where is it defined?" does not say what it asks about
+    question = question if question.endswith("?") else f"{question.rstrip(' .')}?"
     return _capitalise(question)
+
+
+#: the longest report of what the user saw that a cause can answer, in sentences.
+REPORT_MAX_SENTENCES = 2
+#: a reply whose first words name a cause: "Cause: …", "Root cause: …", "Found the cause: …", "The
+#: cause is …", "It's the autoscaler.", "This is caused by …".
+_CAUSE_OPENING = re.compile(
+    r"^\W*(?:(?:found\s+)?(?:the\s+)?(?:root\s+)?cause(?:\s+(?:is|was))?\s*[:,—–-]?|"
+    r"(?:it's|it is)\s+the\s+\S+|(?:it's|it is|this is|that's) caused by|"
+    r"caused by|the (?:culprit|problem|issue|bug) (?:is|was))\b",
+    re.IGNORECASE,
+)
+
+
+def _reported(units: list[str]) -> str | None:
+    """What the user reports seeing, as the question a cause answers ("X is off by a cent. Why?"): a
+    user's turn of at most :data:`REPORT_MAX_SENTENCES` statements, none a question or a request, that
+    names what it is about."""
+    said = [_clean(s) for unit in units for s in _sentences(unit)]
+    said = [s for s in said if s]
+    if not said or len(said) > REPORT_MAX_SENTENCES:
+        return None
+    if any(_is_question(s) or _REQUEST.match(s) or s.endswith(":") or _leans_on_context(s) for s in said):
+        return None
+    report = " ".join(s if s[-1:] in ".!" else f"{s}." for s in said)
+    if len(report.split()) < QUESTION_MIN_WORDS:
+        return None
+    return f"{_capitalise(report)} Why?"
+
+
+def _opens_with_cause(units: list[str]) -> bool:
+    """Whether a reply's first sentence names a cause."""
+    first = _sentences(units[0])[:1] if units else []
+    return bool(first) and _CAUSE_OPENING.match(first[0]) is not None
 
 
 #: words of a question or an answer that do not tie the two together: they say how, not what.
@@ -977,6 +1149,11 @@ def _answers_from_general_knowledge(user: str, reply: str) -> bool:
     )
 
 
+#: the narration that opens an assistant's filler ("Searching the code …") is, in the user's words, the
+#: subject of a statement: "Searching for X returns nothing" reports a problem, it greets no one.
+_GERUND_SUBJECT = re.compile(r"^(?:looking|checking|reading|searching|running)\b", re.IGNORECASE)
+
+
 def _leaves_nothing(turns: list[tuple[str, str]]) -> bool:
     """An exchange with nothing durable: thanks or a greeting, a request to run something again (its
     reply is a run report), or a general-knowledge question answered from general knowledge."""
@@ -985,7 +1162,10 @@ def _leaves_nothing(turns: list[tuple[str, str]]) -> bool:
     if len(users) != 1 or not replies.strip():
         return False
     raw = [s for unit in _prose_units(users[0]) for s in _sentences(unit)]
-    if raw and all(_GREETING_OR_FILLER.match(_clean(s)) or _THANKS.search(s) for s in raw):
+    if raw and all(
+        (_GREETING_OR_FILLER.match(_clean(s)) and not _GERUND_SUBJECT.match(_clean(s))) or _THANKS.search(s)
+        for s in raw
+    ):
         return True
     if _TYPO.search(users[0]) and not _user_facts(_prose_units(users[0])):
         return True
@@ -1087,26 +1267,33 @@ def extract_facts(text: str) -> list[str]:
     scored: list[tuple[int, int, str]] = []
     seen: set[str] = set()
     question: str | None = None
+    report: str | None = None
     for role, body in turns:
         units = _prose_units(body)
         if role == "user":
             user_facts = _user_facts(units)
             found = [(len(_SIGNALS) + 1, fact) for fact in user_facts]
             question = None if user_facts else _asked(units)
+            report = None if user_facts or question else _reported(units)
         else:
+            cause = question is None and report is not None and _opens_with_cause(units)
+            if cause:
+                question = report  # "X is off by a cent." + "Cause: …" answers why X is off
             found, answer = _statement_facts(units, assistant=role == "assistant", asked=question)
             if (
                 question
                 and found
                 and found[0][1] == answer
                 and not answer.startswith(question)
-                and _answers(question, answer, _introduced(units))
+                and (cause or _answers(question, answer, _introduced(units)))
             ):
                 count, first = found[0]  # the answer says what it answers: "How do I X? Use Y."
                 framed = f"{question} {first}"
                 if len(framed) <= MAX_FACT_CHARS:
                     found[0] = (count, framed)
-            question = None
+            if found and _opens_with_block(body) and _only_commands(found[0][1]):
+                found = found[1:]  # the reply's opening commands, which no question asked for
+            question, report = None, None
         for count, fact in found:
             key = fact_key(fact)
             if key in seen:

@@ -6,8 +6,10 @@ value": an identifier that differs only in its digits (``events.raw.v2`` -> ``ev
 version, number, quantity, handle (``@team-ledger``) or URL (same site) after the same words ("Node 18"
 -> "Node 20"); a correction needs only one word in common with the value's context, when no value
 follows the same words as the new one ("JDK 17" -> "JDK 21" before "Gradle 7.6" -> "21"). A fact is a
-correction when it says so at its start ("actually …", "correction: …") or names the value it retires
-("not X", "from X", "instead of X"); "instead of" or "no longer" about anything else only describes.
+correction when it says so at its start ("actually …", "correction: …"), says a value holds now ("it's
+X now", "is now X") or names the value it retires ("not X", "from X", "instead of X"); "instead of" or
+"no longer" about anything else only describes. For a correction, a URL's host names its service: a
+new address on the same site supersedes one whose host holds a word the new fact names.
 A subject moved to a new value ("We renamed the default branch to `trunk`") updates the fact that names
 every word of that subject with a value the move no longer states ("The default branch is `main`"). The old memory stays as history; when it said more
 than the new fact, it is kept with the new value in place (``Decision.rewrite``).
@@ -173,11 +175,22 @@ def _retired(words: list[str]) -> set[str]:
     return out
 
 
+#: a value said to hold now, so not before: "it's https://x.dev now", "30 snapshots now", "is now `db3`".
+_NOW_VALUE = re.compile(
+    r"(?:https?://[^\s`]+|`[^`\n]+`|[^\s`]*\d[^\s`]*|@[\w.-]+)(?:\s+[a-z]+)?\s+now\s*(?:[.,;:!)]|$)|"
+    r"\b(?:is|are|it's|that's)\s+now\s+(?:at\s+|on\s+|in\s+)?(?:https?://|`|[^\s`]*\d|@)",
+    re.IGNORECASE,
+)
+
+
 def _corrects(new_text: str, old_text: str) -> bool:
     """Whether the new fact is a correction of the old one: it says so at its start ("Correction: …",
-    "Actually …"), or it names a value of the old fact as the one it retires ("from 8080", "not 18",
-    "instead of 1.74"). "Instead of" or "no longer" about anything else ("requests queued instead of
-    failing") describes, it does not correct."""
+    "Actually …"), it says a value holds "now" ("it's https://x.dev now", "is now `db-3`": the value
+    before it no longer does), or it names a value of the old fact as the one it retires ("from 8080",
+    "not 18", "instead of 1.74"). "Instead of" or "no longer" about anything else ("requests queued
+    instead of failing") describes, it does not correct."""
+    if _NOW_VALUE.search(new_text):
+        return True
     if not _CORRECTION_WORDS.search(new_text):
         return False
     if _DECLARED_CORRECTION.match(new_text):
@@ -214,10 +227,19 @@ def _shape(value: str) -> str:
     return "id:" + re.sub(r"\d+", "#", value)
 
 
+def _host(url: str) -> str:
+    return url.split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0]
+
+
 def _domain(url: str) -> str:
     """The last two labels of a URL's host ("api.stg.acmepay.dev" -> "acmepay.dev")."""
-    host = url.split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0]
-    return ".".join(host.split(".")[-2:])
+    return ".".join(_host(url).split(".")[-2:])
+
+
+def _host_words(url: str) -> frozenset[str]:
+    """The words a URL's host names its service with, before the site's own two labels
+    ("https://grafana.ops.example.dev/d/1" -> grafana, ops)."""
+    return frozenset(label for label in _host(url).split(".")[:-2] if _is_anchor(label) and label != "www")
 
 
 def _is_anchor(word: str) -> bool:
@@ -283,6 +305,8 @@ def _new_value_for(old_text: str, new_text: str, corrects: bool) -> tuple[str, s
                     continue  # another site is another service: localhost is not staging
                 if old_anchors & (new_words if loose else new_anchors):
                     return old_value, new_value
+                if loose and old_shape == "url" and _host_words(old_value) & new_words:
+                    return old_value, new_value  # "Grafana moved, it's https://g.example.dev now"
     return None
 
 

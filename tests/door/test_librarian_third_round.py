@@ -1,0 +1,355 @@
+"""Librarian rules of the third round, each one linguistic or structural class pinned with examples of
+its own (pure functions, no door): a question typed without its question mark, a tool's tally quoted
+as output, a surface-only fix, the verb after a modal, a value said to hold "now", a reply that opens
+with its commands, a diff that is no command, a gerund subject, a pronoun across a list of actions
+and across a block of output."""
+
+from __future__ import annotations
+
+import pytest
+
+from bli_memory.door.librarian import Neighbour, decide, extract_facts
+
+# --- a question without its question mark -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "User: whats the difference between a mutex and a semaphore\n\nAssistant: A `Mutex` is held by one "
+        "owner at a time; a `Semaphore` counts permits, so `n` holders can share it.",
+        "User: how does a bloom filter answer membership queries\n\nAssistant: It hashes the key with `k` "
+        "functions and checks that every bit is set; a false positive is possible, a false negative never.",
+    ],
+)
+def test_a_general_question_without_its_question_mark_leaves_nothing(text: str) -> None:
+    assert extract_facts(text) == []
+
+
+def test_a_question_without_its_question_mark_is_never_a_fact_and_still_frames_its_answer() -> None:
+    facts = extract_facts(
+        "User: hows the retry delay configured in this repo\n\n"
+        "Assistant: `RETRY_DELAY_S=30` is set in `jobs/retry.py`."
+    )
+    assert facts == [
+        "Hows the retry delay configured in this repo? `RETRY_DELAY_S=30` is set in `jobs/retry.py`."
+    ]
+
+
+def test_a_statement_opening_with_what_is_still_a_statement() -> None:
+    facts = extract_facts(
+        "User: what we ship is the `cli` wheel only, built by `make wheel`. Can you check the version?\n\n"
+        "Assistant: It is 1.4.2."
+    )
+    assert facts == ["What we ship is the `cli` wheel only, built by `make wheel`."]
+
+
+# --- a tool's tally quoted as output; a fix of the surface only -------------------------------------
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        "`yamllint deploy/` now prints `0 files failed`.",
+        "`make lint` now reports `3 files checked, 0 errors`.",
+    ],
+)
+def test_a_tally_quoted_in_a_code_span_is_a_run_report(reply: str) -> None:
+    text = f"User: add the `lint` target\n\nAssistant: Added `lint` to the `Makefile`. {reply}"
+    facts = extract_facts(text)
+    assert facts and all("now" not in fact for fact in facts), facts
+
+
+def test_a_code_span_with_a_number_but_no_tally_is_kept() -> None:
+    facts = extract_facts(
+        "User: add the lint job\n\nAssistant: The `lint` job in `ci.yml` runs `eslint --max-warnings 0` on "
+        "every push."
+    )
+    assert facts == ["The `lint` job in `ci.yml` runs `eslint --max-warnings 0` on every push."]
+
+
+def test_a_request_to_fix_the_indentation_leaves_nothing() -> None:
+    assert (
+        extract_facts(
+            "User: the yaml in deploy/ has broken indentation, fix it\n\nAssistant: Fixed `deploy/app.yaml`: "
+            "two keys under `probes` were indented with a tab instead of spaces."
+        )
+        == []
+    )
+
+
+def test_a_convention_about_indentation_is_still_kept() -> None:
+    facts = extract_facts(
+        "User: fix the indentation in `app.yaml`; we always indent YAML with two spaces.\n\n"
+        "Assistant: Re-indented `app.yaml` with two spaces."
+    )
+    assert any("we always indent YAML with two spaces" in fact for fact in facts), facts
+
+
+# --- the word after a modal is a verb ----------------------------------------------------------------
+
+
+def test_a_pronoun_after_a_modal_and_its_verb_joins_the_sentence_that_names_it() -> None:
+    facts = extract_facts(
+        "User: Deploy the worker with four processes.\n\nAssistant: The worker now runs with `WORKERS=4` in "
+        "`deploy/worker.env`. You can follow it at https://grafana.example.dev/d/worker."
+    )
+    assert facts == [
+        "The worker now runs with `WORKERS=4` in `deploy/worker.env`; you can follow it at "
+        "https://grafana.example.dev/d/worker."
+    ]
+
+
+def test_a_pronoun_after_a_modal_with_nothing_before_it_is_dropped() -> None:
+    assert (
+        extract_facts(
+            "User: Deploy the worker with four processes.\n\n"
+            "Assistant: You should bookmark it: https://grafana.example.dev/d/worker."
+        )
+        == []
+    )
+
+
+def test_a_modal_sentence_that_names_its_object_stays() -> None:
+    facts = extract_facts(
+        "User: Deploy the worker with four processes.\n\n"
+        "Assistant: You can find the worker dashboard at https://grafana.example.dev/d/worker."
+    )
+    assert facts == ["You can find the worker dashboard at https://grafana.example.dev/d/worker."]
+
+
+# --- a value said to hold now supersedes --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fact", "old"),
+    [
+        (
+            "Grafana moved to the new cluster last month, it's https://metrics.example.org now.",
+            "Dashboards are at https://grafana.old.example.org/d/abc for the API.",
+        ),
+        (
+            "Retention is 30 snapshots now, set by the export job.",
+            "The export job keeps 14 snapshots in `backups/`.",
+        ),
+        (
+            "The login service answers on https://auth.example.org/v2 now.",
+            "Tokens come from https://login.example.org/oauth for the login service.",
+        ),
+    ],
+)
+def test_a_value_said_to_hold_now_supersedes_the_one_before(fact: str, old: str) -> None:
+    decision = decide(fact, [Neighbour("old", old, 0.5)])
+    assert (decision.action, decision.target_id) == ("update", "old"), decision.reason
+
+
+@pytest.mark.parametrize(
+    ("fact", "old"),
+    [
+        # "now" about a verb, not a value: a description
+        (
+            "`cache.py` now uses `redis.asyncio` (redis-py 5.0.4).",
+            "Sessions use Redis 7.2 on the shared host.",
+        ),
+        # the same words without "now": no correction, so no looser match
+        (
+            "Retention is 30 snapshots, set by the export job.",
+            "The export job keeps 14 snapshots in `backups/`.",
+        ),
+        # a URL on another site is another service, "now" or not
+        (
+            "Grafana moved, it's https://metrics.example.org now.",
+            "The status page is https://grafana.status.example.com for customers.",
+        ),
+        # a URL whose host names nothing the new fact names
+        (
+            "The docs site moved, it's https://docs.example.org now.",
+            "Error reports go to https://sentry.example.org/acme/api.",
+        ),
+    ],
+)
+def test_now_without_a_value_of_the_same_thing_adds(fact: str, old: str) -> None:
+    decision = decide(fact, [Neighbour("old", old, 0.5)])
+    assert decision.action == "add", decision.reason
+
+
+def test_a_url_without_now_or_a_correction_does_not_supersede_by_its_host_words() -> None:
+    decision = decide(
+        "Grafana for the batch team is https://metrics.example.org.",
+        [Neighbour("old", "Dashboards are at https://grafana.old.example.org/d/abc for the API.", 0.5)],
+    )
+    assert decision.action == "add", decision.reason
+
+
+# --- a reply that opens with its commands -------------------------------------------------------------
+
+
+def test_a_reply_opening_with_commands_answers_the_how_to_with_them() -> None:
+    facts = extract_facts(
+        "User: How do I seed the local database with demo data?\n\nAssistant: ```\nmake db-reset\n"
+        "python -m app.seed --demo\n```\n\nThat drops the local schema and loads 200 demo accounts from "
+        "`fixtures/demo.json`."
+    )
+    assert facts == [
+        "How do I seed the local database with demo data? `make db-reset`, then `python -m app.seed --demo`; "
+        "that drops the local schema and loads 200 demo accounts from `fixtures/demo.json`."
+    ]
+
+
+def test_a_reply_opening_with_output_keeps_nothing_of_it() -> None:
+    facts = extract_facts(
+        "User: How do I run the unit tests for the parser?\n\nAssistant: ```\n$ pytest tests/parser -q\n"
+        "14 passed in 0.31s\n```\n\nThe parser tests live in `tests/parser/` and need no database."
+    )
+    assert all("passed" not in fact for fact in facts), facts
+    assert any("`tests/parser/`" in fact for fact in facts), facts
+
+
+def test_a_diff_after_a_lead_in_is_no_command() -> None:
+    facts = extract_facts(
+        "User: Cap the page size.\n\nAssistant: The page size cap is now `MAX_PAGE = 100` in `api/pages.py`. "
+        "Changed it to clamp instead of raising:\n\n```diff\n-    raise ValueError(size)\n"
+        "+    size = min(size, MAX_PAGE)\n```"
+    )
+    assert all("raise ValueError" not in fact and "min(size" not in fact for fact in facts), facts
+
+
+# --- the user's gerund subject; a pronoun across a list of actions or a block --------------------------
+
+
+def test_a_user_s_sentence_opening_with_a_gerund_is_not_filler() -> None:
+    facts = extract_facts(
+        'User: Searching for "naïve" returns nothing.\n\nAssistant: The `title` field folds accents at '
+        "index time with `unaccent` but not at query time, so the two never meet."
+    )
+    assert any("`unaccent`" in fact for fact in facts), facts
+
+
+def test_an_action_whose_pronoun_means_the_action_before_stays_joined_to_it() -> None:
+    facts = extract_facts(
+        "User: Move the alias.\n\nAssistant: I created `orders_v3`, copied the rows and pointed the `orders` "
+        "alias to it."
+    )
+    assert any("`orders_v3`" in fact and "alias to it" in fact for fact in facts), facts
+    assert not any(fact.startswith("Copied") for fact in facts), facts
+
+
+def test_actions_without_a_pronoun_are_still_one_fact_each() -> None:
+    facts = extract_facts(
+        "User: Pin the tools.\n\nAssistant: I pinned `ruff==0.6.9` in `requirements-dev.txt`, bumped "
+        "`mypy` to 1.11 in `pyproject.toml` and removed `black`."
+    )
+    assert "`ruff==0.6.9` is pinned in `requirements-dev.txt`." in facts, facts
+
+
+def test_a_pronoun_after_a_block_of_output_leans_on_the_block_s_lead_in() -> None:
+    facts = extract_facts(
+        "User: Build the docs.\n\nAssistant: `make docs` renders the site into `site/`:\n\n```\n"
+        "INFO - Building documentation...\nINFO - Documentation built in 2.31 seconds\n```\n\n"
+        "I copied it to `public/docs/` and committed it, since the landing page links there."
+    )
+    assert any("`make docs`" in fact and "`public/docs/`" in fact for fact in facts), facts
+
+
+def test_a_paragraph_after_a_block_that_names_its_subject_stays_its_own() -> None:
+    facts = extract_facts(
+        "User: Build the docs.\n\nAssistant: `make docs` renders the site into `site/`:\n\n```\n"
+        "INFO - Documentation built in 2.31 seconds\n```\n\n"
+        "The landing page links to `public/docs/`, which is committed."
+    )
+    assert "The landing page links to `public/docs/`, which is committed." in facts, facts
+
+
+# --- a cause answers the report before it; a run's lead-in; a trailing-off ellipsis -------------------
+
+
+@pytest.mark.parametrize(
+    "opening",
+    [
+        "Cause: `ttl_seconds` in `cache.py` is read as minutes, so entries live 60 times too long.",
+        "Root cause: `ttl_seconds` in `cache.py` is read as minutes, so entries live 60 times too long.",
+    ],
+)
+def test_a_reply_naming_a_cause_answers_the_report_before_it(opening: str) -> None:
+    facts = extract_facts(
+        f"User: Cached prices stay stale for an hour after an update.\n\nAssistant: {opening}"
+    )
+    assert facts[0].startswith("Cached prices stay stale for an hour after an update. Why? "), facts
+    assert "`ttl_seconds`" in facts[0], facts
+
+
+def test_a_reply_that_names_no_cause_is_not_framed_onto_the_report() -> None:
+    facts = extract_facts(
+        "User: Cached prices stay stale for an hour after an update.\n\n"
+        "Assistant: `ttl_seconds` in `cache.py` is read as minutes, so entries live 60 times too long."
+    )
+    assert facts == ["`ttl_seconds` in `cache.py` is read as minutes, so entries live 60 times too long."]
+
+
+def test_a_cause_is_not_framed_onto_a_request() -> None:
+    facts = extract_facts(
+        "User: Please make cached prices refresh faster.\n\n"
+        "Assistant: Cause: `ttl_seconds` in `cache.py` is read as minutes, so entries live 60 times too long."
+    )
+    assert all("Why?" not in fact for fact in facts), facts
+
+
+def test_a_lead_in_reporting_a_run_of_output_is_no_fact() -> None:
+    facts = extract_facts(
+        "User: Check the build.\n\nAssistant: The build uses `make release`. I ran `make check` on the branch:"
+        "\n\n```\nlint ok\ntypes ok\n```"
+    )
+    assert facts == ["The build uses `make release`."]
+
+
+def test_a_trailing_off_ellipsis_before_a_lower_case_word_does_not_end_the_sentence() -> None:
+    facts = extract_facts(
+        "User: We're numbering the releases by date like 2024.06 instead of 1, 2, 3... because of the "
+        "monthly train.\n\nAssistant: Noted."
+    )
+    assert facts == [
+        "We're numbering the releases by date like 2024.06 instead of 1, 2, 3... because of the monthly train."
+    ]
+
+
+def test_a_block_of_log_lines_after_a_lead_in_is_output_not_a_command() -> None:
+    facts = extract_facts(
+        "User: Build the docs.\n\nAssistant: `make docs` renders the site into `site/`:\n\n```\n"
+        "INFO - Documentation built in 2.31 seconds\n```"
+    )
+    assert facts == ["`make docs` renders the site into `site/`."]
+
+
+def test_a_heading_between_a_block_and_a_paragraph_ends_what_the_lead_in_leads() -> None:
+    facts = extract_facts(
+        "User: Build the docs.\n\nAssistant: `make docs` renders the site into `site/`:\n\n```\n"
+        "INFO - Documentation built in 2.31 seconds\n```\n\n## Publishing\n\nI copied it to `public/docs/`."
+    )
+    assert facts == ["`make docs` renders the site into `site/`."]
+
+
+def test_a_reply_s_opening_commands_that_no_question_asked_for_leave_nothing() -> None:
+    assert extract_facts("User: run the tests\n\nAssistant: ```\nnpm ci\nnpm test\n```\n\nAll green.") == []
+    facts = extract_facts(
+        "User: set up the project\n\nAssistant: ```\nnpm ci\nnpm run build\n```\n\nThe build writes `dist/app.js`."
+    )
+    assert facts == ["The build writes `dist/app.js`."]
+
+
+def test_list_items_that_are_only_values_complete_their_lead_in_as_one_fact() -> None:
+    facts = extract_facts(
+        "User: Rename the fixtures.\n\nAssistant: Renamed in `tests/fixtures/`:\n\n"
+        "- `user1.json` to `user_alice.json`\n- `user2.json` to `user_bob.json`\n\n"
+        "Fixture names now say whose data they hold."
+    )
+    assert facts[0] == (
+        "Renamed in `tests/fixtures/`: `user1.json` to `user_alice.json`; `user2.json` to `user_bob.json`."
+    ), facts
+
+
+def test_a_list_item_with_a_verb_stays_its_own_fact() -> None:
+    facts = extract_facts(
+        "User: Tidy the config.\n\nAssistant: Changes in `config/`:\n\n"
+        "- `app.toml` now sets `workers = 4`\n- `log.toml` drops the `debug` handler"
+    )
+    assert "`app.toml` now sets `workers = 4`." in facts, facts
