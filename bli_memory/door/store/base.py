@@ -47,6 +47,12 @@ class StoreFull(Exception):
     behind (its transaction was rolled back); reads go on working."""
 
 
+class StoreUnavailable(Exception):
+    """The store cannot answer right now: its server restarted or went away, a connection dropped,
+    or a deadline passed. The failed call's transaction wrote nothing; a later call may work (the
+    door answers 503 store_unavailable meanwhile)."""
+
+
 class DeviceRevoked(Exception):
     """The device was revoked after its request was authenticated."""
 
@@ -92,11 +98,25 @@ class VectorTask:
     content_hash: str
 
 
+#: the tables dump_rows/load_rows copy, in the order a copy follows (a row's references first)
+COPY_TABLES = (
+    "teams",
+    "people",
+    "devices",
+    "container_aliases",
+    "memories",
+    "memory_extract_jobs",
+    "experience",
+)
+
+
 class Store(Protocol):
     """Rows in, rows out. See the module docstring for the conventions."""
 
     #: a short name for logs and /healthz ("sqlite", "postgresql").
     name: str
+    #: the database's version for the start line and /healthz (SQLite's library, PostgreSQL's server).
+    version: str
 
     def describe(self) -> str:
         """Where the data lives, for the door's start line (never a password)."""
@@ -228,6 +248,14 @@ class Store(Protocol):
         order."""
         ...
 
+    def nearest(
+        self, team_id: int, tag: str, model: str, query: np.ndarray, k: int
+    ) -> list[tuple[str, float]] | None:
+        """The `k` current memories of one tag whose `model` vectors are closest to `query`, as (id,
+        cosine similarity), best first, equal similarities by id. None: this store leaves vector
+        search to the door's in-memory index (`door/indexes.py`)."""
+        ...
+
     # ---------------------------------------------------------------- extraction jobs
 
     def enqueue_job(
@@ -254,6 +282,18 @@ class Store(Protocol):
     def job_may_write(self, job: Job) -> bool:
         """Whether a claimed job is still running and its device still active. Inside the job's
         write transaction this is final: a revoke commits before it or waits for it."""
+        ...
+
+    # ---------------------------------------------------------------- copying rows between stores
+
+    def dump_rows(self, table: str, after: tuple[Any, ...] | None, limit: int) -> list[dict[str, Any]]:
+        """Up to `limit` rows of `table` in primary-key order after key `after` (None: from the start), each a
+        dict of the SQLite column names to plain values; a memory's `embedding` as float32 bytes (or None)."""
+        ...
+
+    def load_rows(self, table: str, rows: Sequence[dict[str, Any]]) -> int:
+        """Insert rows as dump_rows gives them (from either store), keeping their keys; a row whose key is
+        already there is left alone. Returns how many were inserted."""
         ...
 
     # ---------------------------------------------------------------- experience log

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from bli_memory.door.model import Job, Memory, Principal, hash_text, new_id, new_token, now_s
 from bli_memory.door.store.base import (
+    COPY_TABLES,
     MAX_PENDING_JOBS_PER_DEVICE,
     DeviceRevoked,
     ExperienceOutcome,
@@ -78,6 +79,7 @@ class SqliteStore:
     """The door's rows in one SQLite file. Thread-safe; every write method is one transaction."""
 
     name = "sqlite"
+    version = sqlite3.sqlite_version
 
     def __init__(self, path: str | Path, *, max_pending_jobs: int = MAX_PENDING_JOBS_PER_DEVICE) -> None:
         """Open (or create, private) the file. Raises DamagedDatabase, before any write, when an
@@ -556,6 +558,12 @@ class SqliteStore:
         for row in rows:
             yield row[0], np.frombuffer(row[1], dtype=np.float32)
 
+    def nearest(
+        self, team_id: int, tag: str, model: str, query: np.ndarray, k: int
+    ) -> list[tuple[str, float]] | None:
+        """None: the memory service searches this store's vectors in memory (`door/indexes.py`)."""
+        return None
+
     # ------------------------------------------------------------------ extraction jobs
 
     def enqueue_job(
@@ -684,6 +692,31 @@ class SqliteStore:
                 return False
         return True
 
+    # ------------------------------------------------------------------ copying rows between stores
+
+    def dump_rows(self, table: str, after: tuple[Any, ...] | None, limit: int) -> list[dict[str, Any]]:
+        columns, key = _copy_columns(table)
+        query = f"SELECT {', '.join(columns)} FROM {table}"
+        params: list[Any] = []
+        if after is not None:
+            query += f" WHERE ({', '.join(key)}) > ({', '.join('?' * len(key))})"
+            params += list(after)
+        query += f" ORDER BY {', '.join(key)} LIMIT ?"
+        with self._lock:
+            rows = self._db.execute(query, (*params, limit)).fetchall()
+        return [dict(row) for row in rows]
+
+    def load_rows(self, table: str, rows: Sequence[dict[str, Any]]) -> int:
+        columns, _ = _copy_columns(table)
+        statement = (
+            f"INSERT OR IGNORE INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
+        )
+        inserted = 0
+        with self.transaction():
+            for row in rows:
+                inserted += self._db.execute(statement, tuple(row.get(name) for name in columns)).rowcount
+        return inserted
+
     # ------------------------------------------------------------------ experience log
 
     def record_experience(
@@ -748,3 +781,34 @@ class SqliteStore:
                 (team_id, after[0], after[1], since, limit),
             ).fetchall()
         return [dict(row) for row in page]
+
+
+#: every copied table's columns (`rowid` is the memories' save order) and its key.
+_COPY_COLUMNS = {
+    "teams": ("id name created_at", "id"),
+    "people": ("id team_id name admin created_at", "id"),
+    "devices": ("id person_id token_hash label created_at last_used_at revoked_at admin", "id"),
+    "container_aliases": ("team_id alias canonical created_at", "team_id alias"),
+    "memories": (
+        "rowid id team_id container_tag custom_id content content_hash kind status version root_id "
+        "previous_version_id pinned metadata person_id device_id created_at updated_at superseded_at "
+        "embedding embedding_model",
+        "rowid",
+    ),
+    "memory_extract_jobs": (
+        "id team_id person_id device_id container_tag content metadata status attempts outcome error "
+        "created_at started_at finished_at",
+        "id",
+    ),
+    "experience": (
+        "id team_id person_id device_id store verdict reason created_at received_at",
+        "team_id id",
+    ),
+}
+
+
+def _copy_columns(table: str) -> tuple[list[str], list[str]]:
+    if table not in COPY_TABLES:
+        raise ValueError(f"not a copied table: {table!r}")
+    columns, key = _COPY_COLUMNS[table]
+    return columns.split(), key.split()
