@@ -137,7 +137,8 @@ class Store(Protocol):
         ...
 
     def write_problem(self) -> str | None:
-        """Why a write would fail now (no room left), or None; cheap and read-only (for /healthz)."""
+        """Why a write would fail now (no room left), or None; cheap and read-only (for /healthz).
+        Raises StoreUnavailable when a database server cannot be reached."""
         ...
 
     # ---------------------------------------------------------------- devices and tokens

@@ -85,72 +85,25 @@ _MEMORY_COLUMNS_M = ", ".join(f"m.{name.strip()}" for name in _MEMORY_COLUMNS.sp
 _NOW = "extract(epoch from clock_timestamp())"
 
 #: every copied table: its SQLite column names (PostgreSQL's, but `rowid` is `seq`) and its key.
-COPY_COLUMNS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "teams": (("id", "name", "created_at"), ("id",)),
-    "people": (("id", "team_id", "name", "admin", "created_at"), ("id",)),
-    "devices": (
-        ("id", "person_id", "token_hash", "label", "created_at", "last_used_at", "revoked_at", "admin"),
-        ("id",),
-    ),
-    "container_aliases": (("team_id", "alias", "canonical", "created_at"), ("team_id", "alias")),
+_COPY_COLUMNS = {
+    "teams": ("id name created_at", "id"),
+    "people": ("id team_id name admin created_at", "id"),
+    "devices": ("id person_id token_hash label created_at last_used_at revoked_at admin", "id"),
+    "container_aliases": ("team_id alias canonical created_at", "team_id alias"),
     "memories": (
-        (
-            "rowid",
-            "id",
-            "team_id",
-            "container_tag",
-            "custom_id",
-            "content",
-            "content_hash",
-            "kind",
-            "status",
-            "version",
-            "root_id",
-            "previous_version_id",
-            "pinned",
-            "metadata",
-            "person_id",
-            "device_id",
-            "created_at",
-            "updated_at",
-            "superseded_at",
-            "embedding",
-            "embedding_model",
-        ),
-        ("rowid",),
+        "rowid id team_id container_tag custom_id content content_hash kind status version root_id "
+        "previous_version_id pinned metadata person_id device_id created_at updated_at superseded_at "
+        "embedding embedding_model",
+        "rowid",
     ),
     "memory_extract_jobs": (
-        (
-            "id",
-            "team_id",
-            "person_id",
-            "device_id",
-            "container_tag",
-            "content",
-            "metadata",
-            "status",
-            "attempts",
-            "outcome",
-            "error",
-            "created_at",
-            "started_at",
-            "finished_at",
-        ),
-        ("id",),
+        "id team_id person_id device_id container_tag content metadata status attempts outcome error "
+        "created_at started_at finished_at",
+        "id",
     ),
     "experience": (
-        (
-            "id",
-            "team_id",
-            "person_id",
-            "device_id",
-            "store",
-            "verdict",
-            "reason",
-            "created_at",
-            "received_at",
-        ),
-        ("team_id", "id"),
+        "id team_id person_id device_id store verdict reason created_at received_at",
+        "team_id id",
     ),
 }
 #: tables whose ids PostgreSQL numbers itself: after rows with their own ids, numbering goes on past them.
@@ -351,14 +304,12 @@ class PostgresStore:
             return news > len(own) or any(value not in own for value in range(seen + 1, counter + 1))
 
     def write_problem(self) -> str | None:
-        """A disk found full in the last minute, or the server out of reach (one tiny query)."""
+        """A disk found full in the last minute, or None; raises StoreUnavailable when the server is
+        out of reach (one tiny query)."""
         if time.monotonic() - self._full_at < FULL_REMEMBERED_S:
             return f"the disk of the PostgreSQL server at {self.masked_url} was full within the last minute"
-        try:
-            with self._connection() as conn:
-                conn.execute("SELECT 1")
-        except StoreUnavailable as exc:
-            return str(exc)
+        with self._connection() as conn:
+            conn.execute("SELECT 1")
         return None
 
     def schema_version(self) -> int:
@@ -1032,10 +983,11 @@ class PostgresStore:
         return [dict(row) for row in page]
 
 
-def _copy_columns(table: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def _copy_columns(table: str) -> tuple[list[str], list[str]]:
     if table not in COPY_TABLES:
         raise ValueError(f"not a copied table: {table!r}")
-    return COPY_COLUMNS[table]
+    columns, key = _COPY_COLUMNS[table]
+    return columns.split(), key.split()
 
 
 def _array(vector: Any) -> np.ndarray:
