@@ -80,6 +80,23 @@ class PostgresServer:
             cursor = conn.execute(query, params)
             return list(cursor.fetchall()) if cursor.description else []
 
+    def restart(self) -> None:
+        """Restart the server (fast shutdown: every session is cut), as an operator would; only the
+        tests' own server can be."""
+        if self._server is None:
+            raise RuntimeError(
+                f"restarting needs the tests' own server, not the one {POSTGRES_URL_ENV} names"
+            )
+        from pgserver._commands import pg_ctl
+
+        pgdata = self._server.pgdata
+        pg_ctl(
+            ["-w", "-m", "fast", "-l", str(pgdata / "log"), "restart"],
+            pgdata=pgdata,
+            user=self._server.system_user,
+            timeout=60,
+        )
+
     def stop(self) -> None:
         if self._server is not None:
             self._server.cleanup()

@@ -33,6 +33,8 @@ MAX_PAGES_ENV = "BLI_MEMORY_DOOR_MAX_PAGES"
 STOP_WAIT_S = 20.0
 STOP_POLL_S = 0.05
 ENV_MAX_PENDING_JOBS = "BLI_MEMORY_MAX_PENDING_JOBS"
+#: seconds a door on PostgreSQL holds a claimed extraction job before another door may take it over.
+ENV_JOB_LEASE_S = "BLI_MEMORY_JOB_LEASE_S"
 
 
 class CliError(Exception):
@@ -78,6 +80,19 @@ def _max_pending_jobs(env: Mapping[str, str]) -> int:
     return int(raw)
 
 
+def _job_lease_s(env: Mapping[str, str]) -> float | None:
+    raw = env.get(ENV_JOB_LEASE_S, "").strip()
+    if not raw:
+        return None
+    try:
+        lease = float(raw)
+    except ValueError:
+        lease = 0.0
+    if not 0.5 <= lease <= 86_400:
+        raise CliError(f"{ENV_JOB_LEASE_S} must be a number of seconds from 0.5 to 86400, not {raw!r}", 2)
+    return lease
+
+
 def open_store(db: str | None, env: Mapping[str, str], *, max_pages: int | None = None) -> Store:
     """The store `--db` names (default: SQLite under the XDG data folder); every failure is one
     CliError line, and what the store noticed on the way (a folder it made, a file others can read,
@@ -93,6 +108,7 @@ def open_store(db: str | None, env: Mapping[str, str], *, max_pages: int | None 
             db if db else default_db_path(env),
             max_pages=max_pages,
             max_pending_jobs=_max_pending_jobs(env),
+            job_lease_s=_job_lease_s(env),
             notice=notice,
         )
     except StoreOpenError as exc:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from tests.helpers import BIN, DoorProcess, PostgresServer
 
@@ -52,7 +53,7 @@ def _serve(db: str, home: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_a_database_that_cannot_be_opened_is_one_line_without_the_password(tmp_path: object) -> None:
+def test_a_database_that_cannot_be_opened_is_one_line_without_the_password(tmp_path: Path) -> None:
     unreachable = _serve("postgresql://ada:hunter2-secret@127.0.0.1:1/memory", str(tmp_path))
     assert unreachable.returncode == 1
     assert (
@@ -108,3 +109,23 @@ def test_stop_and_the_pid_file_are_for_sqlite_files_only(
         assert stop.returncode == 1 and "SIGTERM" in stop.stderr and stop.stderr.count("\n") == 1
     finally:
         second.kill()
+
+
+def test_a_bad_job_lease_is_one_line_and_exit_2(postgres: PostgresServer, tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            str(BIN / "bli-memory-door"),
+            "serve",
+            "--port",
+            "0",
+            "--no-autopair",
+            "--db",
+            postgres.database_for(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        env={"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "BLI_MEMORY_JOB_LEASE_S": "forever"},
+        timeout=60,
+    )
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert "BLI_MEMORY_JOB_LEASE_S must be a number of seconds" in done.stderr

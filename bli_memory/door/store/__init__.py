@@ -43,6 +43,7 @@ def open_store(
     *,
     max_pages: int | None = None,
     max_pending_jobs: int = MAX_PENDING_JOBS_PER_DEVICE,
+    job_lease_s: float | None = None,
     notice: Callable[[str], None] = lambda line: None,
 ) -> Store:
     """The store at `url`: a SQLite file path, `sqlite:PATH` or `sqlite:///ABSOLUTE/PATH`, or a
@@ -51,11 +52,12 @@ def open_store(
     A new SQLite file is created private (its folder 0700, said through `notice`); an existing one
     is checked for damage before anything writes to it, and one that other local users can read is
     named through `notice` with the chmod that fixes it. `max_pages` caps a SQLite file's size in
-    pages, so that tests meet a real "disk full". Raises StoreOpenError with one sentence for a
+    pages, so that tests meet a real "disk full"; `job_lease_s` is how long a PostgreSQL door holds a
+    claimed job (its default otherwise). Raises StoreOpenError with one sentence for a
     person when the store cannot be opened.
     """
     if is_postgres_url(str(url)):
-        return open_postgres(str(url), max_pending_jobs=max_pending_jobs)
+        return open_postgres(str(url), max_pending_jobs=max_pending_jobs, job_lease_s=job_lease_s)
     path = sqlite_path(url)
     from bli_memory.door.store.sqlite import SqliteStore
     from bli_memory.door.store.sqlite.files import FOLDER_MODE, DamagedDatabase, shared_files
@@ -94,7 +96,9 @@ def open_store(
     return store
 
 
-def open_postgres(url: str, *, max_pending_jobs: int = MAX_PENDING_JOBS_PER_DEVICE) -> Store:
+def open_postgres(
+    url: str, *, max_pending_jobs: int = MAX_PENDING_JOBS_PER_DEVICE, job_lease_s: float | None = None
+) -> Store:
     """The PostgreSQL store at `url`, its schema migrated. Raises StoreOpenError with one line that
     never holds the password: usage for a URL that does not parse, else the server's refusal."""
     shown = mask_url(url)
@@ -113,7 +117,9 @@ def open_postgres(url: str, *, max_pending_jobs: int = MAX_PENDING_JOBS_PER_DEVI
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else "it does not parse"
         raise StoreOpenError(f"--db {shown} is not a valid PostgreSQL URL ({detail})", usage=True) from None
     try:
-        return PostgresStore(url, max_pending_jobs=max_pending_jobs)
+        if job_lease_s is None:
+            return PostgresStore(url, max_pending_jobs=max_pending_jobs)
+        return PostgresStore(url, max_pending_jobs=max_pending_jobs, job_lease_s=job_lease_s)
     except StoreUnavailable as exc:
         raise StoreOpenError(f"cannot connect to {shown}: {exc}") from None
     except SchemaTooNew as exc:

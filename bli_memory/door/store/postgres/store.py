@@ -683,6 +683,13 @@ class PostgresStore:
         name = vector_index_name(model, dim)
         if name in self._vector_indexes:
             return
+        with self._connection() as db:  # CREATE INDEX IF NOT EXISTS would lock the table even so
+            there = db.execute(
+                "SELECT 1 FROM pg_class WHERE relname = %s AND relkind = 'i'", (name,)
+            ).fetchone()
+        if there is not None:
+            self._vector_indexes.add(name)
+            return
         with self.transaction(), self._connection() as db:
             db.execute("SELECT pg_advisory_xact_lock(%s)", (VECTOR_INDEX_LOCK_KEY,))
             db.execute("SET LOCAL statement_timeout = 0")  # a large table takes minutes, once
