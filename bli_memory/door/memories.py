@@ -600,7 +600,9 @@ class MemoryService:
             vector_ids: list[str] = []
             similarity_of: Callable[[str], float | None] = lambda _: None  # noqa: E731
             if query_vector is not None:
-                similarity_of, vector_ids = self._vector_candidates(principal.team_id, tags, query_vector)
+                similarity_of, vector_ids = self._vector_candidates(
+                    principal.team_id, tags, query_vector, also=keyword_ids
+                )
             candidate_ids = set(keyword_ids).union(vector_ids)
             if not candidate_ids:
                 return []
@@ -755,10 +757,11 @@ class MemoryService:
         return self._store_searches_vectors
 
     def _store_nearest(
-        self, team_id: int, tags: Sequence[str], query_vector: np.ndarray
+        self, team_id: int, tags: Sequence[str], query_vector: np.ndarray, also: Sequence[str]
     ) -> tuple[Callable[[str], float | None], list[str]]:
         """`_vector_candidates` from the store's own vector index: each tag's nearest, merged, equal
-        cosines in save order. Only those candidates have a similarity."""
+        cosines in save order; the rows of `also` (the keyword channel's) get their cosine too, as
+        every row has one in the in-memory matrix."""
         model = self._vector_model
         assert model is not None
         cosine: dict[str, float] = {}
@@ -768,10 +771,13 @@ class MemoryService:
             )
         position = self._save_positions(team_id, tags, cosine)
         top = sorted(cosine, key=lambda memory_id: (-cosine[memory_id], position[memory_id]))
+        missing = [memory_id for memory_id in also if memory_id not in cosine]
+        if missing:
+            cosine.update(self.store.similarities(team_id, model, query_vector, missing) or {})
         return cosine.get, top[: ranking.VECTOR_CANDIDATES]
 
     def _vector_candidates(
-        self, team_id: int, tags: Sequence[str], query_vector: np.ndarray
+        self, team_id: int, tags: Sequence[str], query_vector: np.ndarray, also: Sequence[str] = ()
     ) -> tuple[Callable[[str], float | None], list[str]]:
         """(cosine of any memory of the space by id, the ids of the nearest VECTOR_CANDIDATES).
 
@@ -785,7 +791,7 @@ class MemoryService:
         import numpy as np
 
         if self._nearest_in_store():
-            return self._store_nearest(team_id, tags, query_vector)
+            return self._store_nearest(team_id, tags, query_vector, also)
         spaces = [
             space for tag in tags if (space := self._space_vectors(team_id, tag)) is not None and space.ids
         ]

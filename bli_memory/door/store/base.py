@@ -257,6 +257,14 @@ class Store(Protocol):
         search to the door's in-memory index (`door/indexes.py`)."""
         ...
 
+    def similarities(
+        self, team_id: int, model: str, query: np.ndarray, ids: Sequence[str]
+    ) -> dict[str, float] | None:
+        """The cosine similarity to `query` of each current memory among `ids` that has a `model`
+        vector (a store that answers `nearest`: the other channels' candidates get theirs too). None
+        where `nearest` is None."""
+        ...
+
     # ---------------------------------------------------------------- extraction jobs
 
     def enqueue_job(

@@ -265,7 +265,9 @@ class WordsEmbedder:
 
 
 def test_search_ranks_the_same_on_both_stores(database: str, tmp_path: Path) -> None:
-    """Keyword, vectors (PostgreSQL's index, SQLite's matrix) and recency fuse to the same hits."""
+    """Keyword, vectors (PostgreSQL's index, SQLite's matrix) and recency fuse to the same hits, in a
+    space larger than the vector channel's candidates (so keyword candidates outside them need their
+    cosine from the store too)."""
     services = [
         MemoryService(SqliteStore(tmp_path / "memory.db"), WordsEmbedder()),  # type: ignore[arg-type]
         MemoryService(PostgresStore(database), WordsEmbedder()),  # type: ignore[arg-type]
@@ -275,15 +277,15 @@ def test_search_ranks_the_same_on_both_stores(database: str, tmp_path: Path) -> 
         answers = []
         for service in services:
             ada = _principal(service.store)
-            for index in range(60):
+            for index in range(300):
                 text = " ".join(words[(index * step) % len(words)] for step in (1, 3, 7)) + f" note {index}"
                 service.save(ada, "space", text, created_at=1_700_000_000.0 + index)
             hits = [
-                [(hit.memory.content, hit.matched_by) for hit in service.search(ada, "space", q, limit=10)]
+                [(hit.memory.content, hit.matched_by) for hit in service.search(ada, "space", q, limit=40)]
                 for q in ("deploy the database", "rust worker queue", "vector search memory")
             ]
             scores = [
-                [hit.score for hit in service.search(ada, "space", q, limit=10)]
+                [hit.score for hit in service.search(ada, "space", q, limit=40)]
                 for q in ("deploy the database", "rust worker queue", "vector search memory")
             ]
             answers.append((hits, scores))
@@ -291,7 +293,7 @@ def test_search_ranks_the_same_on_both_stores(database: str, tmp_path: Path) -> 
         assert np.allclose(
             answers[0][1], answers[1][1], atol=1e-6
         )  # float32 sums against PostgreSQL's float64
-        assert all(len(hits) == 10 for hits in answers[0][0])
+        assert all(len(hits) == 40 for hits in answers[0][0])
         # SQLite's vectors were searched in a matrix in memory, PostgreSQL's by the server
         assert len(services[0].indexes._vectors) == 1 and len(services[1].indexes._vectors) == 0
     finally:

@@ -678,6 +678,18 @@ class PostgresStore:
         found = [(str(row["id"]), float(row["similarity"])) for row in rows]
         return sorted(found, key=lambda pair: (-pair[1], pair[0]))
 
+    def similarities(
+        self, team_id: int, model: str, query: np.ndarray, ids: Sequence[str]
+    ) -> dict[str, float] | None:
+        dim = int(query.shape[0])
+        statement = sql.SQL(
+            "SELECT id, 1 - ({} <=> %s::vector({})) AS similarity FROM memories WHERE id = ANY(%s) "
+            "AND team_id = %s AND status = 'current' AND embedding_model = %s"
+        ).format(sql.SQL(vector_cast(dim)), sql.SQL(str(dim)))
+        with self._connection() as db:
+            rows = db.execute(statement, (query.astype("float32"), list(ids), team_id, model)).fetchall()
+        return {str(row["id"]): float(row["similarity"]) for row in rows}
+
     def _ensure_vector_index(self, model: str, dim: int) -> None:
         """Make the HNSW index of one model's vectors if it is not there (once per door and model)."""
         name = vector_index_name(model, dim)

@@ -564,6 +564,11 @@ class SqliteStore:
         """None: the memory service searches this store's vectors in memory (`door/indexes.py`)."""
         return None
 
+    def similarities(
+        self, team_id: int, model: str, query: np.ndarray, ids: Sequence[str]
+    ) -> dict[str, float] | None:
+        return None
+
     # ------------------------------------------------------------------ extraction jobs
 
     def enqueue_job(
