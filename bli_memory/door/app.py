@@ -109,6 +109,8 @@ def _valid_unicode(name: str, value: str) -> None:
         value.encode("utf-8")
     except UnicodeEncodeError:
         raise ValueError(f"{name} is not valid Unicode (a lone surrogate)") from None
+    if "\x00" in value:  # PostgreSQL text cannot hold it: refused alike on every store
+        raise ValueError(f"{name} contains a NUL character (U+0000), which cannot be stored")
 
 
 def _depth(value: Any, limit: int) -> int:

@@ -389,6 +389,8 @@ BAD_BODIES: list[tuple[str, Any, str]] = [
     ("/api/memory/save", {"content": "x", "containerTag": ""}, "containerTag:"),
     ("/api/memory/save", {"content": "x", "containerTag": "t", "extract": "yes"}, "extract:"),
     ("/api/memory/save", {"content": "x", "containerTag": "t", "metadata": "m"}, "metadata:"),
+    ("/api/memory/save", {"content": "a\u0000b", "containerTag": "t"}, "NUL character"),
+    ("/api/memory/save", {"content": "x", "containerTag": "t\u0000", "customId": "k"}, "NUL character"),
     ("/api/memory/update", {"id": "mem_1"}, "content is required"),
     ("/api/memory/update", {"content": "x"}, "id is required"),
     ("/api/memory/forget", {"id": "mem_1"}, "containerTag is required"),
