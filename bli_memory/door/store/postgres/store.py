@@ -156,6 +156,7 @@ class PostgresStore:
         self._vector_indexes: set[str] = set()
         self._full_at = -FULL_REMEMBERED_S
         self._closed = threading.Event()
+        self._checking = threading.Lock()
         self._renewer: threading.Thread | None = None
         try:
             with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
@@ -222,11 +223,17 @@ class PostgresStore:
         return None
 
     def _check_pool(self) -> None:
-        """Drop the pool's dead idle connections (a restart killed them all), in the background."""
+        """Drop the pool's dead idle connections (a restart killed them all), in the background;
+        one check at a time, however many requests failed at once."""
+        if not self._checking.acquire(blocking=False):
+            return
 
         def check() -> None:
-            with contextlib.suppress(Exception):  # the server is still down: the next request says so
-                self._pool.check()
+            try:
+                with contextlib.suppress(Exception):  # the server is still down: the next request says so
+                    self._pool.check()
+            finally:
+                self._checking.release()
 
         threading.Thread(target=check, name="bli-memory-pool-check", daemon=True).start()
 
