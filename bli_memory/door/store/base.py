@@ -277,10 +277,15 @@ class Store(Protocol):
     def get_job(self, team_id: int, job_id: str) -> Job | None: ...
 
     def requeue_interrupted_jobs(self, max_attempts: int) -> int:
-        """At start: jobs left `running` go back to the queue (failed after `max_attempts`)."""
+        """At start: jobs left `running` go back to the queue (failed after `max_attempts`). A store
+        several doors share takes back only its own and those whose door's lease ran out, never a
+        job another live door is running."""
         ...
 
-    def claim_job(self) -> Job | None: ...
+    def claim_job(self) -> Job | None:
+        """The oldest queued job, now `running` (attempts counted), or None. Two claimers never get
+        the same job; on a shared store a job whose door's lease ran out is claimable again."""
+        ...
 
     def finish_job(self, job_id: str, outcome: dict[str, Any]) -> None: ...
 
