@@ -919,14 +919,12 @@ class PostgresStore:
             sql.SQL(", ").join(sql.Placeholder() for _ in columns),
         )
         values = [tuple(_loadable(table, name, row.get(name)) for name in columns) for row in rows]
-        inserted = 0
         with self.transaction(), self._connection() as db:
             if table in ("memories", "container_aliases"):
                 self._changed()
             with db.cursor() as cursor:
-                for value in values:
-                    cursor.execute(statement, value)
-                    inserted += cursor.rowcount
+                cursor.executemany(statement, values)  # pipelined: one round trip per batch
+                inserted = cursor.rowcount
             identity = _IDENTITY_COLUMNS.get(table)
             if identity is not None:
                 db.execute(
