@@ -361,3 +361,39 @@ def _row(
         vector=vector,
         vector_model=None if vector is None else model,
     )
+
+
+# ---------------------------------------------------------------------------- failures
+
+
+def test_a_statement_past_its_deadline_is_store_unavailable_and_the_store_goes_on(
+    stores: Callable[..., PostgresStore], database: str
+) -> None:
+    import psycopg
+
+    from bli_memory.door.store.base import StoreUnavailable
+
+    store = stores(statement_timeout_s=0.3)
+    ada = _principal(store)
+    with psycopg.connect(database) as blocker:  # another session holds the table for a while
+        blocker.execute("LOCK TABLE memories IN ACCESS EXCLUSIVE MODE")
+        started = time.monotonic()
+        with pytest.raises(StoreUnavailable, match="statement_timeout"):
+            store.count_current(ada.team_id, ["t"])
+        assert time.monotonic() - started < 5
+    assert store.count_current(ada.team_id, ["t"]) == 0
+
+
+def test_a_full_disk_is_store_full_and_damage_is_recognised(stores: Callable[..., PostgresStore]) -> None:
+    import psycopg
+
+    from bli_memory.door.store.base import StoreFull
+
+    store = stores()
+    assert store.write_problem() is None
+    full = store._map_error(psycopg.errors.DiskFull("could not extend file: No space left on device"))
+    assert isinstance(full, StoreFull)
+    assert "full" in (store.write_problem() or "")  # /healthz says so for a while
+    damaged = psycopg.errors.DataCorrupted("invalid page in block 7")
+    assert store.is_damage(damaged) is True
+    assert store.is_damage(psycopg.errors.UniqueViolation("duplicate key")) is False
