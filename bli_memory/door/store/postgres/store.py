@@ -576,6 +576,8 @@ class PostgresStore:
         memory_id = new_id("mem")
         previous = row.previous
         pinned = bool(row.metadata and row.metadata.get("pinned") is True)
+        if row.vector is not None and row.vector_model is not None:
+            self._ensure_vector_index(row.vector_model, int(row.vector.shape[0]))
         with self.transaction(), self._connection() as db:
             self._changed()
             db.execute(
@@ -642,6 +644,7 @@ class PostgresStore:
         ]
 
     def set_vector(self, memory_id: str, content_hash: str, model: str, vector: np.ndarray) -> bool:
+        self._ensure_vector_index(model, int(vector.shape[0]))
         with self.transaction(), self._connection() as db:
             self._changed()
             cursor = db.execute(
@@ -698,7 +701,8 @@ class PostgresStore:
         return {str(row["id"]): float(row["similarity"]) for row in rows}
 
     def _ensure_vector_index(self, model: str, dim: int) -> None:
-        """Make the HNSW index of one model's vectors if it is not there (once per door and model)."""
+        """Make the HNSW index of one model's vectors if it is not there (once per door and model):
+        before the first vector of a model is written, so that the index grows with the rows."""
         name = vector_index_name(model, dim)
         if name in self._vector_indexes:
             return
@@ -919,6 +923,12 @@ class PostgresStore:
             sql.SQL(", ").join(sql.Placeholder() for _ in columns),
         )
         values = [tuple(_loadable(table, name, row.get(name)) for name in columns) for row in rows]
+        if table == "memories":  # indexed as they come: no first search waits for a whole build
+            for model, dim in {
+                (row["embedding_model"], len(row["embedding"]) // 4) for row in rows if row.get("embedding")
+            }:
+                if model:
+                    self._ensure_vector_index(model, dim)
         with self.transaction(), self._connection() as db:
             if table in ("memories", "container_aliases"):
                 self._changed()
