@@ -242,6 +242,28 @@ def test_nearest_answers_from_the_space_best_first_with_ties_by_id(
     )
 
 
+def test_the_vector_index_finds_what_exact_search_finds(stores: Callable[..., PostgresStore]) -> None:
+    """Recall@10 of `nearest` against exact cosine search over the same rows: at least 0.95."""
+    store = stores()
+    ada = _principal(store)
+    rng = np.random.default_rng(11)
+    centres = rng.standard_normal((20, 64))
+    vectors = centres[rng.integers(0, 20, 1500)] + 0.4 * rng.standard_normal((1500, 64))
+    vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+    with store.transaction():
+        ids = [
+            store.insert_version(_row(ada, f"row {index}", vector)) for index, vector in enumerate(vectors)
+        ]
+    found = 0
+    for query in vectors[rng.integers(0, 1500, 40)] + np.float32(0.05):
+        query = (query / np.linalg.norm(query)).astype(np.float32)
+        exact = {ids[index] for index in np.argsort(-(vectors @ query), kind="stable")[:10]}
+        near = store.nearest(ada.team_id, "t", "model-a", query, 10)
+        assert near is not None and len(near) == 10
+        found += len(exact & {memory_id for memory_id, _ in near})
+    assert found / (40 * 10) >= 0.95
+
+
 class WordsEmbedder:
     """A deterministic stand-in for a model: the sum of each word's own random direction, so that
     texts sharing words are near and no two cosines tie by accident."""
