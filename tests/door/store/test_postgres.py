@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
+from dataclasses import replace
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -240,6 +241,21 @@ def test_nearest_answers_from_the_space_best_first_with_ties_by_id(
     assert (
         SqliteStore(":memory:").nearest(ada.team_id, "t", "model-a", np.ones(3, dtype=np.float32), 3) is None
     )
+
+
+def test_a_pin_is_never_a_nearest_neighbour_nor_given_a_similarity(
+    stores: Callable[..., PostgresStore],
+) -> None:
+    """Pins are never searched: the store's own vector search leaves them out as `current_vectors` does."""
+    store = stores()
+    ada = _principal(store)
+    north = np.array([1.0, 0.0, 0.0], dtype=np.float32)
+    pin = store.insert_version(replace(_row(ada, "pinned north", north), metadata={"pinned": True}))
+    plain = store.insert_version(_row(ada, "plain north-east", np.array([1.0, 1.0, 0.0], dtype=np.float32)))
+    found = store.nearest(ada.team_id, "t", "model-a", north, 5)
+    assert found is not None and [memory_id for memory_id, _ in found] == [plain]
+    similar = store.similarities(ada.team_id, "model-a", north, [pin, plain])
+    assert similar is not None and set(similar) == {plain}
 
 
 def test_the_vector_index_finds_what_exact_search_finds(stores: Callable[..., PostgresStore]) -> None:

@@ -36,18 +36,24 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from bli_memory.door.model import Job, Memory, Principal, hash_text, new_id, new_token, now_s
 from bli_memory.door.store.base import (
+    COPY_COLUMNS,
     COPY_TABLES,
+    JSON_COLUMNS,
     MAX_PENDING_JOBS_PER_DEVICE,
+    PRIMARY_KEYS,
+    BrowseRow,
     DeviceRevoked,
     ExperienceOutcome,
+    ImportedVersion,
     IndexRow,
     NewVersion,
+    PurgeCount,
     QueueFull,
     StoreFull,
     StoreUnavailable,
     VectorTask,
 )
-from bli_memory.door.store.postgres.schema import migrate, vector_cast, vector_index_name
+from bli_memory.door.store.postgres.schema import SCHEMA_VERSION, migrate, vector_cast, vector_index_name
 from bli_memory.door.store.urls import mask_url
 
 if TYPE_CHECKING:
@@ -84,33 +90,12 @@ _MEMORY_COLUMNS = (
 _MEMORY_COLUMNS_M = ", ".join(f"m.{name.strip()}" for name in _MEMORY_COLUMNS.split(","))
 _NOW = "extract(epoch from clock_timestamp())"
 
-#: every copied table: its SQLite column names (PostgreSQL's, but `rowid` is `seq`) and its key.
-_COPY_COLUMNS = {
-    "teams": ("id name created_at", "id"),
-    "people": ("id team_id name admin created_at", "id"),
-    "devices": ("id person_id token_hash label created_at last_used_at revoked_at admin", "id"),
-    "container_aliases": ("team_id alias canonical created_at", "team_id alias"),
-    "memories": (
-        "rowid id team_id container_tag custom_id content content_hash kind status version root_id "
-        "previous_version_id pinned metadata person_id device_id created_at updated_at superseded_at "
-        "embedding embedding_model",
-        "rowid",
-    ),
-    "memory_extract_jobs": (
-        "id team_id person_id device_id container_tag content metadata status attempts outcome error "
-        "created_at started_at finished_at",
-        "id",
-    ),
-    "experience": (
-        "id team_id person_id device_id store verdict reason created_at received_at",
-        "team_id id",
-    ),
-}
 #: tables whose ids PostgreSQL numbers itself: after rows with their own ids, numbering goes on past them.
 _IDENTITY_COLUMNS = {"teams": "id", "people": "id", "memories": "seq"}
 
 
 def _column(name: str) -> str:
+    """A copied column's name here: the SQLite names of `COPY_COLUMNS`, but `rowid` is `seq`."""
     return "seq" if name == "rowid" else name
 
 
@@ -124,6 +109,8 @@ class PostgresStore:
     """The door's rows in one PostgreSQL database. Thread-safe; every write method is one transaction."""
 
     name = "postgresql"
+    #: the schema version this code writes (a database is brought to it when opened).
+    SCHEMA_VERSION = SCHEMA_VERSION
 
     def __init__(
         self,
@@ -473,7 +460,7 @@ class PostgresStore:
             person=row.get("person"),
         )
 
-    def _memories(self, query: str, params: Sequence[Any]) -> list[Memory]:
+    def _memories(self, query: str, params: Sequence[Any] | dict[str, Any]) -> list[Memory]:
         with self._connection() as db:
             rows = db.execute(query, params).fetchall()
         return [self._memory(row) for row in rows]
@@ -501,14 +488,14 @@ class PostgresStore:
 
     def current_by_custom_id(self, team_id: int, tags: Sequence[str], custom_id: str) -> Memory | None:
         return self._one(
-            f"""SELECT {_MEMORY_COLUMNS} FROM memories WHERE team_id = %s AND status = 'current'
+            f"""SELECT {_MEMORY_COLUMNS} FROM memories WHERE team_id = %s AND status = 'current' AND pinned = 0
                 AND container_tag = ANY(%s) AND custom_id = %s ORDER BY updated_at DESC, seq DESC LIMIT 1""",
             (team_id, list(tags), custom_id),
         )
 
     def current_by_hash(self, team_id: int, tags: Sequence[str], content_hash: str) -> Memory | None:
         return self._one(
-            f"""SELECT {_MEMORY_COLUMNS} FROM memories WHERE team_id = %s AND status = 'current'
+            f"""SELECT {_MEMORY_COLUMNS} FROM memories WHERE team_id = %s AND status = 'current' AND pinned = 0
                 AND container_tag = ANY(%s) AND content_hash = %s ORDER BY updated_at DESC, seq DESC LIMIT 1""",
             (team_id, list(tags), content_hash),
         )
@@ -556,7 +543,7 @@ class PostgresStore:
         with self._connection() as db:
             rows = db.execute(
                 """SELECT id, content, device_id, updated_at FROM memories WHERE team_id = %s
-                   AND container_tag = %s AND status = 'current' ORDER BY seq""",
+                   AND container_tag = %s AND status = 'current' AND pinned = 0 ORDER BY seq""",
                 (team_id, tag),
             ).fetchall()
         return [IndexRow(row["id"], row["content"], row["device_id"], row["updated_at"]) for row in rows]
@@ -569,6 +556,66 @@ class PostgresStore:
                 (limit,),
             ).fetchall()
         return [(int(row["team_id"]), str(row["container_tag"])) for row in rows]
+
+    def page_current(
+        self, team_id: int, tags: Sequence[str], limit: int, before: tuple[float, str] | None
+    ) -> list[BrowseRow]:
+        """One statement (one snapshot): per tag, a walk of the space index from the cursor, merged."""
+        after_cursor = "" if before is None else "AND (m.updated_at, m.id) < (%(at)s, %(id)s)"
+        params: dict[str, Any] = {"team": team_id, "tags": list(dict.fromkeys(tags)), "limit": limit}
+        if before is not None:
+            params |= {"at": float(before[0]), "id": before[1]}
+        with self._connection() as db:
+            rows = db.execute(
+                f"""SELECT page.*, p.name AS person FROM unnest(%(tags)s::text[]) AS wanted(tag)
+                    CROSS JOIN LATERAL (
+                        SELECT {_MEMORY_COLUMNS_M} FROM memories m
+                        WHERE m.team_id = %(team)s AND m.container_tag = wanted.tag AND m.status = 'current'
+                        AND m.pinned = 0 {after_cursor}
+                        ORDER BY m.updated_at DESC, m.id DESC LIMIT %(limit)s
+                    ) AS page
+                    LEFT JOIN people p ON p.id = page.person_id
+                    ORDER BY page.updated_at DESC, page.id DESC LIMIT %(limit)s""",
+                params,
+            ).fetchall()
+        return [BrowseRow(self._memory(row), row["device_id"]) for row in rows]
+
+    def team_named(self, team: str) -> int | None:
+        with self._connection() as db:
+            row = db.execute("SELECT id FROM teams WHERE name = %s", (team,)).fetchone()
+        return None if row is None else int(row["id"])
+
+    def purge(self, team_id: int, tags: Sequence[str] | None, *, dry_run: bool = False) -> PurgeCount:
+        """One transaction; the memory rows are counted as they are deleted, under their row locks."""
+        where = "team_id = %s" if tags is None else "team_id = %s AND container_tag = ANY(%s)"
+        params: tuple[Any, ...] = (team_id,) if tags is None else (team_id, list(tags))
+        with self.transaction(), self._connection() as db:
+            if dry_run:
+                counted = db.execute(
+                    f"""SELECT count(*) AS memories, count(*) FILTER (WHERE status = 'current') AS current
+                        FROM memories WHERE {where}""",
+                    params,
+                ).fetchone()
+                jobs = db.execute(
+                    f"SELECT count(*) AS n FROM memory_extract_jobs WHERE {where}", params
+                ).fetchone()
+            else:
+                self._changed()
+                counted = db.execute(
+                    f"""WITH gone AS (DELETE FROM memories WHERE {where} RETURNING status)
+                        SELECT count(*) AS memories, count(*) FILTER (WHERE status = 'current') AS current
+                        FROM gone""",
+                    params,
+                ).fetchone()
+                jobs = db.execute(
+                    f"WITH gone AS (DELETE FROM memory_extract_jobs WHERE {where} RETURNING 1) "
+                    "SELECT count(*) AS n FROM gone",
+                    params,
+                ).fetchone()
+        assert counted is not None and jobs is not None
+        return PurgeCount(
+            memories=int(counted["memories"]), current=int(counted["current"]), jobs=int(jobs["n"])
+        )
 
     # ------------------------------------------------------------------ memories: writing
 
@@ -617,6 +664,68 @@ class PostgresStore:
             )
             return cursor.rowcount == 1
 
+    # ------------------------------------------------------------------ export and import (whole history)
+
+    def rows_page(
+        self, team_id: int, tags: Sequence[str] | None, after: str | None, limit: int
+    ) -> list[Memory]:
+        """By `seq` (save order): the rows after the one named `after`, found within the team."""
+        in_tags = "" if tags is None else "AND container_tag = ANY(%(tags)s)"
+        start = (
+            "0" if after is None else "(SELECT seq FROM memories WHERE id = %(after)s AND team_id = %(team)s)"
+        )
+        params = {
+            "team": team_id,
+            "tags": None if tags is None else list(tags),
+            "after": after,
+            "limit": limit,
+        }
+        # an unknown `after` makes the start NULL, and `seq > NULL` holds for no row: []
+        return self._memories(
+            f"""SELECT {_MEMORY_COLUMNS} FROM memories WHERE team_id = %(team)s AND seq > {start} {in_tags}
+                ORDER BY seq LIMIT %(limit)s""",
+            params,
+        )
+
+    def insert_imported(self, row: ImportedVersion) -> bool:
+        pinned = bool(row.metadata and row.metadata.get("pinned") is True)
+        if row.vector is not None and row.vector_model is not None:
+            self._ensure_vector_index(row.vector_model, int(row.vector.shape[0]))
+        with self.transaction(), self._connection() as db:
+            cursor = db.execute(
+                """INSERT INTO memories (id, team_id, container_tag, custom_id, content, content_hash, kind,
+                       status, version, root_id, previous_version_id, pinned, metadata, person_id, device_id,
+                       created_at, updated_at, superseded_at, embedding, embedding_model)
+                   VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                   ON CONFLICT (id) DO NOTHING""",
+                (
+                    row.id,
+                    row.team_id,
+                    row.container_tag,
+                    row.custom_id,
+                    row.content,
+                    row.content_hash,
+                    row.kind,
+                    row.status,
+                    row.version,
+                    row.root_id,
+                    row.previous_version_id,
+                    int(pinned),
+                    json.dumps(row.metadata) if row.metadata else None,
+                    row.person_id,
+                    row.device_id,
+                    row.created_at,
+                    row.updated_at,
+                    row.superseded_at,
+                    None if row.vector is None else row.vector.astype("float32"),
+                    None if row.vector is None else row.vector_model,
+                ),
+            )
+            if cursor.rowcount != 1:
+                return False
+            self._changed()
+        return True
+
     def expired_documents(self, key_prefix: str, before: float, limit: int) -> list[tuple[int, Memory]]:
         with self._connection() as db:
             rows = db.execute(
@@ -632,7 +741,7 @@ class PostgresStore:
         with self._connection() as db:
             rows = db.execute(
                 """SELECT id, team_id, container_tag, content, content_hash FROM memories
-                   WHERE status = 'current' AND (embedding_model IS NULL OR embedding_model <> %s)
+                   WHERE status = 'current' AND pinned = 0 AND (embedding_model IS NULL OR embedding_model <> %s)
                    ORDER BY seq LIMIT %s""",
                 (model, limit),
             ).fetchall()
@@ -658,7 +767,8 @@ class PostgresStore:
         with self._connection() as db:
             rows = db.execute(
                 """SELECT id, embedding FROM memories WHERE team_id = %s AND container_tag = %s
-                   AND status = 'current' AND embedding IS NOT NULL AND embedding_model = %s ORDER BY seq""",
+                   AND status = 'current' AND pinned = 0 AND embedding IS NOT NULL AND embedding_model = %s
+                   ORDER BY seq""",
                 (team_id, tag, model),
             ).fetchall()
         for row in rows:
@@ -676,7 +786,8 @@ class PostgresStore:
         cast = sql.SQL(vector_cast(dim))
         distance = sql.SQL("{} <=> %(q)s::vector({})").format(cast, sql.SQL(str(dim)))
         where = sql.SQL(
-            "WHERE embedding_model = {} AND status = 'current' AND team_id = %(team)s AND container_tag = %(tag)s"
+            "WHERE embedding_model = {} AND status = 'current' AND pinned = 0 AND team_id = %(team)s "
+            "AND container_tag = %(tag)s"
         ).format(sql.Literal(model))
         approximate = sql.SQL("SELECT id, 1 - ({d}) AS similarity FROM memories {w} ORDER BY {d} LIMIT %(k)s")
         exact = sql.SQL("SELECT id, 1 - ({d}) AS similarity FROM memories {w} ORDER BY ({d}) + 0 LIMIT %(k)s")
@@ -694,7 +805,7 @@ class PostgresStore:
         dim = int(query.shape[0])
         statement = sql.SQL(
             "SELECT id, 1 - ({} <=> %s::vector({})) AS similarity FROM memories WHERE id = ANY(%s) "
-            "AND team_id = %s AND status = 'current' AND embedding_model = %s"
+            "AND team_id = %s AND status = 'current' AND pinned = 0 AND embedding_model = %s"
         ).format(sql.SQL(vector_cast(dim)), sql.SQL(str(dim)))
         with self._connection() as db:
             rows = db.execute(statement, (query.astype("float32"), list(ids), team_id, model)).fetchall()
@@ -891,7 +1002,8 @@ class PostgresStore:
     # ------------------------------------------------------------------ copying rows between stores
 
     def dump_rows(self, table: str, after: tuple[Any, ...] | None, limit: int) -> list[dict[str, Any]]:
-        columns, key = _copy_columns(table)
+        columns = COPY_COLUMNS[_copied_table(table)]
+        key = PRIMARY_KEYS[table]
         selected = sql.SQL(", ").join(
             sql.SQL("{} AS {}").format(sql.Identifier(_column(name)), sql.Identifier(name))
             for name in columns
@@ -914,13 +1026,16 @@ class PostgresStore:
         return [dict(row) for row in rows]
 
     def load_rows(self, table: str, rows: Sequence[dict[str, Any]]) -> int:
-        columns, _ = _copy_columns(table)
+        """One transaction; a key already present is skipped (ON CONFLICT DO NOTHING on the primary
+        key only: a row breaking another constraint fails the whole call)."""
+        columns = COPY_COLUMNS[_copied_table(table)]
         if not rows:
             return 0
-        statement = sql.SQL("INSERT INTO {} ({}) VALUES ({}) ON CONFLICT DO NOTHING").format(
+        statement = sql.SQL("INSERT INTO {} ({}) VALUES ({}) ON CONFLICT ({}) DO NOTHING").format(
             sql.Identifier(table),
             sql.SQL(", ").join(sql.Identifier(_column(name)) for name in columns),
             sql.SQL(", ").join(sql.Placeholder() for _ in columns),
+            sql.SQL(", ").join(sql.Identifier(_column(name)) for name in PRIMARY_KEYS[table]),
         )
         values = [tuple(_loadable(table, name, row.get(name)) for name in columns) for row in rows]
         if table == "memories":  # indexed as they come: no first search waits for a whole build
@@ -949,6 +1064,14 @@ class PostgresStore:
                     )
                 )
         return inserted
+
+    def count_rows(self, table: str) -> int:
+        """How many rows `table` holds (migrate's progress; not part of the Store protocol)."""
+        with self._connection() as db:
+            row = db.execute(
+                sql.SQL("SELECT count(*) AS n FROM {}").format(sql.Identifier(_copied_table(table)))
+            ).fetchone()
+        return int(row["n"]) if row else 0
 
     # ------------------------------------------------------------------ experience log
 
@@ -1017,11 +1140,11 @@ class PostgresStore:
         return [dict(row) for row in page]
 
 
-def _copy_columns(table: str) -> tuple[list[str], list[str]]:
+def _copied_table(table: str) -> str:
+    """`table` when dump_rows/load_rows copy it; ValueError otherwise (a table name goes into SQL)."""
     if table not in COPY_TABLES:
         raise ValueError(f"not a copied table: {table!r}")
-    columns, key = _COPY_COLUMNS[table]
-    return columns.split(), key.split()
+    return table
 
 
 def _array(vector: Any) -> np.ndarray:
@@ -1033,9 +1156,14 @@ def _array(vector: Any) -> np.ndarray:
 
 
 def _loadable(table: str, name: str, value: Any) -> Any:
-    """A dumped value as PostgreSQL takes it: a memory's float32 bytes become a vector."""
+    """A dumped value as PostgreSQL takes it: a memory's float32 bytes become a vector, a JSON
+    column's parsed value its text (a dump gives either)."""
     if table == "memories" and name == "embedding" and value is not None:
         import numpy as np
 
         return np.frombuffer(bytes(value), dtype=np.float32)
+    if name in JSON_COLUMNS.get(table, ()) and value is not None and not isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
     return value
