@@ -7,8 +7,8 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-from dataclasses import replace
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
