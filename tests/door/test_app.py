@@ -13,21 +13,14 @@ from typing import Any
 
 import pytest
 
+from tests.door.helpers import STORE_KINDS, serve_on_store
 from tests.helpers import DoorProcess
 
 
-@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+@pytest.fixture(scope="module", params=STORE_KINDS)
 def door(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DoorProcess]:
     """The door this module's tests share, over each store in turn."""
-    folder = tmp_path_factory.mktemp(f"door_{request.param}")
-    home = folder / "home"
-    home.mkdir()
-    db = folder / "memory.db"
-    process = DoorProcess(
-        db if request.param == "sqlite" else request.getfixturevalue("postgres").database_for(folder),
-        home,
-        ["--embedder", "none"],
-    )
+    process = serve_on_store(request.param, request, tmp_path_factory)
     yield process
     process.stop()
 
