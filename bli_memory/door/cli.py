@@ -504,7 +504,14 @@ def reset(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """Remove a team's memories (or one space's) for good, behind a typed name and a backup; only
     while no door serves the database (its pid-file lock is held throughout, so none starts)."""
     from bli_memory.door import reset as resetting
+    from bli_memory.door.store.urls import mask_url
 
+    if _is_postgres(args.db):  # no file to back up, nor a pid file saying which doors serve it
+        raise CliError(
+            f"reset refused: it works on a SQLite file only (it backs the file up first), and --db names the "
+            f"PostgreSQL database {mask_url(str(args.db))}; nothing was removed",
+            2,
+        )
     path = db_path(args.db, env)
     if not path.exists():
         raise CliError(f"no memory database at {path}")
@@ -824,7 +831,8 @@ def build_parser() -> argparse.ArgumentParser:
         "the database (stop it first; none can start meanwhile). Says what would go, asks you to type "
         "the team name (or the space tag) on stdin, writes a backup of the whole database beside it "
         "(SQLite's online backup, mode 0600, path printed), then removes. Devices, aliases and the "
-        "experience log stay. To undo: stop the door and copy the backup over the database file.",
+        "experience log stay. To undo: stop the door and copy the backup over the database file. A SQLite "
+        "file only: a postgresql:// URL is refused.",
     )
     reset_parser.add_argument("--team", required=True, type=_name, help="the team whose memories go")
     reset_parser.add_argument(
