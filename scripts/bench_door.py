@@ -2,8 +2,10 @@
 """Door latency: seed one space with N memories, then time search and save over real HTTP.
 
     .venv/bin/python scripts/bench_door.py [--sizes 10000,100000] [--embedder none|onnx] [--queries 200]
+        [--db postgresql://USER:PASSWORD@HOST/DATABASE | --db pgserver]
 
-For each size it seeds a fresh SQLite file through the memory service's own write path (`MemoryService.save_many`,
+For each size it seeds a fresh SQLite file (with `--db`, a fresh database on that PostgreSQL server,
+dropped afterwards; `pgserver` starts a throwaway server from the pgserver wheel) through the memory service's own write path (`MemoryService.save_many`,
 vectors computed in batches when an embedder is set), starts the real `bli-memory-door serve` on it,
 and measures from one keep-alive client: search p50/p95 (limit 5), save p50/p95, and, with an
 embedder, the query-embedding time alone. Progress goes to stderr; the table to stdout.
@@ -28,7 +30,7 @@ import numpy as np
 
 from bli_memory.door.embed import load_embedder
 from bli_memory.door.memories import MemoryService
-from bli_memory.door.store.sqlite import SqliteStore
+from bli_memory.door.store import open_store
 
 LISTENING = "bli-memory-door listening on "
 TAG = "repo_bench"
@@ -82,11 +84,11 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
-def seed(db: Path, size: int, embedder_spec: str) -> str:
+def seed(db: Path | str, size: int, embedder_spec: str) -> str:
     embedder, warning = load_embedder(embedder_spec)
     if warning:
         sys.stderr.write(warning + "\n")
-    memories = MemoryService(SqliteStore(db), embedder)
+    memories = MemoryService(open_store(db), embedder)
     _, token = memories.store.create_device(person="bench", team="local", admin=True)
     principal = memories.authenticate(token)
     assert principal is not None
@@ -110,7 +112,7 @@ def seed(db: Path, size: int, embedder_spec: str) -> str:
     return token
 
 
-def start_door(db: Path, embedder_spec: str) -> tuple[subprocess.Popen[str], str, int]:
+def start_door(db: Path | str, embedder_spec: str) -> tuple[subprocess.Popen[str], str, int]:
     process = subprocess.Popen(
         [
             str(BIN / "bli-memory-door"),
@@ -160,10 +162,33 @@ def timed_calls(
     return timings
 
 
-def bench(size: int, embedder_spec: str, queries: int) -> dict[str, float]:
+def fresh_database(server: str, size: int) -> str:
+    """A new empty database on the PostgreSQL server at `server`; its URL."""
+    import psycopg
+
+    name = f"bench_{size}_{os.getpid()}"
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    scheme, _, rest = server.partition("://")
+    head, question, params = rest.partition("?")
+    return f"{scheme}://{head.split('/', 1)[0]}/{name}{question}{params}"
+
+
+def drop_database(server: str, url: str) -> None:
+    import psycopg
+
+    name = url.partition("://")[2].partition("?")[0].split("/", 1)[1]
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def bench(size: int, embedder_spec: str, queries: int, server: str | None = None) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as folder:
-        db = Path(folder) / "bench.db"
-        sys.stderr.write(f"size {size}, embedder {embedder_spec}\n")
+        db: Path | str = Path(folder) / "bench.db" if server is None else fresh_database(server, size)
+        sys.stderr.write(
+            f"size {size}, embedder {embedder_spec}, store {'sqlite' if server is None else 'postgresql'}\n"
+        )
         token = seed(db, size, embedder_spec)
         process, host, port = start_door(db, embedder_spec)
         try:
@@ -186,6 +211,8 @@ def bench(size: int, embedder_spec: str, queries: int) -> dict[str, float]:
         finally:
             process.terminate()
             process.wait(30)
+            if server is not None:
+                drop_database(server, str(db))
         result = {
             "search_p50": statistics.median(search),
             "broad_p50": statistics.median(
@@ -235,6 +262,11 @@ def main() -> int:
     parser.add_argument(
         "--queries", type=int, default=200, help="searches and saves timed per size (default 200)"
     )
+    parser.add_argument(
+        "--db",
+        help="a PostgreSQL server (postgresql:// URL with the right to create databases), or pgserver "
+        "for a throwaway one; default: a SQLite file per size",
+    )
     args = parser.parse_args()
     global REUSE_VECTORS
     REUSE_VECTORS = args.reuse_vectors
@@ -242,9 +274,16 @@ def main() -> int:
         sizes = [int(size) for size in args.sizes.split(",")]
     except ValueError:
         parser.error("--sizes takes integers, e.g. 10000,100000")
-    rows = [(size, bench(size, args.embedder, args.queries)) for size in sizes]
+    server, throwaway = args.db, None
+    if server == "pgserver":
+        import pgserver
+
+        throwaway = tempfile.mkdtemp(prefix="bench-pg-")
+        server = pgserver.get_server(throwaway, cleanup_mode="delete").get_uri()
+    rows = [(size, bench(size, args.embedder, args.queries, server)) for size in sizes]
+    store = "sqlite" if server is None else "postgresql"
     print(
-        f"door latency over HTTP, embedder {args.embedder}, {args.queries} calls each, ms (python {sys.version.split()[0]}, {os.cpu_count()} cpus)"
+        f"door latency over HTTP, store {store}, embedder {args.embedder}, {args.queries} calls each, ms (python {sys.version.split()[0]}, {os.cpu_count()} cpus)"
     )
     extra = " | query embed p50" if args.embedder != "none" else ""
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())

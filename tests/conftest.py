@@ -1,10 +1,14 @@
-"""Shared fixtures: the real door as a subprocess on an ephemeral loopback port over a temporary SQLite file.
+"""Shared fixtures: the real door as a subprocess on an ephemeral loopback port over a temporary SQLite file
+(or a PostgreSQL database).
 
 - `door`: one door for the whole session (embedder `none`, extraction worker on). Tests that share it
   use their own space (`tag` fixture) and their own tokens (`door.pair(...)`), so they never see each
   other's rows.
 - `door_onnx`: the same with the packaged MiniLM model (meaning search).
-- `start_door(**options)`: a fresh door of a test's own, stopped (or killed) by the test or at teardown.
+- `start_door(**options)`: a fresh door of a test's own, stopped (or killed) by the test or at teardown;
+  `store="postgresql"` puts it on a database of its own on the session's PostgreSQL server.
+- `postgres`: that server, started once per session (`tests.helpers.PostgresServer`); when it cannot
+  start, the tests that need it fail with a line that says why.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import DoorProcess
+from tests.helpers import POSTGRES_URL_ENV, DoorProcess, PostgresServer
 
 #: where a person's own files are found; the test process points every one at a folder of its own.
 HOME_VARIABLES = (
@@ -32,7 +36,7 @@ HOME_VARIABLES = (
 #: settings a person may have exported for their own use that would point a test at their door or hosts.
 PERSONAL_VARIABLE_PREFIXES = ("BLI_MEMORY_", "CLAUDE_CONFIG_DIR", "CODEX_HOME")
 #: test-tool settings that point at no person's data (the Codex CLI that scripts/test installs).
-KEPT_VARIABLES = ("BLI_MEMORY_CODEX_CLI",)
+KEPT_VARIABLES = ("BLI_MEMORY_CODEX_CLI", POSTGRES_URL_ENV)
 _guard = pytest.MonkeyPatch()
 _guard_home: str | None = None
 
@@ -61,10 +65,26 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(_guard_home, ignore_errors=True)
 
 
-def _start(tmp: Path, args: list[str], env: dict[str, str] | None = None) -> DoorProcess:
+def _start(
+    tmp: Path, args: list[str], env: dict[str, str] | None = None, db: str | None = None
+) -> DoorProcess:
     home = tmp / "home"
     home.mkdir(parents=True, exist_ok=True)
-    return DoorProcess(tmp / "memory.db", home, args, env)
+    return DoorProcess(db or tmp / "memory.db", home, args, env)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    try:
+        server = PostgresServer()
+    except Exception as exc:
+        pytest.fail(
+            f"cannot start the test PostgreSQL server ({type(exc).__name__}: {exc}); install the dev extra "
+            f"(it brings pgserver) or name a server in {POSTGRES_URL_ENV}",
+            pytrace=False,
+        )
+    yield server
+    server.stop()
 
 
 @pytest.fixture(scope="session")
@@ -82,11 +102,16 @@ def door_onnx(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DoorProcess]
 
 
 @pytest.fixture
-def start_door(tmp_path: Path) -> Iterator[Callable[..., DoorProcess]]:
+def start_door(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Callable[..., DoorProcess]]:
     started: list[DoorProcess] = []
 
-    def start(*args: str, env: dict[str, str] | None = None, folder: str = "own") -> DoorProcess:
-        process = _start(tmp_path / folder, list(args) or ["--embedder", "none"], env)
+    def start(
+        *args: str, env: dict[str, str] | None = None, folder: str = "own", store: str = "sqlite"
+    ) -> DoorProcess:
+        db = None
+        if store == "postgresql":
+            db = request.getfixturevalue("postgres").database_for(tmp_path / folder)
+        process = _start(tmp_path / folder, list(args) or ["--embedder", "none"], env, db)
         started.append(process)
         return process
 

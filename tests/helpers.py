@@ -1,15 +1,19 @@
 """Helpers shared by test modules of every folder: where the repository and the test fixtures are, the
-real door as a subprocess (`DoorProcess`, started by the fixtures of tests/conftest.py), and readers
-of a module's import statements. Standard library only."""
+real door as a subprocess (`DoorProcess`, started by the fixtures of tests/conftest.py) over a SQLite
+file or a PostgreSQL database (`PostgresServer`), and readers of a module's import statements.
+Standard library only at import (psycopg and pgserver are imported where a PostgreSQL test needs them)."""
 
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -25,16 +29,95 @@ FIXTURES = TESTS / "fixtures"
 TRANSCRIPTS = FIXTURES / "transcripts"
 REDACTION = FIXTURES / "redaction"
 
+#: names a PostgreSQL server (a URL with the right to create databases) the tests use instead of
+#: starting their own with pgserver.
+POSTGRES_URL_ENV = "BLI_MEMORY_TEST_POSTGRES_URL"
 DOOR_START_TIMEOUT_S = 60.0
 LISTENING = "bli-memory-door listening on "
 BIN = Path(sys.executable).parent
 
 
+class PostgresServer:
+    """One PostgreSQL server with pgvector for the test session: the one POSTGRES_URL_ENV names, or
+    a server the `pgserver` wheel runs from a temporary folder (as root it runs as its own user).
+    Each test asks for a database of its own by name (`database`)."""
+
+    def __init__(self) -> None:
+        self._folder: str | None = None
+        self._server: Any = None
+        named = os.environ.get(POSTGRES_URL_ENV, "").strip()
+        if named:
+            self.url = named
+        else:
+            import pgserver
+
+            self._folder = tempfile.mkdtemp(prefix="bli-tests-pg-")
+            self._server = pgserver.get_server(self._folder, cleanup_mode="delete")
+            self.url = self._server.get_uri()
+            # a throwaway server: no flush to disk at each commit, nor of each test's database at the end
+            for setting in ("fsync = off", "synchronous_commit = off", "full_page_writes = off"):
+                self.execute(f"ALTER SYSTEM SET {setting}")
+            self.execute("SELECT pg_reload_conf()")
+
+    def database(self, name: str) -> str:
+        """The URL of database `name`, created empty the first time it is asked for."""
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() is None:
+                conn.execute(f'CREATE DATABASE "{name}"')
+        return database_url(self.url, name)
+
+    def database_for(self, folder: Path) -> str:
+        """A database of one test folder's own (the same folder, the same database)."""
+        return self.database("t_" + hashlib.sha256(str(folder).encode()).hexdigest()[:24])
+
+    def execute(self, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """One statement as the server's administrator (rows, or [] for a statement without)."""
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            cursor = conn.execute(query, params)
+            return list(cursor.fetchall()) if cursor.description else []
+
+    def restart(self) -> None:
+        """Restart the server (fast shutdown: every session is cut), as an operator would; only the
+        tests' own server can be."""
+        if self._server is None:
+            raise RuntimeError(
+                f"restarting needs the tests' own server, not the one {POSTGRES_URL_ENV} names"
+            )
+        from pgserver._commands import pg_ctl
+
+        pgdata = self._server.pgdata
+        pg_ctl(
+            ["-w", "-m", "fast", "-l", str(pgdata / "log"), "restart"],
+            pgdata=pgdata,
+            user=self._server.system_user,
+            timeout=60,
+        )
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.cleanup()
+        if self._folder is not None:
+            shutil.rmtree(self._folder, ignore_errors=True)
+
+
+def database_url(url: str, name: str) -> str:
+    """`url` (postgresql://...) naming database `name` instead of its own."""
+    scheme, _, rest = url.partition("://")
+    head, question, query = rest.partition("?")
+    authority = head.split("/", 1)[0]
+    return f"{scheme}://{authority}/{name}{question}{query}"
+
+
 class DoorProcess:
-    """A running `bli-memory-door serve`; its stderr is drained into `lines` so it never blocks."""
+    """A running `bli-memory-door serve`; its stderr is drained into `lines` so it never blocks.
+    `db` is a SQLite file or a postgresql:// URL."""
 
     def __init__(
-        self, db: Path, home: Path, extra_args: list[str], env: dict[str, str] | None = None
+        self, db: Path | str, home: Path, extra_args: list[str], env: dict[str, str] | None = None
     ) -> None:
         self.db = db
         self.home = home
@@ -88,6 +171,32 @@ class DoorProcess:
             raise RuntimeError("the door did not start:\n" + "\n".join(self.lines[-20:]))
         if not self.token:
             self.token = self.pair("tester", team="local", admin=True)
+
+    @property
+    def on_postgres(self) -> bool:
+        return str(self.db).startswith("postgresql://")
+
+    def rows(self, query: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        """A read of the door's database behind its back (`?` marks parameters on either store)."""
+        if self.on_postgres:
+            import psycopg
+
+            with psycopg.connect(str(self.db), autocommit=True) as conn:
+                return list(conn.execute(query.replace("?", "%s"), params).fetchall())  # type: ignore[arg-type]
+        import sqlite3
+
+        with sqlite3.connect(self.db) as conn:
+            return list(conn.execute(query, params).fetchall())
+
+    def dump(self) -> str:
+        """Every row of every table of the door's database, as text."""
+        if not self.on_postgres:
+            import sqlite3
+
+            return "\n".join(sqlite3.connect(self.db).iterdump())
+        from bli_memory.door.store.base import COPY_TABLES
+
+        return "\n".join(repr(row) for table in COPY_TABLES for row in self.rows(f"SELECT * FROM {table}"))
 
     def pair(self, person: str, team: str | None = None, admin: bool = False) -> str:
         """A new device token (through the real CLI) for `person` in `team`."""

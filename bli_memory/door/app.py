@@ -65,7 +65,7 @@ from bli_memory.door.model import (
 )
 from bli_memory.door.rewrite import QuestionRewriter, fuse_hits
 from bli_memory.door.server import READ_TIMEOUT_S
-from bli_memory.door.store.base import StoreFull
+from bli_memory.door.store.base import StoreFull, StoreUnavailable
 
 MAX_BODY_BYTES = 1024 * 1024
 MAX_QUERY_CHARS = 10_000
@@ -125,6 +125,8 @@ def _valid_unicode(name: str, value: str) -> None:
         value.encode("utf-8")
     except UnicodeEncodeError:
         raise ValueError(f"{name} is not valid Unicode (a lone surrogate)") from None
+    if "\x00" in value:  # PostgreSQL text cannot hold it: refused alike on every store
+        raise ValueError(f"{name} contains a NUL character (U+0000), which cannot be stored")
 
 
 def _depth(value: Any, limit: int) -> int:
@@ -322,7 +324,8 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
         415: "unsupported_media_type: a body not sent as application/json",
         429: "queue_full: the device has as many extract jobs waiting as it may (extract: true)",
         502: "insert_failed",
-        503: "storage_full: the store's disk or size limit is full; nothing was written",
+        503: "storage_full: the store's disk or size limit is full; nothing was written. "
+        "store_unavailable: the database server cannot be reached right now (try again)",
     }
     return {status: {"model": ErrorBody, "description": meaning[status]} for status in statuses}
 
@@ -670,6 +673,18 @@ def create_app(
         full = StorageFull("the store is full (no space left for the database); nothing was written")
         return JSONResponse({"error": full.code, "message": full.message}, status_code=full.status)
 
+    @api.exception_handler(StoreUnavailable)
+    async def store_unavailable(_: Request, exc: StoreUnavailable) -> JSONResponse:
+        sys.stderr.write(f"bli-memory-door store unavailable: {memories.store.describe()} ({exc})\n")
+        return JSONResponse(
+            {
+                "error": "store_unavailable",
+                "message": "the door cannot reach its database right now; nothing was written by this "
+                "request. Try again shortly",
+            },
+            status_code=503,
+        )
+
     @api.exception_handler(Exception)
     async def unexpected(_: Request, exc: Exception) -> JSONResponse:
         sys.stderr.write(f"bli-memory-door internal error: {type(exc).__name__}\n")
@@ -681,11 +696,16 @@ def create_app(
             "ok": True,
             "version": __version__,
             "store": memories.store.name,
+            "storeVersion": memories.store.version,
             "embedder": embedder_name,
         }
         if memories.embedder_error is not None:
             health["embedderError"] = memories.embedder_error  # serving keyword + recency meanwhile
-        problem = memories.store.write_problem()
+        try:
+            problem = memories.store.write_problem()
+        except StoreUnavailable as exc:  # a database server out of reach
+            health.update(ok=False, reason="store_unavailable", message=str(exc))
+            return JSONResponse(health, status_code=503)
         if problem is not None:  # reads still work; a write would fail
             health.update(ok=False, reason="storage_full", message=problem)
         return JSONResponse(health, status_code=200 if problem is None else 503)
@@ -931,7 +951,7 @@ def create_app(
                 reason=body.reason,
                 created_at=created_at,
             )
-        except (DoorError, StoreFull):
+        except (DoorError, StoreFull, StoreUnavailable):
             raise
         except Exception as exc:
             raise DoorError(

@@ -35,6 +35,8 @@ MAX_PAGES_ENV = "BLI_MEMORY_DOOR_MAX_PAGES"
 STOP_WAIT_S = 20.0
 STOP_POLL_S = 0.05
 ENV_MAX_PENDING_JOBS = "BLI_MEMORY_MAX_PENDING_JOBS"
+#: seconds a door on PostgreSQL holds a claimed extraction job before another door may take it over.
+ENV_JOB_LEASE_S = "BLI_MEMORY_JOB_LEASE_S"
 
 
 class CliError(Exception):
@@ -51,7 +53,8 @@ def default_db_path(env: Mapping[str, str]) -> Path:
 
 
 def db_path(db: str | None, env: Mapping[str, str]) -> Path:
-    """The database file `--db` names (a file path, never a URL), or the default one."""
+    """The database file `--db` names (a file path, never a URL), or the default one; a
+    PostgreSQL URL is a usage error (callers that accept one check `_is_postgres` first)."""
     from bli_memory.door.store import StoreOpenError, sqlite_path
 
     if not db:
@@ -60,6 +63,12 @@ def db_path(db: str | None, env: Mapping[str, str]) -> Path:
         return sqlite_path(db)
     except StoreOpenError as exc:
         raise CliError(str(exc), 2 if exc.usage else 1) from None
+
+
+def _is_postgres(db: str | None) -> bool:
+    from bli_memory.door.store.urls import is_postgres_url
+
+    return bool(db) and is_postgres_url(str(db))
 
 
 def _max_pending_jobs(env: Mapping[str, str]) -> int:
@@ -71,6 +80,19 @@ def _max_pending_jobs(env: Mapping[str, str]) -> int:
     if not raw.isdigit() or int(raw) < 1:
         raise CliError(f"{ENV_MAX_PENDING_JOBS} must be a whole number of at least 1, not {raw!r}", 2)
     return int(raw)
+
+
+def _job_lease_s(env: Mapping[str, str]) -> float | None:
+    raw = env.get(ENV_JOB_LEASE_S, "").strip()
+    if not raw:
+        return None
+    try:
+        lease = float(raw)
+    except ValueError:
+        lease = 0.0
+    if not 0.5 <= lease <= 86_400:
+        raise CliError(f"{ENV_JOB_LEASE_S} must be a number of seconds from 0.5 to 86400, not {raw!r}", 2)
+    return lease
 
 
 def open_store(db: str | None, env: Mapping[str, str], *, max_pages: int | None = None) -> Store:
@@ -88,6 +110,7 @@ def open_store(db: str | None, env: Mapping[str, str], *, max_pages: int | None 
             db if db else default_db_path(env),
             max_pages=max_pages,
             max_pending_jobs=_max_pending_jobs(env),
+            job_lease_s=_job_lease_s(env),
             notice=notice,
         )
     except StoreOpenError as exc:
@@ -263,6 +286,10 @@ def _is_a_door(pid: int) -> bool:
 
 def stop(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """SIGTERM the door that serves this database (by its pid file), and wait for it to exit."""
+    if _is_postgres(args.db):
+        raise CliError(
+            "doors on PostgreSQL keep no pid file (several may serve one database); stop one with SIGTERM"
+        )
     path = db_path(args.db, env)
     pid_path = pid_file_path(path)
     try:
@@ -317,20 +344,24 @@ def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     max_pages = int(env[MAX_PAGES_ENV]) if env.get(MAX_PAGES_ENV, "").isdigit() else None
     store = open_store(args.db, env, max_pages=max_pages)
     memories = MemoryService(store, embedder)
-    db = db_path(args.db, env)
-    pid_fd = _claim_pid_file(db)
+    # several doors may serve one PostgreSQL database: only a SQLite file has a pid file (and `stop`)
+    db = None if _is_postgres(args.db) else db_path(args.db, env)
+    pid_fd = None if db is None else _claim_pid_file(db)
     stop_on_signal = _StopOnSignal()  # from here on a `stop` ends in the finally below
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, stop_on_signal)
     try:
         sock = _bind(args.host, args.port)
     except CliError:
-        _release_pid_file(pid_fd, db)
+        if pid_fd is not None and db is not None:
+            _release_pid_file(pid_fd, db)
+        store.close()
         raise
     port = sock.getsockname()[1]
     host = f"[{args.host}]" if ":" in args.host else args.host
     url = f"http://{host}:{port}"
-    _write_pid_file(pid_fd, db, url)
+    if pid_fd is not None and db is not None:
+        _write_pid_file(pid_fd, db, url)
     worker = None
     if args.worker:
         try:
@@ -386,7 +417,8 @@ def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         if worker is not None:
             worker.stop()
         store.close()
-        _release_pid_file(pid_fd, db)
+        if pid_fd is not None and db is not None:
+            _release_pid_file(pid_fd, db)
     return 0
 
 
@@ -414,8 +446,7 @@ def pair(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 def tokens(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from bli_memory.door.model import iso
 
-    path = db_path(args.db, env)
-    if not path.exists():
+    if not _is_postgres(args.db) and not (path := db_path(args.db, env)).exists():
         raise CliError(f"no memory database at {path}")
     store = open_store(args.db, env)
     try:
@@ -476,7 +507,14 @@ def reset(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     """Remove a team's memories (or one space's) for good, behind a typed name and a backup; only
     while no door serves the database (its pid-file lock is held throughout, so none starts)."""
     from bli_memory.door import reset as resetting
+    from bli_memory.door.store.urls import mask_url
 
+    if _is_postgres(args.db):  # no file to back up, nor a pid file saying which doors serve it
+        raise CliError(
+            f"reset refused: it works on a SQLite file only (it backs the file up first), and --db names the "
+            f"PostgreSQL database {mask_url(str(args.db))}; nothing was removed",
+            2,
+        )
     path = db_path(args.db, env)
     if not path.exists():
         raise CliError(f"no memory database at {path}")
@@ -811,7 +849,8 @@ def build_parser() -> argparse.ArgumentParser:
         "the database (stop it first; none can start meanwhile). Says what would go, asks you to type "
         "the team name (or the space tag) on stdin, writes a backup of the whole database beside it "
         "(SQLite's online backup, mode 0600, path printed), then removes. Devices, aliases and the "
-        "experience log stay. To undo: stop the door and copy the backup over the database file.",
+        "experience log stay. To undo: stop the door and copy the backup over the database file. A SQLite "
+        "file only: a postgresql:// URL is refused.",
     )
     reset_parser.add_argument("--team", required=True, type=_name, help="the team whose memories go")
     reset_parser.add_argument(

@@ -134,6 +134,8 @@ class MemoryService:
         self._embed_error_logged_at = 0.0
         #: set when rows may lack a vector of this embedder; the door's worker then backfills them.
         self.needs_backfill = embedder is not None and embedder.dim > 0
+        #: whether the store searches vectors itself (`Store.nearest`); None until first asked.
+        self._store_searches_vectors: bool | None = None
 
     # ------------------------------------------------------------------ plumbing
 
@@ -792,7 +794,9 @@ class MemoryService:
             vector_ids: list[str] = []
             similarity_of: Callable[[str], float | None] = lambda _: None  # noqa: E731
             if query_vector is not None:
-                similarity_of, vector_ids = self._vector_candidates(principal.team_id, tags, query_vector)
+                similarity_of, vector_ids = self._vector_candidates(
+                    principal.team_id, tags, query_vector, also=keyword_ids
+                )
             candidate_ids = set(keyword_ids).union(vector_ids)
             if not candidate_ids:
                 return []
@@ -930,11 +934,44 @@ class MemoryService:
             with self._lock:
                 self._check_outside_writes()
                 self._keyword_index(team_id, tag)
-                self._space_vectors(team_id, tag)
+                if not self._nearest_in_store():
+                    self._space_vectors(team_id, tag)
         return len(spaces)
 
+    def _nearest_in_store(self) -> bool:
+        """Whether the store answers `nearest` itself (then no vector matrix is loaded in memory)."""
+        model = self._vector_model
+        if model is None or self.embedder is None:
+            return False
+        if self._store_searches_vectors is None:
+            import numpy as np
+
+            probe = np.zeros(self.embedder.dim, dtype=np.float32)
+            self._store_searches_vectors = self.store.nearest(0, "", model, probe, 0) is not None
+        return self._store_searches_vectors
+
+    def _store_nearest(
+        self, team_id: int, tags: Sequence[str], query_vector: np.ndarray, also: Sequence[str]
+    ) -> tuple[Callable[[str], float | None], list[str]]:
+        """`_vector_candidates` from the store's own vector index: each tag's nearest, merged, equal
+        cosines in save order; the rows of `also` (the keyword channel's) get their cosine too, as
+        every row has one in the in-memory matrix."""
+        model = self._vector_model
+        assert model is not None
+        cosine: dict[str, float] = {}
+        for tag in tags:
+            cosine.update(
+                self.store.nearest(team_id, tag, model, query_vector, ranking.VECTOR_CANDIDATES) or []
+            )
+        position = self._save_positions(team_id, tags, cosine)
+        top = sorted(cosine, key=lambda memory_id: (-cosine[memory_id], position[memory_id]))
+        missing = [memory_id for memory_id in also if memory_id not in cosine]
+        if missing:
+            cosine.update(self.store.similarities(team_id, model, query_vector, missing) or {})
+        return cosine.get, top[: ranking.VECTOR_CANDIDATES]
+
     def _vector_candidates(
-        self, team_id: int, tags: Sequence[str], query_vector: np.ndarray
+        self, team_id: int, tags: Sequence[str], query_vector: np.ndarray, also: Sequence[str] = ()
     ) -> tuple[Callable[[str], float | None], list[str]]:
         """(cosine of any memory of the space by id, the ids of the nearest VECTOR_CANDIDATES).
 
@@ -947,6 +984,8 @@ class MemoryService:
         """
         import numpy as np
 
+        if self._nearest_in_store():
+            return self._store_nearest(team_id, tags, query_vector, also)
         spaces = [
             space for tag in tags if (space := self._space_vectors(team_id, tag)) is not None and space.ids
         ]

@@ -1,4 +1,5 @@
-"""The door's HTTP API, end to end against the real `bli-memory-door serve` process."""
+"""The door's HTTP API, end to end against the real `bli-memory-door serve` process, once over a
+SQLite file and once over a PostgreSQL database (the module's `door` fixture)."""
 
 from __future__ import annotations
 
@@ -6,14 +7,22 @@ import asyncio
 import datetime as dt
 import json
 import socket
-import sqlite3
 import uuid
-from collections.abc import MutableMapping
+from collections.abc import Iterator, MutableMapping
 from typing import Any
 
 import pytest
 
+from tests.door.helpers import STORE_KINDS, serve_on_store
 from tests.helpers import DoorProcess
+
+
+@pytest.fixture(scope="module", params=STORE_KINDS)
+def door(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DoorProcess]:
+    """The door this module's tests share, over each store in turn."""
+    process = serve_on_store(request.param, request, tmp_path_factory)
+    yield process
+    process.stop()
 
 
 def save(door: DoorProcess, tag: str, content: str, token: str | None = None, **extra: Any) -> dict[str, Any]:
@@ -38,7 +47,9 @@ def contents(answer: dict[str, Any]) -> list[str]:
 def test_healthz_needs_no_token_and_reports_store_and_embedder(door: DoorProcess) -> None:
     status, body = door.get("/healthz", token="")
     assert status == 200
-    assert body["ok"] is True and body["store"] == "sqlite" and body["embedder"] == "none"
+    assert body["ok"] is True and body["embedder"] == "none"
+    assert body["store"] == ("postgresql" if door.on_postgres else "sqlite")
+    assert body["storeVersion"].startswith("16." if door.on_postgres else "3.")
     from bli_memory import __version__
 
     assert body["version"] == __version__
@@ -277,13 +288,9 @@ def test_teams_are_isolated_and_people_in_a_team_share_spaces(door: DoorProcess,
         "/api/memory/update", {"id": saved["id"], "content": "Acme's payments service is in Rust"}, token=bob
     )
     assert status == 200
-    rows = (
-        sqlite3.connect(door.db)
-        .execute(
-            "SELECT p.name FROM memories m JOIN people p ON p.id = m.person_id WHERE m.root_id = ? ORDER BY m.version",
-            (saved["id"],),
-        )
-        .fetchall()
+    rows = door.rows(
+        "SELECT p.name FROM memories m JOIN people p ON p.id = m.person_id WHERE m.root_id = ? ORDER BY m.version",
+        (saved["id"],),
     )
     assert [row[0] for row in rows] == ["alice", "bob"]
 
@@ -349,7 +356,8 @@ def door_bin() -> Any:
 
 def test_the_door_stores_only_token_hashes(door: DoorProcess) -> None:
     token = door.pair("hash-check")
-    dump = "\n".join(sqlite3.connect(door.db).iterdump())
+    dump = door.dump()
+    assert "hash-check" in dump  # the dump holds the device's rows
     assert token not in dump and token[4:] not in dump
 
 
@@ -374,6 +382,8 @@ BAD_BODIES: list[tuple[str, Any, str]] = [
     ("/api/memory/save", {"content": "x", "containerTag": ""}, "containerTag:"),
     ("/api/memory/save", {"content": "x", "containerTag": "t", "extract": "yes"}, "extract:"),
     ("/api/memory/save", {"content": "x", "containerTag": "t", "metadata": "m"}, "metadata:"),
+    ("/api/memory/save", {"content": "a\u0000b", "containerTag": "t"}, "NUL character"),
+    ("/api/memory/save", {"content": "x", "containerTag": "t\u0000", "customId": "k"}, "NUL character"),
     ("/api/memory/update", {"id": "mem_1"}, "content is required"),
     ("/api/memory/update", {"content": "x"}, "id is required"),
     ("/api/memory/forget", {"id": "mem_1"}, "containerTag is required"),

@@ -1,12 +1,24 @@
 """The door's export and import endpoints (`POST /api/memory/export`, `POST /api/memory/import`) on a
-real door: a space's rows with their history, keyset-paged, and the same rows written back exactly."""
+real door over each store in turn: a space's rows with their history, keyset-paged, and the same rows
+written back exactly, into a door over the other store."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
+import pytest
+
+from tests.door.helpers import STORE_KINDS, serve_on_store
 from tests.helpers import DoorProcess
+
+
+@pytest.fixture(scope="module", params=STORE_KINDS)
+def door(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DoorProcess]:
+    """The door this module's tests share, over each store in turn."""
+    process = serve_on_store(request.param, request, tmp_path_factory)
+    yield process
+    process.stop()
 
 
 def _history(door: DoorProcess, tag: str, token: str | None = None) -> dict[str, str]:
@@ -109,7 +121,7 @@ def test_imported_rows_export_exactly_as_they_were_from_a_fresh_door(
 ) -> None:
     _history(door, tag)
     rows = _export(door, {"containerTag": tag})
-    fresh = start_door()
+    fresh = start_door(store="sqlite" if door.on_postgres else "postgresql")  # the other store
     status, answer = fresh.post("/api/memory/import", {"rows": rows})
     assert status == 200, answer
     assert [result["status"] for result in answer["results"]] == ["created"] * 4

@@ -1,16 +1,27 @@
 """Browsing a space over the door's API (`/api/memory/list`, `/api/memory/recent`), against the real
-`bli-memory-door serve` process: newest first, keyset pages that writes between fetches cannot
-shift, each row's kind and source."""
+`bli-memory-door serve` process, once over a SQLite file and once over a PostgreSQL database (the
+module's `door` fixture): newest first, keyset pages that writes between fetches cannot shift, each
+row's kind and source."""
 
 from __future__ import annotations
 
 import base64
 import time
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from tests.door.helpers import STORE_KINDS, serve_on_store
 from tests.helpers import DoorProcess
+
+
+@pytest.fixture(scope="module", params=STORE_KINDS)
+def door(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DoorProcess]:
+    """The door this module's tests share, over each store in turn."""
+    process = serve_on_store(request.param, request, tmp_path_factory)
+    yield process
+    process.stop()
 
 
 def save(door: DoorProcess, tag: str, content: str, token: str | None = None, **extra: Any) -> dict[str, Any]:

@@ -150,8 +150,9 @@ def test_pair_prints_only_the_token_and_validates(tmp_path: Path) -> None:
 
 
 def test_start_up_errors_are_one_line(tmp_path: Path) -> None:
-    postgres = run_door("serve", "--db", "postgresql://localhost/x", "--embedder", "none", home=tmp_path)
-    assert postgres.returncode == 2 and "PostgreSQL" in postgres.stderr
+    postgres = run_door("serve", "--db", "postgresql://127.0.0.1:1/x", "--embedder", "none", home=tmp_path)
+    assert postgres.returncode == 1 and "cannot connect to postgresql://127.0.0.1:1/x" in postgres.stderr
+    assert postgres.stderr.count("\n") == 1
     assert "Traceback" not in postgres.stderr
     garbage = tmp_path / "garbage.db"
     garbage.write_bytes(b"this is not a database" * 100)

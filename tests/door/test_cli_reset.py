@@ -132,6 +132,28 @@ def test_a_team_reset_with_confirm_keeps_devices_and_other_teams(
     assert status == 200 and len(theirs["memories"]) == 1
 
 
+def test_a_postgresql_database_is_refused_in_one_line_with_nothing_removed(
+    start_door: Callable[..., DoorProcess],
+) -> None:
+    door = start_door("--embedder", "none", store="postgresql")
+    save(door, "space-a", "Space A uses tabs.")
+    secret_url = str(door.db).replace("postgres:@", "postgres:s3cret@", 1)  # a password is never shown
+    assert "s3cret" in secret_url
+    for db in (str(door.db), secret_url):
+        done = subprocess.run(
+            [DOOR, "reset", "--team", "local", "--confirm", "local", "--db", db],
+            capture_output=True,
+            text=True,
+            env=door.env(),
+            timeout=60,
+        )
+        assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done
+        assert "reset refused: it works on a SQLite file only" in done.stderr
+        assert "nothing was removed" in done.stderr and "s3cret" not in done.stderr
+    status, listed = door.post("/api/memory/list", {"containerTag": "space-a"})
+    assert status == 200 and [row["content"] for row in listed["memories"]] == ["Space A uses tabs."]
+
+
 def test_the_api_has_no_route_that_resets(door: DoorProcess) -> None:
     status, spec = door.get("/openapi.json", token="")
     assert status == 200

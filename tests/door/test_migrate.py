@@ -25,11 +25,23 @@ from bli_memory.door.migrate import PAUSE_ENV, Progress, TableSum, canonical_row
 from bli_memory.door.model import hash_text, now_s
 from bli_memory.door.store import open_store
 from bli_memory.door.store.base import COPY_TABLES, NewVersion, Store, key_of
-from tests.helpers import BIN, DoorProcess
+from tests.helpers import BIN, DoorProcess, PostgresServer
 
-#: each store kind: (folder, name) -> the URL of a fresh, empty store of that kind.
-STORE_URLS: dict[str, Callable[[Path, str], str]] = {
-    "sqlite": lambda folder, name: f"sqlite:{folder / name / 'memory.db'}",
+
+def _sqlite_url(folder: Path, name: str, request: pytest.FixtureRequest) -> str:
+    return f"sqlite:{folder / name / 'memory.db'}"
+
+
+def _postgresql_url(folder: Path, name: str, request: pytest.FixtureRequest) -> str:
+    """A database of its own on the session's server (the `postgres` fixture, started when first asked)."""
+    server: PostgresServer = request.getfixturevalue("postgres")
+    return server.database_for(folder / name)
+
+
+#: each store kind: (folder, name, the test's request) -> the URL of a fresh, empty store of that kind.
+STORE_URLS: dict[str, Callable[[Path, str, pytest.FixtureRequest], str]] = {
+    "sqlite": _sqlite_url,
+    "postgresql": _postgresql_url,
 }
 PAIRS = [
     pytest.param(source, dest, id=f"{source}-to-{dest}")
@@ -38,6 +50,12 @@ PAIRS = [
 RUN_TIMEOUT_S = 120.0
 #: how long a test waits for an interrupted run to have copied part of a table.
 PARTIAL_WAIT_S = 60.0
+
+
+@pytest.fixture
+def store_url(tmp_path: Path, request: pytest.FixtureRequest) -> Callable[[str, str], str]:
+    """(store kind, name) -> the URL of a fresh, empty store of that kind for this test."""
+    return lambda kind, name: STORE_URLS[kind](tmp_path, name, request)
 
 
 def _env(home: Path, **extra: str) -> dict[str, str]:
@@ -168,9 +186,9 @@ def _total(rows: dict[str, list[bytes]]) -> int:
 
 @pytest.mark.parametrize(("source_kind", "dest_kind"), PAIRS)
 def test_every_row_is_copied_verified_and_a_second_run_copies_nothing(
-    tmp_path: Path, source_kind: str, dest_kind: str
+    tmp_path: Path, store_url: Callable[[str, str], str], source_kind: str, dest_kind: str
 ) -> None:
-    source, dest = STORE_URLS[source_kind](tmp_path, "from"), STORE_URLS[dest_kind](tmp_path, "to")
+    source, dest = store_url(source_kind, "from"), store_url(dest_kind, "to")
     fill(source)
     before = dump(source)
     assert all(before[table] for table in COPY_TABLES)
@@ -194,9 +212,9 @@ def test_every_row_is_copied_verified_and_a_second_run_copies_nothing(
 
 @pytest.mark.parametrize(("source_kind", "dest_kind"), PAIRS)
 def test_source_tokens_and_memories_work_on_a_door_over_the_copy(
-    tmp_path: Path, source_kind: str, dest_kind: str
+    tmp_path: Path, store_url: Callable[[str, str], str], source_kind: str, dest_kind: str
 ) -> None:
-    source, dest = STORE_URLS[source_kind](tmp_path, "from"), STORE_URLS[dest_kind](tmp_path, "to")
+    source, dest = store_url(source_kind, "from"), store_url(dest_kind, "to")
     made = fill(source)
     done = _migrate(tmp_path, "--from", source, "--to", dest)
     assert done.returncode == 0, done.stderr
@@ -221,6 +239,26 @@ def test_source_tokens_and_memories_work_on_a_door_over_the_copy(
         assert status == 401  # a revoked device stays revoked
     finally:
         door.stop()
+
+
+def test_sqlite_to_postgresql_and_back_gives_the_same_rows(
+    tmp_path: Path, store_url: Callable[[str, str], str]
+) -> None:
+    """A move to the server and back again (a trial of PostgreSQL given up) loses and changes nothing:
+    keys, save order, vectors, JSON and times come back as they were."""
+    start, server, back = (
+        store_url("sqlite", "start"),
+        store_url("postgresql", "server"),
+        store_url("sqlite", "back"),
+    )
+    fill(start)
+    before = dump(start)
+    for source, dest in ((start, server), (server, back)):
+        done = _migrate(tmp_path, "--from", source, "--to", dest)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.splitlines()[-1] == f"{_total(before):,} rows copied; verified"
+    assert dump(back) == before
+    assert _sqlite_file(back).read_bytes()[:16] == b"SQLite format 3\x00"
 
 
 # ---------------------------------------------------------------------------- interrupted, resumed
@@ -272,9 +310,13 @@ def _wait_for_part_of_the_memories(dest: str, total: int, process: subprocess.Po
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT])
 @pytest.mark.parametrize(("source_kind", "dest_kind"), PAIRS)
 def test_an_interrupted_run_resumes_where_it_stopped(
-    tmp_path: Path, how: signal.Signals, source_kind: str, dest_kind: str
+    tmp_path: Path,
+    store_url: Callable[[str, str], str],
+    how: signal.Signals,
+    source_kind: str,
+    dest_kind: str,
 ) -> None:
-    source, dest = STORE_URLS[source_kind](tmp_path, "from"), STORE_URLS[dest_kind](tmp_path, "to")
+    source, dest = store_url(source_kind, "from"), store_url(dest_kind, "to")
     fill(source, memories=30)
     before = dump(source)
     process = _start_slow(tmp_path, source, dest)
@@ -311,9 +353,9 @@ def test_an_interrupted_run_resumes_where_it_stopped(
 
 @pytest.mark.parametrize(("source_kind", "dest_kind"), PAIRS)
 def test_a_destination_holding_other_data_is_refused_with_nothing_written(
-    tmp_path: Path, source_kind: str, dest_kind: str
+    tmp_path: Path, store_url: Callable[[str, str], str], source_kind: str, dest_kind: str
 ) -> None:
-    source, dest = STORE_URLS[source_kind](tmp_path, "from"), STORE_URLS[dest_kind](tmp_path, "to")
+    source, dest = store_url(source_kind, "from"), store_url(dest_kind, "to")
     fill(source)
     other = open_store(dest)
     try:
@@ -330,9 +372,9 @@ def test_a_destination_holding_other_data_is_refused_with_nothing_written(
 
 @pytest.mark.parametrize(("source_kind", "dest_kind"), PAIRS)
 def test_a_destination_holding_rows_the_source_lacks_is_refused(
-    tmp_path: Path, source_kind: str, dest_kind: str
+    tmp_path: Path, store_url: Callable[[str, str], str], source_kind: str, dest_kind: str
 ) -> None:
-    source, dest = STORE_URLS[source_kind](tmp_path, "from"), STORE_URLS[dest_kind](tmp_path, "to")
+    source, dest = store_url(source_kind, "from"), store_url(dest_kind, "to")
     fill(source)
     assert _migrate(tmp_path, "--from", source, "--to", dest).returncode == 0
     copy = open_store(dest)
@@ -350,8 +392,10 @@ def test_a_destination_holding_rows_the_source_lacks_is_refused(
     assert dump(dest) == before
 
 
-def test_a_served_store_is_refused_with_nothing_written(tmp_path: Path) -> None:
-    source, dest = STORE_URLS["sqlite"](tmp_path, "from"), STORE_URLS["sqlite"](tmp_path, "to")
+def test_a_served_store_is_refused_with_nothing_written(
+    tmp_path: Path, store_url: Callable[[str, str], str]
+) -> None:
+    source, dest = store_url("sqlite", "from"), store_url("sqlite", "to")
     fill(source)
     open_store(dest).close()
     door = DoorProcess(_sqlite_file(dest), tmp_path, ["--no-worker", "--embedder", "none"])
@@ -366,7 +410,7 @@ def test_a_served_store_is_refused_with_nothing_written(tmp_path: Path) -> None:
         door.stop()
     served_source = DoorProcess(_sqlite_file(source), tmp_path, ["--no-worker", "--embedder", "none"])
     try:
-        done = _migrate(tmp_path, "--from", source, "--to", STORE_URLS["sqlite"](tmp_path, "third"))
+        done = _migrate(tmp_path, "--from", source, "--to", store_url("sqlite", "third"))
         assert done.returncode == 1
         [line] = done.stderr.splitlines()
         assert "serves" in line and "stop it first" in line
@@ -375,8 +419,10 @@ def test_a_served_store_is_refused_with_nothing_written(tmp_path: Path) -> None:
         served_source.stop()
 
 
-def test_a_door_cannot_start_on_the_destination_while_the_migration_runs(tmp_path: Path) -> None:
-    source, dest = STORE_URLS["sqlite"](tmp_path, "from"), STORE_URLS["sqlite"](tmp_path, "to")
+def test_a_door_cannot_start_on_the_destination_while_the_migration_runs(
+    tmp_path: Path, store_url: Callable[[str, str], str]
+) -> None:
+    source, dest = store_url("sqlite", "from"), store_url("sqlite", "to")
     fill(source, memories=30)
     process = _start_slow(tmp_path, source, dest)
     try:
@@ -442,19 +488,34 @@ def test_bad_input_is_one_line_with_nothing_written(
     assert dump(source) == before
 
 
-def test_a_store_newer_than_this_version_is_refused(tmp_path: Path) -> None:
-    source, dest = STORE_URLS["sqlite"](tmp_path, "from"), STORE_URLS["sqlite"](tmp_path, "to")
+@pytest.mark.parametrize("dest_kind", list(STORE_URLS))
+def test_a_store_newer_than_this_version_is_refused(
+    tmp_path: Path, store_url: Callable[[str, str], str], dest_kind: str
+) -> None:
+    source, dest = store_url("sqlite", "from"), store_url(dest_kind, "to")
     fill(source, memories=2)
     open_store(dest).close()
-    with sqlite3.connect(_sqlite_file(dest)) as connection:
-        connection.execute("PRAGMA user_version = 99")
+    import psycopg
+
+    if dest_kind == "sqlite":
+        with sqlite3.connect(_sqlite_file(dest)) as connection:
+            connection.execute("PRAGMA user_version = 99")
+    else:
+        with psycopg.connect(dest, autocommit=True) as server:
+            server.execute("INSERT INTO bli_schema (version) VALUES (99)")
     done = _migrate(tmp_path, "--from", source, "--to", dest)
     assert done.returncode == 1
     assert "newer than this door" in done.stderr and "Traceback" not in done.stderr
-    assert _count_rows(dest, "teams") == 0
+    if dest_kind == "sqlite":
+        assert _count_rows(dest, "teams") == 0
+    else:  # the store itself refuses to open it: read it as it is
+        with psycopg.connect(dest, autocommit=True) as server:
+            assert server.execute("SELECT count(*) FROM teams").fetchone() == (0,)
 
 
-def test_an_older_sqlite_file_is_brought_to_the_current_schema_and_copied(tmp_path: Path) -> None:
+def test_an_older_sqlite_file_is_brought_to_the_current_schema_and_copied(
+    tmp_path: Path, store_url: Callable[[str, str], str]
+) -> None:
     from bli_memory.door.store.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
 
     old = tmp_path / "old.db"
@@ -472,7 +533,7 @@ def test_an_older_sqlite_file_is_brought_to_the_current_schema_and_copied(tmp_pa
             (hash_text("old-token"),),
         )
     connection.close()
-    dest = STORE_URLS["sqlite"](tmp_path, "to")
+    dest = store_url("sqlite", "to")
     done = _migrate(tmp_path, "--from", str(old), "--to", dest)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "3 rows copied; verified"
@@ -492,9 +553,9 @@ def test_an_older_sqlite_file_is_brought_to_the_current_schema_and_copied(tmp_pa
 
 @pytest.mark.parametrize(("source_kind", "dest_kind"), PAIRS)
 def test_the_checksum_catches_a_row_changed_during_the_copy(
-    tmp_path: Path, source_kind: str, dest_kind: str
+    tmp_path: Path, store_url: Callable[[str, str], str], source_kind: str, dest_kind: str
 ) -> None:
-    source, dest = STORE_URLS[source_kind](tmp_path, "from"), STORE_URLS[dest_kind](tmp_path, "to")
+    source, dest = store_url(source_kind, "from"), store_url(dest_kind, "to")
     made = fill(source, memories=30)
     process = _start_slow(tmp_path, source, dest)
     try:

@@ -1,4 +1,4 @@
-"""Scopes and pins against the real door (docs/scopes-and-pins.md).
+"""Scopes and pins against the real door, over each store in turn (docs/scopes-and-pins.md).
 
 Scopes: a person's global space beside each repository's space, derived by the door from the token;
 search merges both into one labelled ranking; no client can name the global space, and nobody reads or
@@ -9,12 +9,22 @@ loaded by the profile, unpinned into ordinary memories, and never touched by the
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from bli_memory.door.model import MAX_PIN_CHARS
+from tests.door.helpers import STORE_KINDS, serve_on_store
 from tests.helpers import DoorProcess
+
+
+@pytest.fixture(scope="module", params=STORE_KINDS)
+def door(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DoorProcess]:
+    """The door this module's tests share, over each store in turn."""
+    process = serve_on_store(request.param, request, tmp_path_factory)
+    yield process
+    process.stop()
 
 
 def person(door: DoorProcess, team: str | None = None) -> str:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bli_memory.door.store.base import MAX_PENDING_JOBS_PER_DEVICE, Store
+from bli_memory.door.store.urls import is_postgres_url, mask_url
 
 #: where a person reads how to recover a damaged database.
 OPERATIONS_DOC = "docs/door-operations.md"
@@ -30,10 +31,10 @@ def sqlite_path(url: str | Path) -> Path:
     if "://" in text:
         scheme = text.split("://", 1)[0]
         if scheme in ("postgres", "postgresql"):
-            raise StoreOpenError(
-                "the PostgreSQL store is not in this version yet; use a SQLite file path", usage=True
-            )
-        raise StoreOpenError(f"--db must be a file path (got a {scheme}:// URL)", usage=True)
+            raise StoreOpenError(f"{mask_url(text)} is a PostgreSQL database, not a SQLite file", usage=True)
+        raise StoreOpenError(
+            f"--db must be a file path or a postgresql:// URL (got a {scheme}:// URL)", usage=True
+        )
     return Path(text).expanduser()
 
 
@@ -42,16 +43,21 @@ def open_store(
     *,
     max_pages: int | None = None,
     max_pending_jobs: int = MAX_PENDING_JOBS_PER_DEVICE,
+    job_lease_s: float | None = None,
     notice: Callable[[str], None] = lambda line: None,
 ) -> Store:
-    """The store at `url`: a SQLite file path, `sqlite:PATH` or `sqlite:///ABSOLUTE/PATH`.
+    """The store at `url`: a SQLite file path, `sqlite:PATH` or `sqlite:///ABSOLUTE/PATH`, or a
+    PostgreSQL database, `postgresql://USER:PASSWORD@HOST:PORT/DATABASE` (or `postgres://`).
 
     A new SQLite file is created private (its folder 0700, said through `notice`); an existing one
     is checked for damage before anything writes to it, and one that other local users can read is
     named through `notice` with the chmod that fixes it. `max_pages` caps a SQLite file's size in
-    pages, so that tests meet a real "disk full". Raises StoreOpenError with one sentence for a
+    pages, so that tests meet a real "disk full"; `job_lease_s` is how long a PostgreSQL door holds a
+    claimed job (its default otherwise). Raises StoreOpenError with one sentence for a
     person when the store cannot be opened.
     """
+    if is_postgres_url(str(url)):
+        return open_postgres(str(url), max_pending_jobs=max_pending_jobs, job_lease_s=job_lease_s)
     path = sqlite_path(url)
     from bli_memory.door.store.sqlite import SqliteStore
     from bli_memory.door.store.sqlite.files import FOLDER_MODE, DamagedDatabase, shared_files
@@ -88,3 +94,38 @@ def open_store(
             f"Check it whole with: sqlite3 {path} 'PRAGMA quick_check'"
         )
     return store
+
+
+def open_postgres(
+    url: str, *, max_pending_jobs: int = MAX_PENDING_JOBS_PER_DEVICE, job_lease_s: float | None = None
+) -> Store:
+    """The PostgreSQL store at `url`, its schema migrated. Raises StoreOpenError with one line that
+    never holds the password: usage for a URL that does not parse, else the server's refusal."""
+    shown = mask_url(url)
+    try:
+        import psycopg
+
+        from bli_memory.door.store.base import StoreUnavailable
+        from bli_memory.door.store.postgres import PostgresStore, SchemaTooNew
+    except ImportError:
+        raise StoreOpenError(
+            "the PostgreSQL store needs its extra: pip install 'bli-memory[door,postgres]'"
+        ) from None
+    try:
+        psycopg.conninfo.conninfo_to_dict(url)
+    except psycopg.ProgrammingError as exc:
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else "it does not parse"
+        raise StoreOpenError(f"--db {shown} is not a valid PostgreSQL URL ({detail})", usage=True) from None
+    try:
+        if job_lease_s is None:
+            return PostgresStore(url, max_pending_jobs=max_pending_jobs)
+        return PostgresStore(url, max_pending_jobs=max_pending_jobs, job_lease_s=job_lease_s)
+    except StoreUnavailable as exc:
+        raise StoreOpenError(f"cannot connect to {shown}: {exc}") from None
+    except SchemaTooNew as exc:
+        raise StoreOpenError(str(exc)) from None
+    except psycopg.Error as exc:  # e.g. no right to create the vector extension
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        password = psycopg.conninfo.conninfo_to_dict(url).get("password")
+        detail = detail.replace(str(password), "***") if password else detail
+        raise StoreOpenError(f"cannot open {shown} as a memory database: {detail}") from None

@@ -117,6 +117,12 @@ class StoreFull(Exception):
     behind (its transaction was rolled back); reads go on working."""
 
 
+class StoreUnavailable(Exception):
+    """The store cannot answer right now: its server restarted or went away, a connection dropped,
+    or a deadline passed. The failed call's transaction wrote nothing; a later call may work (the
+    door answers 503 store_unavailable meanwhile)."""
+
+
 class DeviceRevoked(Exception):
     """The device was revoked after its request was authenticated."""
 
@@ -211,6 +217,8 @@ class Store(Protocol):
 
     #: a short name for logs and /healthz ("sqlite", "postgresql").
     name: str
+    #: the database's version for the start line and /healthz (SQLite's library, PostgreSQL's server).
+    version: str
 
     def describe(self) -> str:
         """Where the data lives, for the door's start line (never a password)."""
@@ -231,7 +239,8 @@ class Store(Protocol):
         ...
 
     def write_problem(self) -> str | None:
-        """Why a write would fail now (no room left), or None; cheap and read-only (for /healthz)."""
+        """Why a write would fail now (no room left), or None; cheap and read-only (for /healthz).
+        Raises StoreUnavailable when a database server cannot be reached."""
         ...
 
     # ---------------------------------------------------------------- devices and tokens
@@ -388,6 +397,22 @@ class Store(Protocol):
         order."""
         ...
 
+    def nearest(
+        self, team_id: int, tag: str, model: str, query: np.ndarray, k: int
+    ) -> list[tuple[str, float]] | None:
+        """The `k` current memories of one tag whose `model` vectors are closest to `query`, as (id,
+        cosine similarity), best first, equal similarities by id. None: this store leaves vector
+        search to the door's in-memory index (`door/indexes.py`)."""
+        ...
+
+    def similarities(
+        self, team_id: int, model: str, query: np.ndarray, ids: Sequence[str]
+    ) -> dict[str, float] | None:
+        """The cosine similarity to `query` of each current memory among `ids` that has a `model`
+        vector (a store that answers `nearest`: the other channels' candidates get theirs too). None
+        where `nearest` is None."""
+        ...
+
     # ---------------------------------------------------------------- extraction jobs
 
     def enqueue_job(
@@ -400,10 +425,15 @@ class Store(Protocol):
     def get_job(self, team_id: int, job_id: str) -> Job | None: ...
 
     def requeue_interrupted_jobs(self, max_attempts: int) -> int:
-        """At start: jobs left `running` go back to the queue (failed after `max_attempts`)."""
+        """At start: jobs left `running` go back to the queue (failed after `max_attempts`). A store
+        several doors share takes back only its own and those whose door's lease ran out, never a
+        job another live door is running."""
         ...
 
-    def claim_job(self) -> Job | None: ...
+    def claim_job(self) -> Job | None:
+        """The oldest queued job, now `running` (attempts counted), or None. Two claimers never get
+        the same job; on a shared store a job whose door's lease ran out is claimable again."""
+        ...
 
     def finish_job(self, job_id: str, outcome: dict[str, Any]) -> None: ...
 

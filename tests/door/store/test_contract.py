@@ -1,7 +1,8 @@
 """The `Store` contract: every behaviour the memory service relies on, run against each store.
 
-One suite, parametrised over the implementations (today SQLite; a new store joins `STORES`). Each
-test gets a fresh, empty store.
+One suite, parametrised over the implementations (a new store joins `STORES` and `make_store`). Each
+test gets a fresh, empty store: a SQLite file in its own folder, or a PostgreSQL database of its own
+on the session's server (the `postgres` fixture).
 """
 
 from __future__ import annotations
@@ -28,17 +29,39 @@ from bli_memory.door.store.base import (
 )
 from bli_memory.door.store.sqlite import SqliteStore
 
-#: each store by name: (folder, store options) -> a fresh store in that folder.
-STORES: dict[str, Callable[..., Store]] = {
-    "sqlite": lambda folder, **options: SqliteStore(folder / "memory.db", **options),
-}
+#: every store the suite runs against, by its `name`.
+STORES = ("sqlite", "postgresql")
 
 
-@pytest.fixture(params=sorted(STORES))
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
-    opened = STORES[request.param](tmp_path)
-    yield opened
-    opened.close()
+def open_kind(kind: str, folder: Path, request: pytest.FixtureRequest, **options: object) -> Store:
+    """A store of `kind` for `folder`: its SQLite file, or its database on the session's server."""
+    if kind == "sqlite":
+        return SqliteStore(folder / "memory.db", **options)  # type: ignore[arg-type]
+    from bli_memory.door.store.postgres import PostgresStore
+
+    url = request.getfixturevalue("postgres").database_for(folder)
+    return PostgresStore(url, **options)  # type: ignore[arg-type]
+
+
+@pytest.fixture(params=STORES)
+def make_store(request: pytest.FixtureRequest) -> Iterator[Callable[..., Store]]:
+    """(folder, store options) -> the store of that folder (the same folder, the same data),
+    closed at teardown."""
+    opened: list[Store] = []
+
+    def make(folder: Path, **options: object) -> Store:
+        store = open_kind(request.param, folder, request, **options)
+        opened.append(store)
+        return store
+
+    yield make
+    for store in opened:
+        store.close()
+
+
+@pytest.fixture
+def store(make_store: Callable[..., Store], tmp_path: Path) -> Store:
+    return make_store(tmp_path)
 
 
 def _principal(store: Store, person: str = "ada", team: str = "local", admin: bool = False) -> Principal:
@@ -133,25 +156,19 @@ def test_revoking_a_device_cancels_its_jobs_and_a_claimed_one_may_not_write(stor
         store.enqueue_job(ada, "t", "after the revoke", None)
 
 
-def test_a_device_may_queue_only_so_many_jobs(
-    store: Store, request: pytest.FixtureRequest, tmp_path: Path
-) -> None:
-    store.close()
-    store = STORES[request.node.callspec.params["store"]](tmp_path / "capped", max_pending_jobs=2)
-    try:
-        ada = _principal(store)
-        bob = _principal(store, "bob")
-        store.enqueue_job(ada, "t", "one", None)
-        store.enqueue_job(ada, "t", "two", None)
-        with pytest.raises(QueueFull):
-            store.enqueue_job(ada, "t", "three", None)
-        store.enqueue_job(bob, "t", "another device is not held up", None)
-        claimed = store.claim_job()
-        assert claimed is not None
-        store.finish_job(claimed.id, {})
-        store.enqueue_job(ada, "t", "room again", None)
-    finally:
-        store.close()  # the fixture closes its own, already closed, store again: harmless
+def test_a_device_may_queue_only_so_many_jobs(make_store: Callable[..., Store], tmp_path: Path) -> None:
+    store = make_store(tmp_path / "capped", max_pending_jobs=2)
+    ada = _principal(store)
+    bob = _principal(store, "bob")
+    store.enqueue_job(ada, "t", "one", None)
+    store.enqueue_job(ada, "t", "two", None)
+    with pytest.raises(QueueFull):
+        store.enqueue_job(ada, "t", "three", None)
+    store.enqueue_job(bob, "t", "another device is not held up", None)
+    claimed = store.claim_job()
+    assert claimed is not None
+    store.finish_job(claimed.id, {})
+    store.enqueue_job(ada, "t", "room again", None)
 
 
 def test_people_of_one_team_share_it_and_teams_are_apart(store: Store) -> None:
@@ -336,18 +353,16 @@ def test_a_failed_transaction_writes_nothing_and_a_nested_one_rolls_back_alone(s
 
 
 def test_another_connection_s_commit_is_noticed(
-    store: Store, request: pytest.FixtureRequest, tmp_path: Path
+    store: Store, make_store: Callable[..., Store], tmp_path: Path
 ) -> None:
     ada = _principal(store)
     store.changed_elsewhere()  # the baseline
     assert store.changed_elsewhere() is False
     store.insert_version(_row(ada, "own write"))
     assert store.changed_elsewhere() is False  # our own commits do not count
-    other = STORES[request.node.callspec.params["store"]](tmp_path)
-    try:
-        other.insert_version(_row(ada, "their write"))
-    finally:
-        other.close()
+    other = make_store(tmp_path)
+    other.insert_version(_row(ada, "their write"))
+    other.close()
     assert store.changed_elsewhere() is True
     assert store.changed_elsewhere() is False
 
@@ -455,8 +470,8 @@ def test_experience_pages_in_created_at_then_id_order(store: Store) -> None:
 
 
 def test_the_store_names_itself(store: Store, request: pytest.FixtureRequest) -> None:
-    assert store.name == request.node.callspec.params["store"]
-    assert store.describe().startswith(store.name)
+    assert store.name == request.node.callspec.params["make_store"]
+    assert store.describe().startswith(store.name) and store.version
 
 
 # ---------------------------------------------------------------------------- browsing and reset
@@ -719,7 +734,7 @@ def test_rows_loaded_into_an_empty_store_are_the_same_rows_and_work(
 ) -> None:
     tokens = _fill_every_table(store)
     for name in sorted(STORES):  # from this store into each kind of store
-        copy = STORES[name](tmp_path / f"copy-{name}")
+        copy = open_kind(name, tmp_path / f"copy-{name}", request)
         try:
             for table in COPY_TABLES:
                 rows = store.dump_rows(table, None, 1000)

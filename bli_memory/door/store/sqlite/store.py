@@ -103,6 +103,7 @@ class SqliteStore:
     name = "sqlite"
     #: the schema version this code writes (a file is brought to it when opened).
     SCHEMA_VERSION = SCHEMA_VERSION
+    version = sqlite3.sqlite_version
 
     def __init__(self, path: str | Path, *, max_pending_jobs: int = MAX_PENDING_JOBS_PER_DEVICE) -> None:
         """Open (or create, private) the file. Raises DamagedDatabase, before any write, when an
@@ -683,6 +684,17 @@ class SqliteStore:
             ).fetchall()
         for row in rows:
             yield row[0], np.frombuffer(row[1], dtype=np.float32)
+
+    def nearest(
+        self, team_id: int, tag: str, model: str, query: np.ndarray, k: int
+    ) -> list[tuple[str, float]] | None:
+        """None: the memory service searches this store's vectors in memory (`door/indexes.py`)."""
+        return None
+
+    def similarities(
+        self, team_id: int, model: str, query: np.ndarray, ids: Sequence[str]
+    ) -> dict[str, float] | None:
+        return None
 
     # ------------------------------------------------------------------ extraction jobs
 

@@ -1,0 +1,1169 @@
+"""The shared store: one PostgreSQL database with pgvector, which several doors may serve at once.
+
+Strategy:
+- The tables are the SQLite store's (`schema.py`), so rows copy between the two as they are.
+- One connection pool per store (psycopg-pool): a connect timeout, a wait for a free connection,
+  and a `statement_timeout` on every connection. A transaction holds one connection for its thread
+  (`transaction()`); a read outside one borrows a connection for that statement. Nested
+  transactions are savepoints.
+- A lost connection, a server restart or a deadline is `StoreUnavailable` (the door answers 503);
+  the pool then checks its idle connections, drops the dead ones and connects anew, so the next
+  request works without restarting the door. A full disk (`53100`) is `StoreFull`.
+- Vectors are pgvector columns; `nearest` answers from one HNSW index (cosine) per model, made on
+  first use. Keyword search stays the memory service's.
+- Doors learn of each other's writes through one counter (`bli_changes`) that every transaction
+  writing memories or aliases bumps at its end: `changed_elsewhere` reads it (one tiny query) and
+  leaves out the values this store bumped itself.
+- Extraction jobs are claimed with `FOR UPDATE SKIP LOCKED` under a lease (`claimed_by`,
+  `lease_until` on the server's clock) that a thread renews while the door holds jobs: a door killed
+  mid-job loses nothing, its lease runs out and any door claims the job again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Literal
+
+import psycopg
+from psycopg import sql
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from bli_memory.door.model import Job, Memory, Principal, hash_text, new_id, new_token, now_s
+from bli_memory.door.store.base import (
+    COPY_COLUMNS,
+    COPY_TABLES,
+    JSON_COLUMNS,
+    MAX_PENDING_JOBS_PER_DEVICE,
+    PRIMARY_KEYS,
+    BrowseRow,
+    DeviceRevoked,
+    ExperienceOutcome,
+    ImportedVersion,
+    IndexRow,
+    NewVersion,
+    PurgeCount,
+    QueueFull,
+    StoreFull,
+    StoreUnavailable,
+    VectorTask,
+)
+from bli_memory.door.store.postgres.schema import SCHEMA_VERSION, migrate, vector_cast, vector_index_name
+from bli_memory.door.store.urls import mask_url
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    Connection = psycopg.Connection[dict[str, Any]]
+
+#: connections one door keeps open at most (the HTTP thread pool borrows them per statement).
+POOL_MAX_CONNECTIONS = 10
+#: how long connecting to the server may take before the attempt fails.
+CONNECT_TIMEOUT_S = 5
+#: how long a request waits for a free connection (the server down: every wait ends here).
+POOL_WAIT_S = 10.0
+#: the longest one statement may run (PostgreSQL's `statement_timeout`).
+STATEMENT_TIMEOUT_S = 30.0
+#: how long a claimed job is a door's before another door may claim it again.
+JOB_LEASE_S = 60.0
+#: attempts of a job whose lease ran out before it is given up, until the worker says otherwise.
+DEFAULT_JOB_MAX_ATTEMPTS = 3
+#: how many candidates the HNSW search looks at (pgvector's `hnsw.ef_search`); at least the k asked.
+HNSW_EF_SEARCH = 200
+#: with a write failing for want of disk this recently, `write_problem` says so.
+FULL_REMEMBERED_S = 60.0
+#: what cancels a job whose device was revoked.
+REVOKED_JOB_ERROR = "cancelled: its device was revoked"
+EXPIRED_JOB_ERROR = "interrupted (its door stopped or lost its lease) at each of its attempts"
+#: the advisory lock key under which a vector index is made (one door makes it, the others wait).
+VECTOR_INDEX_LOCK_KEY = 7_310_446_201_115_339_522
+
+_MEMORY_COLUMNS = (
+    "seq, id, team_id, container_tag, custom_id, content, kind, status, version, root_id, previous_version_id, "
+    "pinned, metadata, person_id, device_id, created_at, updated_at, superseded_at"
+)
+_MEMORY_COLUMNS_M = ", ".join(f"m.{name.strip()}" for name in _MEMORY_COLUMNS.split(","))
+_NOW = "extract(epoch from clock_timestamp())"
+
+#: tables whose ids PostgreSQL numbers itself: after rows with their own ids, numbering goes on past them.
+_IDENTITY_COLUMNS = {"teams": "id", "people": "id", "memories": "seq"}
+
+
+def _column(name: str) -> str:
+    """A copied column's name here: the SQLite names of `COPY_COLUMNS`, but `rowid` is `seq`."""
+    return "seq" if name == "rowid" else name
+
+
+def server_version(number: int) -> str:
+    """PostgreSQL's `server_version_num` as people write it (160002 -> "16.2")."""
+    major, minor = divmod(number, 10000)
+    return f"{major}.{minor}" if major >= 10 else f"{major // 100}.{major % 100}.{minor}"
+
+
+class PostgresStore:
+    """The door's rows in one PostgreSQL database. Thread-safe; every write method is one transaction."""
+
+    name = "postgresql"
+    #: the schema version this code writes (a database is brought to it when opened).
+    SCHEMA_VERSION = SCHEMA_VERSION
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        max_pending_jobs: int = MAX_PENDING_JOBS_PER_DEVICE,
+        max_connections: int = POOL_MAX_CONNECTIONS,
+        statement_timeout_s: float = STATEMENT_TIMEOUT_S,
+        pool_wait_s: float = POOL_WAIT_S,
+        job_lease_s: float = JOB_LEASE_S,
+    ) -> None:
+        """Connect, migrate the schema (under an advisory lock) and open the pool. Raises
+        StoreUnavailable when the server cannot be reached, SchemaTooNew for a newer door's
+        database."""
+        self.url = url
+        self.masked_url = mask_url(url)
+        password = psycopg.conninfo.conninfo_to_dict(url).get("password")
+        self._password = str(password) if password else None
+        self.max_pending_jobs = max_pending_jobs
+        self.statement_timeout_s = statement_timeout_s
+        self.pool_wait_s = pool_wait_s
+        self.job_lease_s = job_lease_s
+        self.job_max_attempts = DEFAULT_JOB_MAX_ATTEMPTS
+        #: this store's name on the jobs it claims (a restarted door is another claimer).
+        self.owner = new_id("door")
+        self._local = threading.local()
+        self._seen_lock = threading.Lock()
+        self._seen: int | None = None
+        self._own: set[int] = set()
+        self._vector_indexes: set[str] = set()
+        self._full_at = -FULL_REMEMBERED_S
+        self._closed = threading.Event()
+        self._checking = threading.Lock()
+        self._renewer: threading.Thread | None = None
+        try:
+            with psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S) as conn:
+                migrate(conn)
+                self.version = server_version(conn.info.server_version)
+        except psycopg.OperationalError as exc:
+            raise StoreUnavailable(self._scrub(exc)) from None
+        self._pool: ConnectionPool[Connection] = ConnectionPool(
+            url,
+            kwargs={"autocommit": True, "row_factory": dict_row, "connect_timeout": CONNECT_TIMEOUT_S},
+            min_size=1,
+            max_size=max_connections,
+            timeout=pool_wait_s,
+            configure=self._configure,
+            name="bli-memory",
+            open=False,
+        )
+        try:
+            self._pool.open(wait=True, timeout=pool_wait_s)
+        except PoolTimeout:
+            self._pool.close()
+            raise StoreUnavailable(f"no connection to PostgreSQL within {pool_wait_s:g} s") from None
+
+    def _configure(self, conn: Connection) -> None:
+        """Every new connection: the statement deadline, the HNSW breadth and the vector type."""
+        from pgvector.psycopg import register_vector
+
+        conn.execute(f"SET statement_timeout = {int(self.statement_timeout_s * 1000)}")
+        conn.execute(f"SET hnsw.ef_search = {HNSW_EF_SEARCH}")
+        register_vector(conn)
+
+    # ------------------------------------------------------------------ plumbing
+
+    def describe(self) -> str:
+        return f"postgresql {self.version} {self.masked_url}"
+
+    def close(self) -> None:
+        self._closed.set()
+        self._pool.close()
+
+    def _scrub(self, exc: BaseException) -> str:
+        """The first line of an error, never with the password in it."""
+        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return text.replace(self._password, "***") if self._password else text
+
+    def _map_error(self, exc: BaseException) -> Exception | None:
+        """The store exception `exc` means (StoreFull, StoreUnavailable), or None to raise it as it is."""
+        if isinstance(exc, PoolTimeout):
+            return StoreUnavailable(
+                f"no connection to PostgreSQL within {self.pool_wait_s:g} s (the server is down or every connection is busy)"
+            )
+        if isinstance(exc, psycopg.errors.DiskFull):
+            self._full_at = time.monotonic()
+            return StoreFull(
+                f"{self.masked_url}: could not extend a file: no space left on the server's disk"
+            )
+        if isinstance(exc, psycopg.errors.QueryCanceled):
+            return StoreUnavailable(
+                f"a statement ran past PostgreSQL's statement_timeout ({self.statement_timeout_s:g} s)"
+            )
+        if isinstance(exc, (psycopg.OperationalError, psycopg.InterfaceError)):
+            self._check_pool()
+            return StoreUnavailable(f"lost the connection to PostgreSQL ({self._scrub(exc)})")
+        return None
+
+    def _check_pool(self) -> None:
+        """Drop the pool's dead idle connections (a restart killed them all), in the background;
+        one check at a time, however many requests failed at once."""
+        if not self._checking.acquire(blocking=False):
+            return
+
+        def check() -> None:
+            try:
+                with contextlib.suppress(Exception):  # the server is still down: the next request says so
+                    self._pool.check()
+            finally:
+                self._checking.release()
+
+        threading.Thread(target=check, name="bli-memory-pool-check", daemon=True).start()
+
+    @contextmanager
+    def _connection(self) -> Iterator[Connection]:
+        """This thread's transaction's connection, or one borrowed from the pool for a read."""
+        held: Connection | None = getattr(self._local, "conn", None)
+        if held is not None:
+            yield held
+            return
+        try:
+            with self._pool.connection() as conn:
+                yield conn
+        except Exception as exc:
+            mapped = self._map_error(exc)
+            if mapped is None:
+                raise
+            raise mapped from exc
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One write transaction on one connection; nested calls join it through a savepoint."""
+        held: Connection | None = getattr(self._local, "conn", None)
+        if held is not None:
+            with held.transaction():
+                yield
+            return
+        bumped: int | None = None
+        try:
+            with self._pool.connection() as conn:
+                self._local.conn = conn
+                self._local.changes = False
+                try:
+                    with conn.transaction():
+                        yield
+                        if self._local.changes:
+                            row = conn.execute(
+                                "UPDATE bli_changes SET counter = counter + 1 WHERE id = 1 RETURNING counter"
+                            ).fetchone()
+                            bumped = None if row is None else int(row["counter"])
+                finally:
+                    self._local.conn = None
+        except Exception as exc:
+            mapped = self._map_error(exc)
+            if mapped is None:
+                raise
+            raise mapped from exc
+        if bumped is not None:
+            with self._seen_lock:
+                self._own.add(bumped)
+
+    def _changed(self) -> None:
+        """Mark this thread's transaction as one that other doors' indexes must learn of."""
+        self._local.changes = True
+
+    def is_damage(self, exc: BaseException) -> bool:
+        """PostgreSQL's own verdict of damaged data or index (`XX001`, `XX002`)."""
+        cause = exc.__cause__ if exc.__cause__ is not None else exc
+        return isinstance(cause, (psycopg.errors.DataCorrupted, psycopg.errors.IndexCorrupted))
+
+    def changed_elsewhere(self) -> bool:
+        """Whether the change counter moved by other than this store's own commits since the last call."""
+        with self._connection() as conn:
+            row = conn.execute("SELECT counter FROM bli_changes WHERE id = 1").fetchone()
+        counter = int(row["counter"]) if row else 0
+        with self._seen_lock:
+            seen, self._seen = self._seen, counter
+            own = self._own
+            self._own = {value for value in own if value > counter}
+            if seen is None or counter == seen:
+                return False
+            if counter < seen:
+                return True
+            news = counter - seen
+            return news > len(own) or any(value not in own for value in range(seen + 1, counter + 1))
+
+    def write_problem(self) -> str | None:
+        """A disk found full in the last minute, or None; raises StoreUnavailable when the server is
+        out of reach (one tiny query)."""
+        if time.monotonic() - self._full_at < FULL_REMEMBERED_S:
+            return f"the disk of the PostgreSQL server at {self.masked_url} was full within the last minute"
+        with self._connection() as conn:
+            conn.execute("SELECT 1")
+        return None
+
+    def schema_version(self) -> int:
+        with self._connection() as conn:
+            row = conn.execute("SELECT max(version) AS version FROM bli_schema").fetchone()
+        return int(row["version"]) if row and row["version"] is not None else 0
+
+    # ------------------------------------------------------------------ teams, people, devices
+
+    def create_device(
+        self, *, person: str, team: str = "local", admin: bool = False, label: str | None = None
+    ) -> tuple[str, str]:
+        token = new_token()
+        device_id = new_id("dev")
+        now = now_s()
+        with self.transaction(), self._connection() as db:
+            db.execute(
+                "INSERT INTO teams (name, created_at) VALUES (%s, %s) ON CONFLICT (name) DO NOTHING",
+                (team, now),
+            )
+            team_row = db.execute("SELECT id FROM teams WHERE name = %s", (team,)).fetchone()
+            assert team_row is not None
+            db.execute(
+                "INSERT INTO people (team_id, name, created_at) VALUES (%s, %s, %s) ON CONFLICT (team_id, name) DO NOTHING",
+                (team_row["id"], person, now),
+            )
+            person_row = db.execute(
+                "SELECT id FROM people WHERE team_id = %s AND name = %s", (team_row["id"], person)
+            ).fetchone()
+            assert person_row is not None
+            db.execute(
+                """INSERT INTO devices (id, person_id, token_hash, label, admin, created_at)
+                   VALUES (%s, %s, %s, %s, %s, %s)""",
+                (device_id, person_row["id"], hash_text(token), label, int(admin), now),
+            )
+        return device_id, token
+
+    def authenticate(self, token: str) -> Principal | None:
+        with self._connection() as db:
+            row = db.execute(
+                """SELECT d.id AS device_id, p.id AS person_id, p.name AS person, d.admin AS admin,
+                          t.id AS team_id, t.name AS team
+                   FROM devices d JOIN people p ON p.id = d.person_id JOIN teams t ON t.id = p.team_id
+                   WHERE d.token_hash = %s AND d.revoked_at IS NULL""",
+                (hash_text(token),),
+            ).fetchone()
+        if row is None:
+            return None
+        return Principal(
+            team_id=int(row["team_id"]),
+            person_id=int(row["person_id"]),
+            device_id=row["device_id"],
+            person=row["person"],
+            team=row["team"],
+            admin=bool(row["admin"]),
+        )
+
+    def list_devices(self) -> list[dict[str, Any]]:
+        with self._connection() as db:
+            rows = db.execute(
+                """SELECT d.id, d.label, d.created_at, d.revoked_at, p.name AS person, d.admin, t.name AS team
+                   FROM devices d JOIN people p ON p.id = d.person_id JOIN teams t ON t.id = p.team_id
+                   ORDER BY d.created_at"""
+            ).fetchall()
+        return [dict(row) for row in rows]
+
+    def revoke_device(self, device_id: str) -> int | None:
+        now = now_s()
+        with self.transaction(), self._connection() as db:
+            cursor = db.execute(
+                "UPDATE devices SET revoked_at = %s WHERE id = %s AND revoked_at IS NULL", (now, device_id)
+            )
+            if cursor.rowcount != 1:
+                return None
+            cancelled = db.execute(
+                """UPDATE memory_extract_jobs SET status = 'cancelled', error = %s, finished_at = %s
+                   WHERE device_id = %s AND status IN ('queued', 'running')""",
+                (REVOKED_JOB_ERROR, now, device_id),
+            )
+            return cancelled.rowcount
+
+    def set_device_admin(self, device_id: str, admin: bool) -> bool:
+        with self.transaction(), self._connection() as db:
+            cursor = db.execute(
+                "UPDATE devices SET admin = %s WHERE id = %s AND revoked_at IS NULL", (int(admin), device_id)
+            )
+            return cursor.rowcount == 1
+
+    def principal_for_job(self, job: Job) -> Principal:
+        with self._connection() as db:
+            row = db.execute(
+                """SELECT p.name AS person, coalesce(d.admin, 0) AS admin, t.name AS team FROM people p
+                   JOIN teams t ON t.id = p.team_id LEFT JOIN devices d ON d.id = %s WHERE p.id = %s""",
+                (job.device_id, job.person_id),
+            ).fetchone()
+        return Principal(
+            team_id=job.team_id,
+            person_id=job.person_id,
+            device_id=job.device_id,
+            person=row["person"] if row else "?",
+            team=row["team"] if row else "?",
+            admin=bool(row["admin"]) if row else False,
+        )
+
+    # ------------------------------------------------------------------ aliases
+
+    def canonical_tag(self, team_id: int, tag: str) -> str:
+        with self._connection() as db:
+            row = db.execute(
+                "SELECT canonical FROM container_aliases WHERE team_id = %s AND alias = %s", (team_id, tag)
+            ).fetchone()
+        return tag if row is None else str(row["canonical"])
+
+    def aliases_of(self, team_id: int, canonical: str) -> list[str]:
+        with self._connection() as db:
+            rows = db.execute(
+                "SELECT alias FROM container_aliases WHERE team_id = %s AND canonical = %s ORDER BY alias",
+                (team_id, canonical),
+            ).fetchall()
+        return [str(row["alias"]) for row in rows]
+
+    def put_alias(self, team_id: int, alias: str, canonical: str) -> None:
+        with self.transaction(), self._connection() as db:
+            self._changed()
+            db.execute(
+                """INSERT INTO container_aliases (team_id, alias, canonical, created_at) VALUES (%s, %s, %s, %s)
+                   ON CONFLICT (team_id, alias) DO UPDATE SET canonical = excluded.canonical""",
+                (team_id, alias, canonical, now_s()),
+            )
+            # Tags that pointed at the new alias now point at its canonical: no chains.
+            db.execute(
+                "UPDATE container_aliases SET canonical = %s WHERE team_id = %s AND canonical = %s",
+                (canonical, team_id, alias),
+            )
+
+    # ------------------------------------------------------------------ memories: reading
+
+    @staticmethod
+    def _memory(row: dict[str, Any]) -> Memory:
+        return Memory(
+            id=row["id"],
+            container_tag=row["container_tag"],
+            content=row["content"],
+            kind=row["kind"],
+            status=row["status"],
+            version=row["version"],
+            root_id=row["root_id"],
+            previous_version_id=row["previous_version_id"],
+            custom_id=row["custom_id"],
+            metadata=json.loads(row["metadata"]) if row["metadata"] else None,
+            created_at=row["created_at"],
+            updated_at=row["updated_at"],
+            superseded_at=row["superseded_at"],
+            person=row.get("person"),
+        )
+
+    def _memories(self, query: str, params: Sequence[Any] | dict[str, Any]) -> list[Memory]:
+        with self._connection() as db:
+            rows = db.execute(query, params).fetchall()
+        return [self._memory(row) for row in rows]
+
+    def _one(self, query: str, params: Sequence[Any]) -> Memory | None:
+        found = self._memories(query, params)
+        return found[0] if found else None
+
+    def get(self, team_id: int, memory_id: str) -> Memory | None:
+        return self._one(
+            f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id = %s AND team_id = %s", (memory_id, team_id)
+        )
+
+    def versions(self, team_id: int, root_id: str) -> list[Memory]:
+        return self._memories(
+            f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE root_id = %s AND team_id = %s ORDER BY version, created_at, seq",
+            (root_id, team_id),
+        )
+
+    def current_version(self, team_id: int, root_id: str) -> Memory | None:
+        return self._one(
+            f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE root_id = %s AND team_id = %s AND status = 'current'",
+            (root_id, team_id),
+        )
+
+    def current_by_custom_id(self, team_id: int, tags: Sequence[str], custom_id: str) -> Memory | None:
+        return self._one(
+            f"""SELECT {_MEMORY_COLUMNS} FROM memories WHERE team_id = %s AND status = 'current' AND pinned = 0
+                AND container_tag = ANY(%s) AND custom_id = %s ORDER BY updated_at DESC, seq DESC LIMIT 1""",
+            (team_id, list(tags), custom_id),
+        )
+
+    def current_by_hash(self, team_id: int, tags: Sequence[str], content_hash: str) -> Memory | None:
+        return self._one(
+            f"""SELECT {_MEMORY_COLUMNS} FROM memories WHERE team_id = %s AND status = 'current' AND pinned = 0
+                AND container_tag = ANY(%s) AND content_hash = %s ORDER BY updated_at DESC, seq DESC LIMIT 1""",
+            (team_id, list(tags), content_hash),
+        )
+
+    def current_by_ids(self, team_id: int, ids: Sequence[str]) -> dict[str, Memory]:
+        found = self._memories(
+            f"""SELECT {_MEMORY_COLUMNS_M}, p.name AS person FROM memories m LEFT JOIN people p ON p.id = m.person_id
+                WHERE m.id = ANY(%s) AND m.team_id = %s AND m.status = 'current'""",
+            (list(ids), team_id),
+        )
+        return {memory.id: memory for memory in found}
+
+    def updated_at(self, team_id: int, ids: Sequence[str]) -> dict[str, float]:
+        with self._connection() as db:
+            rows = db.execute(
+                "SELECT id, updated_at FROM memories WHERE id = ANY(%s) AND team_id = %s AND status = 'current'",
+                (list(ids), team_id),
+            ).fetchall()
+        return {row["id"]: row["updated_at"] for row in rows}
+
+    def count_current(self, team_id: int, tags: Sequence[str]) -> int:
+        with self._connection() as db:
+            row = db.execute(
+                """SELECT count(*) AS n FROM memories WHERE team_id = %s AND status = 'current'
+                   AND container_tag = ANY(%s)""",
+                (team_id, list(tags)),
+            ).fetchone()
+        return int(row["n"]) if row else 0
+
+    def pinned(self, team_id: int, tags: Sequence[str]) -> list[Memory]:
+        return self._memories(
+            f"""SELECT {_MEMORY_COLUMNS} FROM memories WHERE team_id = %s AND status = 'current' AND pinned = 1
+                AND container_tag = ANY(%s) ORDER BY created_at, seq""",
+            (team_id, list(tags)),
+        )
+
+    def recent(self, team_id: int, tags: Sequence[str], limit: int) -> list[Memory]:
+        return self._memories(
+            f"""SELECT {_MEMORY_COLUMNS} FROM memories WHERE team_id = %s AND status = 'current' AND pinned = 0
+                AND container_tag = ANY(%s) ORDER BY updated_at DESC, seq DESC LIMIT %s""",
+            (team_id, list(tags), limit),
+        )
+
+    def index_rows(self, team_id: int, tag: str) -> Iterable[IndexRow]:
+        with self._connection() as db:
+            rows = db.execute(
+                """SELECT id, content, device_id, updated_at FROM memories WHERE team_id = %s
+                   AND container_tag = %s AND status = 'current' AND pinned = 0 ORDER BY seq""",
+                (team_id, tag),
+            ).fetchall()
+        return [IndexRow(row["id"], row["content"], row["device_id"], row["updated_at"]) for row in rows]
+
+    def spaces(self, limit: int) -> list[tuple[int, str]]:
+        with self._connection() as db:
+            rows = db.execute(
+                """SELECT team_id, container_tag FROM memories WHERE status = 'current'
+                   GROUP BY team_id, container_tag ORDER BY max(updated_at) DESC, team_id, container_tag LIMIT %s""",
+                (limit,),
+            ).fetchall()
+        return [(int(row["team_id"]), str(row["container_tag"])) for row in rows]
+
+    def page_current(
+        self, team_id: int, tags: Sequence[str], limit: int, before: tuple[float, str] | None
+    ) -> list[BrowseRow]:
+        """One statement (one snapshot): per tag, a walk of the space index from the cursor, merged."""
+        after_cursor = "" if before is None else "AND (m.updated_at, m.id) < (%(at)s, %(id)s)"
+        params: dict[str, Any] = {"team": team_id, "tags": list(dict.fromkeys(tags)), "limit": limit}
+        if before is not None:
+            params |= {"at": float(before[0]), "id": before[1]}
+        with self._connection() as db:
+            rows = db.execute(
+                f"""SELECT page.*, p.name AS person FROM unnest(%(tags)s::text[]) AS wanted(tag)
+                    CROSS JOIN LATERAL (
+                        SELECT {_MEMORY_COLUMNS_M} FROM memories m
+                        WHERE m.team_id = %(team)s AND m.container_tag = wanted.tag AND m.status = 'current'
+                        AND m.pinned = 0 {after_cursor}
+                        ORDER BY m.updated_at DESC, m.id DESC LIMIT %(limit)s
+                    ) AS page
+                    LEFT JOIN people p ON p.id = page.person_id
+                    ORDER BY page.updated_at DESC, page.id DESC LIMIT %(limit)s""",
+                params,
+            ).fetchall()
+        return [BrowseRow(self._memory(row), row["device_id"]) for row in rows]
+
+    def team_named(self, team: str) -> int | None:
+        with self._connection() as db:
+            row = db.execute("SELECT id FROM teams WHERE name = %s", (team,)).fetchone()
+        return None if row is None else int(row["id"])
+
+    def purge(self, team_id: int, tags: Sequence[str] | None, *, dry_run: bool = False) -> PurgeCount:
+        """One transaction; the memory rows are counted as they are deleted, under their row locks."""
+        where = "team_id = %s" if tags is None else "team_id = %s AND container_tag = ANY(%s)"
+        params: tuple[Any, ...] = (team_id,) if tags is None else (team_id, list(tags))
+        with self.transaction(), self._connection() as db:
+            if dry_run:
+                counted = db.execute(
+                    f"""SELECT count(*) AS memories, count(*) FILTER (WHERE status = 'current') AS current
+                        FROM memories WHERE {where}""",
+                    params,
+                ).fetchone()
+                jobs = db.execute(
+                    f"SELECT count(*) AS n FROM memory_extract_jobs WHERE {where}", params
+                ).fetchone()
+            else:
+                self._changed()
+                counted = db.execute(
+                    f"""WITH gone AS (DELETE FROM memories WHERE {where} RETURNING status)
+                        SELECT count(*) AS memories, count(*) FILTER (WHERE status = 'current') AS current
+                        FROM gone""",
+                    params,
+                ).fetchone()
+                jobs = db.execute(
+                    f"WITH gone AS (DELETE FROM memory_extract_jobs WHERE {where} RETURNING 1) "
+                    "SELECT count(*) AS n FROM gone",
+                    params,
+                ).fetchone()
+        assert counted is not None and jobs is not None
+        return PurgeCount(
+            memories=int(counted["memories"]), current=int(counted["current"]), jobs=int(jobs["n"])
+        )
+
+    # ------------------------------------------------------------------ memories: writing
+
+    def insert_version(self, row: NewVersion) -> str:
+        memory_id = new_id("mem")
+        previous = row.previous
+        pinned = bool(row.metadata and row.metadata.get("pinned") is True)
+        if row.vector is not None and row.vector_model is not None:
+            self._ensure_vector_index(row.vector_model, int(row.vector.shape[0]))
+        with self.transaction(), self._connection() as db:
+            self._changed()
+            db.execute(
+                """INSERT INTO memories (id, team_id, container_tag, custom_id, content, content_hash, kind,
+                       status, version, root_id, previous_version_id, pinned, metadata, person_id, device_id,
+                       created_at, updated_at, embedding, embedding_model)
+                   VALUES (%s, %s, %s, %s, %s, %s, %s, 'current', %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)""",
+                (
+                    memory_id,
+                    row.team_id,
+                    row.container_tag,
+                    row.custom_id,
+                    row.content,
+                    row.content_hash,
+                    row.kind,
+                    1 if previous is None else previous.version + 1,
+                    memory_id if previous is None else previous.root_id,
+                    None if previous is None else previous.id,
+                    int(pinned),
+                    json.dumps(row.metadata) if row.metadata else None,
+                    row.person_id,
+                    row.device_id,
+                    row.created_at,
+                    row.updated_at,
+                    None if row.vector is None else row.vector.astype("float32"),
+                    None if row.vector is None else row.vector_model,
+                ),
+            )
+        return memory_id
+
+    def retire(self, memory_id: str, status: Literal["superseded", "forgotten"]) -> bool:
+        with self.transaction(), self._connection() as db:
+            self._changed()
+            cursor = db.execute(
+                "UPDATE memories SET status = %s, superseded_at = %s WHERE id = %s AND status = 'current'",
+                (status, now_s(), memory_id),
+            )
+            return cursor.rowcount == 1
+
+    # ------------------------------------------------------------------ export and import (whole history)
+
+    def rows_page(
+        self, team_id: int, tags: Sequence[str] | None, after: str | None, limit: int
+    ) -> list[Memory]:
+        """By `seq` (save order): the rows after the one named `after`, found within the team."""
+        in_tags = "" if tags is None else "AND container_tag = ANY(%(tags)s)"
+        start = (
+            "0" if after is None else "(SELECT seq FROM memories WHERE id = %(after)s AND team_id = %(team)s)"
+        )
+        params = {
+            "team": team_id,
+            "tags": None if tags is None else list(tags),
+            "after": after,
+            "limit": limit,
+        }
+        # an unknown `after` makes the start NULL, and `seq > NULL` holds for no row: []
+        return self._memories(
+            f"""SELECT {_MEMORY_COLUMNS} FROM memories WHERE team_id = %(team)s AND seq > {start} {in_tags}
+                ORDER BY seq LIMIT %(limit)s""",
+            params,
+        )
+
+    def insert_imported(self, row: ImportedVersion) -> bool:
+        pinned = bool(row.metadata and row.metadata.get("pinned") is True)
+        if row.vector is not None and row.vector_model is not None:
+            self._ensure_vector_index(row.vector_model, int(row.vector.shape[0]))
+        with self.transaction(), self._connection() as db:
+            cursor = db.execute(
+                """INSERT INTO memories (id, team_id, container_tag, custom_id, content, content_hash, kind,
+                       status, version, root_id, previous_version_id, pinned, metadata, person_id, device_id,
+                       created_at, updated_at, superseded_at, embedding, embedding_model)
+                   VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                   ON CONFLICT (id) DO NOTHING""",
+                (
+                    row.id,
+                    row.team_id,
+                    row.container_tag,
+                    row.custom_id,
+                    row.content,
+                    row.content_hash,
+                    row.kind,
+                    row.status,
+                    row.version,
+                    row.root_id,
+                    row.previous_version_id,
+                    int(pinned),
+                    json.dumps(row.metadata) if row.metadata else None,
+                    row.person_id,
+                    row.device_id,
+                    row.created_at,
+                    row.updated_at,
+                    row.superseded_at,
+                    None if row.vector is None else row.vector.astype("float32"),
+                    None if row.vector is None else row.vector_model,
+                ),
+            )
+            if cursor.rowcount != 1:
+                return False
+            self._changed()
+        return True
+
+    def expired_documents(self, key_prefix: str, before: float, limit: int) -> list[tuple[int, Memory]]:
+        with self._connection() as db:
+            rows = db.execute(
+                f"""SELECT {_MEMORY_COLUMNS} FROM memories WHERE kind = 'document' AND status = 'current'
+                    AND created_at < %s AND custom_id >= %s AND custom_id < %s ORDER BY created_at, seq LIMIT %s""",
+                (before, key_prefix, key_prefix + "\U0010ffff", limit),
+            ).fetchall()
+        return [(int(row["team_id"]), self._memory(row)) for row in rows]
+
+    # ------------------------------------------------------------------ vectors
+
+    def vectors_missing(self, model: str, limit: int) -> list[VectorTask]:
+        with self._connection() as db:
+            rows = db.execute(
+                """SELECT id, team_id, container_tag, content, content_hash FROM memories
+                   WHERE status = 'current' AND pinned = 0 AND (embedding_model IS NULL OR embedding_model <> %s)
+                   ORDER BY seq LIMIT %s""",
+                (model, limit),
+            ).fetchall()
+        return [
+            VectorTask(
+                row["id"], int(row["team_id"]), row["container_tag"], row["content"], row["content_hash"]
+            )
+            for row in rows
+        ]
+
+    def set_vector(self, memory_id: str, content_hash: str, model: str, vector: np.ndarray) -> bool:
+        self._ensure_vector_index(model, int(vector.shape[0]))
+        with self.transaction(), self._connection() as db:
+            self._changed()
+            cursor = db.execute(
+                """UPDATE memories SET embedding = %s, embedding_model = %s
+                   WHERE id = %s AND status = 'current' AND content_hash = %s""",
+                (vector.astype("float32"), model, memory_id, content_hash),
+            )
+            return cursor.rowcount == 1
+
+    def current_vectors(self, team_id: int, tag: str, model: str) -> Iterator[tuple[str, np.ndarray]]:
+        with self._connection() as db:
+            rows = db.execute(
+                """SELECT id, embedding FROM memories WHERE team_id = %s AND container_tag = %s
+                   AND status = 'current' AND pinned = 0 AND embedding IS NOT NULL AND embedding_model = %s
+                   ORDER BY seq""",
+                (team_id, tag, model),
+            ).fetchall()
+        for row in rows:
+            yield row["id"], _array(row["embedding"])
+
+    def nearest(
+        self, team_id: int, tag: str, model: str, query: np.ndarray, k: int
+    ) -> list[tuple[str, float]] | None:
+        """From the model's HNSW index; where the space's rows are too few among the model's for the
+        index's candidates to hold k of them, exactly over the space (its rows by the space index)."""
+        if k <= 0:
+            return []
+        dim = int(query.shape[0])
+        self._ensure_vector_index(model, dim)
+        cast = sql.SQL(vector_cast(dim))
+        distance = sql.SQL("{} <=> %(q)s::vector({})").format(cast, sql.SQL(str(dim)))
+        where = sql.SQL(
+            "WHERE embedding_model = {} AND status = 'current' AND pinned = 0 AND team_id = %(team)s "
+            "AND container_tag = %(tag)s"
+        ).format(sql.Literal(model))
+        approximate = sql.SQL("SELECT id, 1 - ({d}) AS similarity FROM memories {w} ORDER BY {d} LIMIT %(k)s")
+        exact = sql.SQL("SELECT id, 1 - ({d}) AS similarity FROM memories {w} ORDER BY ({d}) + 0 LIMIT %(k)s")
+        params = {"q": query.astype("float32"), "team": team_id, "tag": tag, "k": k}
+        with self._connection() as db:
+            rows = db.execute(approximate.format(d=distance, w=where), params).fetchall()
+            if len(rows) < k:
+                rows = db.execute(exact.format(d=distance, w=where), params).fetchall()
+        found = [(str(row["id"]), float(row["similarity"])) for row in rows]
+        return sorted(found, key=lambda pair: (-pair[1], pair[0]))
+
+    def similarities(
+        self, team_id: int, model: str, query: np.ndarray, ids: Sequence[str]
+    ) -> dict[str, float] | None:
+        dim = int(query.shape[0])
+        statement = sql.SQL(
+            "SELECT id, 1 - ({} <=> %s::vector({})) AS similarity FROM memories WHERE id = ANY(%s) "
+            "AND team_id = %s AND status = 'current' AND pinned = 0 AND embedding_model = %s"
+        ).format(sql.SQL(vector_cast(dim)), sql.SQL(str(dim)))
+        with self._connection() as db:
+            rows = db.execute(statement, (query.astype("float32"), list(ids), team_id, model)).fetchall()
+        return {str(row["id"]): float(row["similarity"]) for row in rows}
+
+    def _ensure_vector_index(self, model: str, dim: int) -> None:
+        """Make the HNSW index of one model's vectors if it is not there (once per door and model):
+        before the first vector of a model is written, so that the index grows with the rows."""
+        name = vector_index_name(model, dim)
+        if name in self._vector_indexes:
+            return
+        with self._connection() as db:  # CREATE INDEX IF NOT EXISTS would lock the table even so
+            there = db.execute(
+                "SELECT 1 FROM pg_class WHERE relname = %s AND relkind = 'i'", (name,)
+            ).fetchone()
+        if there is not None:
+            self._vector_indexes.add(name)
+            return
+        with self.transaction(), self._connection() as db:
+            db.execute("SELECT pg_advisory_xact_lock(%s)", (VECTOR_INDEX_LOCK_KEY,))
+            db.execute("SET LOCAL statement_timeout = 0")  # a large table takes minutes, once
+            db.execute(
+                sql.SQL(
+                    "CREATE INDEX IF NOT EXISTS {} ON memories USING hnsw ({} vector_cosine_ops) "
+                    "WHERE embedding_model = {} AND status = 'current'"
+                ).format(sql.Identifier(name), sql.SQL(vector_cast(dim)), sql.Literal(model))
+            )
+        self._vector_indexes.add(name)
+
+    # ------------------------------------------------------------------ extraction jobs
+
+    def enqueue_job(
+        self, principal: Principal, tag: str, content: str, metadata: dict[str, Any] | None
+    ) -> str:
+        job_id = new_id("job")
+        with self.transaction(), self._connection() as db:
+            # the device's row lock orders this against a revoke and against its other enqueues
+            active = db.execute(
+                "SELECT 1 FROM devices WHERE id = %s AND revoked_at IS NULL FOR UPDATE",
+                (principal.device_id,),
+            ).fetchone()
+            if active is None:
+                raise DeviceRevoked(principal.device_id)
+            row = db.execute(
+                """SELECT count(*) AS n FROM memory_extract_jobs WHERE device_id = %s
+                   AND status IN ('queued', 'running')""",
+                (principal.device_id,),
+            ).fetchone()
+            pending = int(row["n"]) if row else 0
+            if pending >= self.max_pending_jobs:
+                raise QueueFull(pending)
+            db.execute(
+                """INSERT INTO memory_extract_jobs (id, team_id, person_id, device_id, container_tag, content,
+                       metadata, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)""",
+                (
+                    job_id,
+                    principal.team_id,
+                    principal.person_id,
+                    principal.device_id,
+                    tag,
+                    content,
+                    json.dumps(metadata) if metadata else None,
+                    now_s(),
+                ),
+            )
+        return job_id
+
+    @staticmethod
+    def _job(row: dict[str, Any]) -> Job:
+        return Job(
+            id=row["id"],
+            team_id=int(row["team_id"]),
+            person_id=int(row["person_id"]),
+            device_id=row["device_id"],
+            container_tag=row["container_tag"],
+            content=row["content"],
+            metadata=json.loads(row["metadata"]) if row["metadata"] else None,
+            status=row["status"],
+            attempts=row["attempts"],
+            outcome=json.loads(row["outcome"]) if row["outcome"] else None,
+            error=row["error"],
+            created_at=row["created_at"],
+            finished_at=row["finished_at"],
+        )
+
+    def get_job(self, team_id: int, job_id: str) -> Job | None:
+        with self._connection() as db:
+            row = db.execute(
+                "SELECT * FROM memory_extract_jobs WHERE id = %s AND team_id = %s", (job_id, team_id)
+            ).fetchone()
+        return None if row is None else self._job(row)
+
+    def requeue_interrupted_jobs(self, max_attempts: int) -> int:
+        """Jobs this store claimed, and jobs whose lease ran out (their door died), go back to the
+        queue, or fail after `max_attempts`. A job another live door runs (its lease holds) is left
+        alone. `max_attempts` also rules the jobs `claim_job` takes back from an expired lease."""
+        self.job_max_attempts = max_attempts
+        with self.transaction(), self._connection() as db:
+            self._fail_exhausted(db, mine=True)
+            cursor = db.execute(
+                f"""UPDATE memory_extract_jobs SET status = 'queued', claimed_by = NULL, lease_until = NULL
+                    WHERE id IN (SELECT id FROM memory_extract_jobs WHERE status = 'running'
+                        AND (claimed_by = %s OR lease_until IS NULL OR lease_until < {_NOW})
+                        FOR UPDATE SKIP LOCKED)""",
+                (self.owner,),
+            )
+            return cursor.rowcount
+
+    def _fail_exhausted(self, db: Connection, *, mine: bool) -> None:
+        """Fail the running jobs out of attempts whose lease ran out (and, with `mine`, this store's)."""
+        db.execute(
+            f"""UPDATE memory_extract_jobs SET status = 'failed', finished_at = %s, error = %s,
+                    claimed_by = NULL, lease_until = NULL
+                WHERE id IN (SELECT id FROM memory_extract_jobs WHERE status = 'running' AND attempts >= %s
+                    AND ((%s AND claimed_by = %s) OR lease_until IS NULL OR lease_until < {_NOW})
+                    FOR UPDATE SKIP LOCKED)""",
+            (now_s(), EXPIRED_JOB_ERROR, self.job_max_attempts, mine, self.owner),
+        )
+
+    def claim_job(self) -> Job | None:
+        """The oldest queued job (or a running one whose lease ran out), now this store's: rows
+        another door is claiming are skipped, never waited for."""
+        with self.transaction(), self._connection() as db:
+            self._fail_exhausted(db, mine=False)
+            row = db.execute(
+                f"""UPDATE memory_extract_jobs SET status = 'running', attempts = attempts + 1, started_at = %s,
+                        claimed_by = %s, lease_until = {_NOW} + %s
+                    WHERE id = (SELECT id FROM memory_extract_jobs WHERE status = 'queued'
+                        OR (status = 'running' AND (lease_until IS NULL OR lease_until < {_NOW}))
+                        ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
+                    RETURNING *""",
+                (now_s(), self.owner, self.job_lease_s),
+            ).fetchone()
+        if row is None:
+            return None
+        self._start_renewing()
+        return self._job(row)
+
+    def _start_renewing(self) -> None:
+        if self._renewer is None:
+            self._renewer = threading.Thread(target=self._renew_leases, name="bli-memory-leases", daemon=True)
+            self._renewer.start()
+
+    def _renew_leases(self) -> None:
+        """Extend the lease of every job this store runs, a third of a lease before it would end."""
+        while not self._closed.wait(self.job_lease_s / 3):
+            try:
+                with self.transaction(), self._connection() as db:
+                    db.execute(
+                        f"""UPDATE memory_extract_jobs SET lease_until = {_NOW} + %s
+                            WHERE claimed_by = %s AND status = 'running'""",
+                        (self.job_lease_s, self.owner),
+                    )
+            except Exception:  # the server is away: the next round tries again
+                continue
+
+    def finish_job(self, job_id: str, outcome: dict[str, Any]) -> None:
+        with self.transaction(), self._connection() as db:
+            db.execute(
+                """UPDATE memory_extract_jobs SET status = 'done', outcome = %s, error = NULL, finished_at = %s,
+                       lease_until = NULL WHERE id = %s AND status = 'running' AND claimed_by = %s""",
+                (json.dumps(outcome), now_s(), job_id, self.owner),
+            )
+
+    def fail_job(self, job_id: str, error: str, *, retry: bool) -> None:
+        with self.transaction(), self._connection() as db:
+            db.execute(
+                """UPDATE memory_extract_jobs SET status = %s, error = %s, finished_at = %s, claimed_by = NULL,
+                       lease_until = NULL WHERE id = %s AND status = 'running' AND claimed_by = %s""",
+                ("queued" if retry else "failed", error, None if retry else now_s(), job_id, self.owner),
+            )
+
+    def job_may_write(self, job: Job) -> bool:
+        """Whether the job is still running under this store's claim and its device active. The job's
+        row is locked until the caller's transaction ends: a revoke, or a door taking over an
+        expired lease, waits for it."""
+        with self.transaction(), self._connection() as db:
+            row = db.execute(
+                """SELECT j.status, j.claimed_by, d.revoked_at FROM memory_extract_jobs j
+                   LEFT JOIN devices d ON d.id = j.device_id WHERE j.id = %s FOR UPDATE OF j""",
+                (job.id,),
+            ).fetchone()
+            if row is None or row["status"] != "running" or row["claimed_by"] != self.owner:
+                return False
+            if row["revoked_at"] is not None:
+                db.execute(
+                    """UPDATE memory_extract_jobs SET status = 'cancelled', error = %s, finished_at = %s
+                       WHERE id = %s""",
+                    (REVOKED_JOB_ERROR, now_s(), job.id),
+                )
+                return False
+        return True
+
+    # ------------------------------------------------------------------ copying rows between stores
+
+    def dump_rows(self, table: str, after: tuple[Any, ...] | None, limit: int) -> list[dict[str, Any]]:
+        columns = COPY_COLUMNS[_copied_table(table)]
+        key = PRIMARY_KEYS[table]
+        selected = sql.SQL(", ").join(
+            sql.SQL("{} AS {}").format(sql.Identifier(_column(name)), sql.Identifier(name))
+            for name in columns
+        )
+        key_columns = sql.SQL(", ").join(sql.Identifier(_column(name)) for name in key)
+        query = sql.SQL("SELECT {} FROM {}").format(selected, sql.Identifier(table))
+        params: list[Any] = []
+        if after is not None:
+            marks = sql.SQL(", ").join(sql.Placeholder() for _ in key)
+            query += sql.SQL(" WHERE ({}) > ({})").format(key_columns, marks)
+            params += list(after)
+        query += sql.SQL(" ORDER BY {} LIMIT %s").format(key_columns)
+        params.append(limit)
+        with self._connection() as db:
+            rows = db.execute(query, params).fetchall()
+        if table == "memories":
+            for row in rows:
+                vector = row["embedding"]
+                row["embedding"] = None if vector is None else _array(vector).tobytes()
+        return [dict(row) for row in rows]
+
+    def load_rows(self, table: str, rows: Sequence[dict[str, Any]]) -> int:
+        """One transaction; a key already present is skipped (ON CONFLICT DO NOTHING on the primary
+        key only: a row breaking another constraint fails the whole call)."""
+        columns = COPY_COLUMNS[_copied_table(table)]
+        if not rows:
+            return 0
+        statement = sql.SQL("INSERT INTO {} ({}) VALUES ({}) ON CONFLICT ({}) DO NOTHING").format(
+            sql.Identifier(table),
+            sql.SQL(", ").join(sql.Identifier(_column(name)) for name in columns),
+            sql.SQL(", ").join(sql.Placeholder() for _ in columns),
+            sql.SQL(", ").join(sql.Identifier(_column(name)) for name in PRIMARY_KEYS[table]),
+        )
+        values = [tuple(_loadable(table, name, row.get(name)) for name in columns) for row in rows]
+        if table == "memories":  # indexed as they come: no first search waits for a whole build
+            for model, dim in {
+                (row["embedding_model"], len(row["embedding"]) // 4) for row in rows if row.get("embedding")
+            }:
+                if model:
+                    self._ensure_vector_index(model, dim)
+        with self.transaction(), self._connection() as db:
+            if table in ("memories", "container_aliases"):
+                self._changed()
+            with db.cursor() as cursor:
+                cursor.executemany(statement, values)  # pipelined: one round trip per batch
+                inserted = cursor.rowcount
+            identity = _IDENTITY_COLUMNS.get(table)
+            if identity is not None:
+                db.execute(
+                    sql.SQL(
+                        "SELECT setval(pg_get_serial_sequence({table}, {column}), "
+                        "(SELECT coalesce(max({ident}), 0) + 1 FROM {name}), false)"
+                    ).format(
+                        table=sql.Literal(table),
+                        column=sql.Literal(identity),
+                        ident=sql.Identifier(identity),
+                        name=sql.Identifier(table),
+                    )
+                )
+        return inserted
+
+    def count_rows(self, table: str) -> int:
+        """How many rows `table` holds (migrate's progress; not part of the Store protocol)."""
+        with self._connection() as db:
+            row = db.execute(
+                sql.SQL("SELECT count(*) AS n FROM {}").format(sql.Identifier(_copied_table(table)))
+            ).fetchone()
+        return int(row["n"]) if row else 0
+
+    # ------------------------------------------------------------------ experience log
+
+    def record_experience(
+        self,
+        principal: Principal,
+        *,
+        entry_id: str,
+        store: str,
+        verdict: str,
+        reason: str,
+        created_at: float | None,
+    ) -> ExperienceOutcome:
+        """Without `created_at` the door's clock stamps the row, and a retry is identical when the
+        rest is."""
+        with self.transaction(), self._connection() as db:
+            inserted = db.execute(
+                """INSERT INTO experience (id, team_id, person_id, device_id, store, verdict, reason, created_at,
+                       received_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
+                   ON CONFLICT (team_id, id) DO NOTHING""",
+                (
+                    entry_id,
+                    principal.team_id,
+                    principal.person_id,
+                    principal.device_id,
+                    store,
+                    verdict,
+                    reason,
+                    now_s() if created_at is None else created_at,
+                    now_s(),
+                ),
+            )
+            if inserted.rowcount == 1:
+                return "inserted"
+            existing = db.execute(
+                "SELECT * FROM experience WHERE team_id = %s AND id = %s", (principal.team_id, entry_id)
+            ).fetchone()
+        same = existing is not None and (
+            existing["person_id"] == principal.person_id
+            and existing["store"] == store
+            and existing["verdict"] == verdict
+            and existing["reason"] == reason
+            and (created_at is None or abs(existing["created_at"] - created_at) < 0.001)
+        )
+        return "identical" if same else "conflict"
+
+    def experience_count(self, team_id: int, since: float) -> int:
+        with self._connection() as db:
+            row = db.execute(
+                "SELECT count(*) AS n FROM experience WHERE team_id = %s AND created_at >= %s",
+                (team_id, since),
+            ).fetchone()
+        return int(row["n"]) if row else 0
+
+    def experience_page(
+        self, team_id: int, since: float, after: tuple[float, str], limit: int
+    ) -> list[dict[str, Any]]:
+        with self._connection() as db:
+            page = db.execute(
+                """SELECT e.id, e.store, e.verdict, e.reason, e.created_at, p.name AS person
+                   FROM experience e JOIN people p ON p.id = e.person_id
+                   WHERE e.team_id = %s AND (e.created_at, e.id) > (%s, %s) AND e.created_at >= %s
+                   ORDER BY e.created_at, e.id LIMIT %s""",
+                (team_id, after[0], after[1], since, limit),
+            ).fetchall()
+        return [dict(row) for row in page]
+
+
+def _copied_table(table: str) -> str:
+    """`table` when dump_rows/load_rows copy it; ValueError otherwise (a table name goes into SQL)."""
+    if table not in COPY_TABLES:
+        raise ValueError(f"not a copied table: {table!r}")
+    return table
+
+
+def _array(vector: Any) -> np.ndarray:
+    """A pgvector value as float32 numpy (the adapter gives a `Vector` or an array by format)."""
+    import numpy as np
+
+    value = vector.to_numpy() if hasattr(vector, "to_numpy") else vector
+    return np.asarray(value, dtype=np.float32)
+
+
+def _loadable(table: str, name: str, value: Any) -> Any:
+    """A dumped value as PostgreSQL takes it: a memory's float32 bytes become a vector, a JSON
+    column's parsed value its text (a dump gives either)."""
+    if table == "memories" and name == "embedding" and value is not None:
+        import numpy as np
+
+        return np.frombuffer(bytes(value), dtype=np.float32)
+    if name in JSON_COLUMNS.get(table, ()) and value is not None and not isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    return value
