@@ -273,9 +273,11 @@ class DoorClient:
         custom_id: str,
         metadata: Mapping[str, Any],
         created_at: str | None,
+        scope: str = "project",
         deadline: float,
     ) -> dict[str, Any]:
-        """A plain save (never extract) keyed by ``custom_id`` and dated ``created_at`` when known:
+        """A plain save (never extract) keyed by ``custom_id`` and dated ``created_at`` when known,
+        into ``container_tag``'s space or (``scope`` global) the caller's global space:
         ``{id, containerTag, status}``, ``unchanged`` when the same record was imported before."""
         body: dict[str, Any] = {
             "content": content,
@@ -283,6 +285,8 @@ class DoorClient:
             "customId": custom_id,
             "metadata": dict(metadata),
         }
+        if scope != "project":
+            body["scope"] = scope
         if created_at is not None:
             body["createdAt"] = created_at
         return self._call("POST", "/api/memory/save", body, deadline=deadline)

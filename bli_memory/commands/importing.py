@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TextIO
 
 from bli_memory.commands.base import JSON_HELP, new_parser, parse, print_json
-from bli_memory.errors import EXIT_FAILED, EXIT_OK, CliError
+from bli_memory.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError
 from bli_memory.importers import FORMATS, FormatError, Parsed, read
 from bli_memory.importers.records import Record, custom_id
 from bli_memory.settings import load_settings, unpaired_message
@@ -57,6 +57,8 @@ class Summary:
     file: str
     space: str | None
     dry_run: bool
+    #: `global`: the records go to the person's own global space (`space` then only names the request's)
+    scope: str = "project"
     read: int = 0
     imported: int = 0
     updated: int = 0
@@ -74,6 +76,7 @@ class Summary:
             "format": self.format,
             "file": self.file,
             "space": self.space,
+            "scope": self.scope,
             "dryRun": self.dry_run,
             "read": self.read,
             "imported": self.imported,
@@ -152,12 +155,22 @@ def main(argv: list[str]) -> int:
         help="the space to import into (default: the space of the current folder; for jsonl, "
         "each row's own space)",
     )
+    parser.add_argument(
+        "--scope",
+        choices=("project", "global"),
+        default="project",
+        help="global: import into your own global space (facts that hold in every project, which only "
+        "you can read) instead of a repository's space; not with --space or jsonl",
+    )
     parser.add_argument("--dry-run", action="store_true", help="read and check the file, write nothing")
     parser.add_argument("--json", action="store_true", help=JSON_HELP)
     args = parse(parser, argv)
     if isinstance(args, int):
         return args
     prog = parser.prog
+    if args.scope == "global" and (args.space is not None or args.format == "jsonl"):
+        what = "--space" if args.space is not None else "jsonl (each row names its own space)"
+        raise CliError(f"{prog}: --scope global does not go with {what}", EXIT_USAGE)
     try:
         parsed = read(args.format, args.path)
     except FormatError as exc:
@@ -173,7 +186,7 @@ def main(argv: list[str]) -> int:
         from bli_memory.tools import project_dir
 
         space = resolve_space(settings, project_dir(os.environ))
-    summary = Summary(args.format, os.path.basename(args.path), space, args.dry_run)
+    summary = Summary(args.format, os.path.basename(args.path), space, args.dry_run, scope=args.scope)
     for problem in parsed.problems:
         entry = {"where": problem.where, "reason": problem.reason}
         (summary.failed if problem.malformed else summary.skipped).append(entry)
@@ -258,7 +271,7 @@ def _dry_run(parsed: Parsed, summary: Summary) -> None:
         _mask(record.content, summary)
     for _, row in parsed.rows:
         _mask(row["content"], summary)
-    summary.aliases = _vendor_tags(parsed, summary.space)
+    summary.aliases = _vendor_tags(parsed, summary.space) if summary.scope == "project" else []
 
 
 def _vendor_tags(parsed: Parsed, space: str | None) -> list[str]:
@@ -294,6 +307,7 @@ def _import_records(client: DoorClient, parsed: Parsed, summary: Summary) -> Non
                 custom_id=custom_id(summary.format, record.original_id),
                 metadata=metadata,
                 created_at=None if record.created_at is None else usable_time(record.created_at),
+                scope=summary.scope,
                 deadline=_deadline(),
             )
         except DoorCallError as exc:
@@ -306,7 +320,7 @@ def _import_records(client: DoorClient, parsed: Parsed, summary: Summary) -> Non
             canonical = str(answer.get("containerTag") or canonical)
             _count(summary, str(answer.get("status")))
         progress.update(done)
-    if summary.stopped is None:
+    if summary.stopped is None and summary.scope == "project":  # a global space takes no aliases
         _set_aliases(client, _vendor_tags(parsed, canonical), canonical, summary)
 
 
@@ -406,6 +420,8 @@ def _batches(
 def render(summary: Summary) -> str:
     """The text summary: one headline, then what was left out and why."""
     where = f"space {summary.space}" if summary.space else "each row's own space"
+    if summary.scope == "global":
+        where = "your global space"
     if summary.dry_run:
         lines = [
             f"Dry run: would import {summary.read} from {summary.format} ({summary.file}) into {where}; "

@@ -373,15 +373,19 @@ class MemoryService:
             return self.pin(principal, tag, content, metadata=metadata)
         tags = self.space_tags(principal, tag)
         canonical = tags[0]
+        already = self._unchanged(principal, tags, content, custom_id, metadata)
+        if already is not None:  # a repeated save (a re-run import, a retried hook) costs no embedding
+            return already
         vectors = self._embed([content], "passage")
         vector = None if vectors is None else vectors[0]
         when = now_s() if created_at is None else created_at
         with self.transaction():
+            already = self._unchanged(principal, tags, content, custom_id, metadata)
+            if already is not None:  # saved by another request while this one embedded
+                return already
             if custom_id is not None:
                 existing = self.store.current_by_custom_id(principal.team_id, tags, custom_id)
                 if existing is not None:
-                    if existing.content == content and (metadata or None) == (existing.metadata or None):
-                        return SaveResult(existing.id, existing.container_tag, "unchanged")
                     self._retire(principal, existing, "superseded")
                     new = self._insert(
                         principal,
@@ -394,10 +398,6 @@ class MemoryService:
                         previous=existing,
                     )
                     return SaveResult(new, existing.container_tag, "updated")
-            else:
-                duplicate = self.store.current_by_hash(principal.team_id, tags, hash_text(content))
-                if duplicate is not None and duplicate.content == content:
-                    return SaveResult(duplicate.id, duplicate.container_tag, "unchanged")
             new = self._insert(
                 principal,
                 tag=canonical,
@@ -409,6 +409,28 @@ class MemoryService:
                 kind=kind,
             )
             return SaveResult(new, canonical, "created")
+
+    def _unchanged(
+        self,
+        principal: Principal,
+        tags: Sequence[str],
+        content: str,
+        custom_id: str | None,
+        metadata: dict[str, Any] | None,
+    ) -> SaveResult | None:
+        """The `unchanged` answer when this save would change nothing: the memory carrying `custom_id`
+        already says `content` with the same metadata, or (without a custom id) the space already holds
+        `content` word for word."""
+        if custom_id is not None:
+            existing = self.store.current_by_custom_id(principal.team_id, tags, custom_id)
+            same = existing is not None and existing.content == content
+            if existing is not None and same and (metadata or None) == (existing.metadata or None):
+                return SaveResult(existing.id, existing.container_tag, "unchanged")
+            return None
+        duplicate = self.store.current_by_hash(principal.team_id, tags, hash_text(content))
+        if duplicate is not None and duplicate.content == content:
+            return SaveResult(duplicate.id, duplicate.container_tag, "unchanged")
+        return None
 
     def save_many(
         self,

@@ -379,3 +379,31 @@ def test_bad_input_is_one_line(cli: Cli, tmp_path: Path) -> None:
     assert unknown.returncode == 2 and unknown.stderr.count("\n") == 1
     both = cli("export", "--all", "--space", "x")
     assert both.returncode == 2 and "not both" in both.stderr
+
+
+def test_scope_global_imports_into_the_persons_own_global_space(
+    cli: Cli, door: DoorProcess, tag: str
+) -> None:
+    """--scope global puts the records in the importer's global space (searched beside every
+    project, readable by nobody else), not in the repository's space; it refuses --space and jsonl."""
+    answer = cli.imported("instructions", str(FIXTURES / "instructions" / "MEMORY.md"), "--scope", "global")
+    assert answer["exit"] == 0 and answer["imported"] == 2 and answer["scope"] == "global", answer
+    status, own = door.post("/api/memory/list", {"containerTag": tag, "scope": "global", "limit": 50})
+    assert status == 200 and len(own["memories"]) == 2
+    assert all(row["scope"] == "global" for row in own["memories"])
+    status, project = door.post("/api/memory/list", {"containerTag": tag, "limit": 50})
+    assert status == 200 and project["memories"] == []
+    again = cli("import", "instructions", str(FIXTURES / "instructions" / "MEMORY.md"), "--scope", "global")
+    assert again.returncode == 0 and "into your global space: 0 imported" in again.stdout, again.stdout
+    for refused in (("--space", "elsewhere"), ()):
+        fmt, path = (
+            ("jsonl", str(FIXTURES / "mcp_memory.jsonl"))
+            if not refused
+            else (
+                "instructions",
+                str(FIXTURES / "instructions" / "MEMORY.md"),
+            )
+        )
+        done = cli("import", fmt, path, "--scope", "global", *refused)
+        assert done.returncode == 2 and len(done.stderr.splitlines()) == 1, done
+        assert "--scope global does not go with" in done.stderr
