@@ -300,6 +300,7 @@ def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
     from bli_memory.door.app import create_app, door_hosts
     from bli_memory.door.embed import EmbedderUnavailable, door_embedder
+    from bli_memory.door.indexes import IndexLimits
     from bli_memory.door.memories import MemoryService
     from bli_memory.door.server import ServerLimits, bounded_protocol
 
@@ -313,8 +314,14 @@ def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         sys.stderr.write(f"bli-memory-door: {warning}\n")
     max_pages = int(env[MAX_PAGES_ENV]) if env.get(MAX_PAGES_ENV, "").isdigit() else None
     store = open_store(args.db, env, max_pages=max_pages)
-    memories = MemoryService(store, embedder)
     db = db_path(args.db, env)
+    # big spaces' indexes are kept next to the database between runs (door/indexes.py, Snapshots)
+    memories = MemoryService(
+        store,
+        embedder,
+        index_folder=db.with_name(db.name + ".indexes"),
+        index_limits=IndexLimits.from_env(env),
+    )
     pid_fd = _claim_pid_file(db)
     stop_on_signal = _StopOnSignal()  # from here on a `stop` ends in the finally below
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -380,7 +387,7 @@ def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     finally:
         if worker is not None:
             worker.stop()
-        store.close()
+        memories.close()  # writes the big spaces' index snapshots, then closes the store
         _release_pid_file(pid_fd, db)
     return 0
 

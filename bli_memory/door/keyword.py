@@ -33,6 +33,7 @@ side by side, so it matches the identifier and not its parts scattered over a me
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import unicodedata
@@ -401,14 +402,14 @@ class KeywordIndex:
             raise ValueError("postings do not match the terms")
         postings = arrays["postings"].astype(np.int32).tobytes()
         frequencies = arrays["frequencies"].astype(np.int32).tobytes()
-        index.postings = [array("i", postings[4 * a : 4 * b]) for a, b in zip(offsets, offsets[1:])]
-        index.frequencies = [array("i", frequencies[4 * a : 4 * b]) for a, b in zip(offsets, offsets[1:])]
+        index.postings = [array("i", postings[4 * a : 4 * b]) for a, b in itertools.pairwise(offsets)]
+        index.frequencies = [array("i", frequencies[4 * a : 4 * b]) for a, b in itertools.pairwise(offsets)]
         index.document_counts = array("i", arrays["document_counts"].astype(np.int32).tobytes())
         alive = arrays["alive"].astype(np.int8)
         ids = _split(arrays["ids"], alive.size)
         if not len(ids) == alive.size == arrays["starts"].size == arrays["lengths"].size:
             raise ValueError("documents do not match their ids")
-        index.ids = [memory_id if live else None for memory_id, live in zip(ids, alive.tolist())]
+        index.ids = [memory_id if live else None for memory_id, live in zip(ids, alive.tolist(), strict=True)]
         index.slot_of = {memory_id: slot for slot, memory_id in enumerate(index.ids) if memory_id is not None}
         index.tokens = array("i", arrays["tokens"].astype(np.int32).tobytes())
         index.starts = array("q", arrays["starts"].astype(np.int64).tobytes())

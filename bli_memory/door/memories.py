@@ -35,7 +35,7 @@ from bli_memory.door.errors import (
     Unauthorized,
     exception_line,
 )
-from bli_memory.door.indexes import Indexes, Lru, SpaceKey, SpaceVectors
+from bli_memory.door.indexes import Indexes, IndexLimits, Lru, Snapshots, SpaceKey, Vectors
 from bli_memory.door.librarian.lasting import lasting_score
 from bli_memory.door.model import (
     FORGET_CLOSEST_MIN_SIMILARITY,
@@ -50,6 +50,8 @@ from bli_memory.door.model import (
 from bli_memory.door.store.base import DeviceRevoked, NewVersion, QueueFull, Store
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import numpy as np
 
     from bli_memory.door.embed import Embedder
@@ -93,13 +95,23 @@ class AliasResult:
 
 
 class MemoryService:
-    """Memories over `store`, embedded with `embedder` (None or dimension 0: keyword and recency)."""
+    """Memories over `store`, embedded with `embedder` (None or dimension 0: keyword and recency).
 
-    def __init__(self, store: Store, embedder: Embedder | None = None) -> None:
+    With `index_folder`, the indexes of big spaces are written there when the service closes and read
+    back by the next one instead of being built (`indexes.Snapshots`)."""
+
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder | None = None,
+        index_folder: Path | None = None,
+        index_limits: IndexLimits | None = None,
+    ) -> None:
         self.store = store
         self.embedder = embedder
-        self.indexes = Indexes()
         self._lock = threading.RLock()
+        snapshots = None if index_folder is None else Snapshots(index_folder)
+        self.indexes = Indexes(snapshots=snapshots, lock=self._lock, limits=index_limits)
         self._space_tags: Lru[SpaceKey, tuple[float, tuple[str, ...]]] = Lru(SPACE_TAGS_CACHE_MAX)
         self._embed_error: tuple[float, str] | None = None
         self._embed_error_logged_at = 0.0
@@ -112,6 +124,8 @@ class MemoryService:
     def transaction(self) -> Iterator[None]:
         """One store transaction (nested ones join it); the indexes are dropped if it rolls back."""
         with self._lock:
+            if self.indexes.snapshots is not None:
+                self.indexes.snapshots.invalidate()  # before anything is written they would lack
             try:
                 with self.store.transaction():
                     yield
@@ -128,7 +142,16 @@ class MemoryService:
         return self.store.authenticate(token)
 
     def close(self) -> None:
-        self.store.close()
+        """Write the snapshots of big spaces (when the service has an index folder), close the store."""
+        with self._lock:
+            try:
+                self.indexes.write_snapshots(self._vector_model or "")
+            except OSError as exc:  # the next start builds them from the store instead
+                sys.stderr.write(
+                    f"bli-memory-door: could not write the index snapshots ({exception_line(exc)})\n"
+                )
+            finally:
+                self.store.close()
 
     # ------------------------------------------------------------------ spaces and aliases
 
@@ -713,15 +736,25 @@ class MemoryService:
 
     def _keyword_index(self, team_id: int, tag: str) -> keyword.KeywordIndex:
         """The keyword index of one tag's current memories, built on first use (call under the lock)."""
-        return self.indexes.keyword((team_id, tag), lambda: self.store.index_rows(team_id, tag))
+        return self.indexes.keyword(
+            (team_id, tag),
+            lambda: self.store.index_rows(team_id, tag),
+            model=self._vector_model or "",
+            count=lambda: self.store.count_current(team_id, [tag]),
+        )
 
-    def _space_vectors(self, team_id: int, tag: str) -> SpaceVectors | None:
-        """The matrix of one tag's current vectors, loaded on first use (call under the lock)."""
+    def _space_vectors(self, team_id: int, tag: str) -> Vectors | None:
+        """One tag's current vectors (a matrix, or a graph for a big space), loaded on first use
+        (call under the lock)."""
         model = self._vector_model
         if model is None or self.embedder is None:
             return None
         return self.indexes.vectors(
-            (team_id, tag), lambda: self.store.current_vectors(team_id, tag, model), self.embedder.dim
+            (team_id, tag),
+            lambda: self.store.current_vectors(team_id, tag, model),
+            self.embedder.dim,
+            model=model,
+            count=lambda: self.store.count_current(team_id, [tag]),
         )
 
     def warm(self) -> int:
@@ -750,33 +783,33 @@ class MemoryService:
         7e-9 apart, enough to swap near-tied rows between two doors. `einsum` sums each row alike wherever it
         sits (and measured no slower at 10 000-100 000 rows). Rows tied with the last one taken are
         all considered, and equal cosines are ordered by save order, not by their place in the matrix.
+        A big space's graph (`indexes.ApproximateVectors`) gives its nearest rows, scored the same way.
         """
         import numpy as np
 
         spaces = [
-            space for tag in tags if (space := self._space_vectors(team_id, tag)) is not None and space.ids
+            space for tag in tags if (space := self._space_vectors(team_id, tag)) is not None and len(space)
         ]
         if not spaces:
             return lambda _: None, []
         query = query_vector.astype(np.float32)
-        sims = [np.einsum("ij,j->i", space.matrix, query) for space in spaces]
-        ids = [memory_id for space in spaces for memory_id in space.ids]
-        flat = sims[0] if len(sims) == 1 else np.concatenate(sims)
-        count = min(ranking.VECTOR_CANDIDATES, len(ids))
-        cut = -np.partition(-flat, count - 1)[count - 1]
-        near = np.flatnonzero(flat >= cut).tolist()  # more than `count` only when rows tie at the cut
-        position = self._save_positions(team_id, tags, [ids[i] for i in near])
-        near_sims = dict(zip(near, (-flat[near]).tolist(), strict=True))
-        top = sorted(near, key=lambda i: (near_sims[i], position[ids[i]]))[:count]
+        scorers = [space.scores(query) for space in spaces]
+        count = min(ranking.VECTOR_CANDIDATES, sum(len(space) for space in spaces))
+        near = [pair for scorer in scorers for pair in scorer.nearest(count)]
+        if len(near) > count:  # every row at least as close as the count-th, ties at the cut included
+            cut = sorted((cosine for _, cosine in near), reverse=True)[count - 1]
+            near = [(memory_id, cosine) for memory_id, cosine in near if cosine >= cut]
+        position = self._save_positions(team_id, tags, [memory_id for memory_id, _ in near])
+        top = sorted(near, key=lambda pair: (-pair[1], position[pair[0]]))[:count]
 
         def similarity(memory_id: str) -> float | None:
-            for space, values in zip(spaces, sims, strict=True):
-                row = space.index.get(memory_id)
-                if row is not None:
-                    return float(values[row])
+            for scorer in scorers:
+                cosine = scorer.similarity(memory_id)
+                if cosine is not None:
+                    return cosine
             return None
 
-        return similarity, [ids[i] for i in top]
+        return similarity, [memory_id for memory_id, _ in top]
 
     # ------------------------------------------------------------------ profile
 
