@@ -23,7 +23,7 @@ import json
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
@@ -81,6 +81,9 @@ class IndexLimits:
             number(SNAPSHOT_MIN_MEMORIES_ENV, SNAPSHOT_MIN_MEMORIES),
         )
 
+
+#: the float32 vectors of current memories by id (`Store.vectors_of` for one team and model).
+Fetch = Callable[[Sequence[str]], "dict[str, np.ndarray]"]
 
 _Key = TypeVar("_Key")
 _Value = TypeVar("_Value")
@@ -163,7 +166,7 @@ class SpaceVectors:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def scores(self, query: np.ndarray) -> ExactScores:
+    def scores(self, query: np.ndarray, fetch: Fetch | None = None) -> ExactScores:
         return ExactScores(self, query)
 
     def add(self, memory_id: str, vector: np.ndarray) -> None:
@@ -181,6 +184,9 @@ class SpaceVectors:
         self.index[memory_id] = count
         self.sequence[memory_id] = self._added
         self._added += 1
+
+    def vector(self, memory_id: str) -> np.ndarray:
+        return self._buffer[self.index[memory_id]]
 
     def in_save_order(self) -> Iterator[tuple[str, np.ndarray]]:
         """(id, vector) of every row, in the order they were added."""
@@ -208,8 +214,8 @@ class VectorScores(Protocol):
         """At least the `count` most similar (id, cosine) pairs (every row tied with the last one)."""
         ...
 
-    def similarity(self, memory_id: str) -> float | None:
-        """The cosine of any current memory of the tag (None: it has no vector here)."""
+    def similarities(self, ids: Sequence[str]) -> dict[str, float]:
+        """The cosines of those of `ids` that have a vector here."""
         ...
 
 
@@ -234,9 +240,9 @@ class ExactScores:
         ids = self._space.ids
         return list(zip([ids[i] for i in near.tolist()], sims[near].tolist(), strict=True))
 
-    def similarity(self, memory_id: str) -> float | None:
-        row = self._space.index.get(memory_id)
-        return None if row is None else float(self._sims[row])
+    def similarities(self, ids: Sequence[str]) -> dict[str, float]:
+        index = self._space.index
+        return {memory_id: float(self._sims[index[memory_id]]) for memory_id in ids if memory_id in index}
 
 
 class ApproximateVectors:
@@ -282,7 +288,7 @@ class ApproximateVectors:
             batch.clear()
 
         for memory_id, vector in rows:
-            if vector.shape != (dim,) or memory_id in built.key_of or memory_id in batch_ids[-1:]:
+            if vector.shape != (dim,) or memory_id in built.key_of:
                 continue
             batch_ids.append(memory_id)
             batch.append(vector)
@@ -312,28 +318,43 @@ class ApproximateVectors:
         self.graph.remove(key)
         self.ids[key] = None
 
-    def scores(self, query: np.ndarray) -> ApproximateScores:
-        return ApproximateScores(self, query)
+    def scores(self, query: np.ndarray, fetch: Fetch | None = None) -> ApproximateScores:
+        if fetch is None:
+            raise ValueError("a graph's cosines need the rows' vectors")
+        return ApproximateScores(self, query, fetch)
 
 
 class ApproximateScores:
-    """The graph's nearest rows, each scored with `einsum` over its stored (float16) vector, so that a
-    row's cosine is the same whichever channel found it."""
+    """The graph's nearest rows, scored with their float32 vectors from the store (`fetch`) and
+    `einsum`, exactly as `ExactScores` scores them: a row's cosine does not depend on the index."""
 
-    def __init__(self, space: ApproximateVectors, query: np.ndarray) -> None:
+    def __init__(self, space: ApproximateVectors, query: np.ndarray, fetch: Fetch) -> None:
         import numpy as np
 
         self._space = space
         self._query = query.astype(np.float32)
+        self._fetch = fetch
         self._known: dict[str, float] = {}
 
-    def _cosines(self, keys: list[int]) -> list[float]:
+    def _score(self, ids: Sequence[str]) -> None:
         import numpy as np
 
-        vectors: Any = self._space.graph.get(np.array(keys, dtype=np.uint64), dtype="f32")
-        matrix = np.vstack(vectors).astype(np.float32)
+        wanted = [
+            memory_id for memory_id in ids if memory_id not in self._known and memory_id in self._space.key_of
+        ]
+        if not wanted:
+            return
+        vectors = self._fetch(wanted)
+        held = [
+            memory_id
+            for memory_id in wanted
+            if memory_id in vectors and vectors[memory_id].shape == self._query.shape
+        ]
+        if not held:
+            return
+        matrix = np.vstack([vectors[memory_id] for memory_id in held])
         cosines: list[float] = np.einsum("ij,j->i", matrix, self._query).tolist()
-        return cosines
+        self._known.update(zip(held, cosines, strict=True))
 
     def nearest(self, count: int) -> list[tuple[str, float]]:
         import numpy as np
@@ -341,24 +362,15 @@ class ApproximateScores:
         if not len(self._space) or count <= 0:
             return []
         found = self._space.graph.search(self._query, min(count, len(self._space)), threads=1)
-        keys = [int(key) for key in np.asarray(found.keys).tolist()]
         ids = self._space.ids
-        keys = [key for key in keys if key < len(ids) and ids[key] is not None]
-        pairs = list(zip([ids[key] for key in keys], self._cosines(keys) if keys else [], strict=True))
-        for memory_id, cosine in pairs:
-            assert memory_id is not None
-            self._known[memory_id] = cosine
-        return [(memory_id, cosine) for memory_id, cosine in pairs if memory_id is not None]
+        keys = [key for key in np.asarray(found.keys).tolist() if 0 <= key < len(ids)]
+        near = [memory_id for key in keys if (memory_id := ids[key]) is not None]
+        self._score(near)
+        return [(memory_id, self._known[memory_id]) for memory_id in near if memory_id in self._known]
 
-    def similarity(self, memory_id: str) -> float | None:
-        known = self._known.get(memory_id)
-        if known is not None:
-            return known
-        key = self._space.key_of.get(memory_id)
-        if key is None:
-            return None
-        cosine = self._known[memory_id] = self._cosines([key])[0]
-        return cosine
+    def similarities(self, ids: Sequence[str]) -> dict[str, float]:
+        self._score(ids)
+        return {memory_id: self._known[memory_id] for memory_id in ids if memory_id in self._known}
 
 
 Vectors = SpaceVectors | ApproximateVectors
@@ -593,21 +605,21 @@ class Indexes:
         model: str = "",
         count: Callable[[], int] | None = None,
     ) -> Vectors:
-        """The vectors of a space, on first use: a snapshot's graph when current, else loaded from
-        `rows()` into a matrix, or straight into a graph when `count()` is ANN_MIN_VECTORS or more."""
+        """The vectors of a space, on first use: a snapshot's graph when current, else a matrix
+        loaded from `rows()`, which a thread turns into a graph when it holds ANN_MIN_VECTORS or more
+        (searched exactly until then: a graph of a million vectors takes tens of minutes to build)."""
         cached = self._vectors.get(key)
         if cached is not None:
             return cached
-        loaded: Vectors | None = self._snapshot_vectors(key, model, dim, count)
-        if loaded is None:
-            if count is not None and count() >= self.limits.ann_min_vectors:
-                loaded = ApproximateVectors.build(rows(), dim)
-            else:
-                loaded = SpaceVectors.load(rows(), dim)
-                if len(loaded) >= self.limits.ann_min_vectors:
-                    loaded = ApproximateVectors.build(loaded.in_save_order(), dim)
-        self._vectors.put(key, loaded)
-        return loaded
+        graph = self._snapshot_vectors(key, model, dim, count)
+        if graph is not None:
+            self._vectors.put(key, graph)
+            return graph
+        matrix = SpaceVectors.load(rows(), dim)
+        self._vectors.put(key, matrix)
+        if len(matrix) >= self.limits.ann_min_vectors:
+            self._start_conversion(key, matrix)
+        return matrix
 
     def _snapshot_vectors(
         self, key: SpaceKey, model: str, dim: int, count: Callable[[], int] | None
@@ -660,17 +672,33 @@ class Indexes:
     # ------------------------------------------------------------------ matrix to graph
 
     def _start_conversion(self, key: SpaceKey, matrix: SpaceVectors) -> None:
-        """Build the graph of `matrix`'s rows as they are now, on a thread (call under the lock)."""
-        rows = [(memory_id, vector.copy()) for memory_id, vector in matrix.in_save_order()]
+        """Turn `matrix` into a graph on a thread (call under the lock)."""
+        order = sorted(matrix.ids, key=matrix.sequence.__getitem__)
         thread = threading.Thread(
-            target=self._convert, args=(key, matrix, rows), name="bli-memory-graph", daemon=True
+            target=self._convert, args=(key, matrix, order), name="bli-memory-graph", daemon=True
         )
         self._converting[key] = thread
         thread.start()
 
-    def _convert(self, key: SpaceKey, matrix: SpaceVectors, rows: list[tuple[str, np.ndarray]]) -> None:
+    def _rows_of(
+        self, key: SpaceKey, matrix: SpaceVectors, order: list[str]
+    ) -> Iterator[tuple[str, np.ndarray]]:
+        """The vectors of `order` that `matrix` still holds, copied ANN_BUILD_BATCH at a time under
+        the lock (a write may move a row meanwhile), added to the graph outside it."""
+        for start in range(0, len(order), ANN_BUILD_BATCH):
+            with self._lock:
+                if self._vectors.peek(key) is not matrix:
+                    return  # dropped: nothing to build for
+                batch = [
+                    (memory_id, matrix.vector(memory_id).copy())
+                    for memory_id in order[start : start + ANN_BUILD_BATCH]
+                    if memory_id in matrix.index
+                ]
+            yield from batch
+
+    def _convert(self, key: SpaceKey, matrix: SpaceVectors, order: list[str]) -> None:
         try:
-            graph = ApproximateVectors.build(rows, matrix.dim)
+            graph = ApproximateVectors.build(self._rows_of(key, matrix, order), matrix.dim)
         except Exception:  # the matrix goes on serving; the next start builds the graph
             with self._lock:
                 self._converting.pop(key, None)

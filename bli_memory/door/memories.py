@@ -74,6 +74,8 @@ BACKFILL_BATCH = 64
 RETENTION_BATCH = 200
 #: forget by meaning looks this far down the nearest rows for one that is not a stored exchange.
 CLOSEST_CANDIDATES = 8
+#: how long `warm` waits for the graphs it started (a million vectors: tens of minutes on one core).
+WARM_GRAPH_WAIT_S = 3600.0
 
 
 @dataclass(frozen=True)
@@ -576,13 +578,14 @@ class MemoryService:
             return None
         with self._lock:
             self._check_outside_writes()
-            similarity_of, ranked = self._vector_candidates(principal.team_id, tags, vectors[0])
+            similarities_of, ranked = self._vector_candidates(principal.team_id, tags, vectors[0])
             top = ranked[:CLOSEST_CANDIDATES]
+            similarities = similarities_of(top)
             rows = self.store.current_by_ids(principal.team_id, top)
         for memory_id in top:
             memory = rows.get(memory_id)
             if memory is not None and not _is_exchange(memory):
-                return memory, similarity_of(memory_id) or 0.0
+                return memory, similarities.get(memory_id) or 0.0
         return None
 
     # ------------------------------------------------------------------ search
@@ -619,20 +622,21 @@ class MemoryService:
             self._check_outside_writes()
             keyword_ids = self._keyword_candidates(principal.team_id, tags, q)
             vector_ids: list[str] = []
-            similarity_of: Callable[[str], float | None] = lambda _: None  # noqa: E731
+            similarities_of: Similarities = _no_similarities
             if query_vector is not None:
-                similarity_of, vector_ids = self._vector_candidates(principal.team_id, tags, query_vector)
+                similarities_of, vector_ids = self._vector_candidates(principal.team_id, tags, query_vector)
             candidate_ids = set(keyword_ids).union(vector_ids)
             if not candidate_ids:
                 return []
             position = self._save_positions(principal.team_id, tags, candidate_ids)
             updated = self.store.updated_at(principal.team_id, list(candidate_ids))
+            cosines = similarities_of(list(candidate_ids))
         keyword_rank = {memory_id: rank for rank, memory_id in enumerate(keyword_ids)}
         # in save order, so that equal similarities take their vector ranks the same way in every door
         live = sorted(
             (memory_id for memory_id in candidate_ids if memory_id in updated), key=position.__getitem__
         )
-        similarities = {memory_id: similarity_of(memory_id) for memory_id in live}
+        similarities = {memory_id: cosines.get(memory_id) for memory_id in live}
         ages = ranking.ages_days([updated[memory_id] for memory_id in live])
         signals = [
             ranking.Signals(
@@ -758,11 +762,13 @@ class MemoryService:
         )
 
     def warm(self) -> int:
-        """Build the keyword index (and vector matrix) of every space, busiest first; the count built.
+        """Build the keyword index and vectors of every space, busiest first; the count built.
 
         The door runs this in the background at start, so that the first search of a space does not
-        pay for its index (0.5-0.6 s per 10 000 memories, docs/benchmarks.md). Only as many spaces
-        as the indexes hold: more would push out the busiest, built first.
+        pay for its index (0.5-0.6 s per 10 000 memories, docs/benchmarks.md), or reads them from
+        their snapshots. Only as many spaces as the indexes hold: more would push out the busiest,
+        built first. Returns when the graphs of big spaces without a snapshot are built too (at most
+        WARM_GRAPH_WAIT_S), searched exactly meanwhile.
         """
         spaces = self.store.spaces(self.indexes.max_spaces)
         for team_id, tag in spaces:
@@ -770,12 +776,13 @@ class MemoryService:
                 self._check_outside_writes()
                 self._keyword_index(team_id, tag)
                 self._space_vectors(team_id, tag)
+        self.indexes.wait_for_conversions(WARM_GRAPH_WAIT_S)
         return len(spaces)
 
     def _vector_candidates(
         self, team_id: int, tags: Sequence[str], query_vector: np.ndarray
-    ) -> tuple[Callable[[str], float | None], list[str]]:
-        """(cosine of any memory of the space by id, the ids of the nearest VECTOR_CANDIDATES).
+    ) -> tuple[Similarities, list[str]]:
+        """(the cosines of any memories of the space by id, the ids of the nearest VECTOR_CANDIDATES).
 
         The cosines are `einsum`'s, not a BLAS matrix-vector product's: BLAS sums a row in an order
         that depends on where the row sits in the matrix (a forget moves the last row into the gap,
@@ -783,7 +790,9 @@ class MemoryService:
         7e-9 apart, enough to swap near-tied rows between two doors. `einsum` sums each row alike wherever it
         sits (and measured no slower at 10 000-100 000 rows). Rows tied with the last one taken are
         all considered, and equal cosines are ordered by save order, not by their place in the matrix.
-        A big space's graph (`indexes.ApproximateVectors`) gives its nearest rows, scored the same way.
+        A big space's graph (`indexes.ApproximateVectors`) gives its nearest rows, and the cosines are
+        those of the rows' float32 vectors read from the store (`Store.vectors_of`), the same as an
+        exact search's: the graph changes which rows are found, never a row's score.
         """
         import numpy as np
 
@@ -791,9 +800,14 @@ class MemoryService:
             space for tag in tags if (space := self._space_vectors(team_id, tag)) is not None and len(space)
         ]
         if not spaces:
-            return lambda _: None, []
+            return _no_similarities, []
         query = query_vector.astype(np.float32)
-        scorers = [space.scores(query) for space in spaces]
+        model = self._vector_model or ""
+
+        def fetch(ids: Sequence[str]) -> dict[str, np.ndarray]:
+            return self.store.vectors_of(team_id, ids, model)
+
+        scorers = [space.scores(query, fetch) for space in spaces]
         count = min(ranking.VECTOR_CANDIDATES, sum(len(space) for space in spaces))
         near = [pair for scorer in scorers for pair in scorer.nearest(count)]
         if len(near) > count:  # every row at least as close as the count-th, ties at the cut included
@@ -802,14 +816,14 @@ class MemoryService:
         position = self._save_positions(team_id, tags, [memory_id for memory_id, _ in near])
         top = sorted(near, key=lambda pair: (-pair[1], position[pair[0]]))[:count]
 
-        def similarity(memory_id: str) -> float | None:
+        def similarities(ids: Sequence[str]) -> dict[str, float | None]:
+            found: dict[str, float | None] = dict.fromkeys(ids)
             for scorer in scorers:
-                cosine = scorer.similarity(memory_id)
-                if cosine is not None:
-                    return cosine
-            return None
+                for memory_id, cosine in scorer.similarities([i for i in ids if found[i] is None]).items():
+                    found[memory_id] = cosine
+            return found
 
-        return similarity, [memory_id for memory_id, _ in top]
+        return similarities, [memory_id for memory_id, _ in top]
 
     # ------------------------------------------------------------------ profile
 
@@ -903,6 +917,14 @@ class MemoryService:
             rows.extend(page)
             after = (page[-1]["created_at"], page[-1]["id"])
         return rows, total
+
+
+#: the cosines of memories by id (None: the memory has no vector), for a list of ids.
+Similarities = Callable[[Sequence[str]], dict[str, float | None]]
+
+
+def _no_similarities(ids: Sequence[str]) -> dict[str, float | None]:
+    return dict.fromkeys(ids)
 
 
 def _most_lasting(scored: list[tuple[Memory, int]]) -> list[Memory]:

@@ -348,7 +348,9 @@ def test_phrases_are_found_only_inside_live_memories_as_often_as_they_stand(seed
         del texts[memory_id]
     for phrase in [("max", "pool", "size"), ("bli", "1234"), ("src", "app", "py"), ("pool", "size", "beta")]:
         slots, counts = index._matches(phrase)
-        found = {index.ids[slot]: int(count) for slot, count in zip(slots.tolist(), counts.tolist())}
+        found = {
+            index.ids[slot]: int(count) for slot, count in zip(slots.tolist(), counts.tolist(), strict=True)
+        }
         assert found == _phrase_reference(texts, phrase), phrase
 
 

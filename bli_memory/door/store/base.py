@@ -228,6 +228,11 @@ class Store(Protocol):
         order."""
         ...
 
+    def vectors_of(self, team_id: int, ids: Sequence[str], model: str) -> dict[str, np.ndarray]:
+        """The vectors of `model` of those of `ids` that are the team's current memories and have one
+        (the exact float32 cosines of a big space's graph candidates, door/indexes.py)."""
+        ...
+
     # ---------------------------------------------------------------- extraction jobs
 
     def enqueue_job(
