@@ -76,6 +76,8 @@ RETENTION_BATCH = 200
 CLOSEST_CANDIDATES = 8
 #: how long `warm` waits for the graphs it started (a million vectors: tens of minutes on one core).
 WARM_GRAPH_WAIT_S = 3600.0
+#: how long closing waits for a graph being built before writing the snapshots without it.
+CLOSE_GRAPH_WAIT_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -145,6 +147,7 @@ class MemoryService:
 
     def close(self) -> None:
         """Write the snapshots of big spaces (when the service has an index folder), close the store."""
+        self.indexes.wait_for_conversions(CLOSE_GRAPH_WAIT_S)  # a graph still building is left out
         with self._lock:
             try:
                 self.indexes.write_snapshots(self._vector_model or "")

@@ -125,6 +125,7 @@ def test_two_doors_rank_the_same_memories_identically(
     second = start_door("--embedder", "onnx", folder="second", env=env)
     _fill(first)
     _fill(second)
+    _rankings(second)  # its indexes exist (and, past the threshold, are left behind when it stops)
     # the second door is restarted: its indexes are rebuilt from the store in save order, while the
     # first keeps the ones it updated as it went (a moved matrix row, a dead keyword slot)
     assert second.stop() == 0
