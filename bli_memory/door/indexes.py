@@ -376,6 +376,21 @@ class ApproximateScores:
 Vectors = SpaceVectors | ApproximateVectors
 
 
+#: whether a snapshot matches the store: (its number of current memories, a sample of its ids, whether
+#: it holds a given id) -> True when the store has that many current memories in the space, every
+#: sampled id is one of them, and the space's most recently changed memory is held.
+SnapshotCheck = Callable[[int, list[str], Callable[[str], bool]], bool]
+#: ids of a snapshot checked against the store: the first, the last and evenly spaced ones between.
+SNAPSHOT_SAMPLE_IDS = 64
+
+
+def _sample(ids: list[str]) -> list[str]:
+    if len(ids) <= SNAPSHOT_SAMPLE_IDS:
+        return ids
+    step = (len(ids) - 1) / (SNAPSHOT_SAMPLE_IDS - 1)
+    return [ids[round(n * step)] for n in range(SNAPSHOT_SAMPLE_IDS)]
+
+
 def space_file_stem(key: SpaceKey, model: str) -> str:
     """A file name for a space and vector model: the team, and digests of the tag and the model."""
     team_id, tag = key
@@ -389,10 +404,11 @@ class Snapshots:
 
     Each space has a keyword file, a graph file, its ids file and a `.json` stamp written last: the
     stamp names the space, the model and how many current memories the space held. A snapshot is
-    used only when its stamp is there and that count still matches the store's. The service calls
-    :meth:`invalidate` before its first write, so a snapshot never outlives a write it lacks
-    (a door killed after writing rebuilds from the store); files are written to a temporary name,
-    synced and renamed, 0600 in a 0700 folder.
+    used only when its stamp is there and the store agrees (`SnapshotCheck`: the same count, a
+    sample of its ids current, the most recently changed memory held: a snapshot of another database
+    file at the same path fails). The service calls :meth:`invalidate` before its first write, so a
+    snapshot never outlives a write it lacks (a door killed after writing rebuilds from the store);
+    files are written to a temporary name, synced and renamed, 0600 in a 0700 folder.
     """
 
     def __init__(self, folder: Path) -> None:
@@ -572,13 +588,13 @@ class Indexes:
         rows: Callable[[], Iterable[IndexRow]],
         *,
         model: str = "",
-        count: Callable[[], int] | None = None,
+        current: SnapshotCheck | None = None,
     ) -> KeywordIndex:
-        """The keyword index of a space: from its snapshot when that is current (`count()`, the store's
-        number of current memories, matches), else built from `rows()`, on first use."""
+        """The keyword index of a space: from its snapshot when `current` says it matches the store,
+        else built from `rows()`, on first use."""
         index = self._keyword.get(key)
         if index is None:
-            index = self._snapshot_keyword(key, model, count)
+            index = self._snapshot_keyword(key, model, current)
             if index is None:
                 built = ((row.id, row.content, row.device_id, row.updated_at) for row in rows())
                 index = KeywordIndex.build(built)
@@ -586,15 +602,22 @@ class Indexes:
         return index
 
     def _snapshot_keyword(
-        self, key: SpaceKey, model: str, count: Callable[[], int] | None
+        self, key: SpaceKey, model: str, current: SnapshotCheck | None
     ) -> KeywordIndex | None:
-        if self.snapshots is None or count is None:
+        if self.snapshots is None or current is None:
             return None
         stamp = self.snapshots.stamp(key, model)
-        if stamp is None or stamp.get("memories") != count():
+        if stamp is None:
             return None
         index = self.snapshots.read_keyword(key, model)
-        return index if index is not None and len(index) == stamp["memories"] else None
+        if index is None or len(index) != stamp["memories"]:
+            return None
+        held = index.slot_of
+        return (
+            index
+            if current(len(index), _sample([i for i in index.ids if i is not None]), held.__contains__)
+            else None
+        )
 
     def vectors(
         self,
@@ -603,7 +626,7 @@ class Indexes:
         dim: int,
         *,
         model: str = "",
-        count: Callable[[], int] | None = None,
+        current: SnapshotCheck | None = None,
     ) -> Vectors:
         """The vectors of a space, on first use: a snapshot's graph when current, else a matrix
         loaded from `rows()`, which a thread turns into a graph when it holds ANN_MIN_VECTORS or more
@@ -611,7 +634,7 @@ class Indexes:
         cached = self._vectors.get(key)
         if cached is not None:
             return cached
-        graph = self._snapshot_vectors(key, model, dim, count)
+        graph = self._snapshot_vectors(key, model, dim, current)
         if graph is not None:
             self._vectors.put(key, graph)
             return graph
@@ -622,15 +645,18 @@ class Indexes:
         return matrix
 
     def _snapshot_vectors(
-        self, key: SpaceKey, model: str, dim: int, count: Callable[[], int] | None
+        self, key: SpaceKey, model: str, dim: int, current: SnapshotCheck | None
     ) -> ApproximateVectors | None:
-        if self.snapshots is None or count is None:
+        if self.snapshots is None or current is None:
             return None
         stamp = self.snapshots.stamp(key, model)
-        if stamp is None or stamp.get("vectors") is None or stamp.get("memories") != count():
+        if stamp is None or stamp.get("vectors") is None:
             return None
         vectors = self.snapshots.read_vectors(key, model, dim)
-        return vectors if vectors is not None and len(vectors) == stamp["vectors"] else None
+        if vectors is None or len(vectors) != stamp["vectors"]:
+            return None
+        sample = _sample([i for i in vectors.ids if i is not None])
+        return vectors if current(stamp["memories"], sample, lambda memory_id: True) else None
 
     def added(
         self,

@@ -35,7 +35,15 @@ from bli_memory.door.errors import (
     Unauthorized,
     exception_line,
 )
-from bli_memory.door.indexes import Indexes, IndexLimits, Lru, Snapshots, SpaceKey, Vectors
+from bli_memory.door.indexes import (
+    Indexes,
+    IndexLimits,
+    Lru,
+    SnapshotCheck,
+    Snapshots,
+    SpaceKey,
+    Vectors,
+)
 from bli_memory.door.librarian.lasting import lasting_score
 from bli_memory.door.model import (
     FORGET_CLOSEST_MIN_SIMILARITY,
@@ -747,8 +755,21 @@ class MemoryService:
             (team_id, tag),
             lambda: self.store.index_rows(team_id, tag),
             model=self._vector_model or "",
-            count=lambda: self.store.count_current(team_id, [tag]),
+            current=self._snapshot_check(team_id, tag),
         )
+
+    def _snapshot_check(self, team_id: int, tag: str) -> SnapshotCheck:
+        """Whether an index snapshot of one tag matches the store (`indexes.SnapshotCheck`)."""
+
+        def check(count: int, sample: list[str], holds: Callable[[str], bool]) -> bool:
+            if self.store.count_current(team_id, [tag]) != count:
+                return False
+            if len(self.store.updated_at(team_id, sample)) != len(set(sample)):
+                return False
+            newest = self.store.recent(team_id, [tag], 1)
+            return not newest or holds(newest[0].id)
+
+        return check
 
     def _space_vectors(self, team_id: int, tag: str) -> Vectors | None:
         """One tag's current vectors (a matrix, or a graph for a big space), loaded on first use
@@ -761,7 +782,7 @@ class MemoryService:
             lambda: self.store.current_vectors(team_id, tag, model),
             self.embedder.dim,
             model=model,
-            count=lambda: self.store.count_current(team_id, [tag]),
+            current=self._snapshot_check(team_id, tag),
         )
 
     def warm(self) -> int:

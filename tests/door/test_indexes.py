@@ -245,3 +245,28 @@ def test_limits_come_from_the_environment_when_positive_numbers() -> None:
     for bad in ("", "0", "-3", "many"):
         assert IndexLimits.from_env({"BLI_MEMORY_ANN_MIN_VECTORS": bad}) == default
     assert os.environ.get("BLI_MEMORY_ANN_MIN_VECTORS") is None
+
+
+def test_a_snapshot_of_another_database_at_the_same_path_is_not_used(
+    tmp_path: Path, minilm: Embedder
+) -> None:
+    db = tmp_path / "memory.db"
+    first = _service(db, minilm)
+    principal = _principal(first)
+    first.save_many(principal, TAG, FACTS)
+    first.warm()
+    first.close()
+    for path in tmp_path.glob("memory.db*"):
+        if path.is_file():
+            path.unlink()  # the database goes; its snapshot folder stays
+    assert list(db.with_name("memory.db.indexes").glob("*.json"))
+    writer = _service(db, minilm, folder=False)  # another program fills the new database
+    other = _principal(writer)
+    assert other.team_id == principal.team_id  # the same space key, the same number of memories
+    writer.save_many(other, TAG, [fact.replace("The", "A") for fact in FACTS])
+    writer.close()
+    second = _service(db, minilm)
+    hits = second.search(other, TAG, "billing database", limit=3)
+    assert hits and all(hit.memory.content.startswith(("A ", "Our", "A")) for hit in hits)
+    assert second.store.get(other.team_id, hits[0].memory.id) is not None
+    second.close()
