@@ -90,7 +90,7 @@ def main() -> int:
     print("|---|---:|---:|---:|---:|---:|")
 
     measure(
-        "exact float32 (einsum)",
+        "exact float32",
         lambda q: exact_top(matrix, q, CANDIDATES),
         queries,
         matrix,
