@@ -457,27 +457,29 @@ def scale_bench(size: int, db: str, pool: np.ndarray, queries: int) -> dict[str,
 
 def scale_main(args: argparse.Namespace, sizes: list[int]) -> int:
     pool = vector_pool(args.pool, args.pool_size)
-    rows = [scale_bench(size, args.db, pool, args.queries) for size in sizes]
-    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
     print(
         f"a big space over HTTP, packaged embedder, {args.queries} searches and {SCALE_SAVES} saves each "
-        f"(python {sys.version.split()[0]}, {os.cpu_count()} cpus, load average {load})"
+        f"(python {sys.version.split()[0]}, {os.cpu_count()} cpus); each row as its size finishes"
     )
     print(
-        "| memories | bulk import /s | cold start to ready s | start to ready s | search p50 ms | search p95 ms "
-        "| save p50 ms | RSS MiB | peak RSS MiB | recall@10 | snapshot MiB |"
+        "| memories | bulk import /s | cold start to ready s | cold peak RSS MiB | start to ready s "
+        "| search p50 ms | search p95 ms | save p50 ms | RSS MiB | peak RSS MiB | recall@10 | snapshot MiB "
+        "| load average |"
     )
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|", flush=True)
 
     def number(value: float | None, form: str) -> str:
         return "–" if value is None else format(value, form)
 
-    for row in rows:
+    for size in sizes:
+        row = scale_bench(size, args.db, pool, args.queries)
+        load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
         print(
             f"| {row['size']:,} | {number(row['bulk_rate'], ',.0f')} | {number(row['cold_ready_s'], '.1f')} | "
-            f"{row['ready_s']:.1f} | {row['search_p50']:.1f} | {row['search_p95']:.1f} | {row['save_p50']:.1f} | "
-            f"{row['rss_mib']:,.0f} | {row['peak_mib']:,.0f} | {number(row['recall'], '.3f')} | "
-            f"{row['snapshot_mib']:,.0f} |"
+            f"{number(row.get('cold_peak_mib'), ',.0f')} | {row['ready_s']:.1f} | {row['search_p50']:.1f} | "
+            f"{row['search_p95']:.1f} | {row['save_p50']:.1f} | {row['rss_mib']:,.0f} | {row['peak_mib']:,.0f} | "
+            f"{number(row['recall'], '.3f')} | {row['snapshot_mib']:,.0f} | {load} |",
+            flush=True,
         )
     return 0
 
