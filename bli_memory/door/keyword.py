@@ -311,7 +311,7 @@ class KeywordIndex:
         ids = [term_id for stem in term if (term_id := self.term_id.get(stem)) is not None]
         if len(ids) < len(term):
             return _EMPTY_SLOTS, _EMPTY_FREQUENCIES
-        alive = np.frombuffer(self.alive, dtype=np.int8).astype(bool)
+        alive = np.frombuffer(self.alive, dtype=np.bool_)  # 0/1 bytes: a view, not a copy per term
         if len(ids) == 1:
             slots = np.frombuffer(self.postings[ids[0]], dtype=np.int32)
             frequencies = np.frombuffer(self.frequencies[ids[0]], dtype=np.int32)
@@ -592,12 +592,15 @@ def _ranked(
             continue
         scores = np.zeros(len(index.ids), dtype=np.float64)
         matched = np.zeros(len(index.ids), dtype=bool)
-        norm = K1 * (1.0 - B + B * np.frombuffer(index.lengths, dtype=np.float64) / average_length)
+        lengths = np.frombuffer(index.lengths, dtype=np.float64)
         for weight, (slots, frequencies) in zip(idfs, per_term, strict=True):
             if not slots.size:
                 continue
             tf = frequencies.astype(np.float64)
-            scores[slots] += weight * tf * (K1 + 1.0) / (tf + norm[slots])
+            # the length norm of the matched slots only (the same values as over every slot, without
+            # the pass over all of a million memories' lengths per query)
+            norm = K1 * (1.0 - B + B * lengths[slots] / average_length)
+            scores[slots] += weight * tf * (K1 + 1.0) / (tf + norm)
             matched[slots] = True
         slots = np.flatnonzero(matched)
         best_scores.append(scores[slots])
