@@ -1,12 +1,25 @@
-"""The in-memory vector cache of a space stays equal to its rows through any mix of saves and removals."""
+"""A space's vectors in memory: the exact matrix stays equal to its rows through any mix of saves and
+removals; past the threshold the space is searched through an HNSW graph that finds the same rows
+and reads its writes; big spaces' indexes are kept as snapshots that are used only while current."""
 
 from __future__ import annotations
 
+import gc
+import os
+import stat
+import weakref
+from pathlib import Path
+
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bli_memory.door.indexes import SpaceVectors
+from bli_memory.door.embed import Embedder, load_embedder
+from bli_memory.door.indexes import ApproximateVectors, IndexLimits, SpaceVectors
+from bli_memory.door.memories import MemoryService
+from bli_memory.door.model import Principal
+from bli_memory.door.store.sqlite import SqliteStore
 
 DIM = 4
 
@@ -34,17 +47,6 @@ def test_cache_matches_a_plain_dict(operations: list[tuple[bool, int]]) -> None:
 
 # ------------------------------------------------------------------ the approximate index and snapshots
 
-import os  # noqa: E402
-import stat  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-import pytest  # noqa: E402
-
-from bli_memory.door.embed import Embedder, load_embedder  # noqa: E402
-from bli_memory.door.indexes import ApproximateVectors, IndexLimits  # noqa: E402
-from bli_memory.door.memories import MemoryService  # noqa: E402
-from bli_memory.door.model import Principal  # noqa: E402
-from bli_memory.door.store.sqlite import SqliteStore  # noqa: E402
 
 TAG = "repo_big"
 #: past this many vectors a space is searched through its graph; a snapshot is written from this many
@@ -99,9 +101,14 @@ def test_a_space_turns_to_a_graph_at_the_threshold_and_ranks_as_exact_search(
         if number == 0:
             graph.search(one, TAG, "warm the indexes")
         if number == SMALL.ann_min_vectors - 2:  # one short of the threshold: still the matrix
-            assert isinstance(_vectors_of(graph, one), SpaceVectors)
+            matrix = _vectors_of(graph, one)
+            assert isinstance(matrix, SpaceVectors)
+            matrix_alive = weakref.ref(matrix)
+            del matrix
     assert graph.indexes.wait_for_conversions(30)
     assert isinstance(_vectors_of(graph, one), ApproximateVectors)
+    gc.collect()
+    assert matrix_alive() is None  # the float32 matrix is let go once the graph holds the rows
     assert len(_vectors_of(graph, one)) == len(FACTS)  # type: ignore[arg-type]
     for q in QUERIES:
         # the same memories in the same order with the same cosines: the graph only finds the rows
