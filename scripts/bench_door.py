@@ -3,12 +3,22 @@
 
     .venv/bin/python scripts/bench_door.py [--sizes 10000,100000] [--embedder none|onnx] [--queries 200]
         [--db postgresql://USER:PASSWORD@HOST/DATABASE | --db pgserver]
+    .venv/bin/python scripts/bench_door.py --scale [--sizes 10000,100000,1000000] [--db FOLDER|postgresql://...]
 
 For each size it seeds a fresh SQLite file (with `--db`, a fresh database on that PostgreSQL server,
 dropped afterwards; `pgserver` starts a throwaway server from the pgserver wheel) through the memory service's own write path (`MemoryService.save_many`,
 vectors computed in batches when an embedder is set), starts the real `bli-memory-door serve` on it,
 and measures from one keep-alive client: search p50/p95 (limit 5), save p50/p95, and, with an
 embedder, the query-embedding time alone. Progress goes to stderr; the table to stdout.
+
+--scale measures a big space with the packaged embedder's vectors: it bulk-loads each size through
+the store (`MemoryService.save_many`, batches of SCALE_BATCH) once and keeps it (`--db`: a folder of
+SQLite files, or a PostgreSQL URL where each size is its own tag), with the vectors of
+`mixed_vectors` over a pool of real embeddings (`--pool`, computed once); then starts the door
+without index snapshots if it has none (cold: it builds them, and leaves them when it stops),
+starts it again (start-to-ready: from the process's start until the door says its indexes are
+built), times searches and saves over HTTP, reads its resident memory, and measures recall@10 of
+the door's approximate index (its graph re-scored as the door does) against exact search.
 """
 
 from __future__ import annotations
@@ -25,10 +35,12 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from bli_memory.door.embed import load_embedder
+from bli_memory.door.indexes import Snapshots
 from bli_memory.door.memories import MemoryService
 from bli_memory.door.store import open_store
 
@@ -77,6 +89,47 @@ def query(rng: random.Random) -> str:
     if kind < 0.75:
         return f"{rng.choice(VOCABULARY)} module"
     return f"BLI-{rng.randrange(1, 20000)}"
+
+
+def pool_texts(count: int) -> list[str]:
+    """The distinct texts whose embeddings make the vector pool of the scale mode."""
+    rng = random.Random(20261201)
+    return [sentence(rng, index) for index in range(count)]
+
+
+def vector_pool(path: Path, count: int) -> np.ndarray:
+    """Real passage embeddings of `count` distinct texts, from `path` or computed once and kept there."""
+    if path.exists():
+        pool = np.load(path)
+        if len(pool) == count:
+            return pool
+    embedder, warning = load_embedder("onnx")
+    if warning:
+        raise SystemExit(f"the scale mode needs the packaged embedder: {warning}")
+    texts = pool_texts(count)
+    pool = np.zeros((count, embedder.dim), dtype=np.float32)
+    started = time.perf_counter()
+    for start in range(0, count, 256):
+        pool[start : start + 256] = embedder.embed(texts[start : start + 256], kind="passage")
+        sys.stderr.write(
+            f"\r  embedded {min(count, start + 256):>6}/{count} pool texts ({time.perf_counter() - started:.0f} s)"
+        )
+    sys.stderr.write("\n")
+    np.save(path, pool)
+    return pool
+
+
+def mixed_vectors(pool: np.ndarray, start: int, stop: int) -> np.ndarray:
+    """Vectors start..stop-1 of a space: vector i is the normalised sum of two real embeddings,
+    pool[a] and pool[b] with a = i mod n and b = a + 1 + i div n (mod n): no two alike while
+    i < n * (n - 1), and each as far from the others as meanings of real texts are."""
+    count = len(pool)
+    index = np.arange(start, stop)
+    first = index % count
+    second = (first + 1 + index // count) % count
+    vectors = pool[first] + pool[second]
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors.astype(np.float32)
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -248,6 +301,215 @@ def bench(size: int, embedder_spec: str, queries: int, server: str | None = None
         return result
 
 
+# ---------------------------------------------------------------------------- scale mode
+
+SCALE_TAG = "repo_scale"
+SCALE_DOOR_OPTIONS = ("--no-autopair", "--embedder", "onnx", "--no-worker")
+SCALE_BATCH = 5000
+SCALE_SAVES = 50
+RECALL_QUERIES = 100
+INDEXED = "bli-memory-door indexed "
+#: the longest a door may take to build its indexes from the store (a million vectors' graph).
+COLD_READY_WAIT_S = 4 * 3600.0
+
+
+def scale_store(db: str, size: int) -> tuple[str, str]:
+    """(the store URL for `size`, the tag of its space)."""
+    if db.startswith(("postgresql://", "postgres://")):
+        return db, f"{SCALE_TAG}_{size}"
+    folder = Path(db.removeprefix("sqlite:")).expanduser()
+    folder.mkdir(parents=True, exist_ok=True)
+    return str(folder / f"scale-{size}.db"), SCALE_TAG
+
+
+def scale_seed(url: str, tag: str, size: int, pool: np.ndarray) -> tuple[str, float | None]:
+    """A token for the space, and the bulk import rate (None when the space was seeded before)."""
+    embedder, warning = load_embedder("onnx")
+    if warning:
+        raise SystemExit(f"the scale mode needs the packaged embedder: {warning}")
+    memories = MemoryService(open_store(url), embedder)
+    _, token = memories.store.create_device(person="bench", team="local", admin=True)
+    principal = memories.authenticate(token)
+    assert principal is not None
+    have = memories.store.count_current(principal.team_id, [tag])
+    if have >= size:
+        memories.close()
+        return token, None
+    if have:
+        raise SystemExit(f"{url} holds {have:,} memories in {tag}, fewer than {size:,}: remove it first")
+    rng = random.Random(size)
+    started = time.perf_counter()
+    for start in range(0, size, SCALE_BATCH):
+        stop = min(size, start + SCALE_BATCH)
+        texts = [sentence(rng, index) for index in range(start, stop)]
+        memories.save_many(principal, tag, texts, vectors=mixed_vectors(pool, start, stop))
+        sys.stderr.write(f"\r  seeded {stop:>8}/{size} ({time.perf_counter() - started:.0f} s)")
+    sys.stderr.write("\n")
+    memories.close()
+    return token, size / (time.perf_counter() - started)
+
+
+class ScaleDoor:
+    """A real door over `url`, its log kept, with the moments it listened and said it was indexed."""
+
+    def __init__(self, url: str) -> None:
+        self.started = time.perf_counter()
+        self.process = subprocess.Popen(
+            [str(BIN / "bli-memory-door"), "serve", "--port", "0", "--db", url, *SCALE_DOOR_OPTIONS],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.lines: list[str] = []
+        self.listening = threading.Event()
+        self.indexed = threading.Event()
+        self.indexed_s = 0.0
+        self.address = ("", 0)
+        threading.Thread(target=self._read, daemon=True).start()
+        if not self.listening.wait(300):
+            raise SystemExit("the door did not start:\n" + "".join(self.lines[-20:]))
+        self.listen_s = time.perf_counter() - self.started
+
+    def _read(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.lines.append(line)
+            if line.startswith(LISTENING):
+                host, port = line[len(LISTENING) :].strip().removeprefix("http://").split(":")
+                self.address = (host, int(port))
+                self.listening.set()
+            elif line.startswith(INDEXED):
+                self.indexed_s = time.perf_counter() - self.started
+                self.indexed.set()
+
+    def memory_mib(self) -> tuple[float, float]:
+        """(resident, peak resident) MiB of the door process."""
+        status = Path(f"/proc/{self.process.pid}/status").read_text()
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
+
+    def stop(self) -> float:
+        """SIGTERM, and how long it took to stop (the snapshots are written then)."""
+        started = time.perf_counter()
+        self.process.terminate()
+        self.process.wait(600)
+        return time.perf_counter() - started
+
+
+def scale_recall(url: str, tag: str, index_folder: Path, queries: list[str]) -> float | None:
+    """recall@10 of the door's graph, re-scored with float32 vectors as the door does, against exact
+    search; None when the space has no graph (it is searched exactly)."""
+    from bli_memory.door.indexes import ApproximateVectors
+
+    embedder, _ = load_embedder("onnx")
+    store = open_store(url)
+    team_id = next(iter({t for t, space in store.spaces(1000) if space == tag}), None)
+    if team_id is None:
+        return None
+    snapshots = Snapshots(index_folder)
+    graph = snapshots.read_vectors((team_id, tag), embedder.name, embedder.dim)
+    if graph is None:
+        store.close()
+        return None
+    pairs = list(store.current_vectors(team_id, tag, embedder.name))
+    store.close()
+    ids = [memory_id for memory_id, _ in pairs]
+    matrix = np.vstack([vector for _, vector in pairs])
+    del pairs
+    row_of = {memory_id: row for row, memory_id in enumerate(ids)}
+
+    def fetch(wanted: Any) -> dict[str, np.ndarray]:
+        return {memory_id: matrix[row_of[memory_id]] for memory_id in wanted if memory_id in row_of}
+
+    recalls = []
+    for query in embedder.embed(queries, kind="query"):
+        sims = np.einsum("ij,j->i", matrix, query)
+        exact = np.argpartition(-sims, 10)[:10]
+        expected = {ids[row] for row in exact.tolist()}
+        near = graph.scores(query, fetch).nearest(100)
+        found = [memory_id for memory_id, _ in sorted(near, key=lambda pair: -pair[1])[:10]]
+        recalls.append(len(expected & set(found)) / 10)
+    assert isinstance(graph, ApproximateVectors)
+    return statistics.mean(recalls)
+
+
+def scale_bench(size: int, db: str, pool: np.ndarray, queries: int) -> dict[str, Any]:
+    url, tag = scale_store(db, size)
+    sys.stderr.write(f"size {size:,}: {url} tag {tag}\n")
+    token, rate = scale_seed(url, tag, size, pool)
+    index_folder = Path(url + ".indexes") if not url.startswith("postgres") else Path("/nonexistent")
+    result: dict[str, Any] = {"size": size, "bulk_rate": rate, "cold_ready_s": None}
+    if not list(index_folder.glob("*.json")):  # no snapshot yet: the door builds its indexes
+        sys.stderr.write("  cold start: the door builds its indexes from the store\n")
+        door = ScaleDoor(url)
+        if not door.indexed.wait(COLD_READY_WAIT_S):
+            raise SystemExit("the door did not finish building its indexes")
+        result["cold_ready_s"] = door.indexed_s
+        result["cold_peak_mib"] = door.memory_mib()[1]
+        result["stop_s"] = door.stop()
+    door = ScaleDoor(url)
+    try:
+        if not door.indexed.wait(COLD_READY_WAIT_S):
+            raise SystemExit("the door did not finish building its indexes")
+        result["listen_s"] = door.listen_s
+        result["ready_s"] = door.indexed_s
+        host, port = door.address
+        conn = http.client.HTTPConnection(host, port, timeout=120)
+        rng = random.Random(7)
+        search_bodies: list[dict[str, object]] = [
+            {"q": query(rng), "containerTag": tag} for _ in range(queries)
+        ]
+        timed_calls(conn, token, "/api/memory/search", search_bodies[:10])
+        search = timed_calls(conn, token, "/api/memory/search", search_bodies)
+        save_bodies: list[dict[str, object]] = [
+            {"content": sentence(rng, size + index) + " fresh", "containerTag": tag}
+            for index in range(SCALE_SAVES)
+        ]
+        save = timed_calls(conn, token, "/api/memory/save", save_bodies)
+        result.update(
+            search_p50=statistics.median(search),
+            search_p95=percentile(search, 0.95),
+            save_p50=statistics.median(save),
+        )
+        result["rss_mib"], result["peak_mib"] = door.memory_mib()
+    finally:
+        door.stop()
+    recall_rng = random.Random(13)
+    result["recall"] = scale_recall(
+        url, tag, index_folder, [query(recall_rng) for _ in range(RECALL_QUERIES)]
+    )
+    result["snapshot_mib"] = sum(path.stat().st_size for path in index_folder.glob("*")) / 2**20
+    return result
+
+
+def scale_main(args: argparse.Namespace, sizes: list[int]) -> int:
+    pool = vector_pool(args.pool, args.pool_size)
+    print(
+        f"a big space over HTTP, packaged embedder, {args.queries} searches and {SCALE_SAVES} saves each "
+        f"(python {sys.version.split()[0]}, {os.cpu_count()} cpus); each row as its size finishes"
+    )
+    print(
+        "| memories | bulk import /s | cold start to ready s | cold peak RSS MiB | start to ready s "
+        "| search p50 ms | search p95 ms | save p50 ms | RSS MiB | peak RSS MiB | recall@10 | snapshot MiB "
+        "| load average |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|", flush=True)
+
+    def number(value: float | None, form: str) -> str:
+        return "–" if value is None else format(value, form)
+
+    for size in sizes:
+        row = scale_bench(size, args.db, pool, args.queries)
+        load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+        print(
+            f"| {row['size']:,} | {number(row['bulk_rate'], ',.0f')} | {number(row['cold_ready_s'], '.1f')} | "
+            f"{number(row.get('cold_peak_mib'), ',.0f')} | {row['ready_s']:.1f} | {row['search_p50']:.1f} | "
+            f"{row['search_p95']:.1f} | {row['save_p50']:.1f} | {row['rss_mib']:,.0f} | {row['peak_mib']:,.0f} | "
+            f"{number(row['recall'], '.3f')} | {row['snapshot_mib']:,.0f} | {load} |",
+            flush=True,
+        )
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -262,11 +524,20 @@ def main() -> int:
     parser.add_argument(
         "--queries", type=int, default=200, help="searches and saves timed per size (default 200)"
     )
+    parser.add_argument("--scale", action="store_true", help="the big-space mode (see above)")
     parser.add_argument(
         "--db",
         help="a PostgreSQL server (postgresql:// URL with the right to create databases), or pgserver "
-        "for a throwaway one; default: a SQLite file per size",
+        "for a throwaway one; default: a SQLite file per size. With --scale: a folder for the SQLite "
+        "files (kept between runs; default bli-bench-scale in the temporary folder) or a postgresql:// URL",
     )
+    parser.add_argument(
+        "--pool",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "bli-bench-pool.npy",
+        help="--scale: the .npy of pool embeddings (computed once when missing)",
+    )
+    parser.add_argument("--pool-size", type=int, default=16_000, help="--scale: distinct texts embedded")
     args = parser.parse_args()
     global REUSE_VECTORS
     REUSE_VECTORS = args.reuse_vectors
@@ -274,6 +545,10 @@ def main() -> int:
         sizes = [int(size) for size in args.sizes.split(",")]
     except ValueError:
         parser.error("--sizes takes integers, e.g. 10000,100000")
+    if args.scale:
+        if args.db is None:
+            args.db = str(Path(tempfile.gettempdir()) / "bli-bench-scale")
+        return scale_main(args, sizes)
     server, throwaway = args.db, None
     if server == "pgserver":
         import pgserver

@@ -329,6 +329,7 @@ def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
     from bli_memory.door.app import create_app, door_hosts
     from bli_memory.door.embed import EmbedderUnavailable, door_embedder
+    from bli_memory.door.indexes import IndexLimits
     from bli_memory.door.memories import MemoryService
     from bli_memory.door.server import ServerLimits, bounded_protocol
     from bli_memory.door.web import WebSessions
@@ -343,9 +344,15 @@ def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         sys.stderr.write(f"bli-memory-door: {warning}\n")
     max_pages = int(env[MAX_PAGES_ENV]) if env.get(MAX_PAGES_ENV, "").isdigit() else None
     store = open_store(args.db, env, max_pages=max_pages)
-    memories = MemoryService(store, embedder)
-    # several doors may serve one PostgreSQL database: only a SQLite file has a pid file (and `stop`)
+    # several doors may serve one PostgreSQL database: only a SQLite file has a pid file (and `stop`),
+    # and only a SQLite door keeps big spaces' indexes next to its database between runs (door/indexes.py)
     db = None if _is_postgres(args.db) else db_path(args.db, env)
+    memories = MemoryService(
+        store,
+        embedder,
+        index_folder=None if db is None else db.with_name(db.name + ".indexes"),
+        index_limits=IndexLimits.from_env(env),
+    )
     pid_fd = None if db is None else _claim_pid_file(db)
     stop_on_signal = _StopOnSignal()  # from here on a `stop` ends in the finally below
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -416,7 +423,7 @@ def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     finally:
         if worker is not None:
             worker.stop()
-        store.close()
+        memories.close()  # writes the big spaces' index snapshots, then closes the store
         if pid_fd is not None and db is not None:
             _release_pid_file(pid_fd, db)
     return 0

@@ -2,10 +2,13 @@
 
 - The keyword index (`door/keyword.py`) of a space's current memories: BM25 with feedback, and the
   save order that context needs.
-- The vector matrix of a space's current vectors (`SpaceVectors`), searched exactly with numpy.
+- The vectors of a space's current memories: below ANN_MIN_VECTORS a matrix (`SpaceVectors`),
+  searched exactly with numpy; from ANN_MIN_VECTORS on an HNSW graph (`ApproximateVectors`, usearch,
+  8-bit vectors), built single-threaded in save order so that the same rows give the same
+  graph in every process. Why these, and the figures: docs/benchmarks.md ("A million memories").
 
-Both are built from the store on first use and kept in step with every write by the service, so a
-superseded or forgotten row can never be found. The service drops them all when a transaction rolls
+Both are built from the store on first use (or read from a snapshot, `Snapshots`) and kept in step
+with every write by the service, so a superseded or forgotten row can never be found. The service drops them all when a transaction rolls
 back (they may hold rows the rollback undid) and when another process wrote to the store.
 
 Both hold at most SPACE_CACHE_MAX_SPACES spaces, least recently used out first: a search of a tag
@@ -14,12 +17,18 @@ nobody saved in costs a few KB, and must not cost them for ever.
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
+import os
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING, Generic, TypeVar
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from bli_memory.door import keyword
+from bli_memory.door.keyword import KeywordIndex
 from bli_memory.door.store.base import IndexRow
 
 if TYPE_CHECKING:
@@ -28,6 +37,57 @@ if TYPE_CHECKING:
 SpaceKey = tuple[int, str]
 #: spaces whose keyword index and vector matrix stay in memory (least recently used out first).
 SPACE_CACHE_MAX_SPACES = 512
+#: a space with at least this many vectors is searched through the approximate index: exact search
+#: costs about 3 ms per 10 000 rows, the HNSW graph about 1 ms at any size (docs/benchmarks.md).
+ANN_MIN_VECTORS = 50_000
+#: HNSW: neighbours per node, candidates kept while inserting, and while searching (at least the
+#: VECTOR_CANDIDATES a search asks for). recall@10 against exact search: docs/benchmarks.md.
+ANN_CONNECTIVITY = 16
+ANN_EXPANSION_ADD = 128
+ANN_EXPANSION_SEARCH = 512
+#: how the graph keeps its vectors: 8-bit (it only finds the rows; their cosines are the float32
+#: ones from the store). At 100 000 vectors against float16: half the memory, half the build time,
+#: a quarter of the search time, recall@10 0.971 against 0.975 (docs/benchmarks.md).
+ANN_DTYPE = "i8"
+#: vectors added to a graph per call while building it (one thread, save order).
+ANN_BUILD_BATCH = 4096
+#: spaces of at least this many memories are written to the snapshot folder when the door stops, so
+#: that the next start reads them instead of building them (a keyword index of 1 000 000 memories
+#: takes about a minute to build, its HNSW graph tens of minutes).
+SNAPSHOT_MIN_MEMORIES = 20_000
+SNAPSHOT_FORMAT = 1
+#: environment variables that change the two sizes above for one door (tests use small ones).
+ANN_MIN_VECTORS_ENV = "BLI_MEMORY_ANN_MIN_VECTORS"
+SNAPSHOT_MIN_MEMORIES_ENV = "BLI_MEMORY_SNAPSHOT_MIN_MEMORIES"
+
+
+@dataclass(frozen=True)
+class IndexLimits:
+    """From how many vectors a space gets a graph, and from how many memories a snapshot."""
+
+    ann_min_vectors: int
+    snapshot_min_memories: int
+
+    @classmethod
+    def default(cls) -> IndexLimits:
+        return cls(ANN_MIN_VECTORS, SNAPSHOT_MIN_MEMORIES)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> IndexLimits:
+        """The defaults, or positive whole numbers the environment gives instead."""
+
+        def number(name: str, default: int) -> int:
+            raw = env.get(name, "").strip()
+            return int(raw) if raw.isdigit() and int(raw) > 0 else default
+
+        return cls(
+            number(ANN_MIN_VECTORS_ENV, ANN_MIN_VECTORS),
+            number(SNAPSHOT_MIN_MEMORIES_ENV, SNAPSHOT_MIN_MEMORIES),
+        )
+
+
+#: the float32 vectors of current memories by id (`Store.vectors_of` for one team and model).
+Fetch = Callable[[Sequence[str]], "dict[str, np.ndarray]"]
 
 _Key = TypeVar("_Key")
 _Value = TypeVar("_Value")
@@ -60,6 +120,16 @@ class Lru(Generic[_Key, _Value]):
             while len(self._items) > self.cap:
                 self._items.popitem(last=False)
 
+    def replace(self, key: _Key, value: _Value) -> None:
+        """Change an entry's value without counting as a use (a no-op for a key not held)."""
+        with self._lock:
+            if key in self._items:
+                self._items[key] = value
+
+    def items(self) -> list[tuple[_Key, _Value]]:
+        with self._lock:
+            return list(self._items.items())
+
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
@@ -78,7 +148,11 @@ class SpaceVectors:
     def __init__(self, ids: list[str], matrix: np.ndarray) -> None:
         self.ids = ids
         self._buffer = matrix
+        self.dim = int(matrix.shape[1])
         self.index = {memory_id: row for row, memory_id in enumerate(ids)}
+        #: per id: when it was added (save order; the matrix's order changes with removals)
+        self.sequence = {memory_id: number for number, memory_id in enumerate(ids)}
+        self._added = len(ids)
 
     @classmethod
     def load(cls, rows: Iterable[tuple[str, np.ndarray]], dim: int) -> SpaceVectors:
@@ -93,9 +167,17 @@ class SpaceVectors:
     def matrix(self) -> np.ndarray:
         return self._buffer[: len(self.ids)]
 
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def scores(self, query: np.ndarray, fetch: Fetch | None = None) -> ExactScores:
+        return ExactScores(self, query)
+
     def add(self, memory_id: str, vector: np.ndarray) -> None:
         import numpy as np
 
+        if memory_id in self.index:
+            return
         count = len(self.ids)
         if count == self._buffer.shape[0]:
             grown = np.zeros((max(16, 2 * count), self._buffer.shape[1]), dtype=np.float32)
@@ -104,11 +186,22 @@ class SpaceVectors:
         self._buffer[count] = vector
         self.ids.append(memory_id)
         self.index[memory_id] = count
+        self.sequence[memory_id] = self._added
+        self._added += 1
+
+    def vector(self, memory_id: str) -> np.ndarray:
+        return self._buffer[self.index[memory_id]]
+
+    def in_save_order(self) -> Iterator[tuple[str, np.ndarray]]:
+        """(id, vector) of every row, in the order they were added."""
+        for memory_id in sorted(self.ids, key=self.sequence.__getitem__):
+            yield memory_id, self._buffer[self.index[memory_id]]
 
     def remove(self, memory_id: str) -> None:
         row = self.index.pop(memory_id, None)
         if row is None:
             return
+        del self.sequence[memory_id]
         last = len(self.ids) - 1
         if row != last:
             moved = self.ids[last]
@@ -118,16 +211,372 @@ class SpaceVectors:
         self.ids.pop()
 
 
-class Indexes:
-    """Every space's keyword index and vector matrix that has been built, by (team, tag).
+class VectorScores(Protocol):
+    """One query's cosines over one tag's vectors."""
 
-    Not thread-safe by itself: the memory service calls it under its lock.
+    def nearest(self, count: int) -> list[tuple[str, float]]:
+        """At least the `count` most similar (id, cosine) pairs (every row tied with the last one)."""
+        ...
+
+    def similarities(self, ids: Sequence[str]) -> dict[str, float]:
+        """The cosines of those of `ids` that have a vector here."""
+        ...
+
+
+class ExactScores:
+    """Every row's cosine, computed at once with `einsum` (see `MemoryService._vector_candidates`)."""
+
+    def __init__(self, space: SpaceVectors, query: np.ndarray) -> None:
+        import numpy as np
+
+        self._space = space
+        self._sims = np.einsum("ij,j->i", space.matrix, query)
+
+    def nearest(self, count: int) -> list[tuple[str, float]]:
+        import numpy as np
+
+        sims = self._sims
+        if not sims.size or count <= 0:
+            return []
+        count = min(count, sims.size)
+        cut = -np.partition(-sims, count - 1)[count - 1]
+        near = np.flatnonzero(sims >= cut)
+        ids = self._space.ids
+        return list(zip([ids[i] for i in near.tolist()], sims[near].tolist(), strict=True))
+
+    def similarities(self, ids: Sequence[str]) -> dict[str, float]:
+        index = self._space.index
+        return {memory_id: float(self._sims[index[memory_id]]) for memory_id in ids if memory_id in index}
+
+
+class ApproximateVectors:
+    """The current vectors of one big space in an HNSW graph (usearch, cosine, 8-bit vectors).
+
+    Key k is the k-th vector added (`ids[k]`, None once removed): keys are never reused. Built and
+    grown on one thread in save order, so the same rows saved in the same order make the same graph.
     """
 
-    def __init__(self, max_spaces: int | None = None) -> None:
+    def __init__(self, dim: int, index: Any = None, ids: list[str | None] | None = None) -> None:
+        from usearch.index import Index
+
+        self.dim = dim
+        self.graph = index or Index(
+            ndim=dim,
+            metric="cos",
+            dtype=ANN_DTYPE,
+            connectivity=ANN_CONNECTIVITY,
+            expansion_add=ANN_EXPANSION_ADD,
+            expansion_search=ANN_EXPANSION_SEARCH,
+        )
+        self.graph.expansion_search = ANN_EXPANSION_SEARCH  # type: ignore[misc]  # a setter usearch's stubs miss
+        self.ids: list[str | None] = ids or []
+        self.key_of = {memory_id: key for key, memory_id in enumerate(self.ids) if memory_id is not None}
+
+    @classmethod
+    def build(cls, rows: Iterable[tuple[str, np.ndarray]], dim: int) -> ApproximateVectors:
+        """From (id, vector) pairs in save order; a vector of another width is left out."""
+        import numpy as np
+
+        built = cls(dim)
+        batch_ids: list[str] = []
+        batch: list[np.ndarray] = []
+
+        def flush() -> None:
+            first = len(built.ids)
+            keys = np.arange(first, first + len(batch_ids), dtype=np.uint64)
+            built.graph.add(keys, np.vstack(batch).astype(np.float32), threads=1)
+            for offset, memory_id in enumerate(batch_ids):
+                built.ids.append(memory_id)
+                built.key_of[memory_id] = first + offset
+            batch_ids.clear()
+            batch.clear()
+
+        for memory_id, vector in rows:
+            if vector.shape != (dim,) or memory_id in built.key_of:
+                continue
+            batch_ids.append(memory_id)
+            batch.append(vector)
+            if len(batch_ids) >= ANN_BUILD_BATCH:
+                flush()
+        if batch_ids:
+            flush()
+        return built
+
+    def __len__(self) -> int:
+        return len(self.key_of)
+
+    def add(self, memory_id: str, vector: np.ndarray) -> None:
+        import numpy as np
+
+        if memory_id in self.key_of or vector.shape != (self.dim,):
+            return
+        key = len(self.ids)
+        self.graph.add(np.uint64(key), vector.astype(np.float32), threads=1)
+        self.ids.append(memory_id)
+        self.key_of[memory_id] = key
+
+    def remove(self, memory_id: str) -> None:
+        key = self.key_of.pop(memory_id, None)
+        if key is None:
+            return
+        self.graph.remove(key)
+        self.ids[key] = None
+
+    def scores(self, query: np.ndarray, fetch: Fetch | None = None) -> ApproximateScores:
+        if fetch is None:
+            raise ValueError("a graph's cosines need the rows' vectors")
+        return ApproximateScores(self, query, fetch)
+
+
+class ApproximateScores:
+    """The graph's nearest rows, scored with their float32 vectors from the store (`fetch`) and
+    `einsum`, exactly as `ExactScores` scores them: a row's cosine does not depend on the index."""
+
+    def __init__(self, space: ApproximateVectors, query: np.ndarray, fetch: Fetch) -> None:
+        import numpy as np
+
+        self._space = space
+        self._query = query.astype(np.float32)
+        self._fetch = fetch
+        self._known: dict[str, float] = {}
+
+    def _score(self, ids: Sequence[str]) -> None:
+        import numpy as np
+
+        wanted = [
+            memory_id for memory_id in ids if memory_id not in self._known and memory_id in self._space.key_of
+        ]
+        if not wanted:
+            return
+        vectors = self._fetch(wanted)
+        held = [
+            memory_id
+            for memory_id in wanted
+            if memory_id in vectors and vectors[memory_id].shape == self._query.shape
+        ]
+        if not held:
+            return
+        matrix = np.vstack([vectors[memory_id] for memory_id in held])
+        cosines: list[float] = np.einsum("ij,j->i", matrix, self._query).tolist()
+        self._known.update(zip(held, cosines, strict=True))
+
+    def nearest(self, count: int) -> list[tuple[str, float]]:
+        import numpy as np
+
+        if not len(self._space) or count <= 0:
+            return []
+        found = self._space.graph.search(self._query, min(count, len(self._space)), threads=1)
+        ids = self._space.ids
+        keys = [key for key in np.asarray(found.keys).tolist() if 0 <= key < len(ids)]
+        near = [memory_id for key in keys if (memory_id := ids[key]) is not None]
+        self._score(near)
+        return [(memory_id, self._known[memory_id]) for memory_id in near if memory_id in self._known]
+
+    def similarities(self, ids: Sequence[str]) -> dict[str, float]:
+        self._score(ids)
+        return {memory_id: self._known[memory_id] for memory_id in ids if memory_id in self._known}
+
+
+Vectors = SpaceVectors | ApproximateVectors
+
+
+#: whether a snapshot matches the store: (its number of current memories, a sample of its ids, whether
+#: it holds a given id) -> True when the store has that many current memories in the space, every
+#: sampled id is one of them, and the space's most recently changed memory is held.
+SnapshotCheck = Callable[[int, list[str], Callable[[str], bool]], bool]
+#: ids of a snapshot checked against the store: the first, the last and evenly spaced ones between.
+SNAPSHOT_SAMPLE_IDS = 64
+
+
+def _sample(ids: list[str]) -> list[str]:
+    if len(ids) <= SNAPSHOT_SAMPLE_IDS:
+        return ids
+    step = (len(ids) - 1) / (SNAPSHOT_SAMPLE_IDS - 1)
+    return [ids[round(n * step)] for n in range(SNAPSHOT_SAMPLE_IDS)]
+
+
+def space_file_stem(key: SpaceKey, model: str) -> str:
+    """A file name for a space and vector model: the team, and digests of the tag and the model."""
+    team_id, tag = key
+    tag_digest = hashlib.sha256(tag.encode("utf-8")).hexdigest()[:16]
+    model_digest = hashlib.sha256(model.encode("utf-8")).hexdigest()[:8]
+    return f"{team_id}-{tag_digest}-{model_digest}"
+
+
+class Snapshots:
+    """Index snapshots of big spaces in a private folder next to the database.
+
+    Each space has a keyword file, a graph file, its ids file and a `.json` stamp written last: the
+    stamp names the space, the model and how many current memories the space held. A snapshot is
+    used only when its stamp is there and the store agrees (`SnapshotCheck`: the same count, a
+    sample of its ids current, the most recently changed memory held: a snapshot of another database
+    file at the same path fails). The service calls :meth:`invalidate` before its first write, so a
+    snapshot never outlives a write it lacks (a door killed after writing rebuilds from the store);
+    files are written to a temporary name, synced and renamed, 0600 in a 0700 folder.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._valid = True  # until the first write: stamps on disk may be used
+
+    def _path(self, key: SpaceKey, model: str, suffix: str) -> Path:
+        return self.folder / f"{space_file_stem(key, model)}{suffix}"
+
+    def stamp(self, key: SpaceKey, model: str) -> dict[str, Any] | None:
+        """The stamp of a space's snapshot, if it may be used."""
+        if not self._valid:
+            return None
+        try:
+            stamp = json.loads(self._path(key, model, ".json").read_text("utf-8"))
+        except (OSError, ValueError):
+            return None
+        if not isinstance(stamp, dict) or stamp.get("format") != SNAPSHOT_FORMAT:
+            return None
+        if stamp.get("team") != key[0] or stamp.get("tag") != key[1] or stamp.get("model") != model:
+            return None
+        return stamp
+
+    def invalidate(self) -> None:
+        """Remove every stamp (before the first write of this door: the files no longer match)."""
+        if not self._valid:
+            return
+        self._valid = False
+        try:
+            stamps = list(self.folder.glob("*.json"))
+        except OSError:
+            return
+        for path in stamps:
+            path.unlink(missing_ok=True)
+        _sync_folder(self.folder)
+
+    def read_keyword(self, key: SpaceKey, model: str) -> KeywordIndex | None:
+        import numpy as np
+
+        try:
+            with np.load(self._path(key, model, ".keyword.npz"), allow_pickle=False) as arrays:
+                return KeywordIndex.from_arrays({name: arrays[name] for name in arrays.files})
+        except (OSError, ValueError, KeyError):
+            return None
+
+    def read_vectors(self, key: SpaceKey, model: str, dim: int) -> ApproximateVectors | None:
+        from usearch.index import Index
+
+        try:
+            ids_text = self._path(key, model, ".ids").read_text("utf-8")
+            graph = Index.restore(str(self._path(key, model, ".usearch")))
+        except (OSError, ValueError, RuntimeError):
+            return None
+        if graph is None or graph.ndim != dim:
+            return None
+        ids: list[str | None] = [memory_id or None for memory_id in ids_text.split("\n")] if ids_text else []
+        vectors = ApproximateVectors(dim, graph, ids)
+        if len(graph) != len(vectors):
+            return None
+        return vectors
+
+    def write(
+        self,
+        key: SpaceKey,
+        model: str,
+        index: KeywordIndex,
+        vectors: ApproximateVectors | None,
+    ) -> None:
+        """Write one space's snapshot: the old stamp goes first, the new one last."""
+        import numpy as np
+
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(self.folder, 0o700)
+        self._path(key, model, ".json").unlink(missing_ok=True)
+        _sync_folder(self.folder)
+        keyword_path = self._path(key, model, ".keyword.npz")
+        with _private_temporary(keyword_path) as handle:
+            np.savez(handle, **index.to_arrays())  # type: ignore[arg-type]
+        if vectors is not None:
+            with _private_temporary(self._path(key, model, ".ids")) as handle:
+                handle.write("\n".join(memory_id or "" for memory_id in vectors.ids).encode("utf-8"))
+            graph_path = self._path(key, model, ".usearch")
+            temporary = graph_path.with_name(graph_path.name + ".tmp")
+            vectors.graph.save(str(temporary))
+            os.chmod(temporary, 0o600)
+            _fsync_file(temporary)
+            os.replace(temporary, graph_path)
+        else:
+            self._path(key, model, ".usearch").unlink(missing_ok=True)
+            self._path(key, model, ".ids").unlink(missing_ok=True)
+        stamp = {
+            "format": SNAPSHOT_FORMAT,
+            "team": key[0],
+            "tag": key[1],
+            "model": model,
+            "memories": len(index),
+            "vectors": None if vectors is None else len(vectors),
+        }
+        with _private_temporary(self._path(key, model, ".json")) as handle:
+            handle.write(json.dumps(stamp).encode("utf-8"))
+        _sync_folder(self.folder)
+        self._valid = True
+
+
+class _private_temporary:
+    """A 0600 file written under a temporary name, synced and renamed onto `path` on success."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.temporary = path.with_name(path.name + ".tmp")
+
+    def __enter__(self) -> Any:
+        descriptor = os.open(self.temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        self.handle = os.fdopen(descriptor, "wb")
+        return self.handle
+
+    def __exit__(self, kind: object, value: object, traceback: object) -> None:
+        if kind is None:
+            self.handle.flush()
+            os.fsync(self.handle.fileno())
+        self.handle.close()
+        if kind is None:
+            os.replace(self.temporary, self.path)
+        else:
+            self.temporary.unlink(missing_ok=True)
+
+
+def _fsync_file(path: Path) -> None:
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def _sync_folder(folder: Path) -> None:
+    with contextlib.suppress(OSError):
+        _fsync_file(folder)
+
+
+class Indexes:
+    """Every space's keyword index and vectors that have been built, by (team, tag).
+
+    Called by the memory service under its lock, which it shares (`lock`): a space's matrix that grows
+    past ANN_MIN_VECTORS is turned into a graph on a background thread, and the graph replaces the
+    matrix under this lock only after catching up with every write made meanwhile (searches go on
+    exactly over the matrix until then).
+    """
+
+    def __init__(
+        self,
+        max_spaces: int | None = None,
+        *,
+        snapshots: Snapshots | None = None,
+        lock: threading.RLock | None = None,
+        limits: IndexLimits | None = None,
+    ) -> None:
         cap = SPACE_CACHE_MAX_SPACES if max_spaces is None else max_spaces
-        self._keyword: Lru[SpaceKey, keyword.KeywordIndex] = Lru(cap)
-        self._vectors: Lru[SpaceKey, SpaceVectors] = Lru(cap)
+        self.limits = limits or IndexLimits.default()
+        self._keyword: Lru[SpaceKey, KeywordIndex] = Lru(cap)
+        self._vectors: Lru[SpaceKey, Vectors] = Lru(cap)
+        self.snapshots = snapshots
+        self._lock = lock if lock is not None else threading.RLock()
+        self._converting: dict[SpaceKey, threading.Thread] = {}
 
     @property
     def max_spaces(self) -> int:
@@ -137,24 +586,81 @@ class Indexes:
         self._keyword.clear()
         self._vectors.clear()
 
-    def keyword(self, key: SpaceKey, rows: Callable[[], Iterable[IndexRow]]) -> keyword.KeywordIndex:
-        """The keyword index of a space, built from `rows()` on first use."""
+    def keyword(
+        self,
+        key: SpaceKey,
+        rows: Callable[[], Iterable[IndexRow]],
+        *,
+        model: str = "",
+        current: SnapshotCheck | None = None,
+    ) -> KeywordIndex:
+        """The keyword index of a space: from its snapshot when `current` says it matches the store,
+        else built from `rows()`, on first use."""
         index = self._keyword.get(key)
         if index is None:
-            built = ((row.id, row.content, row.device_id, row.updated_at) for row in rows())
-            index = keyword.KeywordIndex.build(built)
+            index = self._snapshot_keyword(key, model, current)
+            if index is None:
+                built = ((row.id, row.content, row.device_id, row.updated_at) for row in rows())
+                index = KeywordIndex.build(built)
             self._keyword.put(key, index)
         return index
 
+    def _snapshot_keyword(
+        self, key: SpaceKey, model: str, current: SnapshotCheck | None
+    ) -> KeywordIndex | None:
+        if self.snapshots is None or current is None:
+            return None
+        stamp = self.snapshots.stamp(key, model)
+        if stamp is None:
+            return None
+        index = self.snapshots.read_keyword(key, model)
+        if index is None or len(index) != stamp["memories"]:
+            return None
+        held = index.slot_of
+        return (
+            index
+            if current(len(index), _sample([i for i in index.ids if i is not None]), held.__contains__)
+            else None
+        )
+
     def vectors(
-        self, key: SpaceKey, rows: Callable[[], Iterator[tuple[str, np.ndarray]]], dim: int
-    ) -> SpaceVectors:
-        """The vector matrix of a space, loaded from `rows()` on first use."""
+        self,
+        key: SpaceKey,
+        rows: Callable[[], Iterator[tuple[str, np.ndarray]]],
+        dim: int,
+        *,
+        model: str = "",
+        current: SnapshotCheck | None = None,
+    ) -> Vectors:
+        """The vectors of a space, on first use: a snapshot's graph when current, else a matrix
+        loaded from `rows()`, which a thread turns into a graph when it holds ANN_MIN_VECTORS or more
+        (searched exactly until then: a graph of a million vectors takes tens of minutes to build)."""
         cached = self._vectors.get(key)
-        if cached is None:
-            cached = SpaceVectors.load(rows(), dim)
-            self._vectors.put(key, cached)
-        return cached
+        if cached is not None:
+            return cached
+        graph = self._snapshot_vectors(key, model, dim, current)
+        if graph is not None:
+            self._vectors.put(key, graph)
+            return graph
+        matrix = SpaceVectors.load(rows(), dim)
+        self._vectors.put(key, matrix)
+        if len(matrix) >= self.limits.ann_min_vectors:
+            self._start_conversion(key, matrix)
+        return matrix
+
+    def _snapshot_vectors(
+        self, key: SpaceKey, model: str, dim: int, current: SnapshotCheck | None
+    ) -> ApproximateVectors | None:
+        if self.snapshots is None or current is None:
+            return None
+        stamp = self.snapshots.stamp(key, model)
+        if stamp is None or stamp.get("vectors") is None:
+            return None
+        vectors = self.snapshots.read_vectors(key, model, dim)
+        if vectors is None or len(vectors) != stamp["vectors"]:
+            return None
+        sample = _sample([i for i in vectors.ids if i is not None])
+        return vectors if current(stamp["memories"], sample, lambda memory_id: True) else None
 
     def added(
         self,
@@ -169,20 +675,92 @@ class Indexes:
         index = self._keyword.peek(key)
         if index is not None:
             index.add(memory_id, content, device_id, when)
-        matrix = self._vectors.peek(key)
-        if matrix is not None and vector is not None:
-            matrix.add(memory_id, vector)
+        if vector is not None:
+            self.vector_set(key, memory_id, vector)
 
     def vector_set(self, key: SpaceKey, memory_id: str, vector: np.ndarray) -> None:
-        matrix = self._vectors.peek(key)
-        if matrix is not None:
-            matrix.add(memory_id, vector)
+        vectors = self._vectors.peek(key)
+        if vectors is None:
+            return
+        vectors.add(memory_id, vector)
+        if (
+            isinstance(vectors, SpaceVectors)
+            and len(vectors) >= self.limits.ann_min_vectors
+            and key not in self._converting
+        ):
+            self._start_conversion(key, vectors)
 
     def removed(self, key: SpaceKey, memory_id: str) -> None:
         """A row stopped being current: take it out of every index."""
         index = self._keyword.peek(key)
         if index is not None:
             index.remove(memory_id)
-        matrix = self._vectors.peek(key)
-        if matrix is not None:
-            matrix.remove(memory_id)
+        vectors = self._vectors.peek(key)
+        if vectors is not None:
+            vectors.remove(memory_id)
+
+    # ------------------------------------------------------------------ matrix to graph
+
+    def _start_conversion(self, key: SpaceKey, matrix: SpaceVectors) -> None:
+        """Turn `matrix` into a graph on a thread (call under the lock)."""
+        order = sorted(matrix.ids, key=matrix.sequence.__getitem__)
+        thread = threading.Thread(
+            target=self._convert, args=(key, matrix, order), name="bli-memory-graph", daemon=True
+        )
+        self._converting[key] = thread
+        thread.start()
+
+    def _rows_of(
+        self, key: SpaceKey, matrix: SpaceVectors, order: list[str]
+    ) -> Iterator[tuple[str, np.ndarray]]:
+        """The vectors of `order` that `matrix` still holds, copied ANN_BUILD_BATCH at a time under
+        the lock (a write may move a row meanwhile), added to the graph outside it."""
+        for start in range(0, len(order), ANN_BUILD_BATCH):
+            with self._lock:
+                if self._vectors.peek(key) is not matrix:
+                    return  # dropped: nothing to build for
+                batch = [
+                    (memory_id, matrix.vector(memory_id).copy())
+                    for memory_id in order[start : start + ANN_BUILD_BATCH]
+                    if memory_id in matrix.index
+                ]
+            yield from batch
+
+    def _convert(self, key: SpaceKey, matrix: SpaceVectors, order: list[str]) -> None:
+        try:
+            graph = ApproximateVectors.build(self._rows_of(key, matrix, order), matrix.dim)
+        except Exception:  # the matrix goes on serving; the next start builds the graph
+            with self._lock:
+                self._converting.pop(key, None)
+            return
+        with self._lock:
+            self._converting.pop(key, None)
+            if self._vectors.peek(key) is not matrix:  # dropped or rebuilt meanwhile
+                return
+            for memory_id in [memory_id for memory_id in graph.key_of if memory_id not in matrix.index]:
+                graph.remove(memory_id)
+            for memory_id, vector in matrix.in_save_order():
+                graph.add(memory_id, vector)  # a no-op for the rows it holds
+            self._vectors.replace(key, graph)
+
+    def wait_for_conversions(self, timeout_s: float) -> bool:
+        """Wait until no matrix is being turned into a graph (tests); False when time ran out."""
+        for thread in list(self._converting.values()):
+            thread.join(timeout_s)
+        return not any(thread.is_alive() for thread in list(self._converting.values()))
+
+    # ------------------------------------------------------------------ snapshots
+
+    def write_snapshots(self, model: str) -> int:
+        """Write the snapshot of every space of SNAPSHOT_MIN_MEMORIES or more; how many were written."""
+        if self.snapshots is None:
+            return 0
+        written = 0
+        for key, index in self._keyword.items():
+            if len(index) < self.limits.snapshot_min_memories:
+                continue
+            vectors = self._vectors.peek(key)
+            graph = vectors if isinstance(vectors, ApproximateVectors) else None
+            self.snapshots.write(key, model, index, graph)
+            written += 1
+        return written

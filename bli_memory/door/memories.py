@@ -35,7 +35,15 @@ from bli_memory.door.errors import (
     Unauthorized,
     exception_line,
 )
-from bli_memory.door.indexes import Indexes, Lru, SpaceKey, SpaceVectors
+from bli_memory.door.indexes import (
+    Indexes,
+    IndexLimits,
+    Lru,
+    SnapshotCheck,
+    Snapshots,
+    SpaceKey,
+    Vectors,
+)
 from bli_memory.door.librarian.lasting import lasting_score
 from bli_memory.door.model import (
     FORGET_CLOSEST_MIN_SIMILARITY,
@@ -54,6 +62,8 @@ from bli_memory.door.model import (
 from bli_memory.door.store.base import DeviceRevoked, ImportedVersion, NewVersion, QueueFull, Store
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     import numpy as np
 
     from bli_memory.door.embed import Embedder
@@ -76,6 +86,10 @@ BACKFILL_BATCH = 64
 RETENTION_BATCH = 200
 #: forget by meaning looks this far down the nearest rows for one that is not a stored exchange.
 CLOSEST_CANDIDATES = 8
+#: how long `warm` waits for the graphs it started (a million vectors: tens of minutes on one core).
+WARM_GRAPH_WAIT_S = 3600.0
+#: how long closing waits for a graph being built before writing the snapshots without it.
+CLOSE_GRAPH_WAIT_S = 5.0
 
 #: where a search reads (`project`: the request's space; `global`: the caller's global space; `all`:
 #: both, one ranking) and where a write lands (`project` or `global`). docs/scopes-and-pins.md.
@@ -122,13 +136,23 @@ class ImportRow:
 
 
 class MemoryService:
-    """Memories over `store`, embedded with `embedder` (None or dimension 0: keyword and recency)."""
+    """Memories over `store`, embedded with `embedder` (None or dimension 0: keyword and recency).
 
-    def __init__(self, store: Store, embedder: Embedder | None = None) -> None:
+    With `index_folder`, the indexes of big spaces are written there when the service closes and read
+    back by the next one instead of being built (`indexes.Snapshots`)."""
+
+    def __init__(
+        self,
+        store: Store,
+        embedder: Embedder | None = None,
+        index_folder: Path | None = None,
+        index_limits: IndexLimits | None = None,
+    ) -> None:
         self.store = store
         self.embedder = embedder
-        self.indexes = Indexes()
         self._lock = threading.RLock()
+        snapshots = None if index_folder is None else Snapshots(index_folder)
+        self.indexes = Indexes(snapshots=snapshots, lock=self._lock, limits=index_limits)
         self._space_tags: Lru[SpaceKey, tuple[float, tuple[str, ...]]] = Lru(SPACE_TAGS_CACHE_MAX)
         self._embed_error: tuple[float, str] | None = None
         self._embed_error_logged_at = 0.0
@@ -143,6 +167,8 @@ class MemoryService:
     def transaction(self) -> Iterator[None]:
         """One store transaction (nested ones join it); the indexes are dropped if it rolls back."""
         with self._lock:
+            if self.indexes.snapshots is not None:
+                self.indexes.snapshots.invalidate()  # before anything is written they would lack
             try:
                 with self.store.transaction():
                     yield
@@ -159,7 +185,17 @@ class MemoryService:
         return self.store.authenticate(token)
 
     def close(self) -> None:
-        self.store.close()
+        """Write the snapshots of big spaces (when the service has an index folder), close the store."""
+        self.indexes.wait_for_conversions(CLOSE_GRAPH_WAIT_S)  # a graph still building is left out
+        with self._lock:
+            try:
+                self.indexes.write_snapshots(self._vector_model or "")
+            except OSError as exc:  # the next start builds them from the store instead
+                sys.stderr.write(
+                    f"bli-memory-door: could not write the index snapshots ({exception_line(exc)})\n"
+                )
+            finally:
+                self.store.close()
 
     # ------------------------------------------------------------------ spaces and aliases
 
@@ -766,13 +802,14 @@ class MemoryService:
             return None
         with self._lock:
             self._check_outside_writes()
-            similarity_of, ranked = self._vector_candidates(principal.team_id, tags, vectors[0])
+            similarities_of, ranked = self._vector_candidates(principal.team_id, tags, vectors[0])
             top = ranked[:CLOSEST_CANDIDATES]
+            similarities = similarities_of(top)
             rows = self.store.current_by_ids(principal.team_id, top)
         for memory_id in top:
             memory = rows.get(memory_id)
             if memory is not None and not _is_exchange(memory):
-                return memory, similarity_of(memory_id) or 0.0
+                return memory, similarities.get(memory_id) or 0.0
         return None
 
     # ------------------------------------------------------------------ search
@@ -814,22 +851,21 @@ class MemoryService:
             self._check_outside_writes()
             keyword_ids = self._keyword_candidates(principal.team_id, tags, q)
             vector_ids: list[str] = []
-            similarity_of: Callable[[str], float | None] = lambda _: None  # noqa: E731
+            similarities_of: Similarities = _no_similarities
             if query_vector is not None:
-                similarity_of, vector_ids = self._vector_candidates(
-                    principal.team_id, tags, query_vector, also=keyword_ids
-                )
+                similarities_of, vector_ids = self._vector_candidates(principal.team_id, tags, query_vector)
             candidate_ids = set(keyword_ids).union(vector_ids)
             if not candidate_ids:
                 return []
             position = self._save_positions(principal.team_id, tags, candidate_ids)
             updated = self.store.updated_at(principal.team_id, list(candidate_ids))
+            cosines = similarities_of(list(candidate_ids))
         keyword_rank = {memory_id: rank for rank, memory_id in enumerate(keyword_ids)}
         # in save order, so that equal similarities take their vector ranks the same way in every door
         live = sorted(
             (memory_id for memory_id in candidate_ids if memory_id in updated), key=position.__getitem__
         )
-        similarities = {memory_id: similarity_of(memory_id) for memory_id in live}
+        similarities = {memory_id: cosines.get(memory_id) for memory_id in live}
         ages = ranking.ages_days([updated[memory_id] for memory_id in live])
         signals = [
             ranking.Signals(
@@ -933,23 +969,48 @@ class MemoryService:
 
     def _keyword_index(self, team_id: int, tag: str) -> keyword.KeywordIndex:
         """The keyword index of one tag's current memories, built on first use (call under the lock)."""
-        return self.indexes.keyword((team_id, tag), lambda: self.store.index_rows(team_id, tag))
+        return self.indexes.keyword(
+            (team_id, tag),
+            lambda: self.store.index_rows(team_id, tag),
+            model=self._vector_model or "",
+            current=self._snapshot_check(team_id, tag),
+        )
 
-    def _space_vectors(self, team_id: int, tag: str) -> SpaceVectors | None:
-        """The matrix of one tag's current vectors, loaded on first use (call under the lock)."""
+    def _snapshot_check(self, team_id: int, tag: str) -> SnapshotCheck:
+        """Whether an index snapshot of one tag matches the store (`indexes.SnapshotCheck`)."""
+
+        def check(count: int, sample: list[str], holds: Callable[[str], bool]) -> bool:
+            if self.store.count_current(team_id, [tag]) != count:
+                return False
+            if len(self.store.updated_at(team_id, sample)) != len(set(sample)):
+                return False
+            newest = self.store.recent(team_id, [tag], 1)
+            return not newest or holds(newest[0].id)
+
+        return check
+
+    def _space_vectors(self, team_id: int, tag: str) -> Vectors | None:
+        """One tag's current vectors (a matrix, or a graph for a big space), loaded on first use
+        (call under the lock)."""
         model = self._vector_model
         if model is None or self.embedder is None:
             return None
         return self.indexes.vectors(
-            (team_id, tag), lambda: self.store.current_vectors(team_id, tag, model), self.embedder.dim
+            (team_id, tag),
+            lambda: self.store.current_vectors(team_id, tag, model),
+            self.embedder.dim,
+            model=model,
+            current=self._snapshot_check(team_id, tag),
         )
 
     def warm(self) -> int:
-        """Build the keyword index (and vector matrix) of every space, busiest first; the count built.
+        """Build the keyword index and vectors of every space, busiest first; the count built.
 
         The door runs this in the background at start, so that the first search of a space does not
-        pay for its index (0.5-0.6 s per 10 000 memories, docs/benchmarks.md). Only as many spaces
-        as the indexes hold: more would push out the busiest, built first.
+        pay for its index (0.5-0.6 s per 10 000 memories, docs/benchmarks.md), or reads them from
+        their snapshots. Only as many spaces as the indexes hold: more would push out the busiest,
+        built first. Returns when the graphs of big spaces without a snapshot are built too (at most
+        WARM_GRAPH_WAIT_S), searched exactly meanwhile.
         """
         spaces = self.store.spaces(self.indexes.max_spaces)
         for team_id, tag in spaces:
@@ -958,6 +1019,7 @@ class MemoryService:
                 self._keyword_index(team_id, tag)
                 if not self._nearest_in_store():
                     self._space_vectors(team_id, tag)
+        self.indexes.wait_for_conversions(WARM_GRAPH_WAIT_S)
         return len(spaces)
 
     def _nearest_in_store(self) -> bool:
@@ -973,11 +1035,11 @@ class MemoryService:
         return self._store_searches_vectors
 
     def _store_nearest(
-        self, team_id: int, tags: Sequence[str], query_vector: np.ndarray, also: Sequence[str]
-    ) -> tuple[Callable[[str], float | None], list[str]]:
+        self, team_id: int, tags: Sequence[str], query_vector: np.ndarray
+    ) -> tuple[Similarities, list[str]]:
         """`_vector_candidates` from the store's own vector index: each tag's nearest, merged, equal
-        cosines in save order; the rows of `also` (the keyword channel's) get their cosine too, as
-        every row has one in the in-memory matrix."""
+        cosines in save order; any other row asked about (the keyword channel's) gets its cosine from
+        the store too, as every row has one in the in-memory matrix."""
         model = self._vector_model
         assert model is not None
         cosine: dict[str, float] = {}
@@ -987,15 +1049,20 @@ class MemoryService:
             )
         position = self._save_positions(team_id, tags, cosine)
         top = sorted(cosine, key=lambda memory_id: (-cosine[memory_id], position[memory_id]))
-        missing = [memory_id for memory_id in also if memory_id not in cosine]
-        if missing:
-            cosine.update(self.store.similarities(team_id, model, query_vector, missing) or {})
-        return cosine.get, top[: ranking.VECTOR_CANDIDATES]
+
+        def similarities(ids: Sequence[str]) -> dict[str, float | None]:
+            found: dict[str, float | None] = {memory_id: cosine.get(memory_id) for memory_id in ids}
+            missing = [memory_id for memory_id, value in found.items() if value is None]
+            if missing:
+                found.update(self.store.similarities(team_id, model, query_vector, missing) or {})
+            return found
+
+        return similarities, top[: ranking.VECTOR_CANDIDATES]
 
     def _vector_candidates(
-        self, team_id: int, tags: Sequence[str], query_vector: np.ndarray, also: Sequence[str] = ()
-    ) -> tuple[Callable[[str], float | None], list[str]]:
-        """(cosine of any memory of the space by id, the ids of the nearest VECTOR_CANDIDATES).
+        self, team_id: int, tags: Sequence[str], query_vector: np.ndarray
+    ) -> tuple[Similarities, list[str]]:
+        """(the cosines of any memories of the space by id, the ids of the nearest VECTOR_CANDIDATES).
 
         The cosines are `einsum`'s, not a BLAS matrix-vector product's: BLAS sums a row in an order
         that depends on where the row sits in the matrix (a forget moves the last row into the gap,
@@ -1003,35 +1070,42 @@ class MemoryService:
         7e-9 apart, enough to swap near-tied rows between two doors. `einsum` sums each row alike wherever it
         sits (and measured no slower at 10 000-100 000 rows). Rows tied with the last one taken are
         all considered, and equal cosines are ordered by save order, not by their place in the matrix.
+        A big space's graph (`indexes.ApproximateVectors`) gives its nearest rows, and the cosines are
+        those of the rows' float32 vectors read from the store (`Store.vectors_of`), the same as an
+        exact search's: the graph changes which rows are found, never a row's score.
         """
         import numpy as np
 
         if self._nearest_in_store():
-            return self._store_nearest(team_id, tags, query_vector, also)
+            return self._store_nearest(team_id, tags, query_vector)
         spaces = [
-            space for tag in tags if (space := self._space_vectors(team_id, tag)) is not None and space.ids
+            space for tag in tags if (space := self._space_vectors(team_id, tag)) is not None and len(space)
         ]
         if not spaces:
-            return lambda _: None, []
+            return _no_similarities, []
         query = query_vector.astype(np.float32)
-        sims = [np.einsum("ij,j->i", space.matrix, query) for space in spaces]
-        ids = [memory_id for space in spaces for memory_id in space.ids]
-        flat = sims[0] if len(sims) == 1 else np.concatenate(sims)
-        count = min(ranking.VECTOR_CANDIDATES, len(ids))
-        cut = -np.partition(-flat, count - 1)[count - 1]
-        near = np.flatnonzero(flat >= cut).tolist()  # more than `count` only when rows tie at the cut
-        position = self._save_positions(team_id, tags, [ids[i] for i in near])
-        near_sims = dict(zip(near, (-flat[near]).tolist(), strict=True))
-        top = sorted(near, key=lambda i: (near_sims[i], position[ids[i]]))[:count]
+        model = self._vector_model or ""
 
-        def similarity(memory_id: str) -> float | None:
-            for space, values in zip(spaces, sims, strict=True):
-                row = space.index.get(memory_id)
-                if row is not None:
-                    return float(values[row])
-            return None
+        def fetch(ids: Sequence[str]) -> dict[str, np.ndarray]:
+            return self.store.vectors_of(team_id, ids, model)
 
-        return similarity, [ids[i] for i in top]
+        scorers = [space.scores(query, fetch) for space in spaces]
+        count = min(ranking.VECTOR_CANDIDATES, sum(len(space) for space in spaces))
+        near = [pair for scorer in scorers for pair in scorer.nearest(count)]
+        if len(near) > count:  # every row at least as close as the count-th, ties at the cut included
+            cut = sorted((cosine for _, cosine in near), reverse=True)[count - 1]
+            near = [(memory_id, cosine) for memory_id, cosine in near if cosine >= cut]
+        position = self._save_positions(team_id, tags, [memory_id for memory_id, _ in near])
+        top = sorted(near, key=lambda pair: (-pair[1], position[pair[0]]))[:count]
+
+        def similarities(ids: Sequence[str]) -> dict[str, float | None]:
+            found: dict[str, float | None] = dict.fromkeys(ids)
+            for scorer in scorers:
+                for memory_id, cosine in scorer.similarities([i for i in ids if found[i] is None]).items():
+                    found[memory_id] = cosine
+            return found
+
+        return similarities, [memory_id for memory_id, _ in top]
 
     # ------------------------------------------------------------------ profile
 
@@ -1196,6 +1270,14 @@ class MemoryService:
             rows.extend(page)
             after = (page[-1]["created_at"], page[-1]["id"])
         return rows, total
+
+
+#: the cosines of memories by id (None: the memory has no vector), for a list of ids.
+Similarities = Callable[[Sequence[str]], dict[str, float | None]]
+
+
+def _no_similarities(ids: Sequence[str]) -> dict[str, float | None]:
+    return dict.fromkeys(ids)
 
 
 def _most_lasting(scored: list[tuple[Memory, int]]) -> list[Memory]:

@@ -14,6 +14,7 @@ import pytest
 
 from bli_memory.door import keyword, memories, ranking
 from bli_memory.door.embed import Embedder, load_embedder
+from bli_memory.door.indexes import ANN_MIN_VECTORS_ENV, SNAPSHOT_MIN_MEMORIES_ENV
 from bli_memory.door.memories import SECONDS_PER_DAY, MemoryService
 from bli_memory.door.model import Principal, now_s
 from tests.door.helpers import open_memories
@@ -112,14 +113,25 @@ def _rankings(door: DoorProcess) -> list[list[tuple[str, float, float | None, li
     return out
 
 
-def test_two_doors_rank_the_same_memories_identically(start_door: Callable[..., DoorProcess]) -> None:
-    first = start_door("--embedder", "onnx", folder="first")
-    second = start_door("--embedder", "onnx", folder="second")
+#: doors whose space is past the approximate index's threshold (8 vectors): both search an HNSW graph.
+GRAPH_ENV = {ANN_MIN_VECTORS_ENV: "8", SNAPSHOT_MIN_MEMORIES_ENV: "8"}
+
+
+@pytest.mark.parametrize("env", [None, GRAPH_ENV], ids=["exact", "graph"])
+def test_two_doors_rank_the_same_memories_identically(
+    start_door: Callable[..., DoorProcess], env: dict[str, str] | None
+) -> None:
+    first = start_door("--embedder", "onnx", folder="first", env=env)
+    second = start_door("--embedder", "onnx", folder="second", env=env)
     _fill(first)
     _fill(second)
+    _rankings(second)  # its indexes exist (and, past the threshold, are left behind when it stops)
     # the second door is restarted: its indexes are rebuilt from the store in save order, while the
     # first keeps the ones it updated as it went (a moved matrix row, a dead keyword slot)
     assert second.stop() == 0
+    # past the threshold the stopped door left its graph behind, and the restarted one reads it
+    snapshots = list(second.db.with_name(second.db.name + ".indexes").glob("*.usearch"))
+    assert len(snapshots) == (0 if env is None else 1)
     second.start()
     one, two = _rankings(first), _rankings(second)
     assert all(len(hits) >= 3 for hits in one)

@@ -322,3 +322,71 @@ def test_neighbours_survive_compaction(monkeypatch: pytest.MonkeyPatch) -> None:
         index.remove(f"m{n}")
     assert len(index.ids) < 10  # compacted
     assert index.neighbours("m5", 2, 1800.0) == [("m2", 1), ("m0", 2), ("m9", 1)]
+
+
+def _phrase_reference(texts: dict[str, str], phrase: tuple[str, ...]) -> dict[str, int]:
+    """How often `phrase` stands in each text, by a plain scan of its tokens."""
+    found: dict[str, int] = {}
+    for memory_id, text in texts.items():
+        stems = keyword.tokens(text)
+        count = sum(
+            1 for i in range(len(stems) - len(phrase) + 1) if tuple(stems[i : i + len(phrase)]) == phrase
+        )
+        if count:
+            found[memory_id] = count
+    return found
+
+
+@pytest.mark.parametrize("seed", [7, 8])
+def test_phrases_are_found_only_inside_live_memories_as_often_as_they_stand(seed: int) -> None:
+    texts = _corpus(seed, 300)
+    texts["edge-a"] = "alpha max pool"  # a phrase cut by the end of one memory and the start of the next
+    texts["edge-b"] = "size beta"
+    index = _index(texts)
+    for memory_id in list(texts)[::3]:
+        index.remove(memory_id)
+        del texts[memory_id]
+    for phrase in [("max", "pool", "size"), ("bli", "1234"), ("src", "app", "py"), ("pool", "size", "beta")]:
+        slots, counts = index._matches(phrase)
+        found = {
+            index.ids[slot]: int(count) for slot, count in zip(slots.tolist(), counts.tolist(), strict=True)
+        }
+        assert found == _phrase_reference(texts, phrase), phrase
+
+
+def test_a_snapshot_reads_back_as_the_same_index() -> None:
+    texts = _corpus(9, 300)
+    index = KeywordIndex.build(
+        (memory_id, text, f"dev{n % 3}" if n % 4 else None, float(n))
+        for n, (memory_id, text) in enumerate(texts.items())
+    )
+    for memory_id in list(texts)[::5]:
+        index.remove(memory_id)
+    copy = KeywordIndex.from_arrays(index.to_arrays())
+    for query in QUERIES:
+        assert keyword.search([copy], query, 50) == keyword.search([index], query, 50), query
+    assert copy.ids == index.ids and copy.devices == index.devices and copy.saved_at == index.saved_at
+    assert copy.live == index.live and copy.total_length == index.total_length
+    assert copy.neighbours("m7", 3, 100.0) == index.neighbours("m7", 3, 100.0)
+    # it goes on like the original: an addition, a removal
+    for grown in (index, copy):
+        grown.add("late", "alpha omega", "dev1", 999.0)
+        grown.remove("m1")
+    assert keyword.search([copy], "omega alpha", 20) == keyword.search([index], "omega alpha", 20)
+
+
+def test_a_snapshot_of_one_retired_memory_or_none_reads_back() -> None:
+    for texts in ({}, {"only": "alpha"}):
+        index = _index(texts)
+        index.remove("only")
+        copy = KeywordIndex.from_arrays(index.to_arrays())
+        assert copy.ids == index.ids and len(copy) == 0
+        copy.add("new", "alpha beta")
+        assert keyword.search([copy], "alpha", 5) == ["new"]
+
+
+def test_a_snapshot_that_does_not_fit_together_is_refused() -> None:
+    arrays = _index(_corpus(10, 20)).to_arrays()
+    arrays["offsets"] = arrays["offsets"][:-1]
+    with pytest.raises(ValueError, match="postings"):
+        KeywordIndex.from_arrays(arrays)

@@ -411,6 +411,10 @@ class Store(Protocol):
         """The cosine similarity to `query` of each current memory among `ids` that has a `model`
         vector (a store that answers `nearest`: the other channels' candidates get theirs too). None
         where `nearest` is None."""
+
+    def vectors_of(self, team_id: int, ids: Sequence[str], model: str) -> dict[str, np.ndarray]:
+        """The vectors of `model` of those of `ids` that are the team's current memories and have one
+        (the exact float32 cosines of a big space's graph candidates, door/indexes.py)."""
         ...
 
     # ---------------------------------------------------------------- extraction jobs

@@ -335,6 +335,19 @@ def test_vectors_are_kept_per_model_and_backfilled_only_while_current(store: Sto
     assert dict(store.current_vectors(ada.team_id, "t", "model-b")) == {}
 
 
+def test_vectors_of_given_ids_are_the_current_ones_of_the_team_and_model(store: Store) -> None:
+    ada, bob = _principal(store), _principal(store, person="bob", team="other")
+    ids = [store.insert_version(_row(ada, f"m{n}", vector=np.full(4, n, dtype=np.float32))) for n in range(3)]
+    plain = store.insert_version(_row(ada, "no vector"))
+    theirs = store.insert_version(_row(bob, "another team's", vector=np.ones(4, dtype=np.float32)))
+    store.retire(ids[2], "forgotten")
+    found = store.vectors_of(ada.team_id, [*ids, plain, theirs, "mem_unknown", ids[0]], "model-a")
+    assert set(found) == {ids[0], ids[1]}
+    assert np.array_equal(found[ids[1]], np.full(4, 1, dtype=np.float32))
+    assert store.vectors_of(ada.team_id, ids, "another model") == {}
+    assert store.vectors_of(ada.team_id, [], "model-a") == {}
+
+
 # ---------------------------------------------------------------------------- transactions
 
 

@@ -774,6 +774,18 @@ class PostgresStore:
         for row in rows:
             yield row["id"], _array(row["embedding"])
 
+    def vectors_of(self, team_id: int, ids: Sequence[str], model: str) -> dict[str, np.ndarray]:
+        unique = list(dict.fromkeys(ids))
+        if not unique:
+            return {}
+        with self._connection() as db:
+            rows = db.execute(
+                """SELECT id, embedding FROM memories WHERE team_id = %s AND id = ANY(%s)
+                   AND status = 'current' AND embedding IS NOT NULL AND embedding_model = %s""",
+                (team_id, unique, model),
+            ).fetchall()
+        return {row["id"]: _array(row["embedding"]) for row in rows}
+
     def nearest(
         self, team_id: int, tag: str, model: str, query: np.ndarray, k: int
     ) -> list[tuple[str, float]] | None:

@@ -696,6 +696,16 @@ class SqliteStore:
     ) -> dict[str, float] | None:
         return None
 
+    def vectors_of(self, team_id: int, ids: Sequence[str], model: str) -> dict[str, np.ndarray]:
+        import numpy as np
+
+        select = "SELECT m.id, m.embedding, m.embedding_model FROM memories m"
+        return {
+            row[0]: np.frombuffer(row[1], dtype=np.float32)
+            for row in self._current_rows_by_ids(select, team_id, list(dict.fromkeys(ids)))
+            if row[1] is not None and row[2] == model
+        }
+
     # ------------------------------------------------------------------ extraction jobs
 
     def enqueue_job(
