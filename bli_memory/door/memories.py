@@ -415,13 +415,12 @@ class MemoryService:
         vectors = self._embed([content], "passage")
         vector = None if vectors is None else vectors[0]
         when = now_s() if created_at is None else created_at
-        with self.transaction():
-            already = self._unchanged(principal, tags, content, custom_id, metadata)
-            if already is not None:  # saved by another request while this one embedded
-                return already
+        with self.transaction():  # checked again: another request may have saved it meanwhile
             if custom_id is not None:
                 existing = self.store.current_by_custom_id(principal.team_id, tags, custom_id)
                 if existing is not None:
+                    if existing.content == content and (metadata or None) == (existing.metadata or None):
+                        return SaveResult(existing.id, existing.container_tag, "unchanged")
                     self._retire(principal, existing, "superseded")
                     new = self._insert(
                         principal,
@@ -434,6 +433,10 @@ class MemoryService:
                         previous=existing,
                     )
                     return SaveResult(new, existing.container_tag, "updated")
+            else:
+                duplicate = self.store.current_by_hash(principal.team_id, tags, hash_text(content))
+                if duplicate is not None and duplicate.content == content:
+                    return SaveResult(duplicate.id, duplicate.container_tag, "unchanged")
             new = self._insert(
                 principal,
                 tag=canonical,

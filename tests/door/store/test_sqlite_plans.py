@@ -45,7 +45,7 @@ def test_saves_find_duplicates_and_custom_ids_through_their_indexes(tmp_path: Pa
     explain = sqlite3.connect(tmp_path / "m.db")
     checks = [sql for sql in statements if sql.lstrip().startswith("SELECT") and "content_hash = " in sql]
     checks += [sql for sql in statements if sql.lstrip().startswith("SELECT") and "custom_id = " in sql]
-    assert len(checks) == 2
+    assert len(checks) == 4  # each save checks before embedding, then again inside its transaction
     for sql in checks:
         plan = " ".join(row[3] for row in explain.execute("EXPLAIN QUERY PLAN " + sql))
         assert "USING INDEX memories_hash" in plan or "USING INDEX memories_custom" in plan, (sql, plan)
