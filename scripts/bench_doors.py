@@ -3,12 +3,14 @@
 
     .venv/bin/python scripts/bench_doors.py [--db pgserver | --db postgresql://USER:PASSWORD@HOST/DB]
         [--memories 10000] [--clients 16] [--duration 20] [--search-share 0.8] [--embedder none|onnx]
+        [--no-analyze]
 
 It makes a database of its own on the server (`pgserver`, the default, starts a throwaway PostgreSQL
 16 with pgvector from the `pgserver` wheel; see scripts/pg_throwaway.py), seeds one space with N
-memories through the memory service's own write path (`MemoryService.save_many`), then runs the same
-load twice: against one `bli-memory-door serve` (extraction worker off), then against two over the
-same database. `--clients` threads, each with one keep-alive HTTP connection (client i talks to door
+memories through the memory service's own write path (`MemoryService.save_many`), gathers the
+planner's statistics (`ANALYZE`, as autovacuum would within a minute; `--no-analyze` skips it), then
+runs the same load twice: against one `bli-memory-door serve` (extraction worker off), then against
+two over the same database. `--clients` threads, each with one keep-alive HTTP connection (client i talks to door
 i mod doors), send requests back to back for `--duration` seconds: a search (limit 5) with
 probability `--search-share`, otherwise a save of a new memory.
 
@@ -16,9 +18,10 @@ Read-your-writes is checked along the way: a client's next search after each of 
 *other* door (the same one when there is one) for a word only that save holds; the save's id must be
 among the results. Failures are counted (expect 0), and these searches are timed with the others.
 
-Printed side by side: requests per second, search and save p50/p95 (ms), the doors' own CPU time per
-request, errors, read-your-writes failures, and the load average when the run ended. Client threads
-share the machine with the doors and PostgreSQL: on a small machine the figures are the whole
+Printed side by side: requests per second, search and save p50/p95 (ms), the CPU time per request
+of the doors, of PostgreSQL (its processes, when it runs on this machine) and of the clients, errors,
+reopened idle connections, read-your-writes checks and failures, and the load average when the run
+ended. Clients, doors and PostgreSQL share the machine: on a small one the figures are the whole
 system's, not the door's alone. Progress goes to stderr; the table to stdout.
 """
 
@@ -52,6 +55,8 @@ REQUEST_TIMEOUT_S = 60.0
 SEARCH_LIMIT = 5
 #: searches each door answers before the clock starts (its keyword index and caches built)
 WARM_SEARCHES = 5
+#: failed requests described on stderr per run
+ERRORS_SHOWN = 5
 #: letters of a save's own word (read-your-writes): 26**12 words, none met twice in a run
 CHECK_WORD_LETTERS = 12
 
@@ -118,6 +123,57 @@ def seed(db: str, size: int, embedder_spec: str) -> str:
     return token
 
 
+def _stat(pid: int) -> list[str]:
+    """The fields of /proc/PID/stat after the command name (the 3rd field of the file is [0])."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def process_cpu_seconds(pid: int, *, with_ended_children: bool = False) -> float:
+    """User + system CPU of a process so far (Linux /proc); with the children it has waited for."""
+    fields = _stat(pid)
+    ticks = int(fields[11]) + int(fields[12])
+    if with_ended_children:
+        ticks += int(fields[13]) + int(fields[14])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def server_pid(url: str) -> int | None:
+    """The PostgreSQL postmaster's process id when the server runs on this machine (else None)."""
+    import psycopg
+
+    try:
+        with psycopg.connect(url, autocommit=True) as conn:
+            row = conn.execute("SELECT pg_read_file('postmaster.pid')").fetchone()
+        pid = int(str(row[0]).split()[0]) if row else 0
+        _stat(pid)
+    except (psycopg.Error, OSError, ValueError, IndexError):
+        return None
+    return pid
+
+
+def server_cpu_seconds(pid: int) -> float:
+    """CPU of the PostgreSQL server so far: the postmaster, its ended backends and the live ones."""
+    total = process_cpu_seconds(pid, with_ended_children=True)
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = _stat(int(entry.name))
+                if int(fields[1]) == pid:
+                    total += process_cpu_seconds(int(entry.name))
+            except (OSError, ValueError, IndexError):
+                continue  # it ended meanwhile
+    return total
+
+
+def analyze(db: str) -> None:
+    """Gather the planner's statistics of the freshly seeded tables, as autovacuum does within about
+    a minute of a bulk load (without them PostgreSQL reads a team's every row to find a few by id)."""
+    import psycopg
+
+    with psycopg.connect(db, autocommit=True) as conn:
+        conn.execute("ANALYZE")
+
+
 class Door:
     """One `bli-memory-door serve` on a loopback port over the database; its log drained so it never
     blocks."""
@@ -162,8 +218,7 @@ class Door:
 
     def cpu_seconds(self) -> float:
         """User + system CPU of the door so far (Linux /proc)."""
-        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return process_cpu_seconds(self.process.pid)
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -176,24 +231,42 @@ class Door:
 
 
 class Client:
-    """One keep-alive connection to one door."""
+    """One keep-alive connection to one door. A kept connection the door closed while it sat idle
+    (past the door's idle timeout) is opened again and the request sent once more, as HTTP client
+    libraries do; such reconnections are counted (`reconnects`)."""
 
     def __init__(self, door: Door, token: str) -> None:
+        self.door = door
         self.conn = http.client.HTTPConnection(door.host, door.port, timeout=REQUEST_TIMEOUT_S)
         self.headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        self.used = False
+        self.reconnects = 0
+
+    def _send(self, path: str, payload: str) -> tuple[int, bytes]:
+        self.conn.request("POST", path, payload, self.headers)
+        response = self.conn.getresponse()
+        return response.status, response.read()
 
     def post(self, path: str, body: dict[str, object]) -> tuple[int, dict[str, object]]:
+        payload = json.dumps(body)
         try:
-            self.conn.request("POST", path, json.dumps(body), self.headers)
-            response = self.conn.getresponse()
-            raw = response.read()
+            try:
+                status, raw = self._send(path, payload)
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+                if not self.used:
+                    raise
+                self.conn.close()
+                self.reconnects += 1
+                status, raw = self._send(path, payload)
         except (OSError, http.client.HTTPException):
-            self.conn.close()  # the next request reconnects
+            self.conn.close()  # the next request connects again
+            self.used = False
             return 0, {}
+        self.used = True
         try:
-            return response.status, json.loads(raw)
+            return status, json.loads(raw)
         except ValueError:
-            return response.status, {}
+            return status, {}
 
     def close(self) -> None:
         self.conn.close()
@@ -204,6 +277,16 @@ class Tally:
     search_ms: list[float] = field(default_factory=list)
     save_ms: list[float] = field(default_factory=list)
     errors: int = 0
+    reconnects: int = 0
+    #: what the first failed requests answered (status and error code), for the report
+    error_kinds: list[str] = field(default_factory=list)
+
+    def error(self, path: str, status: int, answer: dict[str, object]) -> None:
+        self.errors += 1
+        if len(self.error_kinds) < ERRORS_SHOWN:
+            said = answer.get("message") or answer.get("error") or "no answer"
+            self.error_kinds.append(f"{path} {status or 'connection lost'}: {said}")
+
     checks: int = 0
     check_failures: int = 0
 
@@ -229,7 +312,7 @@ def client_loop(
                 status, answer = client.post("/api/memory/search", body)
                 tally.search_ms.append((time.perf_counter() - started) * 1000)
                 if status != 200:
-                    tally.errors += 1
+                    tally.error("search", status, answer)
                 elif pending is not None:
                     tally.checks += 1
                     results = answer.get("results")
@@ -249,16 +332,22 @@ def client_loop(
                 status, answer = home.post("/api/memory/save", {"content": content, "containerTag": TAG})
                 tally.save_ms.append((time.perf_counter() - started) * 1000)
                 if status not in (200, 201) or not isinstance(answer.get("id"), str):
-                    tally.errors += 1
+                    tally.error("save", status, answer)
                 else:
                     pending = (str(answer["id"]), word)
     finally:
+        tally.reconnects = home.reconnects + other.reconnects
         home.close()
         other.close()
 
 
 def run_load(
-    doors: Sequence[Door], token: str, clients: int, duration_s: float, search_share: float
+    doors: Sequence[Door],
+    token: str,
+    clients: int,
+    duration_s: float,
+    search_share: float,
+    postmaster: int | None,
 ) -> dict[str, float]:
     for door in doors:  # each door builds its space's index before the clock starts
         warm = Client(door, token)
@@ -268,6 +357,8 @@ def run_load(
         warm.close()
     tallies = [Tally() for _ in range(clients)]
     cpu_before = sum(door.cpu_seconds() for door in doors)
+    server_before = server_cpu_seconds(postmaster) if postmaster else 0.0
+    own_before = time.process_time()
     started = time.perf_counter()
     until = started + duration_s
     threads = [
@@ -280,6 +371,11 @@ def run_load(
         thread.join(duration_s + REQUEST_TIMEOUT_S + 10)
     elapsed = time.perf_counter() - started
     cpu = sum(door.cpu_seconds() for door in doors) - cpu_before
+    server_cpu = server_cpu_seconds(postmaster) - server_before if postmaster else float("nan")
+    clients_cpu = time.process_time() - own_before
+    for tally in tallies:
+        for kind in tally.error_kinds:
+            sys.stderr.write(f"  failed: {kind}\n")
     search = [ms for t in tallies for ms in t.search_ms]
     save = [ms for t in tallies for ms in t.save_ms]
     requests = len(search) + len(save)
@@ -293,7 +389,10 @@ def run_load(
         "save_p50": percentile(save, 0.5),
         "save_p95": percentile(save, 0.95),
         "door_cpu_ms": cpu * 1000 / max(requests, 1),
+        "server_cpu_ms": server_cpu * 1000 / max(requests, 1),
+        "clients_cpu_ms": clients_cpu * 1000 / max(requests, 1),
         "errors": sum(t.errors for t in tallies),
+        "reconnects": sum(t.reconnects for t in tallies),
         "checks": sum(t.checks for t in tallies),
         "check_failures": sum(t.check_failures for t in tallies),
         "load": os.getloadavg()[0],
@@ -308,7 +407,10 @@ ROWS = (
     ("save p50 ms", "save_p50", "{:.1f}"),
     ("save p95 ms", "save_p95", "{:.1f}"),
     ("doors' CPU ms per request", "door_cpu_ms", "{:.1f}"),
-    ("errors (not 2xx)", "errors", "{:.0f}"),
+    ("PostgreSQL's CPU ms per request", "server_cpu_ms", "{:.1f}"),
+    ("clients' CPU ms per request", "clients_cpu_ms", "{:.1f}"),
+    ("errors (not 2xx, or no answer)", "errors", "{:.0f}"),
+    ("kept connections closed by an idle door, reopened", "reconnects", "{:.0f}"),
     ("read-your-writes checks", "checks", "{:.0f}"),
     ("read-your-writes failures", "check_failures", "{:.0f}"),
     ("load average (1 min) at the end", "load", "{:.2f}"),
@@ -339,6 +441,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--embedder", default="none", choices=("none", "onnx"), help="the doors' embedder (none)"
     )
+    parser.add_argument(
+        "--no-analyze",
+        action="store_true",
+        help="start the load right after seeding, before the planner has statistics of the new rows",
+    )
     args = parser.parse_args(argv)
     if args.memories < 0 or args.clients < 1 or args.duration <= 0 or not 0 < args.search_share < 1:
         parser.error(
@@ -357,6 +464,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     ):
         sys.stderr.write(f"seeding {args.memories} memories, embedder {args.embedder}\n")
         token = seed(db, args.memories, args.embedder)
+        if not args.no_analyze:
+            analyze(db)
+        postmaster = server_pid(server)
         doors: list[Door] = []
         try:
             for count in (1, 2):
@@ -365,7 +475,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 sys.stderr.write(f"load on {count} door(s): {args.clients} clients, {args.duration:g} s\n")
                 label = "one door" if count == 1 else "two doors"
                 results.append(
-                    (label, run_load(doors, token, args.clients, args.duration, args.search_share))
+                    (
+                        label,
+                        run_load(doors, token, args.clients, args.duration, args.search_share, postmaster),
+                    )
                 )
         finally:
             for door in doors:
@@ -373,7 +486,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"mixed load over HTTP on PostgreSQL: {args.memories:,} memories in one space, embedder "
         f"{args.embedder}, {args.clients} clients for {args.duration:g} s each, "
-        f"{args.search_share:.0%} searches (limit {SEARCH_LIMIT}), the rest saves "
+        f"{args.search_share:.0%} searches (limit {SEARCH_LIMIT}), the rest saves, "
+        f"{'no ANALYZE' if args.no_analyze else 'ANALYZE'} after seeding "
         f"(python {sys.version.split()[0]}, {os.cpu_count()} cpus)"
     )
     print(table(results))

@@ -39,7 +39,7 @@ def test_one_door_and_two_answer_a_mixed_load_and_read_their_writes(tmp_path: Pa
     assert "200 memories in one space, embedder none, 4 clients for 1 s each" in done.stdout
     for rate in cells(done.stdout, "requests/s"):
         assert rate > 0
-    assert cells(done.stdout, "errors (not 2xx)") == [0, 0]
+    assert cells(done.stdout, "errors (not 2xx, or no answer)") == [0, 0]
     assert all(count > 0 for count in cells(done.stdout, "read-your-writes checks"))
     assert cells(done.stdout, "read-your-writes failures") == [0, 0]
     for p50, p95 in zip(
