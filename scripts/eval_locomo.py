@@ -2,6 +2,7 @@
 
 Usage: .venv/bin/python scripts/eval_locomo.py PATH_TO_LOCOMO_JSON [--embedder SPEC] [--limit-samples N]
        [--modes hybrid,keyword,vector,rrf60] [--with-facts] [--pipeline] [--loco] [--vector-cache FILE]
+       [--db sqlite|pgserver|postgresql://…[,…]]
 
 A mode with `+rw` (`hybrid+rw`) also searches each question as the door's question rewrite would, with
 scripts/rewrite_standin.py's deterministic rule in the chat model's place (no model runs here), and
@@ -42,6 +43,13 @@ each search: the script sets them for the measurement and puts them back.
 so a sweep of ranking constants re-embeds nothing (the first run embeds 5 000 texts one at a time, as
 the door does, about 10 minutes here). Vectors are keyed by model, kind and text.
 
+`--db` names where the memories are kept: `sqlite` (a file in a temporary folder, the default),
+`pgserver` (a throwaway PostgreSQL 16 with pgvector from the `pgserver` wheel, see
+scripts/pg_throwaway.py) or a `postgresql://` server allowed to create databases (the run makes one of
+its own and drops it). A comma list (`--db sqlite,pgserver`) runs everything on each store with the
+same vectors, prints each table under a `store:` line, and then each mode's recall@10 per store beside
+the first store's, with how many questions' recall@10 differ.
+
 Progress goes to stderr; the table goes to stdout.
 """
 
@@ -69,7 +77,9 @@ from bli_memory.door.embed import Embedder, Kind, load_embedder
 from bli_memory.door.memories import MemoryService
 from bli_memory.door.model import Memory, now_s
 from bli_memory.door.rewrite import QuestionRewriter, fuse_hits
+from bli_memory.door.store.base import Store
 from bli_memory.door.store.sqlite import SqliteStore
+from bli_memory.door.store.urls import mask_url
 
 KS = (1, 5, 10, 25)
 #: a mode with this suffix also searches each question as rewritten by the stand-in rule
@@ -119,16 +129,17 @@ class Conversation:
 
 
 class CachingEmbedder:
-    """An embedder whose vectors are kept in a file between runs; the same vectors, made once."""
+    """An embedder whose vectors are kept in a file between runs (or, without a file, for this run);
+    the same vectors, made once."""
 
-    def __init__(self, inner: Embedder, path: Path) -> None:
+    def __init__(self, inner: Embedder, path: Path | None) -> None:
         self.inner = inner
         self.name = inner.name
         self.dim = inner.dim
         self.path = path
         self.vectors: dict[str, np.ndarray] = {}
         self.made = 0
-        if path.exists():
+        if path is not None and path.exists():
             with np.load(path) as data:
                 self.vectors = dict(zip(data["keys"].tolist(), data["vectors"], strict=True))
 
@@ -148,7 +159,7 @@ class CachingEmbedder:
         return np.vstack([self.vectors[key] for key in keys])
 
     def save(self) -> None:
-        if self.made and self.vectors:
+        if self.made and self.vectors and self.path is not None:
             keys = list(self.vectors)
             # np.savez appends .npz to a name without it: write to a name that has it, then rename
             partial = self.path.with_name(self.path.name + ".partial.npz")
@@ -596,7 +607,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--modes", default="hybrid,keyword,vector", help="comma list of hybrid,keyword,vector"
     )
+    parser.add_argument(
+        "--db",
+        help="where the memories are kept: sqlite (a temporary file, the default), pgserver (a throwaway "
+        "PostgreSQL from the pgserver wheel) or a postgresql:// server that may create databases (one of "
+        "the run's own, dropped after); a comma list (sqlite,pgserver) runs each on the same vectors and "
+        "compares their recall@10",
+    )
     args = parser.parse_args(argv)
+    spec_given = args.db is not None
+    stores = [s.strip() for s in (args.db or DEFAULT_STORE).split(",") if s.strip()]
+    bad = [s for s in stores if s != DEFAULT_STORE and not is_postgres_spec(s)]
+    if bad or not stores:
+        print(
+            f"eval_locomo: --db takes sqlite, pgserver or a postgresql:// URL (got {mask_url(bad[0]) if bad else 'nothing'!r})",
+            file=sys.stderr,
+        )
+        return 2
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = [m for m in modes if m.removesuffix(REWRITE_SUFFIX) not in MODES]
     if unknown:
@@ -645,13 +672,71 @@ def main(argv: Sequence[str] | None = None) -> int:
             warm_pipeline_vectors(cache, samples)
             print(f"eval_locomo: {cache.made} vectors made in batches", file=sys.stderr, flush=True)
     print(f"eval_locomo: embedder {embedder.name}, {len(samples)} conversations", file=sys.stderr)
-    with tempfile.TemporaryDirectory(prefix="bli-locomo-") as folder:
-        memories = MemoryService(SqliteStore(Path(folder) / "memory.db"), embedder)
-        _, token = memories.store.create_device(person="eval")
-        principal = memories.authenticate(token)
-        assert principal is not None
-        conversations = []
-        started = time.perf_counter()
+    if len(stores) > 1 and cache is None and embedder.dim:
+        # every store is given the same vectors, made once
+        embedder = CachingEmbedder(embedder, None)
+    runs: list[tuple[str, list[Conversation], Any]] = []
+    for spec in stores:
+        with opened_store(spec) as (store, label):
+            if spec != DEFAULT_STORE or len(stores) > 1:
+                print(f"eval_locomo: store {label}", file=sys.stderr, flush=True)
+            conversations, outcome = run(store, embedder, samples, args, modes, rewriter)
+        runs.append((label, conversations, outcome))
+    if cache is not None:
+        cache.save()
+    for label, conversations, outcome in runs:
+        if spec_given:
+            print(f"store: {label}")
+        print_outcome(conversations, outcome, args, embedder.name)
+    if len(runs) > 1 and not args.loco:
+        print(compare_stores([(label, outcome) for label, _, outcome in runs]))
+    return 0
+
+
+#: `--db`'s default: the memories in a SQLite file of a temporary folder.
+DEFAULT_STORE = "sqlite"
+
+
+def is_postgres_spec(spec: str) -> bool:
+    """`pgserver` (a throwaway server from the wheel) or a PostgreSQL server's URL."""
+    return spec == "pgserver" or spec.startswith(("postgresql://", "postgres://"))
+
+
+@contextlib.contextmanager
+def opened_store(spec: str) -> Iterator[tuple[Store, str]]:
+    """The store `spec` names, empty, and a label for it: `sqlite` (a temporary file), `pgserver` (a
+    throwaway PostgreSQL from the wheel) or a postgresql:// server (a database of the run's own)."""
+    if spec == DEFAULT_STORE:
+        with tempfile.TemporaryDirectory(prefix="bli-locomo-") as folder:
+            yield SqliteStore(Path(folder) / "memory.db"), "sqlite"
+        return
+    import pg_throwaway  # scripts/pg_throwaway.py
+
+    from bli_memory.door.store import open_store
+
+    with pg_throwaway.server(spec) as url, pg_throwaway.database(url, "locomo") as db:
+        store = open_store(db)
+        server = " (a throwaway server from the pgserver wheel)" if spec == "pgserver" else ""
+        yield store, f"{store.name} {getattr(store, 'version', '')}{server}"
+
+
+def run(
+    store: Store,
+    embedder: Embedder,
+    samples: Sequence[dict[str, Any]],
+    args: argparse.Namespace,
+    modes: Sequence[str],
+    rewriter: QuestionRewriter | None,
+) -> tuple[list[Conversation], Any]:
+    """Store every conversation in `store` and ask its questions: the conversations, and the
+    results per mode (or `--loco`'s report)."""
+    memories = MemoryService(store, embedder)
+    _, token = memories.store.create_device(person="eval")
+    principal = memories.authenticate(token)
+    assert principal is not None
+    conversations = []
+    started = time.perf_counter()
+    try:
         for sample in samples:
             if args.pipeline:
                 conversations.append(load_pipeline(memories, principal, sample))
@@ -666,29 +751,54 @@ def main(argv: Sequence[str] | None = None) -> int:
                 flush=True,
             )
         if args.loco:
-            report = loco(memories, principal, conversations)
-        else:
-            results = evaluate(memories, principal, conversations, modes, rewriter)
+            return conversations, loco(memories, principal, conversations)
+        return conversations, evaluate(memories, principal, conversations, modes, rewriter)
+    finally:
         memories.close()
-    if cache is not None:
-        cache.save()
+
+
+def print_outcome(
+    conversations: Sequence[Conversation], outcome: Any, args: argparse.Namespace, embedder_name: str
+) -> None:
     unresolved = sum(c.unresolved_evidence for c in conversations)
     memories = "turns + generated facts" if args.with_facts else "turns"
     if args.pipeline:
         memories = "exchanges (pairs of turns) saved with extract: documents + distilled facts"
     if args.loco:
-        print(f"LoCoMo, {len(conversations)} conversations, memories: {memories}, embedder {embedder.name}")
-        print(report)
-        return 0
+        print(f"LoCoMo, {len(conversations)} conversations, memories: {memories}, embedder {embedder_name}")
+        print(outcome)
+        return
     print(
-        f"LoCoMo retrieval, {len(conversations)} conversations, memories: {memories}, embedder {embedder.name}"
+        f"LoCoMo retrieval, {len(conversations)} conversations, memories: {memories}, embedder {embedder_name}"
     )
     print(
         f"weights: {ranking.DEFAULT_WEIGHTS}; evidence ids that name no turn: {unresolved}; "
         "cell = mean recall@k over questions"
     )
-    print(table(results))
-    return 0
+    print(table(outcome))
+
+
+#: the k of the stores' comparison (the issue's target: equal recall@10 within 0.01)
+COMPARE_K = 10
+
+
+def compare_stores(runs: Sequence[tuple[str, dict[str, dict[int, list[list[float]]]]]]) -> str:
+    """Per mode, each store's recall@COMPARE_K, the largest difference from the first store's, and how
+    many questions' recall@COMPARE_K differ from it."""
+    column = KS.index(COMPARE_K)
+    first_label, first = runs[0]
+    lines = [f"recall@{COMPARE_K} by store (difference and questions that differ: against {first_label})"]
+    for mode in first:
+        base = [row[column] for cat in CATEGORIES for row in first[mode][cat]]
+        cells = []
+        for label, results in runs:
+            own = [row[column] for cat in CATEGORIES for row in results[mode][cat]]
+            differ = sum(1 for a, b in zip(base, own, strict=True) if abs(a - b) > 1e-9)
+            value = sum(own) / len(own) if own else 0.0
+            gap = value - (sum(base) / len(base) if base else 0.0)
+            cells.append(f"{label} {value:.3f} ({gap:+.3f}, {differ} of {len(own)} questions)")
+        lines.append(f"{mode:<10} " + "; ".join(cells))
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -166,3 +166,32 @@ def test_the_stand_in_rule_drops_the_questions_scaffolding() -> None:
     assert standin.statement_for("How many kids does Melanie have?") == "Kids does Melanie have."
     assert standin.statement_for("what was Caroline researching") == "Caroline researching."
     assert standin.statement_for("Why?") == "Why?"
+
+
+def test_one_run_on_sqlite_and_postgresql_compares_their_recall(tmp_path: Path, postgres: Any) -> None:
+    done = run(tmp_path, "--modes", "hybrid,keyword", "--db", f"sqlite,{postgres.url}")
+    assert done.returncode == 0, done.stderr
+    labels = [line for line in done.stdout.splitlines() if line.startswith("store: ")]
+    assert labels[0] == "store: sqlite"
+    assert re.fullmatch(r"store: postgresql \d+\.\d+", labels[1]), labels
+    tables = done.stdout.split("store: ")[1:]
+    assert row(tables[0], "overall") == row(tables[1], "overall")  # the same questions, the same recall
+    compared = dict(
+        re.findall(
+            r"^(hybrid|keyword)\s+sqlite [\d.]+ \(\+0\.000, 0 of 4 questions\); (.*)$", done.stdout, re.M
+        )
+    )
+    assert set(compared) == {"hybrid", "keyword"}
+    assert all(
+        re.fullmatch(r"postgresql \S+ 1\.000 \([+-]0\.000, 0 of 4 questions\)", v) for v in compared.values()
+    )
+    # the run's own database is dropped when it ends
+    assert postgres.execute("SELECT datname FROM pg_database WHERE datname LIKE %s", ("locomo_%",)) == []
+
+
+def test_a_store_it_cannot_use_is_refused_in_one_line(tmp_path: Path) -> None:
+    done = run(tmp_path, "--db", "mysql://root:hunter2@db/memories")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "eval_locomo: --db takes sqlite, pgserver or a postgresql:// URL (got 'mysql://root:***@db/memories')"
+    ]

@@ -1,0 +1,76 @@
+"""PostgreSQL for the measurement scripts: a throwaway server from the `pgserver` wheel, and a fresh
+database of a run's own on any server (dropped when the run ends).
+
+`--db pgserver` in a script means: start PostgreSQL 16 with pgvector from the wheel (the dev and
+postgres extras bring it) in a temporary folder, with no flush to disk at each commit (a throwaway
+server, as the tests run theirs), and delete it at the end. `--db postgresql://…` names a server the
+person runs (a URL with the right to create databases): the script makes a database of its own there
+and drops it afterwards, never writing into an existing one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+
+#: the word a script's `--db` takes for a throwaway server from the wheel
+PGSERVER = "pgserver"
+#: settings of a throwaway server: nothing it holds outlives the run, so nothing waits for the disk
+THROWAWAY_SETTINGS = ("fsync = off", "synchronous_commit = off", "full_page_writes = off")
+
+
+def is_postgres(spec: str) -> bool:
+    return spec == PGSERVER or spec.startswith(("postgresql://", "postgres://"))
+
+
+@contextlib.contextmanager
+def server(spec: str) -> Iterator[str]:
+    """The URL of the server `spec` names: `pgserver` (a throwaway one, stopped and deleted at the end)
+    or a postgresql:// URL (used as it is)."""
+    if spec != PGSERVER:
+        yield spec
+        return
+    import pgserver
+    import psycopg
+
+    folder = tempfile.mkdtemp(prefix="bli-bench-pg-")
+    try:
+        running = pgserver.get_server(folder, cleanup_mode="delete")
+        try:
+            url = running.get_uri()
+            with psycopg.connect(url, autocommit=True) as conn:
+                for setting in THROWAWAY_SETTINGS:
+                    conn.execute(f"ALTER SYSTEM SET {setting}")
+                conn.execute("SELECT pg_reload_conf()")
+            yield url
+        finally:
+            running.cleanup()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def database_url(url: str, name: str) -> str:
+    """`url` (postgresql://…) naming database `name` instead of its own."""
+    scheme, _, rest = url.partition("://")
+    head, question, query = rest.partition("?")
+    return f"{scheme}://{head.split('/', 1)[0]}/{name}{question}{query}"
+
+
+@contextlib.contextmanager
+def database(server_url: str, purpose: str) -> Iterator[str]:
+    """A new empty database on the server at `server_url`, named after `purpose` and this process;
+    its URL. Dropped at the end (its sessions cut)."""
+    import psycopg
+
+    name = f"{purpose}_{os.getpid()}"
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield database_url(server_url, name)
+    finally:
+        with psycopg.connect(server_url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
