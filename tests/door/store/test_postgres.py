@@ -431,3 +431,46 @@ def test_a_full_disk_is_store_full_and_damage_is_recognised(stores: Callable[...
     damaged = psycopg.errors.DataCorrupted("invalid page in block 7")
     assert store.is_damage(damaged) is True
     assert store.is_damage(psycopg.errors.UniqueViolation("duplicate key")) is False
+
+
+def test_lookups_by_id_use_the_id_index_right_after_a_bulk_load(stores: Callable[..., PostgresStore]) -> None:
+    """Before PostgreSQL has statistics on freshly loaded rows (a migrate, an import), the planner
+    answered `team_id = … AND id = ANY(…)` from the team index and read every row of the team per
+    search; the lookup is written so that only the id index can answer it."""
+    from bli_memory.door.store.postgres.store import UPDATED_AT_BY_IDS_SQL
+
+    store = stores()
+    ada = _principal(store)
+    rows = [
+        {
+            "rowid": index + 1,
+            "id": f"mem_{index:024x}",
+            "team_id": ada.team_id,
+            "container_tag": "t",
+            "custom_id": None,
+            "content": f"note {index}",
+            "content_hash": hash_text(f"note {index}"),
+            "kind": "memory",
+            "status": "current",
+            "version": 1,
+            "root_id": f"mem_{index:024x}",
+            "previous_version_id": None,
+            "pinned": 0,
+            "metadata": None,
+            "person_id": ada.person_id,
+            "device_id": ada.device_id,
+            "created_at": 1000.0 + index,
+            "updated_at": 1000.0 + index,
+            "superseded_at": None,
+            "embedding": None,
+            "embedding_model": None,
+        }
+        for index in range(5000)
+    ]
+    assert store.load_rows("memories", rows) == 5000
+    wanted = [f"mem_{index:024x}" for index in (7, 4242)]
+    with store._connection() as db:
+        plan = db.execute("EXPLAIN " + UPDATED_AT_BY_IDS_SQL, (wanted, ada.team_id)).fetchall()
+    text = " ".join(str(next(iter(row.values()))) for row in plan)
+    assert "memories_id_key" in text, text
+    assert store.updated_at(ada.team_id, wanted) == {wanted[0]: 1007.0, wanted[1]: 5242.0}

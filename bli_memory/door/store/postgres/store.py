@@ -88,6 +88,11 @@ _MEMORY_COLUMNS = (
     "pinned, metadata, person_id, device_id, created_at, updated_at, superseded_at"
 )
 _MEMORY_COLUMNS_M = ", ".join(f"m.{name.strip()}" for name in _MEMORY_COLUMNS.split(","))
+#: the last change of the team's current memories among some ids; `team_id + 0` and `status || ''`
+#: leave the id index as the only one that can answer (see `current_by_ids`).
+UPDATED_AT_BY_IDS_SQL = (
+    "SELECT id, updated_at FROM memories WHERE id = ANY(%s) AND team_id + 0 = %s AND status || '' = 'current'"
+)
 _NOW = "extract(epoch from clock_timestamp())"
 
 #: tables whose ids PostgreSQL numbers itself: after rows with their own ids, numbering goes on past them.
@@ -500,10 +505,15 @@ class PostgresStore:
             (team_id, list(tags), content_hash),
         )
 
+    # Lookups by id write `team_id + 0` and `status || ''`: only the id index can answer them then. Right
+    # after a bulk load (a migrate, an import), before PostgreSQL has statistics on the new rows, the
+    # planner chose the team index and read every row of the team per search (9.5 ms instead of
+    # 0.14 ms at 10 000 rows; a full pass at 1 000 000).
+
     def current_by_ids(self, team_id: int, ids: Sequence[str]) -> dict[str, Memory]:
         found = self._memories(
             f"""SELECT {_MEMORY_COLUMNS_M}, p.name AS person FROM memories m LEFT JOIN people p ON p.id = m.person_id
-                WHERE m.id = ANY(%s) AND m.team_id = %s AND m.status = 'current'""",
+                WHERE m.id = ANY(%s) AND m.team_id + 0 = %s AND m.status || '' = 'current'""",
             (list(ids), team_id),
         )
         return {memory.id: memory for memory in found}
@@ -511,7 +521,7 @@ class PostgresStore:
     def updated_at(self, team_id: int, ids: Sequence[str]) -> dict[str, float]:
         with self._connection() as db:
             rows = db.execute(
-                "SELECT id, updated_at FROM memories WHERE id = ANY(%s) AND team_id = %s AND status = 'current'",
+                UPDATED_AT_BY_IDS_SQL,
                 (list(ids), team_id),
             ).fetchall()
         return {row["id"]: row["updated_at"] for row in rows}
@@ -780,8 +790,8 @@ class PostgresStore:
             return {}
         with self._connection() as db:
             rows = db.execute(
-                """SELECT id, embedding FROM memories WHERE team_id = %s AND id = ANY(%s)
-                   AND status = 'current' AND embedding IS NOT NULL AND embedding_model = %s""",
+                """SELECT id, embedding FROM memories WHERE team_id + 0 = %s AND id = ANY(%s)
+                   AND status || '' = 'current' AND embedding IS NOT NULL AND embedding_model = %s""",
                 (team_id, unique, model),
             ).fetchall()
         return {row["id"]: _array(row["embedding"]) for row in rows}
@@ -817,7 +827,7 @@ class PostgresStore:
         dim = int(query.shape[0])
         statement = sql.SQL(
             "SELECT id, 1 - ({} <=> %s::vector({})) AS similarity FROM memories WHERE id = ANY(%s) "
-            "AND team_id = %s AND status = 'current' AND pinned = 0 AND embedding_model = %s"
+            "AND team_id + 0 = %s AND status || '' = 'current' AND pinned = 0 AND embedding_model = %s"
         ).format(sql.SQL(vector_cast(dim)), sql.SQL(str(dim)))
         with self._connection() as db:
             rows = db.execute(statement, (query.astype("float32"), list(ids), team_id, model)).fetchall()
