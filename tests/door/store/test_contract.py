@@ -313,6 +313,24 @@ def test_index_rows_and_spaces_list_current_rows_in_save_order(store: Store) -> 
     assert store.spaces(1) == [(ada.team_id, "y")]
 
 
+def test_spaces_are_the_current_ones_newest_first_ties_by_team_then_tag(store: Store) -> None:
+    ada = _principal(store)
+    eve = _principal(store, "eve", team="other")
+    store.insert_version(_row(eve, "tied b", tag="b", when=7.0))
+    store.insert_version(_row(ada, "tied b", tag="b", when=7.0))
+    store.insert_version(_row(ada, "tied a", tag="a", when=7.0))
+    store.insert_version(_row(ada, "older", tag="c", when=3.0))
+    gone = store.insert_version(_row(ada, "only retired", tag="d", when=9.0))
+    store.retire(gone, "forgotten")
+    assert store.spaces(10) == [
+        (ada.team_id, "a"),
+        (ada.team_id, "b"),
+        (eve.team_id, "b"),
+        (ada.team_id, "c"),
+    ]
+    assert store.spaces(2) == [(ada.team_id, "a"), (ada.team_id, "b")]
+
+
 # ---------------------------------------------------------------------------- vectors
 
 

@@ -72,3 +72,24 @@ def test_a_browsing_page_walks_the_space_index_instead_of_sorting_the_space(tmp_
     for sql in walks:
         plan = " ".join(row[3] for row in explain.execute("EXPLAIN QUERY PLAN " + sql))
         assert "USING INDEX memories_space" in plan and "TEMP B-TREE FOR ORDER BY" not in plan, (sql, plan)
+
+
+def test_listing_the_spaces_seeks_the_space_index_instead_of_reading_every_row(tmp_path: Path) -> None:
+    """A GROUP BY over every row's index entry took 5.2 s of a door's start at 1 000 000 memories;
+    the loose scan seeks once per space (and once for its newest row)."""
+    memories = open_memories(tmp_path / "m.db")
+    principal = memories.authenticate(memories.store.create_device(person="p")[1])
+    assert principal is not None
+    for tag in ("a", "b", "c"):
+        memories.save_many(principal, tag, [f"{tag} note {index}" for index in range(100)])
+    statements: list[str] = []
+    memories.store._db.set_trace_callback(statements.append)
+    assert [tag for _, tag in memories.store.spaces(10)] == ["c", "b", "a"]
+    memories.store._db.set_trace_callback(None)
+    explain = sqlite3.connect(tmp_path / "m.db")
+    first, *seeks = [sql for sql in statements if sql.lstrip().startswith("SELECT")]
+    assert "LIMIT 1" in first and seeks
+    for sql in seeks:
+        plan = " ".join(row[3] for row in explain.execute("EXPLAIN QUERY PLAN " + sql))
+        assert plan.startswith("SEARCH memories USING COVERING INDEX memories_space (team_id"), (sql, plan)
+        assert "GROUP BY" not in sql and ">(" not in plan.replace(" ", ""), (sql, plan)

@@ -508,13 +508,40 @@ class SqliteStore:
         return [IndexRow(row[0], row[1], row[2], row[3]) for row in rows]
 
     def spaces(self, limit: int) -> list[tuple[int, str]]:
+        """A loose index scan: one seek per (team, tag) in `memories_space`, then one seek for its
+        newest current row. A GROUP BY over the table read every row's index entry (5.2 s of a door's
+        start at 1 000 000 memories in one space); this reads a few pages per space. Equal last
+        changes are ordered by team and tag."""
+        newest: list[tuple[float, int, str]] = []
         with self._lock:
-            rows = self._db.execute(
-                """SELECT team_id, container_tag FROM memories WHERE status = 'current'
-                   GROUP BY team_id, container_tag ORDER BY max(updated_at) DESC LIMIT ?""",
-                (limit,),
-            ).fetchall()
-        return [(int(row[0]), str(row[1])) for row in rows]
+            key = self._db.execute(
+                "SELECT team_id, container_tag FROM memories ORDER BY team_id, container_tag LIMIT 1"
+            ).fetchone()
+            while key is not None:
+                team_id, tag = int(key[0]), str(key[1])
+                changed = self._db.execute(  # the end of the space's run in the index, not a max() scan
+                    """SELECT updated_at FROM memories WHERE team_id = ? AND container_tag = ?
+                       AND status = 'current' ORDER BY updated_at DESC LIMIT 1""",
+                    (team_id, tag),
+                ).fetchone()
+                if changed is not None:
+                    newest.append((float(changed[0]), team_id, tag))
+                # two seeks, not `(team_id, container_tag) > (?, ?)`: SQLite walks that row value
+                # through the whole space's run of the index (70 ms at 1 000 000)
+                key = (
+                    self._db.execute(
+                        """SELECT team_id, container_tag FROM memories WHERE team_id = ? AND container_tag > ?
+                       ORDER BY container_tag LIMIT 1""",
+                        (team_id, tag),
+                    ).fetchone()
+                    or self._db.execute(
+                        """SELECT team_id, container_tag FROM memories WHERE team_id > ?
+                       ORDER BY team_id, container_tag LIMIT 1""",
+                        (team_id,),
+                    ).fetchone()
+                )
+        newest.sort(key=lambda space: (-space[0], space[1], space[2]))
+        return [(team_id, tag) for _, team_id, tag in newest[:limit]]
 
     def team_named(self, team: str) -> int | None:
         with self._lock:
