@@ -19,6 +19,13 @@ def exception_line(exc: BaseException, when_empty: str = "") -> str:
     return f"{type(exc).__name__}: {first}"
 
 
+def first_line(exc: BaseException, when_empty: str = "") -> str:
+    """An exception's message, stripped, up to its first line break (`when_empty`, or its class
+    name, when it has no message): a driver's error inside a sentence of ours."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else (when_empty or type(exc).__name__)
+
+
 class DoorError(Exception):
     """A failure the caller can act on: `{error: code, message}` with `status`."""
 

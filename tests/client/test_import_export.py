@@ -382,16 +382,22 @@ def test_bad_input_is_one_line(cli: Cli, tmp_path: Path) -> None:
 
 
 def test_scope_global_imports_into_the_persons_own_global_space(
-    cli: Cli, door: DoorProcess, tag: str
+    tmp_path: Path, door: DoorProcess, tag: str
 ) -> None:
     """--scope global puts the records in the importer's global space (searched beside every
-    project, readable by nobody else), not in the repository's space; it refuses --space and jsonl."""
+    project, readable by nobody else), not in the repository's space; it refuses --space and jsonl.
+    The importer is a person of the test's own: the shared door's token has a global space that every
+    other test's session start reads."""
+    token = door.pair(f"global-importer-{tag}")
+    cli = Cli(tmp_path / "importer-home", tmp_path, tag).pair(door.url, token)
     answer = cli.imported("instructions", str(FIXTURES / "instructions" / "MEMORY.md"), "--scope", "global")
     assert answer["exit"] == 0 and answer["imported"] == 2 and answer["scope"] == "global", answer
-    status, own = door.post("/api/memory/list", {"containerTag": tag, "scope": "global", "limit": 50})
+    status, own = door.post("/api/memory/list", {"containerTag": tag, "scope": "global", "limit": 50}, token)
     assert status == 200 and len(own["memories"]) == 2
     assert all(row["scope"] == "global" for row in own["memories"])
-    status, project = door.post("/api/memory/list", {"containerTag": tag, "limit": 50})
+    status, theirs = door.post("/api/memory/list", {"containerTag": tag, "scope": "global", "limit": 50})
+    assert status == 200 and theirs["memories"] == []  # the shared token's person sees none of it
+    status, project = door.post("/api/memory/list", {"containerTag": tag, "limit": 50}, token)
     assert status == 200 and project["memories"] == []
     again = cli("import", "instructions", str(FIXTURES / "instructions" / "MEMORY.md"), "--scope", "global")
     assert again.returncode == 0 and "into your global space: 0 imported" in again.stdout, again.stdout

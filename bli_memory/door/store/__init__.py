@@ -6,6 +6,7 @@ import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 
+from bli_memory.door.errors import first_line
 from bli_memory.door.store.base import MAX_PENDING_JOBS_PER_DEVICE, Store
 from bli_memory.door.store.urls import is_postgres_url, mask_url
 
@@ -114,7 +115,7 @@ def open_postgres(
     try:
         psycopg.conninfo.conninfo_to_dict(url)
     except psycopg.ProgrammingError as exc:
-        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else "it does not parse"
+        detail = first_line(exc, "it does not parse")
         raise StoreOpenError(f"--db {shown} is not a valid PostgreSQL URL ({detail})", usage=True) from None
     try:
         if job_lease_s is None:
@@ -125,7 +126,7 @@ def open_postgres(
     except SchemaTooNew as exc:
         raise StoreOpenError(str(exc)) from None
     except psycopg.Error as exc:  # e.g. no right to create the vector extension
-        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        detail = first_line(exc)
         password = psycopg.conninfo.conninfo_to_dict(url).get("password")
         detail = detail.replace(str(password), "***") if password else detail
         raise StoreOpenError(f"cannot open {shown} as a memory database: {detail}") from None

@@ -34,6 +34,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
+from bli_memory.door.errors import first_line
 from bli_memory.door.model import Job, Memory, Principal, hash_text, new_id, new_token, now_s
 from bli_memory.door.store.base import (
     COPY_COLUMNS,
@@ -191,7 +192,7 @@ class PostgresStore:
 
     def _scrub(self, exc: BaseException) -> str:
         """The first line of an error, never with the password in it."""
-        text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        text = first_line(exc)
         return text.replace(self._password, "***") if self._password else text
 
     def _map_error(self, exc: BaseException) -> Exception | None:
