@@ -239,6 +239,10 @@ class DoorClient:
         """Record one experience opinion (201 inserted, 200 an identical retry)."""
         return self._call("POST", "/api/memory/experience", dict(entry), deadline=deadline)
 
+    def hook_stats(self, hours: list[Mapping[str, Any]], *, deadline: float) -> dict[str, Any]:
+        """Send this machine's hourly hook figures (`POST /api/ops/hook-stats`); ``{hours}`` written."""
+        return self._call("POST", "/api/ops/hook-stats", {"hours": list(hours)}, deadline=deadline)
+
     # -- browsing -----------------------------------------------------------------------------------
 
     def list_memories(

@@ -5,7 +5,9 @@ ships. `bli-memory-mcp log`/`sync` (`bli_memory.commands.experience`) and the MC
 drift. Standard library only (the redactor's `re` is loaded only to check a reason).
 
 `sync` writes what it did to `~/.local/state/bli-cockpit/experience-sync.json` (`write_last_sync`),
-which `status` and `ops` read.
+which `status` and `ops` read. After the entries it also sends this machine's hourly hook figures of
+the last `HOOK_STATS_DAYS` days (`recent_hook_stats`, `ship_hook_stats`), so that the door's ops view
+shows them; a re-sent hour replaces the door's copy of it.
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ SYNC_BATCH_MAX = 20
 SHIP_DEADLINE_S = 5.0
 #: receipts are written in Indochina Time, as the log's readers expect (fixed UTC+7, no DST).
 ICT = _dt.timezone(_dt.timedelta(hours=7), "ICT")
+#: the days of hourly hook figures `sync` sends (the stats files keep 14)
+HOOK_STATS_DAYS = 14
+HOOK_STATS_DEADLINE_S = 10.0
 #: statuses after which retrying the same entry can never succeed.
 PERMANENT_FAILURES = ("http_400", "http_409")
 
@@ -238,3 +243,43 @@ def read_last_sync(env: Mapping[str, str]) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
+
+
+def recent_hook_stats(env: Mapping[str, str], now_s: float) -> list[dict[str, Any]]:
+    """This machine's hourly hook stats documents of the last `HOOK_STATS_DAYS` days, oldest first,
+    as the files hold them; unreadable or foreign files are skipped."""
+    from bli_memory.hooks import stats
+
+    folder = Path(stats.stats_dir(env))
+    oldest = stats.hour_name(now_s - HOOK_STATS_DAYS * 86_400.0)
+    newest = stats.hour_name(now_s)
+    documents = []
+    for path in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        hour = path.name.removesuffix(".json")
+        if len(hour) != len(oldest) or not oldest < hour <= newest:
+            continue
+        with contextlib.suppress(OSError, ValueError):
+            data = json.loads(path.read_text(encoding="utf-8"))
+            if (
+                isinstance(data, dict)
+                and data.get("schema") == stats.SCHEMA
+                and data.get("hour") == hour + ":00Z"
+            ):
+                documents.append(
+                    {"schema": data["schema"], "hour": data["hour"], "hooks": data.get("hooks", {})}
+                )
+    return documents
+
+
+def ship_hook_stats(env: Mapping[str, str], client: Any, now_s: float | None = None) -> dict[str, Any]:
+    """Send the recent hourly hook figures: `{hours: N}` sent, or `{hours: 0, failed: reason}`."""
+    from bli_memory.wire.reasons import to_log_reason
+
+    documents = recent_hook_stats(env, time.time() if now_s is None else now_s)
+    if not documents:
+        return {"hours": 0, "failed": None}
+    try:
+        client.hook_stats(documents, deadline=time.monotonic() + HOOK_STATS_DEADLINE_S)
+    except Exception as exc:
+        return {"hours": 0, "failed": to_log_reason(exc)}
+    return {"hours": len(documents), "failed": None}

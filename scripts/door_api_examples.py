@@ -516,6 +516,43 @@ def main() -> int:
                 "/api/ops/memory-usage",
                 note="7- and 30-day totals by store and person, and the last five reasons per store.",
             )
+            hour = time.strftime("%Y-%m-%dT%H:00Z", time.gmtime())
+            doc.call(
+                "POST /api/ops/hook-stats",
+                "POST",
+                "/api/ops/hook-stats",
+                {
+                    "hours": [
+                        {
+                            "schema": "bli-memory-hook-stats.v1",
+                            "hour": hour,
+                            "hooks": {
+                                "prompt": {
+                                    "runs": 3,
+                                    "ok": 2,
+                                    "skipped": 1,
+                                    "skipped_trivial": 1,
+                                    "reasons": {"trivial_prompt": 1},
+                                    "via": {"daemon": 2, "direct": 1},
+                                    "elapsed_ms": {"sum": 310, "max": 180, "le_50": 1, "le_200": 2},
+                                }
+                            },
+                        }
+                    ]
+                },
+                note="One device's hourly hook figures, each hour as its stats file holds it "
+                "(`bli_memory/hooks/stats.py`); `bli-memory-mcp sync` sends the last 14 days. Checked strictly "
+                "(known hooks, counters, reasons, routes and duration buckets; integer counts; at most 336 hours; "
+                "no hour in the future), else 400. A re-sent hour replaces the device's copy of it.",
+            )
+            doc.call(
+                "GET /api/ops/hook-stats?days=7",
+                "GET",
+                "/api/ops/hook-stats?days=7",
+                note="The team's hook figures of the last 7 or 30 days, per hook: runs by outcome, reasons, "
+                "routes, the duration histogram and the buckets p50 and p95 fall in (`p50Edge`: its upper edge "
+                "in ms). The memory page's ops view charts this.",
+            )
             doc.parts.append("## Export and import\n")
             page = doc.call(
                 "POST /api/memory/export",

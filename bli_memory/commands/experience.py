@@ -11,7 +11,9 @@ tries to ship it (`POST /api/memory/experience`). The opinion is recorded locall
 does; a failed request leaves it queued. `sync` ships queued entries, at most `SYNC_BATCH_MAX` per run,
 oldest first, and stops at the first failure; a lost response is retried under the same UUID (the door
 answers 200 to an identical retry). A 400 or 409 will never succeed, so such an entry is marked
-rejected and skipped from then on instead of blocking the queue.
+rejected and skipped from then on instead of blocking the queue. After the entries, `sync` sends this
+machine's hourly hook figures of the last 14 days (`POST /api/ops/hook-stats`); whether that worked is
+reported on a line of its own and never changes the exit status.
 
 Reasons are one line of at most 500 characters, opinions about tools only: a reason in which the
 redactor finds a secret is refused.
@@ -38,6 +40,7 @@ from bli_memory.experience_log import (
     queued_entries,
     record_opinion,
     ship,
+    ship_hook_stats,
     shipping_state,
     write_last_sync,
 )
@@ -137,8 +140,10 @@ def sync_main(argv: list[str]) -> int:
         "sync",
         f"Ship queued experience entries to the door, oldest first, at most {SYNC_BATCH_MAX} per run;\n"
         "stop at the first failure and leave the rest queued. An entry the door refuses for good\n"
-        "(400 invalid, 409 conflicting id) is marked rejected and no longer retried.",
-        "exit status: 0 nothing left to ship this run, 1 stopped by a failure or unpaired, 2 bad input",
+        "(400 invalid, 409 conflicting id) is marked rejected and no longer retried. Then send this\n"
+        "machine's hourly hook figures of the last 14 days (content-free counts) for the door's ops view.",
+        "exit status: 0 nothing left to ship this run, 1 stopped by a failure or unpaired, 2 bad input\n"
+        "(sending the hook figures never changes it: its outcome is a line of its own)",
     )
     parser.add_argument("--json", action="store_true", help=JSON_HELP)
     args = parse(parser, argv)
@@ -151,10 +156,14 @@ def sync_main(argv: list[str]) -> int:
 
     queue = queued_entries(outbox_dir(env))
     try:
-        client = _open_client(env) if queue else None
+        client = _open_client(env)
     except DoorUrlError as exc:
-        _remember(env, 0, 0, len(queue), "invalid_door_url")
-        raise CliError(str(exc), EXIT_FAILED) from None
+        if queue:
+            _remember(env, 0, 0, len(queue), "invalid_door_url")
+            raise CliError(str(exc), EXIT_FAILED) from None
+        client, unusable = None, "invalid_door_url"
+    else:
+        unusable = "unpaired"
     if queue and client is None:
         _remember(env, 0, 0, len(queue), "unpaired")
         raise CliError(unpaired_message(), EXIT_FAILED)
@@ -170,16 +179,18 @@ def sync_main(argv: list[str]) -> int:
             else:
                 stopped = failure
                 break
+        hook_stats = ship_hook_stats(env, client) if client is not None else {"hours": 0, "failed": unusable}
     finally:
         if client is not None:
             client.close()
     left = len(queue) - shipped - rejected
-    summary = _remember(env, shipped, rejected, left, stopped)
+    summary = _remember(env, shipped, rejected, left, stopped, hook_stats)
     if args.json:
         print_json(summary)
     else:
         line = f"shipped {shipped}, rejected {rejected}, still queued {left}"
         sys.stdout.write(line + (f" (stopped: {stopped})" if stopped else "") + "\n")
+        sys.stdout.write(hook_stats_line(hook_stats) + "\n")
     if stopped:
         raise CliError(
             f"{parser.prog}: stopped at a failed request (reason: {stopped}); the rest stays queued",
@@ -188,10 +199,24 @@ def sync_main(argv: list[str]) -> int:
     return EXIT_OK
 
 
+def hook_stats_line(result: Mapping[str, Any]) -> str:
+    """What sending the hook figures did, on a line of its own (it never changes sync's exit status)."""
+    if result.get("failed"):
+        return f"hook stats: not sent ({result['failed']})"
+    return f"hook stats: sent {result.get('hours', 0)} hours"
+
+
 def _remember(
-    env: Mapping[str, str], shipped: int, rejected: int, queued: int, stopped: str | None
+    env: Mapping[str, str],
+    shipped: int,
+    rejected: int,
+    queued: int,
+    stopped: str | None,
+    hook_stats: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """This run's summary, also written for `status` and `ops` (`experience_log.write_last_sync`)."""
-    summary = {"shipped": shipped, "rejected": rejected, "queued": queued, "stopped": stopped}
+    summary: dict[str, Any] = {"shipped": shipped, "rejected": rejected, "queued": queued, "stopped": stopped}
+    if hook_stats is not None:
+        summary["hookStats"] = dict(hook_stats)
     write_last_sync(env, summary)
     return summary

@@ -35,7 +35,7 @@ from pydantic import (
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from bli_memory import __version__
-from bli_memory.door import browse, web
+from bli_memory.door import browse, hook_stats, web
 from bli_memory.door.errors import (
     DoorError,
     Forbidden,
@@ -234,6 +234,13 @@ class AliasBody(_Body):
     model_config = _STRICT
     alias: Tag
     canonical: Tag
+
+
+class HookStatsBody(BaseModel):
+    """One device's hourly hook figures, each hour as its stats file holds it (`door.hook_stats`)."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+    hours: list[Any]
 
 
 class ExperienceBody(_Body):
@@ -971,6 +978,20 @@ def create_app(
         except Exception as exc:  # a failed read is named, not hidden
             return _memory_usage([], 0, failed=type(exc).__name__)
         return _memory_usage(rows, total)
+
+    @api.post("/api/ops/hook-stats", responses=_errors(*_WRITES))
+    def put_hook_stats(body: HookStatsBody, caller: Caller) -> dict[str, Any]:
+        hours = hook_stats.check_hours(body.hours, now_s())
+        written = memories.store.put_hook_stats(caller, hours)
+        return {"hours": written}
+
+    @api.get("/api/ops/hook-stats", responses=_errors(400, 401))
+    def get_hook_stats(caller: Caller, days: int = 7) -> dict[str, Any]:
+        if days not in hook_stats.WINDOWS_DAYS:
+            raise InvalidRequest(f"days takes 7 or 30, not {days}")
+        now = now_s()
+        rows = memories.store.hook_stats_since(caller.team_id, hook_stats.hour_name(now - days * 86_400.0))
+        return hook_stats.summarise(rows, days, now)
 
     def openapi() -> dict[str, Any]:
         """FastAPI's schema, minus the 422 it documents for validation: the door answers those 400."""

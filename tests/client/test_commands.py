@@ -314,12 +314,19 @@ def test_an_unshipped_entry_waits_for_sync_under_the_same_id(unpaired: Cli, door
         "rejected": 0,
         "queued": 1,
         "stopped": "dashboard_unreachable",
+        "hookStats": {"hours": 0, "failed": None},  # no hook ran on this machine: nothing to send
     }
 
     unpaired.pair(door.url, door.token)
     synced = unpaired("sync", "--json")
     assert synced.returncode == 0, synced.stderr
-    assert json.loads(synced.stdout) == {"shipped": 1, "rejected": 0, "queued": 0, "stopped": None}
+    assert json.loads(synced.stdout) == {
+        "shipped": 1,
+        "rejected": 0,
+        "queued": 0,
+        "stopped": None,
+        "hookStats": {"hours": 0, "failed": None},
+    }
     (entry,) = outbox(unpaired.home)
     assert entry["id"] == answer["id"] and entry["shipped"] is True
     assert json.loads(unpaired("sync", "--json").stdout)["shipped"] == 0
@@ -332,7 +339,13 @@ def test_a_conflicting_entry_is_rejected_and_does_not_block_the_queue(cli: Cli) 
     forged = {**entry, "reason": "a different opinion under the same id", "shipped": False}
     (folder / "forged.json").write_text(json.dumps(forged))
     result = cli("sync", "--json")
-    assert json.loads(result.stdout) == {"shipped": 0, "rejected": 1, "queued": 0, "stopped": None}
+    assert json.loads(result.stdout) == {
+        "shipped": 0,
+        "rejected": 1,
+        "queued": 0,
+        "stopped": None,
+        "hookStats": {"hours": 0, "failed": None},
+    }
     assert first["shipped"] is True
 
 

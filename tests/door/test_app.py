@@ -70,6 +70,7 @@ def test_openapi_lists_every_endpoint(door: DoorProcess) -> None:
         "/api/memory/jobs/{job_id}",
         "/api/memory/experience",
         "/api/ops/memory-usage",
+        "/api/ops/hook-stats",
         "/healthz",
     ):
         assert path in paths

@@ -104,13 +104,14 @@ def test_a_version_2_database_loses_its_fts_table_and_keeps_its_memories(tmp_pat
     memories.close()
     db = sqlite3.connect(tmp_path / "memory.db")
     db.execute("CREATE VIRTUAL TABLE memories_fts USING fts5 (content, space)")
+    db.execute("DROP TABLE hook_stats")  # what v5 added
     db.execute("DROP INDEX jobs_device")  # what v4 added
     db.execute("ALTER TABLE devices DROP COLUMN admin")
     db.execute("PRAGMA user_version = 2")
     db.commit()
     db.close()
     memories = open_memories(tmp_path / "memory.db")
-    assert memories.store.schema_version() == SCHEMA_VERSION == 4
+    assert memories.store.schema_version() == SCHEMA_VERSION == 5
     tables = {
         row[0] for row in sqlite3.connect(tmp_path / "memory.db").execute("SELECT name FROM sqlite_master")
     }

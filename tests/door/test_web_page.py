@@ -24,6 +24,7 @@ import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 
 from bli_memory.door.web import CONTENT_SECURITY_POLICY
+from bli_memory.hooks import stats
 from bli_memory.settings import write_session
 from tests.helpers import BIN, DoorProcess
 
@@ -262,6 +263,44 @@ def test_another_team_sees_nothing_of_the_first(person: Callable[..., Person]) -
     assert forgotten["status"] == 404
     found = bob.fetch("POST", "/api/memory/search", {"q": "staging database password", "containerTag": tag})
     assert found["body"]["results"] == []
+
+
+def test_the_ops_view_charts_the_hook_figures_sync_sent(person: Callable[..., Person]) -> None:
+    alice, bob = person(), person()
+    now = time.time()
+    runs: list[tuple[float, str, dict[str, object], int]] = [
+        (now, "prompt", {"status": "ok", "via": "daemon"}, 150),
+        (now, "prompt", {"status": "ok", "via": "daemon"}, 180),
+        (now - 3600, "prompt", {"status": "skipped", "reason": "trivial_prompt", "via": "direct"}, 5),
+        (now - 3600, "prompt", {"status": "failed", "reason": "timeout", "via": "direct"}, 2003),
+        (now - 10 * 86_400, "session-start", {"status": "ok", "via": "daemon"}, 300),  # only in 30 days
+    ]
+    for when, hook, outcome, elapsed_ms in runs:
+        assert stats.record(hook, outcome, elapsed_ms, env=alice.env(), now_s=when)
+    synced = subprocess.run(
+        [str(BIN / "bli-memory-mcp"), "sync"], capture_output=True, text=True, env=alice.env(), timeout=60
+    )
+    assert synced.returncode == 0 and "hook stats: sent 3 hours" in synced.stdout, synced.stderr
+
+    alice.sign_in()
+    page = alice.page
+    page.click("#show-ops")
+    week = page.locator("#hook-charts figure[data-hook='prompt'][data-days='7']")
+    expect(week.locator("text.runs")).to_have_text("runs 4: ok 2, skipped 1, failed 1")
+    expect(week.locator("text.quantiles")).to_have_text("p50 ≤ 200 ms · p95 ≤ 5000 ms · max 2003 ms")
+    expect(week.locator("text.via")).to_have_text("via daemon 2, direct 2")
+    expect(week.locator("rect.bar-ok")).to_have_count(1)
+    expect(week.locator("rect.bucket.p50")).to_have_count(1)
+    expect(page.locator("#hook-charts figure[data-days='7']")).to_have_count(1)
+    month = page.locator("#hook-charts figure[data-hook='session-start'][data-days='30']")
+    expect(month.locator("text.runs")).to_have_text("runs 1: ok 1, skipped 0, failed 0")
+    expect(page.locator("#hook-note")).to_contain_text("from 1 machine(s)")
+    assert alice.problems == []
+
+    bob.sign_in()  # another team's page shows none of it
+    bob.page.click("#show-ops")
+    expect(bob.page.locator("#hook-charts")).to_contain_text("No hook figures sent yet")
+    assert bob.problems == []
 
 
 def test_a_request_without_the_csrf_token_is_refused(person: Callable[..., Person]) -> None:

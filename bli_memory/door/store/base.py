@@ -1,7 +1,7 @@
 """The `Store` interface: what the door needs from a database, in rows.
 
-A store keeps devices, aliases, memory rows (every version and tombstone), vectors, extraction jobs
-and experience rows, and nothing else: no search policy, no caches of derived data, no HTTP. The
+A store keeps devices, aliases, memory rows (every version and tombstone), vectors, extraction jobs,
+experience rows and the devices' hourly hook figures, and nothing else: no search policy, no caches of derived data, no HTTP. The
 memory service (`door/memories.py`) builds search, reconciliation and indexes on top of it, so a new
 database plugs in by implementing this protocol and passing the contract suite
 (`tests/door/store/test_contract.py`).
@@ -472,6 +472,19 @@ class Store(Protocol):
         self, team_id: int, since: float, after: tuple[float, str], limit: int
     ) -> list[dict[str, Any]]:
         """Up to `limit` rows created at or after `since` and after `after` in (created_at, id) order."""
+        ...
+
+    # ---------------------------------------------------------------- hook figures
+
+    def put_hook_stats(self, principal: Principal, hours: Sequence[tuple[str, str]]) -> int:
+        """Keep the caller's device's hourly hook figures: each `(hour, counts)` pair (`hour` as
+        `YYYY-MM-DDTHH` in UTC, `counts` a JSON text) replaces whatever that device sent for that hour
+        before, so a re-send changes nothing. One transaction; returns how many hours were written."""
+        ...
+
+    def hook_stats_since(self, team_id: int, since_hour: str) -> list[tuple[str, str, str]]:
+        """The team's hourly hook figures of `since_hour` (`YYYY-MM-DDTHH`) and later, as
+        `(device_id, hour, counts JSON text)` in (hour, device_id) order; never another team's."""
         ...
 
     # ---------------------------------------------------------------- copying a store (migrate)

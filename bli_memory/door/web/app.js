@@ -8,6 +8,8 @@ const SEARCH_LIMIT = 20;
 const GLOBAL = "\u0000global"; // the space picker's value for the person's global space
 const SVG = "http://www.w3.org/2000/svg";
 const VERDICTS = ["win", "loss", "noise"];
+const OUTCOMES = ["ok", "skipped", "failed"];
+const HOOK_WINDOWS_DAYS = [7, 30];
 
 const state = {
   csrf: null,
@@ -375,6 +377,63 @@ function verdictChart(title, stores) {
   return el("figure", {}, svg, el("figcaption", { text: title }));
 }
 
+function bucketLabel(name) {
+  const [kind, edge] = name.split("_");
+  return kind === "le" ? `≤ ${edge} ms` : `> ${edge} ms`;
+}
+
+// One hook of one window: its runs as a bar of ok/skipped/failed, and the duration histogram with
+// the p50 and p95 buckets marked.
+function hookChart(hook, days, figures) {
+  const width = 300;
+  const height = 150;
+  const title = `${hook}, last ${days} days`;
+  const svg = svgNode("svg", { width, height, viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": title });
+  const runs = Math.max(1, figures.runs);
+  let x = 0;
+  for (const outcome of OUTCOMES) {
+    const count = figures[outcome] || 0;
+    const barWidth = (count / runs) * width;
+    if (count > 0) {
+      const bar = svgNode("rect", { x, y: 18, width: Math.max(barWidth, 1), height: 14, class: `bar-${outcome}` });
+      bar.append(svgNode("title", {}, `${outcome} ${count}`));
+      svg.append(bar);
+    }
+    x += barWidth;
+  }
+  svg.append(svgNode("text", { x: 0, y: 12, class: "runs" },
+    `runs ${figures.runs}: ok ${figures.ok}, skipped ${figures.skipped}, failed ${figures.failed}`));
+  const names = Object.keys(figures.buckets || {});
+  const most = Math.max(1, ...names.map((name) => figures.buckets[name]));
+  const slot = width / Math.max(1, names.length);
+  const elapsed = figures.elapsedMs || {};
+  names.forEach((name, index) => {
+    const count = figures.buckets[name];
+    const barHeight = (count / most) * 60;
+    const marks = [name === elapsed.p50 ? "p50" : "", name === elapsed.p95 ? "p95" : ""].filter(Boolean);
+    const bar = svgNode("rect", { x: index * slot + 2, y: 104 - barHeight, width: slot - 4, height: Math.max(barHeight, count ? 1 : 0), class: ["bucket", ...marks].join(" ") });
+    bar.append(svgNode("title", {}, `${bucketLabel(name)}: ${count}${marks.length ? ` (${marks.join(", ")})` : ""}`));
+    svg.append(bar);
+  });
+  const p50 = elapsed.p50 ? bucketLabel(elapsed.p50) : "-";
+  const p95 = elapsed.p95 ? bucketLabel(elapsed.p95) : "-";
+  svg.append(svgNode("text", { x: 0, y: 122, class: "quantiles" }, `p50 ${p50} · p95 ${p95} · max ${elapsed.max ?? "-"} ms`));
+  const via = figures.via || {};
+  svg.append(svgNode("text", { x: 0, y: 140, class: "via" }, `via daemon ${via.daemon || 0}, direct ${via.direct || 0}`));
+  return el("figure", { "data-hook": hook, "data-days": String(days) }, svg, el("figcaption", { text: title }));
+}
+
+async function loadHookFigures() {
+  const answers = await Promise.all(HOOK_WINDOWS_DAYS.map((days) => api("GET", `/api/ops/hook-stats?days=${days}`)));
+  const figures = [];
+  answers.forEach((answer, index) => {
+    for (const [hook, counts] of Object.entries(answer.hooks || {})) figures.push(hookChart(hook, HOOK_WINDOWS_DAYS[index], counts));
+  });
+  $("hook-charts").replaceChildren(...(figures.length ? figures : [el("p", { text: "No hook figures sent yet: they arrive with each machine's bli-memory-mcp sync." })]));
+  const month = answers[answers.length - 1];
+  $("hook-note").textContent = `Last ${month.days} days: ${month.hours} hours from ${month.devices} machine(s). ${month.note || ""}`;
+}
+
 async function loadOps() {
   showView("ops");
   try {
@@ -393,6 +452,7 @@ async function loadOps() {
     $("reasons").replaceChildren(...(reasons.length ? reasons : [el("li", { text: "No reasons recorded in the last 30 days." })]));
     const rows = experience.rows || {};
     $("rows-read").textContent = `Rows read: ${rows.returned} of ${rows.requested}${rows.capped ? " (capped)" : ""}${rows.failed ? ` (read failed: ${rows.failed})` : ""}. ${experience.note || ""}`;
+    await loadHookFigures();
   } catch (error) {
     failed(error);
   }

@@ -828,3 +828,38 @@ def test_the_copied_columns_are_every_column_of_the_sqlite_schema(tmp_path: Path
             assert set(PRIMARY_KEYS[table]) <= columns, table
     finally:
         db.close()
+
+
+# ---------------------------------------------------------------------------- hook figures
+
+
+def test_hook_stats_are_kept_per_device_and_hour_and_a_resend_replaces_the_hour(store: Store) -> None:
+    laptop = _principal(store, "ada")
+    desktop = _principal(store, "ada")
+    assert store.put_hook_stats(laptop, [("2026-09-06T14", '{"prompt":{"runs":1}}')]) == 1
+    assert store.put_hook_stats(desktop, [("2026-09-06T14", '{"prompt":{"runs":5}}')]) == 1
+    again = [("2026-09-06T14", '{"prompt":{"runs":2}}'), ("2026-09-06T15", '{"stop":{"runs":1}}')]
+    assert store.put_hook_stats(laptop, again) == 2
+    assert store.put_hook_stats(laptop, again) == 2
+    rows = store.hook_stats_since(laptop.team_id, "2026-09-06T00")
+    assert rows == sorted(
+        [
+            (laptop.device_id, "2026-09-06T14", '{"prompt":{"runs":2}}'),
+            (desktop.device_id, "2026-09-06T14", '{"prompt":{"runs":5}}'),
+            (laptop.device_id, "2026-09-06T15", '{"stop":{"runs":1}}'),
+        ],
+        key=lambda row: (row[1], row[0]),
+    )
+    assert store.hook_stats_since(laptop.team_id, "2026-09-06T15") == [
+        (laptop.device_id, "2026-09-06T15", '{"stop":{"runs":1}}')
+    ]
+
+
+def test_hook_stats_of_one_team_are_never_read_by_another(store: Store) -> None:
+    ours = _principal(store, "ada", team="one")
+    theirs = _principal(store, "bob", team="two")
+    store.put_hook_stats(ours, [("2026-09-06T14", '{"prompt":{"runs":1}}')])
+    store.put_hook_stats(theirs, [("2026-09-06T14", '{"prompt":{"runs":9}}')])
+    assert store.hook_stats_since(theirs.team_id, "2026-01-01T00") == [
+        (theirs.device_id, "2026-09-06T14", '{"prompt":{"runs":9}}')
+    ]

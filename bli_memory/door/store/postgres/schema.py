@@ -1,6 +1,6 @@
 """The PostgreSQL schema, one list of statements per version, and its migration at start.
 
-The tables and column names are the SQLite schema's (v4), so that rows copy between the stores
+The tables and column names are the SQLite schema's (v5), so that rows copy between the stores
 as they are: times are DOUBLE PRECISION epoch seconds, flags INTEGER 0/1, metadata and outcomes the
 same JSON text. What differs:
 - `memories.seq` is SQLite's `rowid` (save order), an identity column;
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import psycopg
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 #: the advisory lock key the migration holds (any fixed 64-bit number, the same in every door).
 MIGRATION_LOCK_KEY = 7_310_446_201_115_339_521
 
@@ -124,6 +124,19 @@ MIGRATIONS: dict[int, list[str]] = {
         "CREATE INDEX experience_time ON experience (team_id, created_at)",
         "CREATE TABLE bli_changes (id INTEGER PRIMARY KEY CHECK (id = 1), counter BIGINT NOT NULL)",
         "INSERT INTO bli_changes (id, counter) VALUES (1, 0)",
+    ],
+    # v2: each device's hourly hook figures (the SQLite schema's v5)
+    2: [
+        f"""CREATE TABLE hook_stats (
+            team_id BIGINT NOT NULL,
+            device_id {_TEXT} NOT NULL,
+            person_id BIGINT NOT NULL,
+            hour {_TEXT} NOT NULL,
+            counts TEXT NOT NULL,
+            received_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (team_id, device_id, hour)
+        )""",
+        "CREATE INDEX hook_stats_time ON hook_stats (team_id, hour)",
     ],
 }
 

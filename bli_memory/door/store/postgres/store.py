@@ -1162,6 +1162,33 @@ class PostgresStore:
             ).fetchall()
         return [dict(row) for row in page]
 
+    # ------------------------------------------------------------------ hook figures
+
+    def put_hook_stats(self, principal: Principal, hours: Sequence[tuple[str, str]]) -> int:
+        received = now_s()
+        with self.transaction(), self._connection() as db, db.cursor() as cursor:
+            cursor.executemany(
+                """INSERT INTO hook_stats (team_id, device_id, person_id, hour, counts, received_at)
+                   VALUES (%s, %s, %s, %s, %s, %s)
+                   ON CONFLICT (team_id, device_id, hour) DO UPDATE
+                   SET counts = excluded.counts, person_id = excluded.person_id,
+                       received_at = excluded.received_at""",
+                [
+                    (principal.team_id, principal.device_id, principal.person_id, hour, counts, received)
+                    for hour, counts in hours
+                ],
+            )
+        return len(hours)
+
+    def hook_stats_since(self, team_id: int, since_hour: str) -> list[tuple[str, str, str]]:
+        with self._connection() as db:
+            rows = db.execute(
+                """SELECT device_id, hour, counts FROM hook_stats WHERE team_id = %s AND hour >= %s
+                   ORDER BY hour, device_id""",
+                (team_id, since_hour),
+            ).fetchall()
+        return [(row["device_id"], row["hour"], row["counts"]) for row in rows]
+
 
 def _copied_table(table: str) -> str:
     """`table` when dump_rows/load_rows copy it; ValueError otherwise (a table name goes into SQL)."""

@@ -7,7 +7,7 @@ one (never a script split on `;`, which would break on a `;` inside a string or 
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 MIGRATIONS: dict[int, list[str]] = {
     1: [
@@ -138,5 +138,19 @@ MIGRATIONS: dict[int, list[str]] = {
         """UPDATE memory_extract_jobs SET status = 'cancelled', error = 'cancelled: its device was revoked'
             WHERE status IN ('queued', 'running')
             AND device_id IN (SELECT id FROM devices WHERE revoked_at IS NOT NULL)""",
+    ],
+    # v5: each device's hourly hook figures (content-free counts, as its stats files hold them),
+    # one row per device and hour, replaced when the device sends that hour again.
+    5: [
+        """CREATE TABLE hook_stats (
+            team_id INTEGER NOT NULL,
+            device_id TEXT NOT NULL,
+            person_id INTEGER NOT NULL,
+            hour TEXT NOT NULL,
+            counts TEXT NOT NULL,
+            received_at REAL NOT NULL,
+            PRIMARY KEY (team_id, device_id, hour)
+        )""",
+        "CREATE INDEX hook_stats_time ON hook_stats (team_id, hour)",
     ],
 }

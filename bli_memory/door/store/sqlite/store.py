@@ -926,6 +926,33 @@ class SqliteStore:
             ).fetchall()
         return [dict(row) for row in page]
 
+    # ------------------------------------------------------------------ hook figures
+
+    def put_hook_stats(self, principal: Principal, hours: Sequence[tuple[str, str]]) -> int:
+        received = now_s()
+        with self.transaction():
+            self._db.executemany(
+                """INSERT INTO hook_stats (team_id, device_id, person_id, hour, counts, received_at)
+                   VALUES (?, ?, ?, ?, ?, ?)
+                   ON CONFLICT (team_id, device_id, hour) DO UPDATE
+                   SET counts = excluded.counts, person_id = excluded.person_id,
+                       received_at = excluded.received_at""",
+                [
+                    (principal.team_id, principal.device_id, principal.person_id, hour, counts, received)
+                    for hour, counts in hours
+                ],
+            )
+        return len(hours)
+
+    def hook_stats_since(self, team_id: int, since_hour: str) -> list[tuple[str, str, str]]:
+        with self._lock:
+            rows = self._db.execute(
+                """SELECT device_id, hour, counts FROM hook_stats WHERE team_id = ? AND hour >= ?
+                   ORDER BY hour, device_id""",
+                (team_id, since_hour),
+            ).fetchall()
+        return [(row[0], row[1], row[2]) for row in rows]
+
     # ------------------------------------------------------------------ copying a store (migrate)
 
     def dump_rows(self, table: str, after: tuple[Any, ...] | None, limit: int) -> list[dict[str, Any]]:
