@@ -8,8 +8,9 @@ nothing unless all of these hold:
 - the stamp file (`~/.local/state/bli-cockpit/experience-sync.stamp`) is older than
   `SYNC_INTERVAL_S` or absent;
 - the machine is paired (a session file, or the token in the environment);
-- the outbox (`~/.codex/agent-experience-outbox/`) holds an entry that is neither shipped nor
-  rejected (sidecars are read as bytes: no JSON parser on the hook path).
+- there is something to ship: the outbox (`~/.codex/agent-experience-outbox/`) holds an entry that
+  is neither shipped nor rejected (sidecars are read as bytes: no JSON parser on the hook path), or
+  an hourly hook-stats file changed since the last tick (`sync` sends the hook figures too).
 
 Two sessions starting at once sync once: the stamp is checked again and rewritten under a claim file
 created with `O_EXCL`, so only the holder of the claim can find the stamp stale and start the sync; a
@@ -72,6 +73,32 @@ def has_queued(outbox: str) -> bool:
         if b'"shipped": false' in data and b'"rejected": true' not in data:
             return True
     return False
+
+
+def has_new_hook_figures(stats_folder: str, since_s: float | None) -> bool:
+    """True when an hourly hook-stats file in `stats_folder` changed after `since_s` (any file when
+    None: no sync ever ran)."""
+    try:
+        names = os.listdir(stats_folder)
+    except OSError:
+        return False
+    for name in names[:SCAN_MAX_FILES]:
+        if not name.endswith(".json"):
+            continue
+        try:
+            changed = os.stat(os.path.join(stats_folder, name)).st_mtime
+        except OSError:
+            continue
+        if since_s is None or changed > since_s:
+            return True
+    return False
+
+
+def _last_tick_s(stamp: str) -> float | None:
+    try:
+        return os.stat(stamp).st_mtime
+    except OSError:
+        return None
 
 
 def _is_paired(env: Mapping[str, str]) -> bool:
@@ -140,7 +167,15 @@ def maybe_start(env: Mapping[str, str] | None = None, now_s: float | None = None
         if _is_recent(os.path.join(folder, STAMP_NAME), now_s):
             return None
         outbox = os.path.join(paths.home_dir(env), ".codex", "agent-experience-outbox")
-        if not _is_paired(env) or not has_queued(outbox) or not _take_turn(folder, now_s):
+        if not _is_paired(env):
+            return None
+        from bli_memory.hooks.stats import stats_dir  # already loaded: the hook has just recorded its run
+
+        stats_folder = stats_dir(env)
+        last = _last_tick_s(os.path.join(folder, STAMP_NAME))
+        if not (has_queued(outbox) or has_new_hook_figures(stats_folder, last)):
+            return None
+        if not _take_turn(folder, now_s):
             return None
         from bli_memory.hooks.via_daemon import spawn_detached, with_package_path
 

@@ -204,3 +204,23 @@ def test_the_tick_imports_nothing_the_hook_path_forbids(tmp_path: Path) -> None:
         assert "bli_memory.hooks.sync_tick" in modules  # the tick ran in this hook
         assert sorted(m for m in modules if m.split(".")[0] in FORBIDDEN or m in FORBIDDEN) == []
         wait_shipped(home, entry["id"])
+
+
+def test_new_hook_figures_alone_start_the_sync_that_sends_them(tmp_path: Path, door: Any) -> None:
+    """A paired machine with no opinion queued still sends its hourly hook figures once an hour:
+    the session-start hook records its own run, and the tick finds that file newer than the last
+    sync. The door then holds this machine's figures."""
+    home = tmp_path / "home"
+    home.mkdir()
+    token = door.pair(f"tick-stats-{tmp_path.name}")
+    write_session(door.url, token, env={"HOME": str(home)})
+    assert run_hook("session-start", SESSION_START, home).returncode == 0
+    deadline = time.monotonic() + SYNC_WAIT_S
+    while True:
+        status, body = door.get("/api/ops/hook-stats?days=7", token)
+        assert status == 200, body
+        if "session-start" in json.dumps(body):
+            break
+        assert time.monotonic() < deadline, f"the tick did not send the hook figures: {body}"
+        time.sleep(0.1)
+    assert (home / STAMP).exists()
