@@ -186,8 +186,8 @@ def team_spaces(memories: MemoryService, principal: Principal) -> list[str]:
     (a person's global space is not one of them: it is reached with `scope: global`)."""
     return [
         tag
-        for team_id, tag in memories.store.spaces(SPACES_READ_LIMIT)
-        if team_id == principal.team_id and not is_reserved_tag(tag)
+        for _, tag in memories.store.spaces(SPACES_READ_LIMIT, principal.team_id)
+        if not is_reserved_tag(tag)
     ]
 
 

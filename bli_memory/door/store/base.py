@@ -347,8 +347,9 @@ class Store(Protocol):
         would go and deletes nothing."""
         ...
 
-    def spaces(self, limit: int) -> list[tuple[int, str]]:
-        """Up to `limit` (team, tag) holding a current memory, most recently changed first."""
+    def spaces(self, limit: int, team_id: int | None = None) -> list[tuple[int, str]]:
+        """Up to `limit` (team, tag) holding a current memory, most recently changed first, equal
+        last changes by team then tag; only team `team_id`'s when given."""
         ...
 
     def insert_version(self, row: NewVersion) -> str:

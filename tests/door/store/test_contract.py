@@ -329,6 +329,8 @@ def test_spaces_are_the_current_ones_newest_first_ties_by_team_then_tag(store: S
         (ada.team_id, "c"),
     ]
     assert store.spaces(2) == [(ada.team_id, "a"), (ada.team_id, "b")]
+    assert store.spaces(10, eve.team_id) == [(eve.team_id, "b")]
+    assert store.spaces(1, ada.team_id) == [(ada.team_id, "a")]
 
 
 # ---------------------------------------------------------------------------- vectors

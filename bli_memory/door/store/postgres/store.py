@@ -559,12 +559,13 @@ class PostgresStore:
             ).fetchall()
         return [IndexRow(row["id"], row["content"], row["device_id"], row["updated_at"]) for row in rows]
 
-    def spaces(self, limit: int) -> list[tuple[int, str]]:
+    def spaces(self, limit: int, team_id: int | None = None) -> list[tuple[int, str]]:
         with self._connection() as db:
             rows = db.execute(
                 """SELECT team_id, container_tag FROM memories WHERE status = 'current'
+                   AND (%s::bigint IS NULL OR team_id = %s)
                    GROUP BY team_id, container_tag ORDER BY max(updated_at) DESC, team_id, container_tag LIMIT %s""",
-                (limit,),
+                (team_id, team_id, limit),
             ).fetchall()
         return [(int(row["team_id"]), str(row["container_tag"])) for row in rows]
 
