@@ -473,3 +473,15 @@ def test_a_compressed_or_foreign_snapshot_is_refused(tmp_path: Path) -> None:
     np.savez(objects, ids=np.array([{"a": 1}], dtype=object))
     with pytest.raises(ValueError, match="numbers"):
         mapped_arrays(objects)
+
+
+def test_saves_between_searches_are_found_by_the_next_search() -> None:
+    """A term's joined postings are kept between searches: a save must renew them."""
+    texts = _corpus(15, 100)
+    index = _index(texts)
+    for n in range(4):
+        memory_id = f"new{n}"
+        index.add(memory_id, f"alpha zeta{n % 2} pool")
+        texts[memory_id] = f"alpha zeta{n % 2} pool"
+        for query in ("alpha", "zeta0", "zeta1 pool"):
+            assert _scored([index], query) == _scored([_index(texts)], query), (n, query)
