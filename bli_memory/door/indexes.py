@@ -21,7 +21,9 @@ import contextlib
 import hashlib
 import json
 import os
+import struct
 import threading
+import zipfile
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -450,12 +452,9 @@ class Snapshots:
         _sync_folder(self.folder)
 
     def read_keyword(self, key: SpaceKey, model: str) -> KeywordIndex | None:
-        import numpy as np
-
         try:
-            with np.load(self._path(key, model, ".keyword.npz"), allow_pickle=False) as arrays:
-                return KeywordIndex.from_arrays({name: arrays[name] for name in arrays.files})
-        except (OSError, ValueError, KeyError):
+            return KeywordIndex.from_arrays(mapped_arrays(self._path(key, model, ".keyword.npz")))
+        except (OSError, ValueError, KeyError, zipfile.BadZipFile):
             return None
 
     def read_vectors(self, key: SpaceKey, model: str, dim: int) -> ApproximateVectors | None:
@@ -515,6 +514,45 @@ class Snapshots:
             handle.write(json.dumps(stamp).encode("utf-8"))
         _sync_folder(self.folder)
         self._valid = True
+
+
+#: a zip member's local header: signature, versions, flags, method, time, date, crc, sizes, name and
+#: extra lengths (the name and extra field follow it, then the member's bytes)
+_ZIP_LOCAL_HEADER = struct.Struct("<4s5H3I2H")
+
+
+def mapped_arrays(path: Path) -> dict[str, np.ndarray]:
+    """The arrays of an uncompressed `.npz` (what `np.savez` writes), each memory-mapped read-only
+    where it lies in the file: nothing is read until used, and the pages are the file's, shared and
+    dropped under memory pressure. Raises ValueError for a member that is compressed, holds objects
+    or is not an array."""
+    import numpy as np
+
+    arrays: dict[str, np.ndarray] = {}
+    with zipfile.ZipFile(path) as archive, open(path, "rb") as handle:
+        for member in archive.infolist():
+            if member.compress_type != zipfile.ZIP_STORED or not member.filename.endswith(".npy"):
+                raise ValueError(f"not an uncompressed array: {member.filename}")
+            handle.seek(member.header_offset)
+            header = _ZIP_LOCAL_HEADER.unpack(handle.read(_ZIP_LOCAL_HEADER.size))
+            if header[0] != b"PK\x03\x04":
+                raise ValueError("a damaged archive")
+            handle.seek(member.header_offset + _ZIP_LOCAL_HEADER.size + header[9] + header[10])
+            version = np.lib.format.read_magic(handle)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(handle)
+            elif version == (2, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(handle)
+            else:
+                raise ValueError(f"an array format this door does not read: {version}")
+            if dtype.hasobject or fortran or len(shape) != 1:
+                raise ValueError(f"not a flat array of numbers: {member.filename}")
+            name = member.filename[: -len(".npy")]
+            if shape[0] == 0:
+                arrays[name] = np.zeros(0, dtype=dtype)
+            else:
+                arrays[name] = np.memmap(handle, dtype=dtype, mode="r", offset=handle.tell(), shape=shape)
+    return arrays
 
 
 class _private_temporary:

@@ -33,7 +33,6 @@ side by side, so it matches the identifier and not its parts scattered over a me
 
 from __future__ import annotations
 
-import itertools
 import math
 import re
 import unicodedata
@@ -137,14 +136,32 @@ class KeywordIndex:
     and, with each slot's device and save time, gives a memory's context (:meth:`neighbours`).
     `tokens` holds every slot's term ids end to end (slot s at `starts[s]`, `lengths[s]` long):
     a phrase is found by one vectorised scan of it instead of a Python loop per candidate.
+
+    The postings are one CSR made when the index is built (or read, memory-mapped, from a snapshot:
+    :meth:`from_arrays`) and never changed after; a later save's postings go to a small per-term
+    delta that :meth:`postings` appends (the joined arrays kept until the term's next save), a
+    forget only clears the slot's `alive` byte, and compaction makes a new CSR. A snapshot's stems are looked up by hash (`_StemTable`), so loading one makes
+    no Python object per word: 1 000 000 memories of the bench's million words load in about 0.65 s
+    instead of 5.6 s (docs/benchmarks.md).
     """
 
     def __init__(self) -> None:
-        self.term_id: dict[str, int] = {}  # stem -> term id
+        #: stem -> term id of the terms learned or looked up since the index was made; a snapshot's
+        #: other terms are found in `_base` (:class:`_StemTable`) and join this only when asked for
+        self.term_id: dict[str, int] = {}
         self._word_term: dict[str, int] = {}  # folded word -> term id of its stem
-        self.stems: list[str] = []  # per term id: its stem
-        self.postings: list[array[int]] = []  # per term id: the slots that hold it, ascending
-        self.frequencies: list[array[int]] = []  # per term id: how often, slot for slot
+        self._base = _StemTable.empty()  # the stems of a snapshot's terms, ids 0 .. len - 1
+        self._new_stems: list[str] = []  # the stems of the terms learned after them, in id order
+        #: the postings as one CSR: per term t < len(offsets) - 1, the slots that hold it, ascending,
+        #: are slots[offsets[t]:offsets[t + 1]] and how often, frequencies[...]; read-only (a snapshot's
+        #: may be memory-mapped). Postings added since are in `_more_slots`/`_more_frequencies`.
+        self._offsets: np.ndarray = np.zeros(1, dtype=np.int64)
+        self._slots: np.ndarray = _EMPTY_SLOTS
+        self._frequencies: np.ndarray = _EMPTY_FREQUENCIES
+        self._more_slots: dict[int, array[int]] = {}
+        self._more_frequencies: dict[int, array[int]] = {}
+        #: per term with later postings: both parts joined, made when a search asks, dropped on a save
+        self._joined: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         #: per term id: how many live documents hold it (postings keep retired slots until compaction)
         self.document_counts = array("i")
         self._clear_documents()
@@ -196,11 +213,58 @@ class KeywordIndex:
         self.total_length += len(terms)
         return slot
 
+    @property
+    def term_count(self) -> int:
+        return self._base.count + len(self._new_stems)
+
+    def term_of(self, stem: str) -> int | None:
+        """The term id of `stem`, or None when no document of the index ever held it."""
+        term = self.term_id.get(stem)
+        if term is None:
+            term = self._base.find(stem)
+            if term is not None:
+                self.term_id[stem] = term
+        return term
+
+    def stem_of(self, term: int) -> str:
+        base = self._base.count
+        return self._new_stems[term - base] if term >= base else self._base.stem(term)
+
+    def postings(self, term: int) -> tuple[np.ndarray, np.ndarray]:
+        """(slots, frequencies) of every document that held `term` (live or retired), slots ascending."""
+        if term < self._offsets.size - 1:
+            start, end = int(self._offsets[term]), int(self._offsets[term + 1])
+            slots, frequencies = self._slots[start:end], self._frequencies[start:end]
+        else:
+            slots, frequencies = _EMPTY_SLOTS, _EMPTY_FREQUENCIES
+        more = self._more_slots.get(term)
+        if more is None:
+            return slots, frequencies
+        joined = self._joined.get(term)
+        if joined is None:
+            # copies, never views: a view would stop the next save from growing the arrays
+            more_slots = np.array(more, dtype=np.int32)
+            more_frequencies = np.array(self._more_frequencies[term], dtype=np.int32)
+            if slots.size:
+                more_slots = np.concatenate((slots, more_slots))
+                more_frequencies = np.concatenate((frequencies, more_frequencies))
+            joined = self._joined[term] = (more_slots, more_frequencies)
+        return joined
+
+    def _posting_count(self, term: int) -> int:
+        count = 0
+        if term < self._offsets.size - 1:
+            count = int(self._offsets[term + 1] - self._offsets[term])
+        more = self._more_slots.get(term)
+        return count if more is None else count + len(more)
+
     def _rebuild_postings(self) -> None:
         count = len(self.ids)
-        self.postings = [array("i") for _ in self.postings]
-        self.frequencies = [array("i") for _ in self.frequencies]
-        self.document_counts = array("i", bytes(4 * len(self.postings)))
+        terms_total = self.term_count
+        self._offsets = np.zeros(terms_total + 1, dtype=np.int64)
+        self._slots, self._frequencies = _EMPTY_SLOTS, _EMPTY_FREQUENCIES
+        self._more_slots, self._more_frequencies, self._joined = {}, {}, {}
+        self.document_counts = array("i", bytes(4 * terms_total))
         if not count or not self.tokens:
             return
         lengths = np.frombuffer(self.lengths).astype(np.int64)
@@ -211,13 +275,9 @@ class KeywordIndex:
         terms = pairs // count
         slots = (pairs % count).astype(np.int32)
         frequencies = frequencies.astype(np.int32)
-        bounds = np.searchsorted(terms, np.arange(len(self.postings) + 1)).tolist()
-        for term in range(len(self.postings)):
-            start, end = bounds[term], bounds[term + 1]
-            if start != end:
-                self.postings[term] = array("i", slots[start:end].tobytes())
-                self.frequencies[term] = array("i", frequencies[start:end].tobytes())
-                self.document_counts[term] = end - start
+        self._offsets = np.searchsorted(terms, np.arange(terms_total + 1)).astype(np.int64)
+        self._slots, self._frequencies = slots, frequencies
+        self.document_counts = array("i", np.diff(self._offsets).astype(np.int32).tobytes())
 
     def add(self, memory_id: str, text: str, device: str | None = None, saved_at: float = 0.0) -> None:
         """Index a current memory (a no-op for one already indexed)."""
@@ -227,18 +287,21 @@ class KeywordIndex:
         terms = [known[w] if w in known else self._learn(w) for w in words(text)]
         slot = self._append_slot(memory_id, terms, device, saved_at)
         for term, count in Counter(terms).items():
-            self.postings[term].append(slot)
-            self.frequencies[term].append(count)
+            more = self._more_slots.get(term)
+            if more is None:
+                more = self._more_slots[term] = array("i")
+                self._more_frequencies[term] = array("i")
+            self._joined.pop(term, None)
+            more.append(slot)
+            self._more_frequencies[term].append(count)
             self.document_counts[term] += 1
 
     def _learn(self, word: str) -> int:
         stem = _stem(word)
-        term = self.term_id.get(stem)
+        term = self.term_of(stem)
         if term is None:
-            term = self.term_id[stem] = len(self.postings)
-            self.stems.append(stem)
-            self.postings.append(array("i"))
-            self.frequencies.append(array("i"))
+            term = self.term_id[stem] = self.term_count
+            self._new_stems.append(stem)
             self.document_counts.append(0)
         self._word_term[word] = term
         return term
@@ -308,13 +371,12 @@ class KeywordIndex:
 
     def _matches(self, term: Term) -> tuple[np.ndarray, np.ndarray]:
         """(slots, frequencies) of the live documents holding `term`, slots ascending."""
-        ids = [term_id for stem in term if (term_id := self.term_id.get(stem)) is not None]
+        ids = [term_id for stem in term if (term_id := self.term_of(stem)) is not None]
         if len(ids) < len(term):
             return _EMPTY_SLOTS, _EMPTY_FREQUENCIES
         alive = np.frombuffer(self.alive, dtype=np.bool_)  # 0/1 bytes: a view, not a copy per term
         if len(ids) == 1:
-            slots = np.frombuffer(self.postings[ids[0]], dtype=np.int32)
-            frequencies = np.frombuffer(self.frequencies[ids[0]], dtype=np.int32)
+            slots, frequencies = self.postings(ids[0])
             keep = alive[slots]
             return slots[keep], frequencies[keep]
         return self._phrase_matches(ids, alive)
@@ -324,11 +386,12 @@ class KeywordIndex:
 
         Only the tokens of the documents that hold the rarest term are looked at: a scan of every
         token of a space took 20-40 ms per phrase at 1 000 000 memories; these are a few hundred."""
-        if any(not self.postings[term] for term in ids):
+        sizes = [self._posting_count(term) for term in ids]
+        if not all(sizes):
             return _EMPTY_SLOTS, _EMPTY_FREQUENCIES
         width = len(ids)
-        anchor = min(range(width), key=lambda i: len(self.postings[ids[i]]))
-        holders = np.frombuffer(self.postings[ids[anchor]], dtype=np.int32)
+        anchor = min(range(width), key=lambda i: sizes[i])
+        holders = self.postings(ids[anchor])[0]
         holders = holders[alive[holders]]
         if not holders.size:
             return _EMPTY_SLOTS, _EMPTY_FREQUENCIES
@@ -359,21 +422,22 @@ class KeywordIndex:
 
     def to_arrays(self) -> dict[str, np.ndarray]:
         """The whole index as flat numpy arrays (:meth:`from_arrays` reads them back): postings as
-        one CSR (offsets per term), strings as newline-joined UTF-8. No pickle: a file of these
-        holds numbers and text only."""
-        lengths = np.array([len(p) for p in self.postings], dtype=np.int64)
-        offsets = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+        one CSR (offsets per term), strings as newline-joined UTF-8, and the stems' hashes in order
+        so a reader finds a stem without a dictionary of every one. No pickle: a file of these holds
+        numbers and text only."""
+        offsets, slots, frequencies = self._merged_postings()
         devices = sorted({device for device in self.devices if device is not None})
         code = {device: number for number, device in enumerate(devices, start=1)}
-        words = list(self._word_term)
+        stems = self._base.joined(self._new_stems)
+        table = _StemTable.of(stems, self.term_count)
         return {
             "ids": _joined([memory_id or "" for memory_id in self.ids]),
-            "stems": _joined(self.stems),
-            "words": _joined(words),
-            "word_terms": np.array([self._word_term[w] for w in words], dtype=np.int32),
+            "stems": stems,
+            "stem_hashes": table.hashes,
+            "stem_order": table.order,
             "offsets": offsets,
-            "postings": _concat(self.postings),
-            "frequencies": _concat(self.frequencies),
+            "postings": slots,
+            "frequencies": frequencies,
             "document_counts": np.frombuffer(self.document_counts, dtype=np.int32).copy(),
             "tokens": np.frombuffer(self.tokens, dtype=np.int32).copy(),
             "starts": np.frombuffer(self.starts, dtype=np.int64).copy(),
@@ -386,41 +450,187 @@ class KeywordIndex:
             ),
         }
 
+    def _merged_postings(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The CSR with the postings added since it was made merged in: (offsets, slots, frequencies)."""
+        terms_total = self.term_count
+        base_terms = self._offsets.size - 1
+        base_sizes = np.diff(self._offsets)
+        if not self._more_slots and base_terms == terms_total:
+            return np.asarray(self._offsets), np.asarray(self._slots), np.asarray(self._frequencies)
+        more_terms = sorted(self._more_slots)
+        more_sizes = [len(self._more_slots[term]) for term in more_terms]
+        sizes = np.zeros(terms_total, dtype=np.int64)
+        sizes[:base_terms] = base_sizes
+        sizes[more_terms] += more_sizes
+        term_of_posting = np.concatenate(
+            (
+                np.repeat(np.arange(base_terms, dtype=np.int64), base_sizes),
+                np.repeat(np.array(more_terms, dtype=np.int64), more_sizes),
+            )
+        )
+        # stable: a term's later postings follow its earlier ones, and they hold later slots
+        order = np.argsort(term_of_posting, kind="stable")
+        more_slots = _concat([self._more_slots[term] for term in more_terms])
+        more_frequencies = _concat([self._more_frequencies[term] for term in more_terms])
+        slots = np.concatenate((self._slots, more_slots))[order]
+        frequencies = np.concatenate((self._frequencies, more_frequencies))[order]
+        offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+        return offsets, slots.astype(np.int32), frequencies.astype(np.int32)
+
     @classmethod
     def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> KeywordIndex:
-        """The index :meth:`to_arrays` wrote (raises ValueError when the arrays do not fit together)."""
+        """The index :meth:`to_arrays` wrote (raises ValueError when the arrays do not fit together).
+
+        The postings and stems stay the arrays given (memory-mapped ones stay mapped): no Python
+        object per term, so a space of a million words loads in the time of its documents."""
         index = cls()
-        index.stems = _split(arrays["stems"])
-        index.term_id = {stem: term for term, stem in enumerate(index.stems)}
-        words_ = _split(arrays["words"])
-        word_terms = arrays["word_terms"].tolist()
-        if len(words_) != len(word_terms):
-            raise ValueError("words and their terms differ in number")
-        index._word_term = dict(zip(words_, word_terms, strict=True))
-        offsets = arrays["offsets"].tolist()
-        if len(offsets) != len(index.stems) + 1:
+        offsets = np.asarray(arrays["offsets"], dtype=np.int64)
+        terms_total = offsets.size - 1
+        if "stem_hashes" in arrays:
+            index._base = _StemTable(
+                arrays["stems"], terms_total, arrays["stem_hashes"], arrays["stem_order"]
+            )
+        else:
+            index._base = _StemTable.of(arrays["stems"], terms_total)
+        if terms_total < 0 or len(index._base) != terms_total:
             raise ValueError("postings do not match the terms")
-        postings = arrays["postings"].astype(np.int32).tobytes()
-        frequencies = arrays["frequencies"].astype(np.int32).tobytes()
-        index.postings = [array("i", postings[4 * a : 4 * b]) for a, b in itertools.pairwise(offsets)]
-        index.frequencies = [array("i", frequencies[4 * a : 4 * b]) for a, b in itertools.pairwise(offsets)]
-        index.document_counts = array("i", arrays["document_counts"].astype(np.int32).tobytes())
-        alive = arrays["alive"].astype(np.int8)
+        postings, frequencies = arrays["postings"], arrays["frequencies"]
+        if postings.size != frequencies.size or (terms_total and int(offsets[-1]) != postings.size):
+            raise ValueError("postings do not match their frequencies")
+        index._offsets = offsets
+        index._slots = postings if postings.dtype == np.int32 else postings.astype(np.int32)
+        index._frequencies = frequencies if frequencies.dtype == np.int32 else frequencies.astype(np.int32)
+        index.document_counts = array("i", np.asarray(arrays["document_counts"], dtype=np.int32).tobytes())
+        if len(index.document_counts) != terms_total:
+            raise ValueError("postings do not match the terms' counts")
+        alive = np.asarray(arrays["alive"], dtype=np.int8)
         ids = _split(arrays["ids"], alive.size)
         if not len(ids) == alive.size == arrays["starts"].size == arrays["lengths"].size:
             raise ValueError("documents do not match their ids")
-        index.ids = [memory_id if live else None for memory_id, live in zip(ids, alive.tolist(), strict=True)]
-        index.slot_of = {memory_id: slot for slot, memory_id in enumerate(index.ids) if memory_id is not None}
-        index.tokens = array("i", arrays["tokens"].astype(np.int32).tobytes())
-        index.starts = array("q", arrays["starts"].astype(np.int64).tobytes())
-        index.lengths = array("d", arrays["lengths"].astype(np.float64).tobytes())
+        if alive.all():  # the common case, about twice as fast at a million memories
+            index.ids = list[str | None](ids)
+            index.slot_of = dict(zip(ids, range(len(ids)), strict=True))
+        else:
+            index.ids = [
+                memory_id if live else None for memory_id, live in zip(ids, alive.tolist(), strict=True)
+            ]
+            index.slot_of = {
+                memory_id: slot for slot, memory_id in enumerate(index.ids) if memory_id is not None
+            }
+        index.tokens = array("i", np.asarray(arrays["tokens"], dtype=np.int32).tobytes())
+        index.starts = array("q", np.asarray(arrays["starts"], dtype=np.int64).tobytes())
+        index.lengths = array("d", np.asarray(arrays["lengths"], dtype=np.float64).tobytes())
         index.alive = array("b", alive.tobytes())
-        index.saved_at = array("d", arrays["saved_at"].astype(np.float64).tobytes())
+        index.saved_at = array("d", np.asarray(arrays["saved_at"], dtype=np.float64).tobytes())
         names: list[str | None] = [None, *_split(arrays["device_names"])]
         index.devices = [names[code] for code in arrays["device_codes"].tolist()]
         index.live = len(index.slot_of)
         index.total_length = float(np.frombuffer(index.lengths)[alive.astype(bool)].sum())
         return index
+
+
+#: the multiplier of the stems' polynomial hash (odd, so every byte counts modulo 2**64)
+_HASH_MULTIPLIER = 0x100000001B3
+_HASH_MASK = (1 << 64) - 1
+
+
+def _stem_hash(stem: str) -> int:
+    """The hash :meth:`_StemTable.of` gives `stem`: sum of byte * M**position modulo 2**64."""
+    value, power = 0, 1
+    for byte in stem.encode("utf-8"):
+        value = (value + byte * power) & _HASH_MASK
+        power = (power * _HASH_MULTIPLIER) & _HASH_MASK
+    return value
+
+
+class _StemTable:
+    """The stems of a snapshot's terms, found without a dictionary: their newline-joined UTF-8, and
+    their hashes sorted (`hashes`) with the term id of each (`order`). A lookup is one binary search
+    and a check of the stem's bytes, so loading a million words costs no Python object per word."""
+
+    def __init__(self, joined: np.ndarray, count: int, hashes: np.ndarray, order: np.ndarray) -> None:
+        self._joined = joined
+        self.count = count
+        self.hashes = np.asarray(hashes, dtype=np.uint64)
+        self.order = np.asarray(order, dtype=np.int64)
+        if self.hashes.size != count or self.order.size != count:
+            raise ValueError("the stems' hashes do not match the postings' terms")
+        self._bounds: np.ndarray | None = None
+
+    @classmethod
+    def empty(cls) -> _StemTable:
+        return cls(np.zeros(0, dtype=np.uint8), 0, np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64))
+
+    @classmethod
+    def of(cls, joined: np.ndarray, count: int) -> _StemTable:
+        """The table of `count` newline-joined stems, hashed in a few vectorised passes."""
+        data = np.asarray(joined, dtype=np.uint8)
+        if count == 0:
+            return cls(data, 0, np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64))
+        bounds = _stem_bounds(data)
+        if bounds.size - 1 != count:
+            raise ValueError("the stems do not match the postings' terms")
+        starts, ends = bounds[:-1], bounds[1:] - 1
+        sizes = ends - starts
+        if (sizes < 0).any():
+            raise ValueError("the stems do not match the postings' terms")
+        powers = np.empty(int(sizes.max()), dtype=np.uint64)
+        power = 1
+        for position in range(powers.size):
+            powers[position] = power
+            power = (power * _HASH_MULTIPLIER) & _HASH_MASK
+        within = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+        letters = data[np.repeat(starts, sizes) + within].astype(np.uint64)
+        hashes = np.zeros(count, dtype=np.uint64)  # an empty stem (porter makes some) hashes to 0
+        filled = sizes > 0
+        if filled.any():
+            with np.errstate(over="ignore"):
+                sums = np.add.reduceat(letters * powers[within], (np.cumsum(sizes) - sizes)[filled])
+            hashes[filled] = sums
+        order = np.argsort(hashes, kind="stable")
+        table = cls(data, count, hashes[order], order)
+        table._bounds = bounds
+        return table
+
+    def __len__(self) -> int:
+        return self.count
+
+    def _stem_bounds(self) -> np.ndarray:
+        if self._bounds is None:
+            self._bounds = _stem_bounds(np.asarray(self._joined, dtype=np.uint8))
+        return self._bounds
+
+    def stem(self, term: int) -> str:
+        bounds = self._stem_bounds()
+        return bytes(self._joined[bounds[term] : bounds[term + 1] - 1]).decode("utf-8")
+
+    def find(self, stem: str) -> int | None:
+        if not self.count:
+            return None
+        wanted = np.uint64(_stem_hash(stem))
+        position = int(np.searchsorted(self.hashes, wanted))
+        while position < self.count and self.hashes[position] == wanted:
+            term = int(self.order[position])
+            if self.stem(term) == stem:
+                return term
+            position += 1
+        return None
+
+    def joined(self, more: Sequence[str]) -> np.ndarray:
+        """These stems and then `more`, newline-joined."""
+        base = np.asarray(self._joined, dtype=np.uint8)
+        if not more:
+            return base.copy()
+        tail = _joined(more)
+        if not self.count:
+            return tail
+        return np.concatenate((base, np.frombuffer(b"\n", dtype=np.uint8), tail))
+
+
+def _stem_bounds(data: np.ndarray) -> np.ndarray:
+    """Where each newline-joined stem starts, and one past the end (+1 for the missing last newline)."""
+    breaks = np.flatnonzero(data == ord("\n"))
+    return np.concatenate(([0], breaks + 1, [data.size + 1])).astype(np.int64)
 
 
 def _joined(texts: Sequence[str]) -> np.ndarray:
@@ -477,7 +687,7 @@ def search_with_feedback(indexes: Sequence[KeywordIndex], terms: Sequence[Term],
     owners = np.array([owner for owner, _, _ in first])
     for owner, index in enumerate(indexes):
         here = np.flatnonzero(owners == owner)
-        present = [(term, stem) for (stem,) in extra if (term := index.term_id.get(stem)) is not None]
+        present = [(term, stem) for (stem,) in extra if (term := index.term_of(stem)) is not None]
         if not here.size or not present:
             continue
         term_ids = np.array([term for term, _ in present], dtype=np.int32)
@@ -502,7 +712,7 @@ def _document_frequency(indexes: Sequence[KeywordIndex], stem: str) -> int:
     Live ones only: a door that forgot a memory and one that rebuilt its index from the store since
     (a restart, a write by another process) hold the same memories and must weigh words alike
     (counting retired slots until compaction gave them different feedback weights)."""
-    return sum(index.document_counts[index.term_id[stem]] for index in indexes if stem in index.term_id)
+    return sum(index.document_counts[term] for index in indexes if (term := index.term_of(stem)) is not None)
 
 
 def _extra_scores(
@@ -557,7 +767,7 @@ def feedback_terms(
                 continue
             start = index.starts[slot]
             for term in set(index.tokens[start : start + int(index.lengths[slot])]):
-                stem = index.stems[term]
+                stem = index.stem_of(term)
                 if len(stem) > 2 and stem not in asked and stem not in _STOP_STEMS:
                     held[stem] = held.get(stem, 0) + 1
             break

@@ -179,6 +179,9 @@ def test_a_snapshot_is_written_privately_on_close_and_read_back_instead_of_build
     monkeypatch.setattr(reopened.store, "index_rows", no_build)
     monkeypatch.setattr(reopened.store, "current_vectors", no_build)
     assert {q: _ranking(reopened, principal, q) for q in QUERIES} == before
+    # the keyword postings were mapped from the file, not read into objects per word
+    [(_, keyword_index)] = reopened.indexes._keyword.items()
+    assert isinstance(keyword_index._slots, np.memmap)
     reopened.close()
 
 

@@ -12,11 +12,14 @@ import math
 import random
 import sqlite3
 from collections.abc import Iterator
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 from bli_memory.door import keyword
-from bli_memory.door.keyword import KeywordIndex, query_terms
+from bli_memory.door.indexes import mapped_arrays
+from bli_memory.door.keyword import KeywordIndex, _joined, _stem_hash, _StemTable, query_terms
 
 
 @pytest.mark.parametrize(
@@ -150,6 +153,15 @@ def test_bm25_ranks_as_sqlite_fts5_does(seed: int, query: str) -> None:
     )[:25]
 
 
+def _all_postings(index: KeywordIndex) -> dict[str, tuple[list[int], list[int]]]:
+    """Per stem: the slots that hold it and how often, whatever arrays they are kept in."""
+    found = {}
+    for term in range(index.term_count):
+        slots, frequencies = index.postings(term)
+        found[index.stem_of(term)] = (slots.tolist(), frequencies.tolist())
+    return found
+
+
 def test_adding_one_by_one_equals_building_at_once() -> None:
     texts = _corpus(4, 200)
     built = _index(texts)
@@ -157,9 +169,7 @@ def test_adding_one_by_one_equals_building_at_once() -> None:
     for memory_id, text in texts.items():
         grown.add(memory_id, text)
     grown.add("m0", "ignored: already indexed")
-    assert (
-        grown.ids == built.ids and grown.postings == built.postings and grown.frequencies == built.frequencies
-    )
+    assert grown.ids == built.ids and _all_postings(grown) == _all_postings(built)
     for query in QUERIES:
         assert _bm25([grown], query, 50) == _bm25([built], query, 50)
 
@@ -390,3 +400,88 @@ def test_a_snapshot_that_does_not_fit_together_is_refused() -> None:
     arrays["offsets"] = arrays["offsets"][:-1]
     with pytest.raises(ValueError, match="postings"):
         KeywordIndex.from_arrays(arrays)
+
+
+def _scored(indexes: list[KeywordIndex], query: str) -> list[tuple[str, float]]:
+    """(id, BM25 score) of the first pass's matches: the exact scores, not only the order."""
+    hits = keyword._ranked(indexes, query_terms(query), 50)
+    return [(indexes[owner].ids[slot] or "", score) for owner, slot, score in hits]
+
+
+def test_a_snapshot_with_later_saves_and_forgets_ranks_as_a_fresh_build(tmp_path: Path) -> None:
+    texts = _corpus(11, 400)
+    texts["pool"] = "MAX_POOL_SIZE is 40 on staging"
+    snapshot = tmp_path / "space.keyword.npz"
+    np.savez(snapshot, **_index(texts).to_arrays())
+    loaded = KeywordIndex.from_arrays(mapped_arrays(snapshot))
+    # the postings stay where they lie in the file: no array per word is made
+    assert isinstance(loaded._slots, np.memmap) and isinstance(loaded._frequencies, np.memmap)
+    assert not loaded.term_id  # no dictionary of every stem either
+    later = _corpus(12, 60)  # new words and old ones, saved after the load
+    later = {f"late{n}": text + f" novelword{n}" for n, text in enumerate(later.values())}
+    later["late-pool"] = "set MAX_POOL_SIZE to 80 in production"
+    for memory_id, text in later.items():
+        loaded.add(memory_id, text)
+    gone = [*list(texts)[::7], "late3", "late-pool"]
+    for memory_id in gone:
+        loaded.remove(memory_id)
+    current = {m: t for m, t in (texts | later).items() if m not in gone}
+    fresh = _index(current)
+    for query in [*QUERIES, "novelword5 alpha", "MAX_POOL_SIZE", "novelword3"]:
+        assert _scored([loaded], query) == _scored([fresh], query), query
+        assert keyword.search([loaded], query, 30) == keyword.search([fresh], query, 30), query
+    # written again (the later postings merged into the file's), it reads back the same
+    again = tmp_path / "again.keyword.npz"
+    np.savez(again, **loaded.to_arrays())
+    reread = KeywordIndex.from_arrays(mapped_arrays(again))
+    assert _all_postings(reread) == _all_postings(loaded)
+    for query in QUERIES:
+        assert keyword.search([reread], query, 30) == keyword.search([fresh], query, 30), query
+
+
+def test_a_snapshot_without_the_stems_hashes_still_reads() -> None:
+    """A snapshot written before the stems' hashes were saved: they are computed on load."""
+    index = _index(_corpus(13, 100))
+    arrays = index.to_arrays()
+    del arrays["stem_hashes"], arrays["stem_order"]
+    copy = KeywordIndex.from_arrays(arrays)
+    for query in QUERIES:
+        assert _scored([copy], query) == _scored([index], query), query
+
+
+def test_stems_are_found_by_hash_through_collisions_and_empty_ones() -> None:
+    stems = ["", "alpha", "café", "日本", "beta"]
+    table = _StemTable.of(_joined(stems), len(stems))
+    assert [table.find(stem) for stem in stems] == [0, 1, 2, 3, 4]
+    assert [table.stem(term) for term in range(len(stems))] == stems
+    assert table.find("gamma") is None
+    # two stems with one hash: the lookup checks each one's text, past the other
+    for wanted, order in (("beta", [0, 1]), ("alpha", [1, 0])):
+        same = np.full(2, _stem_hash(wanted), dtype=np.uint64)
+        clash = _StemTable(_joined(["alpha", "beta"]), 2, same, np.array(order))
+        assert clash.find(wanted) == ["alpha", "beta"].index(wanted)
+        assert clash.find("gamma") is None
+
+
+def test_a_compressed_or_foreign_snapshot_is_refused(tmp_path: Path) -> None:
+    arrays = _index(_corpus(14, 20)).to_arrays()
+    compressed = tmp_path / "compressed.npz"
+    np.savez_compressed(compressed, **arrays)
+    with pytest.raises(ValueError, match="uncompressed"):
+        mapped_arrays(compressed)
+    objects = tmp_path / "objects.npz"
+    np.savez(objects, ids=np.array([{"a": 1}], dtype=object))
+    with pytest.raises(ValueError, match="numbers"):
+        mapped_arrays(objects)
+
+
+def test_saves_between_searches_are_found_by_the_next_search() -> None:
+    """A term's joined postings are kept between searches: a save must renew them."""
+    texts = _corpus(15, 100)
+    index = _index(texts)
+    for n in range(4):
+        memory_id = f"new{n}"
+        index.add(memory_id, f"alpha zeta{n % 2} pool")
+        texts[memory_id] = f"alpha zeta{n % 2} pool"
+        for query in ("alpha", "zeta0", "zeta1 pool"):
+            assert _scored([index], query) == _scored([_index(texts)], query), (n, query)
