@@ -661,6 +661,17 @@ stored exchanges (what the Stop hook sent, kept beside its facts):
   then hourly; never with --no-worker); the facts distilled from them stay.
   BLI_MEMORY_EXCHANGE_RETENTION_DAYS days to keep them when --exchange-retention-days is not given
                                      (default 90)
+
+search, big spaces and several doors:
+  BLI_MEMORY_QUERY_REWRITE           0: never search a question also as a statement (with an LLM endpoint
+                                     set, a question is rewritten once, within a deadline)
+  BLI_MEMORY_ANN_MIN_VECTORS         a space of this many vectors or more is searched through an
+                                     approximate graph (default 50000); smaller ones exactly
+  BLI_MEMORY_SNAPSHOT_MIN_MEMORIES   the indexes of spaces this big are kept in DB.indexes/ between runs
+                                     (default 20000; SQLite only)
+  BLI_MEMORY_MAX_PENDING_JOBS        extraction jobs one device may have waiting (default 200; then 429)
+  BLI_MEMORY_JOB_LEASE_S             PostgreSQL: how long a door's claim on a job lasts unless renewed
+                                     (default 60); another door takes over a job whose lease ran out
 """
 
 
