@@ -5,15 +5,20 @@ tests hold it to; for the command tests, `run_cli` (the CLI as a subprocess with
 
 from __future__ import annotations
 
+import gzip
 import os
 import socket
+import sqlite3
 import ssl
 import subprocess
 import sys
 import threading
+import zipfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
+
+from tests.helpers import REPO
 
 #: slack for a loaded 2-core machine: a deadline must hold within this much.
 DEADLINE_MARGIN_S = 0.5
@@ -132,3 +137,30 @@ def mcp_session(
                 return await steps(session)
 
     return anyio.run(run)
+
+
+# -- import fixtures: files in other tools' formats that tests build from tests/fixtures/import --------
+
+IMPORT_FIXTURES = REPO / "tests" / "fixtures" / "import"
+
+
+def openmemory_zip(folder: Path) -> Path:
+    """OpenMemory's export zip as its backup router writes it: memories.json and memories.jsonl.gz."""
+    path = folder / "memories_export_ana.zip"
+    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("memories.json", (IMPORT_FIXTURES / "openmemory" / "memories.json").read_text())
+        archive.writestr(
+            "memories.jsonl.gz",
+            gzip.compress((IMPORT_FIXTURES / "openmemory" / "memories.jsonl").read_bytes()),
+        )
+    return path
+
+
+def claude_mem_database(folder: Path) -> Path:
+    """claude-mem's SQLite database, made from its schema and a few rows."""
+    path = folder / "claude-mem.db"
+    db = sqlite3.connect(path)
+    db.executescript((IMPORT_FIXTURES / "claude_mem_schema.sql").read_text())
+    db.commit()
+    db.close()
+    return path

@@ -6,14 +6,11 @@ names the test's own space.
 
 from __future__ import annotations
 
-import gzip
 import io
 import json
 import os
-import sqlite3
 import subprocess
 import sys
-import zipfile
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -23,6 +20,7 @@ import pytest
 
 from bli_memory.commands.importing import PROGRESS_MIN_RECORDS, Progress
 from bli_memory.settings import write_session
+from tests.client.helpers import claude_mem_database, openmemory_zip
 from tests.helpers import REPO, DoorProcess, served_locally
 
 BIN = Path(sys.executable).parent / "bli-memory-mcp"
@@ -77,25 +75,6 @@ class Cli:
 @pytest.fixture
 def cli(tmp_path: Path, door: DoorProcess, tag: str) -> Cli:
     return Cli(tmp_path / "home", tmp_path, tag).pair(door.url, door.token)
-
-
-def openmemory_zip(folder: Path) -> Path:
-    path = folder / "memories_export_ana.zip"
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr("memories.json", (FIXTURES / "openmemory" / "memories.json").read_text())
-        archive.writestr(
-            "memories.jsonl.gz", gzip.compress((FIXTURES / "openmemory" / "memories.jsonl").read_bytes())
-        )
-    return path
-
-
-def claude_mem_database(folder: Path) -> Path:
-    path = folder / "claude-mem.db"
-    db = sqlite3.connect(path)
-    db.executescript((FIXTURES / "claude_mem_schema.sql").read_text())
-    db.commit()
-    db.close()
-    return path
 
 
 #: (format, the file (a fixture, or built from one), memories it holds, records left out on purpose)

@@ -6,10 +6,8 @@ the source of every field).
 
 from __future__ import annotations
 
-import gzip
 import io
 import json
-import sqlite3
 import zipfile
 from pathlib import Path
 
@@ -26,29 +24,10 @@ from bli_memory.importers import (
     supermemory,
 )
 from bli_memory.importers.records import array_items, custom_id, top_array
+from tests.client.helpers import claude_mem_database, openmemory_zip
 from tests.helpers import REPO
 
 FIXTURES = REPO / "tests" / "fixtures" / "import"
-
-
-def openmemory_zip(folder: Path) -> Path:
-    """OpenMemory's export zip as its backup router writes it: memories.json and memories.jsonl.gz."""
-    path = folder / "memories_export_ana.zip"
-    with zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr("memories.json", (FIXTURES / "openmemory" / "memories.json").read_text())
-        archive.writestr(
-            "memories.jsonl.gz", gzip.compress((FIXTURES / "openmemory" / "memories.jsonl").read_bytes())
-        )
-    return path
-
-
-def claude_mem_database(folder: Path) -> Path:
-    path = folder / "claude-mem.db"
-    db = sqlite3.connect(path)
-    db.executescript((FIXTURES / "claude_mem_schema.sql").read_text())
-    db.commit()
-    db.close()
-    return path
 
 
 def test_mem0_get_all_results_keep_text_time_owner_and_vendor_metadata() -> None:
