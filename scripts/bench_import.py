@@ -19,13 +19,12 @@ import random
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
+import local_door  # scripts/local_door.py
+
 BIN = Path(sys.executable).parent
-LISTENING = "bli-memory-door listening on "
-START_TIMEOUT_S = 120.0
 IMPORT_TIMEOUT_S = 3600.0
 SUBJECTS = (
     "the billing worker",
@@ -55,33 +54,7 @@ def bullet(rng: random.Random, index: int) -> str:
 
 
 def start_door(db: Path, home: Path, embedder: str) -> tuple[subprocess.Popen[str], str]:
-    env = {**os.environ, "HOME": str(home)}
-    process = subprocess.Popen(
-        [
-            *(str(BIN / "bli-memory-door"), "serve", "--port", "0", "--db", str(db), "--no-autopair"),
-            *("--embedder", embedder, "--no-worker"),
-        ],
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-        env=env,
-    )
-    found: list[str] = []
-    ready = threading.Event()
-
-    def drain() -> None:
-        assert process.stderr is not None
-        for line in process.stderr:
-            if line.startswith(LISTENING):
-                found.append(line[len(LISTENING) :].strip())
-                ready.set()
-        ready.set()
-
-    threading.Thread(target=drain, daemon=True).start()
-    if not ready.wait(START_TIMEOUT_S) or not found:
-        process.kill()
-        raise SystemExit(f"bench_import: the door ({embedder}) did not start")
-    return process, found[0]
+    return local_door.start_door(db, home, embedder, "bench_import")
 
 
 def pair(db: Path, home: Path) -> str:

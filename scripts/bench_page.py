@@ -27,11 +27,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
+import local_door  # scripts/local_door.py
 from playwright.sync_api import Browser, Page, sync_playwright
 
 from bli_memory.door.memories import MemoryService
@@ -39,7 +39,6 @@ from bli_memory.door.store.sqlite import SqliteStore
 from bli_memory.settings import write_session
 
 BIN = Path(sys.executable).parent
-LISTENING = "bli-memory-door listening on "
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless=new",
@@ -93,33 +92,7 @@ def seed(db: Path, size: int) -> str:
 
 
 def start_door(db: Path, home: Path, embedder: str = "none") -> tuple[subprocess.Popen[str], str]:
-    env = {**os.environ, "HOME": str(home)}
-    process = subprocess.Popen(
-        [
-            *(str(BIN / "bli-memory-door"), "serve", "--port", "0", "--db", str(db), "--no-autopair"),
-            *("--embedder", embedder, "--no-worker"),
-        ],
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-        env=env,
-    )
-    found: list[str] = []
-    ready = threading.Event()
-
-    def drain() -> None:
-        assert process.stderr is not None
-        for line in process.stderr:
-            if line.startswith(LISTENING):
-                found.append(line[len(LISTENING) :].strip())
-                ready.set()
-        ready.set()
-
-    threading.Thread(target=drain, daemon=True).start()
-    if not ready.wait(START_TIMEOUT_S) or not found:
-        process.kill()
-        raise SystemExit("bench_page: the door did not start")
-    return process, found[0]
+    return local_door.start_door(db, home, embedder, "bench_page", START_TIMEOUT_S)
 
 
 def client_env(home: Path) -> dict[str, str]:
