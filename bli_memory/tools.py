@@ -266,6 +266,19 @@ _SCOPE_SCHEMA: dict[str, Any] = {
     "description": "Which space to read: project (this repository's, the default), global (your own "
     "cross-project facts) or all (both, newest first, each row labelled).",
 }
+
+
+def _browse_limit_schema(default: int, description: str) -> dict[str, Any]:
+    """A browsing tool's `limit`: 1 to the door's bound, with this tool's default."""
+    return {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": SEARCH_LIMIT_MAX,
+        "default": default,
+        "description": description,
+    }
+
+
 _READ_ONLY = {"readOnlyHint": True, "idempotentHint": True, "destructiveHint": False, "openWorldHint": False}
 
 BROWSE_TOOLS: tuple[ToolSpec, ...] = (
@@ -283,13 +296,7 @@ BROWSE_TOOLS: tuple[ToolSpec, ...] = (
             "properties": {
                 "scope": _SCOPE_SCHEMA,
                 "containerTag": _CONTAINER_TAG_SCHEMA,
-                "limit": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": SEARCH_LIMIT_MAX,
-                    "default": LIST_LIMIT_DEFAULT,
-                    "description": "How many memories on this page at most.",
-                },
+                "limit": _browse_limit_schema(LIST_LIMIT_DEFAULT, "How many memories on this page at most."),
                 "cursor": {
                     "type": "string",
                     "minLength": 1,
@@ -312,13 +319,7 @@ BROWSE_TOOLS: tuple[ToolSpec, ...] = (
             "properties": {
                 "scope": _SCOPE_SCHEMA,
                 "containerTag": _CONTAINER_TAG_SCHEMA,
-                "limit": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "maximum": SEARCH_LIMIT_MAX,
-                    "default": RECENT_LIMIT_DEFAULT,
-                    "description": "How many memories at most.",
-                },
+                "limit": _browse_limit_schema(RECENT_LIMIT_DEFAULT, "How many memories at most."),
             },
             "additionalProperties": False,
         },
