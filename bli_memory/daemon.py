@@ -228,7 +228,7 @@ class Refusal(Exception):
         self.code = code
 
 
-class Job:
+class PendingRequest:
     """A whole request line the accept loop read, waiting for a worker."""
 
     __slots__ = ("accepted", "line", "sock")
@@ -339,7 +339,7 @@ class DaemonWorker:
         )
         return {"stdout": result.stdout, "outcome": result.outcome}
 
-    def reply_to(self, job: Job) -> dict[str, object]:
+    def reply_to(self, job: PendingRequest) -> dict[str, object]:
         """The reply to one request line, whatever happens while answering it."""
         try:
             return self.answer(parse_request(job.line), job.accepted)
@@ -348,7 +348,7 @@ class DaemonWorker:
         except Exception as exc:  # MemoryError, a bug: this request's error, never the worker's end
             return {"error": "internal", "kind": type(exc).__name__}
 
-    def serve(self, job: Job) -> None:
+    def serve(self, job: PendingRequest) -> None:
         """Answer one request and close its connection. Never raises an Exception."""
         try:
             data = encode_reply(self.reply_to(job))
@@ -433,7 +433,7 @@ class Server:
         self.path = daemon_wire.socket_path(env)
         self.idle_s = idle_limit_s(env)
         self.spaces = SpaceCache()
-        self.pending: queue.Queue[Job | None] = queue.Queue(QUEUE_MAX)
+        self.pending: queue.Queue[PendingRequest | None] = queue.Queue(QUEUE_MAX)
         self.stop_reason: str | None = None
         self.requests = 0
         self.workers: list[tuple[DaemonWorker, threading.Thread]] = []
@@ -633,7 +633,7 @@ class Server:
             return
         sock.setblocking(True)
         try:
-            self.pending.put_nowait(Job(sock, line, reading.accepted))
+            self.pending.put_nowait(PendingRequest(sock, line, reading.accepted))
         except queue.Full:
             sock.close()  # the hook reads EOF and goes direct
             self.unhold(len(line))
