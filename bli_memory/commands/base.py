@@ -16,7 +16,7 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from bli_memory.errors import EXIT_FAILED, EXIT_OK, EXIT_USAGE, CliError, UsageError
 from bli_memory.settings import load_settings, unpaired_message
@@ -26,9 +26,14 @@ from bli_memory.tools import (
     DoorUrlError,
     MemoryTools,
     ToolResult,
+    door_client_for,
     open_tools,
     project_dir,
 )
+
+if TYPE_CHECKING:
+    from bli_memory.door_client import DoorClient
+    from bli_memory.settings import Settings
 
 JSON_HELP = "print the structured answer as JSON on stdout (the same facts as the text)"
 TAG_HELP = "the memory space to use (default: the space of the current folder, or $BLI_MEMORY_CONTAINER_TAG)"
@@ -61,6 +66,17 @@ def parse(parser: CommandParser, argv: Sequence[str]) -> argparse.Namespace | in
 def usage_error(prog: str, message: str) -> UsageError:
     """The error for input the parser accepted but the command cannot use: `raise usage_error(...)`."""
     return UsageError(f"{prog}: {message} (see `{prog} --help`)")
+
+
+def paired_door_client(settings: Settings | None = None) -> DoorClient:
+    """This machine's door client; unpaired or a bad door URL → one sentence, exit 1."""
+    settings = load_settings() if settings is None else settings
+    if not settings.paired:
+        raise CliError(unpaired_message(), EXIT_FAILED)
+    try:
+        return door_client_for(settings)
+    except DoorUrlError as exc:
+        raise CliError(str(exc), EXIT_FAILED) from None
 
 
 def with_tools(

@@ -25,15 +25,21 @@ from pathlib import Path
 from typing import Any
 
 from bli_memory import render
-from bli_memory.commands.base import JSON_HELP, TAG_HELP, new_parser, parse, print_json, usage_error
+from bli_memory.commands.base import (
+    JSON_HELP,
+    TAG_HELP,
+    new_parser,
+    paired_door_client,
+    parse,
+    print_json,
+    usage_error,
+)
 from bli_memory.commands.search import limit_arg, threshold_arg
 from bli_memory.errors import EXIT_FAILED, EXIT_OK, CliError
-from bli_memory.settings import load_settings, unpaired_message
+from bli_memory.settings import load_settings
 from bli_memory.tools import (
     SEARCH_MIN_SIMILARITY,
     TOOL_DEADLINE_S,
-    DoorUrlError,
-    door_client_for,
     project_dir,
 )
 
@@ -149,12 +155,7 @@ def main(argv: list[str]) -> int:
     if not cases:
         raise usage_error(parser.prog, f"{path} has no usable {{query, expect}} line")
     settings = load_settings()
-    if not settings.paired:
-        raise CliError(unpaired_message(), EXIT_FAILED)
-    try:
-        client = door_client_for(settings)
-    except DoorUrlError as exc:
-        raise CliError(str(exc), EXIT_FAILED) from None
+    client = paired_door_client(settings)
     try:
         if args.container_tag:
             tag = args.container_tag

@@ -20,10 +20,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from bli_memory import render
-from bli_memory.commands.base import JSON_HELP, new_parser, parse, print_json
+from bli_memory.commands.base import JSON_HELP, new_parser, paired_door_client, parse, print_json
 from bli_memory.errors import EXIT_FAILED, EXIT_OK, CliError
-from bli_memory.settings import load_settings, unpaired_message
-from bli_memory.tools import DoorUrlError, door_client_for
+from bli_memory.settings import load_settings
 from bli_memory.wire.reasons import to_log_reason
 
 if TYPE_CHECKING:
@@ -104,12 +103,7 @@ def main(argv: list[str]) -> int:
     if isinstance(args, int):
         return args
     settings = load_settings()
-    if not settings.paired:
-        raise CliError(unpaired_message(), EXIT_FAILED)
-    try:
-        client = door_client_for(settings)
-    except DoorUrlError as exc:
-        raise CliError(str(exc), EXIT_FAILED) from None
+    client = paired_door_client(settings)
     door = render.display_url(settings.door_url) or "?"
     try:
         report = run(client, door, args.timeout, None if args.json else _print_line)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 import time
 
-from bli_memory.commands.base import new_parser, parse
+from bli_memory.commands.base import new_parser, paired_door_client, parse
 from bli_memory.errors import EXIT_FAILED, EXIT_OK, CliError
 
 DOOR_DEADLINE_S = 10.0
@@ -34,16 +34,8 @@ def main(argv: list[str]) -> int:
     if isinstance(args, int):
         return args
     from bli_memory.door_client import DoorCallError
-    from bli_memory.settings import load_settings, unpaired_message
-    from bli_memory.tools import DoorUrlError, door_client_for
 
-    settings = load_settings()
-    if not settings.paired:
-        raise CliError(unpaired_message(), EXIT_FAILED)
-    try:
-        client = door_client_for(settings)
-    except DoorUrlError as exc:
-        raise CliError(str(exc), EXIT_FAILED) from None
+    client = paired_door_client()
     try:
         link = client.login_link(deadline=time.monotonic() + DOOR_DEADLINE_S)
     except DoorCallError as exc:
