@@ -825,6 +825,16 @@ def stop_main(argv: list[str]) -> int:
     return status
 
 
+def warm_redactor() -> None:
+    """Load the redactor and compile its patterns once, before the first request: the prompt hook's
+    query is masked here on every prompt (`hooks.prompt.search_query` redacts always in a process that
+    has it loaded), so a prompt through the daemon pays no import and no compile for it."""
+    from bli_memory.redact import redact
+
+    redact("warm: password=Warm1234 ghp_" + "0" * 36)
+    redact("warm")
+
+
 def main(argv: list[str]) -> int:
     """Serve until idle, stood down or signalled. 0 also when another daemon already serves."""
     if argv and argv[0] in ("--help", "-h", "help"):
@@ -855,6 +865,7 @@ def main(argv: list[str]) -> int:
             return 0
         _say(str(exc))
         return 1
+    warm_redactor()
     _say(f"listening (pid {os.getpid()}, version {__version__}, idle exit after {server.idle_s:g} s)")
     reason = server.serve_forever()
     _say(f"exiting: {reason} after {server.requests} requests")

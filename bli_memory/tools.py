@@ -588,7 +588,7 @@ class MemoryTools:
 
     def _search_memory(self, args: dict[str, Any]) -> ToolResult:
         tag = self._tag(args)
-        query = str(args["query"])
+        query = _masked(str(args["query"])).text  # a query leaves the machine too
         limit = int(args.get("limit") or SEARCH_LIMIT_DEFAULT)
         floor = self._min_similarity
         answer = self._client.search(
@@ -638,6 +638,8 @@ class MemoryTools:
             )
         key = chosen[0]
         target = str(args[key])
+        if key != "id":  # sent to the door like a save (whose stored text was masked the same way)
+            target = _masked(target).text
         tag = self._tag(args)
         try:
             answer = self._client.forget(
@@ -761,8 +763,9 @@ class _ArgumentProblem(Exception):
 
 def _masked(content: str) -> Redaction:
     """`content` with its secrets masked, as the Stop hook masks a turn: what an agent or a person
-    saves by hand leaves the machine under the same rule as what a session saves by itself. Imported
-    here: `search` and `forget` never pay for the redactor's patterns."""
+    saves by hand, and every query an agent or a person searches or forgets by, leaves the machine under
+    the same rule as what a session saves by itself. Imported here: commands that send no text (list,
+    pins, forget by id) never pay for the redactor."""
     from bli_memory.redact import redact
 
     return redact(content)

@@ -17,7 +17,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -311,3 +311,111 @@ def served_locally(handler: type[BaseHTTPRequestHandler]) -> Iterator[str]:
         server.shutdown()
         server.server_close()
         thread.join(5)
+
+
+class RecordingRelay:
+    """A loopback TCP relay in front of a real door that keeps every byte a client sent through it, so
+    a test can prove what left the client (the door itself keeps no request bodies). Each accepted
+    connection is piped both ways to `target` by two threads; `sent()` is what clients wrote."""
+
+    def __init__(self, target_url: str) -> None:
+        import socket
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(target_url)
+        self._target = (parts.hostname or "127.0.0.1", parts.port or 80)
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener.settimeout(0.1)
+        self._lock = threading.Lock()
+        self._sent = bytearray()
+        self._stop = threading.Event()
+        self._sockets: list[Any] = []
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        import socket
+
+        while not self._stop.is_set():
+            try:
+                client, _ = self._listener.accept()
+            except (TimeoutError, OSError):
+                continue
+            upstream = socket.create_connection(self._target, timeout=10)
+            self._sockets += [client, upstream]
+            threading.Thread(target=self._pipe, args=(client, upstream, True), daemon=True).start()
+            threading.Thread(target=self._pipe, args=(upstream, client, False), daemon=True).start()
+
+    def _pipe(self, source: Any, sink: Any, record: bool) -> None:
+        try:
+            while chunk := source.recv(65536):
+                if record:
+                    with self._lock:
+                        self._sent += chunk
+                sink.sendall(chunk)
+        except OSError:
+            pass
+        finally:
+            for sock in (source, sink):
+                with suppress(OSError):
+                    sock.shutdown(2)
+
+    def sent(self) -> bytes:
+        with self._lock:
+            return bytes(self._sent)
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        self._listener.close()
+        for sock in self._sockets:
+            sock.close()
+
+
+@contextmanager
+def recording_relay(target_url: str) -> Iterator[RecordingRelay]:
+    relay = RecordingRelay(target_url)
+    try:
+        yield relay
+    finally:
+        relay.close()
+
+
+#: the character sets of the redaction fixtures' templates (tests/fixtures/redaction/README.md)
+REDACTION_CHARSETS = {
+    "alnum": "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789",
+    "hex": "0123456789abcdef",
+    "b64": "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",
+    "upper": "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789",
+    "lower": "abcdefghijklmnopqrstuvwxyz",
+    "digits": "0123456789",
+    "pw": "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-+^?!~._",
+    "urlsafe": "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_",
+}
+
+
+def fill_redaction_template(template: str, rng: Any) -> tuple[str, str]:
+    """Fill a positive redaction template with `rng` (a `random.Random`); return (text, secret) where
+    the secret is the part inside [[...]]. The repository stores no secret-shaped strings."""
+    import re
+    import string
+
+    def field(m: re.Match[str]) -> str:
+        kind, n = m.group(1), int(m.group(2))
+        chars = [rng.choice(REDACTION_CHARSETS[kind]) for _ in range(n)]
+        if kind in ("pw", "alnum", "b64", "upper") and n >= 4:
+            chars[0] = rng.choice(string.ascii_letters if kind != "upper" else string.ascii_uppercase)
+            chars[1] = rng.choice(string.digits)
+        return "".join(chars)
+
+    filled = re.sub(r"\{(alnum|hex|b64|upper|lower|digits|pw|urlsafe):(\d+)\}", field, template)
+    start, end = filled.index("[["), filled.index("]]")
+    secret = filled[start + 2 : end]
+    return filled.replace("[[", "", 1).replace("]]", "", 1), secret
+
+
+def redaction_rows(name: str) -> list[dict[str, Any]]:
+    """The rows of one redaction fixture file (`positives.json` or `negatives.json`)."""
+    rows: list[dict[str, Any]] = json.loads((REDACTION / name).read_text(encoding="utf-8"))
+    return rows

@@ -1048,14 +1048,39 @@ def _add_page_routes(api: FastAPI, memories: MemoryService, sessions: web.WebSes
 
     @api.get("/login", include_in_schema=False)
     def login(request: Request, code: str = "") -> Response:
-        redeemed = sessions.redeem(code) if code else None
-        if redeemed is None:
+        """The sign-in link's confirmation page: who it signs in as, and a Sign in button. Opening it
+        signs nobody in (login CSRF: a link minted for another device must not sign a browser in by
+        itself); it sets this browser's pre-session cookie, which the button's POST must carry."""
+        view = sessions.open_code(code, request.cookies.get(web.PRESESSION_COOKIE_NAME)) if code else None
+        if view is None:
             return Response(
                 web.static_file("index.html"),
                 status_code=401,
                 media_type=web.STATIC_FILES["index.html"],
             )
-        session_id, _ = redeemed
+        answer = Response(
+            web.login_page(view),
+            media_type="text/html; charset=utf-8",
+            headers={"cache-control": "no-store", "referrer-policy": web.LOGIN_REFERRER_POLICY},
+        )
+        answer.set_cookie(
+            web.PRESESSION_COOKIE_NAME,
+            view.presession_id,
+            max_age=max(1, math.ceil(sessions.login_link_ttl_s)),
+            path=web.LOGIN_PATH,
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+        )
+        return answer
+
+    @api.post("/login", include_in_schema=False, responses=_errors(401, 403))
+    def confirm_login(request: Request, form: str = "") -> Response:
+        """Sign in with the link this browser opened: its pre-session cookie and the page's form
+        token (and a same-origin `Origin`, which browsers send with every form POST)."""
+        if request.headers.get("origin") is None:
+            raise Forbidden("signing in must come from the door's own sign-in page", code="cross_origin")
+        session_id, _ = sessions.confirm(request.cookies.get(web.PRESESSION_COOKIE_NAME), form or None)
         answer = RedirectResponse("/", status_code=303)
         answer.set_cookie(
             web.COOKIE_NAME,
@@ -1065,6 +1090,9 @@ def _add_page_routes(api: FastAPI, memories: MemoryService, sessions: web.WebSes
             httponly=True,
             samesite="strict",
             secure=request.url.scheme == "https",
+        )
+        answer.delete_cookie(
+            web.PRESESSION_COOKIE_NAME, path=web.LOGIN_PATH, httponly=True, samesite="strict"
         )
         return answer
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import time
 
 from bli_memory.hooks import door, receipt
+from bli_memory.hooks.secret_scan import might_hold_secret
 from bli_memory.hooks.transcript import clip_utf8
 from bli_memory.hooks.trivial import identifiers
 
@@ -34,6 +35,14 @@ RECALL_LIMIT = 5
 RECALL_MIN_SIMILARITY = 0.55
 #: the door embeds the query; a pasted 50 KB log is not a better query than its first 4 KB.
 QUERY_MAX_BYTES = 4 * 1024
+#: the part of a long prompt the redactor sees before the query is clipped to QUERY_MAX_BYTES: more than
+#: is sent, so a secret that straddles QUERY_MAX_BYTES is whole when it is judged (a token cut short
+#: may no longer look like one, and its first half would leave the machine)
+REDACT_WINDOW_BYTES = 2 * QUERY_MAX_BYTES
+#: when the prompt was longer than the window, this much of the window's end is never sent, whatever
+#: masks shortened before it: a secret cut by the window may be there (the longest minimum any detector
+#: needs to recognise a token is under 100 characters)
+WINDOW_EDGE_CHARS = 1024
 #: Claude Code caps injected text at 10,000 characters (then replaces it by a file path).
 BLOCK_MAX_CHARS = 8000
 ITEM_MAX_CHARS = 1200
@@ -208,6 +217,30 @@ def render_recall(rows: list[dict[str, object]], container_tag: str, now_s: floa
     return render_block(RECALL_TAG, lines)
 
 
+def search_query(prompt: str) -> str:
+    """What the door is asked: the prompt's first QUERY_MAX_BYTES, its secrets masked as a save's are.
+
+    A secret never leaves the machine in a query either. In a process that keeps running, the redactor
+    is already loaded (the daemon imports it at start) and always runs; a one-shot hook imports it only
+    when the standard-library pre-scan (`secret_scan.might_hold_secret`, which never misses a text the
+    redactor would change) says the prompt may hold a secret: the import alone costs more than the
+    rest of the recall path.
+    """
+    import sys  # built in: loaded before any module of ours
+
+    text = prompt.strip()
+    window = clip_utf8(text, REDACT_WINDOW_BYTES)
+    if "bli_memory.redact" in sys.modules or might_hold_secret(window):
+        from bli_memory.redact import redact
+
+        redacted = redact(window).text
+    else:
+        redacted = window
+    if len(window) < len(text):
+        redacted = redacted[:-WINDOW_EDGE_CHARS]
+    return clip_utf8(redacted, QUERY_MAX_BYTES)
+
+
 def answer(
     payload: dict[str, object],
     cwd: str,
@@ -225,7 +258,7 @@ def answer(
         return "", receipt.skipped("unpaired")
     from bli_memory.door_client import DoorCallError
 
-    query = clip_utf8(prompt.strip(), QUERY_MAX_BYTES)
+    query = search_query(prompt)
     try:
         container_tag, found = door.call(
             settings,

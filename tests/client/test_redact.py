@@ -6,10 +6,8 @@ seeded random characters here, so the repository stores no secret-shaped strings
 
 from __future__ import annotations
 
-import json
 import random
 import re
-import string
 import time
 from pathlib import Path
 from typing import Any
@@ -19,48 +17,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bli_memory.redact import Redaction, redact
-from tests.helpers import REDACTION
+from tests.helpers import REDACTION_CHARSETS, fill_redaction_template, redaction_rows
 
 WINDOW_CHARS = 16
 SEEDS = (1, 7, 1337)
 
-_CHARSETS = {
-    "alnum": string.ascii_letters + string.digits,
-    "hex": "0123456789abcdef",
-    "b64": string.ascii_letters + string.digits + "+/",
-    "upper": string.ascii_uppercase + string.digits,
-    "lower": string.ascii_lowercase,
-    "digits": string.digits,
-    "pw": string.ascii_letters + string.digits + "-+^?!~._",
-    "urlsafe": string.ascii_letters + string.digits + "-_",
-}
-_FIELD = re.compile(r"\{(alnum|hex|b64|upper|lower|digits|pw|urlsafe):(\d+)\}")
-
-
-def _fill(template: str, rng: random.Random) -> tuple[str, str]:
-    """Fill a template; return (text, secret) where the secret is the part inside [[...]]."""
-
-    def field(m: re.Match[str]) -> str:
-        kind, n = m.group(1), int(m.group(2))
-        chars = [rng.choice(_CHARSETS[kind]) for _ in range(n)]
-        if kind in ("pw", "alnum", "b64", "upper") and n >= 4:
-            chars[0] = rng.choice(string.ascii_letters if kind != "upper" else string.ascii_uppercase)
-            chars[1] = rng.choice(string.digits)
-        return "".join(chars)
-
-    filled = _FIELD.sub(field, template)
-    start, end = filled.index("[["), filled.index("]]")
-    secret = filled[start + 2 : end]
-    return filled.replace("[[", "", 1).replace("]]", "", 1), secret
-
-
-def _load(name: str) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = json.loads((REDACTION / name).read_text(encoding="utf-8"))
-    return rows
-
-
-POSITIVES = _load("positives.json")
-NEGATIVES = _load("negatives.json")
+POSITIVES = redaction_rows("positives.json")
+NEGATIVES = redaction_rows("negatives.json")
+_fill = fill_redaction_template
 
 
 def _survives(secret: str, prefix: str, redacted: str) -> bool:
@@ -103,7 +67,7 @@ def test_redaction_is_idempotent(row: dict[str, Any], seed: int) -> None:
 
 def test_masks_keep_the_structure_around_the_secret() -> None:
     rng = random.Random(3)
-    token = "ghp_" + "".join(rng.choice(_CHARSETS["alnum"]) for _ in range(36))
+    token = "ghp_" + "".join(rng.choice(REDACTION_CHARSETS["alnum"]) for _ in range(36))
     assert redact(f"export GITHUB_TOKEN={token}").text == "export GITHUB_TOKEN=ghp_[REDACTED:github_token]"
     assert (
         redact("postgres://app:Hunter2Hunter2@db:5432/app").text

@@ -33,8 +33,10 @@ def test_open_starts_the_browser_on_a_one_time_link(tmp_path: Path, door: DoorPr
     assert link.startswith(door.url + "/login?code=")
     assert link not in done.stdout + done.stderr  # opened, never printed
     assert "opened the memory page" in done.stdout
-    with urllib.request.urlopen(urllib.request.Request(link), timeout=30) as page:  # follows to /
-        assert page.status == 200 and page.url == door.url + "/"
+    with urllib.request.urlopen(urllib.request.Request(link), timeout=30) as page:  # the confirmation page
+        assert page.status == 200 and page.url == link
+        assert '<strong id="confirm-person">opener</strong>' in page.read().decode()
+        assert "bli_session=" not in (page.headers.get("set-cookie") or "")  # opening it signs nobody in
 
 
 def test_open_print_gives_a_new_link_each_time(tmp_path: Path, door: DoorProcess) -> None:

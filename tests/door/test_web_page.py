@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 
-from bli_memory.door.web import CONTENT_SECURITY_POLICY
+from bli_memory.door.web import CONTENT_SECURITY_POLICY, COOKIE_NAME, PRESESSION_COOKIE_NAME
 from bli_memory.hooks import stats
 from bli_memory.settings import write_session
 from tests.helpers import BIN, DoorProcess
@@ -97,10 +97,18 @@ class Person:
         assert link.startswith(self.door.url + "/login?code="), link
         return link
 
-    def sign_in(self) -> Any:
-        response = self.page.goto(self.login_link())
+    def sign_in(self, link: str | None = None) -> Any:
+        """Open a sign-in link (a new one unless given), check whom its page names, press Sign in; the
+        answer of the page it lands on."""
+        opened = self.page.goto(link or self.login_link())
+        assert opened is not None and opened.status == 200
+        expect(self.page.locator("#confirm-person")).to_have_text(self.name)
+        expect(self.page.locator("#confirm-team")).to_have_text(self.team)
+        assert self.context.cookies() and all(c["name"] != COOKIE_NAME for c in self.context.cookies())
+        with self.page.expect_navigation() as landed:
+            self.page.click("#confirm-signin")
         self.page.wait_for_selector("body[data-ready='1']")
-        return response
+        return landed.value
 
     def save(self, tag: str, content: str, kind: str = "memory") -> str:
         status, answer = self.door.post(
@@ -326,15 +334,17 @@ def test_a_request_without_the_csrf_token_is_refused(person: Callable[..., Perso
 def test_the_login_link_works_once(person: Callable[..., Person]) -> None:
     alice = person()
     link = alice.login_link()
-    alice.page.goto(link)
-    alice.page.wait_for_selector("body[data-ready='1']")
+    alice.sign_in(link)
     again = alice.context.browser.new_context()  # type: ignore[union-attr]
     try:
         page = again.new_page()
         response = page.goto(link)
         assert response is not None and response.status == 401
         page.wait_for_selector("body[data-ready='signin']", timeout=UI_TIMEOUT_MS)
-        assert "already used or has expired" in page.locator("#signin-reason").inner_text()
+        assert (
+            "already used, opened in another browser, or has expired"
+            in page.locator("#signin-reason").inner_text()
+        )
         assert again.cookies() == []
     finally:
         again.close()
@@ -384,17 +394,31 @@ def test_the_door_refuses_a_code_it_did_not_give(door: DoorProcess, path: str) -
 
 
 def _session_cookie(person: Person) -> str:
-    """A session cookie got the way a browser gets it, without following the redirect."""
+    """A session cookie got the way a browser gets it: open the link (its page sets the pre-session
+    cookie and holds the form), then post the form from the door's origin, without following the redirect."""
 
     class NoRedirect(urllib.request.HTTPRedirectHandler):
         def redirect_request(self, *args: Any) -> None:
             return None
 
+    with urllib.request.urlopen(person.login_link(), timeout=30) as opened:
+        presession = opened.headers["set-cookie"]
+        page = opened.read().decode()
+    assert presession.startswith(PRESESSION_COOKIE_NAME + "=")
+    action = page.split('<form method="post" action="', 1)[1].split('"', 1)[0].replace("&amp;", "&")
     opener = urllib.request.build_opener(NoRedirect)
+    form = urllib.request.Request(
+        person.door.url + action,
+        data=b"",
+        method="POST",
+        headers={"Cookie": presession.split(";")[0], "Origin": person.door.url},
+    )
     with pytest.raises(urllib.error.HTTPError) as redirected:
-        opener.open(person.login_link(), timeout=30)
+        opener.open(form, timeout=30)
     assert redirected.value.code == 303 and redirected.value.headers["location"] == "/"
-    cookie = redirected.value.headers["set-cookie"]
+    cookie = next(
+        c for c in redirected.value.headers.get_all("set-cookie") if c.startswith(COOKIE_NAME + "=")
+    )
     assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/" in cookie
     assert "Secure" not in cookie  # served over plain http on loopback
     return str(cookie.split(";")[0])

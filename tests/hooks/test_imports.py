@@ -104,3 +104,21 @@ def test_the_trivial_path_needs_no_json_re_typing_or_collections(home: Path) -> 
     assert (
         not {"json", "re", "enum", "typing", "collections", "contextlib", "importlib", "functools"} & modules
     )
+
+
+def test_the_prompt_hook_loads_the_redactor_only_for_a_prompt_that_may_hold_a_secret(
+    home: Path, door: Any, tag: str
+) -> None:
+    """The query is masked before it is sent, but importing the redactor (`dataclasses` → `inspect`)
+    costs more than the rest of the recall path: a one-shot hook loads it only when the pre-scan
+    (`hooks/secret_scan.py`) says the prompt may hold a secret."""
+    write_session(door.url, door.token, env={"HOME": str(home)})
+    env = hook_env(home, BLI_MEMORY_CONTAINER_TAG=tag)
+    plain, receipt = imported_modules("prompt", PROMPT, env)
+    assert "prompt ok" in receipt and "bli_memory.door_client" in plain
+    assert "bli_memory.hooks.secret_scan" in plain
+    assert not {"bli_memory.redact", "dataclasses", "inspect"} & plain
+    secret = {**PROMPT, "prompt": "why is ghp_" + "Ab1" * 12 + " refused by the API?"}
+    masked, receipt = imported_modules("prompt", secret, env)
+    assert "prompt ok" in receipt and "bli_memory.redact" in masked
+    assert forbidden_in(masked) == []

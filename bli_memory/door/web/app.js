@@ -474,7 +474,7 @@ async function start() {
     session = await api("GET", "/api/web/session");
   } catch (error) {
     const used = location.pathname === "/login";
-    return showSignin(used ? "That sign-in link was already used or has expired." : error.message);
+    return showSignin(used ? "That sign-in link was already used, opened in another browser, or has expired." : error.message);
   }
   if (location.pathname !== "/") history.replaceState(null, "", "/");
   state.csrf = session.csrfToken;
