@@ -597,6 +597,26 @@ def _sync_folder(folder: Path) -> None:
         _fsync_file(folder)
 
 
+class HeldSpaces:
+    """The spaces whose keyword index or vectors are in memory, as they are when asked."""
+
+    def __init__(self, keyword: Lru[SpaceKey, KeywordIndex], vectors: Lru[SpaceKey, Vectors]) -> None:
+        self._keyword = keyword
+        self._vectors = vectors
+
+    def __contains__(self, key: object) -> bool:
+        return self._keyword.peek(key) is not None or self._vectors.peek(key) is not None  # type: ignore[arg-type]
+
+    def _keys(self) -> set[SpaceKey]:
+        return {key for key, _ in self._keyword.items()} | {key for key, _ in self._vectors.items()}
+
+    def __iter__(self) -> Iterator[SpaceKey]:
+        return iter(self._keys())
+
+    def __len__(self) -> int:
+        return len(self._keys())
+
+
 class Indexes:
     """Every space's keyword index and vectors that have been built, by (team, tag).
 
@@ -632,9 +652,10 @@ class Indexes:
         self._keyword.clear()
         self._vectors.clear()
 
-    def held(self) -> set[SpaceKey]:
-        """The spaces with a keyword index or vectors in memory."""
-        return {key for key, _ in self._keyword.items()} | {key for key, _ in self._vectors.items()}
+    def held(self) -> HeldSpaces:
+        """The spaces with a keyword index or vectors in memory (a view: asked only when another
+        process wrote, which a search should not pay for otherwise)."""
+        return HeldSpaces(self._keyword, self._vectors)
 
     def drop(self, key: SpaceKey) -> None:
         """Forget one space's indexes (rebuilt on its next use)."""

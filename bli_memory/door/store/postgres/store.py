@@ -361,10 +361,10 @@ class PostgresStore:
                 return OutsideChanges()
             if row is not None and int(row["pruned_through"]) > seen:
                 return OutsideChanges(everything=True, seen=True)
-            return self._read_changes(seen, counter, mine, foreign, set(held))
+            return self._read_changes(seen, counter, mine, foreign, held)
 
     def _read_changes(
-        self, seen: int, counter: int, mine: list[int], foreign: int, held: set[SpaceKey]
+        self, seen: int, counter: int, mine: list[int], foreign: int, held: Collection[SpaceKey]
     ) -> OutsideChanges:
         """The log rows of the `foreign` transactions in (seen, counter] but `mine`, and the changed
         memories of `held` spaces as they are now."""
