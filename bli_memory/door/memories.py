@@ -11,7 +11,10 @@ reads them, what other processes wrote is applied (`Store.changes_elsewhere`): t
 of the spaces held are added to or taken out of their indexes in place (PostgreSQL, whose change
 log says which memories changed), and the spaces a store can only say changed wholesale are dropped
 (all of them for SQLite, whose other writer is rare). Dropped indexes are rebuilt from the store on
-their next use.
+their next use. The same is done before each write, so that this door's rows follow the others' in
+the indexes' save order; only two doors writing into one space at the same moment can leave a door
+holding two rows in commit order rather than the store's save order (a tie or a context neighbour
+may then differ from a freshly built door's).
 
 Locking: the service's lock guards the indexes and is always taken before the store's own lock
 (`transaction()` holds both), never after, so the two cannot deadlock.
