@@ -96,8 +96,8 @@ VECTOR_INDEX_LOCK_KEY = 7_310_446_201_115_339_522
 #: the change log keeps the rows of this many of the newest writing transactions (a door further
 #: behind rebuilds every index it holds); older rows are deleted a tenth of it at a time.
 CHANGE_LOG_KEEP_COMMITS = 20_000
-#: the most changed memories one `changes_elsewhere` reads one by one; past it, the spaces they are
-#: in are rebuilt instead (reading 10 000 rows takes about as long as rebuilding a space of 100 000).
+#: the most changed memories one `changes_elsewhere` reads one by one (its answer stays bounded);
+#: past it, the spaces they are in are rebuilt instead.
 CHANGE_LOG_MAX_ROWS = 10_000
 #: what a row of the change log names: one memory, a whole space, a whole team, a team's aliases.
 ChangeKind = Literal["memory", "space", "team", "aliases"]
