@@ -9,7 +9,9 @@
 
 Both are built from the store on first use (or read from a snapshot, `Snapshots`) and kept in step
 with every write by the service, so a superseded or forgotten row can never be found. The service drops them all when a transaction rolls
-back (they may hold rows the rollback undid) and when another process wrote to the store.
+back (they may hold rows the rollback undid). Another process's writes are applied in place when the
+store can say which memories changed (`apply`; PostgreSQL's change log), else they drop the spaces
+concerned (`drop`, `drop_team`) or all of them (`drop_all`).
 
 Both hold at most SPACE_CACHE_MAX_SPACES spaces, least recently used out first: a search of a tag
 nobody saved in costs a few KB, and must not cost them for ever.
@@ -131,6 +133,10 @@ class Lru(Generic[_Key, _Value]):
     def items(self) -> list[tuple[_Key, _Value]]:
         with self._lock:
             return list(self._items.items())
+
+    def pop(self, key: _Key) -> _Value | None:
+        with self._lock:
+            return self._items.pop(key, None)
 
     def clear(self) -> None:
         with self._lock:
@@ -591,6 +597,26 @@ def _sync_folder(folder: Path) -> None:
         _fsync_file(folder)
 
 
+class HeldSpaces:
+    """The spaces whose keyword index or vectors are in memory, as they are when asked."""
+
+    def __init__(self, keyword: Lru[SpaceKey, KeywordIndex], vectors: Lru[SpaceKey, Vectors]) -> None:
+        self._keyword = keyword
+        self._vectors = vectors
+
+    def __contains__(self, key: object) -> bool:
+        return self._keyword.peek(key) is not None or self._vectors.peek(key) is not None  # type: ignore[arg-type]
+
+    def _keys(self) -> set[SpaceKey]:
+        return {key for key, _ in self._keyword.items()} | {key for key, _ in self._vectors.items()}
+
+    def __iter__(self) -> Iterator[SpaceKey]:
+        return iter(self._keys())
+
+    def __len__(self) -> int:
+        return len(self._keys())
+
+
 class Indexes:
     """Every space's keyword index and vectors that have been built, by (team, tag).
 
@@ -615,6 +641,8 @@ class Indexes:
         self.snapshots = snapshots
         self._lock = lock if lock is not None else threading.RLock()
         self._converting: dict[SpaceKey, threading.Thread] = {}
+        #: keyword indexes built from the store's rows so far (not read from a snapshot)
+        self.keyword_builds = 0
 
     @property
     def max_spaces(self) -> int:
@@ -623,6 +651,39 @@ class Indexes:
     def drop_all(self) -> None:
         self._keyword.clear()
         self._vectors.clear()
+
+    def held(self) -> HeldSpaces:
+        """The spaces with a keyword index or vectors in memory (a view: asked only when another
+        process wrote, which a search should not pay for otherwise)."""
+        return HeldSpaces(self._keyword, self._vectors)
+
+    def drop(self, key: SpaceKey) -> None:
+        """Forget one space's indexes (rebuilt on its next use)."""
+        self._keyword.pop(key)
+        self._vectors.pop(key)
+
+    def drop_team(self, team_id: int) -> None:
+        for key in [key for key in self.held() if key[0] == team_id]:
+            self.drop(key)
+
+    def apply(self, key: SpaceKey, current: Sequence[IndexRow], gone: Sequence[str]) -> None:
+        """Another process changed these memories of a space: `current` are searchable now (in save
+        order), `gone` are not. The keyword index takes them in place (a no-op for what it already
+        holds so); vectors in memory, which the rows here do not carry, are dropped when a memory
+        became searchable (a store that searches vectors itself holds none)."""
+        index = self._keyword.peek(key)
+        if index is not None:
+            for memory_id in gone:
+                index.remove(memory_id)
+            for row in current:
+                index.add(row.id, row.content, row.device_id, row.updated_at)
+        vectors = self._vectors.peek(key)
+        if vectors is not None:
+            if current:
+                self._vectors.pop(key)
+            else:
+                for memory_id in gone:
+                    vectors.remove(memory_id)
 
     def keyword(
         self,
@@ -640,6 +701,7 @@ class Indexes:
             if index is None:
                 built = ((row.id, row.content, row.device_id, row.updated_at) for row in rows())
                 index = KeywordIndex.build(built)
+                self.keyword_builds += 1
             self._keyword.put(key, index)
         return index
 

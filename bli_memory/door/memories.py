@@ -6,9 +6,15 @@ which tags name a space. The HTTP layer (`app.py`), the extraction worker (`jobs
 this service and never a concrete store.
 
 Consistency of the indexes: every write goes through this service inside `transaction()`, which
-updates the indexes as it writes and drops them all if the transaction rolls back; before a search
-reads them, a write by another process (`Store.changed_elsewhere`) drops them too. They are rebuilt
-from the store on the next use.
+updates the indexes as it writes and drops them all if the transaction rolls back. Before a search
+reads them, what other processes wrote is applied (`Store.changes_elsewhere`): the changed memories
+of the spaces held are added to or taken out of their indexes in place (PostgreSQL, whose change
+log says which memories changed), and the spaces a store can only say changed wholesale are dropped
+(all of them for SQLite, whose other writer is rare). Dropped indexes are rebuilt from the store on
+their next use. The same is done before each write, so that this door's rows follow the others' in
+the indexes' save order; only two doors writing into one space at the same moment can leave a door
+holding two rows in commit order rather than the store's save order (a tie or a context neighbour
+may then differ from a freshly built door's).
 
 Locking: the service's lock guards the indexes and is always taken before the store's own lock
 (`transaction()` holds both), never after, so the two cannot deadlock.
@@ -154,6 +160,7 @@ class MemoryService:
         snapshots = None if index_folder is None else Snapshots(index_folder)
         self.indexes = Indexes(snapshots=snapshots, lock=self._lock, limits=index_limits)
         self._space_tags: Lru[SpaceKey, tuple[float, tuple[str, ...]]] = Lru(SPACE_TAGS_CACHE_MAX)
+        self._depth = 0  # transactions open in this service (nested ones join the outermost)
         self._embed_error: tuple[float, str] | None = None
         self._embed_error_logged_at = 0.0
         #: set when rows may lack a vector of this embedder; the door's worker then backfills them.
@@ -165,21 +172,42 @@ class MemoryService:
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """One store transaction (nested ones join it); the indexes are dropped if it rolls back."""
+        """One store transaction (nested ones join it); the indexes are dropped if it rolls back.
+
+        Other processes' writes are applied first, so that this one's rows come after theirs in the
+        indexes' save order, as in the store's (a door that builds them from the store ranks ties
+        and context the same)."""
         with self._lock:
             if self.indexes.snapshots is not None:
                 self.indexes.snapshots.invalidate()  # before anything is written they would lack
+            outermost = self._depth == 0
+            if outermost:
+                self._check_outside_writes()
+            self._depth += 1
             try:
                 with self.store.transaction():
                     yield
             except BaseException:
                 self.indexes.drop_all()  # they may hold rows the rollback undid
                 raise
+            finally:
+                self._depth -= 1
 
     def _check_outside_writes(self) -> None:
-        """Drop the indexes when another process wrote to the store (call under the lock)."""
-        if self.store.changed_elsewhere():
+        """Bring the indexes up to what other processes wrote to the store (call under the lock)."""
+        changes = self.store.changes_elsewhere(self.indexes.held())
+        if changes.everything:
             self.indexes.drop_all()
+            self._space_tags.clear()
+            return
+        if changes.aliases:
+            self._space_tags.clear()
+        for team_id in changes.teams:
+            self.indexes.drop_team(team_id)
+        for key in changes.spaces:
+            self.indexes.drop(key)
+        for key in set(changes.current) | set(changes.gone):
+            self.indexes.apply(key, changes.current.get(key, ()), changes.gone.get(key, ()))
 
     def authenticate(self, token: str) -> Principal | None:
         return self.store.authenticate(token)

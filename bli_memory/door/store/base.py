@@ -17,9 +17,9 @@ Conventions every implementation follows:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from bli_memory.door.model import Job, Memory, Principal
@@ -183,6 +183,33 @@ class IndexRow:
     updated_at: float
 
 
+#: a space: (team id, container tag).
+SpaceKey = tuple[int, str]
+
+
+@dataclass(frozen=True)
+class OutsideChanges:
+    """What other processes committed since a store's last `changes_elsewhere` (its own commits left
+    out), as far as in-memory indexes care.
+
+    A store that cannot say what changed answers `everything`: every index may be stale. Otherwise
+    `spaces` and `teams` name what may have changed wholesale (a purge, a bulk load, more changes than
+    one answer carries), and `current`/`gone` give, for the spaces the caller holds, each changed
+    memory as it is now: still searchable (its index row, in save order) or not any more (superseded,
+    forgotten, pinned, deleted). Applying them is idempotent: a memory the caller already holds in
+    that state is left as it is."""
+
+    everything: bool = False
+    spaces: frozenset[SpaceKey] = frozenset()
+    teams: frozenset[int] = frozenset()
+    current: Mapping[SpaceKey, Sequence[IndexRow]] = field(default_factory=dict)
+    gone: Mapping[SpaceKey, Sequence[str]] = field(default_factory=dict)
+    #: container aliases changed (which tags name a space)
+    aliases: bool = False
+    #: other processes committed anything at all since the last call
+    seen: bool = False
+
+
 @dataclass(frozen=True)
 class BrowseRow:
     """One row of a browsing page: a current memory (with `person` set) and the device that saved it."""
@@ -236,6 +263,12 @@ class Store(Protocol):
 
     def changed_elsewhere(self) -> bool:
         """True when another process (or connection) committed a change since the last call."""
+        ...
+
+    def changes_elsewhere(self, held: Collection[SpaceKey]) -> OutsideChanges:
+        """What another process (or connection) committed since the last call (of this or of
+        `changed_elsewhere`: both move one position), with the changed memories of the spaces in
+        `held` as they are now; `OutsideChanges.everything` when the store cannot tell."""
         ...
 
     def write_problem(self) -> str | None:

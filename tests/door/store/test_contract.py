@@ -400,6 +400,25 @@ def test_another_connection_s_commit_is_noticed(
     assert store.changed_elsewhere() is False
 
 
+def test_another_connection_s_write_reaches_changes_elsewhere(
+    store: Store, make_store: Callable[..., Store], tmp_path: Path
+) -> None:
+    """Either the changed memory as it is now (a store with a change log) or "everything"."""
+    ada = _principal(store)
+    space = (ada.team_id, "t")
+    store.changes_elsewhere({space})  # the baseline
+    store.insert_version(_row(ada, "own write"))
+    assert store.changes_elsewhere({space}).seen is False  # our own commits do not count
+    other = make_store(tmp_path)
+    theirs = other.insert_version(_row(ada, "their write"))
+    other.close()
+    changes = store.changes_elsewhere({space})
+    assert changes.seen and changes.everything is (store.name == "sqlite")  # SQLite keeps no log
+    assert changes.everything or [row.content for row in changes.current[space]] == ["their write"]
+    assert changes.everything or [row.id for row in changes.current[space]] == [theirs]
+    assert store.changes_elsewhere({space}).seen is False
+
+
 def test_writes_from_many_threads_all_land(store: Store) -> None:
     ada = _principal(store)
 

@@ -4,10 +4,9 @@ a password. The behaviour both stores share is the contract suite's (test_contra
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from bli_memory.door.store.base import COPY_TABLES, NewVersion, Store
 from bli_memory.door.store.postgres import SCHEMA_VERSION, PostgresStore
 from bli_memory.door.store.sqlite import SqliteStore
 from bli_memory.door.store.urls import mask_url
+from tests.door.store.helpers import WordsEmbedder
 from tests.helpers import PostgresServer
 
 #: a lease short enough that a test sees it run out.
@@ -278,24 +278,6 @@ def test_the_vector_index_finds_what_exact_search_finds(stores: Callable[..., Po
         assert near is not None and len(near) == 10
         found += len(exact & {memory_id for memory_id, _ in near})
     assert found / (40 * 10) >= 0.95
-
-
-class WordsEmbedder:
-    """A deterministic stand-in for a model: the sum of each word's own random direction, so that
-    texts sharing words are near and no two cosines tie by accident."""
-
-    name = "words-64"
-    dim = 64
-
-    def embed(self, texts: Sequence[str], *, kind: str) -> np.ndarray:
-        out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in text.lower().split():
-                seed = int(hashlib.sha256(word.encode()).hexdigest()[:8], 16)
-                out[row] += np.random.default_rng(seed).standard_normal(self.dim).astype(np.float32)
-            norm = float(np.linalg.norm(out[row]))
-            out[row] /= norm or 1.0
-        return out
 
 
 def test_search_ranks_the_same_on_both_stores(database: str, tmp_path: Path) -> None:

@@ -8,8 +8,11 @@ same JSON text. What differs:
   searched through one HNSW index per model (`vector_index_statement`), made on first use;
 - text keys compare byte-wise (`COLLATE "C"`), as SQLite's do, whatever the database's locale;
 - jobs carry a lease (`claimed_by`, `lease_until`) so that several doors share one queue;
-- `bli_changes` holds one counter that every write of memories or aliases bumps at commit, which
-  another door reads to learn that its in-memory indexes are stale.
+- `bli_changes` holds one counter that every write of memories or aliases bumps at commit, and
+  `bli_change_log` what each such transaction changed, under the counter value it took (v3): a
+  memory, a whole space, a whole team, or a team's aliases. Another door reads the rows past its
+  position and brings its in-memory indexes up to date (`PostgresStore.changes_elsewhere`);
+  `bli_changes.pruned_through` is the newest counter value whose rows were pruned.
 
 `migrate` applies the steps a database lacks under a transaction-level advisory lock, so doors
 starting at once migrate once: the second waits for the first and then finds nothing to do.
@@ -23,7 +26,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import psycopg
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 #: the advisory lock key the migration holds (any fixed 64-bit number, the same in every door).
 MIGRATION_LOCK_KEY = 7_310_446_201_115_339_521
 
@@ -137,6 +140,20 @@ MIGRATIONS: dict[int, list[str]] = {
             PRIMARY KEY (team_id, device_id, hour)
         )""",
         "CREATE INDEX hook_stats_time ON hook_stats (team_id, hour)",
+    ],
+    # v3: what each write changed, for other doors' indexes. A database of an older door has no rows
+    # for the counter values it took so far: the mark of pruning starts past them.
+    3: [
+        f"""CREATE TABLE bli_change_log (
+            counter BIGINT NOT NULL,
+            kind {_TEXT} NOT NULL,
+            team_id BIGINT NOT NULL,
+            container_tag {_TEXT},
+            memory_id {_TEXT}
+        )""",
+        "CREATE INDEX bli_change_log_counter ON bli_change_log (counter)",
+        "ALTER TABLE bli_changes ADD COLUMN pruned_through BIGINT NOT NULL DEFAULT 0",
+        "UPDATE bli_changes SET pruned_through = counter",
     ],
 }
 

@@ -11,9 +11,17 @@ Strategy:
   request works without restarting the door. A full disk (`53100`) is `StoreFull`.
 - Vectors are pgvector columns; `nearest` answers from one HNSW index (cosine) per model, made on
   first use. Keyword search stays the memory service's.
-- Doors learn of each other's writes through one counter (`bli_changes`) that every transaction
-  writing memories or aliases bumps at its end: `changed_elsewhere` reads it (one tiny query) and
-  leaves out the values this store bumped itself.
+- Doors learn of each other's writes through a change log. Every transaction writing memories or
+  aliases bumps one counter (`bli_changes`) at its end and writes, under the value it took, what
+  it changed (`bli_change_log`: a memory, a whole space, a whole team, a team's aliases). The
+  counter's row lock is held from the bump to the commit, so the values commit in their order:
+  once a door has read counter value N, every row of every value up to N is there to read.
+  `changes_elsewhere` reads the counter (one tiny query) and, when other doors moved it, the rows
+  past this store's position but its own, and the changed memories of the spaces the door holds
+  as they are now: the door updates those indexes in place instead of rebuilding them. More rows
+  than CHANGE_LOG_MAX_ROWS become the spaces they touch (rebuilt); a position older than the
+  pruned rows (the log keeps the newest CHANGE_LOG_KEEP_COMMITS transactions) or a counter value
+  without rows (a door of an older version writing) becomes "everything".
 - Extraction jobs are claimed with `FOR UPDATE SKIP LOCKED` under a lease (`claimed_by`,
   `lease_until` on the server's clock) that a thread renews while the door holds jobs: a door killed
   mid-job loses nothing, its lease runs out and any door claims the job again.
@@ -25,7 +33,7 @@ import contextlib
 import json
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -48,8 +56,10 @@ from bli_memory.door.store.base import (
     ImportedVersion,
     IndexRow,
     NewVersion,
+    OutsideChanges,
     PurgeCount,
     QueueFull,
+    SpaceKey,
     StoreFull,
     StoreUnavailable,
     VectorTask,
@@ -83,6 +93,15 @@ REVOKED_JOB_ERROR = "cancelled: its device was revoked"
 EXPIRED_JOB_ERROR = "interrupted (its door stopped or lost its lease) at each of its attempts"
 #: the advisory lock key under which a vector index is made (one door makes it, the others wait).
 VECTOR_INDEX_LOCK_KEY = 7_310_446_201_115_339_522
+#: the change log keeps the rows of this many of the newest writing transactions (a door further
+#: behind rebuilds every index it holds); older rows are deleted a tenth of it at a time.
+CHANGE_LOG_KEEP_COMMITS = 20_000
+#: the most changed memories one `changes_elsewhere` reads one by one (its answer stays bounded);
+#: past it, the spaces they are in are rebuilt instead.
+CHANGE_LOG_MAX_ROWS = 10_000
+#: what a row of the change log names: one memory, a whole space, a whole team, a team's aliases.
+ChangeKind = Literal["memory", "space", "team", "aliases"]
+Change = tuple[ChangeKind, int, str | None, str | None]
 
 _MEMORY_COLUMNS = (
     "seq, id, team_id, container_tag, custom_id, content, kind, status, version, root_id, previous_version_id, "
@@ -127,6 +146,8 @@ class PostgresStore:
         statement_timeout_s: float = STATEMENT_TIMEOUT_S,
         pool_wait_s: float = POOL_WAIT_S,
         job_lease_s: float = JOB_LEASE_S,
+        change_log_keep_commits: int = CHANGE_LOG_KEEP_COMMITS,
+        change_log_max_rows: int = CHANGE_LOG_MAX_ROWS,
     ) -> None:
         """Connect, migrate the schema (under an advisory lock) and open the pool. Raises
         StoreUnavailable when the server cannot be reached, SchemaTooNew for a newer door's
@@ -140,10 +161,13 @@ class PostgresStore:
         self.pool_wait_s = pool_wait_s
         self.job_lease_s = job_lease_s
         self.job_max_attempts = DEFAULT_JOB_MAX_ATTEMPTS
+        self.change_log_keep_commits = max(1, change_log_keep_commits)
+        self.change_log_max_rows = max(1, change_log_max_rows)
         #: this store's name on the jobs it claims (a restarted door is another claimer).
         self.owner = new_id("door")
         self._local = threading.local()
         self._seen_lock = threading.Lock()
+        self._reading_changes = threading.Lock()
         self._seen: int | None = None
         self._own: set[int] = set()
         self._vector_indexes: set[str] = set()
@@ -258,17 +282,16 @@ class PostgresStore:
         try:
             with self._pool.connection() as conn:
                 self._local.conn = conn
-                self._local.changes = False
+                changes: list[Change] = []
+                self._local.changes = changes
                 try:
                     with conn.transaction():
                         yield
-                        if self._local.changes:
-                            row = conn.execute(
-                                "UPDATE bli_changes SET counter = counter + 1 WHERE id = 1 RETURNING counter"
-                            ).fetchone()
-                            bumped = None if row is None else int(row["counter"])
+                        if changes:
+                            bumped = self._log_changes(conn, changes)
                 finally:
                     self._local.conn = None
+                    self._local.changes = None
         except Exception as exc:
             mapped = self._map_error(exc)
             if mapped is None:
@@ -278,9 +301,35 @@ class PostgresStore:
             with self._seen_lock:
                 self._own.add(bumped)
 
-    def _changed(self) -> None:
-        """Mark this thread's transaction as one that other doors' indexes must learn of."""
-        self._local.changes = True
+    def _changed(
+        self, kind: ChangeKind, team_id: int, tag: str | None = None, memory_id: str | None = None
+    ) -> None:
+        """Note a change other doors' indexes must learn of (call inside `transaction()`)."""
+        self._local.changes.append((kind, int(team_id), tag, memory_id))
+
+    def _log_changes(self, conn: Connection, changes: Sequence[Change]) -> int | None:
+        """Bump the counter and log `changes` under its new value, at the end of the transaction
+        (the counter's row stays locked until the commit: writers commit in counter order); prune
+        the log past CHANGE_LOG_KEEP_COMMITS. The value taken."""
+        row = conn.execute(
+            "UPDATE bli_changes SET counter = counter + 1 WHERE id = 1 RETURNING counter, pruned_through"
+        ).fetchone()
+        if row is None:
+            return None
+        counter = int(row["counter"])
+        kinds, teams, tags, ids = (list(column) for column in zip(*dict.fromkeys(changes), strict=True))
+        conn.execute(
+            """INSERT INTO bli_change_log (counter, kind, team_id, container_tag, memory_id)
+               SELECT %s, kind, team_id, tag, memory_id
+               FROM unnest(%s::text[], %s::bigint[], %s::text[], %s::text[]) AS c(kind, team_id, tag, memory_id)""",
+            (counter, kinds, teams, tags, ids),
+        )
+        keep = self.change_log_keep_commits
+        if counter - int(row["pruned_through"]) > keep + max(1, keep // 10):
+            through = counter - keep
+            conn.execute("DELETE FROM bli_change_log WHERE counter <= %s", (through,))
+            conn.execute("UPDATE bli_changes SET pruned_through = %s WHERE id = 1", (through,))
+        return counter
 
     def is_damage(self, exc: BaseException) -> bool:
         """PostgreSQL's own verdict of damaged data or index (`XX001`, `XX002`)."""
@@ -289,19 +338,108 @@ class PostgresStore:
 
     def changed_elsewhere(self) -> bool:
         """Whether the change counter moved by other than this store's own commits since the last call."""
-        with self._connection() as conn:
-            row = conn.execute("SELECT counter FROM bli_changes WHERE id = 1").fetchone()
-        counter = int(row["counter"]) if row else 0
-        with self._seen_lock:
-            seen, self._seen = self._seen, counter
-            own = self._own
-            self._own = {value for value in own if value > counter}
+        return self.changes_elsewhere(()).seen
+
+    def changes_elsewhere(self, held: Collection[SpaceKey]) -> OutsideChanges:
+        """What other doors committed since the last call, this store's own commits left out (see the
+        module docstring): one query when nothing changed, three when something did."""
+        with self._reading_changes:  # one reader at a time moves the position
+            with self._connection() as conn:
+                row = conn.execute("SELECT counter, pruned_through FROM bli_changes WHERE id = 1").fetchone()
+            counter = int(row["counter"]) if row else 0
+            with self._seen_lock:
+                seen, self._seen = self._seen, counter
+                own = self._own
+                self._own = {value for value in own if value > counter}
             if seen is None or counter == seen:
-                return False
-            if counter < seen:
-                return True
-            news = counter - seen
-            return news > len(own) or any(value not in own for value in range(seen + 1, counter + 1))
+                return OutsideChanges()
+            if counter < seen:  # another database behind the same name
+                return OutsideChanges(everything=True, seen=True)
+            mine = sorted(value for value in own if seen < value <= counter)
+            foreign = counter - seen - len(mine)
+            if foreign == 0:
+                return OutsideChanges()
+            if row is not None and int(row["pruned_through"]) > seen:
+                return OutsideChanges(everything=True, seen=True)
+            return self._read_changes(seen, counter, mine, foreign, held)
+
+    def _read_changes(
+        self, seen: int, counter: int, mine: list[int], foreign: int, held: Collection[SpaceKey]
+    ) -> OutsideChanges:
+        """The log rows of the `foreign` transactions in (seen, counter] but `mine`, and the changed
+        memories of `held` spaces as they are now."""
+        window = "counter > %(seen)s AND counter <= %(counter)s AND NOT counter = ANY(%(mine)s::bigint[])"
+        params: dict[str, Any] = {"seen": seen, "counter": counter, "mine": mine}
+        with self._connection() as conn:
+            rows = conn.execute(
+                f"""SELECT counter, kind, team_id, container_tag, memory_id FROM bli_change_log
+                    WHERE {window} ORDER BY counter LIMIT %(limit)s""",
+                params | {"limit": self.change_log_max_rows + 1},
+            ).fetchall()
+            if len(rows) > self.change_log_max_rows:  # too many to read one by one: whole spaces
+                logged_row = conn.execute(
+                    f"SELECT count(DISTINCT counter) AS n FROM bli_change_log WHERE {window}", params
+                ).fetchone()
+                logged = int(logged_row["n"]) if logged_row else 0
+                rows = conn.execute(
+                    f"""SELECT DISTINCT CASE kind WHEN 'memory' THEN 'space' ELSE kind END AS kind, team_id,
+                            container_tag, NULL AS memory_id FROM bli_change_log WHERE {window}""",
+                    params,
+                ).fetchall()
+            else:
+                logged = len({row["counter"] for row in rows})
+        if logged < foreign:  # pruned meanwhile, or written by a door that keeps no log
+            return OutsideChanges(everything=True, seen=True)
+        spaces: set[SpaceKey] = set()
+        teams: set[int] = set()
+        aliases = False
+        wanted: dict[str, SpaceKey] = {}
+        for row in rows:
+            kind, key = row["kind"], (int(row["team_id"]), str(row["container_tag"]))
+            if kind == "memory":
+                if key in held:
+                    wanted[str(row["memory_id"])] = key
+            elif kind == "space":
+                spaces.add(key)
+            elif kind == "team":
+                teams.add(key[0])
+            elif kind == "aliases":
+                aliases = True
+            else:  # a newer door's kind of change
+                return OutsideChanges(everything=True, seen=True)
+        current, gone = self._index_state(wanted)
+        return OutsideChanges(
+            spaces=frozenset(spaces),
+            teams=frozenset(teams),
+            current=current,
+            gone=gone,
+            aliases=aliases,
+            seen=True,
+        )
+
+    def _index_state(
+        self, wanted: dict[str, SpaceKey]
+    ) -> tuple[dict[SpaceKey, list[IndexRow]], dict[SpaceKey, list[str]]]:
+        """Per space, the `wanted` memories an index holds now (in save order) and those it must not."""
+        current: dict[SpaceKey, list[IndexRow]] = {}
+        gone: dict[SpaceKey, list[str]] = {}
+        if not wanted:
+            return current, gone
+        with self._connection() as conn:
+            rows = conn.execute(
+                """SELECT id, content, device_id, updated_at FROM memories WHERE id = ANY(%s)
+                   AND status = 'current' AND pinned = 0 ORDER BY seq""",
+                (list(wanted),),
+            ).fetchall()
+        for row in rows:
+            current.setdefault(wanted[row["id"]], []).append(
+                IndexRow(row["id"], row["content"], row["device_id"], row["updated_at"])
+            )
+        found = {row["id"] for row in rows}
+        for memory_id, key in wanted.items():
+            if memory_id not in found:
+                gone.setdefault(key, []).append(memory_id)
+        return current, gone
 
     def write_problem(self) -> str | None:
         """A disk found full in the last minute, or None; raises StoreUnavailable when the server is
@@ -433,7 +571,7 @@ class PostgresStore:
 
     def put_alias(self, team_id: int, alias: str, canonical: str) -> None:
         with self.transaction(), self._connection() as db:
-            self._changed()
+            self._changed("aliases", team_id)
             db.execute(
                 """INSERT INTO container_aliases (team_id, alias, canonical, created_at) VALUES (%s, %s, %s, %s)
                    ON CONFLICT (team_id, alias) DO UPDATE SET canonical = excluded.canonical""",
@@ -612,7 +750,10 @@ class PostgresStore:
                     f"SELECT count(*) AS n FROM memory_extract_jobs WHERE {where}", params
                 ).fetchone()
             else:
-                self._changed()
+                if tags is None:
+                    self._changed("team", team_id)
+                for tag in tags or ():
+                    self._changed("space", team_id, tag)
                 counted = db.execute(
                     f"""WITH gone AS (DELETE FROM memories WHERE {where} RETURNING status)
                         SELECT count(*) AS memories, count(*) FILTER (WHERE status = 'current') AS current
@@ -638,7 +779,7 @@ class PostgresStore:
         if row.vector is not None and row.vector_model is not None:
             self._ensure_vector_index(row.vector_model, int(row.vector.shape[0]))
         with self.transaction(), self._connection() as db:
-            self._changed()
+            self._changed("memory", row.team_id, row.container_tag, memory_id)
             db.execute(
                 """INSERT INTO memories (id, team_id, container_tag, custom_id, content, content_hash, kind,
                        status, version, root_id, previous_version_id, pinned, metadata, person_id, device_id,
@@ -669,12 +810,15 @@ class PostgresStore:
 
     def retire(self, memory_id: str, status: Literal["superseded", "forgotten"]) -> bool:
         with self.transaction(), self._connection() as db:
-            self._changed()
-            cursor = db.execute(
-                "UPDATE memories SET status = %s, superseded_at = %s WHERE id = %s AND status = 'current'",
+            retired = db.execute(
+                """UPDATE memories SET status = %s, superseded_at = %s WHERE id = %s AND status = 'current'
+                   RETURNING team_id, container_tag""",
                 (status, now_s(), memory_id),
-            )
-            return cursor.rowcount == 1
+            ).fetchone()
+            if retired is None:
+                return False
+            self._changed("memory", retired["team_id"], retired["container_tag"], memory_id)
+            return True
 
     # ------------------------------------------------------------------ export and import (whole history)
 
@@ -735,7 +879,7 @@ class PostgresStore:
             )
             if cursor.rowcount != 1:
                 return False
-            self._changed()
+            self._changed("memory", row.team_id, row.container_tag, row.id)
         return True
 
     def expired_documents(self, key_prefix: str, before: float, limit: int) -> list[tuple[int, Memory]]:
@@ -767,13 +911,15 @@ class PostgresStore:
     def set_vector(self, memory_id: str, content_hash: str, model: str, vector: np.ndarray) -> bool:
         self._ensure_vector_index(model, int(vector.shape[0]))
         with self.transaction(), self._connection() as db:
-            self._changed()
-            cursor = db.execute(
+            changed = db.execute(
                 """UPDATE memories SET embedding = %s, embedding_model = %s
-                   WHERE id = %s AND status = 'current' AND content_hash = %s""",
+                   WHERE id = %s AND status = 'current' AND content_hash = %s RETURNING team_id, container_tag""",
                 (vector.astype("float32"), model, memory_id, content_hash),
-            )
-            return cursor.rowcount == 1
+            ).fetchone()
+            if changed is None:
+                return False
+            self._changed("memory", changed["team_id"], changed["container_tag"], memory_id)
+            return True
 
     def current_vectors(self, team_id: int, tag: str, model: str) -> Iterator[tuple[str, np.ndarray]]:
         with self._connection() as db:
@@ -1069,8 +1215,12 @@ class PostgresStore:
                 if model:
                     self._ensure_vector_index(model, dim)
         with self.transaction(), self._connection() as db:
-            if table in ("memories", "container_aliases"):
-                self._changed()
+            if table == "memories":  # a bulk copy: the spaces it fills are rebuilt, not read row by row
+                for team_id, tag in {(row["team_id"], row["container_tag"]) for row in rows}:
+                    self._changed("space", team_id, tag)
+            elif table == "container_aliases":
+                for team_id in {row["team_id"] for row in rows}:
+                    self._changed("aliases", team_id)
             with db.cursor() as cursor:
                 cursor.executemany(statement, values)  # pipelined: one round trip per batch
                 inserted = cursor.rowcount

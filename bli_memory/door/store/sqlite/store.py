@@ -21,7 +21,7 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -39,8 +39,10 @@ from bli_memory.door.store.base import (
     ImportedVersion,
     IndexRow,
     NewVersion,
+    OutsideChanges,
     PurgeCount,
     QueueFull,
+    SpaceKey,
     StoreFull,
     VectorTask,
 )
@@ -185,6 +187,11 @@ class SqliteStore:
             changed = self._data_version is not None and version != self._data_version
             self._data_version = version
             return changed
+
+    def changes_elsewhere(self, held: Collection[SpaceKey]) -> OutsideChanges:
+        """Another connection's commit (rare: one door serves a file) says only that something changed."""
+        changed = self.changed_elsewhere()
+        return OutsideChanges(everything=changed, seen=changed)
 
     def _migrate(self) -> None:
         with self.transaction():
