@@ -276,7 +276,10 @@ def main() -> int:
                     "id": first["id"],
                     "content": "Payments retries use exponential backoff capped at 60 s (MAX_RETRY_DELAY_S).",
                 },
-                note="A new version; the old one is kept as history. Updating a superseded version is 409 `not_current`.",
+                note="A new version; the old one is kept as history. Updating a superseded version is 409 "
+                "`not_current`. Updating a fact distilled from an exchange takes its old sentence out of the "
+                "stored exchange, as a forget does, unless the exchange also says the new text; the new version "
+                "then no longer names that exchange.",
             )
             doc.call(
                 "GET /api/memory/{id}/history",
@@ -450,7 +453,12 @@ def main() -> int:
                 "`exchange`. Search labels the kinds and lists a fact before the exchange it came from. A "
                 "door tombstones stored exchanges older than its retention (`serve "
                 "--exchange-retention-days`, env `BLI_MEMORY_EXCHANGE_RETENTION_DAYS`, default 90 days); "
-                "their facts stay.",
+                "their facts stay. A fact forgotten or superseded (by an update, or by the librarian's "
+                "reconciliation of a later correction) has its sentence cut out of its exchange: the exchange "
+                "gets a new version without it (the old one is history) and keeps the rest, or is tombstoned "
+                "when the sentence is not in it word for word or nothing else is left; a superseded fact's "
+                "exchange is left as it was when it also holds the new text. So a search for an old value "
+                "finds no exchange that still says it.",
             )
             # -- browsing (door/browse.py)
             doc.parts.append("## Browsing\n")

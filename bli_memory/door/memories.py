@@ -518,13 +518,15 @@ class MemoryService:
         vectors = self._embed([content], "passage")
         with self.transaction():
             self._retire(principal, current, "superseded")
+            kept = current.metadata if metadata is None else metadata
+            cut = self._supersede_in_exchange(principal, current, content)
             new = self._insert(
                 principal,
                 tag=current.container_tag,
                 content=content,
                 vector=None if vectors is None else vectors[0],
                 custom_id=current.custom_id,
-                metadata=current.metadata if metadata is None else metadata,
+                metadata=kept if cut is None else exchanges.unlinked(kept, cut),
                 created_at=current.created_at,
                 previous=current,
             )
@@ -705,21 +707,35 @@ class MemoryService:
 
     def _forget_in_exchange(self, principal: Principal, fact: Memory) -> None:
         """After `fact` is forgotten, its text must not stay searchable through the exchange it came
-        from: the stored exchange gets a new version without the fact's sentence (the old one stays
-        as history, which no search reads, like every superseded version), or is tombstoned too when
-        the sentence cannot be found in it word for word, or nothing else is left (call inside
-        `transaction()`)."""
+        from (call inside `transaction()`; see `_cut_from_exchange`)."""
+        self._cut_from_exchange(principal, fact)
+
+    def _supersede_in_exchange(self, principal: Principal, old: Memory, new_content: str) -> str | None:
+        """After `old` is superseded by `new_content`, its stale text must not stay searchable through
+        the exchange it came from: cut as a forget does, unless that exchange holds the new text too
+        (then it still says what is true). The key of the exchange cut or tombstoned, else None (call
+        inside `transaction()`)."""
+        return self._cut_from_exchange(principal, old, unless=new_content)
+
+    def _cut_from_exchange(self, principal: Principal, fact: Memory, unless: str | None = None) -> str | None:
+        """Take `fact`'s sentence out of the stored exchange it names: the exchange gets a new version
+        without it and without the fact in its `facts` (the old one stays as history, which no search
+        reads, like every superseded version), or is tombstoned when the sentence cannot be found in
+        it word for word, or nothing else is left. Nothing is done when the exchange holds `unless`.
+        The exchange's key when it was cut or tombstoned, else None (call inside `transaction()`)."""
         key = exchanges.exchange_of(fact.metadata)
         if key is None or fact.kind != "memory":
-            return
+            return None
         tags = self.space_tags(principal, fact.container_tag)
         document = self.store.current_by_custom_id(principal.team_id, tags, key)
-        if document is None:
-            return
+        if document is None or (
+            unless is not None and exchanges.cut_fact(document.content, unless) is not None
+        ):
+            return None
         remaining = exchanges.cut_fact(document.content, fact.content)
         if remaining is None or not exchanges.has_words(remaining):
             self._retire(principal, document, "forgotten")
-            return
+            return key
         metadata = dict(document.metadata or {})
         metadata[exchanges.EXCHANGE_FACTS_FIELD] = [
             root for root in exchanges.facts_of(document.metadata) if root != fact.root_id
@@ -729,13 +745,14 @@ class MemoryService:
             principal,
             tag=document.container_tag,
             content=remaining,
-            vector=None,  # embedded by the worker's backfill: a forget does not wait for a whole exchange
+            vector=None,  # embedded by the worker's backfill: a write does not wait for a whole exchange
             custom_id=document.custom_id,
             metadata=metadata,
             created_at=document.created_at,
             previous=document,
         )
         self.needs_backfill = self._vector_model is not None
+        return key
 
     def expire_exchanges(self, before: float, batch: int = RETENTION_BATCH) -> int:
         """Tombstone up to `batch` stored exchanges created before `before` (their facts stay); how
