@@ -551,7 +551,9 @@ def main() -> int:
                 note="One device's hourly hook figures, each hour as its stats file holds it "
                 "(`bli_memory/hooks/stats.py`); `bli-memory-mcp sync` sends the last 14 days. Checked strictly "
                 "(known hooks, counters, reasons, routes and duration buckets; integer counts; at most 336 hours; "
-                "no hour in the future), else 400. A re-sent hour replaces the device's copy of it.",
+                "no hour in the future), else 400. A re-sent hour replaces the device's copy of it. The door "
+                "keeps 30 days of hours (the ops view's longest window): its worker deletes older ones at "
+                "start and then hourly.",
             )
             doc.call(
                 "GET /api/ops/hook-stats?days=7",
