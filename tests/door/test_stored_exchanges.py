@@ -204,6 +204,21 @@ def test_a_correcting_exchange_cuts_the_old_sentence_out_of_the_first_exchange(
     assert second["content"] == correction and fact["metadata"]["exchange"] == second["customId"]
 
 
+def test_with_an_embedder_an_updated_fact_s_exchange_is_found_by_meaning_at_once(
+    door_onnx: DoorProcess, tag: str
+) -> None:
+    extract(door_onnx, tag, STAGING_EXCHANGE)
+    fact = next(row for row in search(door_onnx, tag, "staging host") if row["kind"] == "memory")
+    status, _ = door_onnx.post(
+        "/api/memory/update", {"id": fact["id"], "content": f"The staging host is `{NEW_HOST}`."}
+    )
+    assert status == 200
+    # the cut exchange was embedded with the new text, before the update answered: no wait for the backfill
+    exchange = the_document(door_onnx, tag)
+    assert OLD_HOST not in exchange["content"] and exchange["version"] == 2
+    assert vector_model_of(door_onnx.db, exchange["id"]) is not None and exchange["similarity"] is not None
+
+
 def test_an_update_its_exchange_also_says_leaves_the_exchange_as_it_was(door: DoorProcess, tag: str) -> None:
     said = "Assistant: The staging host is `db-2.stg.acme.dev`. The build cache lives in `/var/cache/ci`."
     extract(door, tag, said)
