@@ -19,6 +19,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import local_door  # scripts/local_door.py
+
 #: how the profile chooses what lasts (door/librarian/lasting.py)
 PROFILE_LASTING_NOTE = (
     "What lasts is decided by the librarian's own signals, deterministically, over the space's newest 200 "
@@ -39,7 +41,6 @@ PROFILE_LASTING_NOTE = (
 )
 
 BIN = Path(sys.executable).parent
-LISTENING = "bli-memory-door listening on "
 
 INTRO = """# The door's HTTP API
 
@@ -118,16 +119,8 @@ The examples below are real answers of a door started by `scripts/door_api_examp
 
 
 def start(db: Path) -> tuple[subprocess.Popen[str], str]:
-    process = subprocess.Popen(
-        [str(BIN / "bli-memory-door"), "serve", "--port", "0", "--db", str(db), "--no-autopair"],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stderr is not None
-    for line in process.stderr:
-        if line.startswith(LISTENING):
-            return process, line[len(LISTENING) :].strip()
-    raise SystemExit("the door did not start")
+    """The door over `db` with its default embedder (the packaged model) and its extraction worker."""
+    return local_door.start_door(db, None, None, "door_api_examples", worker=True)
 
 
 def pair(db: Path, person: str, team: str, admin: bool = False) -> str:
@@ -635,8 +628,7 @@ def main() -> int:
                 token="bli_unknown",
             )
         finally:
-            process.terminate()
-            process.wait(30)
+            local_door.stop_door(process, 30)
     sys.stdout.write(INTRO + "\n" + "\n".join(doc.parts))
     return 0
 
