@@ -36,9 +36,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bli_memory.install.contract import HOOKS, is_our_hook_command
-from bli_memory.install.files import Paths
+from bli_memory.install.files import Paths, codex_state_folder
 from bli_memory.install.tomledit import TomlShapeError, parse_basic_string, parse_key, scan_toml, toml_loads
-from bli_memory.paths import home_dir
 
 #: Codex's labels in hook-state keys, for the events install registers.
 EVENT_LABELS = {"SessionStart": "session_start", "UserPromptSubmit": "user_prompt_submit", "Stop": "stop"}
@@ -125,10 +124,7 @@ def hook_hash(event: str, matcher: object, handler: Mapping[str, Any]) -> str:
 
 def codex_folder(env: Mapping[str, str]) -> str:
     """The folder Codex keys hook state by: $CODEX_HOME resolved, else $HOME/.codex as written."""
-    codex_home = env.get("CODEX_HOME")
-    if codex_home:
-        return os.path.realpath(codex_home)
-    return os.path.normpath(os.path.join(os.path.abspath(home_dir(env)), ".codex"))
+    return codex_state_folder(env)
 
 
 # --------------------------------------------------------------------------- reading Codex's files
@@ -152,6 +148,19 @@ def our_handlers(hooks_doc: object) -> list[tuple[str, int, int, object, Mapping
                 ):
                     found.append((event, group_index, handler_index, group.get("matcher"), handler))
     return found
+
+
+def our_state_keys(hooks_text: str | None, hooks_path: str) -> list[str]:
+    """The hook-state keys Codex gives our hooks in a hooks.json's text (keyed by `hooks_path`): the
+    `[hooks.state."…"]` tables Codex writes when the person trusts (or turns off) one of them, which
+    `uninstall` removes with the hooks; none for an absent or unreadable file."""
+    try:
+        hooks_doc = json.loads(hooks_text) if hooks_text else None
+    except ValueError:
+        return []
+    return [
+        hook_key(hooks_path, event, group, handler) for event, group, handler, _, _ in our_handlers(hooks_doc)
+    ]
 
 
 def parse_config(text: str, *, use_tomllib: bool = True) -> CodexConfig:

@@ -33,12 +33,14 @@ import tempfile
 import time
 from pathlib import Path
 
+import local_door  # scripts/local_door.py
+
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
 HOOK_BIN = str(VENV_BIN / "bli-memory-mcp")
 #: `python -c pass` of the interpreter the hook runs on: the floor its ratio is measured against
 FLOOR_PYTHON = sys.executable
-EMBEDDER = ("--embedder", "none")
+EMBEDDER = "none"
 QUESTION = "why does the prompt hook time out on big repositories?"
 ON_TOPIC = [
     "The prompt hook used to time out on big repositories because it spawned git; it now reads git's files.",
@@ -87,29 +89,8 @@ def seed_store(db: Path, tag: str, count: int) -> str:
 
 
 def start_door(db: Path, home: Path) -> tuple[subprocess.Popen[str], str]:
-    env = {**os.environ, "HOME": str(home)}
-    env.pop("BLI_MEMORY_EMBEDDER", None)
-    process = subprocess.Popen(
-        [
-            str(VENV_BIN / "bli-memory-door"),
-            "serve",
-            "--port",
-            "0",
-            "--db",
-            str(db),
-            "--no-autopair",
-            *EMBEDDER,
-        ],
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-        env=env,
-    )
-    assert process.stderr is not None
-    for line in process.stderr:
-        if line.startswith("bli-memory-door listening on "):
-            return process, line.rsplit(" ", 1)[1].strip()
-    raise SystemExit("bench_daemon: the door did not start")
+    """The door over `db`, its extraction worker on (`--embedder` wins over BLI_MEMORY_EMBEDDER)."""
+    return local_door.start_door(db, home, EMBEDDER, "bench_daemon", worker=True)
 
 
 def start_daemon(env: dict[str, str]) -> subprocess.Popen[bytes]:

@@ -33,7 +33,6 @@ import json
 import os
 import random
 import string
-import subprocess
 import sys
 import tempfile
 import threading
@@ -42,11 +41,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import local_door  # scripts/local_door.py
+
 from bli_memory.door.embed import load_embedder
 from bli_memory.door.memories import MemoryService
 from bli_memory.door.store import open_store
 
-LISTENING = "bli-memory-door listening on "
 BIN = Path(sys.executable).parent
 TAG = "repo_bench_doors"
 SEED_BATCH = 1000
@@ -179,55 +179,23 @@ class Door:
     blocks."""
 
     def __init__(self, db: str, embedder_spec: str, home: Path) -> None:
-        self.process = subprocess.Popen(
-            [
-                str(BIN / "bli-memory-door"),
-                "serve",
-                "--port",
-                "0",
-                "--db",
-                db,
-                "--no-autopair",
-                "--embedder",
-                embedder_spec,
-                "--no-worker",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            env={**os.environ, "HOME": str(home), "XDG_DATA_HOME": str(home / "share")},
-        )
         self.lines: list[str] = []
-        self.host = ""
-        self.port = 0
-        ready = threading.Event()
-        threading.Thread(target=self._drain, args=(ready,), daemon=True).start()
-        if not ready.wait(DOOR_START_TIMEOUT_S) or not self.port:
-            self.stop()
-            raise SystemExit("bench_doors: the door did not start:\n" + "\n".join(self.lines[-10:]))
-
-    def _drain(self, ready: threading.Event) -> None:
-        assert self.process.stderr is not None
-        for line in self.process.stderr:
-            self.lines.append(line.rstrip("\n"))
-            if line.startswith(LISTENING):
-                host, port = line[len(LISTENING) :].strip().removeprefix("http://").rsplit(":", 1)
-                self.host, self.port = host, int(port)
-                ready.set()
-        ready.set()
+        env = {**os.environ, "XDG_DATA_HOME": str(home / "share")}
+        try:
+            self.process, url = local_door.start_door(
+                db, home, embedder_spec, "bench_doors", DOOR_START_TIMEOUT_S, env=env, lines=self.lines
+            )
+        except local_door.DoorDidNotStart:
+            raise SystemExit("bench_doors: the door did not start:\n" + "\n".join(self.lines[-10:])) from None
+        host, port = url.removeprefix("http://").rsplit(":", 1)
+        self.host, self.port = host, int(port)
 
     def cpu_seconds(self) -> float:
         """User + system CPU of the door so far (Linux /proc)."""
         return process_cpu_seconds(self.process.pid)
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(10)
+        local_door.stop_door(self.process, 30)
 
 
 class Client:

@@ -36,6 +36,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import local_door  # scripts/local_door.py
+
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
 ZIPAPP = REPO / "dist" / "bli-memory-mcp.pyz"
@@ -53,33 +55,13 @@ MEMORIES = [
 
 def start_door(workdir: Path, embedder: str) -> tuple[subprocess.Popen[str], str, str]:
     db = workdir / "bench.db"
-    door_bin = str(VENV_BIN / "bli-memory-door")
-    env = {**os.environ, "HOME": str(workdir / "door-home")}
-    process = subprocess.Popen(
-        [door_bin, "serve", "--port", "0", "--db", str(db), "--no-autopair", "--embedder", embedder],
-        stderr=subprocess.PIPE,
-        stdout=subprocess.DEVNULL,
-        text=True,
-        env=env,
-    )
-    assert process.stderr is not None
-    url = ""
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        line = process.stderr.readline()
-        if not line:
-            break
-        if "listening on " in line:
-            url = line.split("listening on ", 1)[1].strip()
-            break
-    if not url:
-        process.kill()
-        raise SystemExit("bench_hooks: the door did not start")
+    home = workdir / "door-home"
+    process, url = local_door.start_door(db, home, embedder, "bench_hooks", worker=True)
     token = subprocess.run(
-        [door_bin, "pair", "--person", "bench", "--db", str(db)],
+        [str(VENV_BIN / "bli-memory-door"), "pair", "--person", "bench", "--db", str(db)],
         capture_output=True,
         text=True,
-        env=env,
+        env={**os.environ, "HOME": str(home)},
         check=True,
     ).stdout.strip()
     return process, url, token
@@ -309,8 +291,7 @@ def main() -> int:
         else:
             print(f"\n(no {ZIPAPP.relative_to(REPO)}: zipapp not measured)")
     finally:
-        door.terminate()
-        door.wait(15)
+        local_door.stop_door(door)
         shutil.rmtree(workdir, ignore_errors=True)
     return 0
 

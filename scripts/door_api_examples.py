@@ -19,6 +19,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import local_door  # scripts/local_door.py
+
 #: how the profile chooses what lasts (door/librarian/lasting.py)
 PROFILE_LASTING_NOTE = (
     "What lasts is decided by the librarian's own signals, deterministically, over the space's newest 200 "
@@ -39,7 +41,6 @@ PROFILE_LASTING_NOTE = (
 )
 
 BIN = Path(sys.executable).parent
-LISTENING = "bli-memory-door listening on "
 
 INTRO = """# The door's HTTP API
 
@@ -118,16 +119,8 @@ The examples below are real answers of a door started by `scripts/door_api_examp
 
 
 def start(db: Path) -> tuple[subprocess.Popen[str], str]:
-    process = subprocess.Popen(
-        [str(BIN / "bli-memory-door"), "serve", "--port", "0", "--db", str(db), "--no-autopair"],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stderr is not None
-    for line in process.stderr:
-        if line.startswith(LISTENING):
-            return process, line[len(LISTENING) :].strip()
-    raise SystemExit("the door did not start")
+    """The door over `db` with its default embedder (the packaged model) and its extraction worker."""
+    return local_door.start_door(db, None, None, "door_api_examples", worker=True)
 
 
 def pair(db: Path, person: str, team: str, admin: bool = False) -> str:
@@ -276,7 +269,10 @@ def main() -> int:
                     "id": first["id"],
                     "content": "Payments retries use exponential backoff capped at 60 s (MAX_RETRY_DELAY_S).",
                 },
-                note="A new version; the old one is kept as history. Updating a superseded version is 409 `not_current`.",
+                note="A new version; the old one is kept as history. Updating a superseded version is 409 "
+                "`not_current`. Updating a fact distilled from an exchange takes its old sentence out of the "
+                "stored exchange, as a forget does, unless the exchange also says the new text; the new version "
+                "then no longer names that exchange.",
             )
             doc.call(
                 "GET /api/memory/{id}/history",
@@ -450,7 +446,12 @@ def main() -> int:
                 "`exchange`. Search labels the kinds and lists a fact before the exchange it came from. A "
                 "door tombstones stored exchanges older than its retention (`serve "
                 "--exchange-retention-days`, env `BLI_MEMORY_EXCHANGE_RETENTION_DAYS`, default 90 days); "
-                "their facts stay.",
+                "their facts stay. A fact forgotten or superseded (by an update, or by the librarian's "
+                "reconciliation of a later correction) has its sentence cut out of its exchange: the exchange "
+                "gets a new version without it (the old one is history) and keeps the rest, or is tombstoned "
+                "when the sentence is not in it word for word or nothing else is left; a superseded fact's "
+                "exchange is left as it was when it also holds the new text. So a search for an old value "
+                "finds no exchange that still says it.",
             )
             # -- browsing (door/browse.py)
             doc.parts.append("## Browsing\n")
@@ -543,7 +544,9 @@ def main() -> int:
                 note="One device's hourly hook figures, each hour as its stats file holds it "
                 "(`bli_memory/hooks/stats.py`); `bli-memory-mcp sync` sends the last 14 days. Checked strictly "
                 "(known hooks, counters, reasons, routes and duration buckets; integer counts; at most 336 hours; "
-                "no hour in the future), else 400. A re-sent hour replaces the device's copy of it.",
+                "no hour in the future), else 400. A re-sent hour replaces the device's copy of it. The door "
+                "keeps 30 days of hours (the ops view's longest window): its worker deletes older ones at "
+                "start and then hourly.",
             )
             doc.call(
                 "GET /api/ops/hook-stats?days=7",
@@ -625,8 +628,7 @@ def main() -> int:
                 token="bli_unknown",
             )
         finally:
-            process.terminate()
-            process.wait(30)
+            local_door.stop_door(process, 30)
     sys.stdout.write(INTRO + "\n" + "\n".join(doc.parts))
     return 0
 

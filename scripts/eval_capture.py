@@ -51,12 +51,10 @@ import json
 import os
 import re
 import shutil
-import signal
 import sqlite3
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -64,6 +62,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import local_door  # scripts/local_door.py
 
 from bli_memory.door.librarian import ENV_LLM_KEY, ENV_LLM_MODEL, ENV_LLM_URL
 from bli_memory.hooks.stop import SAVE_METADATA
@@ -82,7 +82,6 @@ PAIR_TIMEOUT_S = 60.0
 HTTP_TIMEOUT_S = 60.0
 #: how much of a result a verbose line shows when it is not the fact itself.
 SHOWN_CHARS = 160
-LISTENING = "bli-memory-door listening on "
 FALLBACK_LOG = "[bli-memory] librarian: the LLM extractor failed"
 PROG = "eval_capture"
 _WORD = re.compile(r"\w+")
@@ -258,34 +257,21 @@ class Door:
         self.env.pop("BLI_MEMORY_EMBEDDER", None)
         self.program = door_program()
         self.lines: list[str] = []
-        self.url = ""
-        self.token = ""
-        command = [self.program, "serve", "--port", "0", "--db", str(self.db), "--no-autopair"]
-        command += ["--embedder", embedder]
-        self.process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=self.env,
-        )
-        ready = threading.Event()
-        threading.Thread(target=self._drain, args=(ready,), daemon=True).start()
-        if not ready.wait(DOOR_START_TIMEOUT_S) or not self.url or self.process.poll() is not None:
-            self.stop()
-            last = self.lines[-1] if self.lines else "no output"
-            raise EvalError(f"the door did not start: {last}")
+        try:
+            self.process, self.url = local_door.start_door(
+                self.db,
+                None,
+                embedder,
+                "eval_capture",
+                DOOR_START_TIMEOUT_S,
+                worker=True,
+                env=self.env,
+                program=self.program,
+                lines=self.lines,
+            )
+        except local_door.DoorDidNotStart as exc:
+            raise EvalError(f"the door did not start: {exc.last}") from None
         self.token = self._pair()
-
-    def _drain(self, ready: threading.Event) -> None:
-        assert self.process.stderr is not None
-        for line in self.process.stderr:
-            self.lines.append(line.rstrip("\n"))
-            if line.startswith(LISTENING):
-                self.url = line[len(LISTENING) :].strip()
-                ready.set()
-        ready.set()
 
     def _pair(self) -> str:
         command = [self.program, "pair", "--person", "eval", "--db", str(self.db)]
@@ -330,13 +316,7 @@ class Door:
         return results if isinstance(results, list) else []
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(DOOR_STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(DOOR_STOP_TIMEOUT_S)
+        local_door.stop_door(self.process, DOOR_STOP_TIMEOUT_S)
 
 
 @dataclass(frozen=True)

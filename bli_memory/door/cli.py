@@ -683,8 +683,8 @@ MIGRATE_DESCRIPTION = """\
 Copy every row of one store into another: teams, people, devices (their token hashes, so every
 token keeps working, and revoked devices stay revoked), container aliases, every memory version and
 tombstone with its vector and the model that made it, extraction jobs (queued, done, failed,
-cancelled) and experience rows, keeping their ids and the memories' save order. SQLite to
-PostgreSQL, PostgreSQL to SQLite, or SQLite to SQLite."""
+cancelled), experience rows and the devices' hourly hook figures, keeping their ids and the
+memories' save order. SQLite to PostgreSQL, PostgreSQL to SQLite, or SQLite to SQLite."""
 MIGRATE_EPILOG = """\
 before anything is written:
   Both stores are opened, which brings each to the current schema. The migration is refused, with

@@ -9,6 +9,12 @@ so nothing an exchange said is lost when the librarian misses it. The two are li
   the facts distilled from it;
 - each of those facts names the key in its metadata `exchange`.
 
+A fact forgotten or superseded has its sentence cut out of its exchange (`cut_fact`): the exchange
+gets a new version without it and without the fact in `facts`, or is tombstoned when the sentence is
+not in it word for word or nothing else is left. A superseded fact's exchange is left as it was when
+it also holds the new text (it still says what is true); otherwise the new version no longer names it
+(`unlinked`). So a search for an old value finds no exchange that still says it.
+
 A stored exchange is history, not a fact: reconciliation never compares a new fact with one, the
 session-start profile leaves them out, and a door tombstones them after its retention period.
 """
@@ -99,6 +105,13 @@ def cut_fact(document: str, fact: str) -> str | None:
         return None
     lines = [_SPACES.sub(" ", line).rstrip() for line in cut.splitlines()]
     return "\n".join(lines).strip()
+
+
+def unlinked(metadata: dict[str, Any] | None, key: str) -> dict[str, Any] | None:
+    """A fact's metadata without its link to the exchange `key` (which no longer holds its text)."""
+    if exchange_of(metadata) != key:
+        return metadata
+    return {name: value for name, value in (metadata or {}).items() if name != FACT_EXCHANGE_FIELD}
 
 
 def has_words(text: str) -> bool:

@@ -9,6 +9,9 @@ else is an `InvalidRequest` naming what was wrong, so that no text but counts is
 
 Durations are a histogram: p50 and p95 are the upper edges of the buckets they fall in (a bucket
 past the last edge is `gt_15000`); max is exact. Content-free: statuses, reasons, routes, times.
+
+A door keeps RETENTION_DAYS of hours, the longest window the ops view shows; its worker deletes older
+ones (`oldest_kept_hour`).
 """
 
 from __future__ import annotations
@@ -50,7 +53,13 @@ MAX_ELAPSED_SUM_MS = MAX_RUNS_PER_HOUR * 3_600_000
 MAX_REASON_NAMES = 64
 #: how far ahead of the door's clock an hour may be (a client's clock a little fast)
 FUTURE_SLACK_S = 3600.0
+#: the ops view's windows: the last 7 or 30 days
 WINDOWS_DAYS = (7, 30)
+#: a door keeps the hours of its longest window; older hours are deleted (`oldest_kept_hour`).
+RETENTION_DAYS = max(WINDOWS_DAYS)
+#: rows deleted per transaction by the retention sweep.
+PRUNE_BATCH_ROWS = 1000
+SECONDS_PER_DAY = 86_400.0
 QUANTILES = (("p50", 0.5), ("p95", 0.95))
 _REASON_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.")
 
@@ -58,6 +67,13 @@ _REASON_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0
 def hour_name(epoch_s: float) -> str:
     """The hour as the stats files name it: `YYYY-MM-DDTHH` in UTC."""
     return time.strftime("%Y-%m-%dT%H", time.gmtime(epoch_s))
+
+
+def oldest_kept_hour(now: float) -> str:
+    """The first hour the door keeps: the first the 30-day view shows (`hour_name` of now less
+    RETENTION_DAYS). The door's worker deletes the hours before it at its start, then hourly, a batch
+    of PRUNE_BATCH_ROWS per transaction, as it tombstones old stored exchanges."""
+    return hour_name(now - RETENTION_DAYS * SECONDS_PER_DAY)
 
 
 def _count(where: str, value: object, most: int = MAX_RUNS_PER_HOUR) -> int:

@@ -9,7 +9,8 @@ applied once, never twice. A job whose device is revoked (before it starts or wh
 cancelled and writes nothing.
 
 The same thread tombstones stored exchanges older than the door's retention (at start, then every
-RETENTION_SWEEP_INTERVAL_S), in batches; the facts distilled from them stay.
+RETENTION_SWEEP_INTERVAL_S), in batches; the facts distilled from them stay. With them it deletes the
+devices' hourly hook figures older than the ops view's longest window (`hook_stats.RETENTION_DAYS`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from bli_memory.door import exchanges, librarian
+from bli_memory.door import exchanges, hook_stats, librarian
 from bli_memory.door.errors import exception_line
 from bli_memory.door.memories import RETENTION_BATCH, MemoryService
 from bli_memory.door.model import Hit, Job, JobOutcome, Principal, now_s
@@ -233,6 +234,7 @@ class ExtractionWorker:
             self._process(job)
         if time.monotonic() >= self._next_sweep:
             self._sweep_exchanges()
+            self._sweep_hook_stats()
             self._next_sweep = time.monotonic() + RETENTION_SWEEP_INTERVAL_S
         while self.memories.needs_backfill and not self._stop.is_set():
             done = self.memories.backfill_vectors()
@@ -253,6 +255,20 @@ class ExtractionWorker:
         if total:
             fields = {"tombstoned": total, "days": self.exchange_retention_days}
             self._write(f"[bli-memory] exchange retention {json.dumps(fields)}")
+
+    def _sweep_hook_stats(self) -> None:
+        """Delete the devices' hook figures older than the ops view's longest window, a batch per
+        transaction."""
+        before = hook_stats.oldest_kept_hour(now_s())
+        total = 0
+        while not self._stop.is_set():
+            done = self.store.prune_hook_stats(before, hook_stats.PRUNE_BATCH_ROWS)
+            total += done
+            if done < hook_stats.PRUNE_BATCH_ROWS:
+                break
+        if total:
+            fields = {"deleted": total, "days": hook_stats.RETENTION_DAYS}
+            self._write(f"[bli-memory] hook stats retention {json.dumps(fields)}")
 
     def _process(self, job: Job) -> None:
         try:

@@ -543,16 +543,23 @@ class MemoryService:
             latest = self.store.current_version(principal.team_id, current.root_id)
             hint = f"; its current version is {latest.id!r}" if latest is not None else ""
             raise Conflict(f"memory {memory_id!r} is {current.status}{hint}", code="not_current")
-        vectors = self._embed([content], "passage")
+        # the exchange the old text came from, cut, is embedded with the new text before the
+        # transaction: a search right after finds the rest of it by meaning too
+        planned = self._exchange_cut(principal, current, unless=content)
+        texts = [content] if planned is None or planned[1] is None else [content, planned[1]]
+        vectors = self._embed(texts, "passage")
+        cut_vectors = {} if vectors is None else dict(zip(texts[1:], vectors[1:], strict=True))
         with self.transaction():
             self._retire(principal, current, "superseded")
+            kept = current.metadata if metadata is None else metadata
+            cut = self._supersede_in_exchange(principal, current, content, cut_vectors)
             new = self._insert(
                 principal,
                 tag=current.container_tag,
                 content=content,
                 vector=None if vectors is None else vectors[0],
                 custom_id=current.custom_id,
-                metadata=current.metadata if metadata is None else metadata,
+                metadata=kept if cut is None else exchanges.unlinked(kept, cut),
                 created_at=current.created_at,
                 previous=current,
             )
@@ -733,37 +740,74 @@ class MemoryService:
 
     def _forget_in_exchange(self, principal: Principal, fact: Memory) -> None:
         """After `fact` is forgotten, its text must not stay searchable through the exchange it came
-        from: the stored exchange gets a new version without the fact's sentence (the old one stays
-        as history, which no search reads, like every superseded version), or is tombstoned too when
-        the sentence cannot be found in it word for word, or nothing else is left (call inside
-        `transaction()`)."""
+        from (call inside `transaction()`; see `_cut_from_exchange`)."""
+        self._cut_from_exchange(principal, fact)
+
+    def _supersede_in_exchange(
+        self, principal: Principal, old: Memory, new_content: str, vectors: Mapping[str, np.ndarray]
+    ) -> str | None:
+        """After `old` is superseded by `new_content`, its stale text must not stay searchable through
+        the exchange it came from: cut as a forget does, unless that exchange holds the new text too
+        (then it still says what is true). `vectors`: the cut text's vector, computed before the
+        transaction. The key of the exchange cut or tombstoned, else None (call inside `transaction()`)."""
+        return self._cut_from_exchange(principal, old, unless=new_content, vectors=vectors)
+
+    def _exchange_cut(
+        self, principal: Principal, fact: Memory, unless: str | None
+    ) -> tuple[Memory, str | None] | None:
+        """The stored exchange `fact` names and its text without the fact's sentence (None: the
+        sentence is not in it word for word, or nothing else is left, so it is to be tombstoned); None
+        when there is nothing to cut: no such current exchange, or it holds `unless`."""
         key = exchanges.exchange_of(fact.metadata)
         if key is None or fact.kind != "memory":
-            return
+            return None
         tags = self.space_tags(principal, fact.container_tag)
         document = self.store.current_by_custom_id(principal.team_id, tags, key)
-        if document is None:
-            return
+        if document is None or (
+            unless is not None and exchanges.cut_fact(document.content, unless) is not None
+        ):
+            return None
         remaining = exchanges.cut_fact(document.content, fact.content)
-        if remaining is None or not exchanges.has_words(remaining):
+        return document, remaining if remaining is not None and exchanges.has_words(remaining) else None
+
+    def _cut_from_exchange(
+        self,
+        principal: Principal,
+        fact: Memory,
+        unless: str | None = None,
+        vectors: Mapping[str, np.ndarray] | None = None,
+    ) -> str | None:
+        """Take `fact`'s sentence out of the stored exchange it names (`_exchange_cut`): the exchange
+        gets a new version without it and without the fact in its `facts` (the old one stays as
+        history, which no search reads, like every superseded version), or is tombstoned. Its vector
+        comes from `vectors` (by text) or else the worker's backfill. The exchange's key when it was
+        cut or tombstoned, else None (call inside `transaction()`)."""
+        planned = self._exchange_cut(principal, fact, unless)
+        if planned is None:
+            return None
+        document, remaining = planned
+        if remaining is None:
             self._retire(principal, document, "forgotten")
-            return
+            return document.custom_id
         metadata = dict(document.metadata or {})
         metadata[exchanges.EXCHANGE_FACTS_FIELD] = [
             root for root in exchanges.facts_of(document.metadata) if root != fact.root_id
         ]
+        vector = (vectors or {}).get(remaining)
         self._retire(principal, document, "superseded")
         self._insert(
             principal,
             tag=document.container_tag,
             content=remaining,
-            vector=None,  # embedded by the worker's backfill: a forget does not wait for a whole exchange
+            vector=vector,  # a forget does not wait for a whole exchange: the worker's backfill embeds it
             custom_id=document.custom_id,
             metadata=metadata,
             created_at=document.created_at,
             previous=document,
         )
-        self.needs_backfill = self._vector_model is not None
+        if vector is None:
+            self.needs_backfill = self._vector_model is not None
+        return document.custom_id
 
     def expire_exchanges(self, before: float, batch: int = RETENTION_BATCH) -> int:
         """Tombstone up to `batch` stored exchanges created before `before` (their facts stay); how

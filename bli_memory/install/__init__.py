@@ -15,7 +15,8 @@ that is running (so it registers itself, not whatever else is on PATH) and write
   behind `[features] codex_hooks = true` are left to the person (we never flip feature flags), and
   Codex runs a new or changed hook only once the person trusts it (`/hooks`): install says so while
   that is pending, and `status` reads whether it is done (`bli_memory.codex_trust`). Install never
-  writes that trust itself: it is the person's review.
+  writes that trust itself: it is the person's review. Uninstall removes the trust Codex recorded for
+  our hooks (`[hooks.state."…"]` tables keyed by their places in hooks.json), no other hook's.
 
 Every edit is idempotent (a second run writes nothing), atomic (temp file + rename in the same
 folder, the file's mode kept, symlinks followed), keeps every other byte (JSON: only the changed

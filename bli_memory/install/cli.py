@@ -48,6 +48,7 @@ usage: bli-memory-mcp {verb} [--dry-run] [--host claude|codex]
   Claude Code: ~/.claude.json (mcpServers.bli-memory) and ~/.claude/settings.json
                (hooks SessionStart / UserPromptSubmit / Stop, permission {permission})
   Codex:       ~/.codex/config.toml ([mcp_servers.bli-memory]) and ~/.codex/hooks.json
+               (uninstall also removes the trust Codex recorded for our hooks: [hooks.state."…"])
   the skill:   ~/.claude/skills/bli-memory/SKILL.md and ~/.agents/skills/bli-memory/SKILL.md
                (what `bli-memory-mcp --print-skill` prints; no other skill is touched)
 $CLAUDE_CONFIG_DIR and $CODEX_HOME are honoured. Other keys are kept as they are; each file is

@@ -25,7 +25,14 @@ from bli_memory.install.contract import HOOKS, PERMISSION, SERVER_ID, hook_comma
 from bli_memory.install.files import FileChange, InstallError, Paths, backup_path, read_text, show_path
 from bli_memory.install.jsonsplice import splice_json
 from bli_memory.install.probe import hook_prefix
-from bli_memory.install.tomledit import TomlShapeError, edit_codex_toml, expected_after, toml_loads
+from bli_memory.install.tomledit import (
+    TomlShapeError,
+    edit_codex_toml,
+    expected_after,
+    remove_hook_states,
+    toml_loads,
+    without_hook_states,
+)
 
 # --------------------------------------------------------------------------- the JSON files
 
@@ -203,8 +210,9 @@ def _edit_permission(path: str, data: dict[str, Any], *, add: bool, actions: lis
 # --------------------------------------------------------------------------- the TOML file
 
 
-def plan_codex_toml(path: str, prefix: Sequence[str] | None) -> FileChange:
-    """`[mcp_servers.bli-memory]` in Codex's config.toml; prefix None removes it."""
+def plan_codex_toml(path: str, prefix: Sequence[str] | None, states: Sequence[str] = ()) -> FileChange:
+    """`[mcp_servers.bli-memory]` in Codex's config.toml; prefix None removes it, and with it the
+    `[hooks.state."…"]` tables of `states` (Codex's trust of our hooks, `codex_trust.our_state_keys`)."""
     old_text = read_text(path)
     if old_text is None and prefix is None:
         return FileChange(path, None, None)
@@ -212,6 +220,10 @@ def plan_codex_toml(path: str, prefix: Sequence[str] | None) -> FileChange:
     try:
         before = toml_loads(text)
         new_text, actions = edit_codex_toml(text, prefix)
+        removed: list[str] = []
+        if prefix is None and states:
+            new_text, removed = remove_hook_states(new_text, states)
+            actions += [f"remove Codex's trust of our hook {key}" for key in removed]
         after = toml_loads(new_text)
     except TomlShapeError as exc:
         raise InstallError(
@@ -221,6 +233,8 @@ def plan_codex_toml(path: str, prefix: Sequence[str] | None) -> FileChange:
         expected = expected_after(before, prefix)
         if prefix is None and "mcp_servers" in after and "mcp_servers" not in expected:
             expected["mcp_servers"] = {}
+        if removed:
+            expected, after = without_hook_states(expected, removed), without_hook_states(after, ())
         if after != expected:
             raise InstallError(
                 f"{show_path(path)}: the edit would change more than our table; left it untouched"
@@ -256,11 +270,20 @@ def plan(
         changes.append(change if server_prefix is not None or prefix is None else _unchanged(change))
         changes.append(plan_hooks_json(paths.claude_settings, prefix, codex=False, own=own))
     if "codex" in hosts:
-        change = plan_codex_toml(paths.codex_config, server_prefix)
+        states = _our_codex_states(paths) if prefix is None else []
+        change = plan_codex_toml(paths.codex_config, server_prefix, states)
         changes.append(change if server_prefix is not None or prefix is None else _unchanged(change))
         changes.append(plan_hooks_json(paths.codex_hooks, prefix, codex=True, own=own))
     changes += _skill_changes(paths, prefix is not None, hosts)
     return changes
+
+
+def _our_codex_states(paths: Paths) -> list[str]:
+    """The hook-state keys Codex gives the hooks of ours that hooks.json holds now (before uninstall
+    removes them): their trust goes with them, and no other hook's."""
+    from bli_memory.codex_trust import our_state_keys
+
+    return our_state_keys(read_text(paths.codex_hooks), paths.codex_state_hooks or paths.codex_hooks)
 
 
 def _skill_changes(paths: Paths, install: bool, hosts: Sequence[str]) -> list[FileChange]:

@@ -38,6 +38,8 @@ class Paths:
     #: the bli-memory skill's SKILL.md in each host's personal skills folder (`install.skill`)
     claude_skill: str = ""
     codex_skill: str = ""
+    #: hooks.json as Codex names it in its hook-state keys (`codex_state_folder`)
+    codex_state_hooks: str = ""
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Paths:
@@ -57,7 +59,17 @@ class Paths:
             codex_hooks=os.path.join(codex_dir, "hooks.json"),
             claude_skill=os.path.join(claude_dir or os.path.join(home, ".claude"), *SKILL_PATH),
             codex_skill=os.path.join(home, ".agents", *SKILL_PATH),
+            codex_state_hooks=os.path.join(codex_state_folder(env), "hooks.json"),
         )
+
+
+def codex_state_folder(env: Mapping[str, str]) -> str:
+    """The folder Codex keys its hook state by: $CODEX_HOME resolved, else $HOME/.codex as written
+    (Codex resolves the one and not the other)."""
+    codex_home = env.get("CODEX_HOME")
+    if codex_home:
+        return os.path.realpath(codex_home)
+    return os.path.normpath(os.path.join(os.path.abspath(home_dir(env)), ".codex"))
 
 
 @dataclass

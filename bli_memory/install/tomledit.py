@@ -253,17 +253,7 @@ def edit_codex_toml(text: str, prefix: Sequence[str] | None) -> tuple[str, list[
         blocks = [s for s in headers if s.path[:2] == ours]
         if not blocks:
             return text, []
-        drop: set[int] = set()
-        for header in blocks:
-            end = _block_end(statements, header)
-            drop.update(range(header.start, end))
-            # undo the blank line install put before the table (or, at the top, the one after it)
-            if header.start > 0 and not lines[header.start - 1].strip():
-                drop.add(header.start - 1)
-            elif header.start == 0 and end < len(lines) and not lines[end].strip():
-                drop.add(end)
-        kept = [line for number, line in enumerate(lines) if number not in drop]
-        return "".join(kept), [f"remove [mcp_servers.{SERVER_ID}]"]
+        return _without_blocks(lines, statements, blocks), [f"remove [mcp_servers.{SERVER_ID}]"]
 
     command, args = codex_server_lines(prefix)
     if not main:
@@ -303,6 +293,57 @@ def edit_codex_toml(text: str, prefix: Sequence[str] | None) -> tuple[str, list[
     if not changed:
         return text, []
     return "".join(new_lines), [f"update [mcp_servers.{SERVER_ID}] ({shlex.join(prefix)})"]
+
+
+def _without_blocks(
+    lines: Sequence[str], statements: Sequence[TomlStatement], blocks: Sequence[TomlStatement]
+) -> str:
+    """The text without the tables whose headers are `blocks`, each with the blank line before it (or,
+    at the top, the one after it): install put one there, and Codex one before each table it adds."""
+    drop: set[int] = set()
+    for header in blocks:
+        end = _block_end(statements, header)
+        drop.update(range(header.start, end))
+        if header.start > 0 and not lines[header.start - 1].strip():
+            drop.add(header.start - 1)
+        elif header.start == 0 and end < len(lines) and not lines[end].strip():
+            drop.add(end)
+    return "".join(line for number, line in enumerate(lines) if number not in drop)
+
+
+#: where Codex keeps a hook's trust: `[hooks.state."<hooks.json>:<event>:<group>:<handler>"]`.
+HOOK_STATE_TABLE = ("hooks", "state")
+
+
+def remove_hook_states(text: str, keys: Sequence[str]) -> tuple[str, list[str]]:
+    """Remove the `[hooks.state."<key>"]` tables of `keys` (Codex's record of our hooks' trust): (the
+    new text, the keys removed, sorted); every other byte stays as it was. A state written in another
+    form (a dotted key, an inline table) is not how Codex writes one and is left alone."""
+    wanted = {(*HOOK_STATE_TABLE, key) for key in keys}
+    statements = scan_toml(text)
+    blocks = [s for s in statements if s.kind == "header" and not s.array and s.path in wanted]
+    if not blocks:
+        return text, []
+    removed = sorted(header.path[-1] for header in blocks)
+    return _without_blocks(text.splitlines(keepends=True), statements, blocks), removed
+
+
+def without_hook_states(data: dict[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+    """A parsed config without the hook states of `keys`, and without a `hooks.state` or `hooks`
+    table left empty (the parsed form `remove_hook_states` must give, whatever it held before)."""
+    import copy
+
+    result = copy.deepcopy(data)
+    hooks = result.get("hooks")
+    state = hooks.get("state") if isinstance(hooks, dict) else None
+    if isinstance(hooks, dict) and isinstance(state, dict):
+        for key in keys:
+            state.pop(key, None)
+        if not state:
+            del hooks["state"]
+        if not hooks:
+            del result["hooks"]
+    return result
 
 
 def _block_end(statements: Sequence[TomlStatement], header: TomlStatement) -> int:

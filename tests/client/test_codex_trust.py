@@ -540,3 +540,29 @@ def test_codex_skips_a_trusted_hook_that_changed_and_status_says_so(
 
     ran = codex_exec(tmp_path, model_api)
     assert model_api.requests and hook_runs(tmp_path) == {"prompt": 1}, ran.stderr
+
+
+def test_uninstall_removes_the_trust_codex_wrote_for_our_hooks_and_keeps_the_rest(tmp_path: Path) -> None:
+    hooks_file = tmp_path / ".codex" / "hooks.json"
+    hooks_file.parent.mkdir()
+    theirs = {"type": "command", "command": "/usr/bin/their-stop-hook", "timeout": 10}
+    hooks_file.write_text(json.dumps({"hooks": {"Stop": [{"hooks": [theirs]}]}}, indent=2) + "\n")
+    (tmp_path / ".codex" / "config.toml").write_text('model = "gpt-5"\n')
+    assert run_cli(tmp_path, "install", "--host", "codex").returncode == 0
+    hooks = codex_hooks(tmp_path)
+    assert len(hooks) == 4
+    trust_like_codex(tmp_path, hooks)  # Codex's own write: their hook and our three
+    assert [hook["trustStatus"] for hook in codex_hooks(tmp_path)] == ["trusted"] * 4
+    ours = set(our_current_hashes(tmp_path))
+    their_key = next(hook["key"] for hook in hooks if hook["key"] not in ours)
+
+    done = run_cli(tmp_path, "uninstall", "--host", "codex")
+    assert done.returncode == 0, done.stderr
+    text = (tmp_path / ".codex" / "config.toml").read_text()
+    states = codex_trust.parse_config(text).states
+    assert set(states) == {their_key}  # Codex's record of ours is gone, theirs kept
+    assert text.startswith('model = "gpt-5"\n') and "mcp_servers" not in text
+    assert [(hook["key"], hook["trustStatus"]) for hook in codex_hooks(tmp_path)] == [(their_key, "trusted")]
+    again = run_cli(tmp_path, "uninstall", "--host", "codex")
+    assert again.returncode == 0 and "nothing of ours" in again.stdout
+    assert (tmp_path / ".codex" / "config.toml").read_text() == text

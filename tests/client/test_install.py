@@ -342,6 +342,50 @@ def test_uninstall_on_an_empty_home_changes_nothing(tmp_path: Path) -> None:
     assert snapshot(tmp_path) == {}
 
 
+def _hook_state(key: str, *lines: str) -> str:
+    """One hook-state table as Codex appends it to config.toml when the person trusts a hook."""
+    return "\n" + f"[hooks.state.{json.dumps(key)}]\n" + "".join(line + "\n" for line in lines)
+
+
+def test_uninstall_removes_codex_s_trust_of_our_hooks_and_no_one_else_s(tmp_path: Path) -> None:
+    (tmp_path / ".codex").mkdir()
+    hooks_json = tmp_path / ".codex" / "hooks.json"
+    theirs = {"type": "command", "command": "/usr/bin/their-stop-hook", "timeout": 10}
+    hooks_json.write_text(json.dumps({"hooks": {"Stop": [{"hooks": [theirs]}]}}, indent=2) + "\n")
+    # the person trusted their own hook, and a project's hooks.json elsewhere, before installing us
+    foreign = _hook_state(f"{hooks_json}:stop:0:0", 'trusted_hash = "sha256:' + "a" * 64 + '"')
+    foreign += _hook_state("/w/project/.codex/hooks.json:session_start:0:0", "enabled = false")
+    config = tmp_path / ".codex" / "config.toml"
+    config.write_text(CODEX_CONFIG + foreign)
+    assert run_cli(tmp_path, "install", "--host", "codex").returncode == 0
+    installed = load(hooks_json)["hooks"]
+    assert installed["Stop"][0]["hooks"] == [theirs]  # ours come after theirs: Stop group 1
+    ours = [
+        f"{hooks_json}:session_start:0:0",
+        f"{hooks_json}:user_prompt_submit:0:0",
+        f"{hooks_json}:stop:1:0",
+    ]
+    trusted = [_hook_state(key, 'trusted_hash = "sha256:' + "b" * 64 + '"') for key in ours[:2]]
+    trusted.append(_hook_state(ours[2], "enabled = false", 'trusted_hash = "sha256:' + "c" * 64 + '"'))
+    with config.open("a") as handle:  # the person trusts our hooks in Codex's /hooks
+        handle.write("".join(trusted))
+    assert set(tomllib.loads(config.read_text())["hooks"]["state"]) == {
+        *ours,
+        f"{hooks_json}:stop:0:0",
+        "/w/project/.codex/hooks.json:session_start:0:0",
+    }
+
+    result = run_cli(tmp_path, "uninstall", "--host", "codex")
+    assert result.returncode == 0, result.stderr
+    assert config.read_text() == CODEX_CONFIG + foreign  # ours gone, byte for byte; theirs kept
+    assert load(hooks_json) == {"hooks": {"Stop": [{"hooks": [theirs]}]}}
+    assert result.stdout.count("remove Codex's trust of our hook") == 3, result.stdout
+
+    again = run_cli(tmp_path, "uninstall", "--host", "codex")
+    assert again.returncode == 0 and again.stdout.count("nothing of ours") == 3, again.stdout
+    assert config.read_text() == CODEX_CONFIG + foreign
+
+
 def test_host_flag_limits_install_to_one_host(tmp_path: Path) -> None:
     assert run_cli(tmp_path, "install", "--host=codex").returncode == 0
     assert (tmp_path / ".codex" / "config.toml").exists()

@@ -1,10 +1,14 @@
 """`POST /api/ops/hook-stats` and `GET /api/ops/hook-stats`: the devices' hourly hook figures at the door,
-checked strictly, kept per device and hour (a re-send replaces the hour), summed per team."""
+checked strictly, kept per device and hour (a re-send replaces the hour), summed per team, and deleted
+by the door's worker once older than the ops view's longest window."""
 
 from __future__ import annotations
 
+import sqlite3
 import time
 import uuid
+from collections.abc import Callable
+from contextlib import closing
 from typing import Any
 
 import pytest
@@ -161,3 +165,23 @@ def test_known_reasons_are_taken_and_a_window_must_be_7_or_30_days(door: DoorPro
     assert status == 400 and body["error"] == "invalid_request"
     assert door.get("/api/ops/hook-stats?days=7", token="")[0] == 401
     assert door.post("/api/ops/hook-stats", {"hours": []}, token="")[0] == 401
+
+
+def test_a_door_deletes_the_hours_older_than_its_longest_window(
+    start_door: Callable[..., DoorProcess],
+) -> None:
+    door = start_door("--embedder", "none")
+    token = door.pair("ada", team=_team())
+    window_h = hook_stats.RETENTION_DAYS * 24
+    assert hook_stats.RETENTION_DAYS == max(hook_stats.WINDOWS_DAYS) == 30
+    hours = [_document(hours_ago, _prompt_hour(1, 1, 0)) for hours_ago in (window_h + 48, window_h + 2)]
+    hours += [_document(hours_ago, _prompt_hour(1, 1, 0)) for hours_ago in (window_h - 2, 1)]
+    status, _ = door.post("/api/ops/hook-stats", {"hours": hours}, token=token)
+    assert status == 200
+    door.stop()
+    door.start()  # the worker sweeps at start, then hourly
+    door.wait_for_log('[bli-memory] hook stats retention {"deleted": 2, "days": 30}')
+    with closing(sqlite3.connect(f"file:{door.db}?mode=ro", uri=True, timeout=30)) as connection:
+        kept = sorted(row[0] for row in connection.execute("SELECT hour FROM hook_stats"))
+    assert [hour + ":00Z" for hour in kept] == [hours[2]["hour"], hours[3]["hour"]]
+    assert door.get("/api/ops/hook-stats?days=30", token=token)[1]["hooks"]["prompt"]["runs"] == 2

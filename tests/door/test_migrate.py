@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from bli_memory.door.hook_stats import hour_name
 from bli_memory.door.migrate import PAUSE_ENV, Progress, TableSum, canonical_row, mask_url, row_digest
 from bli_memory.door.model import hash_text, now_s
 from bli_memory.door.store import open_store
@@ -109,7 +110,8 @@ def _version(store: Store, who: Any, content: str, **fields: Any) -> str:
 
 def fill(url: str, memories: int = 12) -> dict[str, Any]:
     """A store holding every kind of row: several teams, a revoked device, aliases, versions,
-    tombstones, vectors of two models, queued/done/failed/cancelled jobs, experience rows. Returns the
+    tombstones, vectors of two models, queued/done/failed/cancelled jobs, experience rows, hourly hook
+    figures of two teams. Returns the
     tokens (`ana`, `bo`, `cy`, `revoked`), a memory with two versions and the jobs by state."""
     store = open_store(url)
     try:
@@ -157,6 +159,9 @@ def fill(url: str, memories: int = 12) -> dict[str, Any]:
             store.record_experience(
                 who, entry_id=f"exp-{who.person}", store="bli", verdict=verdict, reason="r", created_at=None
             )
+        hours = [hour_name(now_s() - hours_ago * 3600) for hours_ago in (2, 1)]
+        store.put_hook_stats(ana, [(hours[0], '{"prompt":{"runs":3,"ok":3}}'), (hours[1], "{}")])
+        store.put_hook_stats(cy, [(hours[0], '{"stop":{"runs":1,"failed":1}}')])
         return {"tokens": tokens, "root": first.root_id, "jobs": jobs, "team": ana.team_id}
     finally:
         store.close()
@@ -192,6 +197,7 @@ def test_every_row_is_copied_verified_and_a_second_run_copies_nothing(
     fill(source)
     before = dump(source)
     assert all(before[table] for table in COPY_TABLES)
+    assert len(before["hook_stats"]) == 3  # the devices' hourly hook figures are copied too
     done = _migrate(tmp_path, "--from", source, "--to", dest)
     assert done.returncode == 0, done.stderr
     assert dump(dest) == before  # row for row
@@ -237,6 +243,8 @@ def test_source_tokens_and_memories_work_on_a_door_over_the_copy(
             "POST", "/api/memory/search", {"containerTag": "proj", "q": "x"}, token=tokens["revoked"]
         )
         assert status == 401  # a revoked device stays revoked
+        status, figures = door.request("GET", "/api/ops/hook-stats?days=7", token=tokens["bo"])
+        assert status == 200 and figures["hooks"]["prompt"]["ok"] == 3 and figures["devices"] == 1, figures
     finally:
         door.stop()
 

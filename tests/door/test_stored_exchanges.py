@@ -1,6 +1,7 @@
 """Stored exchanges against the real door: an extract save keeps the exchange as a document linked both
 ways with the facts distilled from it; search labels the two kinds; forgetting a fact takes its
-sentence out of its exchange; retention tombstones old exchanges but not their facts; the session
+sentence out of its exchange, and so does superseding it (an update, or a later correcting
+exchange) unless the exchange also says the new text; retention tombstones old exchanges but not their facts; the session
 profile leaves exchanges out; and the prompt hook (a real subprocess, paired to the real door)
 prefers a fact to the exchange it came from."""
 
@@ -110,7 +111,7 @@ def test_search_lists_a_fact_before_the_exchange_it_came_from(door: DoorProcess,
     assert [row["kind"] for row in alone] == ["document"]
 
 
-def test_a_fact_an_exchange_changes_is_updated_and_each_exchange_stays_as_it_was(
+def test_a_fact_an_exchange_changes_is_updated_and_the_old_exchange_no_longer_says_the_old_value(
     door: DoorProcess, tag: str
 ) -> None:
     old, new = (
@@ -124,10 +125,110 @@ def test_a_fact_an_exchange_changes_is_updated_and_each_exchange_stays_as_it_was
     assert [row["content"] for row in found if row["kind"] == "memory"] == [
         "We use PostgreSQL 16 in production."
     ]
-    assert sorted(row["content"] for row in found if row["kind"] == "document") == [old, new]
+    assert [row["content"] for row in found if row["kind"] == "document"] == [new]
     fact = next(row for row in found if row["kind"] == "memory")
     second = next(row for row in found if row["content"] == new)
     assert fact["metadata"]["exchange"] == second["customId"]  # the new text came from the new exchange
+    assert root_of(door, fact["id"]) in second["metadata"]["facts"]
+    first = next(row for row in rows_of(door.db, tag) if row["content"] == old)
+    assert first["status"] == "superseded"  # the old exchange's text is history
+
+
+STAGING_EXCHANGE = (
+    "User: flaky_retry_hook failed again on the nightly run.\n\n"
+    "Assistant: The staging host is `db-2.stg.acme.dev`. Run migrations with `make migrate` before deploying. "
+    "Thanks for waiting, the weather in quokka_valley was lovely."
+)
+OLD_HOST, NEW_HOST = "db-2.stg.acme.dev", "db-3.stg.acme.dev"
+
+
+def root_of(door: DoorProcess, memory_id: str) -> str:
+    """A memory's root id: the id of its first version."""
+    status, history = door.get(f"/api/memory/{memory_id}/history")
+    assert status == 200, history
+    return str(history["versions"][0]["id"])
+
+
+def holding(door: DoorProcess, tag: str, q: str, text: str) -> list[dict[str, Any]]:
+    """The current memories and documents a search for `q` returns whose text holds `text`."""
+    return [row for row in search(door, tag, q) if text in row["content"]]
+
+
+def assert_only_the_new_host_is_found(door: DoorProcess, tag: str) -> dict[str, Any]:
+    """No current memory or document says the old host; a fact says the new one; the exchange the old
+    one came from keeps its other sentences (cut as a forget cuts: a new version, the old as history).
+    Returns that exchange."""
+    for q in (OLD_HOST, "staging host db-2", "where is staging"):
+        assert holding(door, tag, q, OLD_HOST) == [], q
+    assert [row["kind"] for row in holding(door, tag, "staging host", NEW_HOST)][:1] == ["memory"]
+    exchange = the_document(door, tag)
+    assert "Run migrations with `make migrate` before deploying." in exchange["content"]
+    assert "flaky_retry_hook" in exchange["content"] and OLD_HOST not in exchange["content"]
+    assert exchange["version"] == 2
+    status, history = door.get(f"/api/memory/{exchange['id']}/history")
+    assert status == 200 and [v["status"] for v in history["versions"]] == ["superseded", "current"]
+    assert history["versions"][0]["content"] == STAGING_EXCHANGE
+    return exchange
+
+
+def test_updating_a_fact_cuts_its_old_sentence_out_of_its_exchange(door: DoorProcess, tag: str) -> None:
+    extract(door, tag, STAGING_EXCHANGE)
+    fact = next(row for row in search(door, tag, "staging host") if row["kind"] == "memory")
+    assert OLD_HOST in fact["content"]
+
+    status, body = door.post(
+        "/api/memory/update", {"id": fact["id"], "content": f"The staging host is `{NEW_HOST}`."}
+    )
+    assert status == 200, body
+
+    exchange = assert_only_the_new_host_is_found(door, tag)
+    assert fact["id"] not in exchange["metadata"]["facts"] and len(exchange["metadata"]["facts"]) == 1
+    updated = next(row for row in search(door, tag, "staging host") if row["kind"] == "memory")
+    assert updated["id"] == body["id"] and "exchange" not in updated["metadata"]  # no longer its source
+
+
+def test_a_correcting_exchange_cuts_the_old_sentence_out_of_the_first_exchange(
+    door: DoorProcess, tag: str
+) -> None:
+    extract(door, tag, STAGING_EXCHANGE)
+    correction = "User: the deploy could not reach staging.\n\nAssistant: Actually, staging moved to `db-3.stg.acme.dev`."
+    job = extract(door, tag, correction)
+    assert job["outcome"]["updated"] == 1, job
+
+    first = assert_only_the_new_host_is_found(door, tag)
+    fact = next(row for row in holding(door, tag, "staging host", NEW_HOST) if row["kind"] == "memory")
+    assert root_of(door, fact["id"]) not in first["metadata"]["facts"]
+    second = next(
+        row for row in search(door, tag, "deploy could not reach staging") if row["kind"] == "document"
+    )
+    assert second["content"] == correction and fact["metadata"]["exchange"] == second["customId"]
+
+
+def test_with_an_embedder_an_updated_fact_s_exchange_is_found_by_meaning_at_once(
+    door_onnx: DoorProcess, tag: str
+) -> None:
+    extract(door_onnx, tag, STAGING_EXCHANGE)
+    fact = next(row for row in search(door_onnx, tag, "staging host") if row["kind"] == "memory")
+    status, _ = door_onnx.post(
+        "/api/memory/update", {"id": fact["id"], "content": f"The staging host is `{NEW_HOST}`."}
+    )
+    assert status == 200
+    # the cut exchange was embedded with the new text, before the update answered: no wait for the backfill
+    exchange = the_document(door_onnx, tag)
+    assert OLD_HOST not in exchange["content"] and exchange["version"] == 2
+    assert vector_model_of(door_onnx.db, exchange["id"]) is not None and exchange["similarity"] is not None
+
+
+def test_an_update_its_exchange_also_says_leaves_the_exchange_as_it_was(door: DoorProcess, tag: str) -> None:
+    said = "Assistant: The staging host is `db-2.stg.acme.dev`. The build cache lives in `/var/cache/ci`."
+    extract(door, tag, said)
+    fact = next(row for row in search(door, tag, "staging host") if row["kind"] == "memory")
+    status, _ = door.post(  # the new text is in the exchange: it still says what is true
+        "/api/memory/update", {"id": fact["id"], "content": "The build cache lives in `/var/cache/ci`."}
+    )
+    assert status == 200
+    documents = [row for row in search(door, tag, "staging host build cache") if row["kind"] == "document"]
+    assert [(row["content"], row["version"]) for row in documents] == [(said, 1)]
 
 
 def test_a_stored_exchange_is_never_a_neighbour_that_swallows_a_new_fact(door: DoorProcess, tag: str) -> None:

@@ -42,6 +42,7 @@ COPY_TABLES = (
     "memories",
     "memory_extract_jobs",
     "experience",
+    "hook_stats",
 )
 #: each copied table's primary key: `after` in dump_rows is a tuple of these columns' values.
 PRIMARY_KEYS: dict[str, tuple[str, ...]] = {
@@ -52,6 +53,7 @@ PRIMARY_KEYS: dict[str, tuple[str, ...]] = {
     "memories": ("rowid",),
     "memory_extract_jobs": ("id",),
     "experience": ("team_id", "id"),
+    "hook_stats": ("team_id", "device_id", "hour"),
 }
 #: the columns of a dumped row, by their SQLite names: what a store's dump_rows gives and its
 #: load_rows takes, whatever the store names them itself. `people.admin` is no longer read (admin
@@ -90,6 +92,7 @@ COPY_COLUMNS: dict[str, tuple[str, ...]] = {
         "created_at",
         "received_at",
     ),
+    "hook_stats": ("team_id", "device_id", "person_id", "hour", "counts", "received_at"),
 }
 #: dumped columns holding JSON text: a store may give them as text or as the parsed value, and
 #: load_rows takes either.
@@ -519,6 +522,11 @@ class Store(Protocol):
     def hook_stats_since(self, team_id: int, since_hour: str) -> list[tuple[str, str, str]]:
         """The team's hourly hook figures of `since_hour` (`YYYY-MM-DDTHH`) and later, as
         `(device_id, hour, counts JSON text)` in (hour, device_id) order; never another team's."""
+        ...
+
+    def prune_hook_stats(self, before_hour: str, limit: int) -> int:
+        """Delete up to `limit` hourly hook figures, of any team, of hours before `before_hour`
+        (`YYYY-MM-DDTHH`); how many. One transaction; the caller repeats until it gets less than `limit`."""
         ...
 
     # ---------------------------------------------------------------- copying a store (migrate)

@@ -738,6 +738,8 @@ def _fill_every_table(store: Store) -> dict[str, str]:
     store.enqueue_job(bob, "t", "still queued", None)
     store.record_experience(ada, entry_id="e1", store="bli", verdict="win", reason="found it", created_at=5.0)
     store.record_experience(eve, entry_id="e1", store="bli", verdict="loss", reason="missed", created_at=6.0)
+    store.put_hook_stats(ada, [("2026-09-06T14", '{"prompt":{"runs":2}}'), ("2026-09-06T15", "{}")])
+    store.put_hook_stats(eve, [("2026-09-06T14", '{"stop":{"runs":1}}')])
     return tokens
 
 
@@ -883,4 +885,18 @@ def test_hook_stats_of_one_team_are_never_read_by_another(store: Store) -> None:
     store.put_hook_stats(theirs, [("2026-09-06T14", '{"prompt":{"runs":9}}')])
     assert store.hook_stats_since(theirs.team_id, "2026-01-01T00") == [
         (theirs.device_id, "2026-09-06T14", '{"prompt":{"runs":9}}')
+    ]
+
+
+def test_hook_stats_before_an_hour_are_pruned_in_batches_across_teams(store: Store) -> None:
+    ours = _principal(store, "ada", team="one")
+    theirs = _principal(store, "bob", team="two")
+    store.put_hook_stats(ours, [("2026-08-01T10", "{}"), ("2026-08-06T13", "{}"), ("2026-08-06T14", "{}")])
+    store.put_hook_stats(theirs, [("2026-07-30T00", "{}"), ("2026-09-06T14", "{}")])
+    assert store.prune_hook_stats("2026-08-06T14", 2) == 2  # a batch at most
+    assert store.prune_hook_stats("2026-08-06T14", 2) == 1  # less than a batch: nothing older is left
+    assert store.prune_hook_stats("2026-08-06T14", 2) == 0
+    assert [hour for _, hour, _ in store.hook_stats_since(ours.team_id, "2000-01-01T00")] == ["2026-08-06T14"]
+    assert [hour for _, hour, _ in store.hook_stats_since(theirs.team_id, "2000-01-01T00")] == [
+        "2026-09-06T14"
     ]

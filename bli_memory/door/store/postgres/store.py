@@ -1340,6 +1340,15 @@ class PostgresStore:
             ).fetchall()
         return [(row["device_id"], row["hour"], row["counts"]) for row in rows]
 
+    def prune_hook_stats(self, before_hour: str, limit: int) -> int:
+        with self.transaction(), self._connection() as db:
+            deleted = db.execute(
+                """DELETE FROM hook_stats WHERE ctid IN
+                   (SELECT ctid FROM hook_stats WHERE hour < %s LIMIT %s)""",
+                (before_hour, limit),
+            )
+            return int(deleted.rowcount)
+
 
 def _copied_table(table: str) -> str:
     """`table` when dump_rows/load_rows copy it; ValueError otherwise (a table name goes into SQL)."""

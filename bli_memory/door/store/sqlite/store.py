@@ -962,6 +962,14 @@ class SqliteStore:
             ).fetchall()
         return [(row[0], row[1], row[2]) for row in rows]
 
+    def prune_hook_stats(self, before_hour: str, limit: int) -> int:
+        with self.transaction():
+            return self._db.execute(
+                """DELETE FROM hook_stats WHERE rowid IN
+                   (SELECT rowid FROM hook_stats WHERE hour < ? LIMIT ?)""",
+                (before_hour, limit),
+            ).rowcount
+
     # ------------------------------------------------------------------ copying a store (migrate)
 
     def dump_rows(self, table: str, after: tuple[Any, ...] | None, limit: int) -> list[dict[str, Any]]:
