@@ -449,9 +449,11 @@ def main() -> int:
                 "their facts stay. A fact forgotten or superseded (by an update, or by the librarian's "
                 "reconciliation of a later correction) has its sentence cut out of its exchange: the exchange "
                 "gets a new version without it (the old one is history) and keeps the rest, or is tombstoned "
-                "when the sentence is not in it word for word or nothing else is left; a superseded fact's "
-                "exchange is left as it was when it also holds the new text. So a search for an old value "
-                "finds no exchange that still says it.",
+                "when nothing else is left. A forgotten fact whose sentence is not in it word for word "
+                "tombstones the exchange; a superseded one leaves it as it was (the librarian reworded the "
+                "value, and the exchange is the record of everything else that was said), and so does a "
+                "superseded fact whose exchange also holds the new text. So a search for an old value finds "
+                "no exchange that still says it word for word.",
             )
             # -- browsing (door/browse.py)
             doc.parts.append("## Browsing\n")

@@ -545,7 +545,7 @@ class MemoryService:
             raise Conflict(f"memory {memory_id!r} is {current.status}{hint}", code="not_current")
         # the exchange the old text came from, cut, is embedded with the new text before the
         # transaction: a search right after finds the rest of it by meaning too
-        planned = self._exchange_cut(principal, current, unless=content)
+        planned = self._exchange_cut(principal, current, unless=content, only_verbatim=True)
         texts = [content] if planned is None or planned[1] is None else [content, planned[1]]
         vectors = self._embed(texts, "passage")
         cut_vectors = {} if vectors is None else dict(zip(texts[1:], vectors[1:], strict=True))
@@ -750,14 +750,23 @@ class MemoryService:
         the exchange it came from: cut as a forget does, unless that exchange holds the new text too
         (then it still says what is true). `vectors`: the cut text's vector, computed before the
         transaction. The key of the exchange cut or tombstoned, else None (call inside `transaction()`)."""
-        return self._cut_from_exchange(principal, old, unless=new_content, vectors=vectors)
+        return self._cut_from_exchange(
+            principal, old, unless=new_content, vectors=vectors, only_verbatim=True
+        )
 
     def _exchange_cut(
-        self, principal: Principal, fact: Memory, unless: str | None
+        self, principal: Principal, fact: Memory, unless: str | None, only_verbatim: bool = False
     ) -> tuple[Memory, str | None] | None:
         """The stored exchange `fact` names and its text without the fact's sentence (None: the
         sentence is not in it word for word, or nothing else is left, so it is to be tombstoned); None
-        when there is nothing to cut: no such current exchange, or it holds `unless`."""
+        when there is nothing to cut: no such current exchange, or it holds `unless`, or
+        (`only_verbatim`) the sentence is not in it word for word.
+
+        A forget tombstones an exchange it cannot cut: the person asked for that text to be gone, and
+        a fact the librarian reworded may still be said there in other words. A correction cuts only
+        a sentence it finds: the exchange is the record of what was said, and dropping all of it for
+        one reworded value would lose every other thing it holds (measured: a whole tracer-cli
+        exchange, and the only answer to a question about it)."""
         key = exchanges.exchange_of(fact.metadata)
         if key is None or fact.kind != "memory":
             return None
@@ -768,6 +777,8 @@ class MemoryService:
         ):
             return None
         remaining = exchanges.cut_fact(document.content, fact.content)
+        if remaining is None and only_verbatim:
+            return None
         return document, remaining if remaining is not None and exchanges.has_words(remaining) else None
 
     def _cut_from_exchange(
@@ -776,13 +787,14 @@ class MemoryService:
         fact: Memory,
         unless: str | None = None,
         vectors: Mapping[str, np.ndarray] | None = None,
+        only_verbatim: bool = False,
     ) -> str | None:
         """Take `fact`'s sentence out of the stored exchange it names (`_exchange_cut`): the exchange
         gets a new version without it and without the fact in its `facts` (the old one stays as
         history, which no search reads, like every superseded version), or is tombstoned. Its vector
         comes from `vectors` (by text) or else the worker's backfill. The exchange's key when it was
         cut or tombstoned, else None (call inside `transaction()`)."""
-        planned = self._exchange_cut(principal, fact, unless)
+        planned = self._exchange_cut(principal, fact, unless, only_verbatim)
         if planned is None:
             return None
         document, remaining = planned

@@ -305,6 +305,31 @@ def test_forgetting_a_fact_its_exchange_does_not_hold_word_for_word_tombstones_t
     assert [row["kind"] for row in search(door, tag, "MAX_POOL_SIZE")] == ["memory"]  # its facts stay
 
 
+def test_correcting_a_fact_its_exchange_does_not_hold_word_for_word_leaves_the_exchange_whole(
+    door: DoorProcess, tag: str
+) -> None:
+    """Unlike a forget: the exchange is the record of what was said, and one reworded value must not
+    take every other thing it holds out of search."""
+    extract(door, tag, EXCHANGE)
+    document = the_document(door, tag)
+    reworded = save(
+        door,
+        tag,
+        "The nightly run of flaky_retry_hook fails on quokka_valley weather.",
+        metadata={"exchange": document["customId"]},
+    )
+    status, _ = door.post(
+        "/api/memory/update",
+        {"id": reworded["id"], "content": "The nightly run of flaky_retry_hook passes since the retry fix."},
+    )
+    assert status == 200
+    statuses = {row["id"]: row["status"] for row in rows_of(door.db, tag)}
+    assert statuses[document["id"]] == "current"
+    assert [row["version"] for row in search(door, tag, "flaky_retry_hook") if row["kind"] == "document"] == [
+        1
+    ]
+
+
 def test_retention_tombstones_an_old_exchange_but_not_its_facts(
     start_door: Callable[..., DoorProcess],
 ) -> None:
