@@ -42,6 +42,7 @@ import numpy as np
 from bli_memory.door.embed import load_embedder
 from bli_memory.door.indexes import Snapshots
 from bli_memory.door.memories import MemoryService
+from bli_memory.door.ranking import VECTOR_CANDIDATES
 from bli_memory.door.store import open_store
 
 LISTENING = "bli-memory-door listening on "
@@ -577,18 +578,21 @@ def scale_recall(url: str, tag: str, index_folder: Path, queries: list[str]) -> 
     return statistics.mean(recalls)
 
 
-def scale_recall_postgres(url: str, tag: str, queries: list[str]) -> dict[str, float]:
+def scale_recall_postgres(url: str, tag: str, queries: list[str], ef_search: list[int]) -> dict[str, Any]:
     """recall@10 of the server's HNSW index against exact search over the same rows: the store's
-    `nearest` (its `hnsw.ef_search`) asked for the VECTOR_CANDIDATES a search asks for, and for 10
-    alone; exact is every current vector of the space (read in binary) times the query, in numpy."""
+    `nearest` (its `hnsw.ef_search`, HNSW_EF_SEARCH) asked for the VECTOR_CANDIDATES a search asks
+    for, and for 10 alone; exact is every current vector of the space (read in binary) times the
+    query, in numpy. With `ef_search`, the same again from stores whose connections set those
+    values instead (recall, and the p50 of one `nearest` call, round trip included)."""
     import psycopg
     from pgvector.psycopg import register_vector
 
-    from bli_memory.door.ranking import VECTOR_CANDIDATES
+    from bli_memory.door.store.postgres import store as postgres_store
 
     embedder, _ = load_embedder("onnx")
     store = open_store(url)
     team_id = next(iter({t for t, space in store.spaces(1000) if space == tag}), None)
+    store.close()
     assert team_id is not None, f"no space {tag} in {url}"
     ids: list[str] = []
     with psycopg.connect(url) as conn:
@@ -605,19 +609,71 @@ def scale_recall_postgres(url: str, tag: str, queries: list[str]) -> dict[str, f
                 chunks.append(np.vstack([np.asarray(row[1].to_numpy(), dtype=np.float32) for row in batch]))
     matrix = np.vstack(chunks)
     del chunks
-    door, alone = [], []
-    for vector in embedder.embed(queries, kind="query"):
-        sims = matrix @ vector
-        expected = {ids[row] for row in np.argpartition(-sims, 10)[:10].tolist()}
-        asked = store.nearest(team_id, tag, embedder.name, vector, VECTOR_CANDIDATES) or []
-        door.append(len(expected & {memory_id for memory_id, _ in asked[:10]}) / 10)
-        ten = store.nearest(team_id, tag, embedder.name, vector, 10) or []
-        alone.append(len(expected & {memory_id for memory_id, _ in ten}) / 10)
+    vectors = embedder.embed(queries, kind="query")
+    expected = [
+        {ids[row] for row in np.argpartition(-(matrix @ vector), 10)[:10].tolist()} for vector in vectors
+    ]
+    del matrix
+    default = postgres_store.HNSW_EF_SEARCH
+    result: dict[str, Any] = {"ef_search": []}
+    for ef in [default, *(value for value in ef_search if value != default)]:
+        postgres_store.HNSW_EF_SEARCH = ef  # read by each new connection of the store's pool
+        try:
+            searching = postgres_store.PostgresStore(url)
+            door, alone, took = [], [], []
+            for vector, truth in zip(vectors, expected, strict=True):
+                started = time.perf_counter()
+                asked = searching.nearest(team_id, tag, embedder.name, vector, VECTOR_CANDIDATES) or []
+                took.append((time.perf_counter() - started) * 1000)
+                door.append(len(truth & {memory_id for memory_id, _ in asked[:10]}) / 10)
+                ten = searching.nearest(team_id, tag, embedder.name, vector, 10) or []
+                alone.append(len(truth & {memory_id for memory_id, _ in ten}) / 10)
+            searching.close()
+        finally:
+            postgres_store.HNSW_EF_SEARCH = default
+        if ef == default:
+            result.update(recall=statistics.mean(door), recall_k10=statistics.mean(alone))
+        result["ef_search"].append(
+            (ef, statistics.mean(door), statistics.mean(alone), statistics.median(took))
+        )
+    return result
+
+
+def scale_start_parts(url: str, tag: str) -> dict[str, float]:
+    """Where a door's start goes, in-process and one part at a time, as `serve` and its warm-up do
+    them: the embedder, the store, which spaces to warm, the space's rows for the keyword index,
+    and the index's build (on PostgreSQL the vectors stay in the server: nothing else is built)."""
+    from bli_memory.door.embed import door_embedder
+    from bli_memory.door.keyword import KeywordIndex
+
+    parts: dict[str, float] = {}
+    started = time.perf_counter()
+    door_embedder("onnx", env=os.environ)
+    parts["embedder"] = time.perf_counter() - started
+    started = time.perf_counter()
+    store = open_store(url)
+    parts["open store"] = time.perf_counter() - started
+    started = time.perf_counter()
+    team_id = next(team for team, space in store.spaces(1000) if space == tag)
+    parts["Store.spaces"] = time.perf_counter() - started
+    started = time.perf_counter()
+    rows = list(store.index_rows(team_id, tag))
+    parts["Store.index_rows"] = time.perf_counter() - started
     store.close()
-    return {"recall": statistics.mean(door), "recall_k10": statistics.mean(alone)}
+    started = time.perf_counter()
+    KeywordIndex.build((row.id, row.content, row.device_id, row.updated_at) for row in rows)
+    parts["KeywordIndex.build"] = time.perf_counter() - started
+    return parts
 
 
-def scale_bench(size: int, db: str, pool: np.ndarray, queries: int) -> dict[str, Any]:
+def scale_bench(
+    size: int,
+    db: str,
+    pool: np.ndarray,
+    queries: int,
+    ef_search: list[int] | None = None,
+    start_parts: bool = False,
+) -> dict[str, Any]:
     url, tag = scale_store(db, size)
     sys.stderr.write(f"size {size:,}: {url} tag {tag}\n")
     postgres = url.startswith(("postgresql://", "postgres://"))
@@ -663,10 +719,12 @@ def scale_bench(size: int, db: str, pool: np.ndarray, queries: int) -> dict[str,
         result["rss_mib"], result["peak_mib"] = door.memory_mib()
     finally:
         door.stop()
+    if start_parts:
+        result["start_parts"] = scale_start_parts(url, tag)
     recall_rng = random.Random(13)
     recall_queries = [query(recall_rng) for _ in range(RECALL_QUERIES)]
     if postgres:
-        result.update(scale_recall_postgres(url, tag, recall_queries))
+        result.update(scale_recall_postgres(url, tag, recall_queries, ef_search or []))
         result["snapshot_mib"] = None
     else:
         result["recall"] = scale_recall(url, tag, index_folder, recall_queries)
@@ -691,7 +749,7 @@ def scale_main(args: argparse.Namespace, sizes: list[int]) -> int:
         return "–" if value is None else format(value, form)
 
     for size in sizes:
-        row = scale_bench(size, args.db, pool, args.queries)
+        row = scale_bench(size, args.db, pool, args.queries, args.ef_search, args.start_parts)
         load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
         print(
             f"| {row['size']:,} | {number(row['bulk_rate'], ',.0f')} | {number(row['cold_ready_s'], '.1f')} | "
@@ -700,6 +758,9 @@ def scale_main(args: argparse.Namespace, sizes: list[int]) -> int:
             f"{number(row['recall'], '.3f')} | {number(row['snapshot_mib'], ',.0f')} | {load} |",
             flush=True,
         )
+        if "start_parts" in row:
+            parts = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in row["start_parts"].items())
+            print(f"a start's parts at {row['size']:,}, in-process: {parts}", flush=True)
         if "pg" in row:
             pg = row["pg"]
             print(
@@ -707,10 +768,16 @@ def scale_main(args: argparse.Namespace, sizes: list[int]) -> int:
                 f"{number(pg.get('analyze_s'), '.1f')} s, HNSW build {number(pg.get('index_s'), '.1f')} s "
                 f"({PG_INDEX_SETTINGS}); table {pg['table_mib']:,.0f} MiB, HNSW index {pg['index_mib']:,.0f} MiB, "
                 f"database {pg['database_mib']:,.0f} MiB; recall@10 of {RECALL_QUERIES} queries: "
-                f"{row['recall']:.3f} as a search asks (top 10 of the nearest 100), {row['recall_k10']:.3f} "
+                f"{row['recall']:.3f} as a search asks (top 10 of the nearest {VECTOR_CANDIDATES}), {row['recall_k10']:.3f} "
                 "asking for 10",
                 flush=True,
             )
+            for ef, recall, recall_k10, took in row["ef_search"]:
+                print(
+                    f"  hnsw.ef_search {ef}: recall@10 {recall:.3f} (asking for 10: {recall_k10:.3f}), "
+                    f"nearest {VECTOR_CANDIDATES} p50 {took:.1f} ms",
+                    flush=True,
+                )
     return 0
 
 
@@ -742,6 +809,17 @@ def main() -> int:
         help="--scale: the .npy of pool embeddings (computed once when missing)",
     )
     parser.add_argument("--pool-size", type=int, default=16_000, help="--scale: distinct texts embedded")
+    parser.add_argument(
+        "--start-parts",
+        action="store_true",
+        help="--scale: also time a start's parts in-process (the store's rows, the keyword index's build)",
+    )
+    parser.add_argument(
+        "--ef-search",
+        default="",
+        help="--scale on PostgreSQL: more hnsw.ef_search values to measure recall@10 at (e.g. 400,800), "
+        "beside the store's own",
+    )
     args = parser.parse_args()
     global REUSE_VECTORS
     REUSE_VECTORS = args.reuse_vectors
@@ -749,6 +827,10 @@ def main() -> int:
         sizes = [int(size) for size in args.sizes.split(",")]
     except ValueError:
         parser.error("--sizes takes integers, e.g. 10000,100000")
+    try:
+        args.ef_search = [int(value) for value in args.ef_search.split(",") if value]
+    except ValueError:
+        parser.error("--ef-search takes integers, e.g. 400,800")
     if args.scale:
         if args.db is None:
             args.db = str(Path(tempfile.gettempdir()) / "bli-bench-scale")
