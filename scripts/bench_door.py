@@ -4,6 +4,7 @@
     .venv/bin/python scripts/bench_door.py [--sizes 10000,100000] [--embedder none|onnx] [--queries 200]
         [--db postgresql://USER:PASSWORD@HOST/DATABASE | --db pgserver]
     .venv/bin/python scripts/bench_door.py --scale [--sizes 10000,100000,1000000] [--db FOLDER|postgresql://...]
+        [--ef-search 400,800] [--start-parts]
 
 For each size it seeds a fresh SQLite file (with `--db`, a fresh database on that PostgreSQL server,
 dropped afterwards; `pgserver` starts a throwaway server from the pgserver wheel) through the memory service's own write path (`MemoryService.save_many`,
@@ -11,14 +12,19 @@ vectors computed in batches when an embedder is set), starts the real `bli-memor
 and measures from one keep-alive client: search p50/p95 (limit 5), save p50/p95, and, with an
 embedder, the query-embedding time alone. Progress goes to stderr; the table to stdout.
 
---scale measures a big space with the packaged embedder's vectors: it bulk-loads each size through
-the store (`MemoryService.save_many`, batches of SCALE_BATCH) once and keeps it (`--db`: a folder of
-SQLite files, or a PostgreSQL URL where each size is its own tag), with the vectors of
-`mixed_vectors` over a pool of real embeddings (`--pool`, computed once); then starts the door
-without index snapshots if it has none (cold: it builds them, and leaves them when it stops),
-starts it again (start-to-ready: from the process's start until the door says its indexes are
-built), times searches and saves over HTTP, reads its resident memory, and measures recall@10 of
-the door's approximate index (its graph re-scored as the door does) against exact search.
+--scale measures a big space with the packaged embedder's vectors: it bulk-loads each size once
+and keeps it (`--db`: a folder of SQLite files, or a PostgreSQL server URL where each size is a
+database of its own, `bli_scale_<size>`), with the vectors of `mixed_vectors` over a pool of real
+embeddings (`--pool`, computed once). SQLite: through the store (`MemoryService.save_many`, batches
+of SCALE_BATCH); then it starts the door without index snapshots if it has none (cold: it builds
+them, and leaves them when it stops). PostgreSQL: by binary COPY, then the store's HNSW index built
+once (`scale_seed_postgres`; load and build timed apart); a PostgreSQL door keeps no snapshots.
+Then it starts the door (start-to-ready: from the process's start until the door says its indexes
+are built), times searches and saves over HTTP, reads its resident memory, and measures recall@10
+against exact search of the approximate index: the door's graph re-scored as the door does
+(SQLite), or the server's HNSW index through the store's `nearest` (PostgreSQL; `--ef-search`
+measures it at more `hnsw.ef_search` values too). `--start-parts` also times a start's parts
+in-process (the store's rows for the keyword index, and its build).
 """
 
 from __future__ import annotations
