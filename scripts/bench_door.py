@@ -4,6 +4,7 @@
     .venv/bin/python scripts/bench_door.py [--sizes 10000,100000] [--embedder none|onnx] [--queries 200]
         [--db postgresql://USER:PASSWORD@HOST/DATABASE | --db pgserver]
     .venv/bin/python scripts/bench_door.py --scale [--sizes 10000,100000,1000000] [--db FOLDER|postgresql://...]
+        [--ef-search 400,800] [--start-parts]
 
 For each size it seeds a fresh SQLite file (with `--db`, a fresh database on that PostgreSQL server,
 dropped afterwards; `pgserver` starts a throwaway server from the pgserver wheel) through the memory service's own write path (`MemoryService.save_many`,
@@ -11,14 +12,19 @@ vectors computed in batches when an embedder is set), starts the real `bli-memor
 and measures from one keep-alive client: search p50/p95 (limit 5), save p50/p95, and, with an
 embedder, the query-embedding time alone. Progress goes to stderr; the table to stdout.
 
---scale measures a big space with the packaged embedder's vectors: it bulk-loads each size through
-the store (`MemoryService.save_many`, batches of SCALE_BATCH) once and keeps it (`--db`: a folder of
-SQLite files, or a PostgreSQL URL where each size is its own tag), with the vectors of
-`mixed_vectors` over a pool of real embeddings (`--pool`, computed once); then starts the door
-without index snapshots if it has none (cold: it builds them, and leaves them when it stops),
-starts it again (start-to-ready: from the process's start until the door says its indexes are
-built), times searches and saves over HTTP, reads its resident memory, and measures recall@10 of
-the door's approximate index (its graph re-scored as the door does) against exact search.
+--scale measures a big space with the packaged embedder's vectors: it bulk-loads each size once
+and keeps it (`--db`: a folder of SQLite files, or a PostgreSQL server URL where each size is a
+database of its own, `bli_scale_<size>`), with the vectors of `mixed_vectors` over a pool of real
+embeddings (`--pool`, computed once). SQLite: through the store (`MemoryService.save_many`, batches
+of SCALE_BATCH); then it starts the door without index snapshots if it has none (cold: it builds
+them, and leaves them when it stops). PostgreSQL: by binary COPY, then the store's HNSW index built
+once (`scale_seed_postgres`; load and build timed apart); a PostgreSQL door keeps no snapshots.
+Then it starts the door (start-to-ready: from the process's start until the door says its indexes
+are built), times searches and saves over HTTP, reads its resident memory, and measures recall@10
+against exact search of the approximate index: the door's graph re-scored as the door does
+(SQLite), or the server's HNSW index through the store's `nearest` (PostgreSQL; `--ef-search`
+measures it at more `hnsw.ef_search` values too). `--start-parts` also times a start's parts
+in-process (the store's rows for the keyword index, and its build).
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ import numpy as np
 from bli_memory.door.embed import load_embedder
 from bli_memory.door.indexes import Snapshots
 from bli_memory.door.memories import MemoryService
+from bli_memory.door.ranking import VECTOR_CANDIDATES
 from bli_memory.door.store import open_store
 
 LISTENING = "bli-memory-door listening on "
@@ -314,9 +321,20 @@ COLD_READY_WAIT_S = 4 * 3600.0
 
 
 def scale_store(db: str, size: int) -> tuple[str, str]:
-    """(the store URL for `size`, the tag of its space)."""
+    """(the store URL for `size`, the tag of its space). On PostgreSQL each size is a database of its
+    own on the server (`bli_scale_<size>`, made when missing and kept between runs, like the SQLite
+    files): the HNSW index of a model spans every space of a database, and a small space sharing it
+    with a million rows would be searched by the store's exact fallback instead."""
     if db.startswith(("postgresql://", "postgres://")):
-        return db, f"{SCALE_TAG}_{size}"
+        import psycopg
+
+        name = f"bli_scale_{size}"
+        with psycopg.connect(db, autocommit=True) as conn:
+            if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone() is None:
+                conn.execute(f'CREATE DATABASE "{name}"')
+        from pg_throwaway import database_url  # scripts/pg_throwaway.py
+
+        return database_url(db, name), SCALE_TAG
     folder = Path(db.removeprefix("sqlite:")).expanduser()
     folder.mkdir(parents=True, exist_ok=True)
     return str(folder / f"scale-{size}.db"), SCALE_TAG
@@ -347,6 +365,140 @@ def scale_seed(url: str, tag: str, size: int, pool: np.ndarray) -> tuple[str, fl
     sys.stderr.write("\n")
     memories.close()
     return token, size / (time.perf_counter() - started)
+
+
+#: the columns the PostgreSQL bulk load writes, with their binary COPY types: a row as
+#: `MemoryService.save_many` makes one (a current first version, no custom id, no metadata).
+PG_COPY_COLUMNS = (
+    ("id", "text"),
+    ("team_id", "int8"),
+    ("container_tag", "text"),
+    ("content", "text"),
+    ("content_hash", "text"),
+    ("kind", "text"),
+    ("status", "text"),
+    ("version", "int4"),
+    ("root_id", "text"),
+    ("pinned", "int4"),
+    ("person_id", "int8"),
+    ("device_id", "text"),
+    ("created_at", "float8"),
+    ("updated_at", "float8"),
+    ("embedding", "vector"),
+    ("embedding_model", "text"),
+)
+#: the session settings of the one HNSW build after a bulk load (the machine has 24 GiB and 2 cores:
+#: the graph of a million 384-dim vectors fits in memory, and one worker joins the leader).
+PG_INDEX_SETTINGS = {"maintenance_work_mem": "4GB", "max_parallel_maintenance_workers": "1"}
+
+
+def with_options(url: str, settings: dict[str, str]) -> str:
+    """`url` with server settings for its sessions (libpq's `options`)."""
+    from urllib.parse import quote
+
+    options = quote(" ".join(f"-c {name}={value}" for name, value in settings.items()))
+    return f"{url}{'&' if '?' in url else '?'}options={options}"
+
+
+def scale_seed_postgres(
+    url: str, tag: str, size: int, pool: np.ndarray
+) -> tuple[str, float | None, dict[str, float]]:
+    """The PostgreSQL side of `scale_seed`: (a token, rows/s of the load, timings).
+
+    Inserting a million rows one statement each into a growing HNSW index ran at about 680 rows/s
+    (25 minutes per million, index included). So the bench loads as a bulk import should: with the
+    model's HNSW index not yet made, the rows go in by one binary COPY (the ids, hashes and columns
+    `save_many` would write; the b-tree indexes kept as they go), then ANALYZE, then the store makes
+    its own HNSW index once (`PostgresStore._ensure_vector_index`, the index a door makes on first
+    use, so the door finds it there) with PG_INDEX_SETTINGS. The load and the index build are timed
+    apart; the rate is that of the load alone."""
+    import psycopg
+    from pgvector.psycopg import register_vector
+
+    from bli_memory.door.model import hash_text, new_id, now_s
+    from bli_memory.door.store.postgres.schema import vector_index_name
+
+    embedder, warning = load_embedder("onnx")
+    if warning:
+        raise SystemExit(f"the scale mode needs the packaged embedder: {warning}")
+    store = open_store(url)
+    _, token = store.create_device(person="bench", team="local", admin=True)
+    principal = store.authenticate(token)
+    assert principal is not None
+    have = store.count_current(principal.team_id, [tag])
+    store.close()
+    timings: dict[str, float] = {}
+    index = vector_index_name(embedder.name, embedder.dim)
+    if have and have < size:
+        raise SystemExit(f"{url} holds {have:,} memories in {tag}, fewer than {size:,}: drop it first")
+    rate = None
+    if not have:
+        columns = ", ".join(name for name, _ in PG_COPY_COLUMNS)
+        rng = random.Random(size)
+        started = time.perf_counter()
+        with psycopg.connect(url) as conn:
+            register_vector(conn)
+            conn.execute(f'DROP INDEX IF EXISTS "{index}"')  # left by an interrupted run
+            with (
+                conn.cursor() as cursor,
+                cursor.copy(f"COPY memories ({columns}) FROM STDIN WITH (FORMAT BINARY)") as copy,
+            ):
+                copy.set_types([kind for _, kind in PG_COPY_COLUMNS])
+                for start in range(0, size, SCALE_BATCH):
+                    stop = min(size, start + SCALE_BATCH)
+                    vectors = mixed_vectors(pool, start, stop)
+                    when = now_s()
+                    for offset, index_in_space in enumerate(range(start, stop)):
+                        text = sentence(rng, index_in_space)
+                        memory_id = new_id("mem")
+                        copy.write_row(
+                            (
+                                memory_id,
+                                principal.team_id,
+                                tag,
+                                text,
+                                hash_text(text),
+                                "memory",
+                                "current",
+                                1,
+                                memory_id,
+                                0,
+                                principal.person_id,
+                                principal.device_id,
+                                when,
+                                when,
+                                vectors[offset],
+                                embedder.name,
+                            )
+                        )
+                    sys.stderr.write(f"\r  copied {stop:>8}/{size} ({time.perf_counter() - started:.0f} s)")
+            conn.execute("UPDATE bli_changes SET counter = counter + 1 WHERE id = 1")
+        sys.stderr.write("\n")
+        timings["copy_s"] = time.perf_counter() - started
+        analyzed = time.perf_counter()
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("ANALYZE memories")
+        timings["analyze_s"] = time.perf_counter() - analyzed
+        rate = size / (time.perf_counter() - started)
+    with psycopg.connect(url, autocommit=True) as conn:
+        there = conn.execute("SELECT 1 FROM pg_class WHERE relname = %s", (index,)).fetchone()
+    if there is None:
+        sys.stderr.write(f"  building the HNSW index {index} ({PG_INDEX_SETTINGS})\n")
+        built = time.perf_counter()
+        from bli_memory.door.store.postgres.store import PostgresStore
+
+        indexing = PostgresStore(with_options(url, PG_INDEX_SETTINGS))
+        indexing._ensure_vector_index(embedder.name, embedder.dim)  # the store's own index, made once
+        indexing.close()
+        timings["index_s"] = time.perf_counter() - built
+    with psycopg.connect(url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT pg_table_size('memories'), pg_relation_size(%s::regclass), pg_database_size(current_database())",
+            (f'"{index}"',),
+        ).fetchone()
+        assert row is not None
+        timings["table_mib"], timings["index_mib"], timings["database_mib"] = (value / 2**20 for value in row)
+    return token, rate, timings
 
 
 class ScaleDoor:
@@ -432,13 +584,113 @@ def scale_recall(url: str, tag: str, index_folder: Path, queries: list[str]) -> 
     return statistics.mean(recalls)
 
 
-def scale_bench(size: int, db: str, pool: np.ndarray, queries: int) -> dict[str, Any]:
+def scale_recall_postgres(url: str, tag: str, queries: list[str], ef_search: list[int]) -> dict[str, Any]:
+    """recall@10 of the server's HNSW index against exact search over the same rows: the store's
+    `nearest` (its `hnsw.ef_search`, HNSW_EF_SEARCH) asked for the VECTOR_CANDIDATES a search asks
+    for, and for 10 alone; exact is every current vector of the space (read in binary) times the
+    query, in numpy. With `ef_search`, the same again from stores whose connections set those
+    values instead (recall, and the p50 of one `nearest` call, round trip included)."""
+    import psycopg
+    from pgvector.psycopg import register_vector
+
+    from bli_memory.door.store.postgres import store as postgres_store
+
+    embedder, _ = load_embedder("onnx")
+    store = open_store(url)
+    team_id = next(iter({t for t, space in store.spaces(1000) if space == tag}), None)
+    store.close()
+    assert team_id is not None, f"no space {tag} in {url}"
+    ids: list[str] = []
+    with psycopg.connect(url) as conn:
+        register_vector(conn)
+        with conn.cursor(binary=True) as cursor:
+            cursor.execute(
+                """SELECT id, embedding FROM memories WHERE team_id = %s AND container_tag = %s
+                   AND status = 'current' AND pinned = 0 AND embedding_model = %s""",
+                (team_id, tag, embedder.name),
+            )
+            chunks = []
+            while batch := cursor.fetchmany(50_000):
+                ids.extend(row[0] for row in batch)
+                chunks.append(np.vstack([np.asarray(row[1].to_numpy(), dtype=np.float32) for row in batch]))
+    matrix = np.vstack(chunks)
+    del chunks
+    vectors = embedder.embed(queries, kind="query")
+    expected = [
+        {ids[row] for row in np.argpartition(-(matrix @ vector), 10)[:10].tolist()} for vector in vectors
+    ]
+    del matrix
+    default = postgres_store.HNSW_EF_SEARCH
+    result: dict[str, Any] = {"ef_search": []}
+    for ef in [default, *(value for value in ef_search if value != default)]:
+        postgres_store.HNSW_EF_SEARCH = ef  # read by each new connection of the store's pool
+        try:
+            searching = postgres_store.PostgresStore(url)
+            door, alone, took = [], [], []
+            for vector, truth in zip(vectors, expected, strict=True):
+                started = time.perf_counter()
+                asked = searching.nearest(team_id, tag, embedder.name, vector, VECTOR_CANDIDATES) or []
+                took.append((time.perf_counter() - started) * 1000)
+                door.append(len(truth & {memory_id for memory_id, _ in asked[:10]}) / 10)
+                ten = searching.nearest(team_id, tag, embedder.name, vector, 10) or []
+                alone.append(len(truth & {memory_id for memory_id, _ in ten}) / 10)
+            searching.close()
+        finally:
+            postgres_store.HNSW_EF_SEARCH = default
+        if ef == default:
+            result.update(recall=statistics.mean(door), recall_k10=statistics.mean(alone))
+        result["ef_search"].append(
+            (ef, statistics.mean(door), statistics.mean(alone), statistics.median(took))
+        )
+    return result
+
+
+def scale_start_parts(url: str, tag: str) -> dict[str, float]:
+    """Where a door's start goes, in-process and one part at a time, as `serve` and its warm-up do
+    them: the embedder, the store, which spaces to warm, the space's rows for the keyword index,
+    and the index's build (on PostgreSQL the vectors stay in the server: nothing else is built)."""
+    from bli_memory.door.embed import door_embedder
+    from bli_memory.door.keyword import KeywordIndex
+
+    parts: dict[str, float] = {}
+    started = time.perf_counter()
+    door_embedder("onnx", env=os.environ)
+    parts["embedder"] = time.perf_counter() - started
+    started = time.perf_counter()
+    store = open_store(url)
+    parts["open store"] = time.perf_counter() - started
+    started = time.perf_counter()
+    team_id = next(team for team, space in store.spaces(1000) if space == tag)
+    parts["Store.spaces"] = time.perf_counter() - started
+    started = time.perf_counter()
+    rows = list(store.index_rows(team_id, tag))
+    parts["Store.index_rows"] = time.perf_counter() - started
+    store.close()
+    started = time.perf_counter()
+    KeywordIndex.build((row.id, row.content, row.device_id, row.updated_at) for row in rows)
+    parts["KeywordIndex.build"] = time.perf_counter() - started
+    return parts
+
+
+def scale_bench(
+    size: int,
+    db: str,
+    pool: np.ndarray,
+    queries: int,
+    ef_search: list[int] | None = None,
+    start_parts: bool = False,
+) -> dict[str, Any]:
     url, tag = scale_store(db, size)
     sys.stderr.write(f"size {size:,}: {url} tag {tag}\n")
-    token, rate = scale_seed(url, tag, size, pool)
-    index_folder = Path(url + ".indexes") if not url.startswith("postgres") else Path("/nonexistent")
-    result: dict[str, Any] = {"size": size, "bulk_rate": rate, "cold_ready_s": None}
-    if not list(index_folder.glob("*.json")):  # no snapshot yet: the door builds its indexes
+    postgres = url.startswith(("postgresql://", "postgres://"))
+    result: dict[str, Any] = {"size": size, "cold_ready_s": None}
+    if postgres:  # no snapshots: every start builds the keyword index, the server holds the vectors
+        token, result["bulk_rate"], result["pg"] = scale_seed_postgres(url, tag, size, pool)
+        index_folder = Path("/nonexistent")
+    else:
+        token, result["bulk_rate"] = scale_seed(url, tag, size, pool)
+        index_folder = Path(url + ".indexes")
+    if not postgres and not list(index_folder.glob("*.json")):  # no snapshot yet: the door builds its indexes
         sys.stderr.write("  cold start: the door builds its indexes from the store\n")
         door = ScaleDoor(url)
         if not door.indexed.wait(COLD_READY_WAIT_S):
@@ -473,11 +725,16 @@ def scale_bench(size: int, db: str, pool: np.ndarray, queries: int) -> dict[str,
         result["rss_mib"], result["peak_mib"] = door.memory_mib()
     finally:
         door.stop()
+    if start_parts:
+        result["start_parts"] = scale_start_parts(url, tag)
     recall_rng = random.Random(13)
-    result["recall"] = scale_recall(
-        url, tag, index_folder, [query(recall_rng) for _ in range(RECALL_QUERIES)]
-    )
-    result["snapshot_mib"] = sum(path.stat().st_size for path in index_folder.glob("*")) / 2**20
+    recall_queries = [query(recall_rng) for _ in range(RECALL_QUERIES)]
+    if postgres:
+        result.update(scale_recall_postgres(url, tag, recall_queries, ef_search or []))
+        result["snapshot_mib"] = None
+    else:
+        result["recall"] = scale_recall(url, tag, index_folder, recall_queries)
+        result["snapshot_mib"] = sum(path.stat().st_size for path in index_folder.glob("*")) / 2**20
     return result
 
 
@@ -498,15 +755,35 @@ def scale_main(args: argparse.Namespace, sizes: list[int]) -> int:
         return "–" if value is None else format(value, form)
 
     for size in sizes:
-        row = scale_bench(size, args.db, pool, args.queries)
+        row = scale_bench(size, args.db, pool, args.queries, args.ef_search, args.start_parts)
         load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
         print(
             f"| {row['size']:,} | {number(row['bulk_rate'], ',.0f')} | {number(row['cold_ready_s'], '.1f')} | "
             f"{number(row.get('cold_peak_mib'), ',.0f')} | {row['ready_s']:.1f} | {row['search_p50']:.1f} | "
             f"{row['search_p95']:.1f} | {row['save_p50']:.1f} | {row['rss_mib']:,.0f} | {row['peak_mib']:,.0f} | "
-            f"{number(row['recall'], '.3f')} | {row['snapshot_mib']:,.0f} | {load} |",
+            f"{number(row['recall'], '.3f')} | {number(row['snapshot_mib'], ',.0f')} | {load} |",
             flush=True,
         )
+        if "start_parts" in row:
+            parts = ", ".join(f"{name} {seconds:.2f} s" for name, seconds in row["start_parts"].items())
+            print(f"a start's parts at {row['size']:,}, in-process: {parts}", flush=True)
+        if "pg" in row:
+            pg = row["pg"]
+            print(
+                f"PostgreSQL at {row['size']:,}: COPY {number(pg.get('copy_s'), '.1f')} s, ANALYZE "
+                f"{number(pg.get('analyze_s'), '.1f')} s, HNSW build {number(pg.get('index_s'), '.1f')} s "
+                f"({PG_INDEX_SETTINGS}); table {pg['table_mib']:,.0f} MiB, HNSW index {pg['index_mib']:,.0f} MiB, "
+                f"database {pg['database_mib']:,.0f} MiB; recall@10 of {RECALL_QUERIES} queries: "
+                f"{row['recall']:.3f} as a search asks (top 10 of the nearest {VECTOR_CANDIDATES}), {row['recall_k10']:.3f} "
+                "asking for 10",
+                flush=True,
+            )
+            for ef, recall, recall_k10, took in row["ef_search"]:
+                print(
+                    f"  hnsw.ef_search {ef}: recall@10 {recall:.3f} (asking for 10: {recall_k10:.3f}), "
+                    f"nearest {VECTOR_CANDIDATES} p50 {took:.1f} ms",
+                    flush=True,
+                )
     return 0
 
 
@@ -538,6 +815,17 @@ def main() -> int:
         help="--scale: the .npy of pool embeddings (computed once when missing)",
     )
     parser.add_argument("--pool-size", type=int, default=16_000, help="--scale: distinct texts embedded")
+    parser.add_argument(
+        "--start-parts",
+        action="store_true",
+        help="--scale: also time a start's parts in-process (the store's rows, the keyword index's build)",
+    )
+    parser.add_argument(
+        "--ef-search",
+        default="",
+        help="--scale on PostgreSQL: more hnsw.ef_search values to measure recall@10 at (e.g. 400,800), "
+        "beside the store's own",
+    )
     args = parser.parse_args()
     global REUSE_VECTORS
     REUSE_VECTORS = args.reuse_vectors
@@ -545,6 +833,10 @@ def main() -> int:
         sizes = [int(size) for size in args.sizes.split(",")]
     except ValueError:
         parser.error("--sizes takes integers, e.g. 10000,100000")
+    try:
+        args.ef_search = [int(value) for value in args.ef_search.split(",") if value]
+    except ValueError:
+        parser.error("--ef-search takes integers, e.g. 400,800")
     if args.scale:
         if args.db is None:
             args.db = str(Path(tempfile.gettempdir()) / "bli-bench-scale")
