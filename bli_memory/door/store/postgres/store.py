@@ -85,7 +85,9 @@ JOB_LEASE_S = 60.0
 #: attempts of a job whose lease ran out before it is given up, until the worker says otherwise.
 DEFAULT_JOB_MAX_ATTEMPTS = 3
 #: how many candidates the HNSW search looks at (pgvector's `hnsw.ef_search`); at least the k asked.
-HNSW_EF_SEARCH = 200
+#: Measured at 1 000 000 memories: recall@10 against exact search 0.928 at 200, 0.967 at 400, 0.987
+#: at 800, for 10.1 / 16.6 / 38.3 ms per nearest-100 call; 400 is the least that holds 0.95.
+HNSW_EF_SEARCH = 400
 #: with a write failing for want of disk this recently, `write_problem` says so.
 FULL_REMEMBERED_S = 60.0
 #: what cancels a job whose device was revoked.
