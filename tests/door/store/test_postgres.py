@@ -335,6 +335,7 @@ def test_rows_copy_both_ways_between_sqlite_and_postgresql(
     )
     source.enqueue_job(ada, "t", "an exchange", {"source": "stop"})
     source.record_experience(ada, entry_id="e1", store="bli", verdict="win", reason="found", created_at=5.0)
+    source.put_hook_stats(ada, [("2026-09-06T14", '{"prompt":{"runs":2}}')])
     target = stores()
     back = SqliteStore(tmp_path / "back.db")
     try:
