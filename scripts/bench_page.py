@@ -161,6 +161,64 @@ def screenshots(browser: Browser, scratch: Path, folder: Path) -> None:
         door.wait(15)
 
 
+def demo_hook_hours(now_s: float, days: int = 6) -> list[dict[str, Any]]:
+    """A week of one machine's hourly hook figures for the ops screenshot, as `sync` sends them: a
+    working day's hours each day, the prompt hook mostly through the daemon, a few skipped and one
+    failure. Fixed shapes, no randomness: the same picture every run."""
+    hours: list[dict[str, Any]] = []
+    for day in range(days, -1, -1):
+        for step, hour_of_day in enumerate((9, 10, 11, 14, 15, 16)):
+            when = now_s - day * 86_400 - (23 - hour_of_day) * 3_600
+            if when > now_s:
+                continue
+            prompts = 6 + (day + step) % 5
+            trivial = 1 + step % 2
+            failed = 1 if (day, step) == (2, 3) else 0
+            ok = prompts - trivial - failed
+            hours.append(
+                {
+                    "schema": "bli-memory-hook-stats.v1",
+                    "hour": time.strftime("%Y-%m-%dT%H:00Z", time.gmtime(when)),
+                    "hooks": {
+                        "prompt": {
+                            "runs": prompts,
+                            "ok": ok,
+                            "skipped": trivial,
+                            "failed": failed,
+                            "skipped_trivial": trivial,
+                            "reasons": {"trivial_prompt": trivial, **({"timeout": 1} if failed else {})},
+                            "via": {"daemon": prompts - 1, "direct": 1},
+                            "elapsed_ms": {
+                                "sum": 24 * prompts,
+                                "max": 180,
+                                "le_50": prompts - 1,
+                                "le_200": 1,
+                            },
+                        },
+                        "stop": {
+                            "runs": 2,
+                            "ok": 2,
+                            "via": {"daemon": 2},
+                            "elapsed_ms": {"sum": 70, "max": 40, "le_50": 2},
+                        },
+                        **(
+                            {
+                                "session-start": {
+                                    "runs": 1,
+                                    "ok": 1,
+                                    "via": {"direct": 1},
+                                    "elapsed_ms": {"sum": 95, "max": 95, "le_100": 1},
+                                }
+                            }
+                            if step == 0
+                            else {}
+                        ),
+                    },
+                }
+            )
+    return hours
+
+
 def _screenshots(browser: Browser, door_url: str, token: str, home: Path, folder: Path) -> None:
     import json
     import urllib.request
@@ -188,6 +246,7 @@ def _screenshots(browser: Browser, door_url: str, token: str, home: Path, folder
         ("supermemory", "loss", "missed the pgbouncer mode"),
     ]:
         call("/api/memory/experience", {"store": store, "verdict": verdict, "reason": reason})
+    call("/api/ops/hook-stats", {"hours": demo_hook_hours(time.time())})
     folder.mkdir(parents=True, exist_ok=True)
     context = browser.new_context(viewport={"width": 980, "height": 640}, device_scale_factor=1)
     page: Page = context.new_page()
@@ -212,7 +271,8 @@ def _screenshots(browser: Browser, door_url: str, token: str, home: Path, folder
     page.screenshot(path=str(folder / "page-history.png"))
     page.click("#show-ops")
     page.wait_for_selector("#charts svg")
-    page.screenshot(path=str(folder / "page-ops.png"))
+    page.wait_for_selector("#hook-charts svg")
+    page.screenshot(path=str(folder / "page-ops.png"), full_page=True)
     context.close()
     for name in ("browse", "search", "history", "ops"):
         sys.stderr.write(f"  wrote {folder / f'page-{name}.png'}\n")
