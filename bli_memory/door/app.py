@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import sqlite3
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
@@ -46,6 +47,7 @@ from bli_memory.door.errors import (
     TooLarge,
     Unauthorized,
     UnsupportedMediaType,
+    first_line,
 )
 from bli_memory.door.memories import ImportRow, MemoryService
 from bli_memory.door.model import (
@@ -681,17 +683,33 @@ def create_app(
         full = StorageFull("the store is full (no space left for the database); nothing was written")
         return JSONResponse({"error": full.code, "message": full.message}, status_code=full.status)
 
-    @api.exception_handler(StoreDamaged)
-    async def store_damaged(_: Request, exc: StoreDamaged) -> JSONResponse:
-        # said once on stderr when the damage was found: no line per refused write
+    def damaged_answer() -> JSONResponse:
         return JSONResponse(
             {
                 "error": "store_damaged",
                 "message": "the door's database is damaged; it takes no more writes (nothing was written "
-                "by this request) and still answers reads. See 'A damaged database' in docs/door-operations.md",
+                "by this request) and still answers the reads it can. See 'A damaged database' in "
+                "docs/door-operations.md",
             },
             status_code=503,
         )
+
+    @api.exception_handler(StoreDamaged)
+    async def store_damaged(_: Request, exc: StoreDamaged) -> JSONResponse:
+        return damaged_answer()  # said once on stderr when the damage was found: no line per write
+
+    @api.exception_handler(sqlite3.DatabaseError)
+    async def sqlite_error(_: Request, exc: sqlite3.DatabaseError) -> JSONResponse:
+        found = getattr(memories.store, "found_damage", None)  # a SQLite file's
+        if found is None or not memories.store.is_damage(exc):
+            raise exc  # not damage: the generic 500 below
+        if found(exc):  # a read met a damaged page: no more writes from now on
+            sys.stderr.write(
+                f"bli-memory-door: {memories.store.describe()} is damaged ({first_line(exc)}), found by "
+                "a request: the door refuses every write from now on (503 store_damaged) and still "
+                "serves the reads it can. Stop it and see 'A damaged database' in docs/door-operations.md\n"
+            )
+        return damaged_answer()
 
     @api.exception_handler(StoreUnavailable)
     async def store_unavailable(_: Request, exc: StoreUnavailable) -> JSONResponse:

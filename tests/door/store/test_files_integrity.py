@@ -276,3 +276,27 @@ def test_the_store_checks_the_rest_in_the_background_and_then_refuses_writes(tmp
     assert store.authenticate("no such token") is None  # reads go on
     store.close()
     assert _file_state(broken) == before
+
+
+def test_damage_a_request_meets_while_serving_refuses_every_later_write(
+    start_door: Callable[..., DoorProcess], tmp_path: Path
+) -> None:
+    """The start-up check passed; then the disk spoiled the index of memory ids under the running
+    door. The read that meets it answers 503 store_damaged (not a bare 500), says so once on
+    stderr, and from then on the door takes no write, as when its background check finds damage."""
+    path = tmp_path / "own" / "memory.db"
+    _real_database(path)
+    door = start_door("--embedder", "none")
+    status, found_rows = door.post("/api/memory/search", {"containerTag": "repo_damage", "q": "gamma delta"})
+    assert status == 200 and found_rows["results"], found_rows
+    first = found_rows["results"][0]["id"]
+    _damage_table(path, "sqlite_autoindex_memories_1")
+
+    status, answer = door.get(f"/api/memory/{first}/history")
+    assert status == 503 and answer["error"] == "store_damaged", answer
+    status, refused = door.post("/api/memory/save", {"containerTag": "repo_damage", "content": "after the damage"})
+    assert status == 503 and refused["error"] == "store_damaged", refused
+    status, health = door.get("/healthz")
+    assert status == 503 and health["integrityCheck"] == "damaged" and health["reason"] == "store_damaged"
+    assert sum("found by a request" in line for line in door.lines) == 1, door.lines
+    assert not any("internal error" in line for line in door.lines), "\n".join(door.lines)

@@ -207,6 +207,14 @@ class SqliteStore:
     def is_damage(self, exc: BaseException) -> bool:
         return isinstance(exc, StoreDamaged) or is_damage(exc)
 
+    def found_damage(self, exc: BaseException) -> bool:
+        """A request met damage while reading the file: refuse every later write, as when the
+        background check finds it. True the first time (for the caller's one log line)."""
+        if self.integrity.damaged:
+            return False
+        self.integrity.mark_damaged(str(exc).partition("\n")[0][:200] or type(exc).__name__)
+        return True
+
     def changed_elsewhere(self) -> bool:
         """`PRAGMA data_version` changes only for commits made by other connections."""
         with self._lock:
