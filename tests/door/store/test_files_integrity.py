@@ -294,7 +294,9 @@ def test_damage_a_request_meets_while_serving_refuses_every_later_write(
 
     status, answer = door.get(f"/api/memory/{first}/history")
     assert status == 503 and answer["error"] == "store_damaged", answer
-    status, refused = door.post("/api/memory/save", {"containerTag": "repo_damage", "content": "after the damage"})
+    status, refused = door.post(
+        "/api/memory/save", {"containerTag": "repo_damage", "content": "after the damage"}
+    )
     assert status == 503 and refused["error"] == "store_damaged", refused
     status, health = door.get("/healthz")
     assert status == 503 and health["integrityCheck"] == "damaged" and health["reason"] == "store_damaged"

@@ -7,7 +7,7 @@
   the budget covers (up to a few hundred thousand memories) is refused whole, never half-served and
   never written to.
 - A file too big for that budget is served at once and checked whole in the background
-  (`IntegrityCheck`): a thread of its own, at the lowest CPU priority, pausing as often as it works.
+  (`IntegrityCheck`): a thread of its own, at the lowest CPU priority, that never holds the GIL.
   Damage found there stops every write for good (the store refuses them, see `StoreDamaged`);
   reads go on.
 """
@@ -25,16 +25,12 @@ from pathlib import Path
 FILE_MODE = 0o600
 FOLDER_MODE = 0o700
 #: the start-up check for damage reads the whole file, linear in its size (100 000 memories, 230 MB:
-#: 0.2-0.5 s from the page cache, longer from a cold disk or on a loaded machine); a file too big to
-#: finish in this time is served after it while the rest is checked in the background. One second
-#: keeps a million memories' start under five.
+#: 0.2-0.5 s from the page cache; 1 000 000, 2.3 GB: 1.9 s on an idle machine, past 5 s on a loaded
+#: one or from a cold disk); a file too big to finish in this time is served after it while the rest
+#: is checked in the background. One second keeps a million memories' start under five.
 INTEGRITY_CHECK_BUDGET_S = 1.0
 #: the environment variable that sets that budget (seconds; 0 checks everything in the background).
 INTEGRITY_BUDGET_ENV = "BLI_MEMORY_INTEGRITY_CHECK_BUDGET_S"
-#: the background check's row-by-row part works this long between two pauses, and pauses this long
-#: (its walk over the b-trees cannot pause: there its thread's niceness lets searches go first).
-BACKGROUND_WORK_SLICE_S = 0.01
-BACKGROUND_PAUSE_S = 0.01
 #: how long closing the store waits for a background check it interrupted to end.
 CLOSE_WAIT_S = 5.0
 #: the niceness of the background check's thread (Linux: per thread; elsewhere left as it is).
@@ -59,10 +55,10 @@ class DamagedDatabase(Exception):
         self.detail = detail
 
 
-#: SQLite steps between two calls of the progress handler. SQLite 3.40 walks the b-trees in one step
-#: (only an interrupt stops that part; a thread's niceness is all that slows it) and then checks
-#: each row's constraints step by step, where the handler is called; a call every step cost 2 s of
-#: a 5 s check at a million memories, every thousandth nothing measurable.
+#: SQLite steps between two calls of the start-up check's progress handler. SQLite 3.40 walks the
+#: b-trees in one step (only an interrupt, from a timer, stops that part) and then checks each row's
+#: constraints step by step, where the handler is called; a call every step cost 2 s of a 5 s check
+#: at a million memories, every thousandth nothing measurable.
 PROGRESS_EVERY_STEPS = 1000
 
 
@@ -190,19 +186,11 @@ class IntegrityCheck:
     def _run(self, notice: Callable[[str], None]) -> None:
         db = self._db
         assert db is not None
+        # No progress handler: a callback into Python takes the GIL, and a thread this low in
+        # priority that asks for it (or is preempted holding it) on a busy machine makes the request
+        # threads wait for it. Without one the check never takes the GIL until it ends; `close`
+        # stops it with an interrupt.
         _lower_priority()
-        last_pause = time.monotonic()
-
-        def progress() -> int:
-            nonlocal last_pause
-            if self._stop.is_set():
-                return 1
-            if time.monotonic() - last_pause >= BACKGROUND_WORK_SLICE_S:
-                time.sleep(BACKGROUND_PAUSE_S)
-                last_pause = time.monotonic()
-            return 0
-
-        db.set_progress_handler(progress, PROGRESS_EVERY_STEPS)
         keep = False
         started = time.monotonic()
         try:
@@ -223,7 +211,6 @@ class IntegrityCheck:
                 self.detail = str(exc).partition("\n")[0][:200]
                 notice(f"the background check of {self.path} for damage stopped: {self.detail}")
         finally:
-            db.set_progress_handler(None, 0)
             if keep and not self._stop.is_set():
                 self._held = db
             else:
