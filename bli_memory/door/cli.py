@@ -25,6 +25,7 @@ from bli_memory.paths import data_home
 if TYPE_CHECKING:
     from bli_memory.door.memories import MemoryService
     from bli_memory.door.store.base import Store
+    from bli_memory.door.store.sqlite.files import EarlyCheck
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
@@ -95,20 +96,30 @@ def _job_lease_s(env: Mapping[str, str]) -> float | None:
     return lease
 
 
+def _integrity_budget_s(env: Mapping[str, str]) -> float:
+    from bli_memory.door.store.sqlite.files import budget_from_env
+
+    try:
+        return budget_from_env(env)
+    except ValueError as exc:
+        raise CliError(str(exc), 2) from None
+
+
 def open_store(
-    db: str | None, env: Mapping[str, str], *, max_pages: int | None = None, serving: bool = False
+    db: str | None,
+    env: Mapping[str, str],
+    *,
+    max_pages: int | None = None,
+    serving: bool = False,
+    early_check: EarlyCheck | None = None,
 ) -> Store:
     """The store `--db` names (default: SQLite under the XDG data folder); every failure is one
     CliError line, and what the store noticed on the way (a folder it made, a file others can read,
     a check cut short, damage the background check found while `serving`) one line each on stderr."""
     from bli_memory.door.store import StoreOpenError
     from bli_memory.door.store import open_store as open_url
-    from bli_memory.door.store.sqlite.files import budget_from_env
 
-    try:
-        integrity_budget_s = budget_from_env(env)
-    except ValueError as exc:
-        raise CliError(str(exc), 2) from None
+    integrity_budget_s = _integrity_budget_s(env)
 
     def notice(line: str) -> None:
         sys.stderr.write(f"bli-memory-door: {line}\n")
@@ -121,6 +132,7 @@ def open_store(
             job_lease_s=_job_lease_s(env),
             integrity_budget_s=integrity_budget_s,
             check_in_background=serving,
+            early_check=early_check,
             notice=notice,
         )
     except StoreOpenError as exc:
@@ -340,6 +352,11 @@ def stop(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 
 def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    early_check = None
+    if not _is_postgres(args.db):  # its budget runs while the libraries and the model load
+        from bli_memory.door.store.sqlite.files import EarlyCheck
+
+        early_check = EarlyCheck(db_path(args.db, env), _integrity_budget_s(env))
     import uvicorn
 
     from bli_memory.door.app import create_app, door_hosts
@@ -359,7 +376,7 @@ def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     if warning:
         sys.stderr.write(f"bli-memory-door: {warning}\n")
     max_pages = int(env[MAX_PAGES_ENV]) if env.get(MAX_PAGES_ENV, "").isdigit() else None
-    store = open_store(args.db, env, max_pages=max_pages, serving=True)
+    store = open_store(args.db, env, max_pages=max_pages, serving=True, early_check=early_check)
     # several doors may serve one PostgreSQL database: only a SQLite file has a pid file (and `stop`),
     # and only a SQLite door keeps big spaces' indexes next to its database between runs (door/indexes.py)
     db = None if _is_postgres(args.db) else db_path(args.db, env)

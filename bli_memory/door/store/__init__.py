@@ -5,10 +5,14 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bli_memory.door.errors import first_line
 from bli_memory.door.store.base import MAX_PENDING_JOBS_PER_DEVICE, Store
 from bli_memory.door.store.urls import is_postgres_url, mask_url
+
+if TYPE_CHECKING:
+    from bli_memory.door.store.sqlite.files import EarlyCheck
 
 #: where a person reads how to recover a damaged database.
 OPERATIONS_DOC = "docs/door-operations.md"
@@ -47,6 +51,7 @@ def open_store(
     job_lease_s: float | None = None,
     integrity_budget_s: float | None = None,
     check_in_background: bool = False,
+    early_check: EarlyCheck | None = None,
     notice: Callable[[str], None] = lambda line: None,
 ) -> Store:
     """The store at `url`: a SQLite file path, `sqlite:PATH` or `sqlite:///ABSOLUTE/PATH`, or a
@@ -55,7 +60,8 @@ def open_store(
     A new SQLite file is created private (its folder 0700, said through `notice`); an existing one
     is checked for damage before anything writes to it (within `integrity_budget_s`, default
     `files.INTEGRITY_CHECK_BUDGET_S`; past it, with `check_in_background`, the rest is checked on a
-    thread while the store is used, and damage found there goes to `notice`), and one that other
+    thread while the store is used, and damage found there goes to `notice`; `early_check` is that
+    check begun before, on a thread, for this file), and one that other
     local users can read is named through `notice` with the chmod that fixes it. `max_pages` caps a SQLite file's size in
     pages, so that tests meet a real "disk full"; `job_lease_s` is how long a PostgreSQL door holds a
     claimed job (its default otherwise). Raises StoreOpenError with one sentence for a
@@ -78,14 +84,18 @@ def open_store(
         except OSError as exc:
             raise StoreOpenError(f"cannot create {path.parent}: {exc.strerror}") from None
         notice(f"created the folder {path.parent} (mode 0700) for the database")
-    exposed = shared_files(path)
+    exposed = (
+        early_check.exposed if early_check is not None and early_check.path == path else shared_files(path)
+    )
     if exposed:
         notice(
             f"other local users may read {', '.join(exposed)}; run: chmod 600 {path} {path}-wal {path}-shm"
         )
     try:
         budget_s = INTEGRITY_CHECK_BUDGET_S if integrity_budget_s is None else integrity_budget_s
-        store = SqliteStore(path, max_pending_jobs=max_pending_jobs, integrity_budget_s=budget_s)
+        store = SqliteStore(
+            path, max_pending_jobs=max_pending_jobs, integrity_budget_s=budget_s, early_check=early_check
+        )
     except DamagedDatabase as exc:
         raise StoreOpenError(
             f"{exc}; the door will not serve it nor write to it. See 'A damaged database' in "

@@ -19,7 +19,7 @@ from bli_memory.door.jobs import ExtractionWorker
 from bli_memory.door.memories import MemoryService
 from bli_memory.door.store.base import StoreDamaged
 from bli_memory.door.store.sqlite import SqliteStore
-from bli_memory.door.store.sqlite.files import DamagedDatabase, check_integrity
+from bli_memory.door.store.sqlite.files import DamagedDatabase, EarlyCheck, check_integrity
 from tests.helpers import BIN, DoorProcess
 
 DOOR = str(BIN / "bli-memory-door")
@@ -302,3 +302,27 @@ def test_damage_a_request_meets_while_serving_refuses_every_later_write(
     assert status == 503 and health["integrityCheck"] == "damaged" and health["reason"] == "store_damaged"
     assert sum("found by a request" in line for line in door.lines) == 1, door.lines
     assert not any("internal error" in line for line in door.lines), "\n".join(door.lines)
+
+
+def test_the_check_begun_early_gives_the_store_its_answer(tmp_path: Path) -> None:
+    """`serve` begins the start-up check on a thread before it loads its libraries; the store waits
+    for that answer before it opens the file for writing, and a damaged file is refused the same."""
+    sound = tmp_path / "sound.db"
+    _real_database(sound, memories=200)
+    early = EarlyCheck(sound, 0.0)
+    store = SqliteStore(sound, early_check=early)
+    assert early.covers and store.checked_whole is False
+    store.close()
+    early = EarlyCheck(sound)
+    store = SqliteStore(sound, early_check=early)
+    assert store.checked_whole is True and store.integrity.state == "whole"
+    store.close()
+    broken = tmp_path / "broken.db"
+    _real_database(broken)
+    _damage(broken)
+    before = broken.read_bytes()
+    early = EarlyCheck(broken)
+    with pytest.raises(DamagedDatabase, match="is damaged"):
+        SqliteStore(broken, early_check=early)
+    assert broken.read_bytes() == before
+    assert EarlyCheck(tmp_path / "new.db").covers is False  # nothing to check: the store makes it

@@ -128,6 +128,40 @@ def check_integrity(path: str | Path, budget_s: float = INTEGRITY_CHECK_BUDGET_S
     return True
 
 
+class EarlyCheck:
+    """The start-up check (`check_integrity`) begun on a thread of its own, so that its budget runs
+    while the door loads its libraries and its model instead of after them; `result` waits for it.
+    Nothing may open the file for writing before `result` has returned."""
+
+    def __init__(self, path: str | Path, budget_s: float = INTEGRITY_CHECK_BUDGET_S) -> None:
+        file = Path(path)
+        #: the file existed (and was not empty) when the check began: only then does it say anything.
+        self.covers = file.exists() and file.stat().st_size > 0
+        self.path = file
+        #: `shared_files` before the check's own connection made a `-wal` and `-shm` of the file's mode.
+        self.exposed = shared_files(file)
+        self._outcome: bool | BaseException = True
+        self._thread = threading.Thread(
+            target=self._run, args=(budget_s,), name="bli-memory-start-check", daemon=True
+        )
+        if self.covers:
+            self._thread.start()
+
+    def _run(self, budget_s: float) -> None:
+        try:
+            self._outcome = check_integrity(self.path, budget_s)
+        except BaseException as exc:  # handed to the caller of result()
+            self._outcome = exc
+
+    def result(self) -> bool:
+        """`check_integrity`'s answer: True (whole), False (budget ran out); raises what it raised."""
+        if self.covers:
+            self._thread.join()
+        if isinstance(self._outcome, BaseException):
+            raise self._outcome
+        return self._outcome
+
+
 class IntegrityCheck:
     """The state of a file's check for damage: `whole`, `partial` (the start-up budget ran out),
     `running` (in the background), `damaged` (`detail` says what SQLite found) or `unfinished` (the

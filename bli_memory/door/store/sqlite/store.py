@@ -50,6 +50,7 @@ from bli_memory.door.store.sqlite.files import (
     CHECK_PARTIAL,
     CHECKED_WHOLE,
     INTEGRITY_CHECK_BUDGET_S,
+    EarlyCheck,
     IntegrityCheck,
     check_integrity,
     create_private,
@@ -121,9 +122,11 @@ class SqliteStore:
         *,
         max_pending_jobs: int = MAX_PENDING_JOBS_PER_DEVICE,
         integrity_budget_s: float = INTEGRITY_CHECK_BUDGET_S,
+        early_check: EarlyCheck | None = None,
     ) -> None:
         """Open (or create, private) the file. Raises DamagedDatabase, before any write, when an
-        existing file fails SQLite's check for damage within `integrity_budget_s`."""
+        existing file fails SQLite's check for damage within `integrity_budget_s` (or `early_check`,
+        the same check begun earlier)."""
         self.path = str(path)
         self.max_pending_jobs = max_pending_jobs
         #: False when the start-up check ran out of time before the end of a very large file.
@@ -131,7 +134,10 @@ class SqliteStore:
         if self.path != ":memory:":
             file = Path(self.path)
             if file.exists() and file.stat().st_size > 0:
-                self.checked_whole = check_integrity(file, integrity_budget_s)  # before anything writes
+                if early_check is not None and early_check.covers and early_check.path == file:
+                    self.checked_whole = early_check.result()  # before anything writes
+                else:
+                    self.checked_whole = check_integrity(file, integrity_budget_s)
             else:
                 create_private(file)
         #: the check for damage: whole at start, or `check_rest_in_background` carries it on.
