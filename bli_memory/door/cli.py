@@ -194,7 +194,8 @@ def _autopair(store: Store, url: str, env: Mapping[str, str]) -> None:
 
 
 def _warm(memories: MemoryService) -> None:
-    """Build every space's search indexes in the background, so no first search waits for one."""
+    """Build every space's search indexes in the background, so no first search waits for one; then
+    let a SQLite file's background check for damage begin (both read the disk)."""
     started = time.monotonic()
     try:
         spaces = memories.warm()
@@ -203,6 +204,10 @@ def _warm(memories: MemoryService) -> None:
             f"bli-memory-door: warming the search indexes failed ({type(exc).__name__}: {exc})\n"
         )
         return
+    finally:
+        integrity = getattr(memories.store, "integrity", None)
+        if integrity is not None:
+            integrity.go()
     if spaces:  # a new door has nothing to say here
         sys.stderr.write(f"bli-memory-door indexed {spaces} spaces in {time.monotonic() - started:.1f} s\n")
 

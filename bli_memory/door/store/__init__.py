@@ -60,7 +60,8 @@ def open_store(
     A new SQLite file is created private (its folder 0700, said through `notice`); an existing one
     is checked for damage before anything writes to it (within `integrity_budget_s`, default
     `files.INTEGRITY_CHECK_BUDGET_S`; past it, with `check_in_background`, the rest is checked on a
-    thread while the store is used, and damage found there goes to `notice`; `early_check` is that
+    thread while the store is used, from `store.integrity.go()` (a door calls it once its indexes are
+    loaded) or after `files.BACKGROUND_START_WAIT_S`, and damage found there goes to `notice`; `early_check` is that
     check begun before, on a thread, for this file), and one that other
     local users can read is named through `notice` with the chmod that fixes it. `max_pages` caps a SQLite file's size in
     pages, so that tests meet a real "disk full"; `job_lease_s` is how long a PostgreSQL door holds a
@@ -72,6 +73,7 @@ def open_store(
     path = sqlite_path(url)
     from bli_memory.door.store.sqlite import SqliteStore
     from bli_memory.door.store.sqlite.files import (
+        BACKGROUND_START_WAIT_S,
         FOLDER_MODE,
         INTEGRITY_CHECK_BUDGET_S,
         DamagedDatabase,
@@ -116,7 +118,7 @@ def open_store(
             f"{path} is too big to check for damage in {budget_s:g} s at start; its first part is sound, "
             "the rest is being checked in the background (GET /healthz: integrityCheck)"
         )
-        store.check_rest_in_background(notice)
+        store.check_rest_in_background(notice, BACKGROUND_START_WAIT_S)  # the door says go() when warm
     else:
         notice(
             f"{path} is too big to check for damage at start; checked its first part. "

@@ -33,6 +33,9 @@ INTEGRITY_CHECK_BUDGET_S = 1.0
 INTEGRITY_BUDGET_ENV = "BLI_MEMORY_INTEGRITY_CHECK_BUDGET_S"
 #: how long closing the store waits for a background check it interrupted to end.
 CLOSE_WAIT_S = 5.0
+#: a door's background check waits for its search indexes to be loaded (both read the disk; the
+#: indexes are what makes the door ready) but never longer than this.
+BACKGROUND_START_WAIT_S = 30.0
 #: the niceness of the background check's thread (Linux: per thread; elsewhere left as it is).
 BACKGROUND_NICENESS = 19
 
@@ -178,6 +181,7 @@ class IntegrityCheck:
         self.state = state
         self.detail = ""
         self._stop = threading.Event()
+        self._go = threading.Event()
         self._thread: threading.Thread | None = None
         self._db: sqlite3.Connection | None = None
         self._held: sqlite3.Connection | None = None
@@ -186,13 +190,18 @@ class IntegrityCheck:
     def damaged(self) -> bool:
         return self.state == CHECK_DAMAGED
 
-    def start_background(self, notice: Callable[[str], None]) -> None:
+    def start_background(self, notice: Callable[[str], None], wait_s: float = 0.0) -> None:
+        """Check the whole file on a thread; it begins at `go()` or after `wait_s`, whichever is first."""
         self.state = CHECK_RUNNING
         self._db = _read_only(self.path)
         self._thread = threading.Thread(
-            target=self._run, args=(notice,), name="bli-memory-integrity-check", daemon=True
+            target=self._run, args=(notice, wait_s), name="bli-memory-integrity-check", daemon=True
         )
         self._thread.start()
+
+    def go(self) -> None:
+        """Let a background check that waits begin now."""
+        self._go.set()
 
     def wait(self, timeout_s: float) -> bool:
         """Wait for the background check to end; True when it did (or never ran)."""
@@ -208,6 +217,7 @@ class IntegrityCheck:
     def close(self) -> None:
         """Stop a running check; close the connection kept after damage (call after the writer's)."""
         self._stop.set()
+        self._go.set()
         running = self._db
         if running is not None:
             with contextlib.suppress(sqlite3.ProgrammingError):  # it ended and closed it meanwhile
@@ -217,9 +227,11 @@ class IntegrityCheck:
             self._held.close()
             self._held = None
 
-    def _run(self, notice: Callable[[str], None]) -> None:
+    def _run(self, notice: Callable[[str], None], wait_s: float) -> None:
         db = self._db
         assert db is not None
+        if wait_s > 0:
+            self._go.wait(wait_s)
         # No progress handler: a callback into Python takes the GIL, and a thread this low in
         # priority that asks for it (or is preempted holding it) on a busy machine makes the request
         # threads wait for it. Without one the check never takes the GIL until it ends; `close`

@@ -161,13 +161,14 @@ class SqliteStore:
     def describe(self) -> str:
         return f"sqlite {self.path}"
 
-    def check_rest_in_background(self, notice: Callable[[str], None]) -> bool:
+    def check_rest_in_background(self, notice: Callable[[str], None], wait_s: float = 0.0) -> bool:
         """When the start-up check did not reach the end of the file, check it whole on a thread of
-        its own (read-only, lowest priority); damage found there goes to `notice` in one line and
-        refuses every later write. Returns whether a check was started."""
+        its own (read-only, lowest priority), from `integrity.go()` or after `wait_s`; damage found
+        there goes to `notice` in one line and refuses every later write. Returns whether a check
+        was started."""
         if self.integrity.state != CHECK_PARTIAL:
             return False
-        self.integrity.start_background(notice)
+        self.integrity.start_background(notice, wait_s)
         return True
 
     @contextmanager
