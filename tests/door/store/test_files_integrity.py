@@ -326,3 +326,26 @@ def test_the_check_begun_early_gives_the_store_its_answer(tmp_path: Path) -> Non
         SqliteStore(broken, early_check=early)
     assert broken.read_bytes() == before
     assert EarlyCheck(tmp_path / "new.db").covers is False  # nothing to check: the store makes it
+
+
+def test_a_waiting_background_check_ends_with_the_store_and_found_damage_stands(tmp_path: Path) -> None:
+    """A door's background check waits for the indexes (`go()`): closed before then it never runs;
+    and damage a request met meanwhile is not undone by the check finding the rest sound."""
+    sound = tmp_path / "sound.db"
+    _real_database(sound, memories=200)
+    store = SqliteStore(sound, integrity_budget_s=0)
+    said: list[str] = []
+    store.check_rest_in_background(said.append, wait_s=CHECK_WAIT_S)
+    started = time.monotonic()
+    store.close()
+    assert time.monotonic() - started < CHECK_WAIT_S / 2 and said == []
+
+    store = SqliteStore(sound, integrity_budget_s=0)
+    store.check_rest_in_background(said.append, wait_s=CHECK_WAIT_S)
+    assert store.found_damage(sqlite3.DatabaseError("database disk image is malformed")) is True
+    assert store.found_damage(sqlite3.DatabaseError("database disk image is malformed")) is False
+    store.integrity.go()
+    assert store.integrity.wait(CHECK_WAIT_S) and store.integrity.state == "damaged"
+    with pytest.raises(StoreDamaged):
+        store.create_device(person="mallory")
+    store.close()

@@ -232,6 +232,10 @@ class IntegrityCheck:
         assert db is not None
         if wait_s > 0:
             self._go.wait(wait_s)
+        if self._stop.is_set():  # closed before it began
+            db.close()
+            self._db = None
+            return
         # No progress handler: a callback into Python takes the GIL, and a thread this low in
         # priority that asks for it (or is preempted holding it) on a busy machine makes the request
         # threads wait for it. Without one the check never takes the GIL until it ends; `close`
@@ -241,6 +245,8 @@ class IntegrityCheck:
         started = time.monotonic()
         try:
             _quick_check(db, self.path)
+            if self.damaged:  # a request met damage meanwhile: that stands
+                return
             self.state = CHECKED_WHOLE
             notice(f"{self.path} checked whole for damage in {time.monotonic() - started:.1f} s: sound")
         except DamagedDatabase as exc:
