@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import sqlite3
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable, MutableMapping
@@ -46,6 +47,7 @@ from bli_memory.door.errors import (
     TooLarge,
     Unauthorized,
     UnsupportedMediaType,
+    first_line,
 )
 from bli_memory.door.memories import ImportRow, MemoryService
 from bli_memory.door.model import (
@@ -65,7 +67,7 @@ from bli_memory.door.model import (
 )
 from bli_memory.door.rewrite import QuestionRewriter, fuse_hits
 from bli_memory.door.server import READ_TIMEOUT_S
-from bli_memory.door.store.base import StoreFull, StoreUnavailable
+from bli_memory.door.store.base import StoreDamaged, StoreFull, StoreUnavailable
 
 MAX_BODY_BYTES = 1024 * 1024
 MAX_QUERY_CHARS = 10_000
@@ -332,7 +334,8 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
         429: "queue_full: the device has as many extract jobs waiting as it may (extract: true)",
         502: "insert_failed",
         503: "storage_full: the store's disk or size limit is full; nothing was written. "
-        "store_unavailable: the database server cannot be reached right now (try again)",
+        "store_unavailable: the database server cannot be reached right now (try again). "
+        "store_damaged: the database was found damaged while served; no write is taken, reads go on",
     }
     return {status: {"model": ErrorBody, "description": meaning[status]} for status in statuses}
 
@@ -680,6 +683,34 @@ def create_app(
         full = StorageFull("the store is full (no space left for the database); nothing was written")
         return JSONResponse({"error": full.code, "message": full.message}, status_code=full.status)
 
+    def damaged_answer() -> JSONResponse:
+        return JSONResponse(
+            {
+                "error": "store_damaged",
+                "message": "the door's database is damaged; it takes no more writes (nothing was written "
+                "by this request) and still answers the reads it can. See 'A damaged database' in "
+                "docs/door-operations.md",
+            },
+            status_code=503,
+        )
+
+    @api.exception_handler(StoreDamaged)
+    async def store_damaged(_: Request, exc: StoreDamaged) -> JSONResponse:
+        return damaged_answer()  # said once on stderr when the damage was found: no line per write
+
+    @api.exception_handler(sqlite3.DatabaseError)
+    async def sqlite_error(_: Request, exc: sqlite3.DatabaseError) -> JSONResponse:
+        found = getattr(memories.store, "found_damage", None)  # a SQLite file's
+        if found is None or not memories.store.is_damage(exc):
+            raise exc  # not damage: the generic 500 below
+        if found(exc):  # a read met a damaged page: no more writes from now on
+            sys.stderr.write(
+                f"bli-memory-door: {memories.store.describe()} is damaged ({first_line(exc)}), found by "
+                "a request: the door refuses every write from now on (503 store_damaged) and still "
+                "serves the reads it can. Stop it and see 'A damaged database' in docs/door-operations.md\n"
+            )
+        return damaged_answer()
+
     @api.exception_handler(StoreUnavailable)
     async def store_unavailable(_: Request, exc: StoreUnavailable) -> JSONResponse:
         sys.stderr.write(f"bli-memory-door store unavailable: {memories.store.describe()} ({exc})\n")
@@ -708,6 +739,16 @@ def create_app(
         }
         if memories.embedder_error is not None:
             health["embedderError"] = memories.embedder_error  # serving keyword + recency meanwhile
+        integrity = getattr(memories.store, "integrity", None)  # a SQLite file's check for damage
+        if integrity is not None:
+            health["integrityCheck"] = integrity.state
+            if integrity.damaged:  # reads still work; every write is refused
+                health.update(
+                    ok=False,
+                    reason="store_damaged",
+                    message=f"{integrity.path} is damaged ({integrity.detail})",
+                )
+                return JSONResponse(health, status_code=503)
         try:
             problem = memories.store.write_problem()
         except StoreUnavailable as exc:  # a database server out of reach

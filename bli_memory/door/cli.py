@@ -25,6 +25,7 @@ from bli_memory.paths import data_home
 if TYPE_CHECKING:
     from bli_memory.door.memories import MemoryService
     from bli_memory.door.store.base import Store
+    from bli_memory.door.store.sqlite.files import EarlyCheck
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
@@ -95,12 +96,30 @@ def _job_lease_s(env: Mapping[str, str]) -> float | None:
     return lease
 
 
-def open_store(db: str | None, env: Mapping[str, str], *, max_pages: int | None = None) -> Store:
+def _integrity_budget_s(env: Mapping[str, str]) -> float:
+    from bli_memory.door.store.sqlite.files import budget_from_env
+
+    try:
+        return budget_from_env(env)
+    except ValueError as exc:
+        raise CliError(str(exc), 2) from None
+
+
+def open_store(
+    db: str | None,
+    env: Mapping[str, str],
+    *,
+    max_pages: int | None = None,
+    serving: bool = False,
+    early_check: EarlyCheck | None = None,
+) -> Store:
     """The store `--db` names (default: SQLite under the XDG data folder); every failure is one
     CliError line, and what the store noticed on the way (a folder it made, a file others can read,
-    a check cut short) one line each on stderr."""
+    a check cut short, damage the background check found while `serving`) one line each on stderr."""
     from bli_memory.door.store import StoreOpenError
     from bli_memory.door.store import open_store as open_url
+
+    integrity_budget_s = _integrity_budget_s(env)
 
     def notice(line: str) -> None:
         sys.stderr.write(f"bli-memory-door: {line}\n")
@@ -111,6 +130,9 @@ def open_store(db: str | None, env: Mapping[str, str], *, max_pages: int | None 
             max_pages=max_pages,
             max_pending_jobs=_max_pending_jobs(env),
             job_lease_s=_job_lease_s(env),
+            integrity_budget_s=integrity_budget_s,
+            check_in_background=serving,
+            early_check=early_check,
             notice=notice,
         )
     except StoreOpenError as exc:
@@ -142,6 +164,7 @@ def _autopair(store: Store, url: str, env: Mapping[str, str]) -> None:
 
     A session for another door is the user's choice and is left alone."""
     from bli_memory import settings
+    from bli_memory.door.store.base import StoreDamaged
 
     path = settings.session_file(env)
     try:
@@ -157,7 +180,11 @@ def _autopair(store: Store, url: str, env: Mapping[str, str]) -> None:
             "bli-memory-door: the session file's token is unknown to this database; pairing again\n"
         )
     person = env.get("USER") or getpass.getuser()
-    _, token = store.create_device(person=person, team="local", admin=True, label="autopair")
+    try:
+        _, token = store.create_device(person=person, team="local", admin=True, label="autopair")
+    except StoreDamaged:  # the background check got there first; its line said so
+        sys.stderr.write("bli-memory-door: not pairing the local user: the database is damaged\n")
+        return
     try:
         settings.write_session(url, token, env)
     except settings.SessionFileError as exc:
@@ -167,7 +194,8 @@ def _autopair(store: Store, url: str, env: Mapping[str, str]) -> None:
 
 
 def _warm(memories: MemoryService) -> None:
-    """Build every space's search indexes in the background, so no first search waits for one."""
+    """Build every space's search indexes in the background, so no first search waits for one; then
+    let a SQLite file's background check for damage begin (both read the disk)."""
     started = time.monotonic()
     try:
         spaces = memories.warm()
@@ -176,6 +204,10 @@ def _warm(memories: MemoryService) -> None:
             f"bli-memory-door: warming the search indexes failed ({type(exc).__name__}: {exc})\n"
         )
         return
+    finally:
+        integrity = getattr(memories.store, "integrity", None)
+        if integrity is not None:
+            integrity.go()
     if spaces:  # a new door has nothing to say here
         sys.stderr.write(f"bli-memory-door indexed {spaces} spaces in {time.monotonic() - started:.1f} s\n")
 
@@ -325,6 +357,11 @@ def stop(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
 
 def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
+    early_check = None
+    if not _is_postgres(args.db):  # its budget runs while the libraries and the model load
+        from bli_memory.door.store.sqlite.files import EarlyCheck
+
+        early_check = EarlyCheck(db_path(args.db, env), _integrity_budget_s(env))
     import uvicorn
 
     from bli_memory.door.app import create_app, door_hosts
@@ -332,6 +369,7 @@ def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     from bli_memory.door.indexes import IndexLimits
     from bli_memory.door.memories import MemoryService
     from bli_memory.door.server import ServerLimits, bounded_protocol
+    from bli_memory.door.store.base import StoreDamaged
     from bli_memory.door.web import WebSessions
 
     if args.exchange_retention_days is None:
@@ -343,7 +381,7 @@ def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     if warning:
         sys.stderr.write(f"bli-memory-door: {warning}\n")
     max_pages = int(env[MAX_PAGES_ENV]) if env.get(MAX_PAGES_ENV, "").isdigit() else None
-    store = open_store(args.db, env, max_pages=max_pages)
+    store = open_store(args.db, env, max_pages=max_pages, serving=True, early_check=early_check)
     # several doors may serve one PostgreSQL database: only a SQLite file has a pid file (and `stop`),
     # and only a SQLite door keeps big spaces' indexes next to its database between runs (door/indexes.py)
     db = None if _is_postgres(args.db) else db_path(args.db, env)
@@ -379,7 +417,11 @@ def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
             )
         else:
             worker = ExtractionWorker(memories, env, exchange_retention_days=args.exchange_retention_days)
-            worker.start()
+            try:
+                worker.start()
+            except StoreDamaged:  # the background check found damage before the door listened
+                sys.stderr.write("bli-memory-door: extraction off: the database is damaged\n")
+                worker = None
     if not args.no_autopair:
         _autopair(store, url, env)
     threading.Thread(target=_warm, args=(memories,), name="bli-memory-warm", daemon=True).start()
@@ -672,6 +714,15 @@ search, big spaces and several doors:
   BLI_MEMORY_MAX_PENDING_JOBS        extraction jobs one device may have waiting (default 200; then 429)
   BLI_MEMORY_JOB_LEASE_S             PostgreSQL: how long a door's claim on a job lasts unless renewed
                                      (default 60); another door takes over a job whose lease ran out
+
+the database file (SQLite):
+  An existing file is checked for damage (PRAGMA quick_check) before anything writes to it; a damaged
+  file is refused (exit 1). A file too big to check within the budget (a million memories is 2.3 GB)
+  is served at once and checked whole in the background: /healthz says integrityCheck "running",
+  then "whole"; damage found then is one log line, every write answers 503 store_damaged, reads go on
+  and /healthz says "damaged".
+  BLI_MEMORY_INTEGRITY_CHECK_BUDGET_S seconds of that check before the door opens (default 1; 0 checks
+                                     all of it in the background)
 """
 
 

@@ -5,10 +5,14 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bli_memory.door.errors import first_line
 from bli_memory.door.store.base import MAX_PENDING_JOBS_PER_DEVICE, Store
 from bli_memory.door.store.urls import is_postgres_url, mask_url
+
+if TYPE_CHECKING:
+    from bli_memory.door.store.sqlite.files import EarlyCheck
 
 #: where a person reads how to recover a damaged database.
 OPERATIONS_DOC = "docs/door-operations.md"
@@ -45,14 +49,21 @@ def open_store(
     max_pages: int | None = None,
     max_pending_jobs: int = MAX_PENDING_JOBS_PER_DEVICE,
     job_lease_s: float | None = None,
+    integrity_budget_s: float | None = None,
+    check_in_background: bool = False,
+    early_check: EarlyCheck | None = None,
     notice: Callable[[str], None] = lambda line: None,
 ) -> Store:
     """The store at `url`: a SQLite file path, `sqlite:PATH` or `sqlite:///ABSOLUTE/PATH`, or a
     PostgreSQL database, `postgresql://USER:PASSWORD@HOST:PORT/DATABASE` (or `postgres://`).
 
     A new SQLite file is created private (its folder 0700, said through `notice`); an existing one
-    is checked for damage before anything writes to it, and one that other local users can read is
-    named through `notice` with the chmod that fixes it. `max_pages` caps a SQLite file's size in
+    is checked for damage before anything writes to it (within `integrity_budget_s`, default
+    `files.INTEGRITY_CHECK_BUDGET_S`; past it, with `check_in_background`, the rest is checked on a
+    thread while the store is used, from `store.integrity.go()` (a door calls it once its indexes are
+    loaded) or after `files.BACKGROUND_START_WAIT_S`, and damage found there goes to `notice`; `early_check` is that
+    check begun before, on a thread, for this file), and one that other
+    local users can read is named through `notice` with the chmod that fixes it. `max_pages` caps a SQLite file's size in
     pages, so that tests meet a real "disk full"; `job_lease_s` is how long a PostgreSQL door holds a
     claimed job (its default otherwise). Raises StoreOpenError with one sentence for a
     person when the store cannot be opened.
@@ -61,7 +72,13 @@ def open_store(
         return open_postgres(str(url), max_pending_jobs=max_pending_jobs, job_lease_s=job_lease_s)
     path = sqlite_path(url)
     from bli_memory.door.store.sqlite import SqliteStore
-    from bli_memory.door.store.sqlite.files import FOLDER_MODE, DamagedDatabase, shared_files
+    from bli_memory.door.store.sqlite.files import (
+        BACKGROUND_START_WAIT_S,
+        FOLDER_MODE,
+        INTEGRITY_CHECK_BUDGET_S,
+        DamagedDatabase,
+        shared_files,
+    )
 
     if not path.parent.exists():
         try:
@@ -69,13 +86,18 @@ def open_store(
         except OSError as exc:
             raise StoreOpenError(f"cannot create {path.parent}: {exc.strerror}") from None
         notice(f"created the folder {path.parent} (mode 0700) for the database")
-    exposed = shared_files(path)
+    exposed = (
+        early_check.exposed if early_check is not None and early_check.path == path else shared_files(path)
+    )
     if exposed:
         notice(
             f"other local users may read {', '.join(exposed)}; run: chmod 600 {path} {path}-wal {path}-shm"
         )
     try:
-        store = SqliteStore(path, max_pending_jobs=max_pending_jobs)
+        budget_s = INTEGRITY_CHECK_BUDGET_S if integrity_budget_s is None else integrity_budget_s
+        store = SqliteStore(
+            path, max_pending_jobs=max_pending_jobs, integrity_budget_s=budget_s, early_check=early_check
+        )
     except DamagedDatabase as exc:
         raise StoreOpenError(
             f"{exc}; the door will not serve it nor write to it. See 'A damaged database' in "
@@ -89,7 +111,15 @@ def open_store(
         raise StoreOpenError(f"cannot open {path}: {exc.strerror}") from None
     if max_pages is not None:
         store.limit_pages(max_pages)
-    if not store.checked_whole:
+    if store.checked_whole:
+        return store
+    if check_in_background:
+        notice(
+            f"{path} is too big to check for damage in {budget_s:g} s at start; its first part is sound, "
+            "the rest is being checked in the background (GET /healthz: integrityCheck)"
+        )
+        store.check_rest_in_background(notice, BACKGROUND_START_WAIT_S)  # the door says go() when warm
+    else:
         notice(
             f"{path} is too big to check for damage at start; checked its first part. "
             f"Check it whole with: sqlite3 {path} 'PRAGMA quick_check'"

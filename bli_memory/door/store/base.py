@@ -120,6 +120,11 @@ class StoreFull(Exception):
     behind (its transaction was rolled back); reads go on working."""
 
 
+class StoreDamaged(Exception):
+    """The store's data was found damaged while the door served it: every write is refused from
+    then on (nothing was written by this one); reads go on working."""
+
+
 class StoreUnavailable(Exception):
     """The store cannot answer right now: its server restarted or went away, a connection dropped,
     or a deadline passed. The failed call's transaction wrote nothing; a later call may work (the

@@ -8,7 +8,8 @@ Strategy:
   searching them (and keyword search) is the memory service's job, over
   in-memory indexes it builds from `index_rows` and `current_vectors`.
 - The file is private (folder 0700, files 0600) and an existing one is checked for damage before
-  anything writes to it (`files.py`).
+  anything writes to it, within a short budget; a file too big for it is checked whole in the
+  background, and damage found there makes every later write raise StoreDamaged (`files.py`).
 - Every write is one `BEGIN IMMEDIATE` transaction with synchronous=FULL:
   a door killed at any instant loses no acknowledged write.
 - All SQL runs under one lock on one connection; a local door's requests take
@@ -21,7 +22,7 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -43,10 +44,20 @@ from bli_memory.door.store.base import (
     PurgeCount,
     QueueFull,
     SpaceKey,
+    StoreDamaged,
     StoreFull,
     VectorTask,
 )
-from bli_memory.door.store.sqlite.files import check_integrity, create_private, is_damage
+from bli_memory.door.store.sqlite.files import (
+    CHECK_PARTIAL,
+    CHECKED_WHOLE,
+    INTEGRITY_CHECK_BUDGET_S,
+    EarlyCheck,
+    IntegrityCheck,
+    check_integrity,
+    create_private,
+    is_damage,
+)
 from bli_memory.door.store.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -107,9 +118,17 @@ class SqliteStore:
     SCHEMA_VERSION = SCHEMA_VERSION
     version = sqlite3.sqlite_version
 
-    def __init__(self, path: str | Path, *, max_pending_jobs: int = MAX_PENDING_JOBS_PER_DEVICE) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        max_pending_jobs: int = MAX_PENDING_JOBS_PER_DEVICE,
+        integrity_budget_s: float = INTEGRITY_CHECK_BUDGET_S,
+        early_check: EarlyCheck | None = None,
+    ) -> None:
         """Open (or create, private) the file. Raises DamagedDatabase, before any write, when an
-        existing file fails SQLite's check for damage."""
+        existing file fails SQLite's check for damage within `integrity_budget_s` (or `early_check`,
+        the same check begun earlier)."""
         self.path = str(path)
         self.max_pending_jobs = max_pending_jobs
         #: False when the start-up check ran out of time before the end of a very large file.
@@ -117,9 +136,14 @@ class SqliteStore:
         if self.path != ":memory:":
             file = Path(self.path)
             if file.exists() and file.stat().st_size > 0:
-                self.checked_whole = check_integrity(file)  # before anything may write to it
+                if early_check is not None and early_check.covers and early_check.path == file:
+                    self.checked_whole = early_check.result()  # before anything writes
+                else:
+                    self.checked_whole = check_integrity(file, integrity_budget_s)
             else:
                 create_private(file)
+        #: the check for damage: whole at start, or `check_rest_in_background` carries it on.
+        self.integrity = IntegrityCheck(self.path, CHECKED_WHOLE if self.checked_whole else CHECK_PARTIAL)
         self._lock = threading.RLock()
         self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30)
         self._db.row_factory = sqlite3.Row
@@ -139,6 +163,16 @@ class SqliteStore:
     def describe(self) -> str:
         return f"sqlite {self.path}"
 
+    def check_rest_in_background(self, notice: Callable[[str], None], wait_s: float = 0.0) -> bool:
+        """When the start-up check did not reach the end of the file, check it whole on a thread of
+        its own (read-only, lowest priority), from `integrity.go()` or after `wait_s`; damage found
+        there goes to `notice` in one line and refuses every later write. Returns whether a check
+        was started."""
+        if self.integrity.state != CHECK_PARTIAL:
+            return False
+        self.integrity.start_background(notice, wait_s)
+        return True
+
     @contextmanager
     def transaction(self) -> Iterator[None]:
         """One write transaction; nested calls join the outer one via a savepoint."""
@@ -155,6 +189,8 @@ class SqliteStore:
                     raise
                 self._db.execute(f"RELEASE {name}")
                 return
+            if self.integrity.damaged:  # found by the background check: never write to the file again
+                raise StoreDamaged(f"{self.path} is damaged ({self.integrity.detail}); nothing was written")
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 yield
@@ -178,7 +214,15 @@ class SqliteStore:
                 yield
 
     def is_damage(self, exc: BaseException) -> bool:
-        return is_damage(exc)
+        return isinstance(exc, StoreDamaged) or is_damage(exc)
+
+    def found_damage(self, exc: BaseException) -> bool:
+        """A request met damage while reading the file: refuse every later write, as when the
+        background check finds it. True the first time (for the caller's one log line)."""
+        if self.integrity.damaged:
+            return False
+        self.integrity.mark_damaged(str(exc).partition("\n")[0][:200] or type(exc).__name__)
+        return True
 
     def changed_elsewhere(self) -> bool:
         """`PRAGMA data_version` changes only for commits made by other connections."""
@@ -210,8 +254,12 @@ class SqliteStore:
             return int(self._db.execute("PRAGMA user_version").fetchone()[0])
 
     def close(self) -> None:
+        """Close the file; a background check still running is stopped. After damage its read-only
+        connection is closed last: while it is open the writer's close cannot checkpoint the WAL
+        into the damaged file (and a read-only connection never checkpoints)."""
         with self._lock:
             self._db.close()
+        self.integrity.close()
 
     def limit_pages(self, pages: int) -> None:
         """Cap the database at `pages` pages (SQLite's `max_page_count`): past it writes fail with
