@@ -232,8 +232,10 @@ class DoorClient:
         return "accepted"
 
     def healthz(self, *, deadline: float) -> dict[str, Any]:
-        """``{ok, version, store, embedder}``; needs no token, so none is sent."""
-        return self._call("GET", "/healthz", None, deadline=deadline, authenticate=False)
+        """``{ok, version, store, embedder}``; needs no token, so none is sent. A door that answers but
+        cannot write (a full disk, a damaged file, a lost database) says so with 503 and the same
+        object, ``ok`` false with its ``reason`` and ``message``: that is returned, not raised."""
+        return self._call("GET", "/healthz", None, deadline=deadline, authenticate=False, answered_503=True)
 
     def experience(self, entry: Mapping[str, Any], *, deadline: float) -> dict[str, Any]:
         """Record one experience opinion (201 inserted, 200 an identical retry)."""
@@ -341,6 +343,7 @@ class DoorClient:
         *,
         deadline: float,
         authenticate: bool = True,
+        answered_503: bool = False,
     ) -> dict[str, Any]:
         headers = {"Accept": "application/json"}
         payload = None
@@ -366,6 +369,8 @@ class DoorClient:
                 "unknown_internal:InvalidToken", message="the device token is not a valid header value"
             ) from None
         decoded = _decode_object(response.body)
+        if answered_503 and response.status == 503 and decoded is not None and decoded.get("ok") is False:
+            return decoded
         if not 200 <= response.status < 300:
             error = decoded or {}
             raise DoorCallError(

@@ -75,6 +75,10 @@ def check_door(settings: Settings) -> dict[str, Any]:
             "store": health.get("store"),
             "embedder": health.get("embedder"),
         }
+        if health.get("ok") is False:  # it answers, but cannot write: say why
+            door["problem"] = {"reason": health.get("reason"), "message": health.get("message")}
+        if health.get("integrityCheck") is not None:
+            door["integrityCheck"] = health.get("integrityCheck")
         verdict = client.check_token(deadline=deadline)
         door["token"] = verdict if verdict in ("accepted", "refused") else f"unknown ({verdict})"
         return door
@@ -130,6 +134,9 @@ def render_text(status: Mapping[str, Any]) -> str:
         facts = [f"version {door.get('version')}", f"store {_describe(door.get('store'))}"]
         facts.append(f"embedder {_describe(door.get('embedder'))}")
         lines.append("door:    reachable, " + ", ".join(facts))
+        problem = door.get("problem")
+        if problem:
+            lines.append(f"store:   cannot write ({problem.get('reason')}): {problem.get('message')}")
         lines.append(f"token:   {door['token']}")
     else:
         lines.append(f"door:    unreachable ({door['reason']}) at {door['url']}")
@@ -230,7 +237,7 @@ def main(argv: list[str]) -> int:
         "skill": check_skill(env),
     }
     door = status["door"]
-    healthy = bool(door and door["reachable"] and door.get("token") == "accepted")
+    healthy = bool(door and door["reachable"] and door.get("token") == "accepted" and not door.get("problem"))
     status["healthy"] = healthy
     if args.json:
         print_json(status)

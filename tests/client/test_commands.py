@@ -10,10 +10,12 @@ import os
 import re
 import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -198,6 +200,35 @@ def test_status_with_a_revoked_token_or_no_door_fails(tmp_path: Path, door: Any)
     down = Cli(home, tmp_path).pair(f"http://127.0.0.1:{closed_port()}", "bli_x")("status")
     assert down.returncode == 1
     assert "door:    unreachable (dashboard_unreachable)" in down.stdout
+
+
+def test_status_says_when_the_door_answers_but_cannot_write(tmp_path: Path, start_door: Any) -> None:
+    """A door whose background check found its file damaged answers /healthz with 503 and why: status
+    shows it reachable, says it cannot write and why, and fails (it used to say "unreachable")."""
+    first = start_door("--embedder", "none")
+    assert first.stop() == 0
+    with sqlite3.connect(first.db) as db:  # garbage over a table searches and saves never read
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        page = db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'hook_stats'").fetchone()[0]
+        page_size = db.execute("PRAGMA page_size").fetchone()[0]
+    with open(first.db, "r+b") as file:
+        file.seek((page - 1) * page_size)
+        file.write(b"\xa5" * page_size)
+    door = start_door("--embedder", "none", env={"BLI_MEMORY_INTEGRITY_CHECK_BUDGET_S": "0"})
+    deadline = time.monotonic() + 30
+    while door.get("/healthz")[1].get("integrityCheck") != "damaged":
+        assert time.monotonic() < deadline, door.lines
+        time.sleep(0.05)
+    home = tmp_path / "home"
+    home.mkdir()
+    cli = Cli(home, tmp_path).pair(door.url, door.token)
+    result = cli("status")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "door:    reachable, version 0." in result.stdout
+    assert f"store:   cannot write (store_damaged): {first.db} is damaged (" in result.stdout
+    data = json.loads(cli("status", "--json").stdout)
+    assert data["healthy"] is False and data["door"]["problem"]["reason"] == "store_damaged"
+    assert data["door"]["integrityCheck"] == "damaged" and data["door"]["token"] == "accepted"
 
 
 def test_status_unpaired_still_shows_the_space(unpaired: Cli) -> None:
