@@ -207,7 +207,7 @@ def _warm(memories: MemoryService) -> None:
         sys.stderr.write(f"bli-memory-door indexed {spaces} spaces in {time.monotonic() - started:.1f} s\n")
     started = time.monotonic()
     try:
-        written = memories.write_built_snapshots()
+        written, held_s = memories.write_built_snapshots()
     except Exception as exc:  # the door serves on; the snapshots are written when it stops
         sys.stderr.write(
             f"bli-memory-door: could not write the index snapshots ({type(exc).__name__}: {exc})\n"
@@ -215,7 +215,8 @@ def _warm(memories: MemoryService) -> None:
         return
     if written:
         sys.stderr.write(
-            f"bli-memory-door wrote {written} index snapshots in {time.monotonic() - started:.1f} s\n"
+            f"bli-memory-door wrote {written} index snapshots in {time.monotonic() - started:.1f} s"
+            f" (searches waited {held_s:.1f} s of it)\n"
         )
 
 

@@ -258,27 +258,30 @@ class MemoryService:
             raise StoreUnavailable("the store gave no change position")
         return position
 
-    def write_built_snapshots(self) -> int:
+    def write_built_snapshots(self) -> tuple[int, float]:
         """Write the snapshot of each big space `warm` built from the store (a store with a change
         log, whose snapshots outlive this door's writes): the next start reads it, even after a
         kill. The index's arrays are taken under the lock (searches wait that long), the files
-        written outside it. How many were written."""
+        written outside it. How many were written, and the seconds the lock was held."""
         snapshots = self.indexes.snapshots
         if snapshots is None or not snapshots.tracks_changes:
-            return 0
+            return 0, 0.0
         written = 0
+        held_s = 0.0
         model = self._vector_model or ""
         while self._built_at_start:
             key = self._built_at_start.pop(0)
             with self._lock:
+                started = time.monotonic()
                 position = self._snapshot_position()
                 prepared = self.indexes.snapshot_arrays(key)
+                held_s += time.monotonic() - started
             if prepared is None:
                 continue
             arrays, memories = prepared
             snapshots.write_arrays(key, model, arrays, memories, None, position)
             written += 1
-        return written
+        return written, held_s
 
     # ------------------------------------------------------------------ spaces and aliases
 
