@@ -335,8 +335,9 @@ def test_a_postgres_door_keeps_snapshots_under_its_data_home_and_reads_them_afte
     door.stop()
 
 
+@pytest.mark.parametrize("store", ["postgresql", "sqlite"])
 def test_index_dir_and_its_variable_choose_the_folder(
-    start_door: Callable[..., DoorProcess], tmp_path: Path
+    start_door: Callable[..., DoorProcess], tmp_path: Path, store: str
 ) -> None:
     chosen = tmp_path / "chosen" / "indexes"
     door = start_door(
@@ -344,7 +345,7 @@ def test_index_dir_and_its_variable_choose_the_folder(
         "none",
         "--index-dir",
         str(chosen),
-        store="postgresql",
+        store=store,
         env={"BLI_MEMORY_SNAPSHOT_MIN_MEMORIES": "5"},
     )
     _saves(door, 6)
@@ -352,9 +353,10 @@ def test_index_dir_and_its_variable_choose_the_folder(
     door.stop()
     assert list(chosen.glob("*.json")) and stat.S_IMODE(chosen.stat().st_mode) == 0o700
     assert not (door.home / "share" / "bli-memory" / "indexes").exists()
+    assert not list(tmp_path.glob("*/*.indexes"))  # not next to a SQLite file either
     by_env = tmp_path / "by-env"
     other = start_door(
-        store="postgresql",
+        store=store,
         folder="other",
         env={"BLI_MEMORY_SNAPSHOT_MIN_MEMORIES": "5", "BLI_MEMORY_INDEX_DIR": str(by_env)},
     )

@@ -21,7 +21,10 @@ Strategy:
   as they are now: the door updates those indexes in place instead of rebuilding them. More rows
   than CHANGE_LOG_MAX_ROWS become the spaces they touch (rebuilt); a position older than the
   pruned rows (the log keeps the newest CHANGE_LOG_KEEP_COMMITS transactions) or a counter value
-  without rows (a door of an older version writing) becomes "everything".
+  without rows (a door of an older version writing) becomes "everything". `changes_since` reads
+  the same from any given position without moving this store's: a door that starts from an index
+  snapshot replays the log from the counter value its stamp holds (`index_identity` names the
+  database in that stamp; `door/indexes.py`).
 - Extraction jobs are claimed with `FOR UPDATE SKIP LOCKED` under a lease (`claimed_by`,
   `lease_until` on the server's clock) that a thread renews while the door holds jobs: a door killed
   mid-job loses nothing, its lease runs out and any door claims the job again.
