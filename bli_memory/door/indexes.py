@@ -23,6 +23,7 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 import secrets
 import struct
 import sys
@@ -567,6 +568,7 @@ class Snapshots:
         token = secrets.token_hex(16)
         with self._writing:
             _private_folder(self.folder)
+            _remove_stale_temporaries(self.folder)
             self._path(key, model, ".json").unlink(missing_ok=True)
             _sync_folder(self.folder)
             keyword_path = self._path(key, model, ".keyword.npz")
@@ -577,7 +579,7 @@ class Snapshots:
                 with _private_temporary(self._path(key, model, ".ids")) as handle:
                     handle.write("\n".join(memory_id or "" for memory_id in vectors.ids).encode("utf-8"))
                 graph_path = self._path(key, model, ".usearch")
-                temporary = graph_path.with_name(graph_path.name + ".tmp")
+                temporary = _temporary_name(graph_path)
                 vectors.graph.save(str(temporary))
                 os.chmod(temporary, 0o600)
                 _fsync_file(temporary)
@@ -650,12 +652,41 @@ def mapped_arrays(path: Path) -> dict[str, np.ndarray]:
     return arrays
 
 
+def _temporary_name(path: Path) -> Path:
+    """Where this process writes `path` before renaming it: a name of its own (`NAME.PID.tmp`), so
+    that two doors writing one folder at once never write into one file."""
+    return path.with_name(f"{path.name}.{os.getpid()}.tmp")
+
+
+#: a temporary file this door writes: a space's stem, the file's kind, the writer's pid
+_TEMPORARY_NAME = re.compile(r"\d+-[0-9a-f]{16}-[0-9a-f]{8}\.(?:json|keyword\.npz|ids|usearch)\.(\d+)\.tmp")
+
+
+def _remove_stale_temporaries(folder: Path) -> None:
+    """Remove the temporary files of writers no longer running (a door killed while writing); any
+    other file is left alone."""
+    try:
+        names = [path.name for path in folder.glob("*.tmp")]
+    except OSError:
+        return
+    for name in names:
+        match = _TEMPORARY_NAME.fullmatch(name)
+        if match is None or int(match.group(1)) == os.getpid():
+            continue
+        try:
+            os.kill(int(match.group(1)), 0)
+        except ProcessLookupError:
+            (folder / name).unlink(missing_ok=True)
+        except OSError:
+            pass  # running, as another user: not ours to remove
+
+
 class _private_temporary:
     """A 0600 file written under a temporary name, synced and renamed onto `path` on success."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.temporary = path.with_name(path.name + ".tmp")
+        self.temporary = _temporary_name(path)
 
     def __enter__(self) -> Any:
         descriptor = os.open(self.temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

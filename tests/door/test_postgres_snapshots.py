@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from bli_memory.door.cli import index_folder
-from bli_memory.door.indexes import IndexLimits
+from bli_memory.door.indexes import IndexLimits, space_file_stem
 from bli_memory.door.memories import MemoryService
 from bli_memory.door.model import Principal
 from bli_memory.door.store.postgres import PostgresStore
@@ -379,3 +379,23 @@ def test_serve_help_lists_the_index_folder_and_its_variable() -> None:
         check=True,
     )
     assert "BLI_MEMORY_INDEX_DIR" in done.stdout and "--index-dir" in done.stdout
+
+
+def test_a_write_removes_temporary_files_of_dead_writers_only(
+    doors: Callable[..., MemoryService], who: Principal, tmp_path: Path
+) -> None:
+    folder = tmp_path / "indexes"
+    folder.mkdir(mode=0o700)
+    stem = space_file_stem((who.team_id, TAG), "")
+    dead = folder / f"{stem}.keyword.npz.{2**22 + 1}.tmp"  # above any pid Linux gives
+    alive = folder / f"{stem}.keyword.npz.{os.getppid()}.tmp"  # a writer still running
+    foreign = folder / "backup.2024.tmp"
+    for path in (dead, alive, foreign):
+        path.write_bytes(b"half written")
+    door = doors()
+    _seed(door, who, 6)
+    door.search(who, TAG, "warm")
+    _close(door)
+    assert not dead.exists() and alive.exists() and foreign.exists()
+    assert list(folder.glob("*.json"))
+    assert not list(folder.glob(f"*.{os.getpid()}.tmp"))  # its own were renamed into place
