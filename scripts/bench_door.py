@@ -48,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from bli_memory.door.embed import load_embedder
-from bli_memory.door.indexes import Snapshots
+from bli_memory.door.indexes import IndexLimits, Snapshots
 from bli_memory.door.memories import MemoryService
 from bli_memory.door.ranking import VECTOR_CANDIDATES
 from bli_memory.door.store import open_store
@@ -715,7 +715,9 @@ def scale_bench(
     else:
         token, result["bulk_rate"] = scale_seed(url, tag, size, pool)
         index_folder = Path(url + ".indexes")
-    if not list(index_folder.glob("*.json")):  # no snapshot yet: the door builds its indexes
+    # no snapshot yet: a door builds its indexes (a PostgreSQL door writes none below the size)
+    snapshots_kept = not postgres or size >= IndexLimits.from_env(os.environ).snapshot_min_memories
+    if snapshots_kept and not list(index_folder.glob("*.json")):
         sys.stderr.write("  cold start: the door builds its indexes from the store\n")
         door = ScaleDoor(url, index_folder)
         if not door.indexed.wait(COLD_READY_WAIT_S):
