@@ -1010,6 +1010,10 @@ class Indexes:
             written += 1
         return written
 
+    def big_spaces(self) -> int:
+        """How many spaces held are big enough for a snapshot."""
+        return sum(1 for _, index in self._keyword.items() if len(index) >= self.limits.snapshot_min_memories)
+
     def snapshot_arrays(self, key: SpaceKey) -> tuple[dict[str, np.ndarray], int] | None:
         """A big space's keyword index as the arrays its snapshot holds, and its size (call under
         the lock, so that no write changes it meanwhile); None when it is not held or is small."""

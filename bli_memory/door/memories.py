@@ -237,7 +237,7 @@ class MemoryService:
         self.indexes.wait_for_conversions(CLOSE_GRAPH_WAIT_S)  # a graph still building is left out
         with self._lock:
             try:
-                if self.indexes.snapshots is not None:
+                if self.indexes.snapshots is not None and self.indexes.big_spaces():
                     self.indexes.write_snapshots(self._vector_model or "", self._snapshot_position())
             except Exception as exc:  # the next start builds them from the store instead
                 sys.stderr.write(
