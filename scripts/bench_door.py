@@ -18,7 +18,9 @@ database of its own, `bli_scale_<size>`), with the vectors of `mixed_vectors` ov
 embeddings (`--pool`, computed once). SQLite: through the store (`MemoryService.save_many`, batches
 of SCALE_BATCH); then it starts the door without index snapshots if it has none (cold: it builds
 them, and leaves them when it stops). PostgreSQL: by binary COPY, then the store's HNSW index built
-once (`scale_seed_postgres`; load and build timed apart); a PostgreSQL door keeps no snapshots.
+once (`scale_seed_postgres`; load and build timed apart); the door keeps its keyword snapshot in
+`bli-bench-scale/<database>.indexes` in the temporary folder (`--index-dir`), which a cold start
+writes right after its build and again when it stops.
 Then it starts the door (start-to-ready: from the process's start until the door says its indexes
 are built), times searches and saves over HTTP, reads its resident memory, and measures recall@10
 against exact search of the approximate index: the door's graph re-scored as the door does
@@ -46,7 +48,7 @@ from typing import Any
 import numpy as np
 
 from bli_memory.door.embed import load_embedder
-from bli_memory.door.indexes import Snapshots
+from bli_memory.door.indexes import IndexLimits, Snapshots
 from bli_memory.door.memories import MemoryService
 from bli_memory.door.ranking import VECTOR_CANDIDATES
 from bli_memory.door.store import open_store
@@ -316,6 +318,8 @@ SCALE_BATCH = 5000
 SCALE_SAVES = 50
 RECALL_QUERIES = 100
 INDEXED = "bli-memory-door indexed "
+#: what a door says once it wrote the snapshots of the spaces it built at start
+WROTE = "bli-memory-door wrote "
 #: the longest a door may take to build its indexes from the store (a million vectors' graph).
 COLD_READY_WAIT_S = 4 * 3600.0
 
@@ -504,10 +508,20 @@ def scale_seed_postgres(
 class ScaleDoor:
     """A real door over `url`, its log kept, with the moments it listened and said it was indexed."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, index_folder: Path) -> None:
         self.started = time.perf_counter()
         self.process = subprocess.Popen(
-            [str(BIN / "bli-memory-door"), "serve", "--port", "0", "--db", url, *SCALE_DOOR_OPTIONS],
+            [
+                str(BIN / "bli-memory-door"),
+                "serve",
+                "--port",
+                "0",
+                "--db",
+                url,
+                "--index-dir",
+                str(index_folder),
+                *SCALE_DOOR_OPTIONS,
+            ],
             stderr=subprocess.PIPE,
             text=True,
         )
@@ -532,6 +546,16 @@ class ScaleDoor:
             elif line.startswith(INDEXED):
                 self.indexed_s = time.perf_counter() - self.started
                 self.indexed.set()
+
+    def wait_line(self, start: str, timeout_s: float) -> str:
+        """The door's first stderr line that starts with `start` (waited for at most `timeout_s`)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            for line in list(self.lines):
+                if line.startswith(start):
+                    return line
+            time.sleep(0.1)
+        raise SystemExit(f"the door never said {start!r}:\n" + "".join(self.lines[-20:]))
 
     def memory_mib(self) -> tuple[float, float]:
         """(resident, peak resident) MiB of the door process."""
@@ -684,21 +708,28 @@ def scale_bench(
     sys.stderr.write(f"size {size:,}: {url} tag {tag}\n")
     postgres = url.startswith(("postgresql://", "postgres://"))
     result: dict[str, Any] = {"size": size, "cold_ready_s": None}
-    if postgres:  # no snapshots: every start builds the keyword index, the server holds the vectors
+    if postgres:  # the server holds the vectors; the door keeps its keyword snapshot in a folder
         token, result["bulk_rate"], result["pg"] = scale_seed_postgres(url, tag, size, pool)
-        index_folder = Path("/nonexistent")
+        database = url.partition("?")[0].rsplit("/", 1)[1]
+        index_folder = Path(tempfile.gettempdir()) / "bli-bench-scale" / f"{database}.indexes"
     else:
         token, result["bulk_rate"] = scale_seed(url, tag, size, pool)
         index_folder = Path(url + ".indexes")
-    if not postgres and not list(index_folder.glob("*.json")):  # no snapshot yet: the door builds its indexes
+    # no snapshot yet: a door builds its indexes (a PostgreSQL door writes none below the size)
+    snapshots_kept = not postgres or size >= IndexLimits.from_env(os.environ).snapshot_min_memories
+    if snapshots_kept and not list(index_folder.glob("*.json")):
         sys.stderr.write("  cold start: the door builds its indexes from the store\n")
-        door = ScaleDoor(url)
+        door = ScaleDoor(url, index_folder)
         if not door.indexed.wait(COLD_READY_WAIT_S):
             raise SystemExit("the door did not finish building its indexes")
         result["cold_ready_s"] = door.indexed_s
+        if postgres:  # it writes its snapshot right after the build, answering meanwhile
+            written = door.wait_line(WROTE, COLD_READY_WAIT_S)
+            sys.stderr.write(f"  cold start: {written.strip()}\n")
         result["cold_peak_mib"] = door.memory_mib()[1]
         result["stop_s"] = door.stop()
-    door = ScaleDoor(url)
+        sys.stderr.write(f"  cold door stopped in {result['stop_s']:.1f} s (its snapshots written)\n")
+    door = ScaleDoor(url, index_folder)
     try:
         if not door.indexed.wait(COLD_READY_WAIT_S):
             raise SystemExit("the door did not finish building its indexes")
@@ -731,10 +762,9 @@ def scale_bench(
     recall_queries = [query(recall_rng) for _ in range(RECALL_QUERIES)]
     if postgres:
         result.update(scale_recall_postgres(url, tag, recall_queries, ef_search or []))
-        result["snapshot_mib"] = None
     else:
         result["recall"] = scale_recall(url, tag, index_folder, recall_queries)
-        result["snapshot_mib"] = sum(path.stat().st_size for path in index_folder.glob("*")) / 2**20
+    result["snapshot_mib"] = sum(path.stat().st_size for path in index_folder.glob("*")) / 2**20
     return result
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import getpass
+import hashlib
 import json
 import os
 import signal
@@ -64,6 +65,32 @@ def db_path(db: str | None, env: Mapping[str, str]) -> Path:
         return sqlite_path(db)
     except StoreOpenError as exc:
         raise CliError(str(exc), 2 if exc.usage else 1) from None
+
+
+#: the environment variable naming the index snapshot folder when --index-dir does not
+INDEX_DIR_ENV = "BLI_MEMORY_INDEX_DIR"
+
+
+def index_folder(args_dir: str | None, db: str | None, env: Mapping[str, str]) -> Path:
+    """Where the door keeps big spaces' index snapshots: --index-dir, else BLI_MEMORY_INDEX_DIR,
+    else next to a SQLite file (`<file>.indexes/`) or, for PostgreSQL, a folder of the database's
+    own under the data folder (`indexes/<host>-<port>-<database>-<digest of the masked URL>`: never
+    the password)."""
+    chosen = args_dir or env.get(INDEX_DIR_ENV, "").strip()
+    if chosen:
+        return Path(chosen).expanduser()
+    if not _is_postgres(db):
+        path = db_path(db, env)
+        return path.with_name(path.name + ".indexes")
+    from bli_memory.door.store.urls import mask_url
+
+    masked = mask_url(str(db))
+    head = masked.partition("://")[2].partition("?")[0].rpartition("@")[2]
+    address, _, database = head.partition("/")
+    readable = "-".join(part for part in (address.replace(":", "-") or "local", database) if part)
+    readable = "".join(c if c.isalnum() or c in "._-" else "_" for c in readable)[:80]
+    digest = hashlib.sha256(masked.encode("utf-8")).hexdigest()[:12]
+    return Path(data_home(env)) / "bli-memory" / "indexes" / f"{readable}-{digest}"
 
 
 def _is_postgres(db: str | None) -> bool:
@@ -210,6 +237,19 @@ def _warm(memories: MemoryService) -> None:
             integrity.go()
     if spaces:  # a new door has nothing to say here
         sys.stderr.write(f"bli-memory-door indexed {spaces} spaces in {time.monotonic() - started:.1f} s\n")
+    started = time.monotonic()
+    try:
+        written, held_s = memories.write_built_snapshots()
+    except Exception as exc:  # the door serves on; the snapshots are written when it stops
+        sys.stderr.write(
+            f"bli-memory-door: could not write the index snapshots ({type(exc).__name__}: {exc})\n"
+        )
+        return
+    if written:
+        sys.stderr.write(
+            f"bli-memory-door wrote {written} index snapshots in {time.monotonic() - started:.1f} s"
+            f" (searches waited {held_s:.1f} s of it)\n"
+        )
 
 
 class _StopOnSignal:
@@ -382,13 +422,13 @@ def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         sys.stderr.write(f"bli-memory-door: {warning}\n")
     max_pages = int(env[MAX_PAGES_ENV]) if env.get(MAX_PAGES_ENV, "").isdigit() else None
     store = open_store(args.db, env, max_pages=max_pages, serving=True, early_check=early_check)
-    # several doors may serve one PostgreSQL database: only a SQLite file has a pid file (and `stop`),
-    # and only a SQLite door keeps big spaces' indexes next to its database between runs (door/indexes.py)
+    # several doors may serve one PostgreSQL database: only a SQLite file has a pid file (and `stop`);
+    # every door keeps big spaces' indexes between runs in its index folder (door/indexes.py)
     db = None if _is_postgres(args.db) else db_path(args.db, env)
     memories = MemoryService(
         store,
         embedder,
-        index_folder=None if db is None else db.with_name(db.name + ".indexes"),
+        index_folder=index_folder(args.index_dir, args.db, env),
         index_limits=IndexLimits.from_env(env),
     )
     pid_fd = None if db is None else _claim_pid_file(db)
@@ -709,8 +749,11 @@ search, big spaces and several doors:
                                      set, a question is rewritten once, within a deadline)
   BLI_MEMORY_ANN_MIN_VECTORS         a space of this many vectors or more is searched through an
                                      approximate graph (default 50000); smaller ones exactly
-  BLI_MEMORY_SNAPSHOT_MIN_MEMORIES   the indexes of spaces this big are kept in DB.indexes/ between runs
-                                     (default 20000; SQLite only)
+  BLI_MEMORY_SNAPSHOT_MIN_MEMORIES   the indexes of spaces this big are kept in the index folder between
+                                     runs (default 20000)
+  BLI_MEMORY_INDEX_DIR               the index folder when --index-dir is not given (default: DB.indexes/
+                                     for SQLite; for PostgreSQL $XDG_DATA_HOME/bli-memory/indexes/HOST-
+                                     PORT-DATABASE-DIGEST, never the password); 0700, files 0600
   BLI_MEMORY_MAX_PENDING_JOBS        extraction jobs one device may have waiting (default 200; then 429)
   BLI_MEMORY_JOB_LEASE_S             PostgreSQL: how long a door's claim on a job lasts unless renewed
                                      (default 60); another door takes over a job whose lease ran out
@@ -797,6 +840,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--port", type=_port, default=DEFAULT_PORT, help=f"port; 0 picks a free one (default {DEFAULT_PORT})"
     )
     serve_parser.add_argument("--db", help=db_help)
+    serve_parser.add_argument(
+        "--index-dir",
+        metavar="DIR",
+        help="where big spaces' search indexes are kept between runs (default: DB.indexes/ next to a "
+        f"SQLite file, a folder per database under the data folder for PostgreSQL); env {INDEX_DIR_ENV}",
+    )
     serve_parser.add_argument(
         "--embedder",
         help="onnx (default; the packaged MiniLM), onnx:/folder, openai, openai:MODEL, or none; "

@@ -23,17 +23,20 @@ import contextlib
 import hashlib
 import json
 import os
+import re
+import secrets
 import struct
+import sys
 import threading
 import zipfile
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from bli_memory.door.keyword import KeywordIndex
-from bli_memory.door.store.base import IndexRow
+from bli_memory.door.store.base import IndexRow, OutsideChanges
 
 if TYPE_CHECKING:
     import numpy as np
@@ -60,6 +63,8 @@ ANN_BUILD_BATCH = 4096
 #: takes about a minute to build, its HNSW graph tens of minutes).
 SNAPSHOT_MIN_MEMORIES = 20_000
 SNAPSHOT_FORMAT = 1
+#: the array of a keyword snapshot file that holds its stamp's token (ASCII bytes)
+SNAPSHOT_TOKEN_ARRAY = "snapshot_token"
 #: environment variables that change the two sizes above for one door (tests use small ones).
 ANN_MIN_VECTORS_ENV = "BLI_MEMORY_ANN_MIN_VECTORS"
 SNAPSHOT_MIN_MEMORIES_ENV = "BLI_MEMORY_SNAPSHOT_MIN_MEMORIES"
@@ -412,40 +417,90 @@ def space_file_stem(key: SpaceKey, model: str) -> str:
 
 
 class Snapshots:
-    """Index snapshots of big spaces in a private folder next to the database.
+    """Index snapshots of big spaces in a private folder (next to a SQLite database, or the one a
+    PostgreSQL door is given or keeps under its data folder).
 
     Each space has a keyword file, a graph file, its ids file and a `.json` stamp written last: the
-    stamp names the space, the model and how many current memories the space held. A snapshot is
-    used only when its stamp is there and the store agrees (`SnapshotCheck`: the same count, a
-    sample of its ids current, the most recently changed memory held: a snapshot of another database
-    file at the same path fails). The service calls :meth:`invalidate` before its first write, so a
-    snapshot never outlives a write it lacks (a door killed after writing rebuilds from the store);
-    files are written to a temporary name, synced and renamed, 0600 in a 0700 folder.
+    stamp names the space, the model, how many current memories the space held, the database
+    (`identity`: PostgreSQL's `ChangeLogStore.index_identity`; None for a SQLite file) and, for a
+    store with a change log, the change counter the index reflects (`position`), plus a random
+    token the keyword file holds too (a stamp and a file written by two doors at once do not pair).
+    A snapshot is used only when its stamp is there, names this database and the store agrees
+    (`SnapshotCheck`: the same count, a sample of its ids current, the most recently changed memory
+    held: a snapshot of another database file at the same path fails).
+
+    Without a change log (SQLite) the service calls :meth:`invalidate` before its first write, so a
+    snapshot never outlives a write it lacks (a door killed after writing rebuilds from the store).
+    With one (`tracks_changes`), stamps stay: a start applies the log from the stamp's position
+    (every door's writes since, its own included), or builds when the log was pruned past it.
+    Files are written to a temporary name, synced and renamed, 0600 in a 0700 folder.
     """
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, identity: Callable[[], str] | None = None) -> None:
         self.folder = folder
-        self._valid = True  # until the first write: stamps on disk may be used
+        self._identity = identity  # asked once, on first need (the store may be out of reach at start)
+        self._identity_value: str | None = None
+        self._valid = True  # until the first write (without a change log): stamps on disk may be used
+        self._writing = threading.Lock()  # one writer of the folder's files at a time
+
+    @property
+    def tracks_changes(self) -> bool:
+        """Whether stamps carry a change position (and stay valid across this door's writes)."""
+        return self._identity is not None
+
+    @property
+    def identity(self) -> str | None:
+        """The database the snapshots belong to (None: a SQLite file, the folder next to it)."""
+        if self._identity is not None and self._identity_value is None:
+            self._identity_value = self._identity()
+        return self._identity_value
 
     def _path(self, key: SpaceKey, model: str, suffix: str) -> Path:
         return self.folder / f"{space_file_stem(key, model)}{suffix}"
 
+    def refuse(self, key: SpaceKey, model: str, reason: str) -> None:
+        """Say on stderr, in one line, why a space's snapshot is not used (it is built instead)."""
+        sys.stderr.write(
+            f"bli-memory-door: index snapshot {self._path(key, model, '.json')} not used ({reason});"
+            " building the space's index from the store\n"
+        )
+
     def stamp(self, key: SpaceKey, model: str) -> dict[str, Any] | None:
-        """The stamp of a space's snapshot, if it may be used."""
+        """The stamp of a space's snapshot, if it may be used (a line on stderr when one is there
+        but is not ours, is damaged or names another database)."""
         if not self._valid:
             return None
+        path = self._path(key, model, ".json")
         try:
-            stamp = json.loads(self._path(key, model, ".json").read_text("utf-8"))
-        except (OSError, ValueError):
+            text = path.read_bytes()
+        except OSError:
+            return None  # none yet
+        try:
+            stamp = json.loads(text.decode("utf-8"))
+        except ValueError:
+            self.refuse(key, model, "its stamp is not one this door wrote")
             return None
         if not isinstance(stamp, dict) or stamp.get("format") != SNAPSHOT_FORMAT:
+            self.refuse(key, model, "its stamp is not one this door wrote")
             return None
         if stamp.get("team") != key[0] or stamp.get("tag") != key[1] or stamp.get("model") != model:
+            self.refuse(key, model, "its stamp names another space or model")
+            return None
+        if stamp.get("database") != self.identity:
+            self.refuse(key, model, "written for another database")
+            return None
+        position = stamp.get("position")
+        if self.tracks_changes and (not isinstance(position, int) or isinstance(position, bool)):
+            self.refuse(key, model, "its stamp holds no change position")
+            return None
+        if not isinstance(stamp.get("memories"), int):
+            self.refuse(key, model, "its stamp is not one this door wrote")
             return None
         return stamp
 
     def invalidate(self) -> None:
-        """Remove every stamp (before the first write of this door: the files no longer match)."""
+        """Remove every stamp (before the first write of a door without a change log: the files no
+        longer match)."""
         if not self._valid:
             return
         self._valid = False
@@ -457,10 +512,16 @@ class Snapshots:
             path.unlink(missing_ok=True)
         _sync_folder(self.folder)
 
-    def read_keyword(self, key: SpaceKey, model: str) -> KeywordIndex | None:
+    def read_keyword(self, key: SpaceKey, model: str, token: str | None = None) -> KeywordIndex | None:
+        """The keyword index of a snapshot (None when its file is missing, damaged, or holds
+        another token than the stamp's)."""
         try:
-            return KeywordIndex.from_arrays(mapped_arrays(self._path(key, model, ".keyword.npz")))
-        except (OSError, ValueError, KeyError, zipfile.BadZipFile):
+            arrays = mapped_arrays(self._path(key, model, ".keyword.npz"))
+            held = arrays.pop(SNAPSHOT_TOKEN_ARRAY, None)
+            if token is not None and (held is None or bytes(held).decode("ascii", "replace") != token):
+                return None
+            return KeywordIndex.from_arrays(arrays)
+        except Exception:  # a damaged or foreign file: never a crash, the space is built instead
             return None
 
     def read_vectors(self, key: SpaceKey, model: str, dim: int) -> ApproximateVectors | None:
@@ -485,41 +546,71 @@ class Snapshots:
         model: str,
         index: KeywordIndex,
         vectors: ApproximateVectors | None,
+        position: int | None = None,
     ) -> None:
         """Write one space's snapshot: the old stamp goes first, the new one last."""
+        self.write_arrays(key, model, index.to_arrays(), len(index), vectors, position)
+
+    def write_arrays(
+        self,
+        key: SpaceKey,
+        model: str,
+        arrays: dict[str, np.ndarray],
+        memories: int,
+        vectors: ApproximateVectors | None,
+        position: int | None,
+    ) -> None:
+        """Write one space's snapshot from its keyword index's arrays (`KeywordIndex.to_arrays`,
+        taken while nothing changed it), of `memories` memories, reflecting the store's changes up
+        to `position` (a store with a change log)."""
         import numpy as np
 
-        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.chmod(self.folder, 0o700)
-        self._path(key, model, ".json").unlink(missing_ok=True)
-        _sync_folder(self.folder)
-        keyword_path = self._path(key, model, ".keyword.npz")
-        with _private_temporary(keyword_path) as handle:
-            np.savez(handle, **index.to_arrays())  # type: ignore[arg-type]
-        if vectors is not None:
-            with _private_temporary(self._path(key, model, ".ids")) as handle:
-                handle.write("\n".join(memory_id or "" for memory_id in vectors.ids).encode("utf-8"))
-            graph_path = self._path(key, model, ".usearch")
-            temporary = graph_path.with_name(graph_path.name + ".tmp")
-            vectors.graph.save(str(temporary))
-            os.chmod(temporary, 0o600)
-            _fsync_file(temporary)
-            os.replace(temporary, graph_path)
-        else:
-            self._path(key, model, ".usearch").unlink(missing_ok=True)
-            self._path(key, model, ".ids").unlink(missing_ok=True)
-        stamp = {
-            "format": SNAPSHOT_FORMAT,
-            "team": key[0],
-            "tag": key[1],
-            "model": model,
-            "memories": len(index),
-            "vectors": None if vectors is None else len(vectors),
-        }
-        with _private_temporary(self._path(key, model, ".json")) as handle:
-            handle.write(json.dumps(stamp).encode("utf-8"))
-        _sync_folder(self.folder)
+        token = secrets.token_hex(16)
+        with self._writing:
+            _private_folder(self.folder)
+            _remove_stale_temporaries(self.folder)
+            self._path(key, model, ".json").unlink(missing_ok=True)
+            _sync_folder(self.folder)
+            keyword_path = self._path(key, model, ".keyword.npz")
+            with _private_temporary(keyword_path) as handle:
+                token_array = np.frombuffer(token.encode("ascii"), dtype=np.uint8)
+                np.savez(handle, **arrays, **{SNAPSHOT_TOKEN_ARRAY: token_array})  # type: ignore[arg-type]
+            if vectors is not None:
+                with _private_temporary(self._path(key, model, ".ids")) as handle:
+                    handle.write("\n".join(memory_id or "" for memory_id in vectors.ids).encode("utf-8"))
+                graph_path = self._path(key, model, ".usearch")
+                temporary = _temporary_name(graph_path)
+                vectors.graph.save(str(temporary))
+                os.chmod(temporary, 0o600)
+                _fsync_file(temporary)
+                os.replace(temporary, graph_path)
+            else:
+                self._path(key, model, ".usearch").unlink(missing_ok=True)
+                self._path(key, model, ".ids").unlink(missing_ok=True)
+            stamp = {
+                "format": SNAPSHOT_FORMAT,
+                "team": key[0],
+                "tag": key[1],
+                "model": model,
+                "memories": memories,
+                "vectors": None if vectors is None else len(vectors),
+                "database": self.identity,
+                "position": position,
+                "token": token,
+            }
+            with _private_temporary(self._path(key, model, ".json")) as handle:
+                handle.write(json.dumps(stamp).encode("utf-8"))
+            _sync_folder(self.folder)
         self._valid = True
+
+
+def _private_folder(folder: Path) -> None:
+    """Make `folder` (and any missing parent) 0700; an existing `folder` is made 0700 too."""
+    missing = [parent for parent in (folder, *folder.parents) if not parent.exists()]
+    for parent in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            parent.mkdir(mode=0o700)
+    os.chmod(folder, 0o700)
 
 
 #: a zip member's local header: signature, versions, flags, method, time, date, crc, sizes, name and
@@ -561,12 +652,41 @@ def mapped_arrays(path: Path) -> dict[str, np.ndarray]:
     return arrays
 
 
+def _temporary_name(path: Path) -> Path:
+    """Where this process writes `path` before renaming it: a name of its own (`NAME.PID.tmp`), so
+    that two doors writing one folder at once never write into one file."""
+    return path.with_name(f"{path.name}.{os.getpid()}.tmp")
+
+
+#: a temporary file this door writes: a space's stem, the file's kind, the writer's pid
+_TEMPORARY_NAME = re.compile(r"\d+-[0-9a-f]{16}-[0-9a-f]{8}\.(?:json|keyword\.npz|ids|usearch)\.(\d+)\.tmp")
+
+
+def _remove_stale_temporaries(folder: Path) -> None:
+    """Remove the temporary files of writers no longer running (a door killed while writing); any
+    other file is left alone."""
+    try:
+        names = [path.name for path in folder.glob("*.tmp")]
+    except OSError:
+        return
+    for name in names:
+        match = _TEMPORARY_NAME.fullmatch(name)
+        if match is None or int(match.group(1)) == os.getpid():
+            continue
+        try:
+            os.kill(int(match.group(1)), 0)
+        except ProcessLookupError:
+            (folder / name).unlink(missing_ok=True)
+        except OSError:
+            pass  # running, as another user: not ours to remove
+
+
 class _private_temporary:
     """A 0600 file written under a temporary name, synced and renamed onto `path` on success."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.temporary = path.with_name(path.name + ".tmp")
+        self.temporary = _temporary_name(path)
 
     def __enter__(self) -> Any:
         descriptor = os.open(self.temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -643,6 +763,9 @@ class Indexes:
         self._converting: dict[SpaceKey, threading.Thread] = {}
         #: keyword indexes built from the store's rows so far (not read from a snapshot)
         self.keyword_builds = 0
+        #: a store with a change log: what changed after a position (`ChangeLogStore.changes_since`),
+        #: applied to a snapshot read back before it is used
+        self.replay: Callable[[int, Collection[SpaceKey]], OutsideChanges] | None = None
 
     @property
     def max_spaces(self) -> int:
@@ -713,15 +836,34 @@ class Indexes:
         stamp = self.snapshots.stamp(key, model)
         if stamp is None:
             return None
-        index = self.snapshots.read_keyword(key, model)
+        token = stamp.get("token")
+        index = self.snapshots.read_keyword(key, model, token if isinstance(token, str) else None)
         if index is None or len(index) != stamp["memories"]:
+            self.snapshots.refuse(key, model, "its keyword file is damaged or not the stamp's")
             return None
+        if self.snapshots.tracks_changes:
+            caught_up = self.replay is not None and self._replay(key, index, stamp["position"])
+            if not caught_up:
+                self.snapshots.refuse(key, model, "the change log no longer reaches back to it")
+                return None
         held = index.slot_of
-        return (
-            index
-            if current(len(index), _sample([i for i in index.ids if i is not None]), held.__contains__)
-            else None
-        )
+        if not current(len(index), _sample([i for i in index.ids if i is not None]), held.__contains__):
+            self.snapshots.refuse(key, model, "the store does not agree with it")
+            return None
+        return index
+
+    def _replay(self, key: SpaceKey, index: KeywordIndex, position: int) -> bool:
+        """Apply to a snapshot's `index` what the store's change log holds past `position` (every
+        process's writes, idempotent for what it holds already); False when the log cannot say."""
+        assert self.replay is not None
+        changes = self.replay(position, (key,))
+        if changes.everything or key in changes.spaces or key[0] in changes.teams:
+            return False
+        for memory_id in changes.gone.get(key, ()):
+            index.remove(memory_id)
+        for row in changes.current.get(key, ()):
+            index.add(row.id, row.content, row.device_id, row.updated_at)
+        return True
 
     def vectors(
         self,
@@ -753,6 +895,8 @@ class Indexes:
     ) -> ApproximateVectors | None:
         if self.snapshots is None or current is None:
             return None
+        if self.snapshots.tracks_changes:
+            return None  # a store with a change log searches its vectors itself: no graph to replay
         stamp = self.snapshots.stamp(key, model)
         if stamp is None or stamp.get("vectors") is None:
             return None
@@ -851,8 +995,9 @@ class Indexes:
 
     # ------------------------------------------------------------------ snapshots
 
-    def write_snapshots(self, model: str) -> int:
-        """Write the snapshot of every space of SNAPSHOT_MIN_MEMORIES or more; how many were written."""
+    def write_snapshots(self, model: str, position: int | None = None) -> int:
+        """Write the snapshot of every space of SNAPSHOT_MIN_MEMORIES or more, reflecting the store's
+        changes up to `position` (a store with a change log); how many were written."""
         if self.snapshots is None:
             return 0
         written = 0
@@ -861,6 +1006,18 @@ class Indexes:
                 continue
             vectors = self._vectors.peek(key)
             graph = vectors if isinstance(vectors, ApproximateVectors) else None
-            self.snapshots.write(key, model, index, graph)
+            self.snapshots.write(key, model, index, graph, position)
             written += 1
         return written
+
+    def big_spaces(self) -> int:
+        """How many spaces held are big enough for a snapshot."""
+        return sum(1 for _, index in self._keyword.items() if len(index) >= self.limits.snapshot_min_memories)
+
+    def snapshot_arrays(self, key: SpaceKey) -> tuple[dict[str, np.ndarray], int] | None:
+        """A big space's keyword index as the arrays its snapshot holds, and its size (call under
+        the lock, so that no write changes it meanwhile); None when it is not held or is small."""
+        index = self._keyword.peek(key)
+        if index is None or len(index) < self.limits.snapshot_min_memories:
+            return None
+        return index.to_arrays(), len(index)

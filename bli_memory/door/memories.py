@@ -65,7 +65,15 @@ from bli_memory.door.model import (
     is_reserved_tag,
     now_s,
 )
-from bli_memory.door.store.base import DeviceRevoked, ImportedVersion, NewVersion, QueueFull, Store
+from bli_memory.door.store.base import (
+    ChangeLogStore,
+    DeviceRevoked,
+    ImportedVersion,
+    NewVersion,
+    QueueFull,
+    Store,
+    StoreUnavailable,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -157,8 +165,19 @@ class MemoryService:
         self.store = store
         self.embedder = embedder
         self._lock = threading.RLock()
-        snapshots = None if index_folder is None else Snapshots(index_folder)
+        change_log = store if isinstance(store, ChangeLogStore) else None
+        snapshots = (
+            None
+            if index_folder is None
+            else Snapshots(index_folder, None if change_log is None else change_log.index_identity)
+        )
         self.indexes = Indexes(snapshots=snapshots, lock=self._lock, limits=index_limits)
+        #: a store with a change log: snapshots are replayed from their stamp's position and stay
+        #: valid across writes; big spaces built at start are written at once (`write_built_snapshots`)
+        self._change_log = change_log
+        if change_log is not None:
+            self.indexes.replay = change_log.changes_since
+        self._built_at_start: list[SpaceKey] = []
         self._space_tags: Lru[SpaceKey, tuple[float, tuple[str, ...]]] = Lru(SPACE_TAGS_CACHE_MAX)
         self._depth = 0  # transactions open in this service (nested ones join the outermost)
         self._embed_error: tuple[float, str] | None = None
@@ -178,8 +197,9 @@ class MemoryService:
         indexes' save order, as in the store's (a door that builds them from the store ranks ties
         and context the same)."""
         with self._lock:
-            if self.indexes.snapshots is not None:
-                self.indexes.snapshots.invalidate()  # before anything is written they would lack
+            snapshots = self.indexes.snapshots
+            if snapshots is not None and not snapshots.tracks_changes:
+                snapshots.invalidate()  # before anything is written they would lack
             outermost = self._depth == 0
             if outermost:
                 self._check_outside_writes()
@@ -217,13 +237,51 @@ class MemoryService:
         self.indexes.wait_for_conversions(CLOSE_GRAPH_WAIT_S)  # a graph still building is left out
         with self._lock:
             try:
-                self.indexes.write_snapshots(self._vector_model or "")
-            except OSError as exc:  # the next start builds them from the store instead
+                if self.indexes.snapshots is not None and self.indexes.big_spaces():
+                    self.indexes.write_snapshots(self._vector_model or "", self._snapshot_position())
+            except Exception as exc:  # the next start builds them from the store instead
                 sys.stderr.write(
                     f"bli-memory-door: could not write the index snapshots ({exception_line(exc)})\n"
                 )
             finally:
                 self.store.close()
+
+    def _snapshot_position(self) -> int | None:
+        """The change position the indexes hold every change up to, after taking in what other
+        doors wrote (call under the lock); None for a store without a change log. Raises when the
+        store cannot say (the snapshots are then not written)."""
+        if self._change_log is None:
+            return None
+        self._check_outside_writes()
+        position = self._change_log.change_position()
+        if position is None:
+            raise StoreUnavailable("the store gave no change position")
+        return position
+
+    def write_built_snapshots(self) -> tuple[int, float]:
+        """Write the snapshot of each big space `warm` built from the store (a store with a change
+        log, whose snapshots outlive this door's writes): the next start reads it, even after a
+        kill. The index's arrays are taken under the lock (searches wait that long), the files
+        written outside it. How many were written, and the seconds the lock was held."""
+        snapshots = self.indexes.snapshots
+        if snapshots is None or not snapshots.tracks_changes:
+            return 0, 0.0
+        written = 0
+        held_s = 0.0
+        model = self._vector_model or ""
+        while self._built_at_start:
+            key = self._built_at_start.pop(0)
+            with self._lock:
+                started = time.monotonic()
+                position = self._snapshot_position()
+                prepared = self.indexes.snapshot_arrays(key)
+                held_s += time.monotonic() - started
+            if prepared is None:
+                continue
+            arrays, memories = prepared
+            snapshots.write_arrays(key, model, arrays, memories, None, position)
+            written += 1
+        return written, held_s
 
     # ------------------------------------------------------------------ spaces and aliases
 
@@ -1103,7 +1161,10 @@ class MemoryService:
         for team_id, tag in spaces:
             with self._lock:
                 self._check_outside_writes()
+                builds = self.indexes.keyword_builds
                 self._keyword_index(team_id, tag)
+                if self.indexes.keyword_builds != builds:
+                    self._built_at_start.append((team_id, tag))
                 if not self._nearest_in_store():
                     self._space_vectors(team_id, tag)
         self.indexes.wait_for_conversions(WARM_GRAPH_WAIT_S)

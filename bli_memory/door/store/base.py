@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from bli_memory.door.model import Job, Memory, Principal
 
@@ -245,6 +245,31 @@ class VectorTask:
     container_tag: str
     content: str
     content_hash: str
+
+
+@runtime_checkable
+class ChangeLogStore(Protocol):
+    """A store whose change log can say what changed since a given position, by any process (this
+    one included): PostgreSQL. An index snapshot of such a store is kept whatever its own door
+    writes afterwards: its stamp holds the position it reflects, and a later start applies the log
+    from there (`door/indexes.py`)."""
+
+    def index_identity(self) -> str:
+        """Which database this is, as a snapshot stamp names it: two databases (even of one name on
+        two servers) never give the same answer; no password or host in it."""
+        ...
+
+    def change_position(self) -> int | None:
+        """The change counter up to which `changes_elsewhere` has reported (None before its first
+        call): the indexes the service keeps hold every change up to it."""
+        ...
+
+    def changes_since(self, position: int, held: Collection[SpaceKey]) -> OutsideChanges:
+        """Every change committed after counter value `position` up to now, by any process, with
+        the changed memories of `held` as they are now; `everything` when the log no longer
+        reaches back to `position` (pruned) or cannot tell. Does not move `changes_elsewhere`'s
+        position."""
+        ...
 
 
 class Store(Protocol):

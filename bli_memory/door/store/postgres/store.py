@@ -21,7 +21,10 @@ Strategy:
   as they are now: the door updates those indexes in place instead of rebuilding them. More rows
   than CHANGE_LOG_MAX_ROWS become the spaces they touch (rebuilt); a position older than the
   pruned rows (the log keeps the newest CHANGE_LOG_KEEP_COMMITS transactions) or a counter value
-  without rows (a door of an older version writing) becomes "everything".
+  without rows (a door of an older version writing) becomes "everything". `changes_since` reads
+  the same from any given position without moving this store's: a door that starts from an index
+  snapshot replays the log from the counter value its stamp holds (`index_identity` names the
+  database in that stamp; `door/indexes.py`).
 - Extraction jobs are claimed with `FOR UPDATE SKIP LOCKED` under a lease (`claimed_by`,
   `lease_until` on the server's clock) that a thread renews while the door holds jobs: a door killed
   mid-job loses nothing, its lease runs out and any door claims the job again.
@@ -171,6 +174,7 @@ class PostgresStore:
         self._seen_lock = threading.Lock()
         self._reading_changes = threading.Lock()
         self._seen: int | None = None
+        self._identity: str | None = None
         self._own: set[int] = set()
         self._vector_indexes: set[str] = set()
         self._full_at = -FULL_REMEMBERED_S
@@ -364,6 +368,44 @@ class PostgresStore:
             if row is not None and int(row["pruned_through"]) > seen:
                 return OutsideChanges(everything=True, seen=True)
             return self._read_changes(seen, counter, mine, foreign, held)
+
+    def index_identity(self) -> str:
+        """Which database this is, for index snapshots kept outside it: the cluster's system
+        identifier (when this role may read it: `pg_control_system()`), the database's oid (a
+        database dropped and made again under its name gets another) and its name."""
+        if self._identity is None:
+            with self._connection() as conn:
+                row = conn.execute(
+                    """SELECT oid::text AS oid, datname,
+                              has_function_privilege('pg_control_system()', 'EXECUTE') AS control
+                       FROM pg_database WHERE datname = current_database()"""
+                ).fetchone()
+                assert row is not None
+                system = ""
+                if row["control"]:
+                    control = conn.execute(
+                        "SELECT system_identifier::text AS id FROM pg_control_system()"
+                    ).fetchone()
+                    system = control["id"] if control else ""
+            self._identity = f"postgresql:{system}:{row['oid']}:{row['datname']}"
+        return self._identity
+
+    def change_position(self) -> int | None:
+        with self._seen_lock:
+            return self._seen
+
+    def changes_since(self, position: int, held: Collection[SpaceKey]) -> OutsideChanges:
+        """Every change committed after counter value `position` (this store's own included, which
+        an index holding them takes as no-ops), read as `changes_elsewhere` reads them; this
+        store's position stays where it is."""
+        with self._connection() as conn:
+            row = conn.execute("SELECT counter, pruned_through FROM bli_changes WHERE id = 1").fetchone()
+        counter = int(row["counter"]) if row else 0
+        if counter == position:
+            return OutsideChanges()
+        if row is None or counter < position or int(row["pruned_through"]) > position:
+            return OutsideChanges(everything=True, seen=True)
+        return self._read_changes(position, counter, [], counter - position, held)
 
     def _read_changes(
         self, seen: int, counter: int, mine: list[int], foreign: int, held: Collection[SpaceKey]
