@@ -416,6 +416,11 @@ def space_file_stem(key: SpaceKey, model: str) -> str:
     return f"{team_id}-{tag_digest}-{model_digest}"
 
 
+def _is_sqlite(identity: str | None) -> bool:
+    """Whether a snapshot folder's database is a SQLite file with a change log (`SqliteStore.index_identity`)."""
+    return identity is not None and identity.startswith("sqlite:")
+
+
 class Snapshots:
     """Index snapshots of big spaces in a private folder (next to a SQLite database, or the one a
     PostgreSQL door is given or keeps under its data folder).
@@ -488,10 +493,15 @@ class Snapshots:
         if stamp.get("team") != key[0] or stamp.get("tag") != key[1] or stamp.get("model") != model:
             self.refuse(key, model, "its stamp names another space or model")
             return None
+        position = stamp.get("position")
+        if position is None and stamp.get("database") is None and _is_sqlite(self.identity):
+            # written before the file had a change log, by a door that removed its stamps before
+            # writing: it reflects the file as it was when the log began (counter 0)
+            position = 0
+            stamp["database"], stamp["position"] = self.identity, position
         if stamp.get("database") != self.identity:
             self.refuse(key, model, "written for another database")
             return None
-        position = stamp.get("position")
         if self.tracks_changes and (not isinstance(position, int) or isinstance(position, bool)):
             self.refuse(key, model, "its stamp holds no change position")
             return None

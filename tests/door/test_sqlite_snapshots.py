@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
 import time
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 
 from bli_memory.door.memories import MemoryService
@@ -148,4 +150,47 @@ def test_a_log_pruned_past_the_snapshot_s_position_makes_the_door_build_with_one
     door.start()
     _wait_line(door, "bli-memory-door indexed 1 spaces")
     assert _ranking(door) == built
+    door.stop()
+
+
+def test_a_snapshot_written_before_the_file_had_a_change_log_is_read_after_the_upgrade(
+    start_door: Callable[..., DoorProcess],
+) -> None:
+    door = start_door(env=SMALL)
+    for fact in FACTS:
+        _save(door, fact)
+    before = _ranking(door)
+    door.stop()
+    folder = Path(str(door.db) + ".indexes")
+    [stamp] = folder.glob("*.json")
+    old = {k: v for k, v in json.loads(stamp.read_text()).items() if k not in ("database", "position")}
+    stamp.write_text(json.dumps(old))  # as a door of schema 5 wrote it
+    with closing(sqlite3.connect(door.db)) as db:  # and the file as that door left it
+        db.execute("DROP TABLE bli_change_log")
+        db.execute("DROP TABLE bli_changes")
+        db.execute("PRAGMA user_version = 5")
+        db.commit()
+
+    door.lines.clear()
+    door.start()  # migrates the file to 6, reads the snapshot as of the log's start
+    _wait_line(door, "bli-memory-door indexed 1 spaces")
+    assert _ranking(door) == before
+    assert not any("not used" in line or "index snapshots" in line for line in door.lines), door.lines
+    kept = _save(door, "The deploy queue drained overnight")
+    door.kill()
+    door.lines.clear()
+    door.start()  # the old stamp, replayed from the log's start
+    _wait_line(door, "bli-memory-door indexed 1 spaces")
+    got = _ranking(door)
+    assert not any("not used" in line or "index snapshots" in line for line in door.lines), door.lines
+    status, body = door.post(
+        "/api/memory/search", {"q": "drained overnight", "containerTag": TAG, "limit": 3}
+    )
+    assert status == 200 and body["results"][0]["id"] == kept
+    door.stop()
+    shutil.rmtree(folder)
+    door.lines.clear()
+    door.start()
+    _wait_line(door, "bli-memory-door indexed 1 spaces")
+    assert _ranking(door) == got
     door.stop()
