@@ -416,23 +416,30 @@ def space_file_stem(key: SpaceKey, model: str) -> str:
     return f"{team_id}-{tag_digest}-{model_digest}"
 
 
+def _is_sqlite(identity: str | None) -> bool:
+    """Whether a snapshot folder's database is a SQLite file with a change log (`SqliteStore.index_identity`)."""
+    return identity is not None and identity.startswith("sqlite:")
+
+
 class Snapshots:
     """Index snapshots of big spaces in a private folder (next to a SQLite database, or the one a
     PostgreSQL door is given or keeps under its data folder).
 
     Each space has a keyword file, a graph file, its ids file and a `.json` stamp written last: the
     stamp names the space, the model, how many current memories the space held, the database
-    (`identity`: PostgreSQL's `ChangeLogStore.index_identity`; None for a SQLite file) and, for a
-    store with a change log, the change counter the index reflects (`position`), plus a random
+    (`identity`: the store's `ChangeLogStore.index_identity`; None for a store without a change
+    log) and, for a store with a change log, the change counter the index reflects (`position`), plus a random
     token the keyword file holds too (a stamp and a file written by two doors at once do not pair).
     A snapshot is used only when its stamp is there, names this database and the store agrees
     (`SnapshotCheck`: the same count, a sample of its ids current, the most recently changed memory
     held: a snapshot of another database file at the same path fails).
 
-    Without a change log (SQLite) the service calls :meth:`invalidate` before its first write, so a
-    snapshot never outlives a write it lacks (a door killed after writing rebuilds from the store).
-    With one (`tracks_changes`), stamps stay: a start applies the log from the stamp's position
-    (every door's writes since, its own included), or builds when the log was pruned past it.
+    Both stores keep a change log (SQLite since schema v6), so stamps stay across writes
+    (`tracks_changes`): a start applies the log from the stamp's position (every door's writes since,
+    its own included) to the keyword index and, for a SQLite door, to the graph (the vectors of the
+    memories that became current read from the store), or builds when the log was pruned past it.
+    Without a change log the service calls :meth:`invalidate` before its first write, so a snapshot
+    never outlives a write it lacks.
     Files are written to a temporary name, synced and renamed, 0600 in a 0700 folder.
     """
 
@@ -486,10 +493,15 @@ class Snapshots:
         if stamp.get("team") != key[0] or stamp.get("tag") != key[1] or stamp.get("model") != model:
             self.refuse(key, model, "its stamp names another space or model")
             return None
+        position = stamp.get("position")
+        if position is None and stamp.get("database") is None and _is_sqlite(self.identity):
+            # written before the file had a change log, by a door that removed its stamps before
+            # writing: it reflects the file as it was when the log began (counter 0)
+            position = 0
+            stamp["database"], stamp["position"] = self.identity, position
         if stamp.get("database") != self.identity:
             self.refuse(key, model, "written for another database")
             return None
-        position = stamp.get("position")
         if self.tracks_changes and (not isinstance(position, int) or isinstance(position, bool)):
             self.refuse(key, model, "its stamp holds no change position")
             return None
@@ -766,6 +778,9 @@ class Indexes:
         #: a store with a change log: what changed after a position (`ChangeLogStore.changes_since`),
         #: applied to a snapshot read back before it is used
         self.replay: Callable[[int, Collection[SpaceKey]], OutsideChanges] | None = None
+        #: the vectors of a space's memories by id, of a model (`Store.vectors_of`): what a graph
+        #: read back from a snapshot takes in of the memories that became current after its position
+        self.replay_vectors: Callable[[SpaceKey, Sequence[str], str], Mapping[str, np.ndarray]] | None = None
 
     @property
     def max_spaces(self) -> int:
@@ -895,16 +910,41 @@ class Indexes:
     ) -> ApproximateVectors | None:
         if self.snapshots is None or current is None:
             return None
-        if self.snapshots.tracks_changes:
-            return None  # a store with a change log searches its vectors itself: no graph to replay
         stamp = self.snapshots.stamp(key, model)
         if stamp is None or stamp.get("vectors") is None:
-            return None
+            return None  # none, or a store that searches its vectors itself (no graph kept)
         vectors = self.snapshots.read_vectors(key, model, dim)
         if vectors is None or len(vectors) != stamp["vectors"]:
             return None
+        memories = stamp["memories"]
+        if self.snapshots.tracks_changes:
+            if not self._replay_graph(key, model, vectors, stamp["position"]):
+                return None
+            keyword = self._keyword.peek(key)  # replayed from the same position: the count now
+            if keyword is None:
+                return None
+            memories = len(keyword)
         sample = _sample([i for i in vectors.ids if i is not None])
-        return vectors if current(stamp["memories"], sample, lambda memory_id: True) else None
+        return vectors if current(memories, sample, lambda memory_id: True) else None
+
+    def _replay_graph(self, key: SpaceKey, model: str, graph: ApproximateVectors, position: int) -> bool:
+        """Apply to a snapshot's `graph` what the change log holds past `position`: memories no
+        longer current leave it, those current now join it with their vectors of `model` read from
+        the store (a no-op for those it holds); False when the log cannot say."""
+        if self.replay is None or self.replay_vectors is None:
+            return False
+        changes = self.replay(position, (key,))
+        if changes.everything or key in changes.spaces or key[0] in changes.teams:
+            return False
+        for memory_id in changes.gone.get(key, ()):
+            graph.remove(memory_id)
+        ids = [row.id for row in changes.current.get(key, ())]
+        found = self.replay_vectors(key, ids, model) if ids else {}
+        for memory_id in ids:
+            vector = found.get(memory_id)
+            if vector is not None:
+                graph.add(memory_id, vector)
+        return True
 
     def added(
         self,

@@ -177,6 +177,7 @@ class MemoryService:
         self._change_log = change_log
         if change_log is not None:
             self.indexes.replay = change_log.changes_since
+            self.indexes.replay_vectors = lambda key, ids, model: store.vectors_of(key[0], ids, model)
         self._built_at_start: list[SpaceKey] = []
         self._space_tags: Lru[SpaceKey, tuple[float, tuple[str, ...]]] = Lru(SPACE_TAGS_CACHE_MAX)
         self._depth = 0  # transactions open in this service (nested ones join the outermost)

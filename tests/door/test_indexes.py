@@ -185,22 +185,42 @@ def test_a_snapshot_is_written_privately_on_close_and_read_back_instead_of_build
     reopened.close()
 
 
-def test_a_write_removes_the_snapshot_before_it_commits(tmp_path: Path, minilm: Embedder) -> None:
+def test_a_door_killed_after_writing_replays_its_writes_onto_its_snapshot(
+    tmp_path: Path, minilm: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
     db = tmp_path / "memory.db"
     service = _service(db, minilm)
     principal = _principal(service)
     service.save_many(principal, TAG, FACTS)
     service.warm()  # what the door does at start: the indexes exist, and are written on close
     service.close()
-    assert list(db.with_name("memory.db.indexes").glob("*.json"))
+    [stamp] = db.with_name("memory.db.indexes").glob("*.json")
+    written = stamp.read_bytes()
     crashed = _service(db, minilm)
+    crashed.warm()
     saved = crashed.save(principal, TAG, "Feline companions nap for most of the afternoon")
-    assert not list(db.with_name("memory.db.indexes").glob("*.json"))
-    # the door dies without closing: the next one must not use the old snapshot, which lacks the save
-    crashed.store.close()
+    crashed.forget(principal, TAG, content=FACTS[3])
+    assert stamp.read_bytes() == written  # the stamp outlives the writes: the log has them
+    crashed.store.close()  # the door dies without closing: no snapshot written on the way out
+
     after = _service(db, minilm)
-    hits = after.search(principal, TAG, "how much do cats sleep", limit=1)
-    assert hits[0].memory.id == saved.id
+
+    def no_build(*_: object) -> object:
+        raise AssertionError("built from the store although the snapshot and the log are current")
+
+    monkeypatch.setattr(after.store, "index_rows", no_build)
+    monkeypatch.setattr(after.store, "current_vectors", no_build)
+    got = {q: _ranking(after, principal, q) for q in [*QUERIES, "how much do cats sleep"]}
+    graph = _vectors_of(after, principal)
+    assert isinstance(graph, ApproximateVectors) and len(graph) == len(FACTS)  # one in, one out
+    assert after.indexes.keyword_builds == 0
+    assert after.search(principal, TAG, "how much do cats sleep", limit=1)[0].memory.id == saved.id
+    assert FACTS[3] not in [content for content, _ in got[QUERIES[0]]]
+    fresh = _service(db, minilm, folder=False)
+    fresh.warm()  # builds the keyword index and the graph from the store
+    assert isinstance(_vectors_of(fresh, principal), ApproximateVectors)
+    assert {q: _ranking(fresh, principal, q) for q in got} == got
+    fresh.close()
     after.close()
 
 

@@ -250,9 +250,9 @@ class VectorTask:
 @runtime_checkable
 class ChangeLogStore(Protocol):
     """A store whose change log can say what changed since a given position, by any process (this
-    one included): PostgreSQL. An index snapshot of such a store is kept whatever its own door
-    writes afterwards: its stamp holds the position it reflects, and a later start applies the log
-    from there (`door/indexes.py`)."""
+    one included): PostgreSQL, and SQLite from schema v6. An index snapshot of such a store is kept
+    whatever its own door writes afterwards: its stamp holds the position it reflects, and a later
+    start applies the log from there (`door/indexes.py`)."""
 
     def index_identity(self) -> str:
         """Which database this is, as a snapshot stamp names it: two databases (even of one name on

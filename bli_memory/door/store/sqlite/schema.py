@@ -7,7 +7,7 @@ one (never a script split on `;`, which would break on a `;` inside a string or 
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 MIGRATIONS: dict[int, list[str]] = {
     1: [
@@ -152,5 +152,28 @@ MIGRATIONS: dict[int, list[str]] = {
             PRIMARY KEY (team_id, device_id, hour)
         )""",
         "CREATE INDEX hook_stats_time ON hook_stats (team_id, hour)",
+    ],
+    # v6: what each write changed, so that an index snapshot stays valid across writes (a door killed
+    # after writing replays the log from its snapshot's position instead of building). `bli_changes`
+    # is one row: the counter every transaction writing memories or aliases bumps at its end, the
+    # newest counter value whose log rows were pruned, and a random name of this database for the
+    # snapshot stamps. `bli_change_log` holds what each transaction changed under the value it took:
+    # a memory, a whole space, a whole team, or a team's aliases (as PostgreSQL's log).
+    6: [
+        """CREATE TABLE bli_changes (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            counter INTEGER NOT NULL,
+            pruned_through INTEGER NOT NULL,
+            identity TEXT NOT NULL
+        )""",
+        "INSERT INTO bli_changes (id, counter, pruned_through, identity) VALUES (1, 0, 0, lower(hex(randomblob(16))))",
+        """CREATE TABLE bli_change_log (
+            counter INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            team_id INTEGER NOT NULL,
+            container_tag TEXT,
+            memory_id TEXT
+        )""",
+        "CREATE INDEX bli_change_log_counter ON bli_change_log (counter)",
     ],
 }

@@ -14,6 +14,16 @@ Strategy:
   a door killed at any instant loses no acknowledged write.
 - All SQL runs under one lock on one connection; a local door's requests take
   milliseconds, and SQLite serialises writers anyway.
+- A change log keeps index snapshots valid across writes (schema v6). Every transaction writing
+  memories or aliases bumps one counter (`bli_changes`, a single row) just before its commit and
+  writes, under the value it took, what it changed (`bli_change_log`: a memory, a whole space, a
+  whole team, a team's aliases); the log keeps the newest CHANGE_LOG_KEEP_COMMITS transactions. A
+  counter row rather than an AUTOINCREMENT key: one value per transaction (not per row), taken
+  under SQLite's one write lock so values commit in their order, and the mark of pruning lives in
+  the same row. `changes_since` reads what changed after a snapshot's counter value (a door
+  killed after writing replays its own writes from there); `index_identity` is a random name the
+  file got at migration. Another process's commit (`changes_elsewhere`, seen through
+  `PRAGMA data_version`) still drops every index: one door serves a file, so it is rare.
 """
 
 from __future__ import annotations
@@ -82,6 +92,13 @@ _MEMORY_COLUMNS = ", ".join(_MEMORY_COLUMN_NAMES)
 _MEMORY_COLUMNS_M = ", ".join(f"m.{name}" for name in _MEMORY_COLUMN_NAMES)
 
 
+#: the change log keeps the rows of this many newest transactions (then pruned, a tenth at a time)
+CHANGE_LOG_KEEP_COMMITS = 20_000
+#: more log rows than this in one answer become the spaces they touch (rebuilt), not memory by memory
+CHANGE_LOG_MAX_ROWS = 10_000
+ChangeKind = Literal["memory", "space", "team", "aliases"]
+Change = tuple[ChangeKind, int, str | None, str | None]
+
 #: SQLite's result code for "database or disk is full".
 SQLITE_FULL = 13
 
@@ -125,12 +142,21 @@ class SqliteStore:
         max_pending_jobs: int = MAX_PENDING_JOBS_PER_DEVICE,
         integrity_budget_s: float = INTEGRITY_CHECK_BUDGET_S,
         early_check: EarlyCheck | None = None,
+        change_log_keep_commits: int = CHANGE_LOG_KEEP_COMMITS,
+        change_log_max_rows: int = CHANGE_LOG_MAX_ROWS,
     ) -> None:
         """Open (or create, private) the file. Raises DamagedDatabase, before any write, when an
         existing file fails SQLite's check for damage within `integrity_budget_s` (or `early_check`,
         the same check begun earlier)."""
         self.path = str(path)
         self.max_pending_jobs = max_pending_jobs
+        self.change_log_keep_commits = max(1, change_log_keep_commits)
+        self.change_log_max_rows = max(1, change_log_max_rows)
+        #: what the open transaction changed (logged at its end), None outside one
+        self._changes: list[Change] | None = None
+        #: the counter value `changes_elsewhere` read last (None before its first call)
+        self._seen: int | None = None
+        self._identity: str | None = None
         #: False when the start-up check ran out of time before the end of a very large file.
         self.checked_whole = True
         if self.path != ":memory:":
@@ -192,8 +218,11 @@ class SqliteStore:
             if self.integrity.damaged:  # found by the background check: never write to the file again
                 raise StoreDamaged(f"{self.path} is damaged ({self.integrity.detail}); nothing was written")
             self._db.execute("BEGIN IMMEDIATE")
+            self._changes = []
             try:
                 yield
+                if self._changes:
+                    self._log_changes(self._changes)
                 self._db.execute("COMMIT")
             except BaseException as exc:
                 if self._db.in_transaction:  # SQLite may have rolled it back itself (SQLITE_FULL)
@@ -201,6 +230,34 @@ class SqliteStore:
                 if _is_full(exc):  # the outermost transaction names it once, for every writer
                     raise StoreFull(f"{self.path}: database or disk is full") from exc
                 raise
+            finally:
+                self._changes = None
+
+    def _changed(
+        self, kind: ChangeKind, team_id: int, tag: str | None = None, memory_id: str | None = None
+    ) -> None:
+        """Note a change an index snapshot must learn of (call inside `transaction()`)."""
+        if self._changes is not None:  # every write method runs inside one
+            self._changes.append((kind, int(team_id), tag, memory_id))
+
+    def _log_changes(self, changes: Sequence[Change]) -> None:
+        """Bump the counter and log `changes` under its new value, at the end of the transaction
+        (under SQLite's write lock: values commit in their order); prune the log past
+        CHANGE_LOG_KEEP_COMMITS, a tenth of it at a time."""
+        self._db.execute("UPDATE bli_changes SET counter = counter + 1 WHERE id = 1")
+        row = self._db.execute("SELECT counter, pruned_through FROM bli_changes WHERE id = 1").fetchone()
+        if row is None:
+            return
+        counter = int(row[0])
+        self._db.executemany(
+            "INSERT INTO bli_change_log (counter, kind, team_id, container_tag, memory_id) VALUES (?, ?, ?, ?, ?)",
+            [(counter, *change) for change in dict.fromkeys(changes)],
+        )
+        keep = self.change_log_keep_commits
+        if counter - int(row[1]) > keep + max(1, keep // 10):
+            through = counter - keep
+            self._db.execute("DELETE FROM bli_change_log WHERE counter <= ?", (through,))
+            self._db.execute("UPDATE bli_changes SET pruned_through = ? WHERE id = 1", (through,))
 
     @contextmanager
     def _statement(self) -> Iterator[None]:
@@ -233,9 +290,120 @@ class SqliteStore:
             return changed
 
     def changes_elsewhere(self, held: Collection[SpaceKey]) -> OutsideChanges:
-        """Another connection's commit (rare: one door serves a file) says only that something changed."""
-        changed = self.changed_elsewhere()
+        """Another connection's commit (rare: one door serves a file) says only that something
+        changed. The counter is read before `data_version`: a commit landing between the two reads
+        is then reported now, never held in a position the indexes lack."""
+        with self._lock:
+            self._seen = self._counter()[0]
+            changed = self.changed_elsewhere()
         return OutsideChanges(everything=changed, seen=changed)
+
+    def _counter(self) -> tuple[int, int]:
+        """The change counter and the newest value whose log rows were pruned."""
+        with self._lock:
+            row = self._db.execute("SELECT counter, pruned_through FROM bli_changes WHERE id = 1").fetchone()
+        return (0, 0) if row is None else (int(row[0]), int(row[1]))
+
+    def index_identity(self) -> str:
+        """The random name this file got when its change log was made (a file made anew at the same
+        path gets another; a copy keeps it, and its counter tells an older copy apart)."""
+        if self._identity is None:
+            with self._lock:
+                row = self._db.execute("SELECT identity FROM bli_changes WHERE id = 1").fetchone()
+            self._identity = f"sqlite:{row[0] if row else ''}"
+        return self._identity
+
+    def change_position(self) -> int | None:
+        with self._lock:
+            return self._seen
+
+    def changes_since(self, position: int, held: Collection[SpaceKey]) -> OutsideChanges:
+        """Every change committed after counter value `position` up to now, this store's own
+        included (an index holding them takes them as no-ops), with the changed memories of `held`
+        as they are now; `everything` when the log no longer reaches back to `position`."""
+        with self._lock:
+            counter, pruned_through = self._counter()
+            if counter == position:
+                return OutsideChanges()
+            if counter < position or pruned_through > position:
+                return OutsideChanges(everything=True, seen=True)
+            return self._read_changes(position, counter, held)
+
+    def _read_changes(self, seen: int, counter: int, held: Collection[SpaceKey]) -> OutsideChanges:
+        """The log rows of the transactions in (seen, counter], and the changed memories of `held`
+        spaces as they are now (call under the lock)."""
+        window = "counter > ? AND counter <= ?"
+        rows = self._db.execute(
+            f"""SELECT counter, kind, team_id, container_tag, memory_id FROM bli_change_log
+                WHERE {window} ORDER BY counter LIMIT ?""",
+            (seen, counter, self.change_log_max_rows + 1),
+        ).fetchall()
+        if len(rows) > self.change_log_max_rows:  # too many to read one by one: whole spaces
+            logged = int(
+                self._db.execute(
+                    f"SELECT count(DISTINCT counter) FROM bli_change_log WHERE {window}", (seen, counter)
+                ).fetchone()[0]
+            )
+            rows = self._db.execute(
+                f"""SELECT DISTINCT 0, CASE kind WHEN 'memory' THEN 'space' ELSE kind END, team_id,
+                        container_tag, NULL FROM bli_change_log WHERE {window}""",
+                (seen, counter),
+            ).fetchall()
+        else:
+            logged = len({row[0] for row in rows})
+        if logged < counter - seen:  # pruned meanwhile
+            return OutsideChanges(everything=True, seen=True)
+        spaces: set[SpaceKey] = set()
+        teams: set[int] = set()
+        aliases = False
+        wanted: dict[str, SpaceKey] = {}
+        for _, kind, team_id, tag, memory_id in rows:
+            key = (int(team_id), str(tag))
+            if kind == "memory":
+                if key in held:
+                    wanted[str(memory_id)] = key
+            elif kind == "space":
+                spaces.add(key)
+            elif kind == "team":
+                teams.add(key[0])
+            elif kind == "aliases":
+                aliases = True
+            else:  # a newer door's kind of change
+                return OutsideChanges(everything=True, seen=True)
+        current, gone = self._index_state(wanted)
+        return OutsideChanges(
+            spaces=frozenset(spaces),
+            teams=frozenset(teams),
+            current=current,
+            gone=gone,
+            aliases=aliases,
+            seen=True,
+        )
+
+    def _index_state(
+        self, wanted: dict[str, SpaceKey]
+    ) -> tuple[dict[SpaceKey, list[IndexRow]], dict[SpaceKey, list[str]]]:
+        """Per space, the `wanted` memories an index holds now (in save order) and those it must not."""
+        current: dict[SpaceKey, list[IndexRow]] = {}
+        gone: dict[SpaceKey, list[str]] = {}
+        ids = list(wanted)
+        rows: list[sqlite3.Row] = []
+        with self._lock:
+            for start in range(0, len(ids), IDS_PER_QUERY):
+                chunk = ids[start : start + IDS_PER_QUERY]
+                rows += self._db.execute(
+                    f"""SELECT rowid, id, content, device_id, updated_at FROM memories
+                        WHERE id IN ({",".join("?" * len(chunk))}) AND status = 'current' AND pinned = 0""",
+                    chunk,
+                ).fetchall()
+        rows.sort(key=lambda row: int(row[0]))  # save order
+        for row in rows:
+            current.setdefault(wanted[row[1]], []).append(IndexRow(row[1], row[2], row[3], row[4]))
+        found = {row[1] for row in rows}
+        for memory_id, key in wanted.items():
+            if memory_id not in found:
+                gone.setdefault(key, []).append(memory_id)
+        return current, gone
 
     def _migrate(self) -> None:
         with self.transaction():
@@ -401,6 +569,7 @@ class SqliteStore:
 
     def put_alias(self, team_id: int, alias: str, canonical: str) -> None:
         with self.transaction():
+            self._changed("aliases", team_id)
             self._db.execute(
                 """INSERT INTO container_aliases (team_id, alias, canonical, created_at) VALUES (?, ?, ?, ?)
                    ON CONFLICT (team_id, alias) DO UPDATE SET canonical = excluded.canonical""",
@@ -619,6 +788,10 @@ class SqliteStore:
                 f"SELECT count(*) FROM memory_extract_jobs WHERE {where}", values
             ).fetchone()[0]
             if not dry_run:
+                if tags is None:
+                    self._changed("team", team_id)
+                for tag in tags or ():
+                    self._changed("space", team_id, tag)
                 self._db.execute(f"DELETE FROM memories WHERE {where}", values)
                 self._db.execute(f"DELETE FROM memory_extract_jobs WHERE {where}", values)
         return PurgeCount(memories=int(memories), current=int(current), jobs=int(jobs))
@@ -630,6 +803,7 @@ class SqliteStore:
         previous = row.previous
         pinned = bool(row.metadata and row.metadata.get("pinned") is True)
         with self._statement():
+            self._changed("memory", row.team_id, row.container_tag, memory_id)
             self._db.execute(
                 """INSERT INTO memories (id, team_id, container_tag, custom_id, content, content_hash, kind,
                        status, version, root_id, previous_version_id, pinned, metadata, person_id, device_id,
@@ -660,11 +834,18 @@ class SqliteStore:
 
     def retire(self, memory_id: str, status: Literal["superseded", "forgotten"]) -> bool:
         with self._statement():
-            cursor = self._db.execute(
+            retired = self._db.execute(
+                "SELECT team_id, container_tag FROM memories WHERE id = ? AND status = 'current'",
+                (memory_id,),
+            ).fetchone()
+            if retired is None:
+                return False
+            self._db.execute(
                 "UPDATE memories SET status = ?, superseded_at = ? WHERE id = ? AND status = 'current'",
                 (status, now_s(), memory_id),
             )
-            return cursor.rowcount == 1
+            self._changed("memory", retired[0], retired[1], memory_id)
+            return True
 
     # ------------------------------------------------------------------ export and import (whole history)
 
@@ -695,6 +876,7 @@ class SqliteStore:
         with self._statement():
             if self._db.execute("SELECT 1 FROM memories WHERE id = ?", (row.id,)).fetchone() is not None:
                 return False
+            self._changed("memory", row.team_id, row.container_tag, row.id)
             self._db.execute(
                 """INSERT INTO memories (id, team_id, container_tag, custom_id, content, content_hash, kind,
                        status, version, root_id, previous_version_id, pinned, metadata, person_id, device_id,
@@ -754,7 +936,13 @@ class SqliteStore:
                    WHERE id = ? AND status = 'current' AND content_hash = ?""",
                 (vector.astype("float32").tobytes(), model, memory_id, content_hash),
             )
-            return cursor.rowcount == 1
+            if cursor.rowcount != 1:
+                return False
+            space = self._db.execute(
+                "SELECT team_id, container_tag FROM memories WHERE id = ?", (memory_id,)
+            ).fetchone()
+            self._changed("memory", space[0], space[1], memory_id)
+            return True
 
     def current_vectors(self, team_id: int, tag: str, model: str) -> Iterator[tuple[str, np.ndarray]]:
         import numpy as np
@@ -1041,6 +1229,12 @@ class SqliteStore:
         )
         values = [tuple(_stored_value(table, column, row.get(column)) for column in columns) for row in rows]
         with self.transaction():
+            if table == "memories":  # a bulk copy: the spaces it fills are rebuilt, not read row by row
+                for team_id, tag in {(row["team_id"], row["container_tag"]) for row in rows}:
+                    self._changed("space", team_id, tag)
+            elif table == "container_aliases":
+                for team_id in {row["team_id"] for row in rows}:
+                    self._changed("aliases", team_id)
             before = self._db.total_changes
             self._db.executemany(statement, values)
             return self._db.total_changes - before

@@ -1,0 +1,196 @@
+"""Index snapshots of a SQLite door, through the real door over a real file: a door that wrote and
+was killed (SIGKILL) starts from the snapshot it had, replays its writes from the file's change log
+onto the keyword index and the graph (no build of either) and ranks exactly as a freshly built door
+(same hits, same scores); a log pruned past the snapshot's position makes the door build, with one
+line on stderr, and answer right."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import time
+from collections.abc import Callable
+from contextlib import closing
+from pathlib import Path
+
+from bli_memory.door.memories import MemoryService
+from bli_memory.door.store.sqlite import SqliteStore
+from tests.helpers import DoorProcess
+
+TAG = "space"
+FACTS = [
+    f"{subject} {verb} {thing}"
+    for subject in ("The billing service", "Our CI pipeline", "The mobile app", "The search index")
+    for verb in ("depends on", "was migrated to", "logs to")
+    for thing in ("PostgreSQL 16", "Redis 7", "Kafka topic orders")
+]  # 36 memories
+QUERIES = (
+    "which database does billing use",
+    "where do CI logs go",
+    "message queue",
+    "how much do cats sleep",
+)
+#: a snapshot from this many memories; a graph from as many vectors
+SMALL = {"BLI_MEMORY_SNAPSHOT_MIN_MEMORIES": "12", "BLI_MEMORY_ANN_MIN_VECTORS": "12"}
+#: no graph is ever built: a graph a door holds was read from its snapshot
+NO_GRAPH_BUILDS = {**SMALL, "BLI_MEMORY_ANN_MIN_VECTORS": str(10**9)}
+
+Ranking = list[list[tuple[str, float | None, float]]]
+
+
+def _ranking(door: DoorProcess) -> Ranking:
+    answers = []
+    for q in QUERIES:
+        status, body = door.post("/api/memory/search", {"q": q, "containerTag": TAG, "limit": 20})
+        assert status == 200, body
+        answers.append([(hit["id"], hit["similarity"], hit["score"]) for hit in body["results"]])
+    return answers
+
+
+def _save(door: DoorProcess, content: str) -> str:
+    status, body = door.post("/api/memory/save", {"content": content, "containerTag": TAG})
+    assert status == 201, body
+    return str(body["id"])
+
+
+def _wait_line(door: DoorProcess, start: str, timeout_s: float = 60.0) -> str:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for line in list(door.lines):
+            if line.startswith(start):
+                return line
+        time.sleep(0.05)
+    raise AssertionError(f"no line starting {start!r}: {door.lines[-10:]}")
+
+
+def _stamp(folder: Path) -> dict[str, object]:
+    [path] = folder.glob("*.json")
+    stamp = json.loads(path.read_text())
+    assert isinstance(stamp, dict)
+    return stamp
+
+
+def test_a_sqlite_door_killed_after_writing_starts_from_its_snapshot_and_ranks_as_a_fresh_build(
+    start_door: Callable[..., DoorProcess],
+) -> None:
+    door = start_door("--embedder", "onnx", env=SMALL)
+    for fact in FACTS:
+        _save(door, fact)
+    _ranking(door)
+    door.stop()  # the snapshot, with its graph, is written on the way out
+    folder = Path(str(door.db) + ".indexes")
+    written = _stamp(folder)
+    assert written["vectors"] == len(FACTS) and written["database"] != ""
+
+    door.extra_env = NO_GRAPH_BUILDS
+    door.lines.clear()
+    door.start()
+    _wait_line(door, "bli-memory-door indexed 1 spaces")
+    cats = _save(door, "Feline companions nap for most of the afternoon")
+    for index in range(9):
+        _save(door, f"The build cache was cleared on day {index}")
+    status, _ = door.post("/api/memory/forget", {"containerTag": TAG, "content": FACTS[0]})
+    assert status == 200
+    door.kill()  # SIGKILL after writing: nothing written on the way out
+    assert _stamp(folder) == written  # the stamp outlived the writes: the change log has them
+
+    door.lines.clear()
+    door.start()
+    _wait_line(door, "bli-memory-door indexed 1 spaces")
+    replayed = _ranking(door)
+    assert replayed[3][0][0] == cats  # found by meaning only: through the replayed graph
+    assert FACTS[0] not in json.dumps(replayed)
+    assert not any("not used" in line or "index snapshots" in line for line in door.lines), door.lines
+    door.stop()  # writes the snapshot again: a graph only if the door held one (it never builds one)
+    rewritten = _stamp(folder)
+    assert rewritten["vectors"] == len(FACTS) + 10 - 1 and rewritten["memories"] == len(FACTS) + 10 - 1
+    assert isinstance(rewritten["position"], int) and rewritten["position"] > int(str(written["position"]))
+
+    shutil.rmtree(folder)  # a freshly built door over the same file
+    door.extra_env = SMALL
+    door.lines.clear()
+    door.start()
+    _wait_line(door, "bli-memory-door indexed 1 spaces")
+    assert _ranking(door) == replayed
+    door.stop()
+
+
+def test_a_log_pruned_past_the_snapshot_s_position_makes_the_door_build_with_one_line(
+    start_door: Callable[..., DoorProcess],
+) -> None:
+    door = start_door(env=SMALL)
+    for fact in FACTS:
+        _save(door, fact)
+    _ranking(door)
+    door.stop()
+    folder = Path(str(door.db) + ".indexes")
+    assert _stamp(folder)["vectors"] is None  # no embedder, no graph
+    # another program writes while the door is stopped, keeping a short log
+    other = MemoryService(SqliteStore(door.db, change_log_keep_commits=2))
+    principal = other.authenticate(door.token)
+    assert principal is not None
+    for index in range(8):
+        other.save(principal, TAG, f"The deploy queue drained batch {index}")
+    other.close()
+
+    door.lines.clear()
+    door.start()
+    _wait_line(door, "bli-memory-door wrote 1 index snapshots")  # built at start, written at once
+    refused = [line for line in door.lines if "not used" in line]
+    assert len(refused) == 1 and "change log no longer reaches back" in refused[0], door.lines
+    built = _ranking(door)
+    status, body = door.post(
+        "/api/memory/search", {"q": "deploy queue batch", "containerTag": TAG, "limit": 40}
+    )
+    assert status == 200 and sum("drained batch" in hit["content"] for hit in body["results"]) == 8
+    door.stop()
+    shutil.rmtree(folder)
+    door.lines.clear()
+    door.start()
+    _wait_line(door, "bli-memory-door indexed 1 spaces")
+    assert _ranking(door) == built
+    door.stop()
+
+
+def test_a_snapshot_written_before_the_file_had_a_change_log_is_read_after_the_upgrade(
+    start_door: Callable[..., DoorProcess],
+) -> None:
+    door = start_door(env=SMALL)
+    for fact in FACTS:
+        _save(door, fact)
+    before = _ranking(door)
+    door.stop()
+    folder = Path(str(door.db) + ".indexes")
+    [stamp] = folder.glob("*.json")
+    old = {k: v for k, v in json.loads(stamp.read_text()).items() if k not in ("database", "position")}
+    stamp.write_text(json.dumps(old))  # as a door of schema 5 wrote it
+    with closing(sqlite3.connect(door.db)) as db:  # and the file as that door left it
+        db.execute("DROP TABLE bli_change_log")
+        db.execute("DROP TABLE bli_changes")
+        db.execute("PRAGMA user_version = 5")
+        db.commit()
+
+    door.lines.clear()
+    door.start()  # migrates the file to 6, reads the snapshot as of the log's start
+    _wait_line(door, "bli-memory-door indexed 1 spaces")
+    assert _ranking(door) == before
+    assert not any("not used" in line or "index snapshots" in line for line in door.lines), door.lines
+    kept = _save(door, "The deploy queue drained overnight")
+    door.kill()
+    door.lines.clear()
+    door.start()  # the old stamp, replayed from the log's start
+    _wait_line(door, "bli-memory-door indexed 1 spaces")
+    got = _ranking(door)
+    assert not any("not used" in line or "index snapshots" in line for line in door.lines), door.lines
+    status, body = door.post(
+        "/api/memory/search", {"q": "drained overnight", "containerTag": TAG, "limit": 3}
+    )
+    assert status == 200 and body["results"][0]["id"] == kept
+    door.stop()
+    shutil.rmtree(folder)
+    door.lines.clear()
+    door.start()
+    _wait_line(door, "bli-memory-door indexed 1 spaces")
+    assert _ranking(door) == got
+    door.stop()
