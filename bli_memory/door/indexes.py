@@ -552,6 +552,31 @@ class Snapshots:
             return None
         return vectors
 
+    def holds(
+        self, key: SpaceKey, model: str, position: int | None, memories: int, vectors: int | None
+    ) -> bool:
+        """Whether the snapshot on disk already is this one: written for this database at the same
+        change position, with as many memories and the same graph. Only a store with a change log
+        can say so (`position`); a door without one always writes."""
+        if position is None or self.identity is None:
+            return False
+        try:
+            stamp = json.loads(self._path(key, model, ".json").read_bytes().decode("utf-8"))
+        except (OSError, ValueError):
+            return False
+        return (
+            isinstance(stamp, dict)
+            and stamp.get("format") == SNAPSHOT_FORMAT
+            and stamp.get("database") == self.identity
+            and stamp.get("position") == position
+            and stamp.get("memories") == memories
+            and stamp.get("vectors") == vectors
+            and all(self._path(key, model, suffix).exists() for suffix in self._files(vectors))
+        )
+
+    def _files(self, vectors: int | None) -> tuple[str, ...]:
+        return (".keyword.npz",) if vectors is None else (".keyword.npz", ".ids", ".usearch")
+
     def write(
         self,
         key: SpaceKey,
@@ -1046,6 +1071,8 @@ class Indexes:
                 continue
             vectors = self._vectors.peek(key)
             graph = vectors if isinstance(vectors, ApproximateVectors) else None
+            if self.snapshots.holds(key, model, position, len(index), None if graph is None else len(graph)):
+                continue  # nothing changed since it was written or read: a million memories' rewrite is ~6 s
             self.snapshots.write(key, model, index, graph, position)
             written += 1
         return written
