@@ -17,7 +17,7 @@ Conventions every implementation follows:
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
@@ -216,6 +216,66 @@ class OutsideChanges:
     aliases: bool = False
     #: other processes committed anything at all since the last call
     seen: bool = False
+
+
+#: a change log row as both stores read it: (kind, team id, container tag, memory id or None).
+ChangeLogRow = tuple[str, int, str, str | None]
+
+
+def outside_changes(
+    rows: Iterable[ChangeLogRow],
+    held: Collection[SpaceKey],
+    index_state: Callable[
+        [dict[str, SpaceKey]], tuple[dict[SpaceKey, list[IndexRow]], dict[SpaceKey, list[str]]]
+    ],
+) -> OutsideChanges:
+    """What a run of change log rows means to indexes holding the spaces `held`: whole spaces, teams
+    and aliases as logged, and the changed memories of `held` spaces as `index_state` finds them now
+    (the store's own lookup, see `split_index_state`); `everything` for a kind this door does not
+    know (written by a newer door)."""
+    spaces: set[SpaceKey] = set()
+    teams: set[int] = set()
+    aliases = False
+    wanted: dict[str, SpaceKey] = {}
+    for kind, team_id, tag, memory_id in rows:
+        key = (int(team_id), str(tag))
+        if kind == "memory":
+            if key in held:
+                wanted[str(memory_id)] = key
+        elif kind == "space":
+            spaces.add(key)
+        elif kind == "team":
+            teams.add(key[0])
+        elif kind == "aliases":
+            aliases = True
+        else:  # a newer door's kind of change
+            return OutsideChanges(everything=True, seen=True)
+    current, gone = index_state(wanted)
+    return OutsideChanges(
+        spaces=frozenset(spaces),
+        teams=frozenset(teams),
+        current=current,
+        gone=gone,
+        aliases=aliases,
+        seen=True,
+    )
+
+
+def split_index_state(
+    wanted: Mapping[str, SpaceKey], found: Iterable[IndexRow]
+) -> tuple[dict[SpaceKey, list[IndexRow]], dict[SpaceKey, list[str]]]:
+    """Per space, the `wanted` memories still searchable (`found`, in save order) and the ids of
+    those that are not any more."""
+    current: dict[SpaceKey, list[IndexRow]] = {}
+    seen: set[str] = set()
+    for row in found:
+        current.setdefault(wanted[row.id], []).append(row)
+        seen.add(row.id)
+    gone: dict[SpaceKey, list[str]] = {}
+    for memory_id, key in wanted.items():
+        if memory_id not in seen:
+            gone.setdefault(key, []).append(memory_id)
+    return current, gone
 
 
 @dataclass(frozen=True)

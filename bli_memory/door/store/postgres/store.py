@@ -66,6 +66,8 @@ from bli_memory.door.store.base import (
     StoreFull,
     StoreUnavailable,
     VectorTask,
+    outside_changes,
+    split_index_state,
 )
 from bli_memory.door.store.postgres.schema import SCHEMA_VERSION, migrate, vector_cast, vector_index_name
 from bli_memory.door.store.urls import mask_url
@@ -434,56 +436,27 @@ class PostgresStore:
                 logged = len({row["counter"] for row in rows})
         if logged < foreign:  # pruned meanwhile, or written by a door that keeps no log
             return OutsideChanges(everything=True, seen=True)
-        spaces: set[SpaceKey] = set()
-        teams: set[int] = set()
-        aliases = False
-        wanted: dict[str, SpaceKey] = {}
-        for row in rows:
-            kind, key = row["kind"], (int(row["team_id"]), str(row["container_tag"]))
-            if kind == "memory":
-                if key in held:
-                    wanted[str(row["memory_id"])] = key
-            elif kind == "space":
-                spaces.add(key)
-            elif kind == "team":
-                teams.add(key[0])
-            elif kind == "aliases":
-                aliases = True
-            else:  # a newer door's kind of change
-                return OutsideChanges(everything=True, seen=True)
-        current, gone = self._index_state(wanted)
-        return OutsideChanges(
-            spaces=frozenset(spaces),
-            teams=frozenset(teams),
-            current=current,
-            gone=gone,
-            aliases=aliases,
-            seen=True,
+        return outside_changes(
+            ((row["kind"], row["team_id"], row["container_tag"], row["memory_id"]) for row in rows),
+            held,
+            self._index_state,
         )
 
     def _index_state(
         self, wanted: dict[str, SpaceKey]
     ) -> tuple[dict[SpaceKey, list[IndexRow]], dict[SpaceKey, list[str]]]:
         """Per space, the `wanted` memories an index holds now (in save order) and those it must not."""
-        current: dict[SpaceKey, list[IndexRow]] = {}
-        gone: dict[SpaceKey, list[str]] = {}
         if not wanted:
-            return current, gone
+            return {}, {}
         with self._connection() as conn:
             rows = conn.execute(
                 """SELECT id, content, device_id, updated_at FROM memories WHERE id = ANY(%s)
                    AND status = 'current' AND pinned = 0 ORDER BY seq""",
                 (list(wanted),),
             ).fetchall()
-        for row in rows:
-            current.setdefault(wanted[row["id"]], []).append(
-                IndexRow(row["id"], row["content"], row["device_id"], row["updated_at"])
-            )
-        found = {row["id"] for row in rows}
-        for memory_id, key in wanted.items():
-            if memory_id not in found:
-                gone.setdefault(key, []).append(memory_id)
-        return current, gone
+        return split_index_state(
+            wanted, (IndexRow(row["id"], row["content"], row["device_id"], row["updated_at"]) for row in rows)
+        )
 
     def write_problem(self) -> str | None:
         """A disk found full in the last minute, or None; raises StoreUnavailable when the server is

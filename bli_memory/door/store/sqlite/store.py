@@ -57,6 +57,8 @@ from bli_memory.door.store.base import (
     StoreDamaged,
     StoreFull,
     VectorTask,
+    outside_changes,
+    split_index_state,
 )
 from bli_memory.door.store.sqlite.files import (
     CHECK_PARTIAL,
@@ -353,39 +355,12 @@ class SqliteStore:
             logged = len({row[0] for row in rows})
         if logged < counter - seen:  # pruned meanwhile
             return OutsideChanges(everything=True, seen=True)
-        spaces: set[SpaceKey] = set()
-        teams: set[int] = set()
-        aliases = False
-        wanted: dict[str, SpaceKey] = {}
-        for _, kind, team_id, tag, memory_id in rows:
-            key = (int(team_id), str(tag))
-            if kind == "memory":
-                if key in held:
-                    wanted[str(memory_id)] = key
-            elif kind == "space":
-                spaces.add(key)
-            elif kind == "team":
-                teams.add(key[0])
-            elif kind == "aliases":
-                aliases = True
-            else:  # a newer door's kind of change
-                return OutsideChanges(everything=True, seen=True)
-        current, gone = self._index_state(wanted)
-        return OutsideChanges(
-            spaces=frozenset(spaces),
-            teams=frozenset(teams),
-            current=current,
-            gone=gone,
-            aliases=aliases,
-            seen=True,
-        )
+        return outside_changes((tuple(row[1:]) for row in rows), held, self._index_state)
 
     def _index_state(
         self, wanted: dict[str, SpaceKey]
     ) -> tuple[dict[SpaceKey, list[IndexRow]], dict[SpaceKey, list[str]]]:
         """Per space, the `wanted` memories an index holds now (in save order) and those it must not."""
-        current: dict[SpaceKey, list[IndexRow]] = {}
-        gone: dict[SpaceKey, list[str]] = {}
         ids = list(wanted)
         rows: list[sqlite3.Row] = []
         with self._lock:
@@ -397,13 +372,7 @@ class SqliteStore:
                     chunk,
                 ).fetchall()
         rows.sort(key=lambda row: int(row[0]))  # save order
-        for row in rows:
-            current.setdefault(wanted[row[1]], []).append(IndexRow(row[1], row[2], row[3], row[4]))
-        found = {row[1] for row in rows}
-        for memory_id, key in wanted.items():
-            if memory_id not in found:
-                gone.setdefault(key, []).append(memory_id)
-        return current, gone
+        return split_index_state(wanted, (IndexRow(row[1], row[2], row[3], row[4]) for row in rows))
 
     def _migrate(self) -> None:
         with self.transaction():
