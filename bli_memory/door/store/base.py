@@ -17,6 +17,7 @@ Conventions every implementation follows:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -216,6 +217,67 @@ class OutsideChanges:
     aliases: bool = False
     #: other processes committed anything at all since the last call
     seen: bool = False
+
+
+def _pinned(metadata: Mapping[str, Any] | None) -> int:
+    return int(bool(metadata and metadata.get("pinned") is True))
+
+
+def version_values(memory_id: str, row: NewVersion, vector: object) -> tuple[Any, ...]:
+    """`insert_version`'s values for (id, team_id, container_tag, custom_id, content, content_hash,
+    kind, version, root_id, previous_version_id, pinned, metadata, person_id, device_id,
+    created_at, updated_at, embedding, embedding_model); `vector` is the row's vector as the store
+    keeps it (None without one)."""
+    previous = row.previous
+    return (
+        memory_id,
+        row.team_id,
+        row.container_tag,
+        row.custom_id,
+        row.content,
+        row.content_hash,
+        row.kind,
+        1 if previous is None else previous.version + 1,
+        memory_id if previous is None else previous.root_id,
+        None if previous is None else previous.id,
+        _pinned(row.metadata),
+        json.dumps(row.metadata) if row.metadata else None,
+        row.person_id,
+        row.device_id,
+        row.created_at,
+        row.updated_at,
+        vector,
+        None if row.vector is None else row.vector_model,
+    )
+
+
+def imported_values(row: ImportedVersion, vector: object) -> tuple[Any, ...]:
+    """`insert_imported`'s values for (id, team_id, container_tag, custom_id, content, content_hash,
+    kind, status, version, root_id, previous_version_id, pinned, metadata, person_id, device_id,
+    created_at, updated_at, superseded_at, embedding, embedding_model); `vector` as in
+    `version_values`."""
+    return (
+        row.id,
+        row.team_id,
+        row.container_tag,
+        row.custom_id,
+        row.content,
+        row.content_hash,
+        row.kind,
+        row.status,
+        row.version,
+        row.root_id,
+        row.previous_version_id,
+        _pinned(row.metadata),
+        json.dumps(row.metadata) if row.metadata else None,
+        row.person_id,
+        row.device_id,
+        row.created_at,
+        row.updated_at,
+        row.superseded_at,
+        vector,
+        None if row.vector is None else row.vector_model,
+    )
 
 
 #: a change log row as both stores read it: (kind, team id, container tag, memory id or None).

@@ -66,8 +66,10 @@ from bli_memory.door.store.base import (
     StoreFull,
     StoreUnavailable,
     VectorTask,
+    imported_values,
     outside_changes,
     split_index_state,
+    version_values,
 )
 from bli_memory.door.store.postgres.schema import SCHEMA_VERSION, migrate, vector_cast, vector_index_name
 from bli_memory.door.store.urls import mask_url
@@ -791,8 +793,6 @@ class PostgresStore:
 
     def insert_version(self, row: NewVersion) -> str:
         memory_id = new_id("mem")
-        previous = row.previous
-        pinned = bool(row.metadata and row.metadata.get("pinned") is True)
         if row.vector is not None and row.vector_model is not None:
             self._ensure_vector_index(row.vector_model, int(row.vector.shape[0]))
         with self.transaction(), self._connection() as db:
@@ -802,26 +802,7 @@ class PostgresStore:
                        status, version, root_id, previous_version_id, pinned, metadata, person_id, device_id,
                        created_at, updated_at, embedding, embedding_model)
                    VALUES (%s, %s, %s, %s, %s, %s, %s, 'current', %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)""",
-                (
-                    memory_id,
-                    row.team_id,
-                    row.container_tag,
-                    row.custom_id,
-                    row.content,
-                    row.content_hash,
-                    row.kind,
-                    1 if previous is None else previous.version + 1,
-                    memory_id if previous is None else previous.root_id,
-                    None if previous is None else previous.id,
-                    int(pinned),
-                    json.dumps(row.metadata) if row.metadata else None,
-                    row.person_id,
-                    row.device_id,
-                    row.created_at,
-                    row.updated_at,
-                    None if row.vector is None else row.vector.astype("float32"),
-                    None if row.vector is None else row.vector_model,
-                ),
+                version_values(memory_id, row, None if row.vector is None else row.vector.astype("float32")),
             )
         return memory_id
 
@@ -861,7 +842,6 @@ class PostgresStore:
         )
 
     def insert_imported(self, row: ImportedVersion) -> bool:
-        pinned = bool(row.metadata and row.metadata.get("pinned") is True)
         if row.vector is not None and row.vector_model is not None:
             self._ensure_vector_index(row.vector_model, int(row.vector.shape[0]))
         with self.transaction(), self._connection() as db:
@@ -871,28 +851,7 @@ class PostgresStore:
                        created_at, updated_at, superseded_at, embedding, embedding_model)
                    VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
                    ON CONFLICT (id) DO NOTHING""",
-                (
-                    row.id,
-                    row.team_id,
-                    row.container_tag,
-                    row.custom_id,
-                    row.content,
-                    row.content_hash,
-                    row.kind,
-                    row.status,
-                    row.version,
-                    row.root_id,
-                    row.previous_version_id,
-                    int(pinned),
-                    json.dumps(row.metadata) if row.metadata else None,
-                    row.person_id,
-                    row.device_id,
-                    row.created_at,
-                    row.updated_at,
-                    row.superseded_at,
-                    None if row.vector is None else row.vector.astype("float32"),
-                    None if row.vector is None else row.vector_model,
-                ),
+                imported_values(row, None if row.vector is None else row.vector.astype("float32")),
             )
             if cursor.rowcount != 1:
                 return False

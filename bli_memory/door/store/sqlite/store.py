@@ -57,8 +57,10 @@ from bli_memory.door.store.base import (
     StoreDamaged,
     StoreFull,
     VectorTask,
+    imported_values,
     outside_changes,
     split_index_state,
+    version_values,
 )
 from bli_memory.door.store.sqlite.files import (
     CHECK_PARTIAL,
@@ -769,8 +771,6 @@ class SqliteStore:
 
     def insert_version(self, row: NewVersion) -> str:
         memory_id = new_id("mem")
-        previous = row.previous
-        pinned = bool(row.metadata and row.metadata.get("pinned") is True)
         with self._statement():
             self._changed("memory", row.team_id, row.container_tag, memory_id)
             self._db.execute(
@@ -778,25 +778,8 @@ class SqliteStore:
                        status, version, root_id, previous_version_id, pinned, metadata, person_id, device_id,
                        created_at, updated_at, embedding, embedding_model)
                    VALUES (?, ?, ?, ?, ?, ?, ?, 'current', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                (
-                    memory_id,
-                    row.team_id,
-                    row.container_tag,
-                    row.custom_id,
-                    row.content,
-                    row.content_hash,
-                    row.kind,
-                    1 if previous is None else previous.version + 1,
-                    memory_id if previous is None else previous.root_id,
-                    None if previous is None else previous.id,
-                    int(pinned),
-                    json.dumps(row.metadata) if row.metadata else None,
-                    row.person_id,
-                    row.device_id,
-                    row.created_at,
-                    row.updated_at,
-                    None if row.vector is None else row.vector.astype("float32").tobytes(),
-                    None if row.vector is None else row.vector_model,
+                version_values(
+                    memory_id, row, None if row.vector is None else row.vector.astype("float32").tobytes()
                 ),
             )
         return memory_id
@@ -841,7 +824,6 @@ class SqliteStore:
         return [self._memory(row) for row in rows]
 
     def insert_imported(self, row: ImportedVersion) -> bool:
-        pinned = bool(row.metadata and row.metadata.get("pinned") is True)
         with self._statement():
             if self._db.execute("SELECT 1 FROM memories WHERE id = ?", (row.id,)).fetchone() is not None:
                 return False
@@ -851,28 +833,7 @@ class SqliteStore:
                        status, version, root_id, previous_version_id, pinned, metadata, person_id, device_id,
                        created_at, updated_at, superseded_at, embedding, embedding_model)
                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                (
-                    row.id,
-                    row.team_id,
-                    row.container_tag,
-                    row.custom_id,
-                    row.content,
-                    row.content_hash,
-                    row.kind,
-                    row.status,
-                    row.version,
-                    row.root_id,
-                    row.previous_version_id,
-                    int(pinned),
-                    json.dumps(row.metadata) if row.metadata else None,
-                    row.person_id,
-                    row.device_id,
-                    row.created_at,
-                    row.updated_at,
-                    row.superseded_at,
-                    None if row.vector is None else row.vector.astype("float32").tobytes(),
-                    None if row.vector is None else row.vector_model,
-                ),
+                imported_values(row, None if row.vector is None else row.vector.astype("float32").tobytes()),
             )
         return True
 
