@@ -45,6 +45,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import local_door  # scripts/local_door.py
 import numpy as np
 
 from bli_memory.door.embed import load_embedder
@@ -53,7 +54,7 @@ from bli_memory.door.memories import MemoryService
 from bli_memory.door.ranking import VECTOR_CANDIDATES
 from bli_memory.door.store import open_store
 
-LISTENING = "bli-memory-door listening on "
+LISTENING = local_door.LISTENING
 TAG = "repo_bench"
 SEED_BATCH = 1000
 BIN = Path(sys.executable).parent
@@ -175,30 +176,10 @@ def seed(db: Path | str, size: int, embedder_spec: str) -> str:
 
 
 def start_door(db: Path | str, embedder_spec: str) -> tuple[subprocess.Popen[str], str, int]:
-    process = subprocess.Popen(
-        [
-            str(BIN / "bli-memory-door"),
-            "serve",
-            "--port",
-            "0",
-            "--db",
-            str(db),
-            "--no-autopair",
-            "--embedder",
-            embedder_spec,
-            "--no-worker",
-        ],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stderr is not None
-    for line in process.stderr:
-        if line.startswith(LISTENING):
-            # keep reading its log, or a full pipe would stop the door mid-bench
-            threading.Thread(target=process.stderr.read, daemon=True).start()
-            host, port = line[len(LISTENING) :].strip().removeprefix("http://").split(":")
-            return process, host, int(port)
-    raise SystemExit("the door did not start")
+    """The door over `db` (scripts/local_door.py), and the host and port it listens on."""
+    process, url = local_door.start_door(db, None, embedder_spec, "bench_door")
+    host, port = url.removeprefix("http://").split(":")
+    return process, host, int(port)
 
 
 def cpu_seconds(pid: int) -> float:
