@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,26 +24,6 @@ from tests.helpers import PostgresServer
 
 #: a lease short enough that a test sees it run out.
 SHORT_LEASE_S = 0.6
-
-
-@pytest.fixture
-def database(postgres: PostgresServer, tmp_path: Path) -> str:
-    return postgres.database_for(tmp_path)
-
-
-@pytest.fixture
-def stores(database: str) -> Iterator[Callable[..., PostgresStore]]:
-    """Open stores on the test's database (each one a door); all closed at teardown."""
-    opened: list[PostgresStore] = []
-
-    def open_one(**options: float) -> PostgresStore:
-        store = PostgresStore(database, **options)  # type: ignore[arg-type]
-        opened.append(store)
-        return store
-
-    yield open_one
-    for store in opened:
-        store.close()
 
 
 def _principal(store: Store, person: str = "ada") -> Principal:

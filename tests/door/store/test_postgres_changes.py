@@ -9,7 +9,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import psycopg
 import pytest
@@ -19,29 +18,8 @@ from bli_memory.door.model import Principal, hash_text, now_s
 from bli_memory.door.store.base import NewVersion
 from bli_memory.door.store.postgres import SCHEMA_VERSION, PostgresStore, schema
 from tests.door.store.helpers import WordsEmbedder
-from tests.helpers import PostgresServer
 
 WORDS = "cache deploy database index python rust queue worker token search vector memory".split()
-
-
-@pytest.fixture
-def database(postgres: PostgresServer, tmp_path: Path) -> str:
-    return postgres.database_for(tmp_path)
-
-
-@pytest.fixture
-def stores(database: str) -> Iterator[Callable[..., PostgresStore]]:
-    """Open stores on the test's database (each one a door); all closed at teardown."""
-    opened: list[PostgresStore] = []
-
-    def open_one(**options: int) -> PostgresStore:
-        store = PostgresStore(database, **options)  # type: ignore[arg-type]
-        opened.append(store)
-        return store
-
-    yield open_one
-    for store in opened:
-        store.close()
 
 
 @pytest.fixture
