@@ -1032,6 +1032,15 @@ class MemoryService:
             }
         window = ranking.ordered(fused, updated, position)[: limit + ranking.EXCHANGE_WINDOW]
         rows = self.store.current_by_ids(principal.team_id, window)
+        if weights.answer_kind > 0:
+            lifted = ranking.lift_answer_kinds(
+                {memory_id: fused[memory_id] for memory_id in window},
+                {memory_id: row.content for memory_id, row in rows.items() if not _is_exchange(row)},
+                q,
+                weights.answer_kind,
+            )
+            fused = {**fused, **lifted}
+            window = ranking.ordered(lifted, updated, position)
         order, fused = ranking.represented_exchanges_yield(
             window,
             fused,

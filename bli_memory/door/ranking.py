@@ -15,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from bli_memory.door import answer_kind
+
 SECONDS_PER_DAY = 86_400.0
 
 RRF_K = 3.0
@@ -35,6 +37,11 @@ CONTEXT_WINDOW_S = 30 * 60.0
 #: a stored exchange one of whose own facts ranks above it keeps this share of its score
 #: (:func:`represented_exchanges_yield`); 0 to 0.3 measured the same on the capture set.
 REPRESENTED_EXCHANGE_FACTOR = 0.3
+#: a distilled fact holding the kind of answer its question asks for (a version for "which version",
+#: a path for "where", see answer_kind.py) gains this share of its score, times the share of the asked
+#: kinds it holds. Tuned on half the capture set's projects and reported on the other half
+#: (docs/ranking.md, Answer kinds).
+ANSWER_KIND_BOOST = 1.5
 #: rows beyond the ones asked for that a search reads to see which are stored exchanges and facts.
 EXCHANGE_WINDOW = 25
 
@@ -49,12 +56,13 @@ class Weights:
     half_life_days: float = RECENCY_HALF_LIFE_DAYS
     floor: float = RECENCY_FLOOR
     context: float = CONTEXT_SHARE
+    answer_kind: float = ANSWER_KIND_BOOST
 
 
 DEFAULT_WEIGHTS = Weights()
 #: one channel alone, no recency: the numbers a plain BM25 or a plain vector index would give.
-KEYWORD_ONLY = Weights(vector=0.0, floor=1.0, context=0.0)
-VECTOR_ONLY = Weights(keyword=0.0, floor=1.0, context=0.0)
+KEYWORD_ONLY = Weights(vector=0.0, floor=1.0, context=0.0, answer_kind=0.0)
+VECTOR_ONLY = Weights(keyword=0.0, floor=1.0, context=0.0, answer_kind=0.0)
 
 
 @dataclass(frozen=True)
@@ -150,6 +158,29 @@ def spread_context(
             if memory_id in scores:
                 gain[memory_id] = max(gain.get(memory_id, 0.0), weights.context * scores[seed] / step)
     return {memory_id: score + gain.get(memory_id, 0.0) for memory_id, score in scores.items()}
+
+
+def lift_answer_kinds(
+    scores: Mapping[str, float], texts: Mapping[str, str], question: str, boost: float = ANSWER_KIND_BOOST
+) -> dict[str, float]:
+    """`scores` after each memory of `texts` gains `boost` times the share of the kinds of answer
+    `question` asks for that it holds (:mod:`bli_memory.door.answer_kind`).
+
+    The channels find the memories about the subject; this picks, among them, the one that holds
+    what was asked: for "which release of the validation library are we locked to?" the fact with
+    `2.7.4` rather than the fact about why it was pinned. Only the memories in `texts` take part (the
+    caller leaves stored exchanges out: an exchange holds every kind of string, so holding one says
+    nothing). A question asking for no kind leaves every score as it is.
+    """
+    kinds = answer_kind.asked(question)
+    if not kinds or boost <= 0:
+        return dict(scores)
+    return {
+        memory_id: score * (1.0 + boost * answer_kind.held_share(texts[memory_id], kinds))
+        if memory_id in texts
+        else score
+        for memory_id, score in scores.items()
+    }
 
 
 def represented_exchanges_yield(

@@ -133,7 +133,8 @@ def test_a_big_space_without_snapshot_is_searched_exactly_until_its_graph_is_bui
     assert isinstance(_vectors_of(reopened, principal), ApproximateVectors)
     assert [content for content, _ in _ranking(reopened, principal, QUERIES[0])] == [c for c, _ in exact]
     # the save made while the graph was being built is in it
-    assert reopened.search(principal, TAG, "how much do cats sleep", limit=1)[0].memory.id == saved.id
+    # a question asking for no kind of answer (answer_kind.py): the channels alone rank it
+    assert reopened.search(principal, TAG, "do cats sleep much", limit=1)[0].memory.id == saved.id
     reopened.close()
 
 
@@ -146,7 +147,7 @@ def test_the_graph_reads_its_writes(tmp_path: Path, minilm: Embedder) -> None:
     assert isinstance(_vectors_of(service, principal), ApproximateVectors)
     # found by meaning alone (no word in common with the query), at once
     saved = service.save(principal, TAG, "Feline companions nap for most of the afternoon")
-    query = "how much do cats sleep"
+    query = "do cats sleep much"
     hits = service.search(principal, TAG, query, limit=3)
     assert hits[0].memory.id == saved.id and hits[0].matched_by == ("vector",)
     updated = service.update(principal, saved.id, "Kittens doze through most afternoons")
@@ -210,11 +211,11 @@ def test_a_door_killed_after_writing_replays_its_writes_onto_its_snapshot(
 
     monkeypatch.setattr(after.store, "index_rows", no_build)
     monkeypatch.setattr(after.store, "current_vectors", no_build)
-    got = {q: _ranking(after, principal, q) for q in [*QUERIES, "how much do cats sleep"]}
+    got = {q: _ranking(after, principal, q) for q in [*QUERIES, "do cats sleep much"]}
     graph = _vectors_of(after, principal)
     assert isinstance(graph, ApproximateVectors) and len(graph) == len(FACTS)  # one in, one out
     assert after.indexes.keyword_builds == 0
-    assert after.search(principal, TAG, "how much do cats sleep", limit=1)[0].memory.id == saved.id
+    assert after.search(principal, TAG, "do cats sleep much", limit=1)[0].memory.id == saved.id
     assert FACTS[3] not in [content for content, _ in got[QUERIES[0]]]
     fresh = _service(db, minilm, folder=False)
     fresh.warm()  # builds the keyword index and the graph from the store
@@ -237,7 +238,7 @@ def test_a_snapshot_of_another_size_than_the_store_is_not_used(tmp_path: Path, m
     other.close()
     assert list(db.with_name("memory.db.indexes").glob("*.json"))  # still there, but stale
     after = _service(db, minilm)
-    hits = after.search(principal, TAG, "how much do cats sleep", limit=1)
+    hits = after.search(principal, TAG, "do cats sleep much", limit=1)
     assert hits[0].memory.id == saved.id
     after.close()
 

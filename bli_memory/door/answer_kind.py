@@ -1,0 +1,181 @@
+"""Answer kinds: what sort of string a question asks for, and whether a memory holds one.
+
+Pure functions, no I/O and no state. A question that asks *which version*, *who*, *where*, *which
+port*, *how many*, *when* or *why* is answered by a memory that holds a version, a name, a path or
+an address, a port, a number, a time or a reason. Among the memories a search found by words and
+meaning, the one holding that sort of string is likelier the answer than a neighbour that only talks
+about the same subject: the fix beside the cause it repairs, the decision beside the file it touched,
+the command that failed beside the version that was pinned. Search lifts such a memory
+(:func:`bli_memory.door.ranking.lift_answer_kinds`); it never adds one the channels did not find.
+
+The kinds are the coarse answer types of open-domain question answering (person, location, number,
+date, reason), with the ones coding questions ask for most: a version, a port, a command-line flag,
+a command, a range, a ticket, a name. A question may ask for several ("which version range" asks for a version and a
+range); a memory's share is the fraction of them it holds.
+
+Question patterns read the lower-cased question; answer patterns read the memory as written (a name
+is a capitalised word after a lower-case one, a month a capitalised month name), so that "may" the
+verb is not a month and a sentence's first word is not a name.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+_NAME_WORD = re.compile(r"[A-Z][a-zà-öø-ÿ]+[,.;:)]*")
+
+
+_CALENDAR = frozenset(
+    "january february march april may june july august september october november december "
+    "monday tuesday wednesday thursday friday saturday sunday "
+    "mondays tuesdays wednesdays thursdays fridays saturdays sundays".split()
+)
+#: who answers a "who" question when no one is named: a role or a team
+_ROLE = re.compile(
+    r"\b(?:team|lead|owner|owners|manager|maintainer|maintainers|reviewer|reviewers|on-call|admins?)\b", re.I
+)
+
+
+def _has_name(text: str) -> bool:
+    """A capitalised word right after an all-lower-case word ("names Priya as", "ask Wei"): a name
+    in running text, not the sentence's first word, not a CamelCase identifier, not an acronym, not
+    a month or a weekday."""
+    words = text.split()
+    return any(
+        _NAME_WORD.fullmatch(word)
+        and previous.isalpha()
+        and previous.islower()
+        and word.rstrip(",.;:)").lower() not in _CALENDAR
+        for previous, word in itertools.pairwise(words)
+    )
+
+
+def _names_someone(text: str) -> bool:
+    """A handle (@fin-eng), a name, or a role or team ("the release manager", "the data team")."""
+    return bool(re.search(r"(?<![\w.])@[A-Za-z][\w-]+", text) or _has_name(text) or _ROLE.search(text))
+
+
+def _pattern(regex: str, flags: int = 0) -> Callable[[str], bool]:
+    compiled = re.compile(regex, flags)
+    return lambda text: compiled.search(text) is not None
+
+
+_VERSION = r"(?<![\w.])v?\d+\.\d+(?:\.\d+)?(?![.\d]|[A-Za-z%])"
+#: a path in a code span (`src/lib/api/`, `.golangci.yml`), or a bare one of three segments or more
+_PATH = r"`[^`\s]*(?:/[^`]*|\.[A-Za-z]{1,5})`|(?<![\w/])[\w.~-]+/[\w.-]+/[\w./-]*"
+_URI = r"\b[a-z][a-z0-9+.-]*://\S+"
+#: a network address: a web or RPC URL, or a host name (an `s3://` object is a place, not an address)
+_ADDRESS = (
+    r"\b(?:https?|wss?|grpcs?)://\S+"
+    r"|\b[\w-]+(?:\.[\w-]+)*\.(?:com|dev|io|net|org|internal|local|app|cloud)\b(?!\.\w)"
+)
+#: what names a thing in a repository: a code span, a kebab- or snake-case word, camelCase, UPPER_SNAKE
+_IDENTIFIER = (
+    r"`[^`]+`|\b[A-Za-z][A-Za-z0-9]*[-_][A-Za-z0-9_-]+\b|\b[a-z]+[A-Z]\w*\b|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b"
+)
+_TIME_WORDS = (
+    r"\b\d{1,2}:\d{2}\b|\b\d{4}-\d{2}-\d{2}\b"
+    r"|\b(?:January|February|March|April|May|June|July|August|September|October|November|December"
+    r"|Monday|Tuesday|Wednesday|Thursday|Friday|Saturday|Sunday)\b"
+    r"|\b(?i:yesterday|today|tonight|tomorrow|ago|(?:last|next) (?:week|month|year|night))\b"
+)
+_REASON_WORDS = (
+    r"\b(?:because|due to|caused|causes|so|since|therefore|which means|which meant|that's why"
+    r"|as a result|instead of|fails|failed|breaks|broke)\b|\bwhy\?"
+)
+
+
+@dataclass(frozen=True)
+class AnswerKind:
+    """One sort of answer: the question wording that asks for it, and the test a memory passes."""
+
+    name: str
+    asked_by: re.Pattern[str]
+    held_by: Callable[[str], bool]
+
+
+KINDS: tuple[AnswerKind, ...] = (
+    AnswerKind("version", re.compile(r"\b(?:version|versions|release|releases)\b"), _pattern(_VERSION)),
+    AnswerKind(
+        "port", re.compile(r"\bports?\b"), _pattern(r"(?<=[\w\]]):\d{2,5}\b|\bport\s+\d{2,5}\b", re.I)
+    ),
+    AnswerKind(
+        "person",
+        re.compile(r"\b(?:who|whom|whose)\b"),
+        _names_someone,
+    ),
+    AnswerKind("where", re.compile(r"\bwhere\b"), _pattern(f"{_PATH}|{_ADDRESS}|{_URI}")),
+    AnswerKind(
+        "path",
+        re.compile(
+            r"\b(?:which|what)(?:'s| is| are)? (?:the )?(?:\w+ )?"
+            r"(?:file|files|folder|folders|directory|directories|path|paths)\b"
+        ),
+        _pattern(_PATH),
+    ),
+    AnswerKind(
+        "address", re.compile(r"\b(?:url|urls|address|endpoint|domain|hostname)\b"), _pattern(_ADDRESS)
+    ),
+    AnswerKind(
+        "flag",
+        re.compile(r"\b(?:what|which) (?:\w+ )?(?:flag|flags|option|options|switch)\b"),
+        _pattern(r"(?<![\w-])--?[A-Za-z][\w-]*"),
+    ),
+    AnswerKind("command", re.compile(r"\bcommands?\b"), _pattern(r"`[a-z][\w.:/-]* [^`]+`")),
+    AnswerKind(
+        "range",
+        re.compile(r"\b(?:range|ranges|cidr|subnet)\b"),
+        _pattern(r"[<>~^]=?\s*v?\d|\b\d+\.\d+\.\d+\.\d+/\d+\b|\b\d+(?:\.\d+)*\s*(?:-|to)\s*\d+(?:\.\d+)*\b"),
+    ),
+    AnswerKind(
+        "ticket",
+        re.compile(r"\b(?:ticket|tickets|jira|pr number|pull request|issue number)\b"),
+        _pattern(r"\b[A-Z][A-Z0-9]+-\d+\b|(?<![\w&])#\d+\b"),
+    ),
+    AnswerKind(
+        "name",
+        re.compile(r"\bname of\b|\b(?:what|which)(?:'s| is)? (?:the |our |its |their )?(?:\w+ )?name\b"),
+        _pattern(_IDENTIFIER),
+    ),
+    AnswerKind(
+        "number",
+        re.compile(r"\bhow (?:many|much|long|big)\b|\b(?:what|which)\s+(?:\w+\s+){0,2}number\b"),
+        _pattern(r"\d"),
+    ),
+    AnswerKind(
+        "reason",
+        re.compile(r"\bwhy\b|\bwhat (?:caused|causes|broke|went wrong)\b|\b(?:cause|reason) (?:of|for)\b"),
+        _pattern(_REASON_WORDS, re.I),
+    ),
+    # "when does the gateway commit" asks for a condition, not a date: only other "when"s ask for a time
+    AnswerKind(
+        "time",
+        re.compile(r"\bwhen (?!does\b|do\b)|\bwhat time\b|\bwhich (?:day|date|month|year)\b"),
+        _pattern(_TIME_WORDS),
+    ),
+)
+_BY_NAME = {kind.name: kind for kind in KINDS}
+
+
+#: a question naming which place it wants ("where is the staging endpoint?") asks for that one only
+_NARROWER = {"where": ("path", "address")}
+
+
+def asked(question: str) -> frozenset[str]:
+    """The names of the kinds of answer `question` asks for (empty for most statements)."""
+    lowered = question.lower()
+    kinds = {kind.name for kind in KINDS if kind.asked_by.search(lowered)}
+    for broad, narrower in _NARROWER.items():
+        if broad in kinds and kinds.intersection(narrower):
+            kinds.discard(broad)
+    return frozenset(kinds)
+
+
+def held_share(text: str, kinds: frozenset[str]) -> float:
+    """The share of `kinds` that `text` holds a string of, in [0, 1] (0 when nothing is asked)."""
+    if not kinds:
+        return 0.0
+    return sum(1 for name in kinds if _BY_NAME[name].held_by(text)) / len(kinds)
