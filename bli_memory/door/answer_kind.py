@@ -63,18 +63,42 @@ def _pattern(regex: str, flags: int = 0) -> Callable[[str], bool]:
     return lambda text: compiled.search(text) is not None
 
 
+# Every pattern below starts only where a token starts (a look-behind, not a bare \b) and has no two
+# quantifiers that can share characters, so its search is linear in the text: a memory of 100 000
+# dots or dashes cannot stall a search (tests/door/test_answer_kind.py feeds them such texts).
 _VERSION = r"(?<![\w.])v?\d+\.\d+(?:\.\d+)?(?![.\d]|[A-Za-z%])"
-#: a path in a code span (`src/lib/api/`, `.golangci.yml`), or a bare one of three segments or more
-_PATH = r"`[^`\s]*(?:/[^`]*|\.[A-Za-z]{1,5})`|(?<![\w/])[\w.~-]+/[\w.-]+/[\w./-]*"
-_URI = r"\b[a-z][a-z0-9+.-]*://\S+"
+#: a code span: its text is checked in Python (:func:`_has_path`), never by a pattern that backtracks
+_CODE_SPAN = re.compile(r"`([^`\n]{1,300})`")
+#: a bare path of three segments or more (`src/lib/api`, `~/.config/tracer/`)
+_BARE_PATH = r"(?<![\w./~-])[\w.~-]+/[\w.-]+/[\w./-]*"
+_URI = r"(?<![\w+.-])[a-z][a-z0-9+.-]*://\S+"
 #: a network address: a web or RPC URL, or a host name (an `s3://` object is a place, not an address)
 _ADDRESS = (
-    r"\b(?:https?|wss?|grpcs?)://\S+"
-    r"|\b[\w-]+(?:\.[\w-]+)*\.(?:com|dev|io|net|org|internal|local|app|cloud)\b(?!\.\w)"
+    r"(?<![\w+.-])(?:https?|wss?|grpcs?)://\S+"
+    r"|(?<![\w.-])[\w-]+(?:\.[\w-]+)*\.(?:com|dev|io|net|org|internal|local|app|cloud)\b(?!\.\w)"
 )
+_FILE_SUFFIX = re.compile(r"\.[A-Za-z]{1,5}")
+
+
+def _has_path(text: str) -> bool:
+    """A path in a code span (`src/lib/api/`, `.golangci.yml`: a slash or a file suffix, no space
+    before it), or a bare one of three segments or more."""
+    for match in _CODE_SPAN.finditer(text):
+        span = match.group(1)
+        head = span.split("/", 1)[0]
+        if "/" in span and not any(ch.isspace() for ch in head):
+            return True
+        if not any(ch.isspace() for ch in span) and _FILE_SUFFIX.fullmatch(span[span.rfind(".") :]):
+            return True
+    return _BARE_PATH_PATTERN.search(text) is not None
+
+
+_BARE_PATH_PATTERN = re.compile(_BARE_PATH)
+_PLACE = re.compile(f"{_ADDRESS}|{_URI}")
 #: what names a thing in a repository: a code span, a kebab- or snake-case word, camelCase, UPPER_SNAKE
 _IDENTIFIER = (
-    r"`[^`]+`|\b[A-Za-z][A-Za-z0-9]*[-_][A-Za-z0-9_-]+\b|\b[a-z]+[A-Z]\w*\b|\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b"
+    r"`[^`\n]{1,300}`|(?<![\w-])[A-Za-z][A-Za-z0-9]*[-_][A-Za-z0-9_-]+\b"
+    r"|(?<!\w)[a-z]+[A-Z]\w*|(?<!\w)[A-Z][A-Z0-9]*_[A-Z0-9_]+\b"
 )
 _TIME_WORDS = (
     r"\b\d{1,2}:\d{2}\b|\b\d{4}-\d{2}-\d{2}\b"
@@ -107,14 +131,14 @@ KINDS: tuple[AnswerKind, ...] = (
         re.compile(r"\b(?:who|whom|whose)\b"),
         _names_someone,
     ),
-    AnswerKind("where", re.compile(r"\bwhere\b"), _pattern(f"{_PATH}|{_ADDRESS}|{_URI}")),
+    AnswerKind("where", re.compile(r"\bwhere\b"), lambda text: _has_path(text) or bool(_PLACE.search(text))),
     AnswerKind(
         "path",
         re.compile(
             r"\b(?:which|what)(?:'s| is| are)? (?:the )?(?:\w+ )?"
             r"(?:file|files|folder|folders|directory|directories|path|paths)\b"
         ),
-        _pattern(_PATH),
+        _has_path,
     ),
     AnswerKind(
         "address", re.compile(r"\b(?:url|urls|address|endpoint|domain|hostname)\b"), _pattern(_ADDRESS)
@@ -124,16 +148,19 @@ KINDS: tuple[AnswerKind, ...] = (
         re.compile(r"\b(?:what|which) (?:\w+ )?(?:flag|flags|option|options|switch)\b"),
         _pattern(r"(?<![\w-])--?[A-Za-z][\w-]*"),
     ),
-    AnswerKind("command", re.compile(r"\bcommands?\b"), _pattern(r"`[a-z][\w.:/-]* [^`]+`")),
+    AnswerKind("command", re.compile(r"\bcommands?\b"), _pattern(r"`[a-z][\w.:/-]* [^`\n]{1,300}`")),
     AnswerKind(
         "range",
         re.compile(r"\b(?:range|ranges|cidr|subnet)\b"),
-        _pattern(r"[<>~^]=?\s*v?\d|\b\d+\.\d+\.\d+\.\d+/\d+\b|\b\d+(?:\.\d+)*\s*(?:-|to)\s*\d+(?:\.\d+)*\b"),
+        _pattern(
+            r"[<>~^]=?\s*v?\d|(?<![\w.])\d+\.\d+\.\d+\.\d+/\d+\b"
+            r"|(?<![\w.])\d+(?:\.\d+)*\s*(?:-|to)\s*\d+(?:\.\d+)*\b"
+        ),
     ),
     AnswerKind(
         "ticket",
         re.compile(r"\b(?:ticket|tickets|jira|pr number|pull request|issue number)\b"),
-        _pattern(r"\b[A-Z][A-Z0-9]+-\d+\b|(?<![\w&])#\d+\b"),
+        _pattern(r"(?<![\w-])[A-Z][A-Z0-9]+-\d+\b|(?<![\w&])#\d+\b"),
     ),
     AnswerKind(
         "name",
@@ -174,8 +201,14 @@ def asked(question: str) -> frozenset[str]:
     return frozenset(kinds)
 
 
+#: the part of a memory read for kinds: a distilled fact is at most 500 characters; a long memory is
+#: judged by its opening, which keeps the lift's cost per search small whatever people save.
+HELD_TEXT_CHARS = 2_000
+
+
 def held_share(text: str, kinds: frozenset[str]) -> float:
     """The share of `kinds` that `text` holds a string of, in [0, 1] (0 when nothing is asked)."""
     if not kinds:
         return 0.0
-    return sum(1 for name in kinds if _BY_NAME[name].held_by(text)) / len(kinds)
+    opening = text[:HELD_TEXT_CHARS]
+    return sum(1 for name in kinds if _BY_NAME[name].held_by(opening)) / len(kinds)

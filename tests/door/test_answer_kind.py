@@ -4,13 +4,14 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 
 from bli_memory.door import answer_kind, ranking
-from bli_memory.door.embed import load_embedder
-from bli_memory.door.model import now_s
+from bli_memory.door.embed import NoneEmbedder, load_embedder
+from bli_memory.door.model import MAX_CONTENT_CHARS, now_s
 from tests.door.helpers import open_memories
 
 
@@ -124,5 +125,44 @@ def test_search_puts_the_fact_holding_the_asked_version_above_its_neighbour(tmp_
         before = {hit.memory.content: hit.score for hit in plain}
         assert score[pin] == pytest.approx(before[pin] * (1.0 + ranking.ANSWER_KIND_BOOST))
         assert score[cause] == pytest.approx(before[cause])  # holds no version: unchanged
+    finally:
+        memories.close()
+
+
+#: texts that made a backtracking pattern quadratic (a 64 000-character run of "a-" took 166 s)
+ADVERSARIAL = {
+    "dashes": "a-" * 50_000,
+    "dotted digits": "1." * 50_000,
+    "dotted words": "a." * 50_000,
+    "an unclosed code span of slashes": "`" + "a/" * 50_000,
+    "an unclosed code span of dots": "`" + "a." * 50_000,
+    "a scheme that never ends": "a+" * 50_000 + "://",
+    "backticks": "`a" * 50_000,
+    "digits and dashes": "1-" * 50_000,
+}
+
+
+@pytest.mark.parametrize("name", sorted(ADVERSARIAL))
+def test_every_pattern_reads_a_hostile_text_in_linear_time(name: str) -> None:
+    text = ADVERSARIAL[name]
+    started = time.perf_counter()
+    for kind in answer_kind.KINDS:
+        kind.held_by(text)  # the whole text, past the HELD_TEXT_CHARS a search reads
+    # linear: about 0.1 s here for all kinds; a quadratic pattern takes minutes
+    assert time.perf_counter() - started < 5.0
+
+
+def test_a_search_over_a_hostile_memory_answers(tmp_path: Path) -> None:
+    memories = open_memories(tmp_path / "memory.db", NoneEmbedder())
+    try:
+        _, token = memories.store.create_device(person="ada")
+        principal = memories.authenticate(token)
+        assert principal is not None
+        for text in ADVERSARIAL.values():
+            memories.save(principal, "repo-a", text[:MAX_CONTENT_CHARS] + " release")
+        started = time.perf_counter()
+        hits = memories.search(principal, "repo-a", "which release is it on?", limit=5)
+        assert len(hits) == 5
+        assert time.perf_counter() - started < 5.0
     finally:
         memories.close()
