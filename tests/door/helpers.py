@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     import pytest
 
     from bli_memory.door.embed import Embedder
+    from bli_memory.door.model import Principal
 
 #: the stores a module's shared door runs over in turn (`serve_on_store`).
 STORE_KINDS = ("sqlite", "postgresql")
@@ -35,3 +36,11 @@ def serve_on_store(
 def open_memories(db: str | Path, embedder: Embedder | None = None) -> MemoryService:
     """The memory service over a SQLite file, as the door builds it."""
     return MemoryService(SqliteStore(db), embedder)
+
+
+def device_principal(memories: MemoryService, person: str = "ada") -> Principal:
+    """The principal of a new device of `person` (a new team of its own), as the door authenticates it."""
+    _, token = memories.store.create_device(person=person)
+    principal = memories.authenticate(token)
+    assert principal is not None
+    return principal

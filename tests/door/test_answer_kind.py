@@ -12,7 +12,7 @@ import pytest
 from bli_memory.door import answer_kind, ranking
 from bli_memory.door.embed import NoneEmbedder, load_embedder
 from bli_memory.door.model import MAX_CONTENT_CHARS, now_s
-from tests.door.helpers import open_memories
+from tests.door.helpers import device_principal, open_memories
 
 
 @pytest.mark.parametrize(
@@ -110,9 +110,7 @@ def test_search_puts_the_fact_holding_the_asked_version_above_its_neighbour(tmp_
     assert reason is None, reason
     memories = open_memories(tmp_path / "memory.db", embedder)
     try:
-        _, token = memories.store.create_device(person="ada")
-        principal = memories.authenticate(token)
-        assert principal is not None
+        principal = device_principal(memories)
         cause = "The HTTP client broke the webhook tests when it dropped the app argument in its new release."
         pin = "The HTTP client `httpx` is pinned to 0.27.2 in requirements.txt."
         for text in (pin, cause, "Lunch is served at noon in the cafeteria."):
@@ -155,9 +153,7 @@ def test_every_pattern_reads_a_hostile_text_in_linear_time(name: str) -> None:
 def test_a_search_over_a_hostile_memory_answers(tmp_path: Path) -> None:
     memories = open_memories(tmp_path / "memory.db", NoneEmbedder())
     try:
-        _, token = memories.store.create_device(person="ada")
-        principal = memories.authenticate(token)
-        assert principal is not None
+        principal = device_principal(memories)
         for text in ADVERSARIAL.values():
             memories.save(principal, "repo-a", text[:MAX_CONTENT_CHARS] + " release")
         started = time.perf_counter()

@@ -17,7 +17,7 @@ from bli_memory.door.embed import Embedder, load_embedder
 from bli_memory.door.indexes import ANN_MIN_VECTORS_ENV, SNAPSHOT_MIN_MEMORIES_ENV
 from bli_memory.door.memories import SECONDS_PER_DAY, MemoryService
 from bli_memory.door.model import Principal, now_s
-from tests.door.helpers import open_memories
+from tests.door.helpers import device_principal, open_memories
 from tests.helpers import DoorProcess
 
 TAG = "repo-det"
@@ -158,10 +158,7 @@ def minilm() -> Embedder:
 
 def _open(path: Path, embedder: Embedder) -> tuple[MemoryService, Principal]:
     service = open_memories(path, embedder)
-    _, token = service.store.create_device(person="ada")
-    principal = service.authenticate(token)
-    assert principal is not None
-    return service, principal
+    return service, device_principal(service)
 
 
 def _hits(service: MemoryService, principal: Principal, q: str) -> list[tuple[str, float, float | None]]:

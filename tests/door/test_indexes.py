@@ -20,6 +20,7 @@ from bli_memory.door.indexes import ApproximateVectors, IndexLimits, SpaceVector
 from bli_memory.door.memories import MemoryService
 from bli_memory.door.model import Principal
 from bli_memory.door.store.sqlite import SqliteStore
+from tests.door.helpers import device_principal
 
 DIM = 4
 
@@ -75,10 +76,7 @@ def _service(
 
 
 def _principal(service: MemoryService) -> Principal:
-    _, token = service.store.create_device(person="ada")
-    principal = service.authenticate(token)
-    assert principal is not None
-    return principal
+    return device_principal(service)
 
 
 def _ranking(service: MemoryService, principal: Principal, q: str) -> list[tuple[str, float | None]]:

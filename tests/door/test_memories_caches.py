@@ -12,6 +12,7 @@ from bli_memory.door import indexes, memories
 from bli_memory.door.embed import load_embedder
 from bli_memory.door.memories import MemoryService
 from bli_memory.door.store.sqlite import SqliteStore
+from tests.door.helpers import device_principal
 
 CAP = 8
 
@@ -25,9 +26,7 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> MemoryService:
 
 
 def test_searching_many_distinct_tags_keeps_every_cache_bounded(store: MemoryService) -> None:
-    _, token = store.store.create_device(person="ada")
-    principal = store.authenticate(token)
-    assert principal is not None
+    principal = device_principal(store)
     store.save(principal, "repo_busy", "the busy space deploys with Flux")
     store.search(principal, "repo_busy", "flux")
     busy_index = store.indexes._keyword.get((principal.team_id, "repo_busy"))
@@ -46,9 +45,7 @@ def test_searching_many_distinct_tags_keeps_every_cache_bounded(store: MemorySer
 
 
 def test_warm_builds_no_more_spaces_than_the_caches_hold(store: MemoryService) -> None:
-    _, token = store.store.create_device(person="ada")
-    principal = store.authenticate(token)
-    assert principal is not None
+    principal = device_principal(store)
     for n in range(2 * CAP):
         store.save(principal, f"repo_{n}", f"space {n} remembers terraform")
     store.indexes.drop_all()

@@ -14,7 +14,7 @@ import pytest
 from bli_memory.door.embed import Embedder, NoneEmbedder, load_embedder
 from bli_memory.door.memories import SECONDS_PER_DAY, MemoryService
 from bli_memory.door.model import Principal, now_s
-from tests.door.helpers import open_memories
+from tests.door.helpers import device_principal, open_memories
 
 TAG = "repo-a"
 DISTRACTORS = [
@@ -35,10 +35,7 @@ def minilm() -> Embedder:
 
 def _open(path: Path, embedder: Embedder | None) -> tuple[MemoryService, Principal]:
     memories = open_memories(path / "memory.db", embedder)
-    _, token = memories.store.create_device(person="ada")
-    principal = memories.authenticate(token)
-    assert principal is not None
-    return memories, principal
+    return memories, device_principal(memories)
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import pytest
 from bli_memory.door import ranking
 from bli_memory.door.embed import load_embedder
 from bli_memory.door.ranking import Signals, fuse, recency
-from tests.door.helpers import open_memories
+from tests.door.helpers import device_principal, open_memories
 
 YEAR_DAYS = 365.0
 
@@ -85,9 +85,7 @@ def test_searches_in_threads_each_rank_with_the_weights_they_pass(tmp_path: Path
     assert reason is None, reason
     memories = open_memories(tmp_path / "memory.db", embedder)
     try:
-        _, token = memories.store.create_device(person="ada")
-        principal = memories.authenticate(token)
-        assert principal is not None
+        principal = device_principal(memories)
         for text in (
             "Use ruff format with line length 110 for this repo.",
             "The formatter wraps code at one hundred and ten columns.",
