@@ -29,6 +29,8 @@ import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
 
+from bli_memory.scan_text import ascii_lower, at_token_start, at_word_start
+
 __all__ = ["MASK_FORMAT", "Redaction", "redact"]
 
 MASK_FORMAT = "[REDACTED:{kind}]"
@@ -92,7 +94,7 @@ def _rx(source: str) -> re.Pattern[str]:
 
 # (kind, literals that must occur for the rule to run, pattern). The group ``b`` is masked; what
 # precedes it in the match is the vendor prefix, which is kept. Every pattern starts with a
-# literal (fast prefix search); the left boundary is checked in Python (``_left_boundary_ok``).
+# literal (fast prefix search); the left boundary is checked in Python (``scan_text.at_token_start``).
 _PREFIX_RULES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     # Our own device token: ``bli_`` + ``secrets.token_urlsafe(32)`` (43 URL-safe base64 characters).
     # It must hold an upper- and a lower-case letter (a random token lacks one with odds of about
@@ -176,16 +178,6 @@ _TELEGRAM = r":AA[\w-]{30,}"
 _DISCORD_BOT = r"[MNO][\w-]{23,27}\.[\w-]{6}\.[\w-]{27,}"
 
 
-def _left_boundary_ok(text: str, start: int) -> bool:
-    """A token starts at a word boundary, or right after a JSON-escaped ``\\n``/``\\r``/``\\t``."""
-    if start == 0:
-        return True
-    before = text[start - 1]
-    if not (before.isalnum() or before == "_"):
-        return True
-    return start >= 2 and text[start - 2] == "\\" and before in "nrt"
-
-
 def _looks_placeholder_token(body: str) -> bool:
     """``ghp_xxxx…`` or ``sk-proj-XXXX…``: a real prefix over a zero-entropy body."""
     return len(set(body[:VALUE_SAMPLE_CHARS].lower())) <= 3
@@ -202,7 +194,7 @@ def _find_prefix_tokens(text: str, spans: _Spans, claims: _Claims) -> None:
                 continue
             pattern = _rx(source)
         for m in pattern.finditer(text):
-            if not _left_boundary_ok(text, m.start()) or _looks_placeholder_token(m.group("b")):
+            if not at_token_start(text, m.start()) or _looks_placeholder_token(m.group("b")):
                 continue
             spans.append((m.start("b"), m.end("b"), kind))
             claims.append((m.start(), m.end()))
@@ -212,7 +204,7 @@ def _find_structured_tokens(text: str, spans: _Spans, claims: _Claims) -> None:
     """JWTs, Telegram bot tokens and Discord bot tokens: no vendor prefix, a fixed structure."""
     if "eyJ" in text:
         for m in _rx(_JWT).finditer(text):
-            if _left_boundary_ok(text, m.start()):
+            if at_token_start(text, m.start()):
                 spans.append((m.start(), m.end(), "jwt"))
                 claims.append((m.start(), m.end()))
     if ":AA" in text:
@@ -222,11 +214,11 @@ def _find_structured_tokens(text: str, spans: _Spans, claims: _Claims) -> None:
                 start -= 1
             if m.start() - start < 8 or (start > 0 and text[start - 1].isdigit()):
                 continue
-            if _left_boundary_ok(text, start) or text.endswith("bot", 0, start):
+            if at_token_start(text, start) or text.endswith("bot", 0, start):
                 spans.append((start, m.end(), "telegram_bot_token"))
                 claims.append((start, m.end()))
     for m in _rx(_DISCORD_BOT).finditer(text):
-        if _left_boundary_ok(text, m.start()) and _is_opaque(m.group()):
+        if at_token_start(text, m.start()) and _is_opaque(m.group()):
             spans.append((m.start(), m.end(), "discord_token"))
             claims.append((m.start(), m.end()))
 
@@ -537,18 +529,6 @@ def _unquote_span(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-def _ascii_lower(text: str) -> str:
-    """Lower-case copy with the same indices, for literal-first case-insensitive scans."""
-    lowered = text.lower()
-    if len(lowered) == len(text):
-        return lowered
-    return text.translate({code: code + 32 for code in range(65, 91)})
-
-
-def _word_start(text: str, start: int) -> bool:
-    return start == 0 or not (text[start - 1].isalnum() or text[start - 1] == "_")
-
-
 class _KeywordScanner:
     """Find ``KEY OP VALUE`` assignments and mask values whose key names a secret.
 
@@ -736,7 +716,7 @@ def _find_headers(text: str, lowered: str, spans: _Spans) -> None:
         if name not in lowered:
             continue
         for m in _rx(name + _HEADER_TAIL).finditer(lowered):
-            if not _word_start(text, m.start()):
+            if not at_word_start(text, m.start()):
                 continue
             start, end = m.span("v")
             value = text[start:end]
@@ -750,7 +730,7 @@ def _find_headers(text: str, lowered: str, spans: _Spans) -> None:
     if "bearer" in lowered:
         for m in _rx(_BEARER).finditer(lowered):
             start, end = m.span("v")
-            if _word_start(text, m.start()) and _is_opaque(text[start:end]):
+            if at_word_start(text, m.start()) and _is_opaque(text[start:end]):
                 spans.append((start, end, "bearer_token"))
 
 
@@ -770,7 +750,7 @@ def _find_cli_credentials(text: str, lowered: str, spans: _Spans) -> None:
     """``.netrc`` lines, ``curl -u user:pass``, ``-u user -p pass``, ``sshpass -p``, prose."""
     candidates: list[tuple[int, int]] = []
     if "machine" in text and "password" in text:
-        candidates += [m.span("v") for m in _rx(_NETRC).finditer(text) if _word_start(text, m.start())]
+        candidates += [m.span("v") for m in _rx(_NETRC).finditer(text) if at_word_start(text, m.start())]
     if "-u" in text:
         for m in _rx(_CURL_USER).finditer(text):
             if m.start() > 0 and text[m.start() - 1].isspace():
@@ -884,7 +864,7 @@ def _redact(text: str) -> Redaction:
     claims: _Claims = []
     for find_anchored in _ANCHORED:
         find_anchored(text, anchored, claims)
-    lowered = _ascii_lower(text)
+    lowered = ascii_lower(text)
     contextual: _Spans = []
     for find_contextual in _CONTEXTUAL:
         find_contextual(text, lowered, contextual)

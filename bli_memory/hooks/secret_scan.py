@@ -21,10 +21,13 @@ exactly those (a test runs the redactor's whole fixture corpus, and random mixes
   `…key`, `secret`, `auth`, `session`, `pat`, `sig`…), so the scan looks for those endings followed
   by an operator, instead of flagging every `=` or `:`.
 
-Imports nothing: it runs in the hook, where `re` is not loaded for this purpose.
+Imports nothing but `scan_text` (what it reads the same way as the redactor): it runs in the hook,
+where `re` is not loaded for this purpose.
 """
 
 from __future__ import annotations
+
+from bli_memory.scan_text import ascii_lower, at_token_start
 
 #: literal prefixes of the redactor's vendor-token rules (`redact._PREFIX_RULES`); a test checks
 #: that each rule's literals contain one of these (or of RUN_MARKERS, WORD_START_MARKERS)
@@ -156,28 +159,10 @@ _WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 _FLAG_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 
 
-def _ascii_lower(text: str) -> str:
-    """The lower-cased copy the redactor scans (same indices; `redact._ascii_lower`)."""
-    lowered = text.lower()
-    if len(lowered) == len(text):
-        return lowered
-    return text.translate({code: code + 32 for code in range(65, 91)})
-
-
-def _at_word_start(text: str, start: int) -> bool:
-    """`redact._left_boundary_ok`: a word boundary, or right after a JSON-escaped line break or tab."""
-    if start == 0:
-        return True
-    before = text[start - 1]
-    if not (before.isalnum() or before == "_"):
-        return True
-    return start >= 2 and text[start - 2] == "\\" and before in "nrt"
-
-
 def _found_at_word_start(text: str, marker: str) -> bool:
     at = text.find(marker)
     while at != -1:
-        if _at_word_start(text, at):
+        if at_token_start(text, at):
             return True
         at = text.find(marker, at + 1)
     return False
@@ -257,7 +242,7 @@ def might_hold_secret(text: str) -> bool:
         return True
     if any(_found_at_word_start(text, marker) for marker in WORD_START_MARKERS):
         return True
-    lowered = _ascii_lower(text)
+    lowered = ascii_lower(text)
     if any(marker in lowered for marker in LOWER_MARKERS):
         return True
     if _after_space(text, "-u") or _after_space(text, "--user"):
