@@ -119,7 +119,7 @@ def test_a_tiny_capture_file_is_scored_through_the_real_door(tmp_path: Path) -> 
     out = done.stdout
     assert out.startswith("capture: capture.jsonl, 3 exchanges (1 noise), 2 facts, 1 projects; embedder onnx")
     assert columns(out) == ["deterministic"]  # no LLM is configured
-    recall = re.fullmatch(r"(\d\.\d\d) \((\d)/2\)", cells(out, "facts found again")[0])
+    recall = re.fullmatch(r"(\d\.\d\d\d) \((\d)/2\)", cells(out, "facts found again")[0])
     assert recall is not None
     assert float(recall.group(1)) == int(recall.group(2)) / 2
     assert 0.0 < float(cells(out, "MRR")[0]) <= float(recall.group(1))
@@ -193,7 +193,7 @@ def test_a_configured_llm_librarian_gets_a_column_beside_the_deterministic_one(
     assert columns(done.stdout) == ["deterministic", "llm (stand-in)"]
     assert cells(done.stdout, "LLM answers that fell back") == ["-", "0"]
     # the stand-in's facts hold both keys: the LLM door found every fact
-    assert cells(done.stdout, "facts found again")[1] == "1.00 (2/2)"
+    assert cells(done.stdout, "facts found again")[1] == "1.000 (2/2)"
     assert cells(done.stdout, "jobs failed") == ["0 of 3", "0 of 3"]
 
 
