@@ -97,7 +97,9 @@ message.
 
 Search gathers candidates from two channels in the space — BM25 over an in-memory index of the space
 (porter stems; the matches re-ranked once with the words of the best three) and, when an embedder is
-loaded, exact cosine similarity over every vector of the space — and fuses them (see
+loaded, cosine similarity to the space's vectors (exact over every vector below 50 000 of them; the
+nearest rows of an HNSW graph above, or of pgvector's HNSW index on PostgreSQL, scored with their
+exact cosines) — and fuses them (see
 `bli_memory/door/ranking.py` for the function, docs/ranking.md for the measurements behind its constants):
 
     score = (w_k / (k + rank_keyword) + w_v / (k + rank_vector)) * recency(age)
@@ -108,6 +110,13 @@ ten best candidates lends 0.3 of its score, divided by the step, to the candidat
 up to two saves before and after it within 30 minutes (the question a reply answers, the fix that
 followed a decision); a candidate next to several takes the best. Context only re-ranks candidates:
 it never adds a row that neither channel found. (All measured on LoCoMo: see docs/benchmarks.md.)
+
+Last, the answer kind: a question that says what sort of string answers it ("which version", "who",
+"where", "which port", "why", "what time", ...) lifts each memory among the best rows that holds such
+a string (a version, a name, a path or address, a port, a reason, a time), its score multiplied by
+1 + 1.5 times the share of the asked kinds it holds; a stored exchange is not lifted (it holds every
+kind). A question asking for no kind ranks as above. (Tuned on coding-agent exchanges: see
+docs/ranking.md, "Answer kinds".)
 
 `similarity` is the cosine of query and memory (null when the vector channel did not score the row,
 e.g. with `--embedder none`); `threshold` filters on it. `score` is the fused rank score.
