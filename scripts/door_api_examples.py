@@ -304,7 +304,8 @@ def main() -> int:
                 "when its similarity is at least 0.85; never a stored exchange). Forgotten rows are tombstones: "
                 "kept, never shown. Forgetting a fact distilled from an exchange takes its sentence out of the "
                 "stored exchange too (a new version of it; the old one is history), or tombstones the exchange "
-                "when the sentence is not in it word for word.",
+                "when the sentence is not in it word for word; any other stored exchange of the space that "
+                "says the forgotten text word for word gets a new version without it as well.",
             )
             doc.call(
                 "Forget by closest match",
@@ -461,8 +462,11 @@ def main() -> int:
                 "when nothing else is left. A forgotten fact whose sentence is not in it word for word "
                 "tombstones the exchange; a superseded one leaves it as it was (the librarian reworded the "
                 "value, and the exchange is the record of everything else that was said), and so does a "
-                "superseded fact whose exchange also holds the new text. So a search for an old value finds "
-                "no exchange that still says it word for word.",
+                "superseded fact whose exchange also holds the new text. Any other stored exchange of the "
+                "space that says the forgotten or superseded sentence word for word (the same thing said "
+                "again in a later session) has it cut the same way, unless it also holds the new text; one "
+                "that only shares words with it is left as it is. So a search for an old value finds no "
+                "exchange that still says it word for word.",
             )
             # -- browsing (door/browse.py)
             doc.parts.append("## Browsing\n")

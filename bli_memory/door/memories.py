@@ -612,6 +612,9 @@ class MemoryService:
             self._retire(principal, current, "superseded")
             kept = current.metadata if metadata is None else metadata
             cut = self._supersede_in_exchange(principal, current, content, cut_vectors)
+            self._cut_from_other_exchanges(
+                principal, current, skip=cut or exchanges.exchange_of(current.metadata), unless=content
+            )
             new = self._insert(
                 principal,
                 tag=current.container_tag,
@@ -799,8 +802,43 @@ class MemoryService:
 
     def _forget_in_exchange(self, principal: Principal, fact: Memory) -> None:
         """After `fact` is forgotten, its text must not stay searchable through the exchange it came
-        from (call inside `transaction()`; see `_cut_from_exchange`)."""
-        self._cut_from_exchange(principal, fact)
+        from (call inside `transaction()`; see `_cut_from_exchange`), nor through any other stored
+        exchange of its space that says it word for word (`_cut_from_other_exchanges`)."""
+        own = self._cut_from_exchange(principal, fact)
+        self._cut_from_other_exchanges(principal, fact, skip=own or exchanges.exchange_of(fact.metadata))
+
+    def _cut_from_other_exchanges(
+        self, principal: Principal, memory: Memory, *, skip: str | None, unless: str | None = None
+    ) -> list[str]:
+        """Take `memory`'s sentence out of the stored exchanges of its space, other than `skip`, that
+        say it word for word: the same decision said again in a later session, a fact the user saved
+        by hand and also said. Each gets a new version without the sentence (its facts unchanged), or
+        is tombstoned when nothing else is left. Only a verbatim sentence is cut: an exchange that
+        merely shares words with it is the record of something else. `unless`: an exchange that also
+        says this text is left as it is (a correction's new value). The candidates are the keyword
+        channel's for the sentence (its best `ranking.KEYWORD_CANDIDATES` rows: an exchange saying it
+        holds every one of its words); the keys of the exchanges cut (call inside `transaction()`)."""
+        if _is_exchange(memory) or not exchanges.has_words(memory.content):
+            return []
+        tags = self.space_tags(principal, memory.container_tag)
+        candidates = self._keyword_candidates(principal.team_id, tags, memory.content)
+        rows = self.store.current_by_ids(principal.team_id, candidates)
+        cut: list[str] = []
+        for memory_id in candidates:
+            document = rows.get(memory_id)
+            if document is None or not _is_exchange(document) or document.custom_id in (skip, None):
+                continue
+            if unless is not None and exchanges.cut_fact(document.content, unless) is not None:
+                continue
+            remaining = exchanges.cut_fact(document.content, memory.content)
+            if remaining is None:
+                continue
+            if exchanges.has_words(remaining):
+                self._rewrite_exchange(principal, document, remaining, dict(document.metadata or {}), None)
+            else:
+                self._retire(principal, document, "forgotten")
+            cut.append(str(document.custom_id))
+        return cut
 
     def _supersede_in_exchange(
         self, principal: Principal, old: Memory, new_content: str, vectors: Mapping[str, np.ndarray]
@@ -864,13 +902,26 @@ class MemoryService:
         metadata[exchanges.EXCHANGE_FACTS_FIELD] = [
             root for root in exchanges.facts_of(document.metadata) if root != fact.root_id
         ]
-        vector = (vectors or {}).get(remaining)
+        self._rewrite_exchange(principal, document, remaining, metadata, (vectors or {}).get(remaining))
+        return document.custom_id
+
+    def _rewrite_exchange(
+        self,
+        principal: Principal,
+        document: Memory,
+        remaining: str,
+        metadata: dict[str, Any],
+        vector: np.ndarray | None,
+    ) -> None:
+        """A new version of a stored exchange holding `remaining` (the old one stays as history). Its
+        vector is `vector`, else the worker's backfill embeds it: a forget does not wait for a whole
+        exchange's embedding (call inside `transaction()`)."""
         self._retire(principal, document, "superseded")
         self._insert(
             principal,
             tag=document.container_tag,
             content=remaining,
-            vector=vector,  # a forget does not wait for a whole exchange: the worker's backfill embeds it
+            vector=vector,
             custom_id=document.custom_id,
             metadata=metadata,
             created_at=document.created_at,
@@ -878,7 +929,6 @@ class MemoryService:
         )
         if vector is None:
             self.needs_backfill = self._vector_model is not None
-        return document.custom_id
 
     def expire_exchanges(self, before: float, batch: int = RETENTION_BATCH) -> int:
         """Tombstone up to `batch` stored exchanges created before `before` (their facts stay); how

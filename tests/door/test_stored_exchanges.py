@@ -187,6 +187,22 @@ def test_updating_a_fact_cuts_its_old_sentence_out_of_its_exchange(door: DoorPro
     assert updated["id"] == body["id"] and "exchange" not in updated["metadata"]  # no longer its source
 
 
+def test_updating_a_fact_cuts_its_old_sentence_out_of_an_exchange_that_repeated_it(
+    door: DoorProcess, tag: str
+) -> None:
+    extract(door, tag, STAGING_EXCHANGE)
+    repeated = "User: where was staging again, for the otter_creek run?\n\nAssistant: The staging host is `db-2.stg.acme.dev`."
+    extract(door, tag, repeated)
+    fact = next(row for row in search(door, tag, "staging host") if row["kind"] == "memory")
+    status, _ = door.post(
+        "/api/memory/update", {"id": fact["id"], "content": f"The staging host is `{NEW_HOST}`."}
+    )
+    assert status == 200
+    assert_only_the_new_host_is_found(door, tag)
+    again = [row for row in search(door, tag, "otter_creek") if row["kind"] == "document"]
+    assert len(again) == 1 and again[0]["version"] == 2 and "otter_creek" in again[0]["content"]
+
+
 def test_a_correcting_exchange_cuts_the_old_sentence_out_of_the_first_exchange(
     door: DoorProcess, tag: str
 ) -> None:
@@ -260,6 +276,33 @@ def test_forgetting_a_fact_takes_its_sentence_out_of_its_exchange(door: DoorProc
     assert fact["id"] not in after["metadata"]["facts"] and len(after["metadata"]["facts"]) == 2
     status, history = door.get(f"/api/memory/{after['id']}/history")  # the old text is history
     assert status == 200 and [v["status"] for v in history["versions"]] == ["superseded", "current"]
+
+
+def test_forgetting_a_fact_takes_its_sentence_out_of_every_exchange_that_said_it_word_for_word(
+    door: DoorProcess, tag: str
+) -> None:
+    extract(door, tag, EXCHANGE)
+    repeated = (
+        "User: remind me what caps the connection pool in vole_harbour?\n\n"
+        f"Assistant: {POOL_FACT} Nothing about it changed since the vole_harbour move."
+    )
+    extract(door, tag, repeated)
+    # a third exchange only shares words with it: the record of something else, left as it is
+    nearby = "User: is MAX_POOL_SIZE still read from config/database.yml in ferret_bay?\n\nAssistant: Yes."
+    extract(door, tag, nearby)
+    fact = next(row for row in search(door, tag, "MAX_POOL_SIZE") if row["kind"] == "memory")
+    assert fact["content"] == POOL_FACT
+
+    status, _ = door.post("/api/memory/forget", {"containerTag": tag, "id": fact["id"]})
+    assert status == 200
+
+    found = search(door, tag, "MAX_POOL_SIZE connection pool capped config/database.yml")
+    assert not any(POOL_FACT.rstrip(".") in row["content"] for row in found)
+    again = [row for row in search(door, tag, "vole_harbour") if row["kind"] == "document"]
+    assert len(again) == 1 and "Nothing about it changed" in again[0]["content"]  # the rest of it stays
+    assert again[0]["version"] == 2 and "MAX_POOL_SIZE" not in again[0]["content"]
+    other = [row for row in search(door, tag, "ferret_bay") if row["kind"] == "document"]
+    assert len(other) == 1 and other[0]["version"] == 1 and "MAX_POOL_SIZE" in other[0]["content"]
 
 
 def vector_model_of(db: Path, memory_id: str) -> str | None:
