@@ -41,7 +41,9 @@ HOOK_BIN = str(VENV_BIN / "bli-memory-mcp")
 #: `python -c pass` of the interpreter the hook runs on: the floor its ratio is measured against
 FLOOR_PYTHON = sys.executable
 EMBEDDER = "none"
-QUESTION = "why does the prompt hook time out on big repositories?"
+#: names an identifier an on-topic memory holds: on a door without an embedder (no similarity to
+#: clear) the hook keeps a keyword match only for such a name, so the prompt cases render a block
+QUESTION = "why does the prompt hook time out on big repositories in space.py?"
 ON_TOPIC = [
     "The prompt hook used to time out on big repositories because it spawned git; it now reads git's files.",
     "Big repositories slowed the prompt hook until space.py stopped asking git for the remote.",

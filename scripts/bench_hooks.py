@@ -44,8 +44,11 @@ ZIPAPP = REPO / "dist" / "bli-memory-mcp.pyz"
 TRANSCRIPT_BYTES = 40 * 1024 * 1024
 GNU_TIME = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
 TAG = "repo_bench__0000000000000000"
+#: names an identifier one memory holds: on a door without an embedder (no similarity to clear) the
+#: hook keeps a keyword match only for such a name, so the recall case renders a block, as in use
+RECALL_PROMPT = "how does hooks/stop.py save a turn?"
 MEMORIES = [
-    "The stop hook saves the last exchange in extract mode; the door answers 202 and distils later.",
+    "The stop hook (hooks/stop.py) saves the last exchange in extract mode; the door answers 202 and distils later.",
     "The prompt hook skips trivial prompts such as ok, continue and slash commands.",
     "Session start prints the user profile and recent context inside bli-memory-context.",
     "The team ships the client as a zipapp that runs on a bare python3.",
@@ -152,7 +155,7 @@ def cases(
         (
             "hook prompt, recall",
             ["hook", "prompt"],
-            {"session_id": "b", "prompt": "how does the stop hook save a turn?"},
+            {"session_id": "b", "prompt": RECALL_PROMPT},
             {},
         ),
         ("hook session-start", ["hook", "session-start"], {"session_id": "b", "source": "startup"}, {}),
@@ -165,7 +168,7 @@ def cases(
         (
             "hook prompt, door down",
             ["hook", "prompt"],
-            {"session_id": "b", "prompt": "how does the stop hook save a turn?"},
+            {"session_id": "b", "prompt": RECALL_PROMPT},
             down,
         ),
     ]
