@@ -10,7 +10,7 @@ the command that failed beside the version that was pinned. Search lifts such a 
 
 The kinds are the coarse answer types of open-domain question answering (person, location, number,
 date, reason), with the ones coding questions ask for most: a version, a port, a command-line flag,
-a command, a range, a ticket, a name. A question may ask for several ("which version range" asks for a version and a
+a command, a range, a ticket, a name, a rule. A question may ask for several ("which version range" asks for a version and a
 range); a memory's share is the fraction of them it holds.
 
 Question patterns read the lower-cased question; answer patterns read the memory as written (a name
@@ -166,6 +166,16 @@ KINDS: tuple[AnswerKind, ...] = (
         "name",
         re.compile(r"\bname of\b|\b(?:what|which)(?:'s| is)? (?:the |our |its |their )?(?:\w+ )?name\b"),
         _pattern(_IDENTIFIER),
+    ),
+    # "the rules for X", "our convention on Y": a standing order answers, not a fact about X
+    AnswerKind(
+        "rule",
+        re.compile(r"\b(?:rules?|conventions?|policy|policies|guidelines?) (?:for|on|about|of)\b"),
+        _pattern(
+            r"\b(?:must|has to|have to|always|never|from now on|don't|do not|should|prefer|every new"
+            r"|no more|not allowed|only)\b",
+            re.I,
+        ),
     ),
     AnswerKind(
         "number",

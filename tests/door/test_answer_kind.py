@@ -32,6 +32,8 @@ from tests.door.helpers import device_principal, open_memories
         ("is there a ticket for the flaky upload test?", {"ticket"}),
         ("what's the name of the staging cluster?", {"name"}),
         ("how should I name test methods?", set()),  # the verb
+        ("what are the rules for naming branches?", {"rule"}),
+        ("which lint rule enforces the import order?", set()),  # a rule as a thing, not a convention
         ("how many replicas does the queue run?", {"number"}),
         ("which advisory lock number is taken?", {"number"}),
         ("why did the deploy job time out?", {"reason"}),
@@ -76,6 +78,8 @@ def test_a_question_asks_for_the_kinds_its_wording_names(question: str, kinds: s
         ("The cluster is eks-staging-euw2.", "name", True),
         ("Rounding uses HALF_UP.", "name", True),
         ("The cluster runs in the west.", "name", False),
+        ("From now on every new migration must be reversible.", "rule", True),
+        ("The migration drops the index, then the table.", "rule", False),
         ("The job timed out because the runner had 2 GB.", "reason", True),
         ("The runner has 2 GB.", "reason", False),
         ("The cleanup cron runs at 03:15 UTC.", "time", True),
