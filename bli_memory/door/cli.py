@@ -222,10 +222,12 @@ def _autopair(store: Store, url: str, env: Mapping[str, str]) -> None:
 
 def _warm(memories: MemoryService) -> None:
     """Build every space's search indexes in the background, so no first search waits for one; then
-    let a SQLite file's background check for damage begin (both read the disk)."""
+    let a SQLite file's background check for damage begin (both read the disk). The snapshots of big
+    spaces built here are written at once (keyword indexes), and again with their graphs once those
+    are built, so a door killed later starts from them. "indexed" is said when the graphs are built."""
     started = time.monotonic()
     try:
-        spaces = memories.warm()
+        spaces = memories.warm(wait_for_graphs=False)
     except Exception as exc:  # the door serves on: a search builds what it needs itself
         sys.stderr.write(
             f"bli-memory-door: warming the search indexes failed ({type(exc).__name__}: {exc})\n"
@@ -235,21 +237,27 @@ def _warm(memories: MemoryService) -> None:
         integrity = getattr(memories.store, "integrity", None)
         if integrity is not None:
             integrity.go()
+    _write_snapshots("index snapshots", memories.write_built_snapshots)
+    _write_snapshots("index snapshots with their graphs", lambda: (memories.write_built_graphs(), None))
     if spaces:  # a new door has nothing to say here
         sys.stderr.write(f"bli-memory-door indexed {spaces} spaces in {time.monotonic() - started:.1f} s\n")
+
+
+def _write_snapshots(what: str, write: Callable[[], tuple[int, float | None]]) -> int:
+    """Run `write` (how many snapshots, and the seconds searches waited, if it knows), saying on
+    stderr what it wrote; a failure is one line and 0 (the door serves on; the stop writes them)."""
     started = time.monotonic()
     try:
-        written, held_s = memories.write_built_snapshots()
-    except Exception as exc:  # the door serves on; the snapshots are written when it stops
-        sys.stderr.write(
-            f"bli-memory-door: could not write the index snapshots ({type(exc).__name__}: {exc})\n"
-        )
-        return
+        written, held_s = write()
+    except Exception as exc:
+        sys.stderr.write(f"bli-memory-door: could not write the {what} ({type(exc).__name__}: {exc})\n")
+        return 0
     if written:
+        waited = "" if held_s is None else f" (searches waited {held_s:.1f} s of it)"
         sys.stderr.write(
-            f"bli-memory-door wrote {written} index snapshots in {time.monotonic() - started:.1f} s"
-            f" (searches waited {held_s:.1f} s of it)\n"
+            f"bli-memory-door wrote {written} {what} in {time.monotonic() - started:.1f} s{waited}\n"
         )
+    return written
 
 
 class _StopOnSignal:

@@ -1077,6 +1077,15 @@ class Indexes:
             written += 1
         return written
 
+    def keyword_of(self, key: SpaceKey) -> KeywordIndex | None:
+        """A space's keyword index if it is held, without building it (call under the lock)."""
+        return self._keyword.peek(key)
+
+    def graph(self, key: SpaceKey) -> ApproximateVectors | None:
+        """The graph a space's vectors are searched through, if they are one (call under the lock)."""
+        vectors = self._vectors.peek(key)
+        return vectors if isinstance(vectors, ApproximateVectors) else None
+
     def big_spaces(self) -> int:
         """How many spaces held are big enough for a snapshot."""
         return sum(1 for _, index in self._keyword.items() if len(index) >= self.limits.snapshot_min_memories)

@@ -179,6 +179,8 @@ class MemoryService:
             self.indexes.replay = change_log.changes_since
             self.indexes.replay_vectors = lambda key, ids, model: store.vectors_of(key[0], ids, model)
         self._built_at_start: list[SpaceKey] = []
+        #: of those, the ones whose snapshot was written before their graph was built
+        self._graphs_to_write: list[SpaceKey] = []
         self._space_tags: Lru[SpaceKey, tuple[float, tuple[str, ...]]] = Lru(SPACE_TAGS_CACHE_MAX)
         self._depth = 0  # transactions open in this service (nested ones join the outermost)
         self._embed_error: tuple[float, str] | None = None
@@ -270,6 +272,7 @@ class MemoryService:
         written = 0
         held_s = 0.0
         model = self._vector_model or ""
+        self._graphs_to_write.extend(self._built_at_start)
         while self._built_at_start:
             key = self._built_at_start.pop(0)
             with self._lock:
@@ -283,6 +286,30 @@ class MemoryService:
             snapshots.write_arrays(key, model, arrays, memories, None, position)
             written += 1
         return written, held_s
+
+    def write_built_graphs(self, timeout_s: float = WARM_GRAPH_WAIT_S) -> int:
+        """Once the graphs `warm` started are built (at most `timeout_s`), write the snapshot of each
+        space `write_built_snapshots` wrote without its graph, with it: a door killed after that
+        starts from the graph instead of building it again (about 26 minutes at a million vectors).
+        The whole snapshot is written under the lock, since writes change the graph (about 6 s at a
+        million memories, once; searches wait that long). How many were written."""
+        snapshots = self.indexes.snapshots
+        if snapshots is None or not snapshots.tracks_changes:
+            self._graphs_to_write.clear()
+            return 0
+        self.indexes.wait_for_conversions(timeout_s)
+        written = 0
+        model = self._vector_model or ""
+        while self._graphs_to_write:
+            key = self._graphs_to_write.pop(0)
+            with self._lock:
+                graph = self.indexes.graph(key)
+                index = self.indexes.keyword_of(key)
+                if graph is None or index is None or len(index) < self.indexes.limits.snapshot_min_memories:
+                    continue  # no graph (small, or dropped meanwhile): the stop writes what there is
+                snapshots.write(key, model, index, graph, self._snapshot_position())
+                written += 1
+        return written
 
     # ------------------------------------------------------------------ spaces and aliases
 
@@ -1208,14 +1235,15 @@ class MemoryService:
             current=self._snapshot_check(team_id, tag),
         )
 
-    def warm(self) -> int:
+    def warm(self, *, wait_for_graphs: bool = True) -> int:
         """Build the keyword index and vectors of every space, busiest first; the count built.
 
         The door runs this in the background at start, so that the first search of a space does not
         pay for its index (0.5-0.6 s per 10 000 memories, docs/benchmarks.md), or reads them from
         their snapshots. Only as many spaces as the indexes hold: more would push out the busiest,
         built first. Returns when the graphs of big spaces without a snapshot are built too (at most
-        WARM_GRAPH_WAIT_S), searched exactly meanwhile.
+        WARM_GRAPH_WAIT_S; searched exactly meanwhile), unless `wait_for_graphs` is False (the door
+        writes the keyword snapshots first, then waits, `write_built_graphs`).
         """
         spaces = self.store.spaces(self.indexes.max_spaces)
         for team_id, tag in spaces:
@@ -1227,7 +1255,8 @@ class MemoryService:
                     self._built_at_start.append((team_id, tag))
                 if not self._nearest_in_store():
                     self._space_vectors(team_id, tag)
-        self.indexes.wait_for_conversions(WARM_GRAPH_WAIT_S)
+        if wait_for_graphs:
+            self.indexes.wait_for_conversions(WARM_GRAPH_WAIT_S)
         return len(spaces)
 
     def _nearest_in_store(self) -> bool:

@@ -5,6 +5,7 @@ and reads its writes; big spaces' indexes are kept as snapshots that are used on
 from __future__ import annotations
 
 import gc
+import json
 import os
 import stat
 import weakref
@@ -220,6 +221,38 @@ def test_a_door_killed_after_writing_replays_its_writes_onto_its_snapshot(
     assert isinstance(_vectors_of(fresh, principal), ApproximateVectors)
     assert {q: _ranking(fresh, principal, q) for q in got} == got
     fresh.close()
+    after.close()
+
+
+def test_a_space_built_at_start_is_written_at_once_and_again_with_its_graph(
+    tmp_path: Path, minilm: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "memory.db"
+    service = _service(db, minilm, folder=False)
+    principal = _principal(service)
+    service.save_many(principal, TAG, FACTS)
+    service.close()  # no snapshot folder: the next start builds everything
+    started = _service(db, minilm)
+    started.warm(wait_for_graphs=False)  # what the door does at start
+    assert started.write_built_snapshots()[0] == 1
+    [stamp] = db.with_name("memory.db.indexes").glob("*.json")
+    assert json.loads(stamp.read_text())["vectors"] is None  # the keyword index, at once
+    assert started.write_built_graphs(30) == 1
+    assert json.loads(stamp.read_text())["vectors"] == len(FACTS)  # and the graph, once built
+    assert started.write_built_graphs(30) == 0  # once
+    expected = {q: _ranking(started, principal, q) for q in QUERIES}
+    started.store.close()  # the door dies without closing: nothing written on the way out
+
+    after = _service(db, minilm)
+
+    def no_build(*_: object) -> object:
+        raise AssertionError("built from the store although the snapshot is current")
+
+    monkeypatch.setattr(after.store, "index_rows", no_build)
+    monkeypatch.setattr(after.store, "current_vectors", no_build)
+    assert {q: _ranking(after, principal, q) for q in QUERIES} == expected
+    assert isinstance(_vectors_of(after, principal), ApproximateVectors)
+    assert after.indexes.keyword_builds == 0
     after.close()
 
 
