@@ -14,20 +14,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bli_memory.door.model import Job, Memory, Principal, hash_text, now_s
+from bli_memory.door.model import Job, Principal, hash_text, now_s
 from bli_memory.door.store.base import (
     COPY_COLUMNS,
     COPY_TABLES,
     PRIMARY_KEYS,
     DeviceRevoked,
     ImportedVersion,
-    NewVersion,
     PurgeCount,
     QueueFull,
     Store,
     key_of,
 )
 from bli_memory.door.store.sqlite import SqliteStore
+from tests.door.helpers import new_version, store_principal
 
 #: every store the suite runs against, by its `name`.
 STORES = ("sqlite", "postgresql")
@@ -62,43 +62,6 @@ def make_store(request: pytest.FixtureRequest) -> Iterator[Callable[..., Store]]
 @pytest.fixture
 def store(make_store: Callable[..., Store], tmp_path: Path) -> Store:
     return make_store(tmp_path)
-
-
-def _principal(store: Store, person: str = "ada", team: str = "local", admin: bool = False) -> Principal:
-    _, token = store.create_device(person=person, team=team, admin=admin)
-    principal = store.authenticate(token)
-    assert principal is not None
-    return principal
-
-
-def _row(
-    who: Principal,
-    content: str,
-    *,
-    tag: str = "t",
-    previous: Memory | None = None,
-    custom_id: str | None = None,
-    metadata: dict[str, object] | None = None,
-    vector: np.ndarray | None = None,
-    when: float | None = None,
-) -> NewVersion:
-    moment = now_s() if when is None else when
-    return NewVersion(
-        team_id=who.team_id,
-        container_tag=tag,
-        content=content,
-        content_hash=hash_text(content),
-        kind="memory" if previous is None else previous.kind,
-        custom_id=custom_id,
-        metadata=metadata,
-        person_id=who.person_id,
-        device_id=who.device_id,
-        created_at=moment if previous is None else previous.created_at,
-        updated_at=moment,
-        vector=vector,
-        vector_model=None if vector is None else "model-a",
-        previous=previous,
-    )
 
 
 # ---------------------------------------------------------------------------- devices and tokens
@@ -158,8 +121,8 @@ def test_revoking_a_device_cancels_its_jobs_and_a_claimed_one_may_not_write(stor
 
 def test_a_device_may_queue_only_so_many_jobs(make_store: Callable[..., Store], tmp_path: Path) -> None:
     store = make_store(tmp_path / "capped", max_pending_jobs=2)
-    ada = _principal(store)
-    bob = _principal(store, "bob")
+    ada = store_principal(store)
+    bob = store_principal(store, "bob")
     store.enqueue_job(ada, "t", "one", None)
     store.enqueue_job(ada, "t", "two", None)
     with pytest.raises(QueueFull):
@@ -172,15 +135,15 @@ def test_a_device_may_queue_only_so_many_jobs(make_store: Callable[..., Store], 
 
 
 def test_people_of_one_team_share_it_and_teams_are_apart(store: Store) -> None:
-    ada = _principal(store, "ada", "acme")
-    bob = _principal(store, "bob", "acme")
-    eve = _principal(store, "eve", "other")
+    ada = store_principal(store, "ada", "acme")
+    bob = store_principal(store, "bob", "acme")
+    eve = store_principal(store, "eve", "other")
     assert ada.team_id == bob.team_id != eve.team_id
     assert ada.person_id != bob.person_id
 
 
 def test_a_jobs_principal_names_its_person_and_team(store: Store) -> None:
-    ada = _principal(store, "ada", "acme", admin=True)
+    ada = store_principal(store, "ada", "acme", admin=True)
     job_id = store.enqueue_job(ada, "t", "text", None)
     job = store.get_job(ada.team_id, job_id)
     assert job is not None
@@ -197,14 +160,14 @@ def test_a_jobs_principal_names_its_person_and_team(store: Store) -> None:
 
 
 def test_aliases_point_at_their_canonical_without_chains(store: Store) -> None:
-    ada = _principal(store)
+    ada = store_principal(store)
     assert store.canonical_tag(ada.team_id, "old") == "old"
     store.put_alias(ada.team_id, "old", "mid")
     store.put_alias(ada.team_id, "mid", "new")  # "old" pointed at "mid": it now points at "new"
     assert store.canonical_tag(ada.team_id, "old") == "new"
     assert store.canonical_tag(ada.team_id, "mid") == "new"
     assert store.aliases_of(ada.team_id, "new") == ["mid", "old"]
-    eve = _principal(store, "eve", "other")
+    eve = store_principal(store, "eve", "other")
     assert store.canonical_tag(eve.team_id, "old") == "old"
 
 
@@ -212,8 +175,8 @@ def test_aliases_point_at_their_canonical_without_chains(store: Store) -> None:
 
 
 def test_versions_share_a_root_and_only_one_is_current(store: Store) -> None:
-    ada = _principal(store)
-    first_id = store.insert_version(_row(ada, "v1", custom_id="k", metadata={"a": 1}))
+    ada = store_principal(store)
+    first_id = store.insert_version(new_version(ada, "v1", custom_id="k", metadata={"a": 1}))
     first = store.get(ada.team_id, first_id)
     assert (
         first is not None and first.status == "current" and first.version == 1 and first.root_id == first_id
@@ -221,7 +184,7 @@ def test_versions_share_a_root_and_only_one_is_current(store: Store) -> None:
     assert first.metadata == {"a": 1} and first.custom_id == "k"
     assert store.retire(first_id, "superseded") is True
     assert store.retire(first_id, "superseded") is False  # no longer current
-    second_id = store.insert_version(_row(ada, "v2", previous=first, custom_id="k"))
+    second_id = store.insert_version(new_version(ada, "v2", previous=first, custom_id="k"))
     second = store.get(ada.team_id, second_id)
     assert second is not None
     assert (second.version, second.root_id, second.previous_version_id) == (2, first_id, first_id)
@@ -237,9 +200,9 @@ def test_versions_share_a_root_and_only_one_is_current(store: Store) -> None:
 
 
 def test_reads_never_cross_teams(store: Store) -> None:
-    ada = _principal(store)
-    eve = _principal(store, "eve", "other")
-    memory_id = store.insert_version(_row(ada, "secret plan"))
+    ada = store_principal(store)
+    eve = store_principal(store, "eve", "other")
+    memory_id = store.insert_version(new_version(ada, "secret plan"))
     assert store.get(eve.team_id, memory_id) is None
     assert store.versions(eve.team_id, memory_id) == []
     assert store.current_by_ids(eve.team_id, [memory_id]) == {}
@@ -249,10 +212,10 @@ def test_reads_never_cross_teams(store: Store) -> None:
 
 
 def test_current_rows_are_found_by_hash_custom_id_and_ids(store: Store) -> None:
-    ada = _principal(store)
-    older = store.insert_version(_row(ada, "same text", tag="a", when=1000.0))
-    newer = store.insert_version(_row(ada, "same text", tag="b", when=2000.0))
-    keyed = store.insert_version(_row(ada, "keyed", tag="a", custom_id="k1"))
+    ada = store_principal(store)
+    older = store.insert_version(new_version(ada, "same text", tag="a", when=1000.0))
+    newer = store.insert_version(new_version(ada, "same text", tag="b", when=2000.0))
+    keyed = store.insert_version(new_version(ada, "keyed", tag="a", custom_id="k1"))
     by_hash = store.current_by_hash(ada.team_id, ["a", "b"], hash_text("same text"))
     assert by_hash is not None and by_hash.id == newer  # the most recently changed
     only_a = store.current_by_hash(ada.team_id, ["a"], hash_text("same text"))
@@ -269,17 +232,17 @@ def test_current_rows_are_found_by_hash_custom_id_and_ids(store: Store) -> None:
 
 
 def test_many_ids_are_looked_up_at_once(store: Store) -> None:
-    ada = _principal(store)
-    ids = [store.insert_version(_row(ada, f"note {index}")) for index in range(1200)]
+    ada = store_principal(store)
+    ids = [store.insert_version(new_version(ada, f"note {index}")) for index in range(1200)]
     assert len(store.current_by_ids(ada.team_id, ids)) == 1200
     assert len(store.updated_at(ada.team_id, ids)) == 1200
 
 
 def test_pinned_and_recent_split_the_current_rows(store: Store) -> None:
-    ada = _principal(store)
-    store.insert_version(_row(ada, "pinned fact", metadata={"pinned": True}, when=10.0))
+    ada = store_principal(store)
+    store.insert_version(new_version(ada, "pinned fact", metadata={"pinned": True}, when=10.0))
     for index in range(5):
-        store.insert_version(_row(ada, f"note {index}", when=100.0 + index))
+        store.insert_version(new_version(ada, f"note {index}", when=100.0 + index))
     assert [m.content for m in store.pinned(ada.team_id, ["t"])] == ["pinned fact"]
     assert [m.content for m in store.recent(ada.team_id, ["t"], 3)] == ["note 4", "note 3", "note 2"]
 
@@ -287,11 +250,13 @@ def test_pinned_and_recent_split_the_current_rows(store: Store) -> None:
 def test_a_pin_is_never_indexed_embedded_nor_a_duplicate_of_an_ordinary_row(store: Store) -> None:
     """Pins are loaded whole at session start and never searched (docs/scopes-and-pins.md): no
     search index, vector matrix or backfill sees one, and a save's duplicate check never finds one."""
-    ada = _principal(store)
+    ada = store_principal(store)
     pinned = {"pinned": True}
-    pin = store.insert_version(_row(ada, "pinned fact", metadata=pinned, vector=np.ones(4, dtype=np.float32)))
-    bare = store.insert_version(_row(ada, "pinned without a vector", metadata=pinned))
-    plain = store.insert_version(_row(ada, "plain fact", vector=np.ones(4, dtype=np.float32)))
+    pin = store.insert_version(
+        new_version(ada, "pinned fact", metadata=pinned, vector=np.ones(4, dtype=np.float32))
+    )
+    bare = store.insert_version(new_version(ada, "pinned without a vector", metadata=pinned))
+    plain = store.insert_version(new_version(ada, "plain fact", vector=np.ones(4, dtype=np.float32)))
     assert [row.id for row in store.index_rows(ada.team_id, "t")] == [plain]
     assert set(dict(store.current_vectors(ada.team_id, "t", "model-a"))) == {plain}
     assert bare not in {task.id for task in store.vectors_missing("model-a", 10)}
@@ -300,10 +265,10 @@ def test_a_pin_is_never_indexed_embedded_nor_a_duplicate_of_an_ordinary_row(stor
 
 
 def test_index_rows_and_spaces_list_current_rows_in_save_order(store: Store) -> None:
-    ada = _principal(store)
-    first = store.insert_version(_row(ada, "first", tag="x", when=5.0))
-    second = store.insert_version(_row(ada, "second", tag="x", when=1.0))
-    store.insert_version(_row(ada, "elsewhere", tag="y", when=9.0))
+    ada = store_principal(store)
+    first = store.insert_version(new_version(ada, "first", tag="x", when=5.0))
+    second = store.insert_version(new_version(ada, "second", tag="x", when=1.0))
+    store.insert_version(new_version(ada, "elsewhere", tag="y", when=9.0))
     store.retire(first, "superseded")
     rows = list(store.index_rows(ada.team_id, "x"))
     assert [(row.id, row.content, row.device_id, row.updated_at) for row in rows] == [
@@ -314,13 +279,13 @@ def test_index_rows_and_spaces_list_current_rows_in_save_order(store: Store) -> 
 
 
 def test_spaces_are_the_current_ones_newest_first_ties_by_team_then_tag(store: Store) -> None:
-    ada = _principal(store)
-    eve = _principal(store, "eve", team="other")
-    store.insert_version(_row(eve, "tied b", tag="b", when=7.0))
-    store.insert_version(_row(ada, "tied b", tag="b", when=7.0))
-    store.insert_version(_row(ada, "tied a", tag="a", when=7.0))
-    store.insert_version(_row(ada, "older", tag="c", when=3.0))
-    gone = store.insert_version(_row(ada, "only retired", tag="d", when=9.0))
+    ada = store_principal(store)
+    eve = store_principal(store, "eve", team="other")
+    store.insert_version(new_version(eve, "tied b", tag="b", when=7.0))
+    store.insert_version(new_version(ada, "tied b", tag="b", when=7.0))
+    store.insert_version(new_version(ada, "tied a", tag="a", when=7.0))
+    store.insert_version(new_version(ada, "older", tag="c", when=3.0))
+    gone = store.insert_version(new_version(ada, "only retired", tag="d", when=9.0))
     store.retire(gone, "forgotten")
     assert store.spaces(10) == [
         (ada.team_id, "a"),
@@ -337,10 +302,10 @@ def test_spaces_are_the_current_ones_newest_first_ties_by_team_then_tag(store: S
 
 
 def test_vectors_are_kept_per_model_and_backfilled_only_while_current(store: Store) -> None:
-    ada = _principal(store)
-    with_vector = store.insert_version(_row(ada, "has one", vector=np.ones(4, dtype=np.float32)))
-    without = store.insert_version(_row(ada, "has none"))
-    retired = store.insert_version(_row(ada, "retired"))
+    ada = store_principal(store)
+    with_vector = store.insert_version(new_version(ada, "has one", vector=np.ones(4, dtype=np.float32)))
+    without = store.insert_version(new_version(ada, "has none"))
+    retired = store.insert_version(new_version(ada, "retired"))
     store.retire(retired, "forgotten")
     missing = {task.id for task in store.vectors_missing("model-a", 10)}
     assert missing == {without}
@@ -356,10 +321,13 @@ def test_vectors_are_kept_per_model_and_backfilled_only_while_current(store: Sto
 
 
 def test_vectors_of_given_ids_are_the_current_ones_of_the_team_and_model(store: Store) -> None:
-    ada, bob = _principal(store), _principal(store, person="bob", team="other")
-    ids = [store.insert_version(_row(ada, f"m{n}", vector=np.full(4, n, dtype=np.float32))) for n in range(3)]
-    plain = store.insert_version(_row(ada, "no vector"))
-    theirs = store.insert_version(_row(bob, "another team's", vector=np.ones(4, dtype=np.float32)))
+    ada, bob = store_principal(store), store_principal(store, person="bob", team="other")
+    ids = [
+        store.insert_version(new_version(ada, f"m{n}", vector=np.full(4, n, dtype=np.float32)))
+        for n in range(3)
+    ]
+    plain = store.insert_version(new_version(ada, "no vector"))
+    theirs = store.insert_version(new_version(bob, "another team's", vector=np.ones(4, dtype=np.float32)))
     store.retire(ids[2], "forgotten")
     found = store.vectors_of(ada.team_id, [*ids, plain, theirs, "mem_unknown", ids[0]], "model-a")
     assert set(found) == {ids[0], ids[1]}
@@ -372,15 +340,15 @@ def test_vectors_of_given_ids_are_the_current_ones_of_the_team_and_model(store: 
 
 
 def test_a_failed_transaction_writes_nothing_and_a_nested_one_rolls_back_alone(store: Store) -> None:
-    ada = _principal(store)
+    ada = store_principal(store)
     with pytest.raises(RuntimeError), store.transaction():
-        store.insert_version(_row(ada, "doomed"))
+        store.insert_version(new_version(ada, "doomed"))
         raise RuntimeError("boom")
     assert store.count_current(ada.team_id, ["t"]) == 0
     with store.transaction():
-        store.insert_version(_row(ada, "kept"))
+        store.insert_version(new_version(ada, "kept"))
         with pytest.raises(RuntimeError), store.transaction():
-            store.insert_version(_row(ada, "inner, doomed"))
+            store.insert_version(new_version(ada, "inner, doomed"))
             raise RuntimeError("boom")
     assert [row.content for row in store.index_rows(ada.team_id, "t")] == ["kept"]
 
@@ -388,13 +356,13 @@ def test_a_failed_transaction_writes_nothing_and_a_nested_one_rolls_back_alone(s
 def test_another_connection_s_commit_is_noticed(
     store: Store, make_store: Callable[..., Store], tmp_path: Path
 ) -> None:
-    ada = _principal(store)
+    ada = store_principal(store)
     store.changed_elsewhere()  # the baseline
     assert store.changed_elsewhere() is False
-    store.insert_version(_row(ada, "own write"))
+    store.insert_version(new_version(ada, "own write"))
     assert store.changed_elsewhere() is False  # our own commits do not count
     other = make_store(tmp_path)
-    other.insert_version(_row(ada, "their write"))
+    other.insert_version(new_version(ada, "their write"))
     other.close()
     assert store.changed_elsewhere() is True
     assert store.changed_elsewhere() is False
@@ -404,13 +372,13 @@ def test_another_connection_s_write_reaches_changes_elsewhere(
     store: Store, make_store: Callable[..., Store], tmp_path: Path
 ) -> None:
     """Either the changed memory as it is now (a store with a change log) or "everything"."""
-    ada = _principal(store)
+    ada = store_principal(store)
     space = (ada.team_id, "t")
     store.changes_elsewhere({space})  # the baseline
-    store.insert_version(_row(ada, "own write"))
+    store.insert_version(new_version(ada, "own write"))
     assert store.changes_elsewhere({space}).seen is False  # our own commits do not count
     other = make_store(tmp_path)
-    theirs = other.insert_version(_row(ada, "their write"))
+    theirs = other.insert_version(new_version(ada, "their write"))
     other.close()
     changes = store.changes_elsewhere({space})
     assert changes.seen and changes.everything is (store.name == "sqlite")  # SQLite keeps no log
@@ -420,11 +388,11 @@ def test_another_connection_s_write_reaches_changes_elsewhere(
 
 
 def test_writes_from_many_threads_all_land(store: Store) -> None:
-    ada = _principal(store)
+    ada = store_principal(store)
 
     def write(start: int) -> None:
         for index in range(start, start + 25):
-            store.insert_version(_row(ada, f"thread note {index}"))
+            store.insert_version(new_version(ada, f"thread note {index}"))
 
     threads = [threading.Thread(target=write, args=(start,)) for start in range(0, 100, 25)]
     for thread in threads:
@@ -438,7 +406,7 @@ def test_writes_from_many_threads_all_land(store: Store) -> None:
 
 
 def test_jobs_are_claimed_oldest_first_once_and_finish_or_fail(store: Store) -> None:
-    ada = _principal(store)
+    ada = store_principal(store)
     first = store.enqueue_job(ada, "t", "first exchange", {"source": "stop"})
     second = store.enqueue_job(ada, "t", "second exchange", None)
     claimed = store.claim_job()
@@ -457,12 +425,12 @@ def test_jobs_are_claimed_oldest_first_once_and_finish_or_fail(store: Store) -> 
     failed = store.get_job(ada.team_id, second)
     assert failed is not None and failed.status == "failed" and failed.error == "ValueError: x"
     assert store.claim_job() is None
-    eve = _principal(store, "eve", "other")
+    eve = store_principal(store, "eve", "other")
     assert store.get_job(eve.team_id, first) is None
 
 
 def test_interrupted_jobs_go_back_to_the_queue_until_their_attempts_run_out(store: Store) -> None:
-    ada = _principal(store)
+    ada = store_principal(store)
     job_id = store.enqueue_job(ada, "t", "exchange", None)
     for attempt in range(1, 3):
         claimed = store.claim_job()
@@ -479,7 +447,7 @@ def test_interrupted_jobs_go_back_to_the_queue_until_their_attempts_run_out(stor
 
 
 def test_experience_is_inserted_once_and_a_different_reuse_of_its_id_conflicts(store: Store) -> None:
-    ada = _principal(store)
+    ada = store_principal(store)
     entry = "0b0e8f1e-1111-4222-8333-444455556666"
     first = store.record_experience(
         ada, entry_id=entry, store="bli", verdict="win", reason="found it", created_at=1000.0
@@ -493,7 +461,7 @@ def test_experience_is_inserted_once_and_a_different_reuse_of_its_id_conflicts(s
         ada, entry_id=entry, store="bli", verdict="loss", reason="found it", created_at=1000.0
     )
     assert other == "conflict"
-    eve = _principal(store, "eve", "other")  # ids are scoped to their team
+    eve = store_principal(store, "eve", "other")  # ids are scoped to their team
     assert (
         store.record_experience(eve, entry_id=entry, store="bli", verdict="loss", reason="x", created_at=None)
         == "inserted"
@@ -502,7 +470,7 @@ def test_experience_is_inserted_once_and_a_different_reuse_of_its_id_conflicts(s
 
 
 def test_experience_pages_in_created_at_then_id_order(store: Store) -> None:
-    ada = _principal(store)
+    ada = store_principal(store)
     for index in range(7):
         store.record_experience(
             ada,
@@ -542,14 +510,14 @@ def _page_through(store: Store, team_id: int, tags: list[str], limit: int) -> li
 
 
 def test_browsing_pages_current_unpinned_rows_newest_first_with_who_saved_them(store: Store) -> None:
-    ada, bob = _principal(store, "ada"), _principal(store, "bob")
-    eve = _principal(store, "eve", team="other")
+    ada, bob = store_principal(store, "ada"), store_principal(store, "bob")
+    eve = store_principal(store, "eve", team="other")
     for index in range(5):
-        store.insert_version(_row(ada if index % 2 else bob, f"note {index}", when=100.0 + index))
-    store.insert_version(_row(ada, "pinned", metadata={"pinned": True}, when=500.0))
-    store.insert_version(_row(ada, "other tag", tag="u", when=600.0))
-    store.insert_version(_row(eve, "other team", when=700.0))
-    retired = store.insert_version(_row(ada, "retired", when=800.0))
+        store.insert_version(new_version(ada if index % 2 else bob, f"note {index}", when=100.0 + index))
+    store.insert_version(new_version(ada, "pinned", metadata={"pinned": True}, when=500.0))
+    store.insert_version(new_version(ada, "other tag", tag="u", when=600.0))
+    store.insert_version(new_version(eve, "other team", when=700.0))
+    retired = store.insert_version(new_version(ada, "retired", when=800.0))
     store.retire(retired, "forgotten")
 
     assert _page_through(store, ada.team_id, ["t"], 2) == [
@@ -570,8 +538,8 @@ def test_browsing_pages_current_unpinned_rows_newest_first_with_who_saved_them(s
 
 
 def test_browsing_breaks_ties_of_the_same_time_by_id_and_pages_through_them(store: Store) -> None:
-    ada = _principal(store)
-    ids = [store.insert_version(_row(ada, f"same moment {index}", when=50.0)) for index in range(7)]
+    ada = store_principal(store)
+    ids = [store.insert_version(new_version(ada, f"same moment {index}", when=50.0)) for index in range(7)]
     pages = _page_through(store, ada.team_id, ["t"], 3)
     seen = [content for page in pages for content in page]
     assert sorted(seen) == sorted(f"same moment {index}" for index in range(7)) and len(pages) == 3
@@ -580,12 +548,12 @@ def test_browsing_breaks_ties_of_the_same_time_by_id_and_pages_through_them(stor
 
 
 def test_a_row_written_between_pages_neither_repeats_nor_shifts_the_next_page(store: Store) -> None:
-    ada = _principal(store)
+    ada = store_principal(store)
     for index in range(6):
-        store.insert_version(_row(ada, f"old {index}", when=10.0 + index))
+        store.insert_version(new_version(ada, f"old {index}", when=10.0 + index))
     first = store.page_current(ada.team_id, ["t"], 3, None)
-    store.insert_version(_row(ada, "written while paging", when=now_s()))
-    store.insert_version(_row(ada, "imported with an old date", when=10.5))
+    store.insert_version(new_version(ada, "written while paging", when=now_s()))
+    store.insert_version(new_version(ada, "imported with an old date", when=10.5))
     last = first[-1].memory
     second = store.page_current(ada.team_id, ["t"], 3, (last.updated_at, last.id))
     assert [row.memory.content for row in first] == ["old 5", "old 4", "old 3"]
@@ -593,15 +561,15 @@ def test_a_row_written_between_pages_neither_repeats_nor_shifts_the_next_page(st
 
 
 def test_purge_removes_a_team_or_some_tags_with_their_jobs_and_nothing_else(store: Store) -> None:
-    ada = _principal(store, "ada", team="acme")
-    eve = _principal(store, "eve", team="other")
-    first = store.insert_version(_row(ada, "v1", tag="a"))
+    ada = store_principal(store, "ada", team="acme")
+    eve = store_principal(store, "eve", team="other")
+    first = store.insert_version(new_version(ada, "v1", tag="a"))
     old = store.get(ada.team_id, first)
     assert old is not None
     store.retire(first, "superseded")
-    store.insert_version(_row(ada, "v2", tag="a", previous=old))
-    store.insert_version(_row(ada, "kept in b", tag="b"))
-    kept = store.insert_version(_row(eve, "other team", tag="a"))
+    store.insert_version(new_version(ada, "v2", tag="a", previous=old))
+    store.insert_version(new_version(ada, "kept in b", tag="b"))
+    kept = store.insert_version(new_version(eve, "other team", tag="a"))
     store.enqueue_job(ada, "a", "job of a", None)
     store.enqueue_job(ada, "b", "job of b", None)
     other_job = store.enqueue_job(eve, "a", "other team's job", None)
@@ -648,16 +616,16 @@ def _imported(who: Principal, memory_id: str, content: str, **fields: object) ->
 
 
 def test_rows_page_reads_every_status_in_insert_order_by_keyset(store: Store) -> None:
-    ada = _principal(store)
-    eve = _principal(store, "eve", "other")
-    first = store.insert_version(_row(ada, "v1", tag="a"))
-    other_space = store.insert_version(_row(ada, "elsewhere", tag="b"))
+    ada = store_principal(store)
+    eve = store_principal(store, "eve", "other")
+    first = store.insert_version(new_version(ada, "v1", tag="a"))
+    other_space = store.insert_version(new_version(ada, "elsewhere", tag="b"))
     store.retire(first, "superseded")
     previous = store.get(ada.team_id, first)
-    second = store.insert_version(_row(ada, "v2", tag="a", previous=previous))
-    gone = store.insert_version(_row(ada, "gone", tag="a"))
+    second = store.insert_version(new_version(ada, "v2", tag="a", previous=previous))
+    gone = store.insert_version(new_version(ada, "gone", tag="a"))
     store.retire(gone, "forgotten")
-    store.insert_version(_row(eve, "not ada's", tag="a"))
+    store.insert_version(new_version(eve, "not ada's", tag="a"))
     every = store.rows_page(ada.team_id, None, None, 10)
     assert [row.id for row in every] == [first, other_space, second, gone]
     assert [row.status for row in every] == ["superseded", "current", "current", "forgotten"]
@@ -671,7 +639,7 @@ def test_rows_page_reads_every_status_in_insert_order_by_keyset(store: Store) ->
 
 
 def test_an_imported_row_keeps_its_id_chain_status_and_times(store: Store) -> None:
-    ada = _principal(store)
+    ada = store_principal(store)
     assert store.insert_imported(_imported(ada, "mem_old1", "v1", status="superseded", superseded_at=1500.5))
     assert store.insert_imported(
         _imported(
@@ -702,8 +670,8 @@ def test_an_imported_row_keeps_its_id_chain_status_and_times(store: Store) -> No
 
 
 def test_an_imported_id_that_exists_in_any_team_writes_nothing(store: Store) -> None:
-    ada = _principal(store)
-    eve = _principal(store, "eve", "other")
+    ada = store_principal(store)
+    eve = store_principal(store, "eve", "other")
     assert store.insert_imported(_imported(ada, "mem_taken", "ada's"))
     assert store.insert_imported(_imported(eve, "mem_taken", "eve's")) is False
     assert store.insert_imported(_imported(ada, "mem_taken", "again")) is False
@@ -724,12 +692,12 @@ def _fill_every_table(store: Store) -> dict[str, str]:
     assert ada is not None and bob is not None and eve is not None
     store.put_alias(ada.team_id, "old-name", "t")
     first = store.get(
-        ada.team_id, store.insert_version(_row(ada, "first", metadata={"pinned": True, "n": 1.5}))
+        ada.team_id, store.insert_version(new_version(ada, "first", metadata={"pinned": True, "n": 1.5}))
     )
     assert first is not None
-    store.insert_version(_row(ada, "second", previous=first, vector=np.arange(4, dtype=np.float32)))
+    store.insert_version(new_version(ada, "second", previous=first, vector=np.arange(4, dtype=np.float32)))
     store.retire(first.id, "superseded")
-    gone = store.insert_version(_row(eve, "gone", tag="z", custom_id="doc-1"))
+    gone = store.insert_version(new_version(eve, "gone", tag="z", custom_id="doc-1"))
     store.retire(gone, "forgotten")
     job = store.enqueue_job(bob, "t", "an exchange", {"source": "stop-hook"})
     claimed = store.claim_job()
@@ -806,7 +774,7 @@ def test_rows_loaded_into_an_empty_store_are_the_same_rows_and_work(
             assert new_device not in {row["id"] for row in store.dump_rows("devices", None, 100)}
             teams = copy.dump_rows("teams", None, 100)
             assert teams[-1]["name"] == "fresh" and teams[-1]["id"] > teams[-2]["id"]
-            fresh = copy.insert_version(_row(ada, "after the copy"))
+            fresh = copy.insert_version(new_version(ada, "after the copy"))
             rows = copy.dump_rows("memories", None, 100)
             assert rows[-1]["id"] == fresh and rows[-1]["rowid"] > rows[-2]["rowid"]
         finally:
@@ -814,7 +782,7 @@ def test_rows_loaded_into_an_empty_store_are_the_same_rows_and_work(
 
 
 def test_load_rows_skips_keys_already_there_and_counts_what_it_inserted(store: Store) -> None:
-    ada = _principal(store)
+    ada = store_principal(store)
     rows = [
         {column: None for column in COPY_COLUMNS["container_aliases"]}
         | {"team_id": ada.team_id, "alias": alias, "canonical": "t", "created_at": 1.0}
@@ -831,7 +799,7 @@ def test_load_rows_skips_keys_already_there_and_counts_what_it_inserted(store: S
 
 
 def test_a_batch_breaking_another_constraint_loads_nothing(store: Store) -> None:
-    _principal(store, team="acme")
+    store_principal(store, team="acme")
     [team] = store.dump_rows("teams", None, 10)
     clash = [{"id": team["id"] + 1, "name": "new", "created_at": 1.0}, team | {"id": team["id"] + 2}]
     with pytest.raises(Exception):  # noqa: B017 - each store raises its own integrity error
@@ -857,8 +825,8 @@ def test_the_copied_columns_are_every_column_of_the_sqlite_schema(tmp_path: Path
 
 
 def test_hook_stats_are_kept_per_device_and_hour_and_a_resend_replaces_the_hour(store: Store) -> None:
-    laptop = _principal(store, "ada")
-    desktop = _principal(store, "ada")
+    laptop = store_principal(store, "ada")
+    desktop = store_principal(store, "ada")
     assert store.put_hook_stats(laptop, [("2026-09-06T14", '{"prompt":{"runs":1}}')]) == 1
     assert store.put_hook_stats(desktop, [("2026-09-06T14", '{"prompt":{"runs":5}}')]) == 1
     again = [("2026-09-06T14", '{"prompt":{"runs":2}}'), ("2026-09-06T15", '{"stop":{"runs":1}}')]
@@ -879,8 +847,8 @@ def test_hook_stats_are_kept_per_device_and_hour_and_a_resend_replaces_the_hour(
 
 
 def test_hook_stats_of_one_team_are_never_read_by_another(store: Store) -> None:
-    ours = _principal(store, "ada", team="one")
-    theirs = _principal(store, "bob", team="two")
+    ours = store_principal(store, "ada", team="one")
+    theirs = store_principal(store, "bob", team="two")
     store.put_hook_stats(ours, [("2026-09-06T14", '{"prompt":{"runs":1}}')])
     store.put_hook_stats(theirs, [("2026-09-06T14", '{"prompt":{"runs":9}}')])
     assert store.hook_stats_since(theirs.team_id, "2026-01-01T00") == [
@@ -889,8 +857,8 @@ def test_hook_stats_of_one_team_are_never_read_by_another(store: Store) -> None:
 
 
 def test_hook_stats_before_an_hour_are_pruned_in_batches_across_teams(store: Store) -> None:
-    ours = _principal(store, "ada", team="one")
-    theirs = _principal(store, "bob", team="two")
+    ours = store_principal(store, "ada", team="one")
+    theirs = store_principal(store, "bob", team="two")
     store.put_hook_stats(ours, [("2026-08-01T10", "{}"), ("2026-08-06T13", "{}"), ("2026-08-06T14", "{}")])
     store.put_hook_stats(theirs, [("2026-07-30T00", "{}"), ("2026-09-06T14", "{}")])
     assert store.prune_hook_stats("2026-08-06T14", 2) == 2  # a batch at most

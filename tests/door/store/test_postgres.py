@@ -14,23 +14,17 @@ import numpy as np
 import pytest
 
 from bli_memory.door.memories import MemoryService
-from bli_memory.door.model import Principal, hash_text, now_s
-from bli_memory.door.store.base import COPY_TABLES, NewVersion, Store
+from bli_memory.door.model import hash_text
+from bli_memory.door.store.base import COPY_TABLES, NewVersion
 from bli_memory.door.store.postgres import SCHEMA_VERSION, PostgresStore
 from bli_memory.door.store.sqlite import SqliteStore
 from bli_memory.door.store.urls import mask_url
+from tests.door.helpers import new_version, store_principal
 from tests.door.store.helpers import WordsEmbedder
 from tests.helpers import PostgresServer
 
 #: a lease short enough that a test sees it run out.
 SHORT_LEASE_S = 0.6
-
-
-def _principal(store: Store, person: str = "ada") -> Principal:
-    _, token = store.create_device(person=person)
-    principal = store.authenticate(token)
-    assert principal is not None
-    return principal
 
 
 # ---------------------------------------------------------------------------- the URL and its password
@@ -112,7 +106,7 @@ def test_a_database_of_a_newer_door_is_refused(stores: Callable[..., PostgresSto
 
 def test_two_doors_claiming_at_once_never_get_the_same_job(stores: Callable[..., PostgresStore]) -> None:
     doors = [stores(), stores()]
-    ada = _principal(doors[0])
+    ada = store_principal(doors[0])
     queued = {doors[0].enqueue_job(ada, "t", f"exchange {index}", None) for index in range(40)}
     claims: list[str] = []
     lock = threading.Lock()
@@ -139,7 +133,7 @@ def test_two_doors_claiming_at_once_never_get_the_same_job(stores: Callable[...,
 def test_a_job_whose_lease_ran_out_is_finished_by_another_door(stores: Callable[..., PostgresStore]) -> None:
     dead = stores(job_lease_s=SHORT_LEASE_S)
     alive = stores(job_lease_s=SHORT_LEASE_S)
-    ada = _principal(dead)
+    ada = store_principal(dead)
     job_id = dead.enqueue_job(ada, "t", "an exchange", None)
     claimed = dead.claim_job()
     assert claimed is not None and claimed.id == job_id
@@ -163,7 +157,7 @@ def test_a_job_whose_lease_ran_out_is_finished_by_another_door(stores: Callable[
 def test_a_running_door_keeps_its_lease(stores: Callable[..., PostgresStore]) -> None:
     busy = stores(job_lease_s=SHORT_LEASE_S)
     other = stores(job_lease_s=SHORT_LEASE_S)
-    ada = _principal(busy)
+    ada = store_principal(busy)
     busy.enqueue_job(ada, "t", "a long extraction", None)
     claimed = busy.claim_job()
     assert claimed is not None
@@ -174,7 +168,7 @@ def test_a_running_door_keeps_its_lease(stores: Callable[..., PostgresStore]) ->
 
 def test_a_job_out_of_attempts_whose_lease_ran_out_fails(stores: Callable[..., PostgresStore]) -> None:
     store = stores(job_lease_s=SHORT_LEASE_S)
-    ada = _principal(store)
+    ada = store_principal(store)
     job_id = store.enqueue_job(ada, "t", "kills every door that runs it", None)
     store._closed.set()  # no renewals: every claim's lease runs out
     for attempt in range(1, 4):
@@ -197,8 +191,8 @@ def test_nearest_answers_from_the_space_best_first_with_ties_by_id(
     stores: Callable[..., PostgresStore],
 ) -> None:
     store = stores()
-    ada = _principal(store)
-    other_team = _principal(store, "eve")
+    ada = store_principal(store)
+    other_team = store_principal(store, "eve")
     rows = {
         "north": [1.0, 0.0, 0.0],
         "north again": [1.0, 0.0, 0.0],
@@ -208,10 +202,16 @@ def test_nearest_answers_from_the_space_best_first_with_ties_by_id(
     }
     ids = {}
     for content, vector in rows.items():
-        ids[content] = store.insert_version(_row(ada, content, np.array(vector, dtype=np.float32)))
+        ids[content] = store.insert_version(
+            new_version(ada, content, vector=np.array(vector, dtype=np.float32))
+        )
     store.retire(ids["retired north"], "forgotten")
-    store.insert_version(_row(ada, "another tag", np.ones(3, dtype=np.float32), tag="elsewhere"))
-    store.insert_version(_row(ada, "another model", np.ones(3, dtype=np.float32), model="model-b"))
+    store.insert_version(
+        new_version(ada, "another tag", vector=np.ones(3, dtype=np.float32), tag="elsewhere")
+    )
+    store.insert_version(
+        new_version(ada, "another model", vector=np.ones(3, dtype=np.float32), model="model-b")
+    )
     found = store.nearest(ada.team_id, "t", "model-a", np.array([1.0, 0.0, 0.0], dtype=np.float32), 3)
     assert found is not None
     tied = sorted([ids["north"], ids["north again"]])
@@ -228,10 +228,14 @@ def test_a_pin_is_never_a_nearest_neighbour_nor_given_a_similarity(
 ) -> None:
     """Pins are never searched: the store's own vector search leaves them out as `current_vectors` does."""
     store = stores()
-    ada = _principal(store)
+    ada = store_principal(store)
     north = np.array([1.0, 0.0, 0.0], dtype=np.float32)
-    pin = store.insert_version(replace(_row(ada, "pinned north", north), metadata={"pinned": True}))
-    plain = store.insert_version(_row(ada, "plain north-east", np.array([1.0, 1.0, 0.0], dtype=np.float32)))
+    pin = store.insert_version(
+        replace(new_version(ada, "pinned north", vector=north), metadata={"pinned": True})
+    )
+    plain = store.insert_version(
+        new_version(ada, "plain north-east", vector=np.array([1.0, 1.0, 0.0], dtype=np.float32))
+    )
     found = store.nearest(ada.team_id, "t", "model-a", north, 5)
     assert found is not None and [memory_id for memory_id, _ in found] == [plain]
     similar = store.similarities(ada.team_id, "model-a", north, [pin, plain])
@@ -241,14 +245,15 @@ def test_a_pin_is_never_a_nearest_neighbour_nor_given_a_similarity(
 def test_the_vector_index_finds_what_exact_search_finds(stores: Callable[..., PostgresStore]) -> None:
     """Recall@10 of `nearest` against exact cosine search over the same rows: at least 0.95."""
     store = stores()
-    ada = _principal(store)
+    ada = store_principal(store)
     rng = np.random.default_rng(11)
     centres = rng.standard_normal((20, 64))
     vectors = centres[rng.integers(0, 20, 1500)] + 0.4 * rng.standard_normal((1500, 64))
     vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
     with store.transaction():
         ids = [
-            store.insert_version(_row(ada, f"row {index}", vector)) for index, vector in enumerate(vectors)
+            store.insert_version(new_version(ada, f"row {index}", vector=vector))
+            for index, vector in enumerate(vectors)
         ]
     found = 0
     for query in vectors[rng.integers(0, 1500, 40)] + np.float32(0.05):
@@ -272,7 +277,7 @@ def test_search_ranks_the_same_on_both_stores(database: str, tmp_path: Path) -> 
     try:
         answers = []
         for service in services:
-            ada = _principal(service.store)
+            ada = store_principal(service.store)
             for index in range(300):
                 text = " ".join(words[(index * step) % len(words)] for step in (1, 3, 7)) + f" note {index}"
                 service.save(ada, "space", text, created_at=1_700_000_000.0 + index)
@@ -304,14 +309,16 @@ def test_rows_copy_both_ways_between_sqlite_and_postgresql(
     stores: Callable[..., PostgresStore], tmp_path: Path
 ) -> None:
     source = SqliteStore(tmp_path / "source.db")
-    ada = _principal(source)
+    ada = store_principal(source)
     source.put_alias(ada.team_id, "old", "t")
-    first = source.insert_version(_row(ada, "first", np.arange(4, dtype=np.float32)))
+    first = source.insert_version(new_version(ada, "first", vector=np.arange(4, dtype=np.float32)))
     memory = source.get(ada.team_id, first)
     assert memory is not None
     source.retire(first, "superseded")
     source.insert_version(
-        NewVersion(**{**_row(ada, "second", None).__dict__, "previous": memory, "metadata": {"pinned": True}})
+        NewVersion(
+            **{**new_version(ada, "second").__dict__, "previous": memory, "metadata": {"pinned": True}}
+        )
     )
     source.enqueue_job(ada, "t", "an exchange", {"source": "stop"})
     source.record_experience(ada, entry_id="e1", store="bli", verdict="win", reason="found", created_at=5.0)
@@ -330,34 +337,13 @@ def test_rows_copy_both_ways_between_sqlite_and_postgresql(
         paged = target.dump_rows("memories", (1,), 10)
         assert [row["content"] for row in paged] == ["second"]
         # numbering goes on past the copied rows
-        bob = _principal(target, "bob")
+        bob = store_principal(target, "bob")
         assert bob.person_id > ada.person_id
-        newer = target.insert_version(_row(bob, "third", None))
+        newer = target.insert_version(new_version(bob, "third"))
         assert [row["id"] for row in target.dump_rows("memories", (2,), 10)] == [newer]
     finally:
         source.close()
         back.close()
-
-
-def _row(
-    who: Principal, content: str, vector: np.ndarray | None, *, tag: str = "t", model: str = "model-a"
-) -> NewVersion:
-    moment = now_s()
-    return NewVersion(
-        team_id=who.team_id,
-        container_tag=tag,
-        content=content,
-        content_hash=hash_text(content),
-        kind="memory",
-        custom_id=None,
-        metadata=None,
-        person_id=who.person_id,
-        device_id=who.device_id,
-        created_at=moment,
-        updated_at=moment,
-        vector=vector,
-        vector_model=None if vector is None else model,
-    )
 
 
 # ---------------------------------------------------------------------------- failures
@@ -371,7 +357,7 @@ def test_a_statement_past_its_deadline_is_store_unavailable_and_the_store_goes_o
     from bli_memory.door.store.base import StoreUnavailable
 
     store = stores(statement_timeout_s=0.3)
-    ada = _principal(store)
+    ada = store_principal(store)
     with psycopg.connect(database) as blocker:  # another session holds the table for a while
         blocker.execute("LOCK TABLE memories IN ACCESS EXCLUSIVE MODE")
         started = time.monotonic()
@@ -403,7 +389,7 @@ def test_lookups_by_id_use_the_id_index_right_after_a_bulk_load(stores: Callable
     from bli_memory.door.store.postgres.store import UPDATED_AT_BY_IDS_SQL
 
     store = stores()
-    ada = _principal(store)
+    ada = store_principal(store)
     rows = [
         {
             "rowid": index + 1,

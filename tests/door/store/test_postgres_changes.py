@@ -14,9 +14,9 @@ import psycopg
 import pytest
 
 from bli_memory.door.memories import MemoryService
-from bli_memory.door.model import Principal, hash_text, now_s
-from bli_memory.door.store.base import NewVersion
+from bli_memory.door.model import Principal
 from bli_memory.door.store.postgres import SCHEMA_VERSION, PostgresStore, schema
+from tests.door.helpers import new_version
 from tests.door.store.helpers import WordsEmbedder
 
 WORDS = "cache deploy database index python rust queue worker token search vector memory".split()
@@ -48,24 +48,6 @@ def _as(store: PostgresStore, token: str) -> Principal:
     return principal
 
 
-def _row(who: Principal, content: str, tag: str = "t") -> NewVersion:
-    return NewVersion(
-        team_id=who.team_id,
-        container_tag=tag,
-        content=content,
-        content_hash=hash_text(content),
-        kind="memory",
-        custom_id=None,
-        metadata=None,
-        person_id=who.person_id,
-        device_id=who.device_id,
-        created_at=now_s(),
-        updated_at=now_s(),
-        vector=None,
-        vector_model=None,
-    )
-
-
 def _text(index: int) -> str:
     return " ".join(WORDS[(index * step) % len(WORDS)] for step in (1, 3, 7)) + f" note {index}"
 
@@ -79,8 +61,8 @@ def test_each_write_is_logged_under_the_counter_value_it_took_and_own_commits_ar
     writer, reader = stores(), stores()
     ada = _as(writer, _device(writer))
     reader.changes_elsewhere(set())  # the baseline
-    first = writer.insert_version(_row(ada, "first"))
-    second = writer.insert_version(_row(ada, "second", tag="u"))
+    first = writer.insert_version(new_version(ada, "first"))
+    second = writer.insert_version(new_version(ada, "second", tag="u"))
     assert writer.retire(first, "forgotten")
     writer.put_alias(ada.team_id, "alias", "t")
     with psycopg.connect(database) as conn:
@@ -124,7 +106,7 @@ def test_a_reader_polling_while_doors_write_at_once_misses_no_commit(
     def write(number: int) -> None:
         store = writers[number % 2]
         for index in range(25):
-            memory_id = store.insert_version(_row(ada, f"writer {number} note {index}"))
+            memory_id = store.insert_version(new_version(ada, f"writer {number} note {index}"))
             with lock:
                 written.append(memory_id)
 
@@ -148,8 +130,8 @@ def test_more_changes_than_one_answer_reads_become_the_spaces_they_touch(
     ada = _as(writer, _device(writer))
     reader.changes_elsewhere(set())
     for index in range(5):
-        writer.insert_version(_row(ada, f"note {index}"))
-    writer.insert_version(_row(ada, "elsewhere", tag="u"))
+        writer.insert_version(new_version(ada, f"note {index}"))
+    writer.insert_version(new_version(ada, "elsewhere", tag="u"))
     changes = reader.changes_elsewhere({(ada.team_id, "t")})
     assert not changes.everything and not changes.current and not changes.gone
     assert changes.spaces == {(ada.team_id, "t"), (ada.team_id, "u")}
@@ -160,13 +142,13 @@ def test_a_log_pruned_past_a_door_s_position_says_everything(stores: Callable[..
     ada = _as(writer, _device(writer))
     reader.changes_elsewhere(set())
     for index in range(8):
-        writer.insert_version(_row(ada, f"note {index}"))
+        writer.insert_version(new_version(ada, f"note {index}"))
     changes = reader.changes_elsewhere({(ada.team_id, "t")})
     assert changes.everything and changes.seen
     with writer._connection() as conn:
         row = conn.execute("SELECT min(counter) AS low, max(counter) AS high FROM bli_change_log").fetchone()
     assert row is not None and row["high"] - row["low"] < 6  # the log stays bounded
-    writer.insert_version(_row(ada, "after"))
+    writer.insert_version(new_version(ada, "after"))
     later = reader.changes_elsewhere({(ada.team_id, "t")})
     assert not later.everything and [row.content for row in later.current[(ada.team_id, "t")]] == ["after"]
 

@@ -13,10 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bli_memory.door.model import Principal, hash_text, now_s
-from bli_memory.door.store.base import ChangeLogStore, ImportedVersion, NewVersion
+from bli_memory.door.model import hash_text, now_s
+from bli_memory.door.store.base import ChangeLogStore, ImportedVersion
 from bli_memory.door.store.sqlite import SCHEMA_VERSION, SqliteStore
 from bli_memory.door.store.sqlite.schema import MIGRATIONS
+from tests.door.helpers import new_version, store_principal
 
 
 @pytest.fixture
@@ -34,31 +35,6 @@ def stores(tmp_path: Path) -> Iterator[Callable[..., SqliteStore]]:
         store.close()
 
 
-def _as(store: SqliteStore) -> Principal:
-    _, token = store.create_device(person="ada")
-    principal = store.authenticate(token)
-    assert principal is not None
-    return principal
-
-
-def _row(who: Principal, content: str, tag: str = "t") -> NewVersion:
-    return NewVersion(
-        team_id=who.team_id,
-        container_tag=tag,
-        content=content,
-        content_hash=hash_text(content),
-        kind="memory",
-        custom_id=None,
-        metadata=None,
-        person_id=who.person_id,
-        device_id=who.device_id,
-        created_at=now_s(),
-        updated_at=now_s(),
-        vector=None,
-        vector_model=None,
-    )
-
-
 def _log(path: Path) -> list[tuple[object, ...]]:
     with closing(sqlite3.connect(path)) as db:
         return list(
@@ -73,13 +49,13 @@ def test_each_write_path_is_logged_in_its_transaction_under_the_counter_value_it
 ) -> None:
     store = stores()
     assert isinstance(store, ChangeLogStore)
-    ada = _as(store)
+    ada = store_principal(store)
     store.changes_elsewhere(set())
     start = store.change_position()
     assert start == 0 and _log(tmp_path / "memory.db") == []  # a device is no change of memories
-    first = store.insert_version(_row(ada, "first"))
+    first = store.insert_version(new_version(ada, "first"))
     with store.transaction():  # one transaction, one counter value, however many changes
-        second = store.insert_version(_row(ada, "second", tag="u"))
+        second = store.insert_version(new_version(ada, "second", tag="u"))
         assert store.retire(first, "forgotten")
     assert store.set_vector(second, hash_text("second"), "m", np.ones(3, dtype=np.float32))
     store.put_alias(ada.team_id, "alias", "t")
@@ -106,7 +82,7 @@ def test_each_write_path_is_logged_in_its_transaction_under_the_counter_value_it
     store.purge(ada.team_id, ["u"])
     store.purge(ada.team_id, None, dry_run=True)  # nothing deleted: nothing logged
     with pytest.raises(RuntimeError), store.transaction():
-        store.insert_version(_row(ada, "rolled back"))
+        store.insert_version(new_version(ada, "rolled back"))
         raise RuntimeError("undone")
     assert _log(tmp_path / "memory.db") == [
         (1, "memory", "t", first),
@@ -133,9 +109,9 @@ def test_another_process_s_writes_are_in_the_log_and_the_position_never_runs_ahe
     stores: Callable[..., SqliteStore],
 ) -> None:
     door, cli = stores(), stores()
-    ada = _as(door)
+    ada = store_principal(door)
     assert door.changes_elsewhere(set()).seen is False
-    cli.insert_version(_row(ada, "imported by the command line"))
+    cli.insert_version(new_version(ada, "imported by the command line"))
     changes = door.changes_elsewhere({(ada.team_id, "t")})
     assert changes.everything and changes.seen  # the door drops its indexes, as before
     assert door.change_position() == 1
@@ -148,9 +124,9 @@ def test_the_log_keeps_the_newest_transactions_and_a_position_older_says_everyth
     stores: Callable[..., SqliteStore], tmp_path: Path
 ) -> None:
     store = stores(change_log_keep_commits=3)
-    ada = _as(store)
+    ada = store_principal(store)
     for index in range(8):
-        store.insert_version(_row(ada, f"note {index}"))
+        store.insert_version(new_version(ada, f"note {index}"))
     counters = [row[0] for row in _log(tmp_path / "memory.db")]
     assert counters[-1] == 8 and len(counters) < 6  # bounded
     assert store.changes_since(0, {(ada.team_id, "t")}).everything
@@ -163,10 +139,10 @@ def test_more_changes_than_one_answer_reads_become_the_spaces_they_touch(
     stores: Callable[..., SqliteStore],
 ) -> None:
     store = stores(change_log_max_rows=3)
-    ada = _as(store)
+    ada = store_principal(store)
     for index in range(5):
-        store.insert_version(_row(ada, f"note {index}"))
-    store.insert_version(_row(ada, "elsewhere", tag="u"))
+        store.insert_version(new_version(ada, f"note {index}"))
+    store.insert_version(new_version(ada, "elsewhere", tag="u"))
     changes = store.changes_since(0, {(ada.team_id, "t")})
     assert not changes.everything and not changes.current and not changes.gone
     assert changes.spaces == {(ada.team_id, "t"), (ada.team_id, "u")}
