@@ -266,11 +266,12 @@ class DoorProcess:
             time.sleep(0.05)
         raise AssertionError(f"job {job_id} did not finish in {timeout_s} s: {job}")
 
-    def wait_for_log(self, needle: str, timeout_s: float = 30.0) -> str:
+    def wait_for_log(self, needle: str, timeout_s: float = 30.0, *, at_start: bool = False) -> str:
+        """The first stderr line holding `needle` (`at_start`: starting with it), waited for."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             for line in list(self.lines):
-                if needle in line:
+                if line.startswith(needle) if at_start else needle in line:
                     return line
             time.sleep(0.05)
         raise AssertionError(f"no log line with {needle!r}; last lines:\n" + "\n".join(self.lines[-20:]))

@@ -286,18 +286,6 @@ def _search(door: DoorProcess) -> list[list[str]]:
     return answers
 
 
-def _wait_line(door: DoorProcess, start: str, timeout_s: float = 30.0) -> str:
-    import time
-
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        for line in list(door.lines):
-            if line.startswith(start):
-                return line
-        time.sleep(0.05)
-    raise AssertionError(f"no line starting {start!r}: {door.lines[-10:]}")
-
-
 def test_a_postgres_door_keeps_snapshots_under_its_data_home_and_reads_them_after_a_kill(
     start_door: Callable[..., DoorProcess],
 ) -> None:
@@ -315,7 +303,7 @@ def test_a_postgres_door_keeps_snapshots_under_its_data_home_and_reads_them_afte
 
     door.lines.clear()
     door.start()  # from the snapshot: nothing built, so nothing written at start
-    _wait_line(door, "bli-memory-door indexed 1 spaces")
+    door.wait_for_log("bli-memory-door indexed 1 spaces", 30.0, at_start=True)
     assert _search(door) == before
     assert not any("index snapshots" in line or "not used" in line for line in door.lines)
     door.kill()
@@ -324,12 +312,12 @@ def test_a_postgres_door_keeps_snapshots_under_its_data_home_and_reads_them_afte
         path.unlink()  # no snapshot: the next start builds, and writes one at once
     door.lines.clear()
     door.start()
-    _wait_line(door, "bli-memory-door wrote 1 index snapshots")
+    door.wait_for_log("bli-memory-door wrote 1 index snapshots", 30.0, at_start=True)
     door.kill()  # killed: nothing written on the way out
     assert list(folder.glob("*.json"))
     door.lines.clear()
     door.start()
-    _wait_line(door, "bli-memory-door indexed 1 spaces")
+    door.wait_for_log("bli-memory-door indexed 1 spaces", 30.0, at_start=True)
     assert _search(door) == before
     assert not any("index snapshots" in line for line in door.lines)
     door.stop()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
-import time
 from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
@@ -55,16 +54,6 @@ def _save(door: DoorProcess, content: str) -> str:
     return str(body["id"])
 
 
-def _wait_line(door: DoorProcess, start: str, timeout_s: float = 60.0) -> str:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        for line in list(door.lines):
-            if line.startswith(start):
-                return line
-        time.sleep(0.05)
-    raise AssertionError(f"no line starting {start!r}: {door.lines[-10:]}")
-
-
 def _stamp(folder: Path) -> dict[str, object]:
     [path] = folder.glob("*.json")
     stamp = json.loads(path.read_text())
@@ -87,7 +76,7 @@ def test_a_sqlite_door_killed_after_writing_starts_from_its_snapshot_and_ranks_a
     door.extra_env = NO_GRAPH_BUILDS
     door.lines.clear()
     door.start()
-    _wait_line(door, "bli-memory-door indexed 1 spaces")
+    door.wait_for_log("bli-memory-door indexed 1 spaces", 60.0, at_start=True)
     cats = _save(door, "Feline companions nap for most of the afternoon")
     for index in range(9):
         _save(door, f"The build cache was cleared on day {index}")
@@ -98,7 +87,7 @@ def test_a_sqlite_door_killed_after_writing_starts_from_its_snapshot_and_ranks_a
 
     door.lines.clear()
     door.start()
-    _wait_line(door, "bli-memory-door indexed 1 spaces")
+    door.wait_for_log("bli-memory-door indexed 1 spaces", 60.0, at_start=True)
     replayed = _ranking(door)
     assert replayed[3][0][0] == cats  # found by meaning only: through the replayed graph
     assert FACTS[0] not in json.dumps(replayed)
@@ -112,7 +101,7 @@ def test_a_sqlite_door_killed_after_writing_starts_from_its_snapshot_and_ranks_a
     door.extra_env = SMALL
     door.lines.clear()
     door.start()
-    _wait_line(door, "bli-memory-door indexed 1 spaces")
+    door.wait_for_log("bli-memory-door indexed 1 spaces", 60.0, at_start=True)
     assert _ranking(door) == replayed
     door.stop()
 
@@ -137,7 +126,9 @@ def test_a_log_pruned_past_the_snapshot_s_position_makes_the_door_build_with_one
 
     door.lines.clear()
     door.start()
-    _wait_line(door, "bli-memory-door wrote 1 index snapshots")  # built at start, written at once
+    door.wait_for_log(
+        "bli-memory-door wrote 1 index snapshots", 60.0, at_start=True
+    )  # built at start, written at once
     refused = [line for line in door.lines if "not used" in line]
     assert len(refused) == 1 and "change log no longer reaches back" in refused[0], door.lines
     built = _ranking(door)
@@ -149,7 +140,7 @@ def test_a_log_pruned_past_the_snapshot_s_position_makes_the_door_build_with_one
     shutil.rmtree(folder)
     door.lines.clear()
     door.start()
-    _wait_line(door, "bli-memory-door indexed 1 spaces")
+    door.wait_for_log("bli-memory-door indexed 1 spaces", 60.0, at_start=True)
     assert _ranking(door) == built
     door.stop()
 
@@ -174,14 +165,14 @@ def test_a_snapshot_written_before_the_file_had_a_change_log_is_read_after_the_u
 
     door.lines.clear()
     door.start()  # migrates the file to 6, reads the snapshot as of the log's start
-    _wait_line(door, "bli-memory-door indexed 1 spaces")
+    door.wait_for_log("bli-memory-door indexed 1 spaces", 60.0, at_start=True)
     assert _ranking(door) == before
     assert not any("not used" in line or "index snapshots" in line for line in door.lines), door.lines
     kept = _save(door, "The deploy queue drained overnight")
     door.kill()
     door.lines.clear()
     door.start()  # the old stamp, replayed from the log's start
-    _wait_line(door, "bli-memory-door indexed 1 spaces")
+    door.wait_for_log("bli-memory-door indexed 1 spaces", 60.0, at_start=True)
     got = _ranking(door)
     assert not any("not used" in line or "index snapshots" in line for line in door.lines), door.lines
     status, body = door.post(
@@ -192,7 +183,7 @@ def test_a_snapshot_written_before_the_file_had_a_change_log_is_read_after_the_u
     shutil.rmtree(folder)
     door.lines.clear()
     door.start()
-    _wait_line(door, "bli-memory-door indexed 1 spaces")
+    door.wait_for_log("bli-memory-door indexed 1 spaces", 60.0, at_start=True)
     assert _ranking(door) == got
     door.stop()
 
@@ -213,14 +204,14 @@ def test_a_stop_with_nothing_changed_leaves_the_snapshot_as_it_was(
 
     door.lines.clear()
     door.start()
-    _wait_line(door, "bli-memory-door indexed 1 spaces")
+    door.wait_for_log("bli-memory-door indexed 1 spaces", 60.0, at_start=True)
     _ranking(door)
     door.stop()
     assert {path.name: path.stat().st_mtime_ns for path in sorted(folder.iterdir())} == before
 
     door.lines.clear()
     door.start()
-    _wait_line(door, "bli-memory-door indexed 1 spaces")
+    door.wait_for_log("bli-memory-door indexed 1 spaces", 60.0, at_start=True)
     _save(door, "The deploy queue drained its last batch")
     door.stop()
     stamp = _stamp(folder)
