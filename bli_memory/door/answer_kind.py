@@ -53,9 +53,12 @@ def _has_name(text: str) -> bool:
     )
 
 
+_HANDLE = re.compile(r"(?<![\w.])@[A-Za-z][\w-]+")
+
+
 def _names_someone(text: str) -> bool:
     """A handle (@fin-eng), a name, or a role or team ("the release manager", "the data team")."""
-    return bool(re.search(r"(?<![\w.])@[A-Za-z][\w-]+", text) or _has_name(text) or _ROLE.search(text))
+    return bool(_HANDLE.search(text) or _has_name(text) or _ROLE.search(text))
 
 
 def _pattern(regex: str, flags: int = 0) -> Callable[[str], bool]:
@@ -70,7 +73,7 @@ _VERSION = r"(?<![\w.])v?\d+\.\d+(?:\.\d+)?(?![.\d]|[A-Za-z%])"
 #: a code span: its text is checked in Python (:func:`_has_path`), never by a pattern that backtracks
 _CODE_SPAN = re.compile(r"`([^`\n]{1,300})`")
 #: a bare path of three segments or more (`src/lib/api`, `~/.config/tracer/`)
-_BARE_PATH = r"(?<![\w./~-])[\w.~-]+/[\w.-]+/[\w./-]*"
+_BARE_PATH = re.compile(r"(?<![\w./~-])[\w.~-]+/[\w.-]+/[\w./-]*")
 _URI = r"(?<![\w+.-])[a-z][a-z0-9+.-]*://\S+"
 #: a network address: a web or RPC URL, or a host name (an `s3://` object is a place, not an address)
 _ADDRESS = (
@@ -90,10 +93,9 @@ def _has_path(text: str) -> bool:
             return True
         if not any(ch.isspace() for ch in span) and _FILE_SUFFIX.fullmatch(span[span.rfind(".") :]):
             return True
-    return _BARE_PATH_PATTERN.search(text) is not None
+    return _BARE_PATH.search(text) is not None
 
 
-_BARE_PATH_PATTERN = re.compile(_BARE_PATH)
 _PLACE = re.compile(f"{_ADDRESS}|{_URI}")
 #: what names a thing in a repository: a code span, a kebab- or snake-case word, camelCase, UPPER_SNAKE
 _IDENTIFIER = (

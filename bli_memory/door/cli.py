@@ -238,26 +238,25 @@ def _warm(memories: MemoryService) -> None:
         if integrity is not None:
             integrity.go()
     _write_snapshots("index snapshots", memories.write_built_snapshots)
-    _write_snapshots("index snapshots with their graphs", lambda: (memories.write_built_graphs(), None))
+    _write_snapshots("index snapshots with their graphs", memories.write_built_graphs)
     if spaces:  # a new door has nothing to say here
         sys.stderr.write(f"bli-memory-door indexed {spaces} spaces in {time.monotonic() - started:.1f} s\n")
 
 
-def _write_snapshots(what: str, write: Callable[[], tuple[int, float | None]]) -> int:
-    """Run `write` (how many snapshots, and the seconds searches waited, if it knows), saying on
-    stderr what it wrote; a failure is one line and 0 (the door serves on; the stop writes them)."""
+def _write_snapshots(what: str, write: Callable[[], tuple[int, float]]) -> None:
+    """Run `write` (how many snapshots, and the seconds searches waited), saying on stderr what it
+    wrote; a failure is one line (the door serves on; the stop writes them)."""
     started = time.monotonic()
     try:
         written, held_s = write()
     except Exception as exc:
         sys.stderr.write(f"bli-memory-door: could not write the {what} ({type(exc).__name__}: {exc})\n")
-        return 0
+        return
     if written:
-        waited = "" if held_s is None else f" (searches waited {held_s:.1f} s of it)"
         sys.stderr.write(
-            f"bli-memory-door wrote {written} {what} in {time.monotonic() - started:.1f} s{waited}\n"
+            f"bli-memory-door wrote {written} {what} in {time.monotonic() - started:.1f} s"
+            f" (searches waited {held_s:.1f} s of it)\n"
         )
-    return written
 
 
 class _StopOnSignal:

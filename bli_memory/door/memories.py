@@ -287,29 +287,37 @@ class MemoryService:
             written += 1
         return written, held_s
 
-    def write_built_graphs(self, timeout_s: float = WARM_GRAPH_WAIT_S) -> int:
+    def write_built_graphs(self, timeout_s: float = WARM_GRAPH_WAIT_S) -> tuple[int, float]:
         """Once the graphs `warm` started are built (at most `timeout_s`), write the snapshot of each
         space `write_built_snapshots` wrote without its graph, with it: a door killed after that
         starts from the graph instead of building it again (about 26 minutes at a million vectors).
         The whole snapshot is written under the lock, since writes change the graph (about 6 s at a
-        million memories, once; searches wait that long). How many were written."""
+        million memories, once; searches wait that long). How many were written, and the seconds
+        the lock was held."""
         snapshots = self.indexes.snapshots
         if snapshots is None or not snapshots.tracks_changes:
             self._graphs_to_write.clear()
-            return 0
+            return 0, 0.0
         self.indexes.wait_for_conversions(timeout_s)
         written = 0
+        held_s = 0.0
         model = self._vector_model or ""
         while self._graphs_to_write:
             key = self._graphs_to_write.pop(0)
             with self._lock:
+                started = time.monotonic()
                 graph = self.indexes.graph(key)
                 index = self.indexes.keyword_of(key)
-                if graph is None or index is None or len(index) < self.indexes.limits.snapshot_min_memories:
-                    continue  # no graph (small, or dropped meanwhile): the stop writes what there is
-                snapshots.write(key, model, index, graph, self._snapshot_position())
-                written += 1
-        return written
+                if (
+                    graph is not None
+                    and index is not None
+                    and len(index) >= self.indexes.limits.snapshot_min_memories
+                ):
+                    snapshots.write(key, model, index, graph, self._snapshot_position())
+                    written += 1
+                # else no graph (small, or dropped meanwhile): the stop writes what there is
+                held_s += time.monotonic() - started
+        return written, held_s
 
     # ------------------------------------------------------------------ spaces and aliases
 
@@ -639,9 +647,7 @@ class MemoryService:
             self._retire(principal, current, "superseded")
             kept = current.metadata if metadata is None else metadata
             cut = self._supersede_in_exchange(principal, current, content, cut_vectors)
-            self._cut_from_other_exchanges(
-                principal, current, skip=cut or exchanges.exchange_of(current.metadata), unless=content
-            )
+            self._cut_from_other_exchanges(principal, current, unless=content)
             new = self._insert(
                 principal,
                 tag=current.container_tag,
@@ -831,29 +837,29 @@ class MemoryService:
         """After `fact` is forgotten, its text must not stay searchable through the exchange it came
         from (call inside `transaction()`; see `_cut_from_exchange`), nor through any other stored
         exchange of its space that says it word for word (`_cut_from_other_exchanges`)."""
-        own = self._cut_from_exchange(principal, fact)
-        self._cut_from_other_exchanges(principal, fact, skip=own or exchanges.exchange_of(fact.metadata))
+        self._cut_from_exchange(principal, fact)
+        self._cut_from_other_exchanges(principal, fact)
 
     def _cut_from_other_exchanges(
-        self, principal: Principal, memory: Memory, *, skip: str | None, unless: str | None = None
-    ) -> list[str]:
-        """Take `memory`'s sentence out of the stored exchanges of its space, other than `skip`, that
-        say it word for word: the same decision said again in a later session, a fact the user saved
+        self, principal: Principal, memory: Memory, *, unless: str | None = None
+    ) -> None:
+        """Take `memory`'s sentence out of the stored exchanges of its space, other than the one it
+        came from (`_cut_from_exchange` handles that one), that say it word for word: the same decision said again in a later session, a fact the user saved
         by hand and also said. Each gets a new version without the sentence (its facts unchanged), or
         is tombstoned when nothing else is left. Only a verbatim sentence is cut: an exchange that
         merely shares words with it is the record of something else. `unless`: an exchange that also
         says this text is left as it is (a correction's new value). The candidates are the keyword
         channel's for the sentence (its best `ranking.KEYWORD_CANDIDATES` rows: an exchange saying it
-        holds every one of its words); the keys of the exchanges cut (call inside `transaction()`)."""
+        holds every one of its words). Call inside `transaction()`."""
         if _is_exchange(memory) or not exchanges.has_words(memory.content):
-            return []
+            return
+        own = exchanges.exchange_of(memory.metadata)
         tags = self.space_tags(principal, memory.container_tag)
         candidates = self._keyword_candidates(principal.team_id, tags, memory.content)
         rows = self.store.current_by_ids(principal.team_id, candidates)
-        cut: list[str] = []
         for memory_id in candidates:
             document = rows.get(memory_id)
-            if document is None or not _is_exchange(document) or document.custom_id in (skip, None):
+            if document is None or not _is_exchange(document) or document.custom_id in (own, None):
                 continue
             if unless is not None and exchanges.cut_fact(document.content, unless) is not None:
                 continue
@@ -864,8 +870,6 @@ class MemoryService:
                 self._rewrite_exchange(principal, document, remaining, dict(document.metadata or {}), None)
             else:
                 self._retire(principal, document, "forgotten")
-            cut.append(str(document.custom_id))
-        return cut
 
     def _supersede_in_exchange(
         self, principal: Principal, old: Memory, new_content: str, vectors: Mapping[str, np.ndarray]

@@ -237,9 +237,9 @@ def test_a_space_built_at_start_is_written_at_once_and_again_with_its_graph(
     assert started.write_built_snapshots()[0] == 1
     [stamp] = db.with_name("memory.db.indexes").glob("*.json")
     assert json.loads(stamp.read_text())["vectors"] is None  # the keyword index, at once
-    assert started.write_built_graphs(30) == 1
+    assert started.write_built_graphs(30)[0] == 1
     assert json.loads(stamp.read_text())["vectors"] == len(FACTS)  # and the graph, once built
-    assert started.write_built_graphs(30) == 0  # once
+    assert started.write_built_graphs(30)[0] == 0  # once
     expected = {q: _ranking(started, principal, q) for q in QUERIES}
     started.store.close()  # the door dies without closing: nothing written on the way out
 
