@@ -29,7 +29,7 @@ import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
 
-from bli_memory.scan_text import ascii_lower, at_token_start, at_word_start
+from bli_memory.scan_text import SECRET_HEADER_NAMES, ascii_lower, at_token_start, at_word_start
 
 __all__ = ["MASK_FORMAT", "Redaction", "redact"]
 
@@ -498,15 +498,6 @@ _HEADER_TAIL = (
     r"(?:(?P<scheme>bearer|basic|token|bot|sso-key|apikey)[ \t]+)?"
     r"(?P<v>[^\s\"'`,;\\]+)"
 )
-# Header names, lower case; each pattern starts with its name so the engine's literal search runs.
-_HEADER_NAMES = (
-    "authorization",
-    "api-key",
-    "x-auth-token",
-    "private-token",
-    "x-access-token",
-    "subscription-key",
-)
 _BEARER = r"bearer[ \t]+(?P<v>[a-z0-9._~+/=-]{16,})"
 _URL_USERINFO = (
     r"://(?:(?P<user>[^\s:/@'\"<>\\]{0,256}):(?P<pw>[^\s/'\"<>\\]{1,512})"
@@ -712,7 +703,7 @@ def _judge_captured(text: str, m: re.Match[str], key_class: str | None, spans: _
 
 
 def _find_headers(text: str, lowered: str, spans: _Spans) -> None:
-    for name in _HEADER_NAMES:
+    for name in SECRET_HEADER_NAMES:  # each pattern starts with its name: the engine's literal search runs
         if name not in lowered:
             continue
         for m in _rx(name + _HEADER_TAIL).finditer(lowered):

@@ -9,6 +9,17 @@ from __future__ import annotations
 
 _A_TO_Z = {code: code + 32 for code in range(65, 91)}
 
+#: the request headers whose value is a secret, lower case: the redactor masks their values, and the
+#: pre-scan flags a text naming one
+SECRET_HEADER_NAMES = (
+    "authorization",
+    "api-key",
+    "x-auth-token",
+    "private-token",
+    "x-access-token",
+    "subscription-key",
+)
+
 
 def ascii_lower(text: str) -> str:
     """A lower-cased copy with the same indices, for literal-first case-insensitive scans.

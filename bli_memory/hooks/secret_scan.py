@@ -27,7 +27,7 @@ where `re` is not loaded for this purpose.
 
 from __future__ import annotations
 
-from bli_memory.scan_text import ascii_lower, at_token_start
+from bli_memory.scan_text import SECRET_HEADER_NAMES, ascii_lower, at_token_start
 
 #: literal prefixes of the redactor's vendor-token rules (`redact._PREFIX_RULES`); a test checks
 #: that each rule's literals contain one of these (or of RUN_MARKERS, WORD_START_MARKERS)
@@ -116,12 +116,7 @@ RUN_MARKERS = (("bli_", 43), ("SK", 32))
 WORD_START_MARKERS = ("sk-",)
 #: looked for in the lower-cased text: header names, `bearer`, and prose or `.netrc` passwords
 LOWER_MARKERS = (
-    "authorization",
-    "api-key",
-    "x-auth-token",
-    "private-token",
-    "x-access-token",
-    "subscription-key",
+    *SECRET_HEADER_NAMES,
     "bearer",
     "password",
     "passphrase",
