@@ -114,13 +114,65 @@ _REASON_WORDS = (
 )
 
 
+#: where a sentence ends: after its full stop, question or exclamation mark, or at a line break
+_SENTENCE_END = re.compile(r"(?<=[.?!])\s+|\n+")
+
+
+def _outside_questions(held: Callable[[str], bool]) -> Callable[[str], bool]:
+    """`held` read on the memory without the questions it restates ("Who should review changes to
+    X? CODEOWNERS maps …"): "who should review …?" asks, it lays down no rule."""
+
+    def test(text: str) -> bool:
+        said = [sentence for sentence in _SENTENCE_END.split(text) if not sentence.rstrip().endswith("?")]
+        return held(" ".join(said))
+
+    return test
+
+
 @dataclass(frozen=True)
 class AnswerKind:
-    """One sort of answer: the question wording that asks for it, and the test a memory passes."""
+    """One sort of answer: the question wording that asks for it, and the test a memory passes.
+
+    `interrogative`: the wording asks only where it opens a question (:func:`_opens_question`):
+    "who owns …?" asks for a person, "a module whose factory …" does not; "when did we …?" asks for
+    a time, "… the SDK types when the contract changes?" for something else."""
 
     name: str
     asked_by: re.Pattern[str]
     held_by: Callable[[str], bool]
+    interrogative: bool = False
+
+    def is_asked(self, lowered: str) -> bool:
+        return any(
+            not self.interrogative or _opens_question(lowered, match.start())
+            for match in self.asked_by.finditer(lowered)
+        )
+
+
+#: after these a wh-word still opens a (coordinated) question: "… and who reviews it?"
+_CONJUNCTIONS = frozenset("and or but so then also ok okay".split())
+#: "to whom", "since when": a preposition before the wh-word belongs to the question
+_PREPOSITIONS = frozenset("to for by with from of since until till at on in".split())
+#: verbs and words that embed a question: "do you know who …", "tell me when …", "no idea where …"
+_EMBEDDING = frozenset(
+    "know knows knew ask asked asking tell told remember recall find out check see wonder sure idea "
+    "decide decided figure say said me us show explain mention mentioned note noted record recorded".split()
+)
+_WORD = re.compile(r"[a-z']+")
+#: how much of the question before a wh-word is read to place it (its last word is enough)
+_BEFORE_CHARS = 64
+
+
+def _opens_question(lowered: str, start: int) -> bool:
+    """Whether the wh-word at `start` of the lower-cased question opens a question rather than a
+    relative or a time clause: it comes first, after punctuation or a conjunction, after a
+    preposition, or after a word that embeds a question. After a noun or a verb it does not ("a
+    module whose …", "what rounding mode applies when …"). Reads a few characters before it only."""
+    before = lowered[max(0, start - _BEFORE_CHARS) : start].rstrip()
+    if not before or before[-1] in ",;:(.?!":
+        return True
+    words = _WORD.findall(before)
+    return not words or words[-1] in _CONJUNCTIONS or words[-1] in _PREPOSITIONS or words[-1] in _EMBEDDING
 
 
 KINDS: tuple[AnswerKind, ...] = (
@@ -132,8 +184,14 @@ KINDS: tuple[AnswerKind, ...] = (
         "person",
         re.compile(r"\b(?:who|whom|whose)\b"),
         _names_someone,
+        interrogative=True,
     ),
-    AnswerKind("where", re.compile(r"\bwhere\b"), lambda text: _has_path(text) or bool(_PLACE.search(text))),
+    AnswerKind(
+        "where",
+        re.compile(r"\bwhere\b"),
+        lambda text: _has_path(text) or bool(_PLACE.search(text)),
+        interrogative=True,
+    ),
     AnswerKind(
         "path",
         re.compile(
@@ -173,10 +231,12 @@ KINDS: tuple[AnswerKind, ...] = (
     AnswerKind(
         "rule",
         re.compile(r"\b(?:rules?|conventions?|policy|policies|guidelines?) (?:for|on|about|of)\b"),
-        _pattern(
-            r"\b(?:must|has to|have to|always|never|from now on|don't|do not|should|prefer|every new"
-            r"|no more|not allowed|only)\b",
-            re.I,
+        _outside_questions(
+            _pattern(
+                r"\b(?:must|has to|have to|always|never|from now on|don't|do not|should|prefer|every new"
+                r"|no more|not allowed|only)\b",
+                re.I,
+            )
         ),
     ),
     AnswerKind(
@@ -194,6 +254,7 @@ KINDS: tuple[AnswerKind, ...] = (
         "time",
         re.compile(r"\bwhen (?!does\b|do\b)|\bwhat time\b|\bwhich (?:day|date|month|year)\b"),
         _pattern(_TIME_WORDS),
+        interrogative=True,
     ),
 )
 _BY_NAME = {kind.name: kind for kind in KINDS}
@@ -206,7 +267,7 @@ _NARROWER = {"where": ("path", "address")}
 def asked(question: str) -> frozenset[str]:
     """The names of the kinds of answer `question` asks for (empty for most statements)."""
     lowered = question.lower()
-    kinds = {kind.name for kind in KINDS if kind.asked_by.search(lowered)}
+    kinds = {kind.name for kind in KINDS if kind.is_asked(lowered)}
     for broad, narrower in _NARROWER.items():
         if broad in kinds and kinds.intersection(narrower):
             kinds.discard(broad)

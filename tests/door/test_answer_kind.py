@@ -43,6 +43,16 @@ from tests.door.helpers import device_principal, open_memories
         ("when does the consumer commit its offsets?", set()),
         ("how should I name a new migration file?", set()),
         ("We use pnpm in this repo.", set()),
+        # a wh-word asks only where it opens a question, not as a relative or a time clause
+        ("how do I mock a module whose factory needs an outer variable?", set()),
+        ("what rounding mode applies when interest is booked?", set()),
+        ("how do I refresh the SDK types when the server contract changes?", set()),
+        ("the folder where uploads land, is it backed up?", set()),
+        ("do you know who reviews the fee code?", {"person"}),
+        ("According to the runbook, who approves a prod deploy?", {"person"}),
+        ("to whom do I send the invoice?", {"person"}),
+        ("since when is the cache on?", {"time"}),
+        ("and where do the logs go?", {"where"}),
     ],
 )
 def test_a_question_asks_for_the_kinds_its_wording_names(question: str, kinds: set[str]) -> None:
@@ -80,6 +90,9 @@ def test_a_question_asks_for_the_kinds_its_wording_names(question: str, kinds: s
         ("The cluster runs in the west.", "name", False),
         ("From now on every new migration must be reversible.", "rule", True),
         ("The migration drops the index, then the table.", "rule", False),
+        # a question the memory restates lays down no rule
+        ("Who should review the fee code? CODEOWNERS maps it to @fin-eng.", "rule", False),
+        ("Should it be reversible? Yes: every migration must be.", "rule", True),
         ("The job timed out because the runner had 2 GB.", "reason", True),
         ("The runner has 2 GB.", "reason", False),
         ("The cleanup cron runs at 03:15 UTC.", "time", True),
@@ -151,6 +164,13 @@ def test_every_pattern_reads_a_hostile_text_in_linear_time(name: str) -> None:
     for kind in answer_kind.KINDS:
         kind.held_by(text)  # the whole text, past the HELD_TEXT_CHARS a search reads
     # linear: about 0.1 s here for all kinds; a quadratic pattern takes minutes
+    assert time.perf_counter() - started < 5.0
+
+
+def test_a_question_of_many_wh_words_is_read_in_linear_time() -> None:
+    started = time.perf_counter()
+    assert answer_kind.asked("the job runs when " * 50_000) == frozenset()
+    assert answer_kind.asked("who " * 100_000) == frozenset({"person"})
     assert time.perf_counter() - started < 5.0
 
 
