@@ -78,12 +78,12 @@ EXCHANGES: list[tuple[str, str, list[str]]] = [
     (
         "tool noise and headings are dropped, a demonstrative joins its sentence; bullets are kept",
         "Assistant: ⏺ Bash(pytest -q)\n  ⎿  ===== 3 passed in 0.2s =====\nI see the problem. The "
-        "session cache in `src/cache.ts` never expired entries, which caused the memory leak. This file "
+        "session cache in `src/cache.ts` never expired entries, which caused the memory leak. This "
         "needs a TTL.\n## Summary\n- Moved config to `config/settings.toml`\n- The default port is now "
         "8080\n- Use `ruff format` before committing\n",
         [
             "The session cache in `src/cache.ts` never expired entries, which caused the memory leak; this "
-            "file needs a TTL.",
+            "needs a TTL.",
             "Moved config to `config/settings.toml`.",
             "The default port is now 8080.",
             "Use `ruff format` before committing.",

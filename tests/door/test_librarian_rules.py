@@ -93,6 +93,39 @@ def test_a_pronoun_after_a_noun_of_its_own_sentence_keeps_its_words() -> None:
     assert facts == ["The receipts task renders PDFs with `WeasyPrint`, and it leaks fonts."]
 
 
+@pytest.mark.parametrize(
+    ("reply", "fact"),
+    [
+        (
+            "Run `make docs`. It renders the site into `site/build/` with mkdocs.\n\n"
+            "Don't commit that folder: CI rebuilds it on every push.",
+            "Don't commit `site/build/`: CI rebuilds it on every push.",
+        ),
+        (
+            "Settings are read from `config/app.toml` at start. The loader watches that file, so an edit "
+            "applies without a restart.",
+            "The loader watches `config/app.toml`, so an edit applies without a restart.",
+        ),
+    ],
+)
+def test_that_folder_or_file_becomes_the_one_the_sentence_before_names(reply: str, fact: str) -> None:
+    assert fact in extract_facts(f"Assistant: {reply}")
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        # two folders before it: which one is not certain
+        "The build copies `assets/` into `dist/` with `cpy`.\n\nDon't edit that folder by hand, ever.",
+        # a URL ending in a slash is no folder
+        "The spec is served at `https://api.example.dev/v1/`.\n\nDon't edit that folder by hand, ever.",
+    ],
+)
+def test_that_folder_is_left_alone_when_the_sentence_before_names_none_or_two(reply: str) -> None:
+    facts = extract_facts(f"Assistant: {reply}")
+    assert not any(fact.startswith("Don't edit `") for fact in facts)
+
+
 # --- the assistant's voice ---------------------------------------------------------------------------
 
 
@@ -146,6 +179,7 @@ def test_code_spans_are_kept_byte_for_byte(span: str) -> None:
         "`cargo test` passes on 1.75.0 and on stable.",
         "`go test ./...` and `make lint` pass.",
         "`cargo clippy --all-targets -- -D warnings` is clean.",
+        "I ran `uv lock`, and the indexer tests pass (27).",
     ],
 )
 def test_test_run_reports_leave_nothing(reply: str) -> None:

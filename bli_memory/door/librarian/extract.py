@@ -10,7 +10,9 @@ command, a path, a version, an identifier, a decision, a fix, an owner), written
 pinned `x==1`" becomes "`x==1` is pinned"), one fact per reported action; code spans stay byte for
 byte. A sentence whose pronoun comes before anything it could mean ("Set it to 300") is never
 rewritten with a guessed subject: it joins the sentence before it in the same paragraph, whose words
-name the thing, or it is dropped. Test-run reports, moment-bound reports (line numbers, "no other
+name the thing, or it is dropped. Only a demonstrative that says what it points at is replaced, and
+only when the choice is certain: "that folder" or "this file" becomes the one folder or file the
+sentence before it names in a code span. Test-run reports, moment-bound reports (line numbers, "no other
 hits"), thanks, re-run requests and general-knowledge answers leave nothing. The reply's direct
 answer to a user's wh-question (a bare "Why?" asks about the statement before it, and so does a
 problem report followed by "can you figure out why") carries that question when it shows that it answers it (a shared word
@@ -617,6 +619,50 @@ def _conjunction_that(before: str, after: str) -> bool:
     return bool(before) and before not in _FUNCTION_WORDS and after.endswith(("s", "ed"))
 
 
+#: "that folder", "this file": a demonstrative naming the sort of thing it points at.
+_NAMED_DEMONSTRATIVE = re.compile(
+    r"\b(?:that|this|the same)\s+(?P<noun>folder|directory|dir|file)\b", re.IGNORECASE
+)
+
+
+#: a file's name: a suffix of a letter and up to four more characters (`.eslintignore` has none)
+_FILE_NAME = re.compile(r"[\w.-]*[\w-]\.[A-Za-z][A-Za-z0-9]{0,4}")
+
+
+def _is_folder(span: str) -> bool:
+    """`src/lib/api/generated/`: a path ending in a slash, not a URL."""
+    return span.endswith("/") and "://" not in span and not any(ch.isspace() for ch in span)
+
+
+def _is_file(span: str) -> bool:
+    """`config/settings.toml`, `.env.ci`: a path whose last part has a suffix, not a URL."""
+    if "://" in span or any(ch.isspace() for ch in span):
+        return False
+    return _FILE_NAME.fullmatch(span.rsplit("/", 1)[-1]) is not None
+
+
+_OF_NOUN = {"folder": _is_folder, "directory": _is_folder, "dir": _is_folder, "file": _is_file}
+
+
+def _resolve_demonstrative(sentence: str, before: str | None) -> str:
+    """`sentence` with "that folder" / "this file" replaced by the one folder or file the sentence
+    before it names in a code span, when it names exactly one; else `sentence` as it is.
+
+    "Don't edit that folder by hand" after "… writes typed clients into `src/lib/api/generated/`"
+    becomes "Don't edit `src/lib/api/generated/` by hand". The choice is certain or not made: two
+    folders before it, or none, leave the words alone (and the pronoun rule decides)."""
+    if not before:
+        return sentence
+    match = _NAMED_DEMONSTRATIVE.search(sentence)
+    if match is None or _NAMED_DEMONSTRATIVE.search(sentence, match.end()):
+        return sentence
+    fits = _OF_NOUN[match.group("noun").lower()]
+    spans = {span for span in _INLINE_CODE_SPAN.findall(before) if fits(span.strip("`"))}
+    if len(spans) != 1:
+        return sentence
+    return f"{sentence[: match.start()]}{spans.pop()}{sentence[match.end() :]}"
+
+
 def _join(previous: str, sentence: str) -> str:
     """One fact from a sentence and the one before it (or the question it answers) that names what
     its pronoun means."""
@@ -727,7 +773,7 @@ def _impersonal(sentence: str) -> str:
 
 _PASS_WORDS = re.compile(
     r"\b(?:passes|passed|passing|green|clean|succeeds?|succeeded|fails|failed|ok)\b|"
-    r"\bpass(?=\s*(?:[.,;:!]|$|on\b|locally\b|again\b|now\b|too\b|cleanly\b))",
+    r"\bpass(?=\s*(?:[.,;:!]|$|\(\d|on\b|locally\b|again\b|now\b|too\b|cleanly\b))",
     re.IGNORECASE,
 )
 _RUN_WORDS = frozenset(
@@ -1184,12 +1230,14 @@ def _statement_facts(
     facts: list[tuple[int, str] | None] = []
     statements = 0
     answer: str | None = None
+    said_before: str | None = None  # the sentence just before, kept or not, in any paragraph
     for number, unit in enumerate(units):
         previous: str | None = asked if number == 0 else None  # what a pronoun here may lean on
         previous_index: int | None = None
         previous_first = previous is not None
         for raw in _sentences(unit):
-            cleaned = _clean(raw)
+            cleaned = _resolve_demonstrative(_clean(raw), said_before)
+            said_before = cleaned or said_before
             clauses = _actions(cleaned) if assistant and cleaned else [cleaned]
             for clause in clauses:
                 sentence = _impersonal(clause) if assistant else clause
