@@ -14,6 +14,10 @@ next save. Then it searches the door and scores:
 - recall@5: the share of facts for which one of the top 5 results for the fact's query contains every
   key string (case-insensitive); "as a distilled fact": the first such result has kind `memory`;
   MRR: the mean of 1/rank of that first match (0 when none is in the top 5).
+- shown by the prompt hook: the share of facts whose query, asked as a prompt, gets a recall block
+  holding every key: the hook's own search (top 5, similarity at least its floor) and its own filter
+  (`bli_memory.hooks.prompt.recalled_rows`). What an agent is shown before it answers, not only what
+  the door can find.
 - wrong facts: the distinct results of kind `memory` that contain one of an exchange's `must_not`
   strings, found by searching each of its facts' queries and each `must_not` string (limit 10).
 - noise kept: for each noise exchange, the results of kind `memory` among the top 5 for the first 12
@@ -66,7 +70,9 @@ from typing import Any
 import local_door  # scripts/local_door.py
 
 from bli_memory.door.librarian import ENV_LLM_KEY, ENV_LLM_MODEL, ENV_LLM_URL
+from bli_memory.hooks import prompt as prompt_hook
 from bli_memory.hooks.stop import SAVE_METADATA
+from bli_memory.hooks.trivial import identifiers
 
 RECALL_TOP_K = 5
 WRONG_LIMIT = 10
@@ -305,9 +311,11 @@ class Door:
         except ValueError:
             return status, None
 
-    def search(self, tag: str, query: str, limit: int) -> list[dict[str, Any]]:
+    def search(self, tag: str, query: str, limit: int, threshold: float = 0.0) -> list[dict[str, Any]]:
         status, body = self.call(
-            "POST", "/api/memory/search", {"q": query, "containerTag": tag, "limit": limit}
+            "POST",
+            "/api/memory/search",
+            {"q": query, "containerTag": tag, "limit": limit, "threshold": threshold},
         )
         if status != 200 or not isinstance(body, dict):
             message = body.get("message") if isinstance(body, dict) else None
@@ -361,6 +369,7 @@ class FactResult:
     rank: int | None  # 1-based rank of the first result holding every key, within the top 5
     kind: str | None
     top: str  # the first result, for the verbose line of a fact missed or found below it
+    shown: bool = False  # the prompt hook's recall block for the query would hold every key
 
 
 @dataclass
@@ -434,6 +443,15 @@ def save_and_wait(door: Door, exchange: Exchange, old_values: Sequence[str]) -> 
     return result
 
 
+def shown_by_prompt_hook(door: Door, tag: str, fact: Fact) -> bool:
+    """Whether the prompt hook's recall block for the fact's query holds every key: the hook's own
+    search (top 5 at its similarity floor) and its own filter (`recalled_rows`: the floor, the
+    identifier rule for rows without a similarity, a fact before the exchange it came from)."""
+    hits = door.search(tag, fact.query, prompt_hook.RECALL_LIMIT, prompt_hook.RECALL_MIN_SIMILARITY)
+    rows = prompt_hook.recalled_rows({"results": hits}, identifiers(fact.query))
+    return any(holds(str(row.get("content", "")), fact.key) for row in rows)
+
+
 def score(door: Door, result: ExchangeResult) -> None:
     """Search the door for the exchange's facts, wrong facts and (for noise) what it kept."""
     exchange, tag = result.exchange, result.tag
@@ -444,7 +462,7 @@ def score(door: Door, result: ExchangeResult) -> None:
         )
         kind = None if rank is None else str(hits[rank - 1].get("kind"))
         top = str(hits[0].get("content", "")) if hits else ""
-        result.facts.append(FactResult(fact, rank, kind, top))
+        result.facts.append(FactResult(fact, rank, kind, top, shown_by_prompt_hook(door, tag, fact)))
     if exchange.must_not:
         for query in [fact.query for fact in exchange.facts] + list(exchange.must_not):
             for hit in door.search(tag, query, WRONG_LIMIT):
@@ -500,6 +518,7 @@ class Summary:
     facts: int
     found: int
     as_memory: int
+    shown: int
     mrr: float
     wrong: int
     noise_kept: int
@@ -555,6 +574,7 @@ def summarise(run: Run) -> Summary:
         facts=len(facts),
         found=sum(1 for fact in facts if fact.rank is not None),
         as_memory=sum(1 for fact in facts if fact.kind == "memory"),
+        shown=sum(1 for fact in facts if fact.shown),
         mrr=sum(1 / fact.rank for fact in facts if fact.rank) / len(facts) if facts else 0.0,
         wrong=len(wrong_ids),
         noise_kept=sum(len(result.noise_kept) for result in noise),
@@ -586,6 +606,11 @@ def table(runs: Sequence[Run]) -> str:
         ("facts found again, top 5 (recall@5)", [_share(s.found, s.facts) for s in summaries]),
         ("found as a distilled fact (kind memory)", [_share(s.as_memory, s.facts) for s in summaries]),
         ("MRR (top 5)", [f"{s.mrr:.3f}" for s in summaries]),
+        (
+            f"shown by the prompt hook (top {prompt_hook.RECALL_LIMIT}, similarity >= "
+            f"{prompt_hook.RECALL_MIN_SIMILARITY:.2f})",
+            [_share(s.shown, s.facts) for s in summaries],
+        ),
         ("wrong facts", [str(s.wrong) for s in summaries]),
         (
             "noise facts kept",
@@ -663,8 +688,9 @@ def details(run: Run) -> str:
                 )
             else:
                 above = f"; first result: {_quote(fact.top, SHOWN_CHARS)}" if fact.rank > 1 else ""
+                hook = "" if fact.shown else " (not shown by the prompt hook)"
                 lines.append(
-                    f"  found at {fact.rank} ({fact.kind}) [{keys}] {_quote(fact.fact.query)}{above}"
+                    f"  found at {fact.rank} ({fact.kind}){hook} [{keys}] {_quote(fact.fact.query)}{above}"
                 )
         for content in result.wrong.values():
             lines.append(f"  WRONG {_quote(content)}")

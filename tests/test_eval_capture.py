@@ -124,11 +124,22 @@ def test_a_tiny_capture_file_is_scored_through_the_real_door(tmp_path: Path) -> 
     assert float(recall.group(1)) == int(recall.group(2)) / 2
     assert 0.0 < float(cells(out, "MRR")[0]) <= float(recall.group(1))
     assert cells(out, "jobs failed") == ["0 of 3"]
+    # what the prompt hook would show: at most what the door finds, each fact marked when it is not
+    shown = re.fullmatch(
+        r"(\d\.\d\d\d) \((\d)/2\)", cells(out, "shown by the prompt hook (top 5, similarity >= 0.55)")[0]
+    )
+    assert shown is not None and int(shown.group(2)) <= int(recall.group(2))
+    hidden = len(re.findall(r"^  found at \d \(\w+\) \(not shown by the prompt hook\)", out, re.MULTILINE))
+    assert int(shown.group(2)) == int(recall.group(2)) - hidden
     # the identifier stated in the exchange is stored as a fact and found again
     assert re.search(r'^  \+ stored ".*7301', out, re.MULTILINE)
     # found again: first through a fact or through the stored exchange (a later correction relinks
     # the fact to the exchange that changed it, so t1's own exchange may rank first)
-    assert re.search(r'^  found at \d \((?:memory|document)\) \[7301\] "which postgres', out, re.MULTILINE)
+    assert re.search(
+        r'^  found at \d \((?:memory|document)\)(?: \(not shown by the prompt hook\))? \[7301\] "which postgres',
+        out,
+        re.MULTILINE,
+    )
     # every project has its own space, named as the Stop hook would name a repository's
     assert f"\n{TAG}: " in out
     at_end = out[out.index(f"\n{TAG}: ") :]

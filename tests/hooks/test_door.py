@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import TRANSCRIPTS
+from tests.helpers import TRANSCRIPTS, DoorProcess
 from tests.hooks.helpers import (
     PROMPT,
     SECRET,
@@ -185,3 +185,49 @@ def test_the_daemon_core_answers_on_a_warm_connection_it_does_not_close(
         assert context.outcome["status"] == "ok" and "<bli-memory-context> [bli]" in context.stdout
     finally:
         connection.close()
+
+
+def test_a_turn_the_stop_hook_saves_is_recalled_as_its_distilled_fact(
+    home: Path, door_onnx: DoorProcess, tag: str
+) -> None:
+    """The capture path end to end, each part real: the Stop hook reads the turn from the transcript
+    and sends it in extract mode, the door's librarian keeps the durable fact (not the test count) and
+    the exchange beside it, and the next prompt's hook recalls the fact, not the exchange it repeats."""
+    transcript = home / "session.jsonl"
+    request = (
+        "From now on every database migration must be reversible, never a `pass` downgrade. "
+        "Can you add a CI check for that?"
+    )
+    transcript.write_text(
+        json.dumps({"type": "user", "message": {"role": "user", "content": request}}) + "\n"
+    )
+    reply = (
+        "Added a CI step, `scripts/check_downgrades.py`, that fails when a migration's `downgrade()` "
+        "body is only `pass`.\n\nI ran the suite, and the migration tests pass (12)."
+    )
+    env = paired(home, door_onnx, tag)
+    stop = run_hook(
+        "stop", {**STOP, "transcript_path": str(transcript), "last_assistant_message": reply}, home, env=env
+    )
+    assert stop.returncode == 0 and stop.receipt()[:2] == ("stop", "ok")
+    job_done(door_onnx, tag, "check_downgrades.py")
+
+    status, body = door_onnx.post(
+        "/api/memory/search", {"q": "check_downgrades.py migration", "containerTag": tag, "limit": 10}
+    )
+    assert status == 200
+    facts = [row["content"] for row in body["results"] if row["kind"] == "memory"]
+    exchanges = [row["content"] for row in body["results"] if row["kind"] == "document"]
+    assert any("`scripts/check_downgrades.py`" in fact for fact in facts)  # the code span byte for byte
+    assert any(fact.startswith("From now on every database migration must be reversible") for fact in facts)
+    assert not any("(12)" in fact for fact in facts)  # a test run's count is no fact
+    assert len(exchanges) == 1 and request in exchanges[0]  # the exchange itself, kept as history
+
+    prompt = run_hook(
+        "prompt", {**PROMPT, "prompt": "what does CI check about our migrations?"}, home, env=env
+    )
+    assert prompt.returncode == 0, prompt.stderr
+    print(prompt.stderr)
+    assert_one_block_or_nothing(prompt.stdout, "bli-memory-recall")
+    assert "`scripts/check_downgrades.py`" in prompt.stdout
+    assert "Assistant:" not in prompt.stdout  # its fact is shown: the exchange that says it again is not
