@@ -224,10 +224,10 @@ def test_a_turn_the_stop_hook_saves_is_recalled_as_its_distilled_fact(
     assert len(exchanges) == 1 and request in exchanges[0]  # the exchange itself, kept as history
 
     prompt = run_hook(
-        "prompt", {**PROMPT, "prompt": "what does CI check about our migrations?"}, home, env=env
+        "prompt", {**PROMPT, "prompt": "which CI step checks migration downgrades?"}, home, env=env
     )
-    assert prompt.returncode == 0, prompt.stderr
-    print(prompt.stderr)
+    assert prompt.returncode == 0 and prompt.receipt()[:2] == ("prompt", "ok")
     assert_one_block_or_nothing(prompt.stdout, "bli-memory-recall")
     assert "`scripts/check_downgrades.py`" in prompt.stdout
-    assert "Assistant:" not in prompt.stdout  # its fact is shown: the exchange that says it again is not
+    assert "every database migration must be reversible" in prompt.stdout
+    assert "Assistant:" not in prompt.stdout  # its facts are shown: the exchange that says them again is not
