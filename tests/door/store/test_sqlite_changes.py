@@ -148,13 +148,13 @@ def test_more_changes_than_one_answer_reads_become_the_spaces_they_touch(
     assert changes.spaces == {(ada.team_id, "t"), (ada.team_id, "u")}
 
 
-def test_a_file_of_the_previous_version_migrates_and_starts_an_empty_log(tmp_path: Path) -> None:
+def test_a_file_from_before_the_change_log_migrates_and_starts_an_empty_log(tmp_path: Path) -> None:
     path = tmp_path / "memory.db"
     with closing(sqlite3.connect(path)) as db:
-        for step in range(1, SCHEMA_VERSION):
+        for step in range(1, 6):
             for statement in MIGRATIONS[step]:
                 db.execute(statement)
-        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION - 1}")
+        db.execute("PRAGMA user_version = 5")
         db.execute("INSERT INTO teams (id, name, created_at) VALUES (1, 'local', 1.0)")
         db.execute(
             """INSERT INTO memories (id, team_id, container_tag, content, content_hash, root_id, created_at,
@@ -163,7 +163,7 @@ def test_a_file_of_the_previous_version_migrates_and_starts_an_empty_log(tmp_pat
         db.commit()
     store = SqliteStore(path)
     try:
-        assert store.schema_version() == SCHEMA_VERSION == 6
+        assert store.schema_version() == SCHEMA_VERSION
         assert store.index_identity().startswith("sqlite:") and len(store.index_identity()) > 20
         assert [row.id for row in store.index_rows(1, "t")] == ["mem_old"]
         assert store.changes_since(0, {(1, "t")}) == type(store.changes_since(0, set()))()

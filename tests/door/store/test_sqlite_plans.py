@@ -93,3 +93,20 @@ def test_listing_the_spaces_seeks_the_space_index_instead_of_reading_every_row(t
         plan = " ".join(row[3] for row in explain.execute("EXPLAIN QUERY PLAN " + sql))
         assert plan.startswith("SEARCH memories USING COVERING INDEX memories_space (team_id"), (sql, plan)
         assert "GROUP BY" not in sql and ">(" not in plan.replace(" ", ""), (sql, plan)
+
+
+def test_the_retention_sweep_walks_the_stored_exchanges_by_age_instead_of_every_row(tmp_path: Path) -> None:
+    """`expired_documents` read the whole table each sweep; the partial index of schema v7 holds only
+    current stored exchanges, oldest first, so a sweep reads the ones it expires and stops."""
+    memories = open_memories(tmp_path / "m.db")
+    principal = memories.authenticate(memories.store.create_device(person="p")[1])
+    assert principal is not None
+    memories.save_many(principal, "t", [f"note {index}" for index in range(200)])
+    statements: list[str] = []
+    memories.store._db.set_trace_callback(statements.append)
+    memories.store.expired_documents("exchange:", 1e12, 10)
+    memories.store._db.set_trace_callback(None)
+    (sql,) = [sql for sql in statements if "kind = 'document'" in sql]
+    explain = sqlite3.connect(tmp_path / "m.db")
+    plan = " ".join(row[3] for row in explain.execute("EXPLAIN QUERY PLAN " + sql))
+    assert "USING INDEX memories_documents_age" in plan and "TEMP B-TREE" not in plan, plan

@@ -7,7 +7,7 @@ one (never a script split on `;`, which would break on a `;` inside a string or 
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 MIGRATIONS: dict[int, list[str]] = {
     1: [
@@ -175,5 +175,10 @@ MIGRATIONS: dict[int, list[str]] = {
             memory_id TEXT
         )""",
         "CREATE INDEX bli_change_log_counter ON bli_change_log (counter)",
+    ],
+    # v7: the retention sweep reads the oldest current stored exchanges (`expired_documents`); without
+    # this index each sweep read every row of the table.
+    7: [
+        "CREATE INDEX memories_documents_age ON memories (created_at) WHERE status = 'current' AND kind = 'document'",
     ],
 }
