@@ -302,6 +302,13 @@ def test_the_ops_view_charts_the_hook_figures_sync_sent(person: Callable[..., Pe
     expect(page.locator("#hook-charts figure[data-days='7']")).to_have_count(1)
     month = page.locator("#hook-charts figure[data-hook='session-start'][data-days='30']")
     expect(month.locator("text.runs")).to_have_text("runs 1: ok 1, skipped 0, failed 0")
+    # a row per window, the week first: its charts never interleave with the month's when rows wrap
+    windows = page.locator("#hook-charts .hook-window")
+    expect(windows).to_have_count(2)
+    assert windows.evaluate_all("rows => rows.map((row) => row.dataset.days)") == ["7", "30"]
+    expect(windows.nth(0).locator("h3")).to_have_text("Last 7 days")
+    expect(windows.nth(1).locator("figure[data-days='30']")).to_have_count(2)
+    expect(page.locator("#hook-charts .hook-window[data-days='30'] figure[data-days='7']")).to_have_count(0)
     expect(page.locator("#hook-note")).to_contain_text("from 1 machine(s)")
     assert alice.problems == []
 

@@ -425,11 +425,17 @@ function hookChart(hook, days, figures) {
 
 async function loadHookFigures() {
   const answers = await Promise.all(HOOK_WINDOWS_DAYS.map((days) => api("GET", `/api/ops/hook-stats?days=${days}`)));
-  const figures = [];
+  // one row per window, so a 7-day chart never sits between two 30-day ones when the row wraps
+  const rows = [];
   answers.forEach((answer, index) => {
-    for (const [hook, counts] of Object.entries(answer.hooks || {})) figures.push(hookChart(hook, HOOK_WINDOWS_DAYS[index], counts));
+    const days = HOOK_WINDOWS_DAYS[index];
+    const figures = Object.entries(answer.hooks || {}).map(([hook, counts]) => hookChart(hook, days, counts));
+    if (figures.length) {
+      rows.push(el("div", { class: "hook-window", "data-days": String(days) },
+        el("h3", { text: `Last ${days} days` }), el("div", { class: "hook-row" }, ...figures)));
+    }
   });
-  $("hook-charts").replaceChildren(...(figures.length ? figures : [el("p", { text: "No hook figures sent yet: they arrive with each machine's bli-memory-mcp sync." })]));
+  $("hook-charts").replaceChildren(...(rows.length ? rows : [el("p", { text: "No hook figures sent yet: they arrive with each machine's bli-memory-mcp sync." })]));
   const month = answers[answers.length - 1];
   $("hook-note").textContent = `Last ${month.days} days: ${month.hours} hours from ${month.devices} machine(s). ${month.note || ""}`;
 }
