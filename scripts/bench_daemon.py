@@ -225,8 +225,8 @@ def main() -> int:
             f"prompt via daemon / direct: {via / direct:.2f}  (target: via daemon <= 3x the floor: "
             f"{'met' if via <= 3 * floor else 'NOT met'})"
         )
-        hits = last["hook prompt, via daemon"][0].count("\n[bli] ") - 1
-        print(f"recall block: {hits} lines; receipts:")
+        hits = json.loads(last["hook prompt, via daemon"][1].split(" ", 3)[3])["hits"]
+        print(f"recall block: {hits} hits; receipts:")
         for name, (_, receipt) in last.items():
             if receipt:
                 print(f"  {name:30} {receipt}")
