@@ -101,7 +101,7 @@ def test_a_version_3_database_keeps_each_devices_rights_and_cancels_revoked_jobs
     _version_3_file(path)
     store = SqliteStore(path)
     try:
-        assert store.schema_version() == SCHEMA_VERSION == 6
+        assert store.schema_version() == SCHEMA_VERSION == 7
         admin = {str(row["id"]): bool(row["admin"]) for row in store.list_devices()}
         assert admin == {"dev_boss1": True, "dev_boss2": True, "dev_dev1": False}
         assert store.claim_job() is None  # the revoked device's job does not run

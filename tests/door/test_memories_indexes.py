@@ -104,6 +104,7 @@ def test_a_version_2_database_loses_its_fts_table_and_keeps_its_memories(tmp_pat
     memories.close()
     db = sqlite3.connect(tmp_path / "memory.db")
     db.execute("CREATE VIRTUAL TABLE memories_fts USING fts5 (content, space)")
+    db.execute("DROP INDEX memories_documents_age")  # what v7 added
     db.execute("DROP TABLE bli_change_log")  # what v6 added
     db.execute("DROP TABLE bli_changes")
     db.execute("DROP TABLE hook_stats")  # what v5 added
@@ -113,7 +114,7 @@ def test_a_version_2_database_loses_its_fts_table_and_keeps_its_memories(tmp_pat
     db.commit()
     db.close()
     memories = open_memories(tmp_path / "memory.db")
-    assert memories.store.schema_version() == SCHEMA_VERSION == 6
+    assert memories.store.schema_version() == SCHEMA_VERSION == 7
     tables = {
         row[0] for row in sqlite3.connect(tmp_path / "memory.db").execute("SELECT name FROM sqlite_master")
     }

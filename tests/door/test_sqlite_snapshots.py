@@ -158,13 +158,14 @@ def test_a_snapshot_written_before_the_file_had_a_change_log_is_read_after_the_u
     old = {k: v for k, v in json.loads(stamp.read_text()).items() if k not in ("database", "position")}
     stamp.write_text(json.dumps(old))  # as a door of schema 5 wrote it
     with closing(sqlite3.connect(door.db)) as db:  # and the file as that door left it
+        db.execute("DROP INDEX memories_documents_age")
         db.execute("DROP TABLE bli_change_log")
         db.execute("DROP TABLE bli_changes")
         db.execute("PRAGMA user_version = 5")
         db.commit()
 
     door.lines.clear()
-    door.start()  # migrates the file to 6, reads the snapshot as of the log's start
+    door.start()  # migrates the file to 7, reads the snapshot as of the log's start
     door.wait_for_log("bli-memory-door indexed 1 spaces", 60.0, at_start=True)
     assert _ranking(door) == before
     assert not any("not used" in line or "index snapshots" in line for line in door.lines), door.lines
@@ -217,3 +218,4 @@ def test_a_stop_with_nothing_changed_leaves_the_snapshot_as_it_was(
     stamp = _stamp(folder)
     assert stamp["memories"] == len(FACTS) + 1
     assert {path.name: path.stat().st_mtime_ns for path in sorted(folder.iterdir())} != before
+
