@@ -806,6 +806,9 @@ class Indexes:
         #: the vectors of a space's memories by id, of a model (`Store.vectors_of`): what a graph
         #: read back from a snapshot takes in of the memories that became current after its position
         self.replay_vectors: Callable[[SpaceKey, Sequence[str], str], Mapping[str, np.ndarray]] | None = None
+        #: told each space whose graph a thread finished building (outside the lock), so that its
+        #: snapshot can be written while the door serves, not only when it stops
+        self.on_graph_built: Callable[[SpaceKey], None] | None = None
 
     @property
     def max_spaces(self) -> int:
@@ -1051,6 +1054,8 @@ class Indexes:
             for memory_id, vector in matrix.in_save_order():
                 graph.add(memory_id, vector)  # a no-op for the rows it holds
             self._vectors.replace(key, graph)
+        if self.on_graph_built is not None:
+            self.on_graph_built(key)
 
     def wait_for_conversions(self, timeout_s: float) -> bool:
         """Wait until no matrix is being turned into a graph (tests); False when time ran out."""

@@ -236,12 +236,25 @@ class ExtractionWorker:
             self._sweep_exchanges()
             self._sweep_hook_stats()
             self._next_sweep = time.monotonic() + RETENTION_SWEEP_INTERVAL_S
+        if self.memories.graphs_waiting:
+            self._write_graph_snapshots()
         while self.memories.needs_backfill and not self._stop.is_set():
             done = self.memories.backfill_vectors()
             if done:
                 self._write(f"[bli-memory] backfilled vectors {json.dumps({'rows': done})}")
             elif self.memories.embedder_error is not None:
                 break  # the embedder is down; try again at the next poll
+
+    def _write_graph_snapshots(self) -> None:
+        """Write the snapshot of each space whose graph was built while the door serves, so that a
+        door killed later starts from it (the stop would write it only on a clean stop)."""
+        started = time.monotonic()
+        written, held_s = self.memories.write_built_graphs(timeout_s=0.0)
+        if written:
+            self._write(
+                f"bli-memory-door wrote {written} index snapshots with their graphs in "
+                f"{time.monotonic() - started:.1f} s (searches waited {held_s:.1f} s of it)"
+            )
 
     def _sweep_exchanges(self) -> None:
         """Tombstone the stored exchanges older than the retention, a batch per transaction."""

@@ -179,8 +179,11 @@ class MemoryService:
             self.indexes.replay = change_log.changes_since
             self.indexes.replay_vectors = lambda key, ids, model: store.vectors_of(key[0], ids, model)
         self._built_at_start: list[SpaceKey] = []
-        #: of those, the ones whose snapshot was written before their graph was built
-        self._graphs_to_write: list[SpaceKey] = []
+        #: spaces whose snapshot wants writing with their graph: the ones built at start, written
+        #: first without it, and any whose graph a thread finished while the door serves (a dict as an
+        #: ordered set; `write_built_graphs` writes them)
+        self._graphs_to_write: dict[SpaceKey, None] = {}
+        self.indexes.on_graph_built = self._graph_built
         self._space_tags: Lru[SpaceKey, tuple[float, tuple[str, ...]]] = Lru(SPACE_TAGS_CACHE_MAX)
         self._depth = 0  # transactions open in this service (nested ones join the outermost)
         self._embed_error: tuple[float, str] | None = None
@@ -272,7 +275,8 @@ class MemoryService:
         written = 0
         held_s = 0.0
         model = self._vector_model or ""
-        self._graphs_to_write.extend(self._built_at_start)
+        with self._lock:
+            self._graphs_to_write.update(dict.fromkeys(self._built_at_start))
         while self._built_at_start:
             key = self._built_at_start.pop(0)
             with self._lock:
@@ -289,22 +293,28 @@ class MemoryService:
 
     def write_built_graphs(self, timeout_s: float = WARM_GRAPH_WAIT_S) -> tuple[int, float]:
         """Once the graphs `warm` started are built (at most `timeout_s`), write the snapshot of each
-        space `write_built_snapshots` wrote without its graph, with it: a door killed after that
-        starts from the graph instead of building it again (about 26 minutes at a million vectors).
-        The whole snapshot is written under the lock, since writes change the graph (about 6 s at a
-        million memories, once; searches wait that long). How many were written, and the seconds
-        the lock was held."""
+        space `write_built_snapshots` wrote without its graph, with it, and of each space whose graph
+        was built while the door served (one that grew past `IndexLimits.ann_min_vectors`; the door's
+        worker calls this with no wait when `graphs_waiting`): a door killed after that starts from
+        the graph instead of building it again (about 26 minutes at a million vectors). The whole
+        snapshot is written under the lock, since writes change the graph (about 6 s at a million
+        memories, once; searches wait that long). How many were written, and the seconds the lock
+        was held."""
         snapshots = self.indexes.snapshots
         if snapshots is None or not snapshots.tracks_changes:
-            self._graphs_to_write.clear()
+            with self._lock:
+                self._graphs_to_write.clear()
             return 0, 0.0
         self.indexes.wait_for_conversions(timeout_s)
         written = 0
         held_s = 0.0
         model = self._vector_model or ""
-        while self._graphs_to_write:
-            key = self._graphs_to_write.pop(0)
+        while True:
             with self._lock:
+                if not self._graphs_to_write:
+                    break
+                key = next(iter(self._graphs_to_write))
+                del self._graphs_to_write[key]
                 started = time.monotonic()
                 graph = self.indexes.graph(key)
                 index = self.indexes.keyword_of(key)
@@ -318,6 +328,20 @@ class MemoryService:
                 # else no graph (small, or dropped meanwhile): the stop writes what there is
                 held_s += time.monotonic() - started
         return written, held_s
+
+    def _graph_built(self, key: SpaceKey) -> None:
+        """A thread finished a space's graph (`Indexes.on_graph_built`): with a store whose snapshots
+        outlive this door's writes, its snapshot is due; the door's worker writes it
+        (`graphs_waiting`, `write_built_graphs`). Without one, the stop writes it."""
+        snapshots = self.indexes.snapshots
+        if snapshots is not None and snapshots.tracks_changes:
+            with self._lock:
+                self._graphs_to_write[key] = None
+
+    @property
+    def graphs_waiting(self) -> bool:
+        """Whether a space's snapshot waits to be written with its graph (`write_built_graphs`)."""
+        return bool(self._graphs_to_write)
 
     # ------------------------------------------------------------------ spaces and aliases
 

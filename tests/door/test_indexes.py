@@ -256,6 +256,42 @@ def test_a_space_built_at_start_is_written_at_once_and_again_with_its_graph(
     after.close()
 
 
+def test_a_graph_built_while_the_door_serves_is_written_without_waiting_for_the_stop(
+    tmp_path: Path, minilm: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A space that grows past the graph threshold while the door serves gets its graph on a thread;
+    the door's worker then writes its snapshot (`graphs_waiting`, `write_built_graphs`), so a door
+    killed afterwards starts from the graph instead of building it again."""
+    db = tmp_path / "memory.db"
+    service = _service(db, minilm)
+    principal = _principal(service)
+    service.save(principal, TAG, FACTS[0])
+    service.search(principal, TAG, "warm the indexes")  # the space's indexes exist: writes join them
+    assert not service.graphs_waiting
+    for fact in FACTS[1:]:
+        service.save(principal, TAG, fact)
+    assert service.indexes.wait_for_conversions(30)
+    assert isinstance(_vectors_of(service, principal), ApproximateVectors)
+    assert service.graphs_waiting
+    assert service.write_built_graphs(timeout_s=0.0)[0] == 1
+    assert not service.graphs_waiting
+    [stamp] = db.with_name("memory.db.indexes").glob("*.json")
+    assert json.loads(stamp.read_text())["vectors"] == len(FACTS)
+    expected = {q: _ranking(service, principal, q) for q in QUERIES}
+    service.store.close()  # killed: nothing written on the way out
+
+    after = _service(db, minilm)
+
+    def no_build(*_: object) -> object:
+        raise AssertionError("built from the store although the snapshot is current")
+
+    monkeypatch.setattr(after.store, "index_rows", no_build)
+    monkeypatch.setattr(after.store, "current_vectors", no_build)
+    assert {q: _ranking(after, principal, q) for q in QUERIES} == expected
+    assert isinstance(_vectors_of(after, principal), ApproximateVectors)
+    after.close()
+
+
 def test_a_snapshot_of_another_size_than_the_store_is_not_used(tmp_path: Path, minilm: Embedder) -> None:
     db = tmp_path / "memory.db"
     service = _service(db, minilm)

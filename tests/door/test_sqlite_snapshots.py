@@ -219,3 +219,28 @@ def test_a_stop_with_nothing_changed_leaves_the_snapshot_as_it_was(
     assert stamp["memories"] == len(FACTS) + 1
     assert {path.name: path.stat().st_mtime_ns for path in sorted(folder.iterdir())} != before
 
+
+def test_a_graph_built_while_the_door_serves_is_written_before_any_stop(
+    start_door: Callable[..., DoorProcess],
+) -> None:
+    """A space that grows past the graph threshold while the door serves: its worker writes the
+    snapshot with the graph within a poll, so a door killed afterwards starts from that graph."""
+    door = start_door("--embedder", "onnx", env=SMALL)
+    _save(door, FACTS[0])
+    _ranking(door)  # the space's indexes exist: the next writes join them and cross the threshold
+    for fact in FACTS[1:]:
+        _save(door, fact)
+    door.wait_for_log("bli-memory-door wrote 1 index snapshots with their graphs", 60.0)
+    folder = Path(str(door.db) + ".indexes")
+    written = _stamp(folder)
+    assert written["vectors"] == len(FACTS) and written["memories"] == len(FACTS)
+    before = _ranking(door)
+    door.kill()  # SIGKILL: nothing written on the way out
+
+    door.extra_env = NO_GRAPH_BUILDS  # a graph the next door holds can only come from the snapshot
+    door.lines.clear()
+    door.start()
+    door.wait_for_log("bli-memory-door indexed 1 spaces", 60.0, at_start=True)
+    assert _ranking(door) == before
+    door.stop()
+    assert _stamp(folder)["vectors"] == len(FACTS)  # it held the graph it read
