@@ -1255,6 +1255,12 @@ class MemoryService:
         model = self._vector_model
         if model is None or self.embedder is None:
             return None
+        snapshots = self.indexes.snapshots
+        if snapshots is not None and snapshots.tracks_changes:
+            # a graph read back from a snapshot is checked against the keyword index replayed from
+            # the same position: without it loaded first (a forget by meaning as a space's first
+            # request), the graph would be thrown away and built again
+            self._keyword_index(team_id, tag)
         return self.indexes.vectors(
             (team_id, tag),
             lambda: self.store.current_vectors(team_id, tag, model),

@@ -292,6 +292,28 @@ def test_a_graph_built_while_the_door_serves_is_written_without_waiting_for_the_
     after.close()
 
 
+def test_a_forget_by_meaning_as_a_space_s_first_request_reads_the_graph_from_its_snapshot(
+    tmp_path: Path, minilm: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The graph read back from a snapshot is checked against the keyword index's count: a request
+    that needs only the vectors (forget by meaning) loads the keyword index first rather than
+    throwing the graph away and building it again."""
+    db = tmp_path / "memory.db"
+    service = _service(db, minilm)
+    principal = _principal(service)
+    service.save_many(principal, TAG, FACTS)
+    service.search(principal, TAG, "warm the indexes")
+    assert service.indexes.wait_for_conversions(30)
+    service.close()  # writes the snapshot with its graph
+
+    after = _service(db, minilm)
+    monkeypatch.setattr(after.indexes, "_start_conversion", lambda *_: pytest.fail("graph built again"))
+    forgotten, match, _ = after.forget(principal, TAG, query="Our CI pipeline logs to Redis 7")
+    assert (forgotten.content, match) == ("Our CI pipeline logs to Redis 7", "closest")
+    assert isinstance(_vectors_of(after, principal), ApproximateVectors)
+    after.close()
+
+
 def test_a_snapshot_of_another_size_than_the_store_is_not_used(tmp_path: Path, minilm: Embedder) -> None:
     db = tmp_path / "memory.db"
     service = _service(db, minilm)
