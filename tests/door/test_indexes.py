@@ -84,6 +84,17 @@ def _ranking(service: MemoryService, principal: Principal, q: str) -> list[tuple
     return [(hit.memory.content, hit.similarity) for hit in service.search(principal, TAG, q, limit=10)]
 
 
+def _forbid_builds(monkeypatch: pytest.MonkeyPatch, service: MemoryService) -> None:
+    """Make any build of `service`'s indexes from the store fail the test: what it holds must come
+    from its snapshot."""
+
+    def no_build(*_: object) -> object:
+        raise AssertionError("built from the store although the snapshot is current")
+
+    monkeypatch.setattr(service.store, "index_rows", no_build)
+    monkeypatch.setattr(service.store, "current_vectors", no_build)
+
+
 def _vectors_of(service: MemoryService, principal: Principal) -> object:
     return service.indexes._vectors.peek((principal.team_id, TAG))
 
@@ -173,11 +184,7 @@ def test_a_snapshot_is_written_privately_on_close_and_read_back_instead_of_build
     assert all(stat.S_IMODE(path.stat().st_mode) == 0o600 for path in folder.iterdir())
     reopened = _service(db, minilm)
 
-    def no_build(*_: object) -> object:
-        raise AssertionError("built from the store although the snapshot is current")
-
-    monkeypatch.setattr(reopened.store, "index_rows", no_build)
-    monkeypatch.setattr(reopened.store, "current_vectors", no_build)
+    _forbid_builds(monkeypatch, reopened)
     assert {q: _ranking(reopened, principal, q) for q in QUERIES} == before
     # the keyword postings were mapped from the file, not read into objects per word
     [(_, keyword_index)] = reopened.indexes._keyword.items()
@@ -204,12 +211,7 @@ def test_a_door_killed_after_writing_replays_its_writes_onto_its_snapshot(
     crashed.store.close()  # the door dies without closing: no snapshot written on the way out
 
     after = _service(db, minilm)
-
-    def no_build(*_: object) -> object:
-        raise AssertionError("built from the store although the snapshot and the log are current")
-
-    monkeypatch.setattr(after.store, "index_rows", no_build)
-    monkeypatch.setattr(after.store, "current_vectors", no_build)
+    _forbid_builds(monkeypatch, after)  # the snapshot and the log are current
     got = {q: _ranking(after, principal, q) for q in [*QUERIES, "do cats sleep much"]}
     graph = _vectors_of(after, principal)
     assert isinstance(graph, ApproximateVectors) and len(graph) == len(FACTS)  # one in, one out
@@ -245,11 +247,7 @@ def test_a_space_built_at_start_is_written_at_once_and_again_with_its_graph(
 
     after = _service(db, minilm)
 
-    def no_build(*_: object) -> object:
-        raise AssertionError("built from the store although the snapshot is current")
-
-    monkeypatch.setattr(after.store, "index_rows", no_build)
-    monkeypatch.setattr(after.store, "current_vectors", no_build)
+    _forbid_builds(monkeypatch, after)
     assert {q: _ranking(after, principal, q) for q in QUERIES} == expected
     assert isinstance(_vectors_of(after, principal), ApproximateVectors)
     assert after.indexes.keyword_builds == 0
@@ -282,11 +280,7 @@ def test_a_graph_built_while_the_door_serves_is_written_without_waiting_for_the_
 
     after = _service(db, minilm)
 
-    def no_build(*_: object) -> object:
-        raise AssertionError("built from the store although the snapshot is current")
-
-    monkeypatch.setattr(after.store, "index_rows", no_build)
-    monkeypatch.setattr(after.store, "current_vectors", no_build)
+    _forbid_builds(monkeypatch, after)
     assert {q: _ranking(after, principal, q) for q in QUERIES} == expected
     assert isinstance(_vectors_of(after, principal), ApproximateVectors)
     after.close()
