@@ -133,18 +133,20 @@ def _outside_questions(held: Callable[[str], bool]) -> Callable[[str], bool]:
 class AnswerKind:
     """One sort of answer: the question wording that asks for it, and the test a memory passes.
 
-    `interrogative`: the wording asks only where it opens a question (:func:`_opens_question`):
-    "who owns …?" asks for a person, "a module whose factory …" does not; "when did we …?" asks for
-    a time, "… the SDK types when the contract changes?" for something else."""
+    `asks_at` says where a match asks: a wh-word only where it opens a question
+    (:func:`_opens_question`: "who owns …?" asks for a person, "a module whose factory …" does not),
+    "policy for" only where it names a convention (:func:`_names_a_convention`: "our policy for
+    reviews", not "the trust policy for the deploy role")."""
 
     name: str
     asked_by: re.Pattern[str]
     held_by: Callable[[str], bool]
-    interrogative: bool = False
+    #: where a match of `asked_by` asks (the lower-cased question, the match's start); None: anywhere
+    asks_at: Callable[[str, int], bool] | None = None
 
     def is_asked(self, lowered: str) -> bool:
         return any(
-            not self.interrogative or _opens_question(lowered, match.start())
+            self.asks_at is None or self.asks_at(lowered, match.start())
             for match in self.asked_by.finditer(lowered)
         )
 
@@ -163,20 +165,52 @@ _WORD = re.compile(r"[a-z']+")
 _BEFORE_CHARS = 64
 
 
+def _word_before(lowered: str, start: int) -> str | None:
+    """The word just before `start` in the lower-cased question; None when nothing but punctuation
+    or the question's start comes before it. Reads a few characters only."""
+    before = lowered[max(0, start - _BEFORE_CHARS) : start].rstrip()
+    if not before or before[-1] in ",;:(.?!":
+        return None
+    words = _WORD.findall(before)
+    return words[-1] if words else None
+
+
 def _opens_question(lowered: str, start: int) -> bool:
     """Whether the wh-word at `start` of the lower-cased question opens a question rather than a
     relative or a time clause: it comes first, after punctuation or a conjunction, after a
     preposition, or after a word that embeds a question. After a noun or a verb it does not ("a
-    module whose …", "what rounding mode applies when …"). Reads a few characters before it only."""
-    before = lowered[max(0, start - _BEFORE_CHARS) : start].rstrip()
-    if not before or before[-1] in ",;:(.?!":
-        return True
-    words = _WORD.findall(before)
-    return not words or words[-1] in _CONJUNCTIONS or words[-1] in _PREPOSITIONS or words[-1] in _EMBEDDING
+    module whose …", "what rounding mode applies when …")."""
+    word = _word_before(lowered, start)
+    return word is None or word in _CONJUNCTIONS or word in _PREPOSITIONS or word in _EMBEDDING
+
+
+#: words before "rules for" / "policy on" that make it a convention of the team, not a thing that
+#: happens to be called a policy or a rule (a trust policy, firewall rules, a lint rule)
+_CONVENTION_MARKERS = frozenset(
+    "the our your their its any a what which are is 's team team's house project repo repository "
+    "naming style coding code commit branch branching review reviewing formatting testing test "
+    "documentation docs writing merge merging release versioning".split()
+)
+
+
+def _names_a_convention(lowered: str, start: int) -> bool:
+    """Whether "rules for" / "policy on" at `start` asks for a convention: first in the question, or
+    after a determiner or a word naming a practice ("our policy for", "naming rules for"); after any
+    other noun it names a thing ("the trust policy for the deploy role", "ingress rules for")."""
+    word = _word_before(lowered, start)
+    return word is None or word in _CONVENTION_MARKERS
 
 
 KINDS: tuple[AnswerKind, ...] = (
-    AnswerKind("version", re.compile(r"\b(?:version|versions|release|releases)\b"), _pattern(_VERSION)),
+    # "which release of X", "what version": asked; "the latency regression in the last release": not
+    AnswerKind(
+        "version",
+        re.compile(
+            r"\b(?:which|what)(?:'s)?(?: +[\w.-]+){0,3}? +(?:version|versions|release|releases)\b"
+            r"|\bversions? of\b"
+        ),
+        _pattern(_VERSION),
+    ),
     AnswerKind(
         "port", re.compile(r"\bports?\b"), _pattern(r"(?<=[\w\]]):\d{2,5}\b|\bport\s+\d{2,5}\b", re.I)
     ),
@@ -184,13 +218,13 @@ KINDS: tuple[AnswerKind, ...] = (
         "person",
         re.compile(r"\b(?:who|whom|whose)\b"),
         _names_someone,
-        interrogative=True,
+        asks_at=_opens_question,
     ),
     AnswerKind(
         "where",
         re.compile(r"\bwhere\b"),
         lambda text: _has_path(text) or bool(_PLACE.search(text)),
-        interrogative=True,
+        asks_at=_opens_question,
     ),
     AnswerKind(
         "path",
@@ -238,6 +272,7 @@ KINDS: tuple[AnswerKind, ...] = (
                 re.I,
             )
         ),
+        asks_at=_names_a_convention,
     ),
     AnswerKind(
         "number",
@@ -254,7 +289,7 @@ KINDS: tuple[AnswerKind, ...] = (
         "time",
         re.compile(r"\bwhen (?!does\b|do\b)|\bwhat time\b|\bwhich (?:day|date|month|year)\b"),
         _pattern(_TIME_WORDS),
-        interrogative=True,
+        asks_at=_opens_question,
     ),
 )
 _BY_NAME = {kind.name: kind for kind in KINDS}
