@@ -219,6 +219,47 @@ class OutsideChanges:
     seen: bool = False
 
 
+def memory_from_row(row: Any, person: str | None = None) -> Memory:
+    """A memory from a row of the `memories` table as either store reads it (`sqlite3.Row` or a
+    psycopg dict row: indexed by column name); `person` is the saving person's name where the query
+    joined it."""
+    return Memory(
+        id=row["id"],
+        container_tag=row["container_tag"],
+        content=row["content"],
+        kind=row["kind"],
+        status=row["status"],
+        version=row["version"],
+        root_id=row["root_id"],
+        previous_version_id=row["previous_version_id"],
+        custom_id=row["custom_id"],
+        metadata=json.loads(row["metadata"]) if row["metadata"] else None,
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+        superseded_at=row["superseded_at"],
+        person=person,
+    )
+
+
+def job_from_row(row: Any) -> Job:
+    """An extraction job from a row of `memory_extract_jobs` as either store reads it."""
+    return Job(
+        id=row["id"],
+        team_id=int(row["team_id"]),
+        person_id=int(row["person_id"]),
+        device_id=row["device_id"],
+        container_tag=row["container_tag"],
+        content=row["content"],
+        metadata=json.loads(row["metadata"]) if row["metadata"] else None,
+        status=row["status"],
+        attempts=row["attempts"],
+        outcome=json.loads(row["outcome"]) if row["outcome"] else None,
+        error=row["error"],
+        created_at=row["created_at"],
+        finished_at=row["finished_at"],
+    )
+
+
 def _pinned(metadata: Mapping[str, Any] | None) -> int:
     return int(bool(metadata and metadata.get("pinned") is True))
 

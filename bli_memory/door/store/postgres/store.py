@@ -67,6 +67,8 @@ from bli_memory.door.store.base import (
     StoreUnavailable,
     VectorTask,
     imported_values,
+    job_from_row,
+    memory_from_row,
     outside_changes,
     split_index_state,
     version_values,
@@ -606,22 +608,7 @@ class PostgresStore:
 
     @staticmethod
     def _memory(row: dict[str, Any]) -> Memory:
-        return Memory(
-            id=row["id"],
-            container_tag=row["container_tag"],
-            content=row["content"],
-            kind=row["kind"],
-            status=row["status"],
-            version=row["version"],
-            root_id=row["root_id"],
-            previous_version_id=row["previous_version_id"],
-            custom_id=row["custom_id"],
-            metadata=json.loads(row["metadata"]) if row["metadata"] else None,
-            created_at=row["created_at"],
-            updated_at=row["updated_at"],
-            superseded_at=row["superseded_at"],
-            person=row.get("person"),
-        )
+        return memory_from_row(row, row.get("person"))
 
     def _memories(self, query: str, params: Sequence[Any] | dict[str, Any]) -> list[Memory]:
         with self._connection() as db:
@@ -1021,21 +1008,7 @@ class PostgresStore:
 
     @staticmethod
     def _job(row: dict[str, Any]) -> Job:
-        return Job(
-            id=row["id"],
-            team_id=int(row["team_id"]),
-            person_id=int(row["person_id"]),
-            device_id=row["device_id"],
-            container_tag=row["container_tag"],
-            content=row["content"],
-            metadata=json.loads(row["metadata"]) if row["metadata"] else None,
-            status=row["status"],
-            attempts=row["attempts"],
-            outcome=json.loads(row["outcome"]) if row["outcome"] else None,
-            error=row["error"],
-            created_at=row["created_at"],
-            finished_at=row["finished_at"],
-        )
+        return job_from_row(row)
 
     def get_job(self, team_id: int, job_id: str) -> Job | None:
         with self._connection() as db:

@@ -58,6 +58,8 @@ from bli_memory.door.store.base import (
     StoreFull,
     VectorTask,
     imported_values,
+    job_from_row,
+    memory_from_row,
     outside_changes,
     split_index_state,
     version_values,
@@ -555,24 +557,8 @@ class SqliteStore:
     # ------------------------------------------------------------------ memories: reading
 
     def _memory(self, row: sqlite3.Row) -> Memory:
-        metadata = json.loads(row["metadata"]) if row["metadata"] else None
-        keys = row.keys()
-        return Memory(
-            id=row["id"],
-            container_tag=row["container_tag"],
-            content=row["content"],
-            kind=row["kind"],
-            status=row["status"],
-            version=row["version"],
-            root_id=row["root_id"],
-            previous_version_id=row["previous_version_id"],
-            custom_id=row["custom_id"],
-            metadata=metadata,
-            created_at=row["created_at"],
-            updated_at=row["updated_at"],
-            superseded_at=row["superseded_at"],
-            person=row["person"] if "person" in keys else None,
-        )
+        columns = row.keys()  # `in row` would look among the values of a sqlite3.Row
+        return memory_from_row(row, row["person"] if "person" in columns else None)
 
     def get(self, team_id: int, memory_id: str) -> Memory | None:
         with self._lock:
@@ -944,21 +930,7 @@ class SqliteStore:
         return job_id
 
     def _job(self, row: sqlite3.Row) -> Job:
-        return Job(
-            id=row["id"],
-            team_id=row["team_id"],
-            person_id=row["person_id"],
-            device_id=row["device_id"],
-            container_tag=row["container_tag"],
-            content=row["content"],
-            metadata=json.loads(row["metadata"]) if row["metadata"] else None,
-            status=row["status"],
-            attempts=row["attempts"],
-            outcome=json.loads(row["outcome"]) if row["outcome"] else None,
-            error=row["error"],
-            created_at=row["created_at"],
-            finished_at=row["finished_at"],
-        )
+        return job_from_row(row)
 
     def get_job(self, team_id: int, job_id: str) -> Job | None:
         with self._lock:
