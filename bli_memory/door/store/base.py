@@ -219,6 +219,29 @@ class OutsideChanges:
     seen: bool = False
 
 
+#: a device token's principal; `{p}` is the store's placeholder (`?` for SQLite, `%s` for PostgreSQL)
+AUTHENTICATE_SQL = """SELECT d.id AS device_id, p.id AS person_id, p.name AS person, d.admin AS admin,
+          t.id AS team_id, t.name AS team
+   FROM devices d JOIN people p ON p.id = d.person_id JOIN teams t ON t.id = p.team_id
+   WHERE d.token_hash = {p} AND d.revoked_at IS NULL"""
+#: every device, oldest first, with its person and team (`bli-memory-door devices`)
+LIST_DEVICES_SQL = """SELECT d.id, d.label, d.created_at, d.revoked_at, p.name AS person, d.admin, t.name AS team
+   FROM devices d JOIN people p ON p.id = d.person_id JOIN teams t ON t.id = p.team_id
+   ORDER BY d.created_at"""
+
+
+def principal_from_row(row: Any) -> Principal:
+    """Who a device token stands for, from a row of AUTHENTICATE_SQL."""
+    return Principal(
+        team_id=int(row["team_id"]),
+        person_id=int(row["person_id"]),
+        device_id=row["device_id"],
+        person=row["person"],
+        team=row["team"],
+        admin=bool(row["admin"]),
+    )
+
+
 def memory_from_row(row: Any, person: str | None = None) -> Memory:
     """A memory from a row of the `memories` table as either store reads it (`sqlite3.Row` or a
     psycopg dict row: indexed by column name); `person` is the saving person's name where the query

@@ -48,9 +48,11 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from bli_memory.door.errors import first_line
 from bli_memory.door.model import Job, Memory, Principal, hash_text, new_id, new_token, now_s
 from bli_memory.door.store.base import (
+    AUTHENTICATE_SQL,
     COPY_COLUMNS,
     COPY_TABLES,
     JSON_COLUMNS,
+    LIST_DEVICES_SQL,
     MAX_PENDING_JOBS_PER_DEVICE,
     PRIMARY_KEYS,
     BrowseRow,
@@ -70,6 +72,7 @@ from bli_memory.door.store.base import (
     job_from_row,
     memory_from_row,
     outside_changes,
+    principal_from_row,
     split_index_state,
     version_values,
 )
@@ -128,6 +131,8 @@ _NOW = "extract(epoch from clock_timestamp())"
 
 #: tables whose ids PostgreSQL numbers itself: after rows with their own ids, numbering goes on past them.
 _IDENTITY_COLUMNS = {"teams": "id", "people": "id", "memories": "seq"}
+
+_AUTHENTICATE = AUTHENTICATE_SQL.format(p="%s")
 
 
 def _column(name: str) -> str:
@@ -508,31 +513,12 @@ class PostgresStore:
 
     def authenticate(self, token: str) -> Principal | None:
         with self._connection() as db:
-            row = db.execute(
-                """SELECT d.id AS device_id, p.id AS person_id, p.name AS person, d.admin AS admin,
-                          t.id AS team_id, t.name AS team
-                   FROM devices d JOIN people p ON p.id = d.person_id JOIN teams t ON t.id = p.team_id
-                   WHERE d.token_hash = %s AND d.revoked_at IS NULL""",
-                (hash_text(token),),
-            ).fetchone()
-        if row is None:
-            return None
-        return Principal(
-            team_id=int(row["team_id"]),
-            person_id=int(row["person_id"]),
-            device_id=row["device_id"],
-            person=row["person"],
-            team=row["team"],
-            admin=bool(row["admin"]),
-        )
+            row = db.execute(_AUTHENTICATE, (hash_text(token),)).fetchone()
+        return None if row is None else principal_from_row(row)
 
     def list_devices(self) -> list[dict[str, Any]]:
         with self._connection() as db:
-            rows = db.execute(
-                """SELECT d.id, d.label, d.created_at, d.revoked_at, p.name AS person, d.admin, t.name AS team
-                   FROM devices d JOIN people p ON p.id = d.person_id JOIN teams t ON t.id = p.team_id
-                   ORDER BY d.created_at"""
-            ).fetchall()
+            rows = db.execute(LIST_DEVICES_SQL).fetchall()
         return [dict(row) for row in rows]
 
     def revoke_device(self, device_id: str) -> int | None:

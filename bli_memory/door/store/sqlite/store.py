@@ -39,9 +39,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from bli_memory.door.model import Job, Memory, Principal, hash_text, new_id, new_token, now_s
 from bli_memory.door.store.base import (
+    AUTHENTICATE_SQL,
     COPY_COLUMNS,
     COPY_TABLES,
     JSON_COLUMNS,
+    LIST_DEVICES_SQL,
     MAX_PENDING_JOBS_PER_DEVICE,
     PRIMARY_KEYS,
     BrowseRow,
@@ -61,6 +63,7 @@ from bli_memory.door.store.base import (
     job_from_row,
     memory_from_row,
     outside_changes,
+    principal_from_row,
     split_index_state,
     version_values,
 )
@@ -96,6 +99,8 @@ _MEMORY_COLUMN_NAMES = (
 ).split()
 _MEMORY_COLUMNS = ", ".join(_MEMORY_COLUMN_NAMES)
 _MEMORY_COLUMNS_M = ", ".join(f"m.{name}" for name in _MEMORY_COLUMN_NAMES)
+
+_AUTHENTICATE = AUTHENTICATE_SQL.format(p="?")
 
 
 #: the change log keeps the rows of this many newest transactions (then pruned, a tenth at a time)
@@ -458,31 +463,12 @@ class SqliteStore:
 
     def authenticate(self, token: str) -> Principal | None:
         with self._lock:
-            row = self._db.execute(
-                """SELECT d.id AS device_id, p.id AS person_id, p.name AS person, d.admin AS admin,
-                          t.id AS team_id, t.name AS team
-                   FROM devices d JOIN people p ON p.id = d.person_id JOIN teams t ON t.id = p.team_id
-                   WHERE d.token_hash = ? AND d.revoked_at IS NULL""",
-                (hash_text(token),),
-            ).fetchone()
-        if row is None:
-            return None
-        return Principal(
-            team_id=row["team_id"],
-            person_id=row["person_id"],
-            device_id=row["device_id"],
-            person=row["person"],
-            team=row["team"],
-            admin=bool(row["admin"]),
-        )
+            row = self._db.execute(_AUTHENTICATE, (hash_text(token),)).fetchone()
+        return None if row is None else principal_from_row(row)
 
     def list_devices(self) -> list[dict[str, Any]]:
         with self._lock:
-            rows = self._db.execute(
-                """SELECT d.id, d.label, d.created_at, d.revoked_at, p.name AS person, d.admin, t.name AS team
-                   FROM devices d JOIN people p ON p.id = d.person_id JOIN teams t ON t.id = p.team_id
-                   ORDER BY d.created_at"""
-            ).fetchall()
+            rows = self._db.execute(LIST_DEVICES_SQL).fetchall()
         return [dict(row) for row in rows]
 
     def revoke_device(self, device_id: str) -> int | None:
