@@ -230,6 +230,64 @@ LIST_DEVICES_SQL = """SELECT d.id, d.label, d.created_at, d.revoked_at, p.name A
    ORDER BY d.created_at"""
 
 
+#: who ran an extraction job, for the librarian's writes: (device id, person id)
+PRINCIPAL_FOR_JOB_SQL = """SELECT p.name AS person, coalesce(d.admin, 0) AS admin, t.name AS team FROM people p
+   JOIN teams t ON t.id = p.team_id LEFT JOIN devices d ON d.id = {p} WHERE p.id = {p}"""
+#: a queued extraction job (`job_values`)
+ENQUEUE_JOB_SQL = """INSERT INTO memory_extract_jobs (id, team_id, person_id, device_id, container_tag, content,
+       metadata, created_at) VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p}, {p})"""
+#: one device's figures of one hour, replaced when the device sends that hour again
+PUT_HOOK_STATS_SQL = """INSERT INTO hook_stats (team_id, device_id, person_id, hour, counts, received_at)
+   VALUES ({p}, {p}, {p}, {p}, {p}, {p})
+   ON CONFLICT (team_id, device_id, hour) DO UPDATE
+   SET counts = excluded.counts, person_id = excluded.person_id,
+       received_at = excluded.received_at"""
+
+
+def in_dialect(sql: str, placeholder: str) -> str:
+    """One of the SQL texts above with its `{p}` slots as a store writes its parameters."""
+    return sql.format(p=placeholder)
+
+
+def job_principal_from_row(job: Job, row: Any) -> Principal:
+    """The principal of `job`'s device from a row of PRINCIPAL_FOR_JOB_SQL ("?" names when the person
+    or the team is gone)."""
+    return Principal(
+        team_id=job.team_id,
+        person_id=job.person_id,
+        device_id=job.device_id,
+        person=row["person"] if row else "?",
+        team=row["team"] if row else "?",
+        admin=bool(row["admin"]) if row else False,
+    )
+
+
+def job_values(
+    job_id: str, principal: Principal, tag: str, content: str, metadata: dict[str, Any] | None, now: float
+) -> tuple[Any, ...]:
+    """ENQUEUE_JOB_SQL's values."""
+    return (
+        job_id,
+        principal.team_id,
+        principal.person_id,
+        principal.device_id,
+        tag,
+        content,
+        json.dumps(metadata) if metadata else None,
+        now,
+    )
+
+
+def hook_stats_values(
+    principal: Principal, hours: Sequence[tuple[str, str]], received: float
+) -> list[tuple[Any, ...]]:
+    """PUT_HOOK_STATS_SQL's values, a row per (hour, counts)."""
+    return [
+        (principal.team_id, principal.device_id, principal.person_id, hour, counts, received)
+        for hour, counts in hours
+    ]
+
+
 def principal_from_row(row: Any) -> Principal:
     """Who a device token stands for, from a row of AUTHENTICATE_SQL."""
     return Principal(

@@ -51,10 +51,13 @@ from bli_memory.door.store.base import (
     AUTHENTICATE_SQL,
     COPY_COLUMNS,
     COPY_TABLES,
+    ENQUEUE_JOB_SQL,
     JSON_COLUMNS,
     LIST_DEVICES_SQL,
     MAX_PENDING_JOBS_PER_DEVICE,
     PRIMARY_KEYS,
+    PRINCIPAL_FOR_JOB_SQL,
+    PUT_HOOK_STATS_SQL,
     BrowseRow,
     DeviceRevoked,
     ExperienceOutcome,
@@ -68,8 +71,12 @@ from bli_memory.door.store.base import (
     StoreFull,
     StoreUnavailable,
     VectorTask,
+    hook_stats_values,
     imported_values,
+    in_dialect,
     job_from_row,
+    job_principal_from_row,
+    job_values,
     memory_from_row,
     outside_changes,
     principal_from_row,
@@ -132,7 +139,10 @@ _NOW = "extract(epoch from clock_timestamp())"
 #: tables whose ids PostgreSQL numbers itself: after rows with their own ids, numbering goes on past them.
 _IDENTITY_COLUMNS = {"teams": "id", "people": "id", "memories": "seq"}
 
-_AUTHENTICATE = AUTHENTICATE_SQL.format(p="%s")
+_AUTHENTICATE = in_dialect(AUTHENTICATE_SQL, "%s")
+_PRINCIPAL_FOR_JOB = in_dialect(PRINCIPAL_FOR_JOB_SQL, "%s")
+_ENQUEUE_JOB = in_dialect(ENQUEUE_JOB_SQL, "%s")
+_PUT_HOOK_STATS = in_dialect(PUT_HOOK_STATS_SQL, "%s")
 
 
 def _column(name: str) -> str:
@@ -545,19 +555,8 @@ class PostgresStore:
 
     def principal_for_job(self, job: Job) -> Principal:
         with self._connection() as db:
-            row = db.execute(
-                """SELECT p.name AS person, coalesce(d.admin, 0) AS admin, t.name AS team FROM people p
-                   JOIN teams t ON t.id = p.team_id LEFT JOIN devices d ON d.id = %s WHERE p.id = %s""",
-                (job.device_id, job.person_id),
-            ).fetchone()
-        return Principal(
-            team_id=job.team_id,
-            person_id=job.person_id,
-            device_id=job.device_id,
-            person=row["person"] if row else "?",
-            team=row["team"] if row else "?",
-            admin=bool(row["admin"]) if row else False,
-        )
+            row = db.execute(_PRINCIPAL_FOR_JOB, (job.device_id, job.person_id)).fetchone()
+        return job_principal_from_row(job, row)
 
     # ------------------------------------------------------------------ aliases
 
@@ -976,20 +975,7 @@ class PostgresStore:
             pending = int(row["n"]) if row else 0
             if pending >= self.max_pending_jobs:
                 raise QueueFull(pending)
-            db.execute(
-                """INSERT INTO memory_extract_jobs (id, team_id, person_id, device_id, container_tag, content,
-                       metadata, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)""",
-                (
-                    job_id,
-                    principal.team_id,
-                    principal.person_id,
-                    principal.device_id,
-                    tag,
-                    content,
-                    json.dumps(metadata) if metadata else None,
-                    now_s(),
-                ),
-            )
+            db.execute(_ENQUEUE_JOB, job_values(job_id, principal, tag, content, metadata, now_s()))
         return job_id
 
     @staticmethod
@@ -1253,17 +1239,7 @@ class PostgresStore:
     def put_hook_stats(self, principal: Principal, hours: Sequence[tuple[str, str]]) -> int:
         received = now_s()
         with self.transaction(), self._connection() as db, db.cursor() as cursor:
-            cursor.executemany(
-                """INSERT INTO hook_stats (team_id, device_id, person_id, hour, counts, received_at)
-                   VALUES (%s, %s, %s, %s, %s, %s)
-                   ON CONFLICT (team_id, device_id, hour) DO UPDATE
-                   SET counts = excluded.counts, person_id = excluded.person_id,
-                       received_at = excluded.received_at""",
-                [
-                    (principal.team_id, principal.device_id, principal.person_id, hour, counts, received)
-                    for hour, counts in hours
-                ],
-            )
+            cursor.executemany(_PUT_HOOK_STATS, hook_stats_values(principal, hours, received))
         return len(hours)
 
     def hook_stats_since(self, team_id: int, since_hour: str) -> list[tuple[str, str, str]]:

@@ -42,10 +42,13 @@ from bli_memory.door.store.base import (
     AUTHENTICATE_SQL,
     COPY_COLUMNS,
     COPY_TABLES,
+    ENQUEUE_JOB_SQL,
     JSON_COLUMNS,
     LIST_DEVICES_SQL,
     MAX_PENDING_JOBS_PER_DEVICE,
     PRIMARY_KEYS,
+    PRINCIPAL_FOR_JOB_SQL,
+    PUT_HOOK_STATS_SQL,
     BrowseRow,
     DeviceRevoked,
     ExperienceOutcome,
@@ -59,8 +62,12 @@ from bli_memory.door.store.base import (
     StoreDamaged,
     StoreFull,
     VectorTask,
+    hook_stats_values,
     imported_values,
+    in_dialect,
     job_from_row,
+    job_principal_from_row,
+    job_values,
     memory_from_row,
     outside_changes,
     principal_from_row,
@@ -100,7 +107,10 @@ _MEMORY_COLUMN_NAMES = (
 _MEMORY_COLUMNS = ", ".join(_MEMORY_COLUMN_NAMES)
 _MEMORY_COLUMNS_M = ", ".join(f"m.{name}" for name in _MEMORY_COLUMN_NAMES)
 
-_AUTHENTICATE = AUTHENTICATE_SQL.format(p="?")
+_AUTHENTICATE = in_dialect(AUTHENTICATE_SQL, "?")
+_PRINCIPAL_FOR_JOB = in_dialect(PRINCIPAL_FOR_JOB_SQL, "?")
+_ENQUEUE_JOB = in_dialect(ENQUEUE_JOB_SQL, "?")
+_PUT_HOOK_STATS = in_dialect(PUT_HOOK_STATS_SQL, "?")
 
 
 #: the change log keeps the rows of this many newest transactions (then pruned, a tenth at a time)
@@ -495,19 +505,8 @@ class SqliteStore:
 
     def principal_for_job(self, job: Job) -> Principal:
         with self._lock:
-            row = self._db.execute(
-                """SELECT p.name AS person, coalesce(d.admin, 0) AS admin, t.name AS team FROM people p
-                   JOIN teams t ON t.id = p.team_id LEFT JOIN devices d ON d.id = ? WHERE p.id = ?""",
-                (job.device_id, job.person_id),
-            ).fetchone()
-        return Principal(
-            team_id=job.team_id,
-            person_id=job.person_id,
-            device_id=job.device_id,
-            person=row["person"] if row else "?",
-            team=row["team"] if row else "?",
-            admin=bool(row["admin"]) if row else False,
-        )
+            row = self._db.execute(_PRINCIPAL_FOR_JOB, (job.device_id, job.person_id)).fetchone()
+        return job_principal_from_row(job, row)
 
     # ------------------------------------------------------------------ aliases
 
@@ -899,20 +898,7 @@ class SqliteStore:
             ).fetchone()[0]
             if pending >= self.max_pending_jobs:
                 raise QueueFull(pending)
-            self._db.execute(
-                """INSERT INTO memory_extract_jobs (id, team_id, person_id, device_id, container_tag, content,
-                       metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)""",
-                (
-                    job_id,
-                    principal.team_id,
-                    principal.person_id,
-                    principal.device_id,
-                    tag,
-                    content,
-                    json.dumps(metadata) if metadata else None,
-                    now_s(),
-                ),
-            )
+            self._db.execute(_ENQUEUE_JOB, job_values(job_id, principal, tag, content, metadata, now_s()))
         return job_id
 
     def _job(self, row: sqlite3.Row) -> Job:
@@ -1064,17 +1050,7 @@ class SqliteStore:
     def put_hook_stats(self, principal: Principal, hours: Sequence[tuple[str, str]]) -> int:
         received = now_s()
         with self.transaction():
-            self._db.executemany(
-                """INSERT INTO hook_stats (team_id, device_id, person_id, hour, counts, received_at)
-                   VALUES (?, ?, ?, ?, ?, ?)
-                   ON CONFLICT (team_id, device_id, hour) DO UPDATE
-                   SET counts = excluded.counts, person_id = excluded.person_id,
-                       received_at = excluded.received_at""",
-                [
-                    (principal.team_id, principal.device_id, principal.person_id, hour, counts, received)
-                    for hour, counts in hours
-                ],
-            )
+            self._db.executemany(_PUT_HOOK_STATS, hook_stats_values(principal, hours, received))
         return len(hours)
 
     def hook_stats_since(self, team_id: int, since_hour: str) -> list[tuple[str, str, str]]:
