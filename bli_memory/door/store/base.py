@@ -244,6 +244,16 @@ PUT_HOOK_STATS_SQL = """INSERT INTO hook_stats (team_id, device_id, person_id, h
        received_at = excluded.received_at"""
 
 
+#: one opinion of the experience log (`experience_values`); PostgreSQL adds its ON CONFLICT clause
+INSERT_EXPERIENCE_SQL = """INSERT INTO experience (id, team_id, person_id, device_id, store, verdict, reason,
+       created_at, received_at) VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p}, {p}, {p})"""
+#: a page of a team's opinions since a time, after a (created_at, id) keyset position
+EXPERIENCE_PAGE_SQL = """SELECT e.id, e.store, e.verdict, e.reason, e.created_at, p.name AS person
+   FROM experience e JOIN people p ON p.id = e.person_id
+   WHERE e.team_id = {p} AND (e.created_at, e.id) > ({p}, {p}) AND e.created_at >= {p}
+   ORDER BY e.created_at, e.id LIMIT {p}"""
+
+
 def in_dialect(sql: str, placeholder: str) -> str:
     """One of the SQL texts above with its `{p}` slots as a store writes its parameters."""
     return sql.format(p=placeholder)
@@ -275,6 +285,43 @@ def job_values(
         content,
         json.dumps(metadata) if metadata else None,
         now,
+    )
+
+
+def experience_values(
+    principal: Principal,
+    entry_id: str,
+    store: str,
+    verdict: str,
+    reason: str,
+    created_at: float | None,
+    now: float,
+) -> tuple[Any, ...]:
+    """INSERT_EXPERIENCE_SQL's values; without `created_at` the door's clock stamps the opinion."""
+    return (
+        entry_id,
+        principal.team_id,
+        principal.person_id,
+        principal.device_id,
+        store,
+        verdict,
+        reason,
+        now if created_at is None else created_at,
+        now,
+    )
+
+
+def same_experience(
+    existing: Any, principal: Principal, store: str, verdict: str, reason: str, created_at: float | None
+) -> bool:
+    """Whether the stored opinion `existing` (a row by column name) is the one being recorded again:
+    a retry, not another opinion under the same id. Without `created_at` the rest decides."""
+    return bool(
+        existing["person_id"] == principal.person_id
+        and existing["store"] == store
+        and existing["verdict"] == verdict
+        and existing["reason"] == reason
+        and (created_at is None or abs(existing["created_at"] - created_at) < 0.001)
     )
 
 

@@ -52,6 +52,8 @@ from bli_memory.door.store.base import (
     COPY_COLUMNS,
     COPY_TABLES,
     ENQUEUE_JOB_SQL,
+    EXPERIENCE_PAGE_SQL,
+    INSERT_EXPERIENCE_SQL,
     JSON_COLUMNS,
     LIST_DEVICES_SQL,
     MAX_PENDING_JOBS_PER_DEVICE,
@@ -71,6 +73,7 @@ from bli_memory.door.store.base import (
     StoreFull,
     StoreUnavailable,
     VectorTask,
+    experience_values,
     hook_stats_values,
     imported_values,
     in_dialect,
@@ -80,6 +83,7 @@ from bli_memory.door.store.base import (
     memory_from_row,
     outside_changes,
     principal_from_row,
+    same_experience,
     split_index_state,
     version_values,
 )
@@ -143,6 +147,9 @@ _AUTHENTICATE = in_dialect(AUTHENTICATE_SQL, "%s")
 _PRINCIPAL_FOR_JOB = in_dialect(PRINCIPAL_FOR_JOB_SQL, "%s")
 _ENQUEUE_JOB = in_dialect(ENQUEUE_JOB_SQL, "%s")
 _PUT_HOOK_STATS = in_dialect(PUT_HOOK_STATS_SQL, "%s")
+#: a retry of an opinion already stored inserts nothing; record_experience then compares the two
+_INSERT_EXPERIENCE = in_dialect(INSERT_EXPERIENCE_SQL, "%s") + " ON CONFLICT (team_id, id) DO NOTHING"
+_EXPERIENCE_PAGE = in_dialect(EXPERIENCE_PAGE_SQL, "%s")
 
 
 def _column(name: str) -> str:
@@ -1184,32 +1191,16 @@ class PostgresStore:
         rest is."""
         with self.transaction(), self._connection() as db:
             inserted = db.execute(
-                """INSERT INTO experience (id, team_id, person_id, device_id, store, verdict, reason, created_at,
-                       received_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
-                   ON CONFLICT (team_id, id) DO NOTHING""",
-                (
-                    entry_id,
-                    principal.team_id,
-                    principal.person_id,
-                    principal.device_id,
-                    store,
-                    verdict,
-                    reason,
-                    now_s() if created_at is None else created_at,
-                    now_s(),
-                ),
+                _INSERT_EXPERIENCE,
+                experience_values(principal, entry_id, store, verdict, reason, created_at, now_s()),
             )
             if inserted.rowcount == 1:
                 return "inserted"
             existing = db.execute(
                 "SELECT * FROM experience WHERE team_id = %s AND id = %s", (principal.team_id, entry_id)
             ).fetchone()
-        same = existing is not None and (
-            existing["person_id"] == principal.person_id
-            and existing["store"] == store
-            and existing["verdict"] == verdict
-            and existing["reason"] == reason
-            and (created_at is None or abs(existing["created_at"] - created_at) < 0.001)
+        same = existing is not None and same_experience(
+            existing, principal, store, verdict, reason, created_at
         )
         return "identical" if same else "conflict"
 
@@ -1225,13 +1216,7 @@ class PostgresStore:
         self, team_id: int, since: float, after: tuple[float, str], limit: int
     ) -> list[dict[str, Any]]:
         with self._connection() as db:
-            page = db.execute(
-                """SELECT e.id, e.store, e.verdict, e.reason, e.created_at, p.name AS person
-                   FROM experience e JOIN people p ON p.id = e.person_id
-                   WHERE e.team_id = %s AND (e.created_at, e.id) > (%s, %s) AND e.created_at >= %s
-                   ORDER BY e.created_at, e.id LIMIT %s""",
-                (team_id, after[0], after[1], since, limit),
-            ).fetchall()
+            page = db.execute(_EXPERIENCE_PAGE, (team_id, after[0], after[1], since, limit)).fetchall()
         return [dict(row) for row in page]
 
     # ------------------------------------------------------------------ hook figures

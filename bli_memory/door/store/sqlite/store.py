@@ -43,6 +43,8 @@ from bli_memory.door.store.base import (
     COPY_COLUMNS,
     COPY_TABLES,
     ENQUEUE_JOB_SQL,
+    EXPERIENCE_PAGE_SQL,
+    INSERT_EXPERIENCE_SQL,
     JSON_COLUMNS,
     LIST_DEVICES_SQL,
     MAX_PENDING_JOBS_PER_DEVICE,
@@ -62,6 +64,7 @@ from bli_memory.door.store.base import (
     StoreDamaged,
     StoreFull,
     VectorTask,
+    experience_values,
     hook_stats_values,
     imported_values,
     in_dialect,
@@ -71,6 +74,7 @@ from bli_memory.door.store.base import (
     memory_from_row,
     outside_changes,
     principal_from_row,
+    same_experience,
     split_index_state,
     version_values,
 )
@@ -111,6 +115,8 @@ _AUTHENTICATE = in_dialect(AUTHENTICATE_SQL, "?")
 _PRINCIPAL_FOR_JOB = in_dialect(PRINCIPAL_FOR_JOB_SQL, "?")
 _ENQUEUE_JOB = in_dialect(ENQUEUE_JOB_SQL, "?")
 _PUT_HOOK_STATS = in_dialect(PUT_HOOK_STATS_SQL, "?")
+_INSERT_EXPERIENCE = in_dialect(INSERT_EXPERIENCE_SQL, "?")
+_EXPERIENCE_PAGE = in_dialect(EXPERIENCE_PAGE_SQL, "?")
 
 
 #: the change log keeps the rows of this many newest transactions (then pruned, a tenth at a time)
@@ -999,28 +1005,11 @@ class SqliteStore:
                 "SELECT * FROM experience WHERE team_id = ? AND id = ?", (principal.team_id, entry_id)
             ).fetchone()
             if existing is not None:
-                same = (
-                    existing["person_id"] == principal.person_id
-                    and existing["store"] == store
-                    and existing["verdict"] == verdict
-                    and existing["reason"] == reason
-                    and (created_at is None or abs(existing["created_at"] - created_at) < 0.001)
-                )
+                same = same_experience(existing, principal, store, verdict, reason, created_at)
                 return "identical" if same else "conflict"
             self._db.execute(
-                """INSERT INTO experience (id, team_id, person_id, device_id, store, verdict, reason, created_at,
-                       received_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-                (
-                    entry_id,
-                    principal.team_id,
-                    principal.person_id,
-                    principal.device_id,
-                    store,
-                    verdict,
-                    reason,
-                    now_s() if created_at is None else created_at,
-                    now_s(),
-                ),
+                _INSERT_EXPERIENCE,
+                experience_values(principal, entry_id, store, verdict, reason, created_at, now_s()),
             )
         return "inserted"
 
@@ -1036,13 +1025,7 @@ class SqliteStore:
         self, team_id: int, since: float, after: tuple[float, str], limit: int
     ) -> list[dict[str, Any]]:
         with self._lock:
-            page = self._db.execute(
-                """SELECT e.id, e.store, e.verdict, e.reason, e.created_at, p.name AS person
-                   FROM experience e JOIN people p ON p.id = e.person_id
-                   WHERE e.team_id = ? AND (e.created_at, e.id) > (?, ?) AND e.created_at >= ?
-                   ORDER BY e.created_at, e.id LIMIT ?""",
-                (team_id, after[0], after[1], since, limit),
-            ).fetchall()
+            page = self._db.execute(_EXPERIENCE_PAGE, (team_id, after[0], after[1], since, limit)).fetchall()
         return [dict(row) for row in page]
 
     # ------------------------------------------------------------------ hook figures
