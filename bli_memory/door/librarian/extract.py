@@ -656,6 +656,10 @@ def _resolve_demonstrative(sentence: str, before: str | None) -> str:
     match = _NAMED_DEMONSTRATIVE.search(sentence)
     if match is None or _NAMED_DEMONSTRATIVE.search(sentence, match.end()):
         return sentence
+    following = _TOKEN.findall(sentence[match.end() :])[:1]
+    after = _bare(following[0]) if following else ""
+    if after.isalpha() and following[0][:1].isalpha() and after not in _AFTER_PRONOUN | _FUNCTION_WORDS:
+        return sentence  # "check that file permissions are …": the noun starts a compound, not a pointer
     fits = _OF_NOUN[match.group("noun").lower()]
     spans = {span for span in _INLINE_CODE_SPAN.findall(before) if fits(span.strip("`"))}
     if len(spans) != 1:
