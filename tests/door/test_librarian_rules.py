@@ -127,7 +127,7 @@ def test_that_folder_is_left_alone_when_the_sentence_before_names_none_or_two(re
 
 
 def test_that_file_starting_a_compound_is_no_pointer() -> None:
-    """"that file permissions": "that" joins a clause and "file" starts a compound; the one file
+    """ "that file permissions": "that" joins a clause and "file" starts a compound; the one file
     named before is not what it means, so the words stay (here joined to the sentence before)."""
     facts = extract_facts(
         "Assistant: The settings live in `config/app.toml`. Check that file permissions are 0600 before "
