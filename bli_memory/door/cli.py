@@ -237,26 +237,12 @@ def _warm(memories: MemoryService) -> None:
         integrity = getattr(memories.store, "integrity", None)
         if integrity is not None:
             integrity.go()
-    _write_snapshots("index snapshots", memories.write_built_snapshots)
-    _write_snapshots("index snapshots with their graphs", memories.write_built_graphs)
+    from bli_memory.door.memories import write_snapshots_saying
+
+    write_snapshots_saying("index snapshots", memories.write_built_snapshots, sys.stderr)
+    write_snapshots_saying("index snapshots with their graphs", memories.write_built_graphs, sys.stderr)
     if spaces:  # a new door has nothing to say here
         sys.stderr.write(f"bli-memory-door indexed {spaces} spaces in {time.monotonic() - started:.1f} s\n")
-
-
-def _write_snapshots(what: str, write: Callable[[], tuple[int, float]]) -> None:
-    """Run `write` (how many snapshots, and the seconds searches waited), saying on stderr what it
-    wrote; a failure is one line (the door serves on; the stop writes them)."""
-    started = time.monotonic()
-    try:
-        written, held_s = write()
-    except Exception as exc:
-        sys.stderr.write(f"bli-memory-door: could not write the {what} ({type(exc).__name__}: {exc})\n")
-        return
-    if written:
-        sys.stderr.write(
-            f"bli-memory-door wrote {written} {what} in {time.monotonic() - started:.1f} s"
-            f" (searches waited {held_s:.1f} s of it)\n"
-        )
 
 
 class _StopOnSignal:

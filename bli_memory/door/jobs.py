@@ -24,7 +24,7 @@ from typing import Any
 
 from bli_memory.door import exchanges, hook_stats, librarian
 from bli_memory.door.errors import exception_line
-from bli_memory.door.memories import RETENTION_BATCH, MemoryService
+from bli_memory.door.memories import RETENTION_BATCH, MemoryService, write_snapshots_saying
 from bli_memory.door.model import Hit, Job, JobOutcome, Principal, now_s
 
 #: a job that failed (or was interrupted) this many times is given up.
@@ -248,13 +248,11 @@ class ExtractionWorker:
     def _write_graph_snapshots(self) -> None:
         """Write the snapshot of each space whose graph was built while the door serves, so that a
         door killed later starts from it (the stop would write it only on a clean stop)."""
-        started = time.monotonic()
-        written, held_s = self.memories.write_built_graphs(timeout_s=0.0)
-        if written:
-            self._write(
-                f"bli-memory-door wrote {written} index snapshots with their graphs in "
-                f"{time.monotonic() - started:.1f} s (searches waited {held_s:.1f} s of it)"
-            )
+        write_snapshots_saying(
+            "index snapshots with their graphs",
+            lambda: self.memories.write_built_graphs(timeout_s=0.0),
+            self.log,
+        )
 
     def _sweep_exchanges(self) -> None:
         """Tombstone the stored exchanges older than the retention, a batch per transaction."""

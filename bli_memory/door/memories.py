@@ -269,8 +269,8 @@ class MemoryService:
         log, whose snapshots outlive this door's writes): the next start reads it, even after a
         kill. The index's arrays are taken under the lock (searches wait that long), the files
         written outside it. How many were written, and the seconds the lock was held."""
-        snapshots = self.indexes.snapshots
-        if snapshots is None or not snapshots.tracks_changes:
+        snapshots = self._lasting_snapshots()
+        if snapshots is None:
             return 0, 0.0
         written = 0
         held_s = 0.0
@@ -300,8 +300,8 @@ class MemoryService:
         snapshot is written under the lock, since writes change the graph (about 6 s at a million
         memories, once; searches wait that long). How many were written, and the seconds the lock
         was held."""
-        snapshots = self.indexes.snapshots
-        if snapshots is None or not snapshots.tracks_changes:
+        snapshots = self._lasting_snapshots()
+        if snapshots is None:
             with self._lock:
                 self._graphs_to_write.clear()
             return 0, 0.0
@@ -333,8 +333,7 @@ class MemoryService:
         """A thread finished a space's graph (`Indexes.on_graph_built`): with a store whose snapshots
         outlive this door's writes, its snapshot is due; the door's worker writes it
         (`graphs_waiting`, `write_built_graphs`). Without one, the stop writes it."""
-        snapshots = self.indexes.snapshots
-        if snapshots is not None and snapshots.tracks_changes:
+        if self._lasting_snapshots() is not None:
             with self._lock:
                 self._graphs_to_write[key] = None
 
@@ -342,6 +341,13 @@ class MemoryService:
     def graphs_waiting(self) -> bool:
         """Whether a space's snapshot waits to be written with its graph (`write_built_graphs`)."""
         return bool(self._graphs_to_write)
+
+    def _lasting_snapshots(self) -> Snapshots | None:
+        """The snapshot folder when its snapshots outlive this door's writes (a store with a change
+        log, which they are replayed from), else None: such snapshots are worth writing while the
+        door serves, and a graph read back from one is checked against the keyword index."""
+        snapshots = self.indexes.snapshots
+        return snapshots if snapshots is not None and snapshots.tracks_changes else None
 
     # ------------------------------------------------------------------ spaces and aliases
 
@@ -1255,8 +1261,7 @@ class MemoryService:
         model = self._vector_model
         if model is None or self.embedder is None:
             return None
-        snapshots = self.indexes.snapshots
-        if snapshots is not None and snapshots.tracks_changes:
+        if self._lasting_snapshots() is not None:
             # a graph read back from a snapshot is checked against the keyword index replayed from
             # the same position: without it loaded first (a forget by meaning as a space's first
             # request), the graph would be thrown away and built again
@@ -1545,6 +1550,25 @@ class MemoryService:
 
 #: the cosines of memories by id (None: the memory has no vector), for a list of ids.
 Similarities = Callable[[Sequence[str]], dict[str, float | None]]
+
+
+def write_snapshots_saying(what: str, write: Callable[[], tuple[int, float]], log: Any) -> None:
+    """Run `write` (`MemoryService.write_built_snapshots` or `write_built_graphs`: how many snapshots,
+    and the seconds searches waited) and say on `log` what it wrote, in the one line the door's start
+    and its worker both print; a failure is one line too (the door serves on; the stop writes them)."""
+    started = time.monotonic()
+    try:
+        written, held_s = write()
+    except Exception as exc:
+        log.write(f"bli-memory-door: could not write the {what} ({type(exc).__name__}: {exc})\n")
+        log.flush()
+        return
+    if written:
+        log.write(
+            f"bli-memory-door wrote {written} {what} in {time.monotonic() - started:.1f} s"
+            f" (searches waited {held_s:.1f} s of it)\n"
+        )
+        log.flush()
 
 
 def _no_similarities(ids: Sequence[str]) -> dict[str, float | None]:
