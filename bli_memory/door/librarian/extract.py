@@ -625,6 +625,9 @@ _NAMED_DEMONSTRATIVE = re.compile(
 )
 
 
+#: words that may follow a demonstrative's noun when it points ("that folder by hand", "this file
+#: needs …"); any other word starts a compound ("that file permissions")
+_POINTER_FOLLOWERS = _AFTER_PRONOUN | _FUNCTION_WORDS
 #: a file's name: a suffix of a letter and up to four more characters (`.eslintignore` has none)
 _FILE_NAME = re.compile(r"[\w.-]*[\w-]\.[A-Za-z][A-Za-z0-9]{0,4}")
 
@@ -658,7 +661,7 @@ def _resolve_demonstrative(sentence: str, before: str | None) -> str:
         return sentence
     following = _TOKEN.findall(sentence[match.end() :])[:1]
     after = _bare(following[0]) if following else ""
-    if after.isalpha() and following[0][:1].isalpha() and after not in _AFTER_PRONOUN | _FUNCTION_WORDS:
+    if after.isalpha() and following[0][:1].isalpha() and after not in _POINTER_FOLLOWERS:
         return sentence  # "check that file permissions are …": the noun starts a compound, not a pointer
     fits = _OF_NOUN[match.group("noun").lower()]
     spans = {span for span in _INLINE_CODE_SPAN.findall(before) if fits(span.strip("`"))}
