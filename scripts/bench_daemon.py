@@ -32,6 +32,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import local_door  # scripts/local_door.py
 
@@ -55,6 +56,12 @@ WORDS = (
     "device person install zipapp cold start interpreter import cache worktree remote origin config "
     "latency budget receipt stats outage retry keepalive connection thread worker queue lock stamp"
 ).split()
+
+
+def receipt_fields(receipt: str) -> dict[str, Any]:
+    """The JSON fields of a hook's stderr receipt (`[bli-memory] prompt ok {...}`)."""
+    fields: dict[str, Any] = json.loads(receipt.split(" ", 3)[3])
+    return fields
 
 
 def fake_memories(count: int, seed: int = 7) -> list[str]:
@@ -198,7 +205,7 @@ def main() -> int:
                     raise SystemExit(f"bench_daemon: {name} took another route: {receipt}")
                 times[name].append(elapsed)
                 if receipt:
-                    bodies[name].append(int(json.loads(receipt.split(" ", 3)[3])["elapsed_ms"]))
+                    bodies[name].append(int(receipt_fields(receipt)["elapsed_ms"]))
                 last[name] = (stdout, receipt)
         if last["hook prompt, direct"][0] != last["hook prompt, via daemon"][0]:
             raise SystemExit("bench_daemon: the daemon printed something else than the direct path")
@@ -225,7 +232,7 @@ def main() -> int:
             f"prompt via daemon / direct: {via / direct:.2f}  (target: via daemon <= 3x the floor: "
             f"{'met' if via <= 3 * floor else 'NOT met'})"
         )
-        hits = json.loads(last["hook prompt, via daemon"][1].split(" ", 3)[3])["hits"]
+        hits = receipt_fields(last["hook prompt, via daemon"][1])["hits"]
         print(f"recall block: {hits} hits; receipts:")
         for name, (_, receipt) in last.items():
             if receipt:
