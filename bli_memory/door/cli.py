@@ -237,12 +237,21 @@ def _warm(memories: MemoryService) -> None:
         integrity = getattr(memories.store, "integrity", None)
         if integrity is not None:
             integrity.go()
-    from bli_memory.door.memories import write_snapshots_saying
-
-    write_snapshots_saying("index snapshots", memories.write_built_snapshots, sys.stderr)
-    write_snapshots_saying("index snapshots with their graphs", memories.write_built_graphs, sys.stderr)
+    _write_snapshots("index snapshots", memories.write_built_snapshots)
+    _write_snapshots("index snapshots with their graphs", memories.write_built_graphs)
     if spaces:  # a new door has nothing to say here
         sys.stderr.write(f"bli-memory-door indexed {spaces} spaces in {time.monotonic() - started:.1f} s\n")
+
+
+def _write_snapshots(what: str, write: Callable[[], tuple[int, float]]) -> None:
+    """`write_snapshots_saying` on stderr; a failure is one line (the door serves on; the stop
+    writes them)."""
+    from bli_memory.door.memories import write_snapshots_saying
+
+    try:
+        write_snapshots_saying(what, write, sys.stderr)
+    except Exception as exc:
+        sys.stderr.write(f"bli-memory-door: could not write the {what} ({type(exc).__name__}: {exc})\n")
 
 
 class _StopOnSignal:

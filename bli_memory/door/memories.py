@@ -1555,14 +1555,10 @@ Similarities = Callable[[Sequence[str]], dict[str, float | None]]
 def write_snapshots_saying(what: str, write: Callable[[], tuple[int, float]], log: Any) -> None:
     """Run `write` (`MemoryService.write_built_snapshots` or `write_built_graphs`: how many snapshots,
     and the seconds searches waited) and say on `log` what it wrote, in the one line the door's start
-    and its worker both print; a failure is one line too (the door serves on; the stop writes them)."""
+    and its worker both print. What `write` raises is the caller's (the start prints one line and
+    serves on; the worker's loop pauses and retries, or stops on a damaged file)."""
     started = time.monotonic()
-    try:
-        written, held_s = write()
-    except Exception as exc:
-        log.write(f"bli-memory-door: could not write the {what} ({type(exc).__name__}: {exc})\n")
-        log.flush()
-        return
+    written, held_s = write()
     if written:
         log.write(
             f"bli-memory-door wrote {written} {what} in {time.monotonic() - started:.1f} s"
