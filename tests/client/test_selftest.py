@@ -158,3 +158,21 @@ def test_bad_input_and_unpaired(home: Path, tmp_path: Path) -> None:
     assert bad.returncode == 2 and len(bad.stderr.splitlines()) == 1
     unpaired = run_cli(str(home), str(tmp_path), "selftest")
     assert unpaired.returncode == 1 and len(unpaired.stderr.splitlines()) == 1
+
+
+def test_gone_looks_for_the_probes_id_not_for_any_match(
+    door_onnx: DoorProcess, home: Path, tmp_path: Path
+) -> None:
+    """A global memory of the same person is in scope of every space, and on a door that searches by
+    meaning it answers any query, the probe's marker included: the "gone" step must ask whether the
+    probe's own ids come back, not whether anything does."""
+    neighbour = (
+        "The selftest probe checks that this door saves, finds and updates a memory and keeps its history."
+    )
+    status, body = door_onnx.post(
+        "/api/memory/save", {"content": neighbour, "containerTag": "elsewhere", "scope": "global"}
+    )
+    assert status == 201, body
+    done = selftest(home, tmp_path, door_onnx.url, door_onnx.token)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert re.search(r"^  ok    gone +\d+ ms  search no longer finds it$", done.stdout, re.M), done.stdout
