@@ -67,9 +67,19 @@ def receipt_line(when: _dt.datetime, agent: str, project: str, store: str, verdi
 
 
 def _write_json_atomically(path: Path, data: Mapping[str, Any]) -> None:
+    """Write `path` whole or not at all, private (0600) from its first byte: the entries name a
+    person's projects and opinions, and the sync summary their door's answers."""
     temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
+    try:
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        os.chmod(temporary, 0o600)  # an older temporary left at another mode keeps it through O_TRUNC
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 def check_reason(reason: str) -> str | None:

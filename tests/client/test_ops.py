@@ -166,3 +166,8 @@ def test_status_shows_the_last_sync_and_the_queue(tmp_path: Path, start_door: Ca
     assert (
         f"sync:    0 experience entries queued; last sync {last['at']}: shipped 2, rejected 0, left 0" in text
     )
+    outbox = home / ".codex/agent-experience-outbox"
+    written = [home / ".local/state/bli-cockpit/experience-sync.json", *sorted(outbox.glob("*.json"))]
+    assert len(written) == 3 and all(path.stat().st_mode & 0o777 == 0o600 for path in written), [
+        oct(path.stat().st_mode) for path in written
+    ]
