@@ -173,7 +173,12 @@ _PREFIX_RULES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("e2b_key", ("e2b_",), r"e2b_(?P<b>[a-f0-9]{40})"),
 )
 
-_JWT = r"eyJ[\w-]{8,}\.eyJ[\w-]{8,}\.[\w-]*"
+# A JWT is three ``[\w-]`` runs joined by dots, the first two opening ``eyJ`` (base64 of ``{"``).
+# It is read run by run (``_find_jwts``), not with one pattern: ``eyJ[\w-]{8,}\.`` restarts at
+# every ``eyJ`` of a run without a dot and rescans the run each time (200 KB of ``eyJ`` took 12 s).
+_JWT_HEAD = "eyJ"
+_JWT_SEGMENT_MIN_CHARS = 11  # ``eyJ`` and at least 8 more
+_WORD_RUN = r"[\w-]*"
 _TELEGRAM = r":AA[\w-]{30,}"
 _DISCORD_BOT = r"[MNO][\w-]{23,27}\.[\w-]{6}\.[\w-]{27,}"
 
@@ -200,13 +205,51 @@ def _find_prefix_tokens(text: str, spans: _Spans, claims: _Claims) -> None:
             claims.append((m.start(), m.end()))
 
 
+def _find_jwts(text: str, spans: _Spans, claims: _Claims) -> None:
+    """Each run of word characters and dashes is measured once: every ``eyJ`` inside a run ends
+    where the run ends, so the dot and the two runs after it are looked up once per run, whatever
+    the number of starts (a token may also start after a ``-`` inside a longer run)."""
+    run_from = run_to = -1  # the run measured last
+    rest_after: dict[int, int | None] = {}  # where a token ends, by where its first run ends
+    taken = 0
+    for m in _rx(_JWT_HEAD).finditer(text):
+        start = m.start()
+        if start < taken or not at_token_start(text, start):
+            continue
+        if not run_from <= start < run_to:
+            run_from, run_to = start, _word_run_end(text, start)
+        if run_to - start < _JWT_SEGMENT_MIN_CHARS:
+            continue
+        if run_to not in rest_after:
+            rest_after[run_to] = _jwt_rest_end(text, run_to)
+        end = rest_after[run_to]
+        if end is not None:
+            spans.append((start, end, "jwt"))
+            claims.append((start, end))
+            taken = end
+
+
+def _word_run_end(text: str, start: int) -> int:
+    """Where the run of word characters and dashes at ``start`` ends (``start`` if there is none)."""
+    m = _rx(_WORD_RUN).match(text, start)
+    return m.end() if m else start
+
+
+def _jwt_rest_end(text: str, head_end: int) -> int | None:
+    """Where the payload and signature after a JWT header's run end, or None if they are not there."""
+    payload = head_end + 1
+    if not text.startswith("." + _JWT_HEAD, head_end):
+        return None
+    payload_end = _word_run_end(text, payload)
+    if payload_end - payload < _JWT_SEGMENT_MIN_CHARS or not text.startswith(".", payload_end):
+        return None
+    return _word_run_end(text, payload_end + 1)
+
+
 def _find_structured_tokens(text: str, spans: _Spans, claims: _Claims) -> None:
     """JWTs, Telegram bot tokens and Discord bot tokens: no vendor prefix, a fixed structure."""
-    if "eyJ" in text:
-        for m in _rx(_JWT).finditer(text):
-            if at_token_start(text, m.start()):
-                spans.append((m.start(), m.end(), "jwt"))
-                claims.append((m.start(), m.end()))
+    if _JWT_HEAD in text:
+        _find_jwts(text, spans, claims)
     if ":AA" in text:
         for m in _rx(_TELEGRAM).finditer(text):
             start = m.start()
