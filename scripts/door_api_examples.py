@@ -580,8 +580,9 @@ def main() -> int:
                 token=colleague,
                 note="Every row of a space — current, superseded and forgotten — in the order the door wrote them, "
                 "keyset-paged: pass the answer's `next` as `after` until it is null. `all: true` instead of "
-                "`containerTag` reads every space of the team. Any token of the team may export (no admin); another "
-                "team's rows never appear. Times carry microseconds so that an import writes them back exactly. "
+                "`containerTag` reads every space of the team and the caller's own global space. Any token of the team "
+                "may export (no admin); another team's rows and another person's global space (their pins too) never "
+                "appear, nor may one of their rows be named as `after`. Times carry microseconds so that an import writes them back exactly. "
                 "`bli-memory-mcp export` pages through this (docs/import.md).",
             )
             doc.call(
@@ -607,7 +608,10 @@ def main() -> int:
                 "when a row current here is retired in the import, or `{error, message}`); a refused row writes "
                 "nothing and the others go on. A later version needs its previous one already there (import in "
                 "file order); a current row may not join a chain that has one, nor take a customId another "
-                "current memory of the space holds; an id another team holds is a `conflict`.",
+                "current memory of the space holds; a row already here is retired only by a row of its own space. "
+                "Only rows the caller may see are looked at: an id that another team (or another person's global "
+                "space) holds is answered as a free one and stored under an id of the team's own, which a second "
+                "import of the same file, or the row's next version, finds again.",
             )
             doc.parts.append("## The memory page\n")
             doc.call(

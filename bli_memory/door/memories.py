@@ -61,8 +61,9 @@ from bli_memory.door.model import (
     SaveResult,
     global_tag,
     hash_text,
+    imported_id,
+    is_door_tag,
     is_pinned_metadata,
-    is_reserved_tag,
     now_s,
 )
 from bli_memory.door.store.base import (
@@ -403,7 +404,7 @@ class MemoryService:
     def visible(self, principal: Principal, memory: Memory) -> bool:
         """A row of a reserved tag is visible only when it is the caller's own global space."""
         tag = memory.container_tag
-        return not is_reserved_tag(tag) or tag == self.global_tag(principal)
+        return not is_door_tag(tag) or tag == self.global_tag(principal)
 
     def scope_of(self, principal: Principal, memory: Memory) -> Literal["project", "global"]:
         return "global" if memory.container_tag == self.global_tag(principal) else "project"
@@ -695,13 +696,30 @@ class MemoryService:
     def export_page(
         self, principal: Principal, tag: str | None, after: str | None, limit: int
     ) -> tuple[list[Memory], list[str] | None]:
-        """(up to `limit` rows of the space of `tag` — or of every space of the team when `tag` is None —
-        with their history and tombstones, in the order they were written, after the row `after`; the
-        tags read). Any device of the team may read its team's rows."""
+        """(up to `limit` rows of the space of `tag` — or, when `tag` is None, of every space of the
+        team and the caller's own global space — with their history and tombstones, in the order they
+        were written, after the row `after`; the tags read). Any device of the team may read its
+        team's rows; another person's global space is never read (its rows, pins among them, are
+        that person's alone), nor named as `after`."""
         tags = None if tag is None else self.space_tags(principal, tag)
-        if after is not None and self.store.get(principal.team_id, after) is None:
+        if after is not None and self._visible_row(principal, after) is None:
             raise InvalidRequest(f"after: no memory row {after!r} in this team")
-        return self.store.rows_page(principal.team_id, tags, after, limit), tags
+        rows = self.store.rows_page(
+            principal.team_id, tags, after, limit, own_global=self.global_tag(principal)
+        )
+        return rows, tags
+
+    def _visible_row(self, principal: Principal, memory_id: str) -> Memory | None:
+        """The row `memory_id` of the caller's team when the caller may see it, else None."""
+        memory = self.store.get(principal.team_id, memory_id)
+        return memory if memory is not None and self.visible(principal, memory) else None
+
+    def _imported_row(self, principal: Principal, memory_id: str) -> Memory | None:
+        """The row an export's id `memory_id` names here for the caller: the row of that id when the
+        caller may see it, else the row an earlier import stored in its place (`imported_id`)."""
+        return self._visible_row(principal, memory_id) or self._visible_row(
+            principal, imported_id(principal.team_id, memory_id)
+        )
 
     def import_rows(self, principal: Principal, rows: Sequence[ImportRow]) -> list[tuple[str, str | None]]:
         """Import exported rows in their order, each checked against the rows already here: per row
@@ -716,7 +734,7 @@ class MemoryService:
         current = [
             row.content
             for row in rows
-            if row.status == "current" and self.store.get(principal.team_id, row.id) is None
+            if row.status == "current" and self._imported_row(principal, row.id) is None
         ]  # a row already here is not embedded again: re-importing a file costs lookups only
         vectors = self._embed(current, "passage") if current else None
         vector_of = dict(zip(current, vectors, strict=True)) if vectors is not None else {}
@@ -733,16 +751,22 @@ class MemoryService:
         return results
 
     def _import_row(self, principal: Principal, row: ImportRow, vector: np.ndarray | None) -> str:
+        """Import one row (see `import_rows`). Only rows the caller may see are looked at: a row of
+        another team or of another person's global space is as good as absent, and an id such a
+        row holds is stored under `imported_id` instead, with the same answer as a free id."""
         team_id = principal.team_id
         tags = self.space_tags(principal, row.container_tag)
-        existing = self.store.get(team_id, row.id)
+        existing = self._imported_row(principal, row.id)
         if existing is not None:
+            root = self._imported_row(principal, row.root_id)
             if (existing.root_id, existing.version, existing.content) != (
-                row.root_id,
+                None if root is None else root.id,
                 row.version,
                 row.content,
             ):
                 raise Conflict(f"a different row has id {row.id!r} here")
+            if existing.container_tag not in tags:
+                raise Conflict(f"row {row.id!r} is in another space here ({existing.container_tag!r})")
             if existing.status == row.status:
                 return "unchanged"
             if existing.status == "current" and row.status != "current":
@@ -751,29 +775,34 @@ class MemoryService:
             raise Conflict(f"row {row.id!r} is {existing.status} here and {row.status} in the import")
         if (row.status == "current") != (row.superseded_at is None):
             raise InvalidRequest("supersededAt is given exactly when status is not current")
+        previous: Memory | None = None
         if row.version == 1:
             if row.previous_version_id is not None or row.root_id != row.id:
                 raise InvalidRequest("a first version has no previousVersionId and is its own rootId")
         else:
-            self._import_continues(principal, row, tags)
+            previous = self._import_continues(principal, row, tags)
+        root_id = None if previous is None else previous.root_id
+        if previous is not None and previous.status == "current":
+            self._retire_in(team_id, previous, "superseded")  # a current previous one is superseded by it
         if row.status == "current":
-            if self.store.current_version(team_id, row.root_id) is not None:
+            if root_id is not None and self.store.current_version(team_id, root_id) is not None:
                 raise Conflict(f"memory {row.root_id!r} already has a current version here")
             if row.custom_id is not None and self.store.current_by_custom_id(team_id, tags, row.custom_id):
                 raise Conflict(f"another current memory of the space has customId {row.custom_id!r}")
         keep_vector = row.status == "current" and self._vector_model is not None
-        inserted = self.store.insert_imported(
-            ImportedVersion(
+        stored_id = None
+        for candidate in (row.id, imported_id(team_id, row.id)):  # the file's id, else this team's own
+            version = ImportedVersion(
                 team_id=team_id,
-                id=row.id,
+                id=candidate,
                 container_tag=tags[0],
                 content=row.content,
                 content_hash=hash_text(row.content),
                 kind=row.kind,
                 status=row.status,
                 version=row.version,
-                root_id=row.root_id,
-                previous_version_id=row.previous_version_id,
+                root_id=candidate if root_id is None else root_id,
+                previous_version_id=None if previous is None else previous.id,
                 custom_id=row.custom_id,
                 metadata=row.metadata,
                 person_id=principal.person_id,
@@ -784,34 +813,38 @@ class MemoryService:
                 vector=vector if keep_vector else None,
                 vector_model=self._vector_model if keep_vector and vector is not None else None,
             )
-        )
-        if not inserted:
-            raise Conflict(f"the id {row.id!r} is taken")
+            if self.store.insert_imported(version):
+                stored_id = candidate
+                break
+        if stored_id is None:
+            raise Conflict(f"row {row.id!r} could not be stored")
         if row.status == "current":
             self.indexes.added(
-                (team_id, tags[0]), row.id, row.content, principal.device_id, row.updated_at, vector
+                (team_id, tags[0]), stored_id, row.content, principal.device_id, row.updated_at, vector
             )
         return "created"
 
-    def _import_continues(self, principal: Principal, row: ImportRow, tags: Sequence[str]) -> None:
-        """Check that `row` continues a chain already here (and supersede its previous version if
-        that one is current)."""
+    def _import_continues(self, principal: Principal, row: ImportRow, tags: Sequence[str]) -> Memory:
+        """The row here that `row` continues (its previous version, as the caller sees it), checked:
+        same chain, one version before, same space, not forgotten."""
         if row.previous_version_id is None:
             raise InvalidRequest(f"version {row.version} needs its previousVersionId")
-        previous = self.store.get(principal.team_id, row.previous_version_id)
+        previous = self._imported_row(principal, row.previous_version_id)
         if previous is None:
             raise InvalidRequest(
                 f"its previous version {row.previous_version_id!r} is not here (import rows in their order)",
                 code="missing_previous",
             )
-        if previous.root_id != row.root_id or previous.version != row.version - 1:
-            raise InvalidRequest(f"it does not follow {previous.id!r} (root or version number differ)")
+        root = self._imported_row(principal, row.root_id)
+        if root is None or previous.root_id != root.id or previous.version != row.version - 1:
+            raise InvalidRequest(
+                f"it does not follow {row.previous_version_id!r} (root or version number differ)"
+            )
         if previous.container_tag != tags[0]:
             raise InvalidRequest(f"its previous version is in another space ({previous.container_tag!r})")
         if previous.status == "forgotten":
-            raise Conflict(f"its previous version {previous.id!r} is forgotten")
-        if previous.status == "current":
-            self._retire_in(principal.team_id, previous, "superseded")
+            raise Conflict(f"its previous version {row.previous_version_id!r} is forgotten")
+        return previous
 
     # ------------------------------------------------------------------ stored exchanges
 

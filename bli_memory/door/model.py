@@ -34,7 +34,27 @@ def global_tag(person_id: int) -> str:
 
 
 def is_reserved_tag(tag: str) -> bool:
+    """Whether a tag a client names looks like one of the door's own (and is refused). Compared
+    without case and without white space, so that `BLI:GLOBAL:3` or ` bli: global:3` cannot pass for
+    a space of one's own and then be shown or exported beside a person's global space as if it were
+    one."""
+    return "".join(tag.split()).casefold().startswith(RESERVED_TAG_PREFIX)
+
+
+def is_door_tag(tag: str) -> bool:
+    """Whether a stored row's tag is one the door derived itself (a person's global space): the door
+    writes them exactly, so a stored tag is compared as it is (`SHARED_OR_OWN_GLOBAL_SQL` does the
+    same in SQL)."""
     return tag.startswith(RESERVED_TAG_PREFIX)
+
+
+def imported_id(team_id: int, memory_id: str) -> str:
+    """The id an imported row is stored under when its own id is not the importer's to use (another
+    team holds it, or a row the importer may not see): derived from the team and the id, so that
+    importing the same file again finds it, and shaped like any other id. The answer to the import
+    is the same as for a free id, so an import is no test of whether an id exists elsewhere."""
+    digest = hashlib.sha256(f"bli-import:{team_id}:{memory_id}".encode()).hexdigest()
+    return f"mem_{digest[:24]}"
 
 
 def is_pinned_metadata(metadata: dict[str, Any] | None) -> bool:

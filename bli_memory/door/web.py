@@ -48,7 +48,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from bli_memory.door.errors import Forbidden, Unauthorized
-from bli_memory.door.model import Principal, is_reserved_tag
+from bli_memory.door.model import Principal, is_door_tag
 
 if TYPE_CHECKING:
     from bli_memory.door.memories import MemoryService
@@ -295,9 +295,7 @@ def team_spaces(memories: MemoryService, principal: Principal) -> list[str]:
     """The spaces of `principal`'s team that hold current memories, most recently changed first
     (a person's global space is not one of them: it is reached with `scope: global`)."""
     return [
-        tag
-        for _, tag in memories.store.spaces(SPACES_READ_LIMIT, principal.team_id)
-        if not is_reserved_tag(tag)
+        tag for _, tag in memories.store.spaces(SPACES_READ_LIMIT, principal.team_id) if not is_door_tag(tag)
     ]
 
 

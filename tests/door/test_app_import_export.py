@@ -200,21 +200,124 @@ def test_a_refused_row_is_named_and_the_others_are_imported(door: DoorProcess, t
     assert taken["results"][0]["error"] == "conflict"
 
 
-def test_another_team_cannot_take_or_see_an_imported_id(door: DoorProcess, tag: str) -> None:
+def test_another_teams_id_is_imported_under_an_id_of_the_team_s_own_and_answered_as_a_free_one(
+    door: DoorProcess, tag: str
+) -> None:
+    """An import is no test of whether an id exists in another team: the answer is the one a free
+    id gets, the row lands under an id of the importing team's own, and importing the same file
+    again (or the row's next version) finds it there."""
     memory_id = f"mem_t{tag[-12:]}"
-    assert (
-        door.post("/api/memory/import", {"rows": [_row(tag, memory_id, "ours")]})[1]["results"][0]["status"]
-        == "created"
-    )
-    stranger = door.pair("mallory", team=f"other_{tag}")
-    status, answer = door.post("/api/memory/import", {"rows": [_row(tag, memory_id, "theirs")]}, stranger)
-    assert status == 200
-    assert answer["results"][0] == {
+    free_id = f"mem_u{tag[-12:]}"
+    assert door.post("/api/memory/import", {"rows": [_row(tag, memory_id, "ours")]})[1]["results"][0] == {
         "id": memory_id,
-        "error": "conflict",
-        "message": f"the id {memory_id!r} is taken",
+        "status": "created",
     }
+    stranger = door.pair("mallory", team=f"other_{tag}")
+    rows = [_row(tag, memory_id, "theirs"), _row(tag, free_id, "theirs too")]
+    status, answer = door.post("/api/memory/import", {"rows": rows}, stranger)
+    assert status == 200
+    assert answer["results"] == [{"id": memory_id, "status": "created"}, {"id": free_id, "status": "created"}]
     assert door.get(f"/api/memory/{memory_id}/history", stranger)[0] == 404
+    theirs = _export(door, {"containerTag": tag}, stranger)
+    assert sorted(row["content"] for row in theirs) == ["theirs", "theirs too"]
+    stand_in = next(row for row in theirs if row["content"] == "theirs")
+    assert stand_in["id"] != memory_id and stand_in["rootId"] == stand_in["id"]
+    # ours is untouched, and the stranger's next version of the row continues the stand-in
+    assert [row["content"] for row in _export(door, {"containerTag": tag})] == ["ours"]
+    again = door.post("/api/memory/import", {"rows": rows}, stranger)[1]["results"]
+    assert [result["status"] for result in again] == ["unchanged", "unchanged"]
+    later = _row(
+        tag,
+        f"mem_v{tag[-12:]}",
+        "theirs, later",
+        version=2,
+        rootId=memory_id,
+        previousVersionId=memory_id,
+        createdAt="2025-01-02T00:00:00.000000Z",
+        updatedAt="2025-01-02T00:00:00.000000Z",
+    )
+    assert (
+        door.post("/api/memory/import", {"rows": [later]}, stranger)[1]["results"][0]["status"] == "created"
+    )
+    status, history = door.get(f"/api/memory/{stand_in['id']}/history", stranger)
+    assert status == 200 and [v["content"] for v in history["versions"]] == ["theirs", "theirs, later"]
+
+
+def _teammates(door: DoorProcess, tag: str) -> tuple[str, str, dict[str, str]]:
+    """Alice's and Bob's tokens (one team), and Bob's rows: a project memory, a global memory and a
+    global pin."""
+    team = f"team_{tag[-12:]}"
+    alice = door.pair("alice", team=team)
+    bob = door.pair("bob", team=team)
+    ids = {}
+    for name, body, path in (
+        ("project", {"content": "Bob's project note", "containerTag": tag}, "/api/memory/save"),
+        (
+            "global",
+            {"content": "Bob's private note", "containerTag": tag, "scope": "global"},
+            "/api/memory/save",
+        ),
+        ("pin", {"content": "Bob's private pin", "containerTag": tag, "scope": "global"}, "/api/memory/pin"),
+    ):
+        status, saved = door.post(path, body, bob)
+        assert status == 201, saved
+        ids[name] = saved["id"]
+    return alice, bob, ids
+
+
+def test_export_of_every_space_holds_no_teammates_global_rows_or_pins(door: DoorProcess, tag: str) -> None:
+    alice, bob, ids = _teammates(door, tag)
+    status, own = door.post(
+        "/api/memory/save", {"content": "Alice's own", "containerTag": tag, "scope": "global"}, alice
+    )
+    assert status == 201
+    exported = _export(door, {"all": True}, alice)
+    contents = {row["content"] for row in exported}
+    assert "Bob's project note" in contents and "Alice's own" in contents
+    assert not contents & {"Bob's private note", "Bob's private pin"}
+    assert not {row["id"] for row in exported} & {ids["global"], ids["pin"]}
+    assert all(not row["containerTag"].startswith("bli:") or row["id"] == own["id"] for row in exported)
+    # nor can one of Bob's rows be a cursor (it would say that it exists)
+    status, answer = door.post("/api/memory/export", {"all": True, "after": ids["global"]}, alice)
+    assert status == 400 and "no memory row" in answer["message"]
+    bobs = {row["content"] for row in _export(door, {"all": True}, bob)}
+    assert {"Bob's private note", "Bob's private pin"} <= bobs
+
+
+def test_import_cannot_forget_or_change_a_teammates_global_row_or_pin(door: DoorProcess, tag: str) -> None:
+    alice, bob, ids = _teammates(door, tag)
+    bobs_rows = [row for row in _export(door, {"all": True}, bob) if row["id"] in (ids["global"], ids["pin"])]
+    assert len(bobs_rows) == 2
+    forged = [
+        {**row, "status": "forgotten", "supersededAt": row["updatedAt"], "containerTag": tag}
+        for row in bobs_rows
+    ]
+    status, answer = door.post("/api/memory/import", {"rows": forged}, alice)
+    assert status == 200
+    assert all("error" in result or result["status"] == "created" for result in answer["results"])
+    status, pins = door.post("/api/memory/pins", {"containerTag": tag}, bob)
+    assert status == 200 and ids["pin"] in {pin["id"] for pin in pins["pins"]}
+    for memory_id in (ids["global"], ids["pin"]):
+        status, history = door.get(f"/api/memory/{memory_id}/history", bob)
+        assert status == 200 and history["versions"][-1]["status"] == "current"
+
+
+def test_import_does_not_retire_a_row_of_another_space(door: DoorProcess, tag: str) -> None:
+    """A row already here is only retired by an import that names its own space."""
+    status, saved = door.post("/api/memory/save", {"content": "stays current", "containerTag": tag})
+    assert status == 201
+    row = next(row for row in _export(door, {"containerTag": tag}) if row["id"] == saved["id"])
+    forged = {
+        **row,
+        "status": "forgotten",
+        "supersededAt": row["updatedAt"],
+        "containerTag": f"{tag}_elsewhere",
+    }
+    status, answer = door.post("/api/memory/import", {"rows": [forged]})
+    assert status == 200 and answer["results"][0]["error"] == "conflict"
+    assert "another space" in answer["results"][0]["message"]
+    status, history = door.get(f"/api/memory/{saved['id']}/history")
+    assert history["versions"][-1]["status"] == "current"
 
 
 def test_import_bodies_are_validated(door: DoorProcess, tag: str) -> None:

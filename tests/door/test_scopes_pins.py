@@ -108,6 +108,12 @@ def test_merged_ties_are_broken_the_same_way_every_time(door: DoorProcess, tag: 
         ("/api/memory/pins", {"containerTag": "bli:global:1"}),
         ("/api/memory/aliases", {"alias": "bli:global:1", "canonical": "repo_x"}),
         ("/api/memory/aliases", {"alias": "repo_x", "canonical": "bli:global:1"}),
+        # the door's own tags are recognised in any case and with white space inside or around
+        ("/api/memory/save", {"content": "x", "containerTag": "BLI:GLOBAL:3"}),
+        ("/api/memory/save", {"content": "x", "containerTag": " bli:global:3"}),
+        ("/api/memory/pin", {"content": "x", "containerTag": "Bli :\tGlobal:3"}),
+        ("/api/memory/export", {"containerTag": "bLi:global:3"}),
+        ("/api/memory/aliases", {"alias": "repo_x", "canonical": "BLI: global:1"}),
     ],
 )
 def test_no_client_may_name_a_reserved_tag(door: DoorProcess, path: str, body: dict[str, Any]) -> None:

@@ -219,6 +219,9 @@ class OutsideChanges:
     seen: bool = False
 
 
+#: with `rows_page` reading every tag: a team's shared spaces and the caller's own global space, never
+#: another person's (the door's own tags begin "bli:", written exactly; `model.is_door_tag`)
+SHARED_OR_OWN_GLOBAL_SQL = "(substr(container_tag, 1, 4) <> 'bli:' OR container_tag = {p})"
 #: a device token's principal; `{p}` is the store's placeholder (`?` for SQLite, `%s` for PostgreSQL)
 AUTHENTICATE_SQL = """SELECT d.id AS device_id, p.id AS person_id, p.name AS person, d.admin AS admin,
           t.id AS team_id, t.name AS team
@@ -720,12 +723,14 @@ class Store(Protocol):
     # ---------------------------------------------------------------- export and import (whole history)
 
     def rows_page(
-        self, team_id: int, tags: Sequence[str] | None, after: str | None, limit: int
+        self, team_id: int, tags: Sequence[str] | None, after: str | None, limit: int, *, own_global: str
     ) -> list[Memory]:
         """Up to `limit` rows of one team — every status: current, superseded and forgotten — of the
-        tags `tags` (None: of every tag), in the order they were inserted (`insert_version` and
-        `insert_imported` alike), starting after the row whose id is `after` (None: from the first).
-        The rows carry no person. An `after` that names no row of the team gives []."""
+        tags `tags` (None: of every tag but the reserved ones, and of the reserved tag `own_global`,
+        the caller's global space: other people's global spaces are never read), in the order they
+        were inserted (`insert_version` and `insert_imported` alike), starting after the row whose id
+        is `after` (None: from the first). The rows carry no person. An `after` that names no row of
+        the team gives []."""
         ...
 
     def insert_imported(self, row: ImportedVersion) -> bool:

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bli_memory.door.model import Job, Principal, hash_text, now_s
+from bli_memory.door.model import Job, Principal, global_tag, hash_text, now_s
 from bli_memory.door.store.base import (
     COPY_COLUMNS,
     COPY_TABLES,
@@ -626,16 +626,34 @@ def test_rows_page_reads_every_status_in_insert_order_by_keyset(store: Store) ->
     gone = store.insert_version(new_version(ada, "gone", tag="a"))
     store.retire(gone, "forgotten")
     store.insert_version(new_version(eve, "not ada's", tag="a"))
-    every = store.rows_page(ada.team_id, None, None, 10)
+    every = store.rows_page(ada.team_id, None, None, 10, own_global=global_tag(ada.person_id))
     assert [row.id for row in every] == [first, other_space, second, gone]
     assert [row.status for row in every] == ["superseded", "current", "current", "forgotten"]
     assert all(row.person is None for row in every)
-    space_a = store.rows_page(ada.team_id, ["a"], None, 2)
+    space_a = store.rows_page(ada.team_id, ["a"], None, 2, own_global=global_tag(ada.person_id))
     assert [row.id for row in space_a] == [first, second]
-    assert [row.id for row in store.rows_page(ada.team_id, ["a"], second, 2)] == [gone]
-    assert store.rows_page(ada.team_id, ["a"], gone, 2) == []
-    assert store.rows_page(ada.team_id, None, "mem_unknown", 2) == []
-    assert store.rows_page(eve.team_id, None, first, 2) == []  # another team's row is no cursor
+    assert [row.id for row in store.rows_page(ada.team_id, ["a"], second, 2, own_global="")] == [gone]
+    assert store.rows_page(ada.team_id, ["a"], gone, 2, own_global="") == []
+    assert store.rows_page(ada.team_id, None, "mem_unknown", 2, own_global="") == []
+    assert (
+        store.rows_page(eve.team_id, None, first, 2, own_global="") == []
+    )  # another team's row is no cursor
+
+
+def test_rows_page_of_every_space_reads_no_other_persons_global_space(store: Store) -> None:
+    """Every space of a team is its shared spaces and the reader's own global space: a teammate's
+    global rows (pins among them) are theirs alone, on every store."""
+    ada = store_principal(store)
+    bob = store_principal(store, "bob")
+    shared = store.insert_version(new_version(bob, "the team's", tag="repo"))
+    own = store.insert_version(new_version(ada, "ada's own", tag=global_tag(ada.person_id)))
+    store.insert_version(new_version(bob, "bob's own", tag=global_tag(bob.person_id)))
+    store.insert_version(
+        new_version(bob, "bob's pin", tag=global_tag(bob.person_id), metadata={"pinned": True})
+    )
+    lookalike = store.insert_version(new_version(bob, "a space named like one", tag="BLI:global:1"))
+    every = store.rows_page(ada.team_id, None, None, 10, own_global=global_tag(ada.person_id))
+    assert [row.id for row in every] == [shared, own, lookalike]
 
 
 def test_an_imported_row_keeps_its_id_chain_status_and_times(store: Store) -> None:
@@ -666,7 +684,10 @@ def test_an_imported_row_keeps_its_id_chain_status_and_times(store: Store) -> No
     # a pin stays out of the duplicate checks and the search index, imported or not
     assert store.current_by_custom_id(ada.team_id, ["t"], "k") is None
     assert list(store.index_rows(ada.team_id, "t")) == []
-    assert [row.id for row in store.rows_page(ada.team_id, ["t"], None, 10)] == ["mem_old1", "mem_old2"]
+    assert [row.id for row in store.rows_page(ada.team_id, ["t"], None, 10, own_global="")] == [
+        "mem_old1",
+        "mem_old2",
+    ]
 
 
 def test_an_imported_id_that_exists_in_any_team_writes_nothing(store: Store) -> None:

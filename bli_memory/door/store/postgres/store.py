@@ -60,6 +60,7 @@ from bli_memory.door.store.base import (
     PRIMARY_KEYS,
     PRINCIPAL_FOR_JOB_SQL,
     PUT_HOOK_STATS_SQL,
+    SHARED_OR_OWN_GLOBAL_SQL,
     BrowseRow,
     DeviceRevoked,
     ExperienceOutcome,
@@ -800,16 +801,21 @@ class PostgresStore:
     # ------------------------------------------------------------------ export and import (whole history)
 
     def rows_page(
-        self, team_id: int, tags: Sequence[str] | None, after: str | None, limit: int
+        self, team_id: int, tags: Sequence[str] | None, after: str | None, limit: int, *, own_global: str
     ) -> list[Memory]:
         """By `seq` (save order): the rows after the one named `after`, found within the team."""
-        in_tags = "" if tags is None else "AND container_tag = ANY(%(tags)s)"
+        in_tags = (
+            "AND " + in_dialect(SHARED_OR_OWN_GLOBAL_SQL, "%(own_global)s")
+            if tags is None
+            else "AND container_tag = ANY(%(tags)s)"
+        )
         start = (
             "0" if after is None else "(SELECT seq FROM memories WHERE id = %(after)s AND team_id = %(team)s)"
         )
         params = {
             "team": team_id,
             "tags": None if tags is None else list(tags),
+            "own_global": own_global,
             "after": after,
             "limit": limit,
         }

@@ -51,6 +51,7 @@ from bli_memory.door.store.base import (
     PRIMARY_KEYS,
     PRINCIPAL_FOR_JOB_SQL,
     PUT_HOOK_STATS_SQL,
+    SHARED_OR_OWN_GLOBAL_SQL,
     BrowseRow,
     DeviceRevoked,
     ExperienceOutcome,
@@ -779,7 +780,7 @@ class SqliteStore:
     # ------------------------------------------------------------------ export and import (whole history)
 
     def rows_page(
-        self, team_id: int, tags: Sequence[str] | None, after: str | None, limit: int
+        self, team_id: int, tags: Sequence[str] | None, after: str | None, limit: int, *, own_global: str
     ) -> list[Memory]:
         with self._lock:
             after_rowid = 0
@@ -790,13 +791,14 @@ class SqliteStore:
                 if found is None:
                     return []
                 after_rowid = int(found[0])
-            in_tags = ""
-            if tags is not None:
-                in_tags = f" AND container_tag IN ({','.join('?' * len(tags))})"
+            if tags is None:
+                in_tags, tag_values = " AND " + in_dialect(SHARED_OR_OWN_GLOBAL_SQL, "?"), (own_global,)
+            else:
+                in_tags, tag_values = f" AND container_tag IN ({','.join('?' * len(tags))})", tuple(tags)
             rows = self._db.execute(
                 f"""SELECT {_MEMORY_COLUMNS} FROM memories WHERE team_id = ? AND rowid > ?{in_tags}
                     ORDER BY rowid LIMIT ?""",
-                (team_id, after_rowid, *(tags or ()), limit),
+                (team_id, after_rowid, *tag_values, limit),
             ).fetchall()
         return [self._memory(row) for row in rows]
 
