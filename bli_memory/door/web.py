@@ -57,9 +57,11 @@ if TYPE_CHECKING:
 LOGIN_LINK_TTL_S = 60.0
 #: how long a page session lasts from sign-in, in seconds (a working day).
 SESSION_TTL_S = 12 * 3600.0
-#: codes and sessions held at most; past it the oldest go (a flood of links cannot grow the door).
-MAX_LOGIN_CODES = 1000
-MAX_SESSIONS = 10_000
+#: codes and sessions held at most for one device; past it that device's oldest go. Per device, so
+#: a flood of links or sign-ins grows nothing without bound and voids only its own device's links and
+#: pages, never another device's.
+MAX_LOGIN_CODES_PER_DEVICE = 10
+MAX_SESSIONS_PER_DEVICE = 20
 COOKIE_NAME = "bli_session"
 #: the cookie a browser gets when it opens a sign-in link, and must send back to sign in with it
 PRESESSION_COOKIE_NAME = "bli_login"
@@ -153,8 +155,7 @@ class WebSessions:
         now = time.monotonic()
         with self._lock:
             self._drop_expired_codes(now)
-            while len(self._codes) >= MAX_LOGIN_CODES:
-                self._codes.pop(next(iter(self._codes)))
+            _drop_oldest_of(self._codes, principal.device_id, MAX_LOGIN_CODES_PER_DEVICE - 1)
             self._codes[_digest(code)] = _LoginCode(principal, now + self.login_link_ttl_s)
         return code
 
@@ -218,8 +219,7 @@ class WebSessions:
                 expires_at_wall_s=time.time() + self.session_ttl_s,
             )
             self._drop_expired_sessions(now)
-            while len(self._sessions) >= MAX_SESSIONS:
-                self._sessions.pop(next(iter(self._sessions)))
+            _drop_oldest_of(self._sessions, session.principal.device_id, MAX_SESSIONS_PER_DEVICE - 1)
             self._sessions[_digest(session_id)] = session
         return session_id, session
 
@@ -244,6 +244,14 @@ class WebSessions:
     def _drop_expired_sessions(self, now: float) -> None:
         for key in [key for key, session in self._sessions.items() if session.expires_at_s <= now]:
             del self._sessions[key]
+
+
+def _drop_oldest_of(held: dict[str, Any], device_id: str, keep: int) -> None:
+    """Drop the oldest entries of `held` (codes or sessions, oldest first) that belong to `device_id`
+    until at most `keep` of that device's are left; other devices' entries are never touched."""
+    own = [key for key, one in held.items() if one.principal.device_id == device_id]
+    for key in own[: max(0, len(own) - keep)]:
+        del held[key]
 
 
 def login_page(view: LoginView) -> bytes:

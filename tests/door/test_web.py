@@ -11,6 +11,7 @@ from bli_memory.door.errors import Forbidden, Unauthorized
 from bli_memory.door.model import Principal
 
 ALICE = Principal(team_id=1, person_id=1, device_id="dev_a", person="alice", team="t", admin=False)
+BOB = Principal(team_id=1, person_id=2, device_id="dev_b", person="bob", team="t", admin=False)
 
 
 def redeem(sessions: web.WebSessions, code: str) -> tuple[str, web.WebSession] | None:
@@ -80,10 +81,28 @@ def test_only_hashes_of_codes_and_session_ids_are_held() -> None:
     assert session_id not in repr(sessions.__dict__)
 
 
-def test_a_flood_of_codes_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(web, "MAX_LOGIN_CODES", 5)
+def test_a_flood_of_codes_stays_bounded_and_voids_only_its_own_devices_links() -> None:
+    """One device asking for link after link loses its own oldest links, never another device's:
+    the cap is per device, so no device can void everyone's links."""
     sessions = web.WebSessions()
-    codes = [sessions.issue_code(ALICE) for _ in range(8)]
-    assert len(sessions._codes) == 5
-    assert redeem(sessions, codes[0]) is None  # the oldest went first
+    bobs = sessions.issue_code(BOB)
+    codes = [sessions.issue_code(ALICE) for _ in range(web.MAX_LOGIN_CODES_PER_DEVICE * 50)]
+    assert len(sessions._codes) == web.MAX_LOGIN_CODES_PER_DEVICE + 1
+    assert redeem(sessions, codes[0]) is None  # Alice's oldest went first
     assert redeem(sessions, codes[-1]) is not None
+    assert redeem(sessions, bobs) is not None
+
+
+def test_a_flood_of_sign_ins_stays_bounded_and_signs_out_only_its_own_devices_pages() -> None:
+    sessions = web.WebSessions()
+    redeemed = redeem(sessions, sessions.issue_code(BOB))
+    assert redeemed is not None
+    bobs_session = redeemed[0]
+    alices = []
+    for _ in range(web.MAX_SESSIONS_PER_DEVICE * 5):
+        signed_in = redeem(sessions, sessions.issue_code(ALICE))
+        assert signed_in is not None
+        alices.append(signed_in[0])
+    assert len(sessions._sessions) == web.MAX_SESSIONS_PER_DEVICE + 1
+    assert sessions.lookup(alices[0]) is None and sessions.lookup(alices[-1]) is not None
+    assert sessions.lookup(bobs_session) is not None
