@@ -15,6 +15,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
+import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -151,23 +153,87 @@ def _chain(first: list[dict[str, Any]], read: Export) -> Iterator[list[dict[str,
     yield from read.pages()
 
 
+#: the signals that stop an export on the way to its file, cleaning up its temporary first.
+STOPPING_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class _Stopped(BaseException):
+    """A stopping signal arrived; a BaseException so that no `except Exception` on the way swallows it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _signals_stop_here() -> Iterator[None]:
+    """While the temporary file exists, SIGINT/SIGTERM/SIGHUP unwind the stack (so `finally` removes it)
+    instead of ending the process where it stands."""
+
+    def stop(signum: int, _frame: object) -> None:
+        raise _Stopped(signum)
+
+    previous = {number: signal.signal(number, stop) for number in STOPPING_SIGNALS}
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def _temporary_name(output: str, pid: int) -> str:
+    return f".{os.path.basename(output)}.{pid}.tmp"
+
+
+def _remove_dead_temporaries(output: str) -> None:
+    """Remove what an export to the same file left when it was killed outright (SIGKILL, a power cut):
+    a temporary of a process that no longer runs. A live process's temporary is left alone."""
+    folder = os.path.dirname(os.path.abspath(output))
+    pattern = re.compile(r"\." + re.escape(os.path.basename(output)) + r"\.([0-9]+)\.tmp")
+    with contextlib.suppress(OSError):
+        for name in os.listdir(folder):
+            found = pattern.fullmatch(name)
+            if found is None or _process_runs(int(found.group(1))):
+                continue
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(folder, name))
+
+
+def _process_runs(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True  # another user's process, or no pid at all: not ours to judge
+    return True
+
+
 def _write(chunks: Iterator[str], output: str | None, prog: str) -> None:
     """stdout as the pages come, or FILE written whole (a temporary file renamed over it only when
-    every page was read), private (0600): memories are a person's notes."""
+    every page was read), private (0600): memories are a person's notes. A stopped export leaves no
+    temporary behind, and one killed outright has its temporary removed by the next export there."""
     if output is None:
         for chunk in chunks:
             sys.stdout.write(chunk)
         return
+    _remove_dead_temporaries(output)
     folder = os.path.dirname(os.path.abspath(output))
-    temporary = os.path.join(folder, f".{os.path.basename(output)}.{os.getpid()}.tmp")
+    temporary = os.path.join(folder, _temporary_name(output, os.getpid()))
     try:
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as opened:
-            for chunk in chunks:
-                opened.write(chunk)
-        os.replace(temporary, output)
+        with _signals_stop_here():
+            descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(descriptor, "w", encoding="utf-8") as opened:
+                for chunk in chunks:
+                    opened.write(chunk)
+            os.replace(temporary, output)
     except OSError as exc:
         raise CliError(f"{prog}: cannot write {output}: {exc.strerror or exc}", EXIT_FAILED) from None
+    except _Stopped as stopped:
+        name = signal.Signals(stopped.signum).name
+        raise CliError(
+            f"{prog}: stopped by {name}; {output} is left as it was", 128 + stopped.signum
+        ) from None
     finally:
         with contextlib.suppress(OSError):
             os.unlink(temporary)  # gone already after the rename; left by a failure otherwise

@@ -9,8 +9,11 @@ from __future__ import annotations
 import io
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -344,6 +347,78 @@ def test_an_export_cut_short_between_pages_replaces_nothing(tmp_path: Path, tag:
     )
     assert [path.name for path in folder.iterdir()] == ["backup.jsonl"]  # no temporary left
     assert (folder / "backup.jsonl").read_text() == "the previous backup\n"
+
+
+class HangsOnSecondPage(BaseHTTPRequestHandler):
+    """A door that answers the first export page and holds the second until `release` is set (a real
+    door cannot be made to stall between two pages on demand); then it answers the last page."""
+
+    release = threading.Event()
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        row = {"id": "mem_1", "rootId": "mem_1", "version": 1, "status": "current", "content": "x"}
+        answer: dict[str, Any] = {"rows": [row], "next": "mem_1", "searched": ["t"]}
+        if "after" in body:
+            self.release.wait(30)
+            answer = {"rows": [], "next": None, "searched": ["t"]}
+        payload = json.dumps(answer).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def _export_until_its_temporary(cli: Cli, output: Path) -> tuple[subprocess.Popen[str], Path]:
+    """Start `export --output OUTPUT` and wait until it has its temporary file open."""
+    exporting = subprocess.Popen(
+        [str(BIN), "export", "--output", str(output)],
+        env=cli.env,
+        cwd=cli.cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    temporary = output.parent / f".{output.name}.{exporting.pid}.tmp"
+    deadline = time.monotonic() + 30
+    while not temporary.exists():
+        assert exporting.poll() is None and time.monotonic() < deadline, exporting.communicate()
+        time.sleep(0.02)
+    return exporting, temporary
+
+
+def test_a_killed_export_leaves_no_temporary(tmp_path: Path, tag: str) -> None:
+    """SIGTERM or Ctrl-C cleans up on the way out; after a SIGKILL (no way out) the next export to the
+    same file removes the temporary of the dead process, and leaves a live one's alone."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    output = folder / "backup.jsonl"
+    output.write_text("the previous backup\n")
+    HangsOnSecondPage.release.clear()
+    with served_locally(HangsOnSecondPage) as url:
+        cli = Cli(tmp_path / "home", tmp_path, tag).pair(url, "bli_standin")
+        for ending in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            exporting, _ = _export_until_its_temporary(cli, output)
+            exporting.send_signal(ending)
+            _, stderr = exporting.communicate(timeout=30)
+            assert exporting.returncode == 128 + ending, stderr
+            assert stderr == f"bli-memory-mcp export: stopped by {ending.name}; {output} is left as it was\n"
+            assert sorted(path.name for path in folder.iterdir()) == ["backup.jsonl"], ending
+        killed, left = _export_until_its_temporary(cli, output)
+        killed.kill()
+        killed.wait(30)
+        assert left.exists()
+        alive = folder / f".{output.name}.{os.getpid()}.tmp"  # a live process's: not ours to remove
+        alive.write_text("in progress\n")
+        HangsOnSecondPage.release.set()
+        done = cli("export", "--output", str(output))
+    assert done.returncode == 0, done.stderr
+    assert sorted(path.name for path in folder.iterdir()) == [alive.name, "backup.jsonl"]
+    assert output.read_text().count("\n") == 2  # the header and the one row
 
 
 def test_bad_input_is_one_line(cli: Cli, tmp_path: Path) -> None:
