@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping
 
 #: a config, HEAD or .git file larger than this is not one we should parse on a hook.
@@ -42,6 +43,27 @@ def read_small(path: str) -> str | None:
             data = handle.read(GIT_FILE_MAX_BYTES + 1)
     except OSError:
         return None
+    if len(data) > GIT_FILE_MAX_BYTES:
+        return None
+    return data.decode("utf-8", "replace")
+
+
+def read_regular_small(path: str) -> str | None:
+    """`read_small` for a file named by a person's environment or config (GIT_CONFIG_GLOBAL, an
+    include): None unless it is a regular file. Opened non-blocking and checked on the descriptor,
+    so a FIFO or a device answers None at once instead of holding the reader until a writer comes
+    (and a swap between a check and the open cannot get past it)."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    with os.fdopen(descriptor, "rb") as handle:
+        try:
+            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+                return None
+            data = handle.read(GIT_FILE_MAX_BYTES + 1)
+        except OSError:
+            return None
     if len(data) > GIT_FILE_MAX_BYTES:
         return None
     return data.decode("utf-8", "replace")

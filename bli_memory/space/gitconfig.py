@@ -6,7 +6,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 
 from bli_memory.paths import home_dir
-from bli_memory.space.discovery import GitRepository, read_small, truthy
+from bli_memory.space.discovery import GitRepository, read_regular_small, read_small, truthy
 
 #: git's own limit on nested config includes.
 INCLUDE_MAX_DEPTH = 10
@@ -82,7 +82,7 @@ class _ConfigReader:
             raise GitConfigError(f"exceeded maximum include depth ({INCLUDE_MAX_DEPTH})")
         if not os.path.exists(path):
             return
-        text = read_small(path)
+        text = read_regular_small(path)
         if text is None:
             if depth == 0 and not os.access(path, os.R_OK):
                 return  # git skips an unreadable system or user config (ACCESS_EACCES_OK)

@@ -349,3 +349,37 @@ def test_a_worker_that_ended_is_restarted_by_the_health_check(home: Path) -> Non
             thread.join(5)
         server._wake_r.close()
         server._wake_w.close()
+
+
+def test_a_fifo_named_as_the_global_git_config_blocks_no_worker(
+    paired: Path, daemons: list[Daemon], tmp_path: Path
+) -> None:
+    """A hook's GIT_CONFIG_GLOBAL that names a FIFO (or any file that is not a regular one) is refused
+    at once, the way an unreadable config is; no worker waits for a writer that never comes."""
+    start(daemons, paired)
+    repo = tmp_path / "repo"
+    for folder in ("objects", "refs"):
+        (repo / ".git" / folder).mkdir(parents=True)
+    (repo / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    fifo = tmp_path / "gitconfig-fifo"
+    os.mkfifo(fifo)
+    env = {"HOME": str(paired), "GIT_CONFIG_GLOBAL": str(fifo), "GIT_CONFIG_NOSYSTEM": "1"}
+    answers: list[object] = []
+
+    def ask() -> None:
+        deadline = time.monotonic() + 2
+        answers.append(
+            via_daemon.ask_daemon("prompt", {"prompt": QUESTION}, str(repo), deadline=deadline, env=env)
+        )
+
+    clients = [threading.Thread(target=ask) for _ in range(daemon.WORKER_COUNT + 1)]
+    try:
+        for client in clients:
+            client.start()
+        for client in clients:
+            client.join(10)
+    finally:
+        with contextlib.suppress(OSError):  # let a reader blocked on the FIFO go, should there be one
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+    assert len(answers) == daemon.WORKER_COUNT + 1
+    assert all(isinstance(answer, HookAnswer) for answer in answers), answers
