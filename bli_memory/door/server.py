@@ -27,6 +27,8 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from bli_memory.door.web import SECURITY_HEADERS
+
 #: headers beyond this many bytes get 431 (a door request's headers are a few hundred bytes).
 MAX_HEAD_BYTES = 32 * 1024
 #: a request's headers, and then its body, must each arrive within this many seconds.
@@ -51,11 +53,13 @@ class ServerLimits:
 
 def _raw_error(status: int, code: str, message: str) -> bytes:
     """A whole `{error, message}` response that closes the connection, for answers given before the
-    API has a request to answer (oversized or slow headers, no room)."""
+    API has a request to answer (oversized or slow headers, no room, unparsable HTTP). It carries the
+    API's security headers: a browser must get the same protections from every answer of the door."""
     body = json.dumps({"error": code, "message": message}).encode()
     return b"".join(
         [
             f"HTTP/1.1 {status} {http.HTTPStatus(status).phrase}\r\n".encode(),
+            *(name + b": " + value + b"\r\n" for name, value in SECURITY_HEADERS),
             b"content-type: application/json\r\n",
             b"content-length: " + str(len(body)).encode() + b"\r\n",
             b"connection: close\r\n\r\n",
@@ -159,7 +163,7 @@ def _protocol_class() -> type[asyncio.Protocol]:
                     self._refuse(*self._refusal)
                 else:
                     self.logger.warning("Invalid HTTP request received.")
-                    self.send_400_response("Invalid HTTP request received.")
+                    self._refuse(400, "bad_request", "the request is not valid HTTP")
                 return
             if self._phase == _HEAD:
                 self._head_bytes += len(data)

@@ -17,6 +17,14 @@ from pathlib import Path
 from tests.helpers import BIN, DoorProcess
 
 DOOR = str(BIN / "bli-memory-door")
+#: the headers the API sets on every answer (written out here, so a header dropped from both sides
+#: still fails).
+SECURITY_HEADER_NAMES = (
+    b"content-security-policy",
+    b"x-content-type-options",
+    b"referrer-policy",
+    b"x-frame-options",
+)
 
 #: how long a test waits for an answer it expects, at most.
 ANSWER_WAIT_S = 10.0
@@ -58,6 +66,21 @@ def _json_body(answer: bytes) -> dict[str, object]:
     return parsed
 
 
+def _header_lines(answer: bytes) -> dict[bytes, bytes]:
+    """A raw answer's headers, by lower-case name."""
+    head = answer.split(b"\r\n\r\n", 1)[0].split(b"\r\n")[1:]
+    return {name.strip().lower(): value.strip() for name, _, value in (line.partition(b":") for line in head)}
+
+
+def _assert_security_headers_as_the_api(door: DoorProcess, answer: bytes) -> None:
+    """The raw answer carries every security header the API's own answers carry, with equal values."""
+    with _connect(door) as conn:
+        conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: " + _host(door) + b"\r\nConnection: close\r\n\r\n")
+        api = _header_lines(_read_until_closed(conn))
+    security = {name: api[name] for name in SECURITY_HEADER_NAMES}
+    assert {name: _header_lines(answer).get(name) for name in security} == security
+
+
 def _healthz_s(door: DoorProcess) -> float:
     """Seconds a fresh connection takes to get `/healthz` answered 200 (fails if it is not)."""
     started = time.monotonic()
@@ -91,6 +114,7 @@ def test_oversized_headers_get_431_quickly_and_the_door_stays_responsive(door: D
         answer = _read_until_closed(conn)
     assert answer.startswith(b"HTTP/1.1 431 "), answer[:200]
     assert _json_body(answer)["error"] == "headers_too_large"
+    _assert_security_headers_as_the_api(door, answer)
     # unfinished and growing (128 MB would freeze a door whose parser buffers it): cut off early
     sent = 0
     with _connect(door) as conn:
@@ -135,6 +159,7 @@ def test_headers_that_trickle_past_the_read_timeout_get_408(start_door: Callable
     assert answer.startswith(b"HTTP/1.1 408 "), answer[:200]
     assert _json_body(answer)["error"] == "request_timeout"
     assert 0.9 < elapsed_s < 4.0
+    _assert_security_headers_as_the_api(door, answer)
     assert _healthz_s(door) < HEALTHZ_WAIT_S
 
 
@@ -179,6 +204,16 @@ def test_a_body_that_trickles_past_the_read_timeout_gets_408(start_door: Callabl
     assert status == 200 and found["results"] == []  # nothing half-saved
 
 
+def test_a_request_that_is_not_http_gets_a_json_400_with_the_security_headers(door: DoorProcess) -> None:
+    with _connect(door) as conn:
+        conn.sendall(b"\x16\x03\x01 not http at all\r\n\r\n")
+        answer = _read_until_closed(conn)
+    assert answer.startswith(b"HTTP/1.1 400 "), answer[:200]
+    assert _json_body(answer)["error"] == "bad_request"
+    _assert_security_headers_as_the_api(door, answer)
+    assert _healthz_s(door) < HEALTHZ_WAIT_S
+
+
 def _open_descriptors(door: DoorProcess) -> int:
     assert door.process is not None
     return len(os.listdir(f"/proc/{door.process.pid}/fd"))
@@ -220,6 +255,7 @@ def test_when_every_connection_is_busy_a_newcomer_gets_503(start_door: Callable[
             answer = _read_until_closed(conn)
         assert answer.startswith(b"HTTP/1.1 503 "), answer[:200]
         assert _json_body(answer)["error"] == "busy"
+    _assert_security_headers_as_the_api(door, answer)
     # the busy ones are gone: room again
     deadline = time.monotonic() + ANSWER_WAIT_S
     while True:
