@@ -19,31 +19,38 @@ are never repeated (see ``_KeywordScanner``) and PEM BEGIN/END markers are paire
 Patterns compile lazily on first use, and a detector whose literal does not occur in the text
 never runs, which keeps both the import and the common case cheap on the hook path.
 
-Only the standard library (``re``, ``math``) is used.
+Only the standard library is used. How a found value is judged (placeholder, reference, opaque
+token) and how a key is classified live in ``redact_judge.py``.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from bisect import bisect_right
 from collections.abc import Callable, Iterator
 
+from bli_memory.redact_judge import (
+    MASK_MARK,
+    PASSWORD_MIN_CHARS,
+    SECRET_MIN_CHARS,
+    VALUE_SAMPLE_CHARS,
+    classify_key,
+    compiled_patterns,
+    is_opaque,
+    is_placeholder,
+    mask_kind,
+    rx,
+    value_ok,
+)
 from bli_memory.scan_text import SECRET_HEADER_NAMES, ascii_lower, at_token_start, at_word_start
 
 __all__ = ["MASK_FORMAT", "Redaction", "redact"]
 
 MASK_FORMAT = "[REDACTED:{kind}]"
-_MASK_MARK = "[REDACTED"
 
 # Bounds (characters) on how far a detector looks; the mask itself always covers the whole value.
 KEY_MAX_CHARS = 64
 QUOTED_VALUE_MAX_CHARS = 2048
-VALUE_SAMPLE_CHARS = 256
-PASSWORD_MIN_CHARS = 4
-SECRET_MIN_CHARS = 8
-TOKEN_MIN_CHARS = 16
-TOKEN_MIN_ENTROPY_BITS = 3.0
 VERDICT_MEMO_ENTRIES = 1024  # per call: repeated values (hostile input) are judged once
 
 
@@ -75,17 +82,7 @@ _Span = tuple[int, int, str]  # start, end, kind
 _Spans = list[_Span]
 _Claims = list[tuple[int, int]]
 
-_compiled: dict[str, re.Pattern[str]] = {}
 _state = {"warm": False}
-
-
-def _rx(source: str) -> re.Pattern[str]:
-    """Compile on first use and keep it: the hook path pays only for the patterns it needs."""
-    pattern = _compiled.get(source)
-    if pattern is None:
-        pattern = re.compile(source, re.ASCII)
-        _compiled[source] = pattern
-    return pattern
 
 
 # --------------------------------------------------------------------------------------------
@@ -190,14 +187,14 @@ def _looks_placeholder_token(body: str) -> bool:
 
 def _find_prefix_tokens(text: str, spans: _Spans, claims: _Claims) -> None:
     for kind, literals, source in _PREFIX_RULES:
-        pattern = _compiled.get(source)
+        pattern = compiled_patterns.get(source)
         if pattern is None:
             # A one-shot hook compiles only the rules whose literal occurs; a process that calls
             # again (the daemon, a benchmark) compiles them all, since the engine's literal
             # search is cheaper than the ``in`` gate.
             if not _state["warm"] and not any(literal in text for literal in literals):
                 continue
-            pattern = _rx(source)
+            pattern = rx(source)
         for m in pattern.finditer(text):
             if not at_token_start(text, m.start()) or _looks_placeholder_token(m.group("b")):
                 continue
@@ -212,7 +209,7 @@ def _find_jwts(text: str, spans: _Spans, claims: _Claims) -> None:
     run_from = run_to = -1  # the run measured last
     rest_after: dict[int, int | None] = {}  # where a token ends, by where its first run ends
     taken = 0
-    for m in _rx(_JWT_HEAD).finditer(text):
+    for m in rx(_JWT_HEAD).finditer(text):
         start = m.start()
         if start < taken or not at_token_start(text, start):
             continue
@@ -231,7 +228,7 @@ def _find_jwts(text: str, spans: _Spans, claims: _Claims) -> None:
 
 def _word_run_end(text: str, start: int) -> int:
     """Where the run of word characters and dashes at ``start`` ends (``start`` if there is none)."""
-    m = _rx(_WORD_RUN).match(text, start)
+    m = rx(_WORD_RUN).match(text, start)
     return m.end() if m else start
 
 
@@ -251,7 +248,7 @@ def _find_structured_tokens(text: str, spans: _Spans, claims: _Claims) -> None:
     if _JWT_HEAD in text:
         _find_jwts(text, spans, claims)
     if ":AA" in text:
-        for m in _rx(_TELEGRAM).finditer(text):
+        for m in rx(_TELEGRAM).finditer(text):
             start = m.start()
             while start > m.start() - 10 and start > 0 and text[start - 1].isdigit():
                 start -= 1
@@ -260,8 +257,8 @@ def _find_structured_tokens(text: str, spans: _Spans, claims: _Claims) -> None:
             if at_token_start(text, start) or text.endswith("bot", 0, start):
                 spans.append((start, m.end(), "telegram_bot_token"))
                 claims.append((start, m.end()))
-    for m in _rx(_DISCORD_BOT).finditer(text):
-        if at_token_start(text, m.start()) and _is_opaque(m.group()):
+    for m in rx(_DISCORD_BOT).finditer(text):
+        if at_token_start(text, m.start()) and is_opaque(m.group()):
             spans.append((m.start(), m.end(), "discord_token"))
             claims.append((m.start(), m.end()))
 
@@ -288,7 +285,7 @@ def _find_pem_keys(text: str, spans: _Spans, claims: _Claims) -> None:
     if "PRIVATE KEY" not in text:
         return
     open_begin: re.Match[str] | None = None
-    for m in _rx(_PEM_MARKER).finditer(text):
+    for m in rx(_PEM_MARKER).finditer(text):
         if m.group("edge") == "BEGIN":
             if open_begin is not None:
                 _pem_truncated(text, open_begin, m.start(), spans, claims)
@@ -303,11 +300,11 @@ def _find_pem_keys(text: str, spans: _Spans, claims: _Claims) -> None:
 
 def _pem_body(text: str, body_start: int, body_end: int, spans: _Spans) -> None:
     """Mask between the line break after BEGIN and the line break before END."""
-    if _rx(_PEM_MASKED_BODY).fullmatch(text, body_start, body_end):
+    if rx(_PEM_MASKED_BODY).fullmatch(text, body_start, body_end):
         return
-    if not _rx(_PEM_BASE64_RUN).search(text, body_start, body_end):
+    if not rx(_PEM_BASE64_RUN).search(text, body_start, body_end):
         return
-    lead = _rx(_PEM_LEAD).match(text, body_start, body_end)
+    lead = rx(_PEM_LEAD).match(text, body_start, body_end)
     start = lead.end() if lead else body_start
     end = body_end
     for sep in ("\\n", "\n"):
@@ -320,211 +317,15 @@ def _pem_body(text: str, body_start: int, body_end: int, spans: _Spans) -> None:
 
 
 def _pem_truncated(text: str, begin: re.Match[str], limit: int, spans: _Spans, claims: _Claims) -> None:
-    body = _rx(_PEM_TRUNCATED_BODY).match(text, begin.end(), limit)
-    if body is None or not _rx(_PEM_BASE64_RUN).search(text, begin.end(), body.end()):
+    body = rx(_PEM_TRUNCATED_BODY).match(text, begin.end(), limit)
+    if body is None or not rx(_PEM_BASE64_RUN).search(text, begin.end(), body.end()):
         return
-    if _rx(_PEM_MASKED_BODY).fullmatch(text, begin.end(), body.end()):
+    if rx(_PEM_MASKED_BODY).fullmatch(text, begin.end(), body.end()):
         return
-    lead = _rx(_PEM_LEAD).match(text, begin.end(), body.end())
+    lead = rx(_PEM_LEAD).match(text, begin.end(), body.end())
     start = lead.end() if lead else begin.end()
     spans.append((start, body.end(), "private_key"))
     claims.append((begin.start(), body.end()))
-
-
-# --------------------------------------------------------------------------------------------
-# Value judgement: placeholders, references, opaque tokens
-# --------------------------------------------------------------------------------------------
-
-_NULLISH = frozenset(
-    "null none nil undefined true false yes no on off string str int bool boolean number any bytes "
-    "object optional required empty unset redacted hidden masked secret password token key value "
-    "example sample dummy fake placeholder todo tbd".split()
-)
-_PLACEHOLDER_RE = (
-    r"(?i:your|my|the|insert|enter|put|paste|replace|example|sample|dummy|fake|placeholder)[-_ .]"
-)
-_PLACEHOLDER_ENDINGS = ("-here", "_here", "replaceme", "replace_me", "replace-me")
-_TEMPLATE_OPENERS = ("${", "$(", "{{", "{%", "%(", "#{", "<%", "[[")
-_REFERENCE_RE = r"[A-Za-z_$][\w$]*(?:(?:\.|::|->)[A-Za-z_$][\w$]*)*"
-_WORDY_SEGMENT_RE = r"[a-z]+[0-9]{0,2}(?:_[a-z0-9]+)*|[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*|[A-Z]?[a-z]+(?:[A-Z][a-z]+)*[0-9]{0,2}|_\w*"
-_PATH_SEGMENT_RE = r"[a-z0-9._@-]*|[A-Z][a-z0-9._-]*"
-_YAML_TAGS = frozenset(
-    "Ref Sub GetAtt ImportValue Join Select FindInMap If Base64 GetAZs Split vault env".split()
-)
-
-
-def _is_placeholder(value: str) -> bool:
-    """Empty values, templates, ``<…>``, ``$VAR``, ``***``, elisions and our own masks."""
-    v = value.strip()
-    if len(v) < 2 or _MASK_MARK in v:
-        return True
-    if v.startswith(_TEMPLATE_OPENERS) or v[0] in "<{[(" or v.startswith("$"):
-        return True
-    if v[0] == "%" and v[-1] == "%":
-        return True
-    if v.endswith(("...", "\u2026")) or not v.strip("*xX.\u2022\u2026-_# "):
-        return True
-    if v.lower() in _NULLISH:
-        return True
-    if v.isupper() and not any(c.isdigit() for c in v) and all(c.isalpha() or c == "_" for c in v):
-        return True  # OPENAI_API_KEY (a reference) or TEXT (a metavar)
-    return v.lower().endswith(_PLACEHOLDER_ENDINGS) or _rx(_PLACEHOLDER_RE).match(v) is not None
-
-
-def _is_yaml_tag(value: str) -> bool:
-    if not value.startswith("!"):
-        return False
-    name = value[1:].split(" ", 1)[0]
-    return name in _YAML_TAGS
-
-
-def _is_reference(value: str, text: str, value_end: int) -> bool:
-    """An unquoted value that is code: ``os.environ[…]``, ``settings.KEY``, ``api_key)``, ``!Ref``."""
-    if _is_yaml_tag(value):
-        return True
-    m = _rx(_REFERENCE_RE).match(value)
-    if m is None:
-        return False
-    after = value[m.end() : m.end() + 1] or text[value_end : value_end + 1]
-    if m.end() < len(value) and after not in "([":
-        return False
-    if after in ("(", "["):
-        return True
-    ref = m.group()
-    if "::" in ref or "->" in ref:
-        return True
-    if "." in ref:
-        return all(_rx(_WORDY_SEGMENT_RE).fullmatch(s) for s in ref.split("."))
-    nxt = text[value_end : value_end + 1]
-    if nxt in (")", ","):
-        return True
-    return "_" in ref and ref.lower() == ref and not any(c.isdigit() for c in ref)
-
-
-def _is_dotted_words(value: str) -> bool:
-    parts = value.split(".")
-    return len(parts) >= 2 and all(_rx(_WORDY_SEGMENT_RE).fullmatch(p) for p in parts)
-
-
-def _is_path(value: str) -> bool:
-    """``/var/secrets/key.json`` or ``uploads/2024/x.pdf``; base64 with ``/`` mixes case."""
-    if "/" not in value and "\\" not in value:
-        return False
-    if "+" in value or "=" in value:
-        return False
-    parts = [p for p in re.split(r"[/\\]", value) if p]
-    if not parts:
-        return True
-    if parts[0] in ("~", ".", ".."):
-        parts = parts[1:]
-    if len(parts) >= 1 and re.fullmatch(r"[A-Za-z]:", parts[0]):
-        parts = parts[1:]
-    return all(_rx(_PATH_SEGMENT_RE).fullmatch(p) for p in parts)
-
-
-def _entropy_bits(sample: str) -> float:
-    n = len(sample)
-    total = 0.0
-    for ch in set(sample):
-        p = sample.count(ch) / n
-        total -= p * math.log2(p)
-    return total
-
-
-def _is_opaque(value: str) -> bool:
-    """Looks machine-generated: long, mixed character classes, enough entropy, no word shape."""
-    sample = value[:VALUE_SAMPLE_CHARS]
-    if len(value) < TOKEN_MIN_CHARS:
-        return False
-    classes = (
-        any(c.islower() for c in sample) + any(c.isupper() for c in sample) + any(c.isdigit() for c in sample)
-    )
-    if classes < 2 or _entropy_bits(sample) < TOKEN_MIN_ENTROPY_BITS:
-        return False
-    return not (_is_dotted_words(sample) or _is_path(sample))
-
-
-# --------------------------------------------------------------------------------------------
-# Key classification
-# --------------------------------------------------------------------------------------------
-
-_PASSWORD_WORDS = frozenset("password passwd pwd pass passphrase passcode".split())
-_SECRET_WORDS = frozenset(
-    "secret mnemonic signature sig pat credential credentials privatekey apikey apisecret secretkey "
-    "accesskey authtoken accesstoken refreshtoken clientsecret".split()
-)
-_TOKEN_WORDS = frozenset("token key auth session sessionid jsessionid phpsessid".split())
-_STRONG_QUALIFIERS = frozenset(
-    "secret private api access auth signing encryption encrypt hmac master account storage bot refresh "
-    "session bearer oauth client app webhook service deploy personal jwt security admin root "
-    "subscription consumer".split()
-)
-_META_FIRST = frozenset(
-    "max min num total input output cache primary sort partition foreign idempotency is has use enable "
-    "enabled disable bypass csrf xsrf unique".split()
-)
-# The secrets this package reads from its own environment: their values are secrets whatever
-# they look like (an OpenAI-compatible server may issue a plain lower-case key).
-_OWN_SECRET_KEYS = frozenset(
-    {("bli", "memory", "device", "token"), ("bli", "memory", "embed", "key"), ("bli", "memory", "llm", "key")}
-)
-_KEY_PART_RE = r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+"
-_key_classes: dict[str, str | None] = {}
-
-
-def _classify_key(key: str) -> str | None:
-    """``password``, ``secret`` (strong), ``token`` (weak: needs an opaque value) or None."""
-    if key in _key_classes:
-        return _key_classes[key]
-    comps = [c.lower() for c in _rx(_KEY_PART_RE).findall(key)]
-    result = _classify_parts(comps)
-    if len(_key_classes) < 4096:
-        _key_classes[key] = result
-    return result
-
-
-def _classify_parts(comps: list[str]) -> str | None:
-    if tuple(comps) in _OWN_SECRET_KEYS:
-        return "secret"
-    if not comps or comps[0] in _META_FIRST or "public" in comps or "publishable" in comps:
-        return None
-    last = comps[-1]
-    if last in _PASSWORD_WORDS or last.endswith(("password", "passwd")):
-        return "password"
-    if last in _SECRET_WORDS or last.endswith("secret"):
-        return "secret"
-    if last in _TOKEN_WORDS or last.endswith(("token", "key")):
-        qualifiers = set(comps[:-1])
-        embedded = last[: -len("token")] if last.endswith("token") else last[: -len("key")]
-        if qualifiers & _STRONG_QUALIFIERS or embedded in _STRONG_QUALIFIERS:
-            return "secret"
-        return "token"
-    return None
-
-
-def _mask_kind(key_class: str, key: str) -> str:
-    if key_class == "password":
-        return "password"
-    lowered = key.lower().replace("-", "_")
-    if key_class == "secret" and ("api_key" in lowered or "apikey" in lowered):
-        return "api_key"
-    if "private_key" in lowered or "privatekey" in lowered:
-        return "private_key"
-    return key_class
-
-
-def _value_ok(key_class: str, value: str, quoted: bool, text: str, value_end: int) -> bool:
-    """Gate a candidate value by the strength of its key."""
-    minimum = {"password": PASSWORD_MIN_CHARS, "secret": SECRET_MIN_CHARS}.get(key_class, TOKEN_MIN_CHARS)
-    if len(value) < minimum or _is_placeholder(value) or value.startswith("-----"):
-        return False
-    if not quoted and _is_reference(value, text, value_end):
-        return False
-    if key_class == "password":
-        return True
-    if key_class == "secret":
-        return not _is_path(value) and not _is_dotted_words(value)
-    return _is_opaque(value)
 
 
 # --------------------------------------------------------------------------------------------
@@ -583,7 +384,7 @@ class _KeywordScanner:
     def run(self) -> None:
         text = self.text
         masked_until = 0
-        for m in _rx(_OPERATOR).finditer(text):
+        for m in rx(_OPERATOR).finditer(text):
             i = m.start()
             if i < masked_until:
                 continue
@@ -591,7 +392,7 @@ class _KeywordScanner:
             if found is None:
                 continue
             key, op_end = found
-            key_class = _classify_key(key)
+            key_class = classify_key(key)
             if key_class is None:
                 continue
             vstart = op_end
@@ -648,7 +449,7 @@ class _KeywordScanner:
             return None
         if k > 0 and text[k - 1] in "$@#%":
             return None  # $env:NAME, a shell or template variable
-        if k >= 10 and text.endswith(_MASK_MARK + ":", k - 10, k):
+        if k >= 10 and text.endswith(MASK_MARK + ":", k - 10, k):
             return None
         return key, op_end
 
@@ -667,12 +468,12 @@ class _KeywordScanner:
         memo = (key_class, value, quoted is not None, text[end : end + 1])
         verdict = self.verdicts.get(memo)
         if verdict is None:
-            verdict = _value_ok(key_class, value, quoted is not None, text, end)
+            verdict = value_ok(key_class, value, quoted is not None, text, end)
             if len(self.verdicts) < VERDICT_MEMO_ENTRIES:
                 self.verdicts[memo] = verdict
         if not verdict:
             return None
-        self.spans.append((start, end, _mask_kind(key_class, key)))
+        self.spans.append((start, end, mask_kind(key_class, key)))
         return end
 
     def quoted_value(self, vstart: int) -> tuple[int, int] | None:
@@ -697,7 +498,7 @@ class _KeywordScanner:
             return self.scanned_until
         text = self.text
         end = vstart
-        pattern = _rx(_UNQUOTED_RUN)
+        pattern = rx(_UNQUOTED_RUN)
         while True:
             m = pattern.match(text, end)
             end = m.end() if m else end
@@ -722,18 +523,18 @@ def _find_keyword_values(text: str, lowered: str, spans: _Spans) -> None:
         _KeywordScanner(text, spans).run()
     if "--" in text:
         scanner = _KeywordScanner(text, spans)
-        for m in _rx(_FLAG_SPACE).finditer(text):
+        for m in rx(_FLAG_SPACE).finditer(text):
             if m.start() > 0 and (text[m.start() - 1].isalnum() or text[m.start() - 1] in "_-"):
                 continue
-            key_class = _classify_key(m.group("key"))
+            key_class = classify_key(m.group("key"))
             if key_class is not None:
                 scanner.judge(m.group("key"), key_class, m.end())
     if "</" in text:
-        for m in _rx(_XML_TAG).finditer(text):
-            _judge_captured(text, m, _classify_key(m.group("key")), spans)
+        for m in rx(_XML_TAG).finditer(text):
+            _judge_captured(text, m, classify_key(m.group("key")), spans)
     if "value=" in text:
-        for m in _rx(_NUGET).finditer(text):
-            _judge_captured(text, m, _classify_key(m.group("key")), spans)
+        for m in rx(_NUGET).finditer(text):
+            _judge_captured(text, m, classify_key(m.group("key")), spans)
 
 
 def _judge_captured(text: str, m: re.Match[str], key_class: str | None, spans: _Spans) -> None:
@@ -741,20 +542,20 @@ def _judge_captured(text: str, m: re.Match[str], key_class: str | None, spans: _
         return
     start, end = _unquote_span(text, m.start("v"), m.end("v"))
     value = text[start:end]
-    if _value_ok(key_class, value, True, text, end):
-        spans.append((start, end, _mask_kind(key_class, m.group("key"))))
+    if value_ok(key_class, value, True, text, end):
+        spans.append((start, end, mask_kind(key_class, m.group("key"))))
 
 
 def _find_headers(text: str, lowered: str, spans: _Spans) -> None:
     for name in SECRET_HEADER_NAMES:  # each pattern starts with its name: the engine's literal search runs
         if name not in lowered:
             continue
-        for m in _rx(name + _HEADER_TAIL).finditer(lowered):
+        for m in rx(name + _HEADER_TAIL).finditer(lowered):
             if not at_word_start(text, m.start()):
                 continue
             start, end = m.span("v")
             value = text[start:end]
-            if _is_placeholder(value) or len(value) < SECRET_MIN_CHARS:
+            if is_placeholder(value) or len(value) < SECRET_MIN_CHARS:
                 continue
             scheme = m.group("scheme") or ""
             kind = {"bearer": "bearer_token", "basic": "basic_auth"}.get(scheme, "auth_token")
@@ -762,21 +563,21 @@ def _find_headers(text: str, lowered: str, spans: _Spans) -> None:
                 kind = "api_key"
             spans.append((start, end, kind))
     if "bearer" in lowered:
-        for m in _rx(_BEARER).finditer(lowered):
+        for m in rx(_BEARER).finditer(lowered):
             start, end = m.span("v")
-            if at_word_start(text, m.start()) and _is_opaque(text[start:end]):
+            if at_word_start(text, m.start()) and is_opaque(text[start:end]):
                 spans.append((start, end, "bearer_token"))
 
 
 def _find_url_credentials(text: str, lowered: str, spans: _Spans) -> None:
     if "://" not in text:
         return
-    for m in _rx(_URL_USERINFO).finditer(text):
+    for m in rx(_URL_USERINFO).finditer(text):
         if m.group("pw") is not None:
             user = m.group("user")
-            if not _is_placeholder(m.group("pw")) and not (user and _is_placeholder(user)):
+            if not is_placeholder(m.group("pw")) and not (user and is_placeholder(user)):
                 spans.append((m.start("pw"), m.end("pw"), "password"))
-        elif _is_opaque(m.group("tok")) and not _is_placeholder(m.group("tok")):
+        elif is_opaque(m.group("tok")) and not is_placeholder(m.group("tok")):
             spans.append((m.start("tok"), m.end("tok"), "url_token"))
 
 
@@ -784,23 +585,23 @@ def _find_cli_credentials(text: str, lowered: str, spans: _Spans) -> None:
     """``.netrc`` lines, ``curl -u user:pass``, ``-u user -p pass``, ``sshpass -p``, prose."""
     candidates: list[tuple[int, int]] = []
     if "machine" in text and "password" in text:
-        candidates += [m.span("v") for m in _rx(_NETRC).finditer(text) if at_word_start(text, m.start())]
+        candidates += [m.span("v") for m in rx(_NETRC).finditer(text) if at_word_start(text, m.start())]
     if "-u" in text:
-        for m in _rx(_CURL_USER).finditer(text):
+        for m in rx(_CURL_USER).finditer(text):
             if m.start() > 0 and text[m.start() - 1].isspace():
                 candidates.append(m.span("v"))
     if "-p" in text and ("-u" in text or "sshpass" in text):
-        for m in _rx(_SHORT_P).finditer(text):
+        for m in rx(_SHORT_P).finditer(text):
             s = m.start()
-            if s > 0 and text[s - 1].isspace() and _rx(_SHORT_P_CONTEXT).search(text, max(0, s - 128), s):
+            if s > 0 and text[s - 1].isspace() and rx(_SHORT_P_CONTEXT).search(text, max(0, s - 128), s):
                 candidates.append(m.span("v"))
     for start, end in candidates:
         start, end = _unquote_span(text, start, end)
         value = text[start:end]
-        if len(value) >= PASSWORD_MIN_CHARS and not _is_placeholder(value):
+        if len(value) >= PASSWORD_MIN_CHARS and not is_placeholder(value):
             spans.append((start, end, "password"))
     if "pass" in lowered and (" is" in lowered or " was" in lowered):
-        for m in _rx(_PROSE_PASSWORD).finditer(lowered):
+        for m in rx(_PROSE_PASSWORD).finditer(lowered):
             start, end = m.span("v")
             value = text[start:end]
             if not lowered.endswith(("my ", "the ", "our "), max(0, m.start() - 4), m.start()):
@@ -855,7 +656,7 @@ def _outside_claims(span: _Span, claims: _Claims, claim_starts: list[int]) -> It
 
 def _inside_mask(text: str, start: int) -> bool:
     """A context rule matched the kind inside one of our masks (``-u sk_live_[REDACTED:x]:``)."""
-    mark = text.rfind(_MASK_MARK, max(0, start - 48), start)
+    mark = text.rfind(MASK_MARK, max(0, start - 48), start)
     return mark != -1 and "]" not in text[mark:start]
 
 

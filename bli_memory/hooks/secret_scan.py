@@ -122,7 +122,7 @@ LOWER_MARKERS = (
     "passphrase",
     "passcode",
 )
-#: the endings of a key whose value the redactor judges (`redact._classify_key`: its last word)
+#: the endings of a key whose value the redactor judges (`redact_judge.classify_key`: its last word)
 SECRET_KEY_ENDINGS = (
     "password",
     "passwd",
