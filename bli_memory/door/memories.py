@@ -1534,8 +1534,12 @@ class MemoryService:
             ) from None
 
     def get_job(self, principal: Principal, job_id: str) -> Job:
+        """A job of the caller's team; one that writes into another person's global space is theirs
+        alone (the same 404 as an id that does not exist)."""
         job = self.store.get_job(principal.team_id, job_id)
-        if job is None:
+        if job is None or (
+            is_door_tag(job.container_tag) and job.container_tag != self.global_tag(principal)
+        ):
             raise NotFound(f"no job {job_id!r}")
         return job
 
