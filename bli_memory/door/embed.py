@@ -12,7 +12,7 @@ Three kinds sit behind one small interface, chosen by ``--embedder`` / ``BLI_MEM
   ``BLI_MEMORY_EMBED_MODEL`` and an optional ``BLI_MEMORY_EMBED_KEY``.
 - ``none``: no vectors; the door serves keyword + recency.
 
-Why onnxruntime + tokenizers and not fastembed (issue 3 asked to measure both and keep one):
+Why onnxruntime + tokenizers and not fastembed (both were measured and one kept):
 fastembed fetches its models from a hub this machine cannot reach, so it was timed on a local folder
 (``specific_model_path``) with the very same int8 graph and tokenizer (scripts/bench_embed.py
 ``--fastembed-model-dir``). Its vectors matched ours to a cosine of 1.0000 on every text, and it was

@@ -1,4 +1,4 @@
-"""Librarian rules of the third round, each one linguistic or structural class pinned with examples of
+"""Librarian rules for sentence shapes, each one linguistic or structural class pinned with examples of
 its own (pure functions, no door): a question typed without its question mark, a tool's tally quoted
 as output, a surface-only fix, the verb after a modal, a value said to hold "now", a reply that opens
 with its commands, a diff that is no command, a gerund subject, a pronoun across a list of actions
