@@ -816,11 +816,21 @@ def _remove_stale_socket(path: str) -> bool:
     return False
 
 
+def allow_next_spawn(env: Mapping[str, str]) -> None:
+    """Remove the hook's spawn stamp, so the next prompt starts a daemon at once: a person stopped it
+    on purpose, which is no crash, and must not count against the hourly limit on spawns."""
+    with contextlib.suppress(OSError):
+        os.unlink(os.path.join(paths.state_dir(env), daemon_wire.STAMP_NAME))
+
+
 def stop_main(argv: list[str]) -> int:
     if argv:
         sys.stderr.write(f"bli-memory-mcp daemon stop: unexpected argument {argv[0]!r}\n{USAGE}\n")
         return 2
-    status, text = stop(dict(os.environ))
+    env = dict(os.environ)
+    status, text = stop(env)
+    if status == 0:
+        allow_next_spawn(env)
     (sys.stdout if status == 0 else sys.stderr).write(f"bli-memory-mcp daemon: {text}\n")
     return status
 

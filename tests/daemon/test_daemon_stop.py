@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 from bli_memory import __version__, daemon, daemon_wire, paths
-from tests.daemon.helpers import Daemon, StandIn, start
-from tests.hooks.helpers import BIN
+from tests.daemon.helpers import Daemon, StandIn, daemon_env, prompt_payload, start, wait_for_ping
+from tests.hooks.helpers import BIN, run_hook
 
 
 def stop_command(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -39,6 +39,26 @@ def test_stop_stops_this_users_daemon_and_says_which(home: Path, daemons: list[D
     assert not socket_file(home).exists()
     again = stop_command(home)
     assert (again.returncode, again.stdout) == (0, "bli-memory-mcp daemon: no daemon runs\n")
+
+
+def test_after_stop_the_next_prompt_starts_the_daemon_again(paired: Path, tag: str) -> None:
+    """A person's `daemon stop` is no crash: the next prompt hook (direct, this once) starts a new
+    daemon at once instead of waiting out the hourly limit on spawns, and the one after uses it."""
+    env = daemon_env(paired, BLI_MEMORY_CONTAINER_TAG=tag)
+    first = run_hook("prompt", prompt_payload(paired), paired, env=env)
+    assert first.receipt()[2]["via"] == "direct", first.stderr
+    started = int(str(wait_for_ping(paired)["pid"]))
+    done = stop_command(paired)
+    assert done.returncode == 0 and f"stopped the daemon (pid {started}" in done.stdout, done.stderr
+    after = run_hook("prompt", prompt_payload(paired), paired, env=env)
+    _, status, fields = after.receipt()
+    assert status == "ok" and fields["via"] == "direct" and fields["daemon"] == "daemon_unavailable", (
+        after.stderr
+    )
+    again = int(str(wait_for_ping(paired, timeout_s=10)["pid"]))
+    assert again != started
+    served = run_hook("prompt", prompt_payload(paired), paired, env=env)
+    assert served.receipt()[2]["via"] == "daemon" and served.stdout == after.stdout
 
 
 def test_stop_wakes_a_stopped_daemon_so_it_exits_cleanly(home: Path, daemons: list[Daemon]) -> None:
