@@ -168,6 +168,8 @@ class ExtractionWorker:
         self.llm_model = (
             env.get(librarian.ENV_LLM_MODEL, "").strip() if env.get(librarian.ENV_LLM_URL) else ""
         )
+        #: the device of the last job claimed: where this worker's round over devices stands
+        self._last_device: str | None = None
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="bli-memory-extract", daemon=True)
@@ -228,9 +230,10 @@ class ExtractionWorker:
 
     def _drain(self) -> None:
         while not self._stop.is_set():
-            job = self.store.claim_job()
+            job = self.store.claim_job(after_device=self._last_device)
             if job is None:
                 break
+            self._last_device = job.device_id  # the next claim goes round to the next device
             self._process(job)
         if time.monotonic() >= self._next_sweep:
             self._sweep_exchanges()

@@ -236,6 +236,11 @@ LIST_DEVICES_SQL = """SELECT d.id, d.label, d.created_at, d.revoked_at, p.name A
 #: who ran an extraction job, for the librarian's writes: (device id, person id)
 PRINCIPAL_FOR_JOB_SQL = """SELECT p.name AS person, coalesce(d.admin, 0) AS admin, t.name AS team FROM people p
    JOIN teams t ON t.id = p.team_id LEFT JOIN devices d ON d.id = {p} WHERE p.id = {p}"""
+#: the order jobs are claimed in, given the device of the claimer's previous job as the one
+#: parameter: the devices after it (in id order) first, then the rest from the start, each device's
+#: oldest job first. A round-robin over the devices with waiting jobs, kept without a table of its
+#: own: the claimer (each door's worker) remembers where its round is.
+FAIR_JOB_ORDER_SQL = "device_id <= {p}, device_id, created_at, id"
 #: a queued extraction job (`job_values`)
 ENQUEUE_JOB_SQL = """INSERT INTO memory_extract_jobs (id, team_id, person_id, device_id, container_tag, content,
        metadata, created_at) VALUES ({p}, {p}, {p}, {p}, {p}, {p}, {p}, {p})"""
@@ -797,9 +802,13 @@ class Store(Protocol):
         job another live door is running."""
         ...
 
-    def claim_job(self) -> Job | None:
-        """The oldest queued job, now `running` (attempts counted), or None. Two claimers never get
-        the same job; on a shared store a job whose door's lease ran out is claimable again."""
+    def claim_job(self, after_device: str | None = None) -> Job | None:
+        """The next queued job in a round over the devices that have one, now `running` (attempts
+        counted), or None: the oldest job of the first such device after `after_device` (the
+        device of the claimer's previous job) in device-id order, wrapping round; None starts the
+        round. One device's backlog thus never holds another device's jobs back by more than one
+        job per waiting device (`FAIR_JOB_ORDER_SQL`). Two claimers never get the same job; on a shared
+        store a job whose door's lease ran out is claimable again."""
         ...
 
     def finish_job(self, job_id: str, outcome: dict[str, Any]) -> None: ...

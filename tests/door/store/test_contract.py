@@ -128,9 +128,10 @@ def test_a_device_may_queue_only_so_many_jobs(make_store: Callable[..., Store], 
     with pytest.raises(QueueFull):
         store.enqueue_job(ada, "t", "three", None)
     store.enqueue_job(bob, "t", "another device is not held up", None)
-    claimed = store.claim_job()
-    assert claimed is not None
-    store.finish_job(claimed.id, {})
+    while (claimed := store.claim_job()) is not None:  # the round may take bob's first
+        store.finish_job(claimed.id, {})
+        if claimed.device_id == ada.device_id:
+            break
     store.enqueue_job(ada, "t", "room again", None)
 
 

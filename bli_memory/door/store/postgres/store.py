@@ -53,6 +53,7 @@ from bli_memory.door.store.base import (
     COPY_TABLES,
     ENQUEUE_JOB_SQL,
     EXPERIENCE_PAGE_SQL,
+    FAIR_JOB_ORDER_SQL,
     INSERT_EXPERIENCE_SQL,
     JSON_COLUMNS,
     LIST_DEVICES_SQL,
@@ -147,6 +148,7 @@ _IDENTITY_COLUMNS = {"teams": "id", "people": "id", "memories": "seq"}
 _AUTHENTICATE = in_dialect(AUTHENTICATE_SQL, "%s")
 _PRINCIPAL_FOR_JOB = in_dialect(PRINCIPAL_FOR_JOB_SQL, "%s")
 _ENQUEUE_JOB = in_dialect(ENQUEUE_JOB_SQL, "%s")
+_FAIR_JOB_ORDER = in_dialect(FAIR_JOB_ORDER_SQL, "%s")
 _PUT_HOOK_STATS = in_dialect(PUT_HOOK_STATS_SQL, "%s")
 #: a retry of an opinion already stored inserts nothing; record_experience then compares the two
 _INSERT_EXPERIENCE = in_dialect(INSERT_EXPERIENCE_SQL, "%s") + " ON CONFLICT (team_id, id) DO NOTHING"
@@ -1029,9 +1031,10 @@ class PostgresStore:
             (now_s(), EXPIRED_JOB_ERROR, self.job_max_attempts, mine, self.owner),
         )
 
-    def claim_job(self) -> Job | None:
-        """The oldest queued job (or a running one whose lease ran out), now this store's: rows
-        another door is claiming are skipped, never waited for."""
+    def claim_job(self, after_device: str | None = None) -> Job | None:
+        """The next job in the round over devices (`FAIR_JOB_ORDER_SQL`; a running one whose lease ran
+        out counts as queued), now this store's: rows another door is claiming are skipped, never
+        waited for."""
         with self.transaction(), self._connection() as db:
             self._fail_exhausted(db, mine=False)
             row = db.execute(
@@ -1039,9 +1042,9 @@ class PostgresStore:
                         claimed_by = %s, lease_until = {_NOW} + %s
                     WHERE id = (SELECT id FROM memory_extract_jobs WHERE status = 'queued'
                         OR (status = 'running' AND (lease_until IS NULL OR lease_until < {_NOW}))
-                        ORDER BY created_at, id LIMIT 1 FOR UPDATE SKIP LOCKED)
+                        ORDER BY {_FAIR_JOB_ORDER} LIMIT 1 FOR UPDATE SKIP LOCKED)
                     RETURNING *""",
-                (now_s(), self.owner, self.job_lease_s),
+                (now_s(), self.owner, self.job_lease_s, after_device or ""),
             ).fetchone()
         if row is None:
             return None

@@ -44,6 +44,7 @@ from bli_memory.door.store.base import (
     COPY_TABLES,
     ENQUEUE_JOB_SQL,
     EXPERIENCE_PAGE_SQL,
+    FAIR_JOB_ORDER_SQL,
     INSERT_EXPERIENCE_SQL,
     JSON_COLUMNS,
     LIST_DEVICES_SQL,
@@ -115,6 +116,7 @@ _MEMORY_COLUMNS_M = ", ".join(f"m.{name}" for name in _MEMORY_COLUMN_NAMES)
 _AUTHENTICATE = in_dialect(AUTHENTICATE_SQL, "?")
 _PRINCIPAL_FOR_JOB = in_dialect(PRINCIPAL_FOR_JOB_SQL, "?")
 _ENQUEUE_JOB = in_dialect(ENQUEUE_JOB_SQL, "?")
+_FAIR_JOB_ORDER = in_dialect(FAIR_JOB_ORDER_SQL, "?")
 _PUT_HOOK_STATS = in_dialect(PUT_HOOK_STATS_SQL, "?")
 _INSERT_EXPERIENCE = in_dialect(INSERT_EXPERIENCE_SQL, "?")
 _EXPERIENCE_PAGE = in_dialect(EXPERIENCE_PAGE_SQL, "?")
@@ -935,10 +937,11 @@ class SqliteStore:
             )
             return cursor.rowcount
 
-    def claim_job(self) -> Job | None:
+    def claim_job(self, after_device: str | None = None) -> Job | None:
         with self.transaction():
             row = self._db.execute(
-                "SELECT * FROM memory_extract_jobs WHERE status = 'queued' ORDER BY created_at LIMIT 1"
+                f"SELECT * FROM memory_extract_jobs WHERE status = 'queued' ORDER BY {_FAIR_JOB_ORDER} LIMIT 1",
+                (after_device or "",),
             ).fetchone()
             if row is None:
                 return None
