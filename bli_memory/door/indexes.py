@@ -524,17 +524,19 @@ class Snapshots:
             path.unlink(missing_ok=True)
         _sync_folder(self.folder)
 
-    def read_keyword(self, key: SpaceKey, model: str, token: str | None = None) -> KeywordIndex | None:
-        """The keyword index of a snapshot (None when its file is missing, damaged, or holds
-        another token than the stamp's)."""
+    def read_keyword(self, key: SpaceKey, model: str, token: str | None = None) -> KeywordIndex:
+        """The keyword index of a snapshot; raises ValueError saying why when its file is missing,
+        damaged, holds arrays that do not fit together, or holds another token than the stamp's."""
         try:
             arrays = mapped_arrays(self._path(key, model, ".keyword.npz"))
             held = arrays.pop(SNAPSHOT_TOKEN_ARRAY, None)
             if token is not None and (held is None or bytes(held).decode("ascii", "replace") != token):
-                return None
+                raise ValueError("it is not the stamp's")
             return KeywordIndex.from_arrays(arrays)
-        except Exception:  # a damaged or foreign file: never a crash, the space is built instead
-            return None
+        except ValueError:
+            raise
+        except Exception as error:  # a damaged or foreign file: never a crash, the space is built instead
+            raise ValueError(" ".join(f"{type(error).__name__}: {error}".split())) from error
 
     def read_vectors(self, key: SpaceKey, model: str, dim: int) -> ApproximateVectors | None:
         from usearch.index import Index
@@ -880,9 +882,15 @@ class Indexes:
         if stamp is None:
             return None
         token = stamp.get("token")
-        index = self.snapshots.read_keyword(key, model, token if isinstance(token, str) else None)
-        if index is None or len(index) != stamp["memories"]:
-            self.snapshots.refuse(key, model, "its keyword file is damaged or not the stamp's")
+        try:
+            index = self.snapshots.read_keyword(key, model, token if isinstance(token, str) else None)
+        except ValueError as error:
+            self.snapshots.refuse(key, model, f"its keyword file is damaged or not the stamp's: {error}")
+            return None
+        if len(index) != stamp["memories"]:
+            self.snapshots.refuse(
+                key, model, "its keyword file holds another number of memories than its stamp"
+            )
             return None
         if self.snapshots.tracks_changes:
             caught_up = self.replay is not None and self._replay(key, index, stamp["position"])

@@ -523,10 +523,74 @@ class KeywordIndex:
         index.alive = array("b", alive.tobytes())
         index.saved_at = array("d", np.asarray(arrays["saved_at"], dtype=np.float64).tobytes())
         names: list[str | None] = [None, *_split(arrays["device_names"])]
-        index.devices = [names[code] for code in arrays["device_codes"].tolist()]
+        codes = np.asarray(arrays["device_codes"])
+        if codes.size and (int(codes.min()) < 0 or int(codes.max()) >= len(names)):
+            raise ValueError("documents name devices the snapshot does not hold")
+        index.devices = [names[code] for code in codes.tolist()]
         index.live = len(index.slot_of)
         index.total_length = float(np.frombuffer(index.lengths)[alive.astype(bool)].sum())
+        _check_documents(index, alive)
+        _check_postings(index)
         return index
+
+
+def _check_documents(index: KeywordIndex, alive: np.ndarray) -> None:
+    """Raise ValueError unless a snapshot's documents fit together: every slot's tokens lie end to
+    end in `tokens` and name known terms, every live id is one and unique.
+    Well-formed arrays that disagree would make every search of the space fail (an index out of
+    range) and be written back at the next stop, so such a file must be refused, never used."""
+    count, terms_total = alive.size, index.term_count
+    if not (len(index.saved_at) == len(index.devices) == count) or ((alive != 0) & (alive != 1)).any():
+        raise ValueError("documents do not match their save times, devices or live flags")
+    if index.live != int(alive.sum()) or "" in index.slot_of:
+        raise ValueError("live documents do not have one id each")
+    lengths = np.frombuffer(index.lengths)
+    if not np.isfinite(lengths).all() or (lengths < 0).any() or (lengths % 1).any():
+        raise ValueError("document lengths are not counts of tokens")
+    ends = np.cumsum(lengths.astype(np.int64))
+    if (ends - lengths.astype(np.int64) != np.frombuffer(index.starts, dtype=np.int64)).any() or (
+        int(ends[-1]) if count else 0
+    ) != len(index.tokens):
+        raise ValueError("document starts and lengths do not match the tokens")
+    tokens = np.frombuffer(index.tokens, dtype=np.int32)
+    if tokens.size and (int(tokens.min()) < 0 or int(tokens.max()) >= terms_total):
+        raise ValueError("tokens name terms the snapshot does not hold")
+
+
+def _check_postings(index: KeywordIndex) -> None:
+    """Raise ValueError unless a snapshot's postings fit its documents: offsets ascending from 0 to
+    the postings' end, each term's slots ascending and within the documents, every frequency at
+    least 1, each term's count of live documents the one its postings give, and the stems' lookup
+    table a permutation of the terms (see `_check_documents` for why)."""
+    offsets, slots, frequencies = index._offsets, index._slots, index._frequencies
+    if offsets.size and (
+        int(offsets[0]) != 0 or int(offsets[-1]) != slots.size or (np.diff(offsets) < 0).any()
+    ):
+        raise ValueError("postings do not match their offsets")
+    if slots.size and (int(slots.min()) < 0 or int(slots.max()) >= len(index.alive)):
+        raise ValueError("postings name documents the snapshot does not hold")
+    if frequencies.size and int(frequencies.min()) < 1:
+        raise ValueError("postings hold frequencies below 1")
+    ascending = np.diff(slots) > 0
+    term_starts = offsets[1:-1]
+    ascending[term_starts[(term_starts > 0) & (term_starts < slots.size)] - 1] = True
+    if not ascending.all():
+        raise ValueError("a term's postings are not in ascending slot order")
+    alive = np.frombuffer(index.alive, dtype=np.int8)[slots].astype(np.int64)
+    held = np.concatenate(([0], np.cumsum(alive)))
+    if (held[offsets[1:]] - held[offsets[:-1]] != np.frombuffer(index.document_counts, dtype=np.int32)).any():
+        raise ValueError("postings do not match the terms' counts of live documents")
+    order = index._base.order
+    if order.size and (
+        int(order.min()) < 0
+        or int(order.max()) >= order.size
+        or (np.bincount(order, minlength=order.size) != 1).any()
+    ):
+        raise ValueError("the stems' lookup table is not one entry per term")
+    if (index._base.hashes[1:] < index._base.hashes[:-1]).any():
+        raise ValueError("the stems' hashes are not sorted")
+    if index._base.count and index._base._stem_bounds().size - 1 != index._base.count:
+        raise ValueError("the stems do not match the postings' terms")
 
 
 #: the multiplier of the stems' polynomial hash (odd, so every byte counts modulo 2**64)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import random
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -399,6 +399,54 @@ def test_a_snapshot_that_does_not_fit_together_is_refused() -> None:
     arrays = _index(_corpus(10, 20)).to_arrays()
     arrays["offsets"] = arrays["offsets"][:-1]
     with pytest.raises(ValueError, match="postings"):
+        KeywordIndex.from_arrays(arrays)
+
+
+def _set(name: str, position: int, value: int | float) -> Callable[[dict[str, np.ndarray]], None]:
+    def change(arrays: dict[str, np.ndarray]) -> None:
+        arrays[name] = arrays[name].copy()
+        arrays[name][position] = value
+
+    return change
+
+
+def _swap_first_postings(arrays: dict[str, np.ndarray]) -> None:
+    arrays["postings"] = arrays["postings"].copy()
+    arrays["postings"][[0, 1]] = arrays["postings"][[1, 0]]
+
+
+#: well-formed arrays of the right sizes whose values disagree: each made every search of the space
+#: fail (or score nonsense) and was written back at the next stop
+DISAGREEING = {
+    "a posting past the last document": _set("postings", 0, 10_000),
+    "a negative posting": _set("postings", 0, -3),
+    "a term's postings out of order": _swap_first_postings,
+    "a frequency of 0": _set("frequencies", 0, 0),
+    "a term's count of live documents": _set("document_counts", 0, 500),
+    "a token past the last term": _set("tokens", 3, 1_000_000),
+    "a negative token": _set("tokens", 3, -1),
+    "a start off its place": _set("starts", 2, 1),
+    "a length past the tokens": _set("lengths", -1, 1e6),
+    "a fractional length": _set("lengths", 0, 2.5),
+    "an offset past the postings": _set("offsets", 1, 10**9),
+    "a live flag of 2": _set("alive", 0, 2),
+    "a device code past the names": _set("device_codes", 0, 99),
+    "a stem order past the terms": _set("stem_order", 0, 10**6),
+}
+
+
+@pytest.mark.parametrize("damage", DISAGREEING.values(), ids=DISAGREEING.keys())
+def test_a_snapshot_whose_arrays_are_well_formed_but_disagree_is_refused(
+    damage: Callable[[dict[str, np.ndarray]], None],
+) -> None:
+    index = KeywordIndex.build(
+        (memory_id, text, f"dev{n % 3}", float(n))
+        for n, (memory_id, text) in enumerate(_corpus(16, 60).items())
+    )
+    arrays = index.to_arrays()
+    assert _all_postings(KeywordIndex.from_arrays(arrays)) == _all_postings(index)  # as written: read
+    damage(arrays)
+    with pytest.raises(ValueError):
         KeywordIndex.from_arrays(arrays)
 
 

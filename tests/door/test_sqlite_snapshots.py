@@ -13,6 +13,8 @@ from collections.abc import Callable
 from contextlib import closing
 from pathlib import Path
 
+import numpy as np
+
 from bli_memory.door.memories import MemoryService
 from bli_memory.door.store.sqlite import SqliteStore
 from tests.helpers import DoorProcess
@@ -244,3 +246,44 @@ def test_a_graph_built_while_the_door_serves_is_written_before_any_stop(
     assert _ranking(door) == before
     door.stop()
     assert _stamp(folder)["vectors"] == len(FACTS)  # it held the graph it read
+
+
+def _rewrite_keyword_file(folder: Path, change: Callable[[dict[str, np.ndarray]], None]) -> None:
+    """Rewrite the space's keyword snapshot with `change` applied to its arrays (its stamp and token
+    stay: the file is well-formed and the stamp's own, only its content is wrong)."""
+    [path] = folder.glob("*.keyword.npz")
+    with np.load(path) as loaded:
+        arrays = {name: loaded[name].copy() for name in loaded.files}
+    change(arrays)
+    with path.open("wb") as handle:
+        np.savez(handle, **arrays)
+
+
+def _point_postings_past_the_last_memory(arrays: dict[str, np.ndarray]) -> None:
+    arrays["postings"][:] = arrays["alive"].size + 5
+
+
+def test_a_keyword_snapshot_whose_arrays_disagree_is_rebuilt_with_one_line_and_never_written_back(
+    start_door: Callable[..., DoorProcess],
+) -> None:
+    door = start_door(env=SMALL)
+    for fact in FACTS:
+        _save(door, fact)
+    before = _ranking(door)
+    door.stop()
+    folder = Path(str(door.db) + ".indexes")
+    _rewrite_keyword_file(folder, _point_postings_past_the_last_memory)
+
+    for _ in range(2):  # the damage is gone after the first start: the stop writes the rebuilt index
+        door.lines.clear()
+        door.start()
+        door.wait_for_log("bli-memory-door indexed 1 spaces", 60.0, at_start=True)
+        assert _ranking(door) == before
+        door.stop()
+        refused = [line for line in door.lines if "not used" in line]
+        if _ == 0:
+            assert len(refused) == 1 and "keyword file is damaged" in refused[0], door.lines
+            assert "postings" in refused[0], refused
+        else:
+            assert refused == [], door.lines
+
