@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 from collections.abc import Sequence
 from typing import Any
@@ -37,12 +38,37 @@ from bli_memory.install.tomledit import (
 # --------------------------------------------------------------------------- the JSON files
 
 
+#: deeper than any host's config file nests (theirs are a handful of levels); a deeper file is refused
+#: before it is parsed, as json and the splicer would both recurse past Python's limit on it.
+JSON_MAX_DEPTH = 100
+#: a JSON string (its brackets are text, not nesting; one left open runs to the end, so no text
+#: makes the scan start over) or one bracket
+_JSON_STRING_OR_BRACKET = re.compile(r'"(?:[^"\\]|\\.)*"?|[\[\]{}]')
+
+
+def json_depth(text: str) -> int:
+    """How deep `text`'s arrays and objects nest, counted in one linear pass (strings skipped)."""
+    depth = deepest = 0
+    for found in _JSON_STRING_OR_BRACKET.finditer(text):
+        mark = found.group()
+        if mark in ("[", "{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif mark in ("]", "}"):
+            depth -= 1
+    return deepest
+
+
 def load_json_object(path: str, text: str | None) -> dict[str, Any]:
     """The object a JSON file holds ({} for an absent or empty file); InstallError otherwise."""
     if text is None or not text.strip():
         return {}
+    if json_depth(text) > JSON_MAX_DEPTH:
+        raise InstallError(f"{show_path(path)} nests deeper than {JSON_MAX_DEPTH} levels; left it untouched")
     try:
         data = json.loads(text)
+    except RecursionError:
+        raise InstallError(f"{show_path(path)} nests too deep to read; left it untouched") from None
     except json.JSONDecodeError as exc:
         where = f" (line {exc.lineno}, column {exc.colno})"
         raise InstallError(f"{show_path(path)} is not valid JSON{where}; left it untouched") from None

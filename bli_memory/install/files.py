@@ -84,6 +84,9 @@ class FileChange:
     backup: bool = True
     #: after deleting the file, remove its folder too if nothing else is left in it
     prune_dir: bool = False
+    #: False for a file of ours in a folder of ours (the skill): neither may be a symbolic link, so a
+    #: link planted there can never make install write, or uninstall delete, anything outside
+    follow_links: bool = True
 
     @property
     def changed(self) -> bool:
@@ -100,6 +103,14 @@ def read_text(path: str) -> str | None:
         raise InstallError(f"{show_path(path)} is not UTF-8 text; left it untouched") from None
     except OSError as exc:
         raise InstallError(f"cannot read {show_path(path)}: {exc.strerror}") from None
+
+
+def linked_part(path: str) -> str | None:
+    """`path` or its folder, whichever is a symbolic link (the file first), or None when neither is."""
+    for part in (path, os.path.dirname(path)):
+        if os.path.islink(part):
+            return part
+    return None
 
 
 def show_path(path: str) -> str:
@@ -145,6 +156,12 @@ def apply_change(change: FileChange) -> str | None:
     The file is read again just before writing: a host that rewrote it since we planned (Claude Code
     rewrites ~/.claude.json while it runs) must not lose its write to ours.
     """
+    if not change.follow_links:
+        link = linked_part(change.path)
+        if link is not None:
+            raise InstallError(
+                f"{show_path(link)} became a symbolic link while installing; nothing written to it"
+            )
     if read_text(change.path) != change.old_text:
         raise InstallError(
             f"{show_path(change.path)} changed while installing; nothing written to it; run again"
@@ -162,10 +179,11 @@ def apply_change(change: FileChange) -> str | None:
         os.chmod(backup, stat.S_IMODE(os.stat(os.path.realpath(change.path)).st_mode))
         made = backup
     if change.new_text is None:
-        os.unlink(os.path.realpath(change.path))
+        target = os.path.realpath(change.path) if change.follow_links else change.path
+        os.unlink(target)
         if change.prune_dir:
             with contextlib.suppress(OSError):  # not empty: someone else's files stay, and so does it
-                os.rmdir(os.path.dirname(os.path.realpath(change.path)))
+                os.rmdir(os.path.dirname(target))
     else:
         write_atomic(change.path, change.new_text)
     return made

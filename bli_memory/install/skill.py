@@ -10,7 +10,9 @@ skills folder, where the host loads a skill by its folder and the `name`/`descri
 A written copy, not a link: a link into a venv dangles once the venv is gone, and the skill must
 keep working for the hooks' lifetime. The copy ends with `SKILL_MARKER`, which is how install and
 uninstall recognise it as theirs: a `bli-memory` folder holding anything else is never overwritten
-or removed (install stops and names it), and no other skill's folder is ever read or written.
+or removed (install stops and names it), and no other skill's folder is ever read or written. Nor is
+a symbolic link followed: a `bli-memory` folder or SKILL.md that is a link stops install the same way,
+and uninstall leaves it and whatever it points at alone.
 Uninstall deletes our SKILL.md and then the folder when nothing else is left in it.
 """
 
@@ -18,7 +20,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from bli_memory.install.files import SKILL_NAME, FileChange, InstallError, Paths, read_text, show_path
+from bli_memory.install.files import (
+    SKILL_NAME,
+    FileChange,
+    InstallError,
+    Paths,
+    linked_part,
+    read_text,
+    show_path,
+)
 
 SKILL_FILE = "SKILL.md"
 #: the last line of the copy install writes; a SKILL.md without it is someone else's
@@ -49,7 +59,16 @@ def is_ours(text: str | None) -> bool:
 
 def plan_skill(path: str, install: bool) -> FileChange:
     """Our SKILL.md at `path` written (install) or deleted (uninstall); InstallError when the folder
-    holds a SKILL.md that is not ours."""
+    holds a SKILL.md that is not ours, or when the file or its folder is a symbolic link: install
+    never makes one, so it is someone else's, and following it would write (or delete) outside."""
+    link = linked_part(path)
+    if link is not None:
+        if not install:
+            return FileChange(path, None, None)  # nothing of ours is behind a link
+        raise InstallError(
+            f"{show_path(link)} is a symbolic link install did not make; left it untouched "
+            "(move it away to install the bli-memory skill)"
+        )
     old_text = read_text(path)
     if old_text is not None and not is_ours(old_text):
         if not install:
@@ -63,10 +82,14 @@ def plan_skill(path: str, install: bool) -> FileChange:
         if old_text == new_text:
             return FileChange(path, old_text, old_text)
         verb = "update" if old_text is not None else "add"
-        return FileChange(path, old_text, new_text, [f"{verb} skill {SKILL_NAME}"], backup=False)
+        return FileChange(
+            path, old_text, new_text, [f"{verb} skill {SKILL_NAME}"], backup=False, follow_links=False
+        )
     if old_text is None:
         return FileChange(path, None, None)
-    return FileChange(path, old_text, None, [f"remove skill {SKILL_NAME}"], backup=False, prune_dir=True)
+    return FileChange(
+        path, old_text, None, [f"remove skill {SKILL_NAME}"], backup=False, prune_dir=True, follow_links=False
+    )
 
 
 def print_skill_main(args: list[str]) -> int:
