@@ -287,3 +287,32 @@ def test_a_keyword_snapshot_whose_arrays_disagree_is_rebuilt_with_one_line_and_n
         else:
             assert refused == [], door.lines
 
+
+def test_a_space_holding_a_pin_resumes_from_its_snapshot_after_a_kill(
+    start_door: Callable[..., DoorProcess],
+) -> None:
+    door = start_door(env=SMALL)
+    for fact in FACTS:
+        _save(door, fact)
+    status, body = door.post("/api/memory/pin", {"content": "Always run the linters", "containerTag": TAG})
+    assert status == 201, body
+    before = _ranking(door)
+    door.stop()
+    folder = Path(str(door.db) + ".indexes")
+    assert _stamp(folder)["memories"] == len(FACTS)  # the pin is never searched: not in the index
+
+    door.lines.clear()
+    door.start()
+    door.wait_for_log("bli-memory-door indexed 1 spaces", 60.0, at_start=True)
+    kept = _save(door, "The deploy queue drained overnight")
+    door.kill()  # SIGKILL: the snapshot on disk is the one of the stop, the change log has the rest
+    door.lines.clear()
+    door.start()
+    door.wait_for_log("bli-memory-door indexed 1 spaces", 60.0, at_start=True)
+    assert not any("not used" in line or "index snapshots" in line for line in door.lines), door.lines
+    status, body = door.post(
+        "/api/memory/search", {"q": "drained overnight", "containerTag": TAG, "limit": 3}
+    )
+    assert status == 200 and body["results"][0]["id"] == kept
+    assert [hits for hits in _ranking(door)] != [] and _ranking(door)[0] == before[0]
+    door.stop()

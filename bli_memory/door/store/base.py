@@ -673,7 +673,10 @@ class Store(Protocol):
         """Last-change time of each current memory among `ids`."""
         ...
 
-    def count_current(self, team_id: int, tags: Sequence[str]) -> int: ...
+    def count_current(self, team_id: int, tags: Sequence[str]) -> int:
+        """Current unpinned memories of `tags`: what the space's indexes hold (`index_rows`), so a
+        snapshot's count is compared with the same count (a pin is never searched nor indexed)."""
+        ...
 
     def pinned(self, team_id: int, tags: Sequence[str]) -> list[Memory]:
         """Current pinned memories, oldest first."""

@@ -259,6 +259,7 @@ def test_a_pin_is_never_indexed_embedded_nor_a_duplicate_of_an_ordinary_row(stor
     bare = store.insert_version(new_version(ada, "pinned without a vector", metadata=pinned))
     plain = store.insert_version(new_version(ada, "plain fact", vector=np.ones(4, dtype=np.float32)))
     assert [row.id for row in store.index_rows(ada.team_id, "t")] == [plain]
+    assert store.count_current(ada.team_id, ["t"]) == 1  # what a snapshot's count is checked against
     assert set(dict(store.current_vectors(ada.team_id, "t", "model-a"))) == {plain}
     assert bare not in {task.id for task in store.vectors_missing("model-a", 10)}
     assert store.current_by_hash(ada.team_id, ["t"], hash_text("pinned fact")) is None

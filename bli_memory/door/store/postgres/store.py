@@ -670,7 +670,7 @@ class PostgresStore:
         with self._connection() as db:
             row = db.execute(
                 """SELECT count(*) AS n FROM memories WHERE team_id = %s AND status = 'current'
-                   AND container_tag = ANY(%s)""",
+                   AND pinned = 0 AND container_tag = ANY(%s)""",
                 (team_id, list(tags)),
             ).fetchone()
         return int(row["n"]) if row else 0

@@ -627,7 +627,7 @@ class SqliteStore:
         marks = ",".join("?" * len(tags))
         with self._lock:
             row = self._db.execute(
-                f"SELECT count(*) FROM memories WHERE team_id = ? AND status = 'current' "
+                f"SELECT count(*) FROM memories WHERE team_id = ? AND status = 'current' AND pinned = 0 "
                 f"AND container_tag IN ({marks})",
                 (team_id, *tags),
             ).fetchone()
