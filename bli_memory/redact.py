@@ -37,7 +37,9 @@ from bli_memory.redact_judge import (
     classify_key,
     compiled_patterns,
     is_opaque,
+    is_password_placeholder,
     is_placeholder,
+    line_tail,
     mask_kind,
     rx,
     value_ok,
@@ -149,9 +151,9 @@ _PREFIX_RULES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("pinecone_key", ("pcsk_",), r"pcsk_(?P<b>\w{40,})"),
     ("fireworks_key", ("fw_",), r"fw_(?P<b>[A-Za-z0-9]{20,})(?![\w])"),
     ("databricks_token", ("dapi",), r"dapi(?P<b>[a-f0-9]{32}(?:-\d)?)(?![A-Za-z0-9])"),
-    ("digitalocean_token", ("_v1_",), r"do[opr]_v1_(?P<b>[a-f0-9]{40,})"),
+    ("digitalocean_token", ("_v1_",), r"do[opr]_v1_(?P<b>[A-Za-z0-9]{40,})"),
     ("heroku_key", ("HRKU-",), r"HRKU-(?P<b>AA[\w-]{30,})"),
-    ("shopify_token", ("shp",), r"shp(?:at|ss|ca|pa)_(?P<b>[a-fA-F0-9]{32})"),
+    ("shopify_token", ("shp",), r"shp(?:at|ss|ca|pa)_(?P<b>[A-Za-z0-9]{32,})"),
     ("linear_key", ("lin_api_",), r"lin_api_(?P<b>[A-Za-z0-9]{30,})"),
     ("notion_token", ("ntn_",), r"ntn_(?P<b>[A-Za-z0-9]{40,})"),
     ("notion_token", ("secret_",), r"secret_(?P<b>[A-Za-z0-9]{43})(?![\w])"),
@@ -276,24 +278,44 @@ _PEM_TRUNCATED_BODY = (
     r"(?=\r?\n|\\[rn]|[\"']|$))+"
 )
 _PEM_BASE64_RUN = r"[A-Za-z0-9+/=]{16}"
+# What a body between BEGIN and END is made of: base64, line breaks (escaped too), gutters, quotes,
+# indents, RFC 1421 headers (``DEK-Info: AES-128-CBC,…``); a sentence has ``.;`()`` and the like.
+_PEM_BODY_CHARS = r"[A-Za-z0-9+/=\s\"'\\\u2192,:-]*"
 _PEM_MASKED_BODY = r"(?:\s|\\[rn]|\d{1,9}\u2192|[\"'])*\[REDACTED:[a-z_]+\](?:\s|\\[rn]|\d{1,9}\u2192)*"
 _PEM_LEAD = r"[ \t]*(?:\r?\n|\\r?\\n)"
+# One line of a body above an END line, its line break excluded: gutter or indent, then base64 or
+# an RFC 1421 header, or nothing (``_pem_headless`` walks these backwards).
+_PEM_LINE_MAX_CHARS = 240
+_PEM_BODY_LINE = (
+    r"[ \t]*(?:\d{1,9}\u2192[ \t]*)?[\"']?"
+    r"(?:(?P<b64>[A-Za-z0-9+/=]{1,200})|(?P<hdr>[A-Za-z][A-Za-z-]{0,30}: [^\r\n\\]{0,200}))?[ \t]*"
+)
+_PEM_LINE_LEAD = r"[ \t]*(?:\d{1,9}\u2192[ \t]*)?[\"']?"
 
 
 def _find_pem_keys(text: str, spans: _Spans, claims: _Claims) -> None:
-    """Pair BEGIN/END markers in one pass; a BEGIN without END is a truncated block."""
+    """Pair BEGIN/END markers in one pass. A BEGIN without END is a truncated block, an END without
+    BEGIN a headless one; so are both edges of a pair whose text between holds prose (markers
+    named in two sentences), not a key's body."""
     if "PRIVATE KEY" not in text:
         return
     open_begin: re.Match[str] | None = None
+    previous_end = 0  # a headless body never reaches back past the marker before its END
     for m in rx(_PEM_MARKER).finditer(text):
         if m.group("edge") == "BEGIN":
             if open_begin is not None:
                 _pem_truncated(text, open_begin, m.start(), spans, claims)
             open_begin = m
-        elif open_begin is not None:
+        elif open_begin is not None and rx(_PEM_BODY_CHARS).fullmatch(text, open_begin.end(), m.start()):
             _pem_body(text, open_begin.end(), m.start(), spans)
             claims.append((open_begin.start(), m.end()))
             open_begin = None
+        else:
+            if open_begin is not None:
+                _pem_truncated(text, open_begin, m.start(), spans, claims)
+                open_begin = None
+            _pem_headless(text, m, previous_end, spans, claims)
+        previous_end = m.end()
     if open_begin is not None:
         _pem_truncated(text, open_begin, len(text), spans, claims)
 
@@ -316,6 +338,72 @@ def _pem_body(text: str, body_start: int, body_end: int, spans: _Spans) -> None:
         spans.append((start, end, "private_key"))
 
 
+def _pem_headless(text: str, end: re.Match[str], floor: int, spans: _Spans, claims: _Claims) -> None:
+    """An END line whose BEGIN is not in the text (a clipped or tail-read excerpt, ``tail -5 id_rsa``):
+    the body lines above it are masked, read backwards one bounded line at a time. Every body line
+    but the last is as wide as the one above it, and RFC 1421 headers sit above an empty line, so a
+    line of prose that happens to be base64 ("Thanks") ends the body."""
+    start = cursor = _pem_line_start(text, end.start(), floor)  # the END line's gutter or indent
+    width: int | None = None  # of the full body lines, once the line above the last is read
+    lines = 0
+    headers_only = False
+    while cursor > floor:
+        line_end, line_start = _pem_previous_line(text, cursor, floor)
+        line = rx(_PEM_BODY_LINE).fullmatch(text, line_start, line_end) if line_start is not None else None
+        if line is None or line_start is None:
+            break
+        base64 = line.group("b64")
+        if base64 is not None:
+            if headers_only or (width is not None and len(base64) != width):
+                break
+            if lines and width is None:
+                width = len(base64)
+        elif line.group("hdr") is None:
+            headers_only = True  # an empty line: only headers above it
+        lines += 1
+        start = cursor = line_start
+    if start >= end.start() or not rx(_PEM_BASE64_RUN).search(text, start, end.start()):
+        return
+    if rx(_PEM_MASKED_BODY).fullmatch(text, start, end.start()):
+        return
+    lead = rx(_PEM_LINE_LEAD).match(text, start, end.start())
+    _pem_body(text, lead.end() if lead else start, end.start(), spans)
+    claims.append((start, end.end()))
+
+
+def _pem_line_start(text: str, at: int, floor: int) -> int:
+    """Where the line holding ``at`` starts when only a gutter, an indent or a quote precedes ``at``
+    on it; else ``at``."""
+    lead = max(floor, at - _PEM_LINE_MAX_CHARS)
+    i = at
+    while i > lead and text[i - 1] in " \t\"'0123456789\u2192":
+        i -= 1
+    at_line_start = i == floor or text[i - 1] == "\n" or text.endswith("\\n", floor, i)
+    return i if at_line_start else at
+
+
+def _pem_previous_line(text: str, line_start: int, floor: int) -> tuple[int, int | None]:
+    """(end, start) of the line before the one starting at ``line_start``, over a real or a
+    JSON-escaped line break; start is None when there is no such line or it is longer than any
+    body line."""
+    if text.endswith("\\n", floor, line_start):
+        sep, cr = 2, "\\r"
+    elif text.endswith("\n", floor, line_start):
+        sep, cr = 1, "\r"
+    else:
+        return line_start, None
+    line_end = line_start - sep
+    if text.endswith(cr, floor, line_end):
+        line_end -= sep
+    lead = max(floor, line_end - _PEM_LINE_MAX_CHARS)
+    real = text.rfind("\n", lead, line_end)
+    escaped = text.rfind("\\n", lead, line_end)
+    starts = [at + 1 for at in (real,) if at != -1] + [at + 2 for at in (escaped,) if at != -1]
+    if starts:
+        return line_end, max(starts)
+    return line_end, (lead if lead == floor else None)
+
+
 def _pem_truncated(text: str, begin: re.Match[str], limit: int, spans: _Spans, claims: _Claims) -> None:
     body = rx(_PEM_TRUNCATED_BODY).match(text, begin.end(), limit)
     if body is None or not rx(_PEM_BASE64_RUN).search(text, begin.end(), body.end()):
@@ -336,6 +424,7 @@ _OPERATOR = r"[=:]"
 _KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 _KEY_START_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
 _UNQUOTED_RUN = r"[^\s;&,\"'`<>)\]}\\=]*"
+_OPENING_CHARS = frozenset("$<{[(#%")
 _QUOTES = ('\\"', "\\'", '"""', "'''", '"', "'", "`")
 _HEADER_TAIL = (
     r"(?:\\?[\"'`]\]?|\])?[ \t]{0,8}[:=][ \t]{0,8}(?:\\?[\"'`])?"
@@ -465,7 +554,9 @@ class _KeywordScanner:
             value = text[start : min(end, start + VALUE_SAMPLE_CHARS)]
         if end <= start:
             return None
-        memo = (key_class, value, quoted is not None, text[end : end + 1])
+        # what follows on the line decides whether a value that opens like a template is one
+        tail = line_tail(text, end) if quoted is None and value[:1] in _OPENING_CHARS else text[end : end + 1]
+        memo = (key_class, value, quoted is not None, tail)
         verdict = self.verdicts.get(memo)
         if verdict is None:
             verdict = value_ok(key_class, value, quoted is not None, text, end)
@@ -497,7 +588,7 @@ class _KeywordScanner:
         if self.scanned_from <= vstart < self.scanned_until:
             return self.scanned_until
         text = self.text
-        end = vstart
+        end = vstart + 1 if text.startswith("<", vstart) else vstart  # ``password=<Pa55w0rd``
         pattern = rx(_UNQUOTED_RUN)
         while True:
             m = pattern.match(text, end)
@@ -574,8 +665,8 @@ def _find_url_credentials(text: str, lowered: str, spans: _Spans) -> None:
         return
     for m in rx(_URL_USERINFO).finditer(text):
         if m.group("pw") is not None:
-            user = m.group("user")
-            if not is_placeholder(m.group("pw")) and not (user and is_placeholder(user)):
+            user = m.group("user")  # one letter (``postgres://u:pw@``) is a user, not a placeholder
+            if not is_password_placeholder(m.group("pw")) and not (len(user) > 1 and is_placeholder(user)):
                 spans.append((m.start("pw"), m.end("pw"), "password"))
         elif is_opaque(m.group("tok")) and not is_placeholder(m.group("tok")):
             spans.append((m.start("tok"), m.end("tok"), "url_token"))
@@ -598,7 +689,7 @@ def _find_cli_credentials(text: str, lowered: str, spans: _Spans) -> None:
     for start, end in candidates:
         start, end = _unquote_span(text, start, end)
         value = text[start:end]
-        if len(value) >= PASSWORD_MIN_CHARS and not is_placeholder(value):
+        if len(value) >= PASSWORD_MIN_CHARS and not is_password_placeholder(value):
             spans.append((start, end, "password"))
     if "pass" in lowered and (" is" in lowered or " was" in lowered):
         for m in rx(_PROSE_PASSWORD).finditer(lowered):
@@ -608,6 +699,39 @@ def _find_cli_credentials(text: str, lowered: str, spans: _Spans) -> None:
                 continue
             if any(c.isdigit() for c in value) and any(c.isalpha() for c in value):
                 spans.append((start, end, "password"))
+
+
+# An AWS secret access key alone (a credentials CSV, ``aws configure``'s answer, prose): exactly 40
+# characters of base64 without padding. Random 40-character base64 changes character class about 26
+# times (upper, lower, digit, ``+/``); a CamelCase name or a path of words does so far less often.
+_AWS_SECRET = r"(?<![\w+/=.-])[A-Za-z0-9+/]{40}(?![\w+/=-])"
+_CHAR_CLASS_RUN = r"[A-Z]+|[a-z]+|[0-9]+|[+/]+"
+AWS_SECRET_MIN_CLASS_RUNS = 18
+_BASE64_NEIGHBOUR = r"[A-Za-z0-9+/=]{16}"
+
+
+def _find_bare_aws_secrets(text: str, lowered: str, spans: _Spans) -> None:
+    for m in rx(_AWS_SECRET).finditer(text):
+        value = m.group()
+        if value.isdigit() or value.isalpha() or value.lower() == value or value.upper() == value:
+            continue  # a secret key mixes upper case, lower case and digits; a hex digest does not
+        if len(rx(_CHAR_CLASS_RUN).findall(value)) < AWS_SECRET_MIN_CLASS_RUNS:
+            continue
+        if not any(c.isdigit() for c in value) or _in_base64_block(text, m.start(), m.end()):
+            continue
+        spans.append((m.start(), m.end(), "aws_secret_key"))
+
+
+def _in_base64_block(text: str, start: int, end: int) -> bool:
+    """The last (or first) line of a certificate or public key: base64 on the line next to it."""
+    for sep in ("\n", "\\n"):
+        if text.endswith(sep, 0, start) and rx(_BASE64_NEIGHBOUR).search(
+            text, max(0, start - len(sep) - 16), start - len(sep)
+        ):
+            return True
+        if text.startswith(sep, end) and rx(_BASE64_NEIGHBOUR).match(text, end + len(sep)):
+            return True
+    return False
 
 
 # --------------------------------------------------------------------------------------------
@@ -624,6 +748,7 @@ _CONTEXTUAL: tuple[Callable[[str, str, _Spans], None], ...] = (
     _find_url_credentials,
     _find_cli_credentials,
     _find_keyword_values,
+    _find_bare_aws_secrets,  # last: a keyword span over the same key keeps its kind
 )
 
 

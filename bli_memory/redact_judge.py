@@ -72,6 +72,68 @@ def is_placeholder(value: str) -> bool:
     return v.lower().endswith(_PLACEHOLDER_ENDINGS) or rx(_PLACEHOLDER_RE).match(v) is not None
 
 
+# A password may begin as a template, a variable or a placeholder does (``$ { [ ( <``, ``my_``,
+# ``the-``); it is one of those only when it is one whole (``is_password_placeholder``).
+_CLOSER_OF = {"<": ">", "{": "}", "[": "]", "(": ")"}
+_LINE_TAIL_CHARS = 200
+# ``$name`` and member access on it (``$obj.field``, ``$env:NAME``, ``$this->``), nothing else
+_VARIABLE_RE = r"\$[A-Za-z_]\w*(?:(?:\.|::?|->)[A-Za-z_]\w*)*(?:-|[(\[])?"
+_NAME_RE = r"[A-Za-z_]\w*"
+_PLACEHOLDER_WORD_SPLIT_RE = r"[-_ .]+"
+_PLACEHOLDER_NOUNS = frozenset(
+    "password passwd pass pw pwd passphrase passcode secret key token value here credential credentials "
+    "string text db database user username app admin root service api".split()
+)
+
+
+def line_tail(text: str, end: int) -> str:
+    """What follows a value on its line (bounded): where a template that opened in it would close."""
+    limit = min(len(text), end + _LINE_TAIL_CHARS)
+    newline = text.find("\n", end, limit)
+    return text[end : newline if newline != -1 else limit]
+
+
+def is_password_placeholder(value: str, tail: str = "") -> bool:
+    """`is_placeholder` for a password, which may begin like a template or a placeholder does.
+
+    ``{{ .Values.pw }}``, ``${DB_PASSWORD}``, ``$(cat /run/secret)``, ``<password>``, ``$DB_PASS``,
+    ``$this->password`` and ``your_password_here`` are placeholders; ``$ecr3t!``, ``{Xy7pQ2``,
+    ``<Pa55w0rd``, ``my_S3cretPw`` and ``the-horse-battery`` are passwords. ``tail`` is what follows
+    an unquoted value on its line (a closer there closes the template), empty for a quoted value."""
+    v = value.strip()
+    opens = v[:1] in _CLOSER_OF or v.startswith(("$", "#{", "%("))
+    prefixed = rx(_PLACEHOLDER_RE).match(v) is not None
+    if len(v) < 2 or not (opens or prefixed):
+        return is_placeholder(v)
+    if MASK_MARK in v or v.lower() in _NULLISH or v.lower().endswith(_PLACEHOLDER_ENDINGS):
+        return True
+    if opens and (_closes(v, tail) or _is_variable(v)):
+        return True
+    return prefixed and _is_placeholder_words(v)
+
+
+def _closes(value: str, tail: str) -> bool:
+    """A template or bracket opened at the value's start is closed in the value or later on its line."""
+    first = value[1] if value[0] in "$#%" and len(value) > 1 else value[0]
+    closer = _CLOSER_OF.get(first)
+    if closer is None:
+        return False
+    return value.endswith((closer, closer + "s")) or closer in tail
+
+
+def _is_variable(value: str) -> bool:
+    """``$NAME``, ``$env:NAME``, ``$this->field``: a variable whose name reads as code, not a password."""
+    if rx(_VARIABLE_RE).fullmatch(value) is None:
+        return False
+    return all(rx(_WORDY_SEGMENT_RE).fullmatch(name) for name in rx(_NAME_RE).findall(value))
+
+
+def _is_placeholder_words(value: str) -> bool:
+    """``my_password``, ``the-real-pw``, ``your api key``: words only, one of them what the value stands for."""
+    words = [w for w in rx(_PLACEHOLDER_WORD_SPLIT_RE).split(value.lower()) if w]
+    return all(w.isalpha() for w in words) and any(w in _PLACEHOLDER_NOUNS for w in words[1:])
+
+
 def _is_yaml_tag(value: str) -> bool:
     if not value.startswith("!"):
         return False
@@ -217,7 +279,11 @@ def mask_kind(key_class: str, key: str) -> str:
 def value_ok(key_class: str, value: str, quoted: bool, text: str, value_end: int) -> bool:
     """Gate a candidate value by the strength of its key."""
     minimum = {"password": PASSWORD_MIN_CHARS, "secret": SECRET_MIN_CHARS}.get(key_class, TOKEN_MIN_CHARS)
-    if len(value) < minimum or is_placeholder(value) or value.startswith("-----"):
+    if key_class == "password":
+        placeholder = is_password_placeholder(value, "" if quoted else line_tail(text, value_end))
+    else:
+        placeholder = is_placeholder(value)
+    if len(value) < minimum or placeholder or value.startswith("-----"):
         return False
     if not quoted and _is_reference(value, text, value_end):
         return False

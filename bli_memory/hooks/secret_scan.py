@@ -12,8 +12,10 @@ exactly those (a test runs the redactor's whole fixture corpus, and random mixes
   common in ordinary text only where the rule could match: `sk-` at the start of a word ("task-list"
   is not), `bli_` and `SK` before a run of token characters as long as the rule needs ("bli_memory",
   "TASK" are not).
-- PEM keys (`PRIVATE KEY`), JWTs (`eyJ`), Telegram bot tokens (`:AA`), Discord bot tokens (no
-  literal: a run of at least 59 non-space characters, the shortest such token).
+- PEM keys (`PRIVATE KEY`, which a body without its BEGIN line still ends with), JWTs (`eyJ`),
+  Telegram bot tokens (`:AA`), Discord bot tokens (no literal: a run of at least 59 non-space
+  characters, the shortest such token), bare AWS secret keys (no literal: a run of at least 40
+  non-space characters mixing upper case, lower case and digits).
 - Header names and `bearer`, URL userinfo (`://`), `.netrc`/prose passwords (`password`…), `-u`/`--user`
   after a space, `sshpass`.
 - `KEY = value` / `KEY: value` / `--key value` / `<key>value</key>` / NuGet `key="…" value="…"`: the
@@ -150,6 +152,8 @@ _AFTER_KEY_CHARS = " \t\"'`]\\:_.-"
 _KEY_WINDOW_CHARS = 80
 #: a Discord bot token is at least 24 + 1 + 6 + 1 + 27 characters without a space
 LONG_RUN_MIN_CHARS = 59
+#: a bare AWS secret key is 40 characters that mix upper case, lower case and digits
+AWS_SECRET_CHARS = 40
 _WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 _FLAG_KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 
@@ -229,6 +233,13 @@ def _secret_flag_or_tag(text: str) -> bool:
     return False
 
 
+def _may_hold_aws_secret(run: str) -> bool:
+    """A run long enough for a bare AWS secret key, with upper case, lower case and a digit."""
+    if len(run) < AWS_SECRET_CHARS or run.lower() == run or run.upper() == run:
+        return False
+    return any(c.isdigit() for c in run)
+
+
 def might_hold_secret(text: str) -> bool:
     """False only when the redactor would return `text` unchanged; True when it might mask something."""
     if not text:
@@ -244,7 +255,7 @@ def might_hold_secret(text: str) -> bool:
         return True
     if 'value="' in text and 'key="' in text:
         return True
-    if any(len(run) >= LONG_RUN_MIN_CHARS for run in text.split()):
+    if any(len(run) >= LONG_RUN_MIN_CHARS or _may_hold_aws_secret(run) for run in text.split()):
         return True
     if any(_followed_by_run(text, marker, size) for marker, size in RUN_MARKERS):
         return True
