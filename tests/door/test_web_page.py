@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import time
 import urllib.error
@@ -23,9 +24,11 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 
+from bli_memory.door import web
 from bli_memory.door.web import CONTENT_SECURITY_POLICY, COOKIE_NAME, PRESESSION_COOKIE_NAME
 from bli_memory.hooks import stats
 from bli_memory.settings import write_session
+from bli_memory.tools import SEARCH_MIN_SIMILARITY
 from tests.helpers import BIN, DoorProcess
 
 CHROMIUM = "/usr/bin/chromium"
@@ -251,6 +254,70 @@ def test_a_person_browses_searches_edits_forgets_undoes_and_pins(person: Callabl
     expect(page.locator("#charts svg rect.bar-win").first).to_be_visible()
     expect(page.locator("#reasons")).to_contain_text("found the deploy rule")
     assert alice.problems == []
+
+
+def test_search_lists_hits_in_the_order_of_the_figure_shown_above_the_cli_s_floor_with_code(
+    person: Callable[..., Person], door_onnx: DoorProcess
+) -> None:
+    alice = person(door_onnx)
+    tag = f"repo_{uuid.uuid4().hex[:8]}"
+    alice.save(tag, "Release steps: run `make deploy` from the main branch, never `make deploy-force`.")
+    alice.save(tag, "A deploy hook once printed `<img src=x onerror=window.pwned=1>` into the release notes.")
+    alice.save(
+        tag, "The release checklist ends with:\n```\nmake deploy\n<script>window.pwned=2</script>\n```"
+    )
+    for fact in (
+        "The office plants are watered on Mondays.",
+        "Lunch is ordered from the noodle place on Wednesdays.",
+        "The team photo was taken in the atrium.",
+        "Parking passes are renewed every January.",
+        "The deploy pipeline has three stages: build, verify, release.",
+        "Our mascot is a small green owl.",
+    ):
+        alice.save(tag, fact)
+    query = "how do we deploy a release"
+    status, everything = door_onnx.post(
+        "/api/memory/search", {"q": query, "containerTag": tag, "limit": 20}, token=alice.token
+    )
+    assert status == 200
+    below = [
+        hit for hit in everything["results"] if hit["similarity"] is not None and hit["similarity"] < 0.25
+    ]
+    assert below, "the query must meet memories under the floor for this test to say anything"
+    kept = [hit["id"] for hit in everything["results"] if hit not in below]
+
+    alice.sign_in()
+    page = alice.page
+    page.fill("#q", query)
+    page.click("#search-form button[type=submit]")
+    expect(page.locator("#list-title")).to_contain_text("found for")
+    items = page.locator("#memories > li")
+    expect(items).to_have_count(len(kept))  # the CLI's floor: nothing under 0.25 cosine
+    assert items.evaluate_all("items => items.map((item) => item.dataset.id)") == kept  # the door's order
+    ranks = items.locator(".rank").all_text_contents()
+    assert [rank.split(" · ")[0] for rank in ranks] == [f"#{n}" for n in range(1, len(kept) + 1)]
+    scores = [float(rank.split("score ")[1]) for rank in ranks]
+    assert scores == sorted(scores, reverse=True)  # the figure shown is the one the order follows
+    for text in items.locator(".similarity").all_text_contents():
+        value = text.removeprefix("cosine similarity ")
+        assert value == "none (keyword match)" or float(value) >= 0.25, text
+
+    # backticks are code; what they hold stays text, never markup
+    steps = items.filter(has_text="Release steps")
+    expect(steps.locator("code.inline")).to_have_text(["make deploy", "make deploy-force"])
+    hostile = items.filter(has_text="A deploy hook")
+    expect(hostile.locator("code.inline")).to_have_text("<img src=x onerror=window.pwned=1>")
+    fenced = items.filter(has_text="checklist")
+    expect(fenced.locator("code.block")).to_have_text("make deploy\n<script>window.pwned=2</script>\n")
+    assert page.locator("#memories img, #memories script").count() == 0
+    assert page.evaluate("window.pwned") is None
+    assert alice.problems == []
+
+
+def test_the_page_s_search_floor_is_the_cli_s() -> None:
+    script = (Path(web.__file__).parent / "web" / "app.js").read_text("utf-8")
+    [floor] = re.findall(r"^const SEARCH_MIN_SIMILARITY = ([0-9.]+);$", script, re.MULTILINE)
+    assert float(floor) == SEARCH_MIN_SIMILARITY
 
 
 def test_another_team_sees_nothing_of_the_first(person: Callable[..., Person]) -> None:

@@ -5,6 +5,10 @@
 
 const PAGE_SIZE = 20;
 const SEARCH_LIMIT = 20;
+// The CLI's and the search_memory tool's floor (SEARCH_MIN_SIMILARITY in bli_memory/tools.py): a hit
+// whose cosine similarity is below it is no match and is not listed; one found by keyword alone has no
+// cosine and is kept. The door applies it (`threshold`), so the page shows what the CLI shows.
+const SEARCH_MIN_SIMILARITY = 0.25;
 const GLOBAL = "\u0000global"; // the space picker's value for the person's global space
 const SVG = "http://www.w3.org/2000/svg";
 const VERDICTS = ["win", "loss", "noise"];
@@ -118,7 +122,23 @@ function showSignin(reason) {
 
 // -- one memory ------------------------------------------------------------------------------------
 
-function memoryItem(memory, { pinned = false } = {}) {
+// A memory's text with each `span` in backticks as code (and ```fenced``` blocks as a code block):
+// text nodes and <code> elements built with textContent, never parsed as HTML.
+function richText(tag, attrs, text) {
+  const node = el(tag, attrs);
+  const code = /```\n?([\s\S]+?)```|`([^`\n]+)`/g;
+  let last = 0;
+  for (const match of text.matchAll(code)) {
+    if (match.index > last) node.append(text.slice(last, match.index));
+    const block = match[1] !== undefined;
+    node.append(el("code", { class: block ? "block" : "inline", text: block ? match[1] : match[2] }));
+    last = match.index + match[0].length;
+  }
+  if (last < text.length) node.append(text.slice(last));
+  return node;
+}
+
+function memoryItem(memory, { pinned = false, rank = 0 } = {}) {
   const kind = kindLabel(memory.kind);
   const item = el("li", { class: "memory", "data-id": memory.id, "data-kind": kind });
   const labels = el("div", { class: "meta" });
@@ -126,8 +146,11 @@ function memoryItem(memory, { pinned = false } = {}) {
   if (pinned) labels.append(el("span", { class: "label pin", text: "pin" }));
   if (memory.scope === "global") labels.append(el("span", { class: "label global", text: "global" }));
   if ("similarity" in memory) {
-    const similarity = memory.similarity === null ? "none (keyword match)" : memory.similarity.toFixed(4);
-    labels.append(el("span", { class: "similarity", text: `similarity ${similarity}` }));
+    // a hit is listed in the door's order, best first: its place and the fused score that order
+    // follows come first; the cosine is one of the signals fused, not the order
+    if (rank) labels.append(el("span", { class: "rank", text: `#${rank} · score ${memory.score.toPrecision(3)}` }));
+    const similarity = memory.similarity === null ? "none (keyword match)" : memory.similarity.toFixed(2);
+    labels.append(el("span", { class: "similarity", text: `cosine similarity ${similarity}` }));
     if (memory.matchedBy && memory.matchedBy.length) {
       labels.append(el("span", { text: `matched by ${memory.matchedBy.join(" + ")}` }));
     }
@@ -136,7 +159,7 @@ function memoryItem(memory, { pinned = false } = {}) {
   if (!isGlobal() && memory.containerTag && memory.containerTag !== state.space && memory.scope !== "global") {
     labels.append(el("span", { text: memory.containerTag }));
   }
-  const content = el("p", { class: "content", text: memory.content });
+  const content = richText("p", { class: "content" }, memory.content);
   const actions = el("div", { class: "actions" });
   actions.append(el("button", { type: "button", text: "History", onclick: () => openHistory(memory.id) }));
   if (pinned) {
@@ -169,6 +192,8 @@ function edit(memory, item, content) {
         try {
           const answer = await api("POST", "/api/memory/update", { id: memory.id, content: text });
           Object.assign(memory, { id: answer.id, version: answer.version, content: text });
+          delete memory.similarity; // measured for the old text: no figure is shown for the new one
+          delete memory.score;
           item.replaceWith(memoryItem(memory));
           notify(`Saved as version ${answer.version}; the old text stays in its history.`);
         } catch (error) {
@@ -192,7 +217,7 @@ async function forget(memory, item, pinned) {
   }
   const gone = el("li", { class: "memory gone", "data-id": memory.id });
   gone.append(
-    el("p", { class: "content", text: memory.content }),
+    richText("p", { class: "content" }, memory.content),
     el("div", { class: "meta" }, el("span", { text: "Forgotten. Undo saves this text again as a new memory; the forgotten one stays in history." })),
     el("div", { class: "actions" }, el("button", { type: "button", text: "Undo", onclick: () => undo(memory, gone, pinned) })),
   );
@@ -286,14 +311,17 @@ async function search(query) {
     containerTag: containerTag(),
     scope: scope(),
     limit: SEARCH_LIMIT,
+    threshold: SEARCH_MIN_SIMILARITY,
   });
   state.searching = true;
   $("clear-search").hidden = false;
   $("pins").hidden = true;
   $("more").hidden = true;
-  $("list-title").textContent = `${answer.results.length} found for \u201c${query}\u201d`;
+  $("list-title").textContent =
+    `${answer.results.length} found for \u201c${query}\u201d, best first (meaning, keywords and age together;` +
+    ` cosine similarity below ${SEARCH_MIN_SIMILARITY} is no match)`;
   const list = $("memories");
-  list.replaceChildren(...answer.results.map((hit) => memoryItem(hit)));
+  list.replaceChildren(...answer.results.map((hit, index) => memoryItem(hit, { rank: index + 1 })));
   $("empty").hidden = answer.results.length > 0;
 }
 
@@ -313,7 +341,7 @@ async function openHistory(id) {
             el("span", { text: `v${version.version} · saved ${when(version.createdAt)}` }),
             version.supersededAt ? el("span", { text: `ended ${when(version.supersededAt)}` }) : null,
           ),
-          el("p", { class: "content", text: version.content }),
+          richText("p", { class: "content" }, version.content),
         ),
       ),
     );
