@@ -53,9 +53,14 @@ HOOKS: tuple[HookSpec, ...] = (
 )
 HOOK_SUBCOMMANDS = frozenset(spec.subcommand for spec in HOOKS)
 
-#: what a registered hook runs instead of the console script: pip's generated `bli-memory-mcp` script
-#: imports `re` before our code (~16 ms on every hook; the trivial-prompt path's whole budget is the
-#: interpreter floor + 50 %), `python -c` with this line does not.
+#: what a registered hook runs instead of the console script, under the package: pip's generated
+#: `bli-memory-mcp` script imports `re` before our code (~13 ms on every hook; the trivial-prompt path's
+#: whole budget is the interpreter floor + 50 %), and `python -m` pays about as much for runpy. The
+#: console script's own interpreter runs this file, `<python> <…>/bli_memory/install/launch/
+#: bli_memory_mcp.py hook prompt`: as cheap, and a person asked to trust the hook reads what it runs.
+HOOK_LAUNCHER = ("install", "launch", "bli_memory_mcp.py")
+#: what hooks ran before HOOK_LAUNCHER (`python -c` with this line): still recognised as ours, so
+#: that install replaces such a registration and uninstall removes it.
 HOOK_LAUNCH = "import sys; from bli_memory.cli import main; sys.exit(main())"
 
 
@@ -102,6 +107,8 @@ def is_our_hook_command(command: object, own: Sequence[str] = ()) -> bool:
             return True
         program = os.path.basename(before[-1])
         if program in (BIN_NAME, ZIPAPP_NAME) or before[-2:] in (["-m", MODULE_NAME], ["-c", HOOK_LAUNCH]):
+            return True
+        if before[-1].replace(os.sep, "/").endswith("/" + "/".join((MODULE_NAME, *HOOK_LAUNCHER))):
             return True
     return False
 

@@ -2,7 +2,8 @@
 
 `resolve_command` finds the absolute command of the program that is running, so install registers
 itself and not whatever else is on PATH. `hook_prefix` is what the registered hooks run: for a
-console script, its own interpreter with `-c HOOK_LAUNCH` (the hooks are timed for cold start).
+console script, its own interpreter with the package's launcher file (the hooks are timed for cold
+start, and a person reviewing a hook reads what it runs).
 
 The MCP server is registered only when the python that would run it can import `mcp` (checked by
 running that interpreter, `can_run_server`). The zipapp on a bare python3 has none: install then
@@ -17,7 +18,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from bli_memory.install.contract import BIN_NAME, HOOK_LAUNCH, MODULE_NAME
+from bli_memory.install.contract import BIN_NAME, HOOK_LAUNCHER, MODULE_NAME
 
 
 def resolve_command(
@@ -100,11 +101,20 @@ def can_run_server(prefix: Sequence[str]) -> bool:
     return done.returncode == 0
 
 
+def launcher_path() -> str:
+    """The absolute path of this package's hook launcher file (`contract.HOOK_LAUNCHER`)."""
+    import bli_memory
+
+    return os.path.join(os.path.dirname(os.path.abspath(bli_memory.__file__)), *HOOK_LAUNCHER)
+
+
 def hook_prefix(prefix: Sequence[str]) -> list[str]:
-    """The argv prefix registered hooks run: the console script's own interpreter with `-c HOOK_LAUNCH`
-    when `prefix` is a console script, else `prefix` itself (a zipapp, or `python -m bli_memory`)."""
+    """The argv prefix registered hooks run: the console script's own interpreter with the launcher
+    file (`<python> <…>/bli_memory/install/launch/bli_memory_mcp.py`) when `prefix` is a console
+    script, else `prefix` itself (a zipapp, or `python -m bli_memory`)."""
     if len(prefix) == 1 and os.path.basename(prefix[0]) == BIN_NAME:
         python = server_interpreter(prefix)
-        if os.path.isabs(python) and os.access(python, os.X_OK):
-            return [python, "-c", HOOK_LAUNCH]
+        launcher = launcher_path()
+        if os.path.isabs(python) and os.access(python, os.X_OK) and os.path.isfile(launcher):
+            return [python, launcher]
     return list(prefix)

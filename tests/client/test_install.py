@@ -171,10 +171,10 @@ def test_fresh_install_registers_server_hooks_and_permission_with_both_hosts(tmp
     for event in HOOK_EVENTS:
         (handler,) = our_handlers(settings, event)
         assert handler["timeout"] == TIMEOUTS_S[event] and handler["type"] == "command"
-        # hooks skip the console script (it imports `re` first): its interpreter runs the CLI with -c
-        launcher = shlex.join(probe.hook_prefix([claude["command"]]))
-        assert launcher.endswith(shlex.quote(contract.HOOK_LAUNCH)) and " -c " in launcher
-        assert handler["command"].startswith(launcher + " hook ")
+        # hooks skip the console script (it imports `re` first): its interpreter runs the launcher file
+        launcher = probe.hook_prefix([claude["command"]])
+        assert launcher[1:] == [probe.launcher_path()] and launcher[1].endswith("/launch/bli_memory_mcp.py")
+        assert handler["command"].startswith(shlex.join(launcher) + " hook ")
         assert "--host" not in handler["command"]
         (codex_handler,) = our_handlers(codex_hooks, event)
         assert codex_handler["command"] == handler["command"] + " --host codex"
