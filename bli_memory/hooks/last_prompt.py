@@ -29,8 +29,9 @@ if TYPE_CHECKING:
 FOLDER_NAME = "memory-prompts"
 DIR_MODE = 0o700
 FILE_MODE = 0o600
-#: what Stop sends of a prompt (transcript.USER_MAX_BYTES); more is never needed here
-PROMPT_MAX_BYTES = 4 * 1024
+#: twice what Stop sends of a prompt (transcript.USER_MAX_BYTES): Stop masks the prompt before it clips
+#: it, so a secret that straddles the clip is whole when the redactor sees it
+PROMPT_MAX_BYTES = 8 * 1024
 #: a file this old belongs to a session that ended without a Stop
 KEEP_S = 24 * 3600.0
 FILE_MAX_BYTES = 64 * 1024

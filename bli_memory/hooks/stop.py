@@ -2,7 +2,8 @@
 
 The exchange is at most 12 KB, tail-read from the transcript (the reply preferably from the payload's
 `last_assistant_message`, the prompt preferably the one the prompt hook remembered for this session:
-`hooks.last_prompt`, because the transcript may lag a turn behind), masked by `bli_memory.redact` before it leaves the machine, and saved with
+`hooks.last_prompt`, because the transcript may lag a turn behind), masked by `bli_memory.redact`
+before it leaves the machine (each part whole, then clipped to 12 KB), and saved with
 `extract: true`: the door answers 202 and distils after the response (BLI-3730), so the receipt says
 `{"chars":…,"masked":…,"queued":true}` and never a count it cannot see. A re-entrant Stop
 (`stop_hook_active`) saves nothing. If redaction fails nothing is sent (`redaction_failed`).
@@ -18,7 +19,7 @@ import json
 
 from bli_memory.hooks import door, last_prompt, receipt
 from bli_memory.hooks.prompt import MARKER
-from bli_memory.hooks.transcript import compose, last_exchange
+from bli_memory.hooks.transcript import Exchange, compose, last_exchange, redaction_span
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on every hook; mypy reads this constant as True
 if TYPE_CHECKING:
@@ -44,17 +45,13 @@ def _save(
     prompt: str | None,
 ) -> tuple[str, dict[str, object]]:
     exchange = last_exchange(payload.get("transcript_path"), payload.get("last_assistant_message"), prompt)
-    text = compose(exchange)
-    if not text.strip():
+    if not compose(exchange).strip():
         return "", receipt.skipped("no_transcript")
     try:
-        from bli_memory.redact import redact  # type: ignore[import-not-found,unused-ignore]
-
-        redaction = redact(text)
-        clean_text = redaction.text
-        masked = int(redaction.masked)
+        clean, masked = _redacted(exchange)
     except Exception:  # an unredacted turn must never leave the machine
         return "", receipt.skipped("redaction_failed")
+    clean_text = compose(clean)
     from bli_memory.door_client import DoorCallError
 
     try:
@@ -71,6 +68,18 @@ def _save(
         return failure_message(str(outcome["reason"])), outcome
     queued = isinstance(saved, dict) and saved.get("queued") is True
     return "", receipt.ok(chars=len(clean_text), masked=masked, queued=queued)
+
+
+def _redacted(exchange: Exchange) -> tuple[Exchange, int]:
+    """Each part masked whole, before `compose` clips it: a secret that straddles a cut (a private
+    key whose BEGIN line falls in the cut-out middle of a long reply) is seen entire, and only its
+    mask can be cut. A part is first brought to `redaction_span` (head and tail far wider than what
+    is kept), which bounds the cost of a multi-megabyte reply."""
+    from bli_memory.redact import redact  # type: ignore[import-not-found,unused-ignore]
+
+    user = redact(redaction_span(exchange.user))
+    assistant = redact(redaction_span(exchange.assistant))
+    return Exchange(user.text, assistant.text), int(user.masked) + int(assistant.masked)
 
 
 def answer(

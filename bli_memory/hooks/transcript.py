@@ -31,6 +31,10 @@ SEARCH_MAX_BYTES = 4 * 1024 * 1024
 EXCHANGE_MAX_BYTES = 12 * 1024
 USER_MAX_BYTES = 4 * 1024
 ELISION = "\n[…]\n"
+#: the Stop hook masks a part whole before `compose` clips it; a part longer than twice this is first cut
+#: to its head and tail of this many characters (`redaction_span`): far more than `compose` keeps, so
+#: every kept byte is judged with this much context, and a 4 MB reply costs what 512 K characters do
+REDACT_SPAN_CHARS = 256 * 1024
 
 _SKIP_FLAGS = ("isSidechain", "isMeta", "isCompactSummary", "isApiErrorMessage", "isVisibleInTranscriptOnly")
 _NOT_A_PROMPT_PREFIXES = (
@@ -183,6 +187,14 @@ def clip_utf8(text: str, max_bytes: int, *, keep_tail: bool = False) -> str:
     head = raw[: budget // 2].decode("utf-8", "ignore")
     tail = raw[len(raw) - (budget - budget // 2) :].decode("utf-8", "ignore")
     return head + ELISION + tail
+
+
+def redaction_span(text: str, span: int = REDACT_SPAN_CHARS) -> str:
+    """What of a part the Stop hook redacts: all of it, or its head and tail of `span` characters
+    when it is longer than twice that (the middle is never sent: `compose` keeps at most 12 KB)."""
+    if len(text) <= 2 * span:
+        return text
+    return text[:span] + ELISION + text[-span:]
 
 
 def compose(exchange: Exchange, *, max_bytes: int = EXCHANGE_MAX_BYTES) -> str:
