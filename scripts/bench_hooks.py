@@ -56,6 +56,10 @@ MEMORIES = [
 ]
 
 
+#: run by the wheel venv's python (from a folder without a checkout): where its launcher file is
+LAUNCHER_OF_INSTALLED = "from bli_memory.install.probe import launcher_path; print(launcher_path())"
+
+
 def start_door(workdir: Path, embedder: str) -> tuple[subprocess.Popen[str], str, str]:
     db = workdir / "bench.db"
     home = workdir / "door-home"
@@ -276,13 +280,19 @@ def main() -> int:
                 args.rounds,
             )
         installed = wheel_venv(workdir)
-        from bli_memory.install import HOOK_LAUNCH
-
-        # what `bli-memory-mcp install` registers for hooks: the venv's python running the CLI with -c
+        # what `bli-memory-mcp install` registers for hooks: the venv's python running the package's
+        # launcher file (install/launch/bli_memory_mcp.py), found as that python finds the package
+        launcher = subprocess.run(
+            [str(installed / "python"), "-c", LAUNCHER_OF_INSTALLED],
+            capture_output=True,
+            text=True,
+            check=True,
+            cwd=workdir,
+        ).stdout.strip()
         bench(
             "wheel venv",
             str(installed / "python"),
-            [str(installed / "python"), "-c", HOOK_LAUNCH],
+            [str(installed / "python"), launcher],
             home,
             transcript,
             down,
