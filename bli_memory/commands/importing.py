@@ -363,7 +363,10 @@ def _import_rows(client: DoorClient, parsed: Parsed, summary: Summary) -> None:
     summary.read = len(parsed.rows)
     progress = Progress(len(parsed.rows), "import jsonl")
     done = 0
-    for batch in _batches(parsed.rows, summary):
+    pending = _batches(parsed.rows, summary)
+    pending.reverse()
+    while pending:
+        batch = pending.pop()
         try:
             answer = client.import_rows([row for _, row in batch], deadline=_deadline())
         except DoorCallError as exc:
@@ -371,6 +374,10 @@ def _import_rows(client: DoorClient, parsed: Parsed, summary: Summary) -> None:
                 summary.stopped = f"the door failed after {done} rows: {exc}"
                 progress.close()
                 return
+            if len(batch) > 1:  # one row the door refuses whole: the halves are sent on their own
+                half = len(batch) // 2
+                pending += [batch[half:], batch[:half]]
+                continue
             for where, _ in batch:
                 summary.failed.append({"where": where, "reason": exc.message or str(exc)})
             done += len(batch)
