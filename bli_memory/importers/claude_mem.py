@@ -14,7 +14,7 @@ memories and are left out.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
@@ -32,6 +32,13 @@ from bli_memory.importers.records import (
 SQLITE_MAGIC = b"SQLite format 3\x00"
 #: `created_at_epoch` is in milliseconds (JavaScript's Date.now()); below this it is taken as seconds.
 EPOCH_MS_ABOVE = 100_000_000_000
+#: a value of the database is read up to this many bytes (SQLite's length limit on the connection)...
+MAX_VALUE_BYTES = 1024 * 1024
+#: ... and all the values together up to this many; the rows past it are named as left out.
+MAX_TOTAL_BYTES = 256 * 1024 * 1024
+#: `PRAGMA table_xinfo`'s `hidden` of a generated column (virtual, stored): its value is computed on
+#: reading, to any size, so it is never read.
+GENERATED_COLUMN = (2, 3)
 SUMMARY_FIELDS = (
     ("request", "Request"),
     ("investigated", "Investigated"),
@@ -40,6 +47,11 @@ SUMMARY_FIELDS = (
     ("next_steps", "Next steps"),
     ("notes", "Notes"),
 )
+
+#: the columns a memory is built from (`SELECT *` would also compute a generated column of any size).
+_ROW_COLUMNS = ("id", "memory_session_id", "project", "type", "created_at", "created_at_epoch")
+OBSERVATION_COLUMNS = (*_ROW_COLUMNS, "title", "subtitle", "narrative", "text", "facts")
+SUMMARY_COLUMNS = (*_ROW_COLUMNS, *(name for name, _ in SUMMARY_FIELDS))
 
 
 def parse(data: bytes) -> Parsed:
@@ -79,7 +91,12 @@ def _left_out_prompts(count: int, parsed: Parsed) -> None:
 
 
 def parse_database(path: str) -> Parsed:
-    """The SQLite database, opened read-only: its observations and session summaries."""
+    """The SQLite database, opened read-only: its observations and session summaries.
+
+    Only the stored columns a memory is built from are read (a generated column grew an 8 KB file
+    into 6.4 GB), row by row, each value up to `MAX_VALUE_BYTES` and all of them up to
+    `MAX_TOTAL_BYTES`; a row with a value too long or not UTF-8 is named and left out, and the
+    others are read."""
     import sqlite3
     from pathlib import Path
 
@@ -88,18 +105,19 @@ def parse_database(path: str) -> Parsed:
         db = sqlite3.connect(uri, uri=True)
     except sqlite3.Error as exc:
         raise FormatError(f"cannot open the database read-only ({exc})") from None
-    db.row_factory = sqlite3.Row
+    if hasattr(db, "setlimit"):  # Python 3.11+: SQLite itself refuses to build a longer value
+        db.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, MAX_VALUE_BYTES + 1)  # type: ignore[attr-defined,unused-ignore]
+    db.text_factory = bytes  # decoded value by value: one value not UTF-8 costs its row alone
     try:
-        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        tables = {_text(row[0]) for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         if "observations" not in tables and "session_summaries" not in tables:
             raise FormatError("not a claude-mem database: no observations or session_summaries table")
         parsed = Parsed()
+        budget = [MAX_TOTAL_BYTES]
         if "observations" in tables:
-            rows = db.execute("SELECT * FROM observations ORDER BY id")
-            _database_rows("observations", rows, parsed, observation)
+            _database_rows(db, "observations", OBSERVATION_COLUMNS, parsed, observation, budget)
         if "session_summaries" in tables:
-            rows = db.execute("SELECT * FROM session_summaries ORDER BY id")
-            _database_rows("session_summaries", rows, parsed, summary)
+            _database_rows(db, "session_summaries", SUMMARY_COLUMNS, parsed, summary, budget)
         if "user_prompts" in tables:
             _left_out_prompts(int(db.execute("SELECT count(*) FROM user_prompts").fetchone()[0]), parsed)
         return parsed
@@ -109,10 +127,54 @@ def parse_database(path: str) -> Parsed:
         db.close()
 
 
-def _database_rows(table: str, rows: Iterable[Any], parsed: Parsed, read: Any) -> None:
-    for row in rows:
-        values = dict(row)
-        read(f"{table} row id {values.get('id')}", values, parsed)
+def _text(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def _database_rows(
+    db: Any, table: str, wanted: tuple[str, ...], parsed: Parsed, read: Any, budget: list[int]
+) -> None:
+    """The rows of `table`, one query each, so that a row SQLite cannot give (a value past the
+    length limit) is named and the next one read."""
+    import sqlite3
+
+    # (cid, name, type, notnull, default, pk, hidden): hidden 2 or 3 is a generated column
+    info = {_text(row[1]): row[6] for row in db.execute(f"PRAGMA table_xinfo({table})")}
+    generated = [name for name in wanted if info.get(name) in GENERATED_COLUMN]
+    if generated:
+        names = ", ".join(f"`{name}`" for name in generated)
+        parsed.skip(table, f"{names} computed by SQLite (a generated column), not stored: not read")
+    columns = [name for name in wanted if name in info and name not in generated]
+    if "id" not in columns:
+        raise FormatError(f"not a claude-mem database: {table} has no id column")
+    query = f"SELECT {', '.join(columns)} FROM {table} WHERE rowid = ?"
+    for rowid, row_id in db.execute(f"SELECT rowid, id FROM {table} ORDER BY id").fetchall():
+        where = f"{table} row id {_text(row_id)}"
+        if budget[0] <= 0:
+            parsed.skip(
+                table, f"more than {MAX_TOTAL_BYTES} bytes of text; the rows from {where} on are left out"
+            )
+            return
+        try:
+            found = db.execute(query, (rowid,)).fetchone()
+        except sqlite3.DataError:
+            parsed.skip(where, f"a value is longer than {MAX_VALUE_BYTES} bytes; the row is left out")
+            continue
+        values: dict[str, Any] = {}
+        for name, value in zip(columns, found, strict=True):
+            if isinstance(value, bytes):
+                budget[0] -= len(value)
+                if len(value) > MAX_VALUE_BYTES:
+                    parsed.skip(where, f"a value is longer than {MAX_VALUE_BYTES} bytes; the row is left out")
+                    break
+                try:
+                    value = value.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    parsed.skip(where, f"`{name}` is not UTF-8 text (byte {exc.start}); the row is left out")
+                    break
+            values[name] = value
+        else:
+            read(where, values, parsed)
 
 
 def _created_at(row: Mapping[str, Any]) -> str | None:

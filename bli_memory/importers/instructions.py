@@ -1,10 +1,16 @@
 """Agent instruction files: `CLAUDE.md`, `AGENTS.md`, `.cursorrules`, Claude Code's `MEMORY.md`.
 
 Markdown (or plain text) read block by block: one memory per bullet (with its continuation and
-nested lines) and per paragraph, kept verbatim — the text as the file has it, bullet marker
-included. Headings are not memories: the nearest one above a block is kept in its metadata
-(`section`). A YAML front matter block, horizontal rules and blank lines are left out; a fenced code
-block stays inside the block it belongs to.
+nested lines) and per paragraph, kept as the file has it except a bullet's own marker (`- `, `1. `):
+a memory is shown as a bullet of its own at session start, and "- - Never edit …" said the marker
+twice. The key is still the block as written, so a file imported before keeps its keys (its bullets
+come back `updated`). Headings are not memories: the nearest one above a block is kept in its
+metadata (`section`). A YAML front matter block, horizontal rules and blank lines are left out; a
+fenced code block stays inside the block it belongs to. A fence never closed loses its own block
+(named as a problem), not the rest of the file.
+
+Every rule is linear in a line's length: a heading's closing `#`s are cut in Python, not by a pattern
+(`(.*?)\\s*#*\\s*$` took 476 s on a 12 KB line).
 """
 
 from __future__ import annotations
@@ -15,7 +21,9 @@ from dataclasses import dataclass, field
 from bli_memory.importers.records import Parsed, Record, content_key, decode_text
 
 _BULLET = re.compile(r"^ {0,1}(?:[-*+]|\d{1,9}[.)])\s+\S")
-_HEADING = re.compile(r"^ {0,3}#{1,6}(?:\s+|$)(.*?)\s*#*\s*$")
+#: a bullet's marker and the spaces after it, cut from the memory's text (a task box `[ ]` stays).
+_BULLET_MARKER = re.compile(r" {0,1}(?:[-*+]|\d{1,9}[.)])[ \t]+")
+_HEADING = re.compile(r"^ {0,3}#{1,6}(?=\s|$)")
 _RULE = re.compile(r"^ {0,3}(?:(?:-\s*){3,}|(?:\*\s*){3,}|(?:_\s*){3,})$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 
@@ -26,6 +34,8 @@ class _Block:
     section: str | None
     lines: list[str] = field(default_factory=list)
     bullet: bool = False
+    #: the line of a fence opened in this block and never closed: the block is left out
+    unclosed_fence: int | None = None
 
 
 def parse(data: bytes, file_name: str) -> Parsed:
@@ -33,6 +43,7 @@ def parse(data: bytes, file_name: str) -> Parsed:
     metadata and in its key, so two files with the same sentence keep one memory each."""
     lines = decode_text(data).splitlines()
     start = _after_front_matter(lines)
+    unclosed = _unclosed_fences(lines, start)
     parsed = Parsed()
     section: str | None = None
     block: _Block | None = None
@@ -54,7 +65,7 @@ def parse(data: bytes, file_name: str) -> Parsed:
                 fence = None
             continue
         opened = _FENCE.match(line)
-        if opened:
+        if opened and index not in unclosed:
             if block is None:
                 block = _Block(number, section)
             block.lines.append(line)
@@ -63,10 +74,9 @@ def parse(data: bytes, file_name: str) -> Parsed:
         if not line.strip():
             close()
             continue
-        heading = _HEADING.match(line)
-        if heading:
+        if _HEADING.match(line):
             close()
-            section = heading.group(1).strip() or None
+            section = _heading_text(line) or None
             continue
         if _RULE.match(line):
             close()
@@ -76,9 +86,44 @@ def parse(data: bytes, file_name: str) -> Parsed:
             block = _Block(number, section, bullet=True)
         elif block is None:
             block = _Block(number, section)
+        if opened:  # a fence never closed: its line is read as text, and its block will be left out
+            block.unclosed_fence = number
         block.lines.append(line)
     close()
     return parsed
+
+
+def _unclosed_fences(lines: list[str], start: int) -> set[int]:
+    """The indexes of the fence lines that open a block never closed (no later line starts with as
+    many of the same character). Linear: the longest fence of each kind after every line is known
+    from one pass backwards, and the forward pass skips each closed block whole."""
+    longest_after = {"`": [0] * (len(lines) + 1), "~": [0] * (len(lines) + 1)}
+    for index in range(len(lines) - 1, start - 1, -1):
+        stripped = lines[index].strip()
+        for char, longest in longest_after.items():
+            run = len(stripped) - len(stripped.lstrip(char))
+            longest[index] = max(run, longest[index + 1])
+    unclosed: set[int] = set()
+    index = start
+    while index < len(lines):
+        opened = _FENCE.match(lines[index])
+        index += 1
+        if opened is None:
+            continue
+        fence = opened.group(1)
+        if longest_after[fence[0]][index] < len(fence):
+            unclosed.add(index - 1)
+            continue
+        while not lines[index].strip().startswith(fence):
+            index += 1
+        index += 1
+    return unclosed
+
+
+def _heading_text(line: str) -> str:
+    """A heading's text without its `#`s (opening and closing) and the spaces around them."""
+    text = line.lstrip(" ").lstrip("#")
+    return text.strip().rstrip("#").strip()
 
 
 def _after_front_matter(lines: list[str]) -> int:
@@ -91,12 +136,19 @@ def _after_front_matter(lines: list[str]) -> int:
 
 
 def _keep(block: _Block, file_name: str, parsed: Parsed) -> None:
-    text = "\n".join(block.lines).strip("\n")
-    if not text.strip():
+    written = "\n".join(block.lines).strip("\n")
+    if not written.strip():
         return
+    if block.unclosed_fence is not None:
+        parsed.skip(
+            f"line {block.first_line}",
+            f"a code fence opened on line {block.unclosed_fence} is never closed; its block is left out",
+        )
+        return
+    text = _BULLET_MARKER.sub("", written, count=1) if block.bullet else written
     metadata: dict[str, object] = {"file": file_name}
     if block.section:
         metadata["section"] = block.section
     parsed.records.append(
-        Record(content=text, original_id=content_key(f"{file_name}\x00{text}"), metadata=dict(metadata))
+        Record(content=text, original_id=content_key(f"{file_name}\x00{written}"), metadata=dict(metadata))
     )

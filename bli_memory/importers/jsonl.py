@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bli_memory.importers.records import FormatError, Parsed, decode_text, describe_json_error
+from bli_memory.importers.records import FormatError, Parsed, decode_text, describe_json_error, lone_surrogate
 
 FORMAT_NAME = "bli-memory"
 FORMAT_VERSION = 1
@@ -55,7 +55,7 @@ def parse(data: bytes) -> Parsed:
             header_seen = True
             _check_header(row)
             continue
-        problem = row_problem(row)
+        problem = row_problem(row) or lone_surrogate(row)
         if problem is not None:
             parsed.skip(where, problem)
             continue

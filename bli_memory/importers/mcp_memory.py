@@ -11,7 +11,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bli_memory.importers.records import Parsed, Record, decode_text, describe_json_error, text_of
+from bli_memory.importers.records import (
+    Parsed,
+    Record,
+    decode_text,
+    describe_json_error,
+    lone_surrogate,
+    text_of,
+)
 
 
 def parse(data: bytes) -> Parsed:
@@ -27,6 +34,8 @@ def parse(data: bytes) -> Parsed:
             continue
         if not isinstance(item, dict):
             parsed.skip(where, "not a JSON object")
+        elif (unsendable := lone_surrogate(item)) is not None:
+            parsed.skip(where, unsendable)
         elif item.get("type") == "entity":
             _entity(where, item, parsed)
         elif item.get("type") == "relation":

@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import zipfile
+import zlib
 from typing import Any
 
 from bli_memory.importers.records import (
@@ -31,6 +32,8 @@ from bli_memory.importers.records import (
 
 ZIP_MAGIC = b"PK\x03\x04"
 OPENMEMORY_MANIFEST = "memories.json"
+#: a zip member's general-purpose flag for an encrypted member.
+ENCRYPTED_FLAG = 0x1
 #: the manifest is read whole; a larger one is not an OpenMemory export of one person.
 MAX_MANIFEST_BYTES = 256 * 1024 * 1024
 #: mem0's fields that name whose memory it was, kept in the metadata.
@@ -93,20 +96,7 @@ def _get_all_item(item: Item, parsed: Parsed) -> None:
 
 def parse_openmemory_zip(data: bytes) -> Parsed:
     """OpenMemory's backup zip: the memories of `memories.json`, with their category names."""
-    try:
-        archive = zipfile.ZipFile(io.BytesIO(data))
-    except zipfile.BadZipFile:
-        raise FormatError("not a readable zip file") from None
-    with archive:
-        member = next(
-            (info for info in archive.infolist() if info.filename.rsplit("/", 1)[-1] == OPENMEMORY_MANIFEST),
-            None,
-        )
-        if member is None:
-            raise FormatError(f"not an OpenMemory export: the zip holds no {OPENMEMORY_MANIFEST}")
-        if member.file_size > MAX_MANIFEST_BYTES:
-            raise FormatError(f"{OPENMEMORY_MANIFEST} is larger than {MAX_MANIFEST_BYTES} bytes")
-        text = decode_text(archive.read(member))
+    text = decode_text(_manifest_bytes(data))
     categories = _category_names(text)
     start = keyed_array(text, "memories")
     if start is None:
@@ -115,6 +105,45 @@ def parse_openmemory_zip(data: bytes) -> Parsed:
     for item in array_items(text, start):
         _openmemory_item(item, categories, parsed)
     return parsed
+
+
+def _manifest_bytes(data: bytes) -> bytes:
+    """`memories.json` from the zip, read up to `MAX_MANIFEST_BYTES` whatever its header claims. A
+    zip that is damaged, encrypted or compressed by a method Python cannot read is one line
+    (FormatError), never a traceback."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            member = next(
+                (
+                    info
+                    for info in archive.infolist()
+                    if info.filename.rsplit("/", 1)[-1] == OPENMEMORY_MANIFEST
+                ),
+                None,
+            )
+            if member is None:
+                raise FormatError(f"not an OpenMemory export: the zip holds no {OPENMEMORY_MANIFEST}")
+            if member.flag_bits & ENCRYPTED_FLAG:
+                raise FormatError(f"{OPENMEMORY_MANIFEST} is encrypted; export it again without a password")
+            if member.file_size > MAX_MANIFEST_BYTES:
+                raise FormatError(f"{OPENMEMORY_MANIFEST} is larger than {MAX_MANIFEST_BYTES} bytes")
+            with archive.open(member) as opened:
+                manifest = opened.read(MAX_MANIFEST_BYTES + 1)
+    except NotImplementedError:
+        raise FormatError(
+            f"{OPENMEMORY_MANIFEST} is compressed by a method this import cannot read; export it again as a plain zip"
+        ) from None
+    except (zipfile.BadZipFile, zlib.error, EOFError, OSError, ValueError, RuntimeError) as exc:
+        if isinstance(exc, zipfile.BadZipFile) and "CRC" in str(exc):
+            raise FormatError(
+                f"{OPENMEMORY_MANIFEST} is damaged in the zip (its checksum does not match)"
+            ) from None
+        if isinstance(exc, zipfile.BadZipFile) and "member" not in locals():
+            raise FormatError("not a readable zip file") from None
+        raise FormatError(f"{OPENMEMORY_MANIFEST} is damaged in the zip ({exc})") from None
+    if len(manifest) > MAX_MANIFEST_BYTES:
+        raise FormatError(f"{OPENMEMORY_MANIFEST} is larger than {MAX_MANIFEST_BYTES} bytes")
+    return manifest
 
 
 def _category_names(text: str) -> dict[str, str]:

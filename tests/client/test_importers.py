@@ -157,12 +157,12 @@ def test_instruction_files_give_one_memory_per_bullet_or_paragraph_verbatim() ->
     parsed = instructions.parse((FIXTURES / "instructions" / "CLAUDE.md").read_bytes(), "CLAUDE.md")
     contents = [record.content for record in parsed.records]
     assert contents == [
-        "- Run `make test` before every commit; it runs ruff, mypy and pytest.",
-        "- Never edit files under `vendor/`: they are generated\n  by `tools/vendor.sh` and overwritten on every run.",
+        "Run `make test` before every commit; it runs ruff, mypy and pytest.",
+        "Never edit files under `vendor/`: they are generated\n  by `tools/vendor.sh` and overwritten on every run.",
         "The door listens on 127.0.0.1:8787. Tests start their own door on an\n"
         "ephemeral port, so two test runs never share one.",
-        "1. Constants carry their unit in their name (`TIMEOUT_S`).",
-        "2. Small typed functions.",
+        "Constants carry their unit in their name (`TIMEOUT_S`).",
+        "Small typed functions.",
         "```bash\n# a fenced block stays in one memory\n\nmake lint\n```",
     ]
     assert parsed.records[0].metadata == {"file": "CLAUDE.md", "section": "Build"}
@@ -178,7 +178,7 @@ def test_every_kind_of_instruction_file_is_read(name: str, count: int) -> None:
 
 def test_front_matter_is_left_out() -> None:
     parsed = instructions.parse(b"---\nname: x\n---\n\n- the only rule\n", "MEMORY.md")
-    assert [record.content for record in parsed.records] == ["- the only rule"]
+    assert [record.content for record in parsed.records] == ["the only rule"]
 
 
 def test_the_same_key_gives_the_same_custom_id_and_formats_apart() -> None:
