@@ -110,6 +110,16 @@ def _max_pending_jobs(env: Mapping[str, str]) -> int:
     return int(raw)
 
 
+def _job_cpu_s(env: Mapping[str, str]) -> float:
+    """The CPU seconds one extraction job may use (`BLI_MEMORY_JOB_CPU_S`); a bad value exits 2."""
+    from bli_memory.door.extraction import ENV_JOB_CPU_S, parse_cpu_budget
+
+    try:
+        return parse_cpu_budget(env.get(ENV_JOB_CPU_S, ""))
+    except ValueError as exc:
+        raise CliError(str(exc), 2) from None
+
+
 def _job_lease_s(env: Mapping[str, str]) -> float | None:
     raw = env.get(ENV_JOB_LEASE_S, "").strip()
     if not raw:
@@ -416,6 +426,7 @@ def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
     if args.exchange_retention_days is None:
         args.exchange_retention_days = _retention_days_from_env(env)
+    job_cpu_s = _job_cpu_s(env)
     try:
         embedder, warning = door_embedder(args.embedder, env=env)
     except EmbedderUnavailable as exc:  # an explicit choice that cannot be honoured: no door at all
@@ -458,7 +469,9 @@ def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
                 f"bli-memory-door: extraction unavailable ({exc}); save with extract answers 400\n"
             )
         else:
-            worker = ExtractionWorker(memories, env, exchange_retention_days=args.exchange_retention_days)
+            worker = ExtractionWorker(
+                memories, env, exchange_retention_days=args.exchange_retention_days, job_cpu_s=job_cpu_s
+            )
             try:
                 worker.start()
             except StoreDamaged:  # the background check found damage before the door listened
@@ -759,6 +772,8 @@ search, big spaces and several doors:
   BLI_MEMORY_MAX_PENDING_JOBS        extraction jobs one device may have waiting (default 200; then 429)
   BLI_MEMORY_JOB_LEASE_S             PostgreSQL: how long a door's claim on a job lasts unless renewed
                                      (default 60); another door takes over a job whose lease ran out
+  BLI_MEMORY_JOB_CPU_S               CPU seconds one job's extraction may use (default 5); past it the
+                                     job fails ("used more than N s of CPU") and the queue goes on
 
 the database file (SQLite):
   An existing file is checked for damage (PRAGMA quick_check) before anything writes to it; a damaged

@@ -1,12 +1,17 @@
 """The extraction worker: turns queued `save {extract: true}` rows into reconciled facts, and keeps
 the exchange itself as a document linked both ways with them (`door/exchanges.py`).
 
-One thread inside the door. A job is claimed (`running`), its text distilled into facts by the
-librarian, each fact reconciled against the space's facts, the exchange kept, and every resulting
-write plus the job's `done` mark committed in one transaction — so a door killed mid-job has written
-nothing for it, and at the next start `requeue_interrupted_jobs` puts it back in the queue: a job is
-applied once, never twice. A job whose device is revoked (before it starts or while it runs) is
-cancelled and writes nothing.
+One thread inside the door, and one child process (`door/extraction.py`). Jobs are claimed in a
+round over the devices that have some waiting (`Store.claim_job`), so one device's backlog never
+holds the others' back. A claimed job's text is distilled into facts by the librarian in the child,
+under a CPU budget per job (a job over it fails with that reason, and the queue goes on), so the
+door's threads never wait for the GIL behind the rules. Each fact is then reconciled against the
+space's facts and written in a transaction of its own together with the job's progress, and the
+exchange kept with the job's `done` mark in a last one: searches wait for one fact's writes at
+most, never for a whole job. A door killed mid-job, or a job retried after an error, goes on after
+the facts it committed, with the same facts (`requeue_interrupted_jobs` puts it back in the
+queue): each fact is applied once, never twice. A job whose device is revoked (before it starts or
+while it runs) is cancelled and writes nothing more.
 
 The same thread tombstones stored exchanges older than the door's retention (at start, then every
 RETENTION_SWEEP_INTERVAL_S), in batches; the facts distilled from them stay. With them it deletes the
@@ -20,10 +25,12 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from bli_memory.door import exchanges, hook_stats, librarian
 from bli_memory.door.errors import exception_line
+from bli_memory.door.extraction import DEFAULT_JOB_CPU_S, ExtractorProcess, OverBudget
 from bli_memory.door.memories import RETENTION_BATCH, MemoryService, write_snapshots_saying
 from bli_memory.door.model import Hit, Job, JobOutcome, Principal, now_s
 
@@ -34,6 +41,9 @@ RECONCILE_NEIGHBOURS = 5
 #: the search for neighbours reads this many rows, so that documents (never a neighbour) cannot
 #: crowd the facts out of the first RECONCILE_NEIGHBOURS.
 RECONCILE_READ = 3 * RECONCILE_NEIGHBOURS
+#: the job's thread pauses this long between its facts' transactions: a lock is no queue, and a
+#: thread that releases it and takes it again at once would keep out the requests waiting for it.
+BETWEEN_FACTS_S = 0.001
 #: how often the worker looks for stored exchanges past their retention.
 RETENTION_SWEEP_INTERVAL_S = 3600.0
 SECONDS_PER_DAY = 86_400.0
@@ -46,41 +56,118 @@ Extractor = Callable[[str], tuple[list[str], str]]
 
 
 def run_job(memories: MemoryService, job: Job, extract: Extractor) -> JobOutcome | None:
-    """Extract, reconcile and apply one job; the writes and the `done` mark commit together.
+    """Extract, reconcile and apply one job: each fact in a transaction of its own with the job's
+    progress, then the exchange and the `done` mark in a last one.
 
-    None when the job was cancelled (its device revoked): nothing is written for it."""
+    A transaction per fact, not one for the whole job: searches wait for the memory service's lock
+    while a transaction is open, and a whole job's reconciling (up to MAX_FACTS_PER_TEXT neighbour
+    searches and writes) held it for hundreds of milliseconds. The progress kept with each fact (the
+    facts, how many are applied, the ids written, the counts) lets a job resumed after a crash or a
+    retry go on after the facts it applied, with the same facts, so each is applied once.
+
+    None when the job was cancelled (its device revoked): nothing is written for it after that."""
     if not memories.store.job_may_write(job):  # spare the extractor a cancelled job's text
         return None
     principal = memories.store.principal_for_job(job)
-    outcome = JobOutcome()
-    started = time.perf_counter()
-    facts, _ = extract(job.content)
-    outcome.extract_ms = round((time.perf_counter() - started) * 1000)
+    progress = _resumed_progress(job)
+    if progress is None:
+        started = time.perf_counter()
+        facts, _ = extract(job.content)
+        progress = JobProgress(facts=list(facts), extract_ms=round((time.perf_counter() - started) * 1000))
+    outcome = progress.outcome()
     started = time.perf_counter()
     job_metadata = dict(job.metadata or {})
     job_metadata["source"] = job_metadata.get("source", "extract")
     metadata = exchanges.fact_metadata(job_metadata, exchanges.exchange_key(job.content))
     exchange_vector = memories.exchange_vector(principal, job.container_tag, job.content)
-    with memories.transaction():
-        if not memories.store.job_may_write(job):  # revoked while extracting: final under this transaction
-            return None
-        roots: list[str] = []
-        written: set[str] = set()  # one exchange's facts are all current: none supersedes another
-        for fact in facts:
+    written = set(progress.written)  # one exchange's facts are all current: none supersedes another
+    while progress.applied < len(progress.facts):
+        fact = progress.facts[progress.applied]
+        with memories.transaction():
+            if not memories.store.job_may_write(job):  # revoked meanwhile: final under this transaction
+                return None
             root = _apply_fact(memories, principal, job, fact, metadata, outcome, written)
-            if root is not None and root not in roots:
-                roots.append(root)
+            progress.advance(root, written, outcome)
+            memories.store.keep_job_progress(job.id, progress.to_json())
+        time.sleep(BETWEEN_FACTS_S)  # a request waiting for the lock takes it now, not after the job
+    with memories.transaction():
+        if not memories.store.job_may_write(job):
+            return None
         memories.save_exchange(
             principal,
             job.container_tag,
             job.content,
-            metadata=exchanges.document_metadata(job.metadata, job.id, roots),
+            metadata=exchanges.document_metadata(job.metadata, job.id, progress.roots),
             created_at=job.created_at,
             vector=exchange_vector,
         )
-        outcome.reconcile_ms = round((time.perf_counter() - started) * 1000)
+        outcome.reconcile_ms = round((time.perf_counter() - started) * 1000)  # this run's
         memories.store.finish_job(job.id, outcome.to_json())
     return outcome
+
+
+@dataclass
+class JobProgress:
+    """How far a job got: its facts (extracted once), how many are applied, the roots they went to,
+    the ids it wrote, its counts so far. Kept in the job's row with each fact (`keep_job_progress`)."""
+
+    facts: list[str]
+    extract_ms: int = 0
+    applied: int = 0
+    roots: list[str] = field(default_factory=list)
+    written: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def outcome(self) -> JobOutcome:
+        return JobOutcome(
+            added=self.counts.get("added", 0),
+            updated=self.counts.get("updated", 0),
+            unchanged=self.counts.get("unchanged", 0),
+            conflicted=self.counts.get("conflicted", 0),
+            extract_ms=self.extract_ms,
+        )
+
+    def advance(self, root: str | None, written: set[str], outcome: JobOutcome) -> None:
+        """One more fact applied: it went to `root`; the job has now written `written`."""
+        self.applied += 1
+        if root is not None and root not in self.roots:
+            self.roots.append(root)
+        self.written = sorted(written)
+        self.counts = {
+            key: value
+            for key, value in outcome.to_json().items()
+            if key not in ("extract_ms", "reconcile_ms")
+        }
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "facts": self.facts,
+            "extract_ms": self.extract_ms,
+            "applied": self.applied,
+            "roots": self.roots,
+            "written": self.written,
+            "counts": self.counts,
+        }
+
+
+def _resumed_progress(job: Job) -> JobProgress | None:
+    """The progress a job kept before it was interrupted or retried; None for a fresh job (or one
+    whose kept progress cannot be read: it starts over)."""
+    kept = (job.outcome or {}).get("progress")
+    if not isinstance(kept, dict):
+        return None
+    try:
+        progress = JobProgress(
+            facts=[str(fact) for fact in kept["facts"]],
+            extract_ms=int(kept.get("extract_ms", 0)),
+            applied=int(kept["applied"]),
+            roots=[str(root) for root in kept.get("roots", [])],
+            written=[str(memory_id) for memory_id in kept.get("written", [])],
+            counts={str(key): int(value) for key, value in dict(kept.get("counts", {})).items()},
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
+    return progress if 0 <= progress.applied <= len(progress.facts) else None
 
 
 def _neighbours(memories: MemoryService, principal: Principal, tag: str, fact: str) -> list[Hit]:
@@ -158,13 +245,16 @@ class ExtractionWorker:
         log: Any = None,
         *,
         exchange_retention_days: float = exchanges.DEFAULT_RETENTION_DAYS,
+        job_cpu_s: float = DEFAULT_JOB_CPU_S,
     ) -> None:
         self.memories = memories
         self.store = memories.store
         self.log = log or sys.stderr
         self.exchange_retention_days = exchange_retention_days
         self._next_sweep = 0.0  # monotonic; the first pass of the loop sweeps
-        self.extract: Extractor = librarian.extractor_from_env(env, on_fallback=self._fell_back)
+        #: extraction runs in a child process under a CPU budget per job (`door/extraction.py`)
+        self.extractor = ExtractorProcess(env, job_cpu_s, on_fallback=self._fell_back)
+        self.extract: Extractor = self.extractor
         self.llm_model = (
             env.get(librarian.ENV_LLM_MODEL, "").strip() if env.get(librarian.ENV_LLM_URL) else ""
         )
@@ -199,6 +289,8 @@ class ExtractionWorker:
         self._stop.set()
         self._wake.set()
         self._thread.join(timeout_s)
+        if not self._thread.is_alive():  # else the thread still uses it; the child ends with the door
+            self.extractor.close()
 
     def _write(self, line: str) -> None:
         self.log.write(line + "\n")
@@ -287,6 +379,11 @@ class ExtractionWorker:
     def _process(self, job: Job) -> None:
         try:
             outcome = run_job(self.memories, job, self.extract)
+        except OverBudget as exc:  # the same text would do it again: no retry
+            self.store.fail_job(job.id, f"stopped: {exc}", retry=False)
+            fields = {"job": job.id, "retry": False, "cpu_s": self.extractor.cpu_s}
+            self._write(f"[bli-memory] extract job over its CPU budget {json.dumps(fields)}")
+            return
         except Exception as exc:
             retry = job.attempts < JOB_MAX_ATTEMPTS
             reason = exception_line(exc).rstrip(": ")

@@ -816,6 +816,12 @@ class Store(Protocol):
 
     def finish_job(self, job_id: str, outcome: dict[str, Any]) -> None: ...
 
+    def keep_job_progress(self, job_id: str, progress: dict[str, Any]) -> None:
+        """Keep a running job's progress as its `outcome` (`{"progress": ...}`), inside the caller's
+        transaction with the writes it records: a job resumed after a crash or a retry starts after
+        the facts it already applied (`jobs.run_job`). Never on a job no longer this claimer's."""
+        ...
+
     def fail_job(self, job_id: str, error: str, *, retry: bool) -> None:
         """Put a running job back in the queue or mark it failed (never one cancelled meanwhile)."""
         ...

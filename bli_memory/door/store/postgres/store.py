@@ -1077,6 +1077,14 @@ class PostgresStore:
                 (json.dumps(outcome), now_s(), job_id, self.owner),
             )
 
+    def keep_job_progress(self, job_id: str, progress: dict[str, Any]) -> None:
+        with self.transaction(), self._connection() as db:
+            db.execute(
+                """UPDATE memory_extract_jobs SET outcome = %s
+                   WHERE id = %s AND status = 'running' AND claimed_by = %s""",
+                (json.dumps({"progress": progress}), job_id, self.owner),
+            )
+
     def fail_job(self, job_id: str, error: str, *, retry: bool) -> None:
         with self.transaction(), self._connection() as db:
             db.execute(

@@ -963,6 +963,13 @@ class SqliteStore:
                 (json.dumps(outcome), now_s(), job_id),
             )
 
+    def keep_job_progress(self, job_id: str, progress: dict[str, Any]) -> None:
+        with self._statement():
+            self._db.execute(
+                "UPDATE memory_extract_jobs SET outcome = ? WHERE id = ? AND status = 'running'",
+                (json.dumps({"progress": progress}), job_id),
+            )
+
     def fail_job(self, job_id: str, error: str, *, retry: bool) -> None:
         with self._statement():
             self._db.execute(
