@@ -154,7 +154,9 @@ def _chain(first: list[dict[str, Any]], read: Export) -> Iterator[list[dict[str,
 
 
 #: the signals that stop an export on the way to its file, cleaning up its temporary first.
-STOPPING_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+STOPPING_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
 
 
 class _Stopped(BaseException):
