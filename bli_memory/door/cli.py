@@ -142,6 +142,13 @@ def _integrity_budget_s(env: Mapping[str, str]) -> float:
         raise CliError(str(exc), 2) from None
 
 
+#: said once a store opens from a `--db` URL holding a password (the URL itself is never printed).
+PASSWORD_IN_ARGV = (
+    "--db holds a password, which any local user can read in the process list; give the URL without "
+    "it and the password in ~/.pgpass (0600), PGPASSWORD or a libpq service file (docs/door-operations.md)"
+)
+
+
 def open_store(
     db: str | None,
     env: Mapping[str, str],
@@ -155,6 +162,7 @@ def open_store(
     a check cut short, damage the background check found while `serving`) one line each on stderr."""
     from bli_memory.door.store import StoreOpenError
     from bli_memory.door.store import open_store as open_url
+    from bli_memory.door.store.urls import url_secrets
 
     integrity_budget_s = _integrity_budget_s(env)
 
@@ -162,7 +170,7 @@ def open_store(
         sys.stderr.write(f"bli-memory-door: {line}\n")
 
     try:
-        return open_url(
+        store = open_url(
             db if db else default_db_path(env),
             max_pages=max_pages,
             max_pending_jobs=_max_pending_jobs(env),
@@ -174,6 +182,9 @@ def open_store(
         )
     except StoreOpenError as exc:
         raise CliError(str(exc), 2 if exc.usage else 1) from None
+    if db and _is_postgres(db) and url_secrets(db):
+        notice(PASSWORD_IN_ARGV)
+    return store
 
 
 # ---------------------------------------------------------------------------- serve
@@ -820,9 +831,10 @@ exit status: 0 copied and verified; 1 refused, failed or not verified; 2 a wrong
 unknown URL scheme, the same store twice); 130 interrupted.
 
 passwords:
-  Give PostgreSQL's password in ~/.pgpass (mode 0600) or PGPASSWORD, which PostgreSQL's client
-  library reads itself: a password inside the URL works too, but every local user can read a
-  command line. A password in a URL is never printed (postgresql://memory:***@db.internal/memory).
+  Give PostgreSQL's password in ~/.pgpass (mode 0600), PGPASSWORD or a libpq service file
+  (postgresql://?service=NAME), which PostgreSQL's client library reads itself: a password inside
+  the URL works too, but every local user can read a command line. A password in a URL is never
+  printed (postgresql://memory:***@db.internal/memory), nor in the messages quoting it.
 
 example:
   bli-memory-door stop
@@ -842,6 +854,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-V", "--version", action="version", version=f"bli-memory-door {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     db_help = "SQLite file (default: $XDG_DATA_HOME/bli-memory/memory.db)"
+    store_help = (
+        f"{db_help}, or postgresql://USER@HOST:PORT/DATABASE: its password in ~/.pgpass, PGPASSWORD or "
+        "a libpq service file (postgresql://?service=NAME), not in the URL, where ps shows it"
+    )
 
     serve_parser = commands.add_parser(
         "serve",
@@ -856,7 +872,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve_parser.add_argument(
         "--port", type=_port, default=DEFAULT_PORT, help=f"port; 0 picks a free one (default {DEFAULT_PORT})"
     )
-    serve_parser.add_argument("--db", help=db_help)
+    serve_parser.add_argument("--db", help=store_help)
     serve_parser.add_argument(
         "--index-dir",
         metavar="DIR",
@@ -960,22 +976,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--admin", action="store_true", help="this device may manage the team's container aliases"
     )
     pair_parser.add_argument("--label", help="a note to recognise the device by")
-    pair_parser.add_argument("--db", help=db_help)
+    pair_parser.add_argument("--db", help=store_help)
 
     tokens_parser = commands.add_parser("tokens", help="list, revoke, promote or demote device tokens")
     tokens_commands = tokens_parser.add_subparsers(dest="tokens_command", metavar="ACTION", required=True)
     list_parser = tokens_commands.add_parser("list", help="list devices (never their tokens)")
     list_parser.add_argument("--json", action="store_true", help="print JSON")
-    list_parser.add_argument("--db", help=db_help)
+    list_parser.add_argument("--db", help=store_help)
     revoke_parser = tokens_commands.add_parser(
         "revoke", help="revoke a device's token and cancel its waiting extract jobs"
     )
     revoke_parser.add_argument("device_id", metavar="DEVICE_ID", help="the device id from `tokens list`")
-    revoke_parser.add_argument("--db", help=db_help)
+    revoke_parser.add_argument("--db", help=store_help)
     for action, what in (("promote", "make a device an admin"), ("demote", "take admin from a device")):
         admin_parser = tokens_commands.add_parser(action, help=what)
         admin_parser.add_argument("device_id", metavar="DEVICE_ID", help="the device id from `tokens list`")
-        admin_parser.add_argument("--db", help=db_help)
+        admin_parser.add_argument("--db", help=store_help)
     reset_parser = commands.add_parser(
         "reset",
         help="remove a team's memories, or one space's, for good (operator only, with a backup)",
@@ -1065,10 +1081,19 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return handler(args, os.environ)
     except CliError as exc:
-        sys.stderr.write(f"bli-memory-door: {exc}\n")
+        sys.stderr.write(f"bli-memory-door: {_without_passwords(str(exc), args)}\n")
         return exc.status
     except KeyboardInterrupt:
         return 130
+
+
+def _without_passwords(line: str, args: argparse.Namespace) -> str:
+    """`line` with every password of the database URLs given (`--db`, `--from`, `--to`) masked: the
+    last guard before an error line is printed, whatever library worded it."""
+    from bli_memory.door.store.urls import scrub
+
+    urls = [value for name in ("db", "source", "dest") if isinstance(value := getattr(args, name, None), str)]
+    return scrub(line, *urls)
 
 
 def _question_rewriter(env: Mapping[str, str]) -> Any:

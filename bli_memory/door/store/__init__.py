@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from bli_memory.door.errors import first_line
 from bli_memory.door.store.base import MAX_PENDING_JOBS_PER_DEVICE, Store
-from bli_memory.door.store.urls import is_postgres_url, mask_url
+from bli_memory.door.store.urls import is_postgres_url, mask_url, scrub
 
 if TYPE_CHECKING:
     from bli_memory.door.store.sqlite.files import EarlyCheck
@@ -145,18 +145,16 @@ def open_postgres(
     try:
         psycopg.conninfo.conninfo_to_dict(url)
     except psycopg.ProgrammingError as exc:
-        detail = first_line(exc, "it does not parse")
+        detail = scrub(first_line(exc, "it does not parse"), url)  # it quotes what it could not read
         raise StoreOpenError(f"--db {shown} is not a valid PostgreSQL URL ({detail})", usage=True) from None
     try:
         if job_lease_s is None:
             return PostgresStore(url, max_pending_jobs=max_pending_jobs)
         return PostgresStore(url, max_pending_jobs=max_pending_jobs, job_lease_s=job_lease_s)
     except StoreUnavailable as exc:
-        raise StoreOpenError(f"cannot connect to {shown}: {exc}") from None
+        raise StoreOpenError(f"cannot connect to {shown}: {scrub(str(exc), url)}") from None
     except SchemaTooNew as exc:
         raise StoreOpenError(str(exc)) from None
     except psycopg.Error as exc:  # e.g. no right to create the vector extension
-        detail = first_line(exc)
-        password = psycopg.conninfo.conninfo_to_dict(url).get("password")
-        detail = detail.replace(str(password), "***") if password else detail
+        detail = scrub(first_line(exc), url)
         raise StoreOpenError(f"cannot open {shown} as a memory database: {detail}") from None

@@ -1,6 +1,10 @@
-"""Database URLs as people may see them: `mask_url` hides the password wherever a URL is shown."""
+"""Database URLs as people may see them: `mask_url` hides the password wherever a URL is shown, and
+`scrub` hides it in any text that may quote it (libpq's and psycopg's messages quote the part of a
+URL they could not read: a percent-encoded password, the whole URL for a broken IPv6 host)."""
 
 from __future__ import annotations
+
+from urllib.parse import unquote
 
 #: what stands for a password in a shown URL.
 MASK = "***"
@@ -28,6 +32,33 @@ def mask_url(url: str) -> str:
             parameters.append(f"{key}={MASK}" if equals and key.lower() in SECRET_PARAMETERS else pair)
         query = "&".join(parameters)
     return f"{scheme}://{head}{question}{query}"
+
+
+def url_secrets(url: str) -> list[str]:
+    """Every password `url` carries (`user:PASSWORD@`, `password=`, `sslpassword=`), as written and
+    percent-decoded, longest first. Read by hand, as `mask_url` does: it must work on a URL that
+    does not parse, since that is when its text gets quoted in an error."""
+    _, separator, rest = url.partition("://")
+    if not separator:
+        return []
+    head, _, query = rest.partition("?")
+    userinfo, at, _ = head.rpartition("@")
+    found = [userinfo.split(":", 1)[1]] if at and ":" in userinfo else []
+    for pair in query.split("&") if query else []:
+        key, equals, value = pair.partition("=")
+        if equals and key.lower() in SECRET_PARAMETERS:
+            found.append(value)
+    secrets = {form for value in found for form in (value, unquote(value)) if form}
+    return sorted(secrets, key=len, reverse=True)
+
+
+def scrub(text: str, *urls: str) -> str:
+    """`text` with every password of `urls` (`url_secrets`) replaced by `***`: for a line that may
+    quote a URL, or a piece of one, whatever shape the quoting library gave it."""
+    for url in urls:
+        for secret in url_secrets(url):
+            text = text.replace(secret, MASK)
+    return text
 
 
 def is_postgres_url(text: str) -> bool:

@@ -90,7 +90,7 @@ from bli_memory.door.store.base import (
     version_values,
 )
 from bli_memory.door.store.postgres.schema import SCHEMA_VERSION, migrate, vector_cast, vector_index_name
-from bli_memory.door.store.urls import mask_url
+from bli_memory.door.store.urls import mask_url, scrub
 
 if TYPE_CHECKING:
     import numpy as np
@@ -190,8 +190,6 @@ class PostgresStore:
         database."""
         self.url = url
         self.masked_url = mask_url(url)
-        password = psycopg.conninfo.conninfo_to_dict(url).get("password")
-        self._password = str(password) if password else None
         self.max_pending_jobs = max_pending_jobs
         self.statement_timeout_s = statement_timeout_s
         self.pool_wait_s = pool_wait_s
@@ -252,9 +250,9 @@ class PostgresStore:
         self._pool.close()
 
     def _scrub(self, exc: BaseException) -> str:
-        """The first line of an error, never with the password in it."""
-        text = first_line(exc)
-        return text.replace(self._password, "***") if self._password else text
+        """The first line of an error, never with the password in it (as written in the URL or
+        percent-decoded: libpq quotes either)."""
+        return scrub(first_line(exc), self.url)
 
     def _map_error(self, exc: BaseException) -> Exception | None:
         """The store exception `exc` means (StoreFull, StoreUnavailable), or None to raise it as it is."""
