@@ -55,6 +55,9 @@ REPLY_MARGIN_S = 0.05
 #: the prompt hook starts the daemon at most this often per machine (per installed version)
 SPAWN_INTERVAL_S = 3600.0
 REPLACE_STAMP_NAME = "memory-daemon.replaced"
+#: the package's launcher file under `bli_memory/` (`install.contract.HOOK_LAUNCHER`; not imported from
+#: there: `contract` imports `shlex`, and so `re`, which no hook run should pay for)
+LAUNCHER_PARTS = ("install", "launch", "bli_memory_mcp.py")
 #: a wedged daemon is killed and restarted at once; a replacement that wedges again within this is
 #: left for this long, so a daemon that cannot start healthy does not cost every prompt a new process
 REPLACE_INTERVAL_S = 10.0
@@ -269,8 +272,25 @@ def spawn_daemon(env: Mapping[str, str] | None = None, *, force: bool = False) -
     return spawn_detached(["daemon"], daemon_env(env))
 
 
+def _program_argv(python: str, args: list[str]) -> list[str]:
+    """How `python` runs this `bli_memory` with `args`, never with the hook's folder on sys.path.
+
+    The hook runs in the person's project, and `python -m` puts the working folder first on sys.path:
+    a project's `selectors.py` or `json.py` would be imported by the daemon (which then serves every
+    project) in place of the standard library's. A script's own folder comes first instead, so the
+    package's launcher file (the one install registers for the hooks) runs it; a zipapp is run as
+    itself; `-m` only when neither is there."""
+    root = _package_root()
+    launcher = os.path.join(root, "bli_memory", *LAUNCHER_PARTS)
+    if os.path.isfile(launcher):
+        return [python, launcher, *args]
+    if os.path.isfile(root):  # a zipapp: the archive is the program
+        return [python, root, *args]
+    return [python, "-m", "bli_memory", *args]
+
+
 def spawn_detached(args: list[str], env: Mapping[str, str]) -> int | None:
-    """Start `python -m bli_memory ARGS` detached with environment `env`; its pid, or None.
+    """Start `bli-memory-mcp ARGS` (`_program_argv`) detached with environment `env`; its pid, or None.
 
     Detached: a new session (no controlling terminal, no signal from the host's process group),
     stdin/stdout/stderr on /dev/null, no inherited descriptor, so the host's pipes close when the
@@ -285,7 +305,7 @@ def spawn_detached(args: list[str], env: Mapping[str, str]) -> int | None:
     actions += [(os.POSIX_SPAWN_CLOSE, fd) for fd in _inheritable_fds()]
     import sys
 
-    argv = [sys.executable, "-m", "bli_memory", *args]
+    argv = _program_argv(sys.executable, args)
     try:
         return os.posix_spawn(sys.executable, argv, dict(env), file_actions=actions, setsid=True)
     except (OSError, AttributeError, NotImplementedError):  # no posix_spawn (Windows): direct only

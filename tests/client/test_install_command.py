@@ -106,3 +106,12 @@ def test_install_replaces_the_former_one_liner_and_uninstall_removes_both_forms(
         not (tmp_path / ".codex" / "hooks.json").exists()
         or commands(tmp_path / ".codex" / "hooks.json") == {}
     )
+
+
+def test_the_hooks_start_the_daemon_through_the_same_launcher() -> None:
+    """via_daemon names the launcher file itself (the hook path must not import `contract`, which
+    imports `re` through `shlex`); the two names are one file."""
+    from bli_memory.hooks import via_daemon
+
+    assert via_daemon.LAUNCHER_PARTS == contract.HOOK_LAUNCHER
+    assert via_daemon._program_argv("/p/python", ["daemon"]) == ["/p/python", probe.launcher_path(), "daemon"]

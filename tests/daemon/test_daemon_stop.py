@@ -166,3 +166,23 @@ def test_stop_never_signals_a_pid_that_does_not_hold_the_lock(home: Path) -> Non
     finally:
         sleeper.kill()
         sleeper.wait(5)
+
+
+def test_the_daemon_a_hook_starts_imports_nothing_from_the_project_folder(
+    paired: Path, tag: str, tmp_path: Path
+) -> None:
+    """The hook that starts the daemon runs in the person's project; a module there named like one of
+    the standard library's (`selectors.py`, `queue.py`, …) is the project's code and must never run
+    inside the daemon, which then serves every project."""
+    project = tmp_path / "project"
+    project.mkdir()
+    marker = tmp_path / "imported"
+    for name in ("selectors", "queue", "json", "fcntl", "sqlite3", "hashlib", "secrets", "select"):
+        (project / f"{name}.py").write_text(f"open({str(marker)!r}, 'a').write('{name}\\n')\n")
+    env = daemon_env(paired, BLI_MEMORY_CONTAINER_TAG=tag)
+    first = run_hook("prompt", prompt_payload(project), paired, env=env, cwd=project)
+    assert first.receipt()[1] == "ok", first.stderr
+    wait_for_ping(paired)
+    served = run_hook("prompt", prompt_payload(project), paired, env=env, cwd=project)
+    assert served.receipt()[2]["via"] == "daemon", served.stderr
+    assert not marker.exists(), marker.read_text()
