@@ -111,7 +111,10 @@ def launcher_path() -> str:
 def hook_prefix(prefix: Sequence[str]) -> list[str]:
     """The argv prefix registered hooks run: the console script's own interpreter with the launcher
     file (`<python> <…>/bli_memory/install/launch/bli_memory_mcp.py`) when `prefix` is a console
-    script, else `prefix` itself (a zipapp, or `python -m bli_memory`)."""
+    script or `python -m bli_memory` (which would put the project's folder first on sys.path), else
+    `prefix` itself (a zipapp)."""
+    if len(prefix) == 3 and list(prefix[1:]) == ["-m", MODULE_NAME] and os.path.isfile(launcher_path()):
+        return [prefix[0], launcher_path()]
     if len(prefix) == 1 and os.path.basename(prefix[0]) == BIN_NAME:
         python = server_interpreter(prefix)
         launcher = launcher_path()

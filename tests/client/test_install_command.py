@@ -115,3 +115,11 @@ def test_the_hooks_start_the_daemon_through_the_same_launcher() -> None:
 
     assert via_daemon.LAUNCHER_PARTS == contract.HOOK_LAUNCHER
     assert via_daemon._program_argv("/p/python", ["daemon"]) == ["/p/python", probe.launcher_path(), "daemon"]
+
+
+def test_a_python_dash_m_install_registers_the_launcher_too() -> None:
+    """`python -m bli_memory` (install's last resort when no bin is found) would run each hook with the
+    project's folder first on sys.path: the hooks get the launcher file instead, the server keeps -m."""
+    assert probe.hook_prefix([sys.executable, "-m", "bli_memory"]) == [sys.executable, probe.launcher_path()]
+    zipapp = ["/usr/bin/python3", "/opt/bli-memory-mcp.pyz"]
+    assert probe.hook_prefix(zipapp) == zipapp
