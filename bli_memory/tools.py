@@ -475,7 +475,8 @@ def check_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> str | None:
         if expected == "string" and len(value.strip()) < schema.get("minLength", 0):
             return f"`{name}` must not be empty"
         if expected == "string" and "pattern" in schema and not _matches(schema["pattern"], value):
-            return f"`{name}` is not a memory id (mem_ and hex digits, as search_memory shows it): {value[:40]!r}"
+            shown = mask_secrets(value)[:40]  # an error is no place for a secret either
+            return f"`{name}` is not a memory id (mem_ and hex digits, as search_memory shows it): {shown!r}"
         if expected == "integer" and not schema.get("minimum", value) <= value <= schema.get(
             "maximum", value
         ):
@@ -545,8 +546,9 @@ class MemoryTools:
         return time.monotonic() + self._deadline_s
 
     def _tag(self, arguments: Mapping[str, Any]) -> str:
+        """The space asked for (masked: a name typed by hand leaves the machine too), else this folder's."""
         tag = arguments.get("containerTag")
-        return tag.strip() if isinstance(tag, str) and tag.strip() else self.default_space()
+        return mask_secrets(tag.strip()) if isinstance(tag, str) and tag.strip() else self.default_space()
 
     def call(self, name: str, arguments: Mapping[str, Any] | None) -> ToolResult:
         """Run one tool by name. Never raises: every failure becomes an `is_error` result naming its reason."""
@@ -608,7 +610,7 @@ class MemoryTools:
         answer = self._client.save(
             masked.text,
             tag,
-            custom_id=args.get("customId"),
+            custom_id=None if args.get("customId") is None else mask_secrets(str(args["customId"])),
             extract=bool(args.get("extract", False)),
             scope=args.get("scope"),
             deadline=self._deadline(),
@@ -617,7 +619,7 @@ class MemoryTools:
         return _noting_masks(ToolResult(text, structured), masked)
 
     def _update_memory(self, args: dict[str, Any]) -> ToolResult:
-        memory_id = str(args["id"])
+        memory_id = mask_secrets(str(args["id"]))
         masked = _masked(str(args["content"]))
         content = masked.text
         deadline = self._deadline()
@@ -637,9 +639,8 @@ class MemoryTools:
                 "forget_memory", INVALID_ARGUMENTS, "give exactly one of `id`, `content` or `query`"
             )
         key = chosen[0]
-        target = str(args[key])
-        if key != "id":  # sent to the door like a save (whose stored text was masked the same way)
-            target = _masked(target).text
+        # sent to the door like a save (whose stored text was masked the same way); an id too
+        target = mask_secrets(str(args[key])) if key == "id" else _masked(str(args[key])).text
         tag = self._tag(args)
         try:
             answer = self._client.forget(
@@ -723,7 +724,8 @@ class MemoryTools:
     # ---- pins
 
     def _pin_memory(self, args: dict[str, Any]) -> ToolResult:
-        content = str(args["content"]).strip()
+        masked = _masked(str(args["content"]).strip())  # a pin is printed into every teammate's session
+        content = masked.text
         if len(content) > PIN_MAX_CHARS:
             return self._failure(
                 "pin_memory",
@@ -735,7 +737,7 @@ class MemoryTools:
         scope = str(args.get("scope") or "project")
         answer = self._client.pin(content, tag, scope=scope, deadline=self._deadline())
         text, structured = render.render_pin(answer, tag, content)
-        return ToolResult(text, structured)
+        return _noting_masks(ToolResult(text, structured), masked)
 
     def _list_pins(self, args: dict[str, Any]) -> ToolResult:
         tag = self._tag(args)
@@ -750,7 +752,7 @@ class MemoryTools:
                 "unpin_memory",
                 INVALID_ARGUMENTS,
                 f"`id` must be a memory id (`{MEMORY_ID_PREFIX}` and hex digits, from list_pins or `bli-memory-mcp pins`), "
-                f"not {memory_id[:40]!r}",
+                f"not {mask_secrets(memory_id)[:40]!r}",
             )
         answer = self._client.unpin(memory_id, deadline=self._deadline())
         text, structured = render.render_unpin(answer, memory_id)
@@ -769,6 +771,15 @@ def _masked(content: str) -> Redaction:
     from bli_memory.redact import redact
 
     return redact(content)
+
+
+def mask_secrets(text: str) -> str:
+    """`text` masked as `_masked` masks content, for what is sent beside it: a space's name, a custom
+    id, a memory id, an `eval` query. The prompt hook's pre-scan (`hooks.secret_scan`, never "no" for
+    a text the redactor would change) spares the redactor's import for the plain names of every call."""
+    from bli_memory.hooks.secret_scan import might_hold_secret
+
+    return _masked(text).text if might_hold_secret(text) else text
 
 
 def _noting_masks(result: ToolResult, masked: Redaction) -> ToolResult:

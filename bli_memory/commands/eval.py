@@ -3,8 +3,8 @@
 FILE holds one JSON object per line, `{"query": "...", "expect": ...}`, where `expect` is a string or
 a list of strings. A search result matches an expected string when its id is that string exactly (a
 memory id, `mem_…`) or its content contains it (ignoring case). Each query is searched like the
-search_memory tool does (same similarity floor unless --threshold says otherwise, `--k` results); its
-rank is the position of the first matching result, if any within k.
+search_memory tool does (masked the same way, same similarity floor unless --threshold says otherwise,
+`--k` results); its rank is the position of the first matching result, if any within k.
 
 - hit@k: the share of queries with a match in their first k results;
 - MRR: the mean over queries of 1/rank (0 when no match within k).
@@ -40,6 +40,7 @@ from bli_memory.settings import load_settings
 from bli_memory.tools import (
     SEARCH_MIN_SIMILARITY,
     TOOL_DEADLINE_S,
+    mask_secrets,
     project_dir,
 )
 
@@ -158,16 +159,17 @@ def main(argv: list[str]) -> int:
     client = paired_door_client(settings)
     try:
         if args.container_tag:
-            tag = args.container_tag
+            tag = mask_secrets(args.container_tag)
         else:
             from bli_memory.space import resolve_space
 
             tag = resolve_space(settings, project_dir(os.environ))
         results: list[dict[str, Any]] = []
         for case in cases:
+            query = mask_secrets(case.query)  # a query leaves the machine, as search_memory's does
             try:
                 answer = client.search(
-                    case.query,
+                    query,
                     tag,
                     limit=args.k,
                     threshold=args.threshold,
@@ -184,7 +186,7 @@ def main(argv: list[str]) -> int:
                 ) from None
             rows = answer.get("results")
             rank = rank_of(rows if isinstance(rows, list) else [], case.expect, args.k)
-            results.append({"line": case.line, "query": case.query, "expect": case.expect, "rank": rank})
+            results.append({"line": case.line, "query": query, "expect": case.expect, "rank": rank})
     finally:
         client.close()
     hits = [r for r in results if r["rank"] is not None]

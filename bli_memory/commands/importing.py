@@ -1,7 +1,9 @@
 """`bli-memory-mcp import FORMAT PATH`: bring memories from another tool (or our own export) in.
 
 The file is read by its format's module in `bli_memory.importers` (pure parsing); every record is
-masked by `bli_memory.redact` as the Stop hook masks a turn, and saved as a fact (a plain save, never
+masked by `bli_memory.redact` as the Stop hook masks a turn (its text, and every key and value of its
+metadata; our own rows in every field: customId, containerTag…), a vendor tag that holds a secret is
+never made an alias, and each record is saved as a fact (a plain save, never
 an extraction job) under a customId derived from the format and the record's own id (or its text),
 dated by the record's own time when it has one, with `source: import:<format>` and `originalId` in
 its metadata. A second import of the same file finds every record already there (`unchanged`).
@@ -181,6 +183,10 @@ def main(argv: list[str]) -> int:
     if not args.dry_run and not settings.paired:
         raise CliError(unpaired_message(), EXIT_FAILED)
     space = args.space
+    if space is not None:  # a space's name typed by hand leaves the machine too
+        from bli_memory.tools import mask_secrets
+
+        space = mask_secrets(space)
     if space is None and args.format != "jsonl":
         from bli_memory.space import resolve_space
         from bli_memory.tools import project_dir
@@ -225,14 +231,31 @@ def _mask(text: str, summary: Summary) -> str:
 
 
 def _mask_value(value: Any, summary: Summary) -> Any:
-    """`value` with every string in it masked (metadata leaves the machine too)."""
+    """`value` with every string in it masked, a mapping's keys too (metadata leaves the machine too,
+    and a vendor's metadata may be keyed by anything)."""
     if isinstance(value, str):
         return _mask(value, summary)
     if isinstance(value, list):
         return [_mask_value(item, summary) for item in value]
     if isinstance(value, dict):
-        return {key: _mask_value(item, summary) for key, item in value.items()}
+        return {_mask_value(key, summary): _mask_value(item, summary) for key, item in value.items()}
     return value
+
+
+def _secret_free_tags(tags: list[str], summary: Summary) -> list[str]:
+    """The vendor tags that may become alias names: a tag the redactor would change is left out (a
+    masked alias names nothing), and said so."""
+    from bli_memory.redact import redact
+
+    kept: list[str] = []
+    for tag in tags:
+        kinds = redact(tag).kinds
+        if kinds:
+            reason = f"it looks like it holds a secret ({', '.join(sorted(kinds))}); not made an alias"
+            summary.skipped.append({"where": "a vendor tag", "reason": reason})
+        else:
+            kept.append(tag)
+    return kept
 
 
 def record_metadata(fmt: str, record: Record) -> dict[str, Any]:
@@ -271,7 +294,8 @@ def _dry_run(parsed: Parsed, summary: Summary) -> None:
         _mask(record.content, summary)
     for _, row in parsed.rows:
         _mask(row["content"], summary)
-    summary.aliases = _vendor_tags(parsed, summary.space) if summary.scope == "project" else []
+    tags = _vendor_tags(parsed, summary.space) if summary.scope == "project" else []
+    summary.aliases = _secret_free_tags(tags, summary)
 
 
 def _vendor_tags(parsed: Parsed, space: str | None) -> list[str]:
@@ -321,7 +345,7 @@ def _import_records(client: DoorClient, parsed: Parsed, summary: Summary) -> Non
             _count(summary, str(answer.get("status")))
         progress.update(done)
     if summary.stopped is None and summary.scope == "project":  # a global space takes no aliases
-        _set_aliases(client, _vendor_tags(parsed, canonical), canonical, summary)
+        _set_aliases(client, _secret_free_tags(_vendor_tags(parsed, canonical), summary), canonical, summary)
 
 
 def _record_where(record: Record) -> str:
@@ -404,10 +428,8 @@ def _batches(
     batch: list[tuple[str, dict[str, Any]]] = []
     size = 0
     for where, row in rows:
-        ready = dict(row)
-        ready["content"] = _mask(row["content"], summary)
-        if row.get("metadata") is not None:
-            ready["metadata"] = _mask_value(row["metadata"], summary)
+        # every string of the row: content, metadata (keys too), customId, containerTag, ids
+        ready: dict[str, Any] = _mask_value(dict(row), summary)
         if summary.space is not None:
             ready["containerTag"] = summary.space
         length = len(json.dumps(ready, ensure_ascii=False).encode("utf-8"))
