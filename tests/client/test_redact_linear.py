@@ -68,6 +68,13 @@ CONTEXT_CASES = [
     "password=$",
     "password=my_",
     "password=the-",
+    "password=$a.",
+    "password: $this->",
+    "://u:$a@",
+    "-----END RSA PRIVATE KEY-----\n",
+    "AAAAAAAAAAAAAAAAAAAA\n",
+    "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8S9t0\n",
+    ("B" * 64 + "\n") * (HOSTILE_CHARS // 65) + "-----END RSA PRIVATE KEY-----",
 ]
 
 
