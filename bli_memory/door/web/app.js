@@ -318,8 +318,7 @@ async function search(query) {
   $("pins").hidden = true;
   $("more").hidden = true;
   $("list-title").textContent =
-    `${answer.results.length} found for \u201c${query}\u201d, best first (meaning, keywords and age together;` +
-    ` cosine similarity below ${SEARCH_MIN_SIMILARITY} is no match)`;
+    `${answer.results.length} found for \u201c${query}\u201d, best first (cosine below ${SEARCH_MIN_SIMILARITY} left out)`;
   const list = $("memories");
   list.replaceChildren(...answer.results.map((hit, index) => memoryItem(hit, { rank: index + 1 })));
   $("empty").hidden = answer.results.length > 0;
