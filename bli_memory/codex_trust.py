@@ -156,7 +156,7 @@ def our_state_keys(hooks_text: str | None, hooks_path: str) -> list[str]:
     `uninstall` removes with the hooks; none for an absent or unreadable file."""
     try:
         hooks_doc = json.loads(hooks_text) if hooks_text else None
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep to read: nothing of ours
         return []
     return [
         hook_key(hooks_path, event, group, handler) for event, group, handler, _, _ in our_handlers(hooks_doc)
@@ -306,6 +306,8 @@ def check(env: Mapping[str, str]) -> CodexTrust:
         hooks_doc = json.loads(hooks_text)
     except ValueError:
         return CodexTrust("unknown", reason=f"{hooks_file} is not valid JSON", files=files)
+    except RecursionError:
+        return CodexTrust("unknown", reason=f"{hooks_file} nests too deep to read", files=files)
     try:
         config = parse_config(config_text or "")
     except TomlShapeError as exc:

@@ -227,6 +227,8 @@ def toml_loads(text: str) -> dict[str, Any] | None:
             return tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise TomlShapeError(str(exc)) from None
+        except RecursionError:  # arrays or inline tables nested past the interpreter's limit
+            raise TomlShapeError("nested too deep to read") from None
     return None
 
 

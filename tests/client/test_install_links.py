@@ -96,3 +96,40 @@ def test_a_settings_file_nested_500_deep_is_one_line(tmp_path: Path, text: str) 
         assert settings.read_text() == text
     if text.startswith('{"a": "'):
         assert json.loads(settings.read_text())["a"] == "[" * 5000
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        (".codex/hooks.json", '{"hooks": ' + "[" * 5000 + "]" * 5000 + "}"),
+        (".codex/config.toml", "a = " + "[" * 5000 + "]" * 5000 + "\n"),
+    ],
+)
+def test_codex_files_nested_past_the_recursion_limit_are_one_line(
+    tmp_path: Path, name: str, text: str
+) -> None:
+    """install, uninstall and status read Codex's hooks.json and config.toml too: a file nested too deep
+    to parse is one line naming it (status: "cannot tell"), never a RecursionError."""
+    path = tmp_path / name
+    path.parent.mkdir()
+    path.write_text(text)
+    for verb in ("install", "uninstall"):
+        done = run_cli(tmp_path, verb, "--host", "codex")
+        assert "Traceback" not in done.stderr and "RecursionError" not in done.stderr, done.stderr
+        assert done.returncode == 1 and len(done.stderr.splitlines()) == 1, done.stderr
+        assert os.path.basename(name) in done.stderr and "left it untouched" in done.stderr
+        assert path.read_text() == text
+    if name.endswith(".toml"):  # status reads config.toml only when there are hooks to judge
+        (tmp_path / ".codex" / "hooks.json").write_text('{"hooks": {}}')
+    env_home = {"HOME": str(tmp_path)}
+    status = subprocess.run(
+        [sys.executable, "-m", "bli_memory", "status", "--json"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **env_home, "BLI_MEMORY_DAEMON": "0"},
+        cwd=tmp_path,
+        timeout=30,
+    )
+    assert "Traceback" not in status.stderr, status.stderr
+    codex = json.loads(status.stdout)["codex"]
+    assert codex["state"] == "unknown" and os.path.basename(name) in codex["reason"], codex
