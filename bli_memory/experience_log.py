@@ -218,7 +218,7 @@ def queued_entries(outbox: Path) -> list[tuple[Path, dict[str, Any]]]:
     """Unshipped, not rejected entries, oldest first; unreadable sidecars are skipped, never deleted."""
     entries = []
     for path in sorted(outbox.glob("*.json")) if outbox.is_dir() else []:
-        with contextlib.suppress(OSError, ValueError):
+        with contextlib.suppress(OSError, ValueError, RecursionError):
             entry = json.loads(path.read_text(encoding="utf-8"))
             if isinstance(entry, dict) and not entry.get("shipped") and not entry.get("rejected"):
                 entries.append((path, entry))
@@ -250,7 +250,7 @@ def read_last_sync(env: Mapping[str, str]) -> dict[str, Any] | None:
     """What the last `sync` wrote, or None when it never ran (or the file is unreadable)."""
     try:
         data = json.loads(last_sync_file(env).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # unreadable, not JSON, or nested too deep to read
         return None
     return data if isinstance(data, dict) else None
 
@@ -268,7 +268,7 @@ def recent_hook_stats(env: Mapping[str, str], now_s: float) -> list[dict[str, An
         hour = path.name.removesuffix(".json")
         if len(hour) != len(oldest) or not oldest < hour <= newest:
             continue
-        with contextlib.suppress(OSError, ValueError):
+        with contextlib.suppress(OSError, ValueError, RecursionError):
             data = json.loads(path.read_text(encoding="utf-8"))
             if (
                 isinstance(data, dict)

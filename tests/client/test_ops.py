@@ -171,3 +171,22 @@ def test_status_shows_the_last_sync_and_the_queue(tmp_path: Path, start_door: Ca
     assert len(written) == 3 and all(path.stat().st_mode & 0o777 == 0o600 for path in written), [
         oct(path.stat().st_mode) for path in written
     ]
+
+
+def test_state_files_nested_too_deep_are_skipped_not_a_traceback(tmp_path: Path) -> None:
+    """The experience files status, ops and sync read back (the last sync, an outbox entry, an hourly
+    hook-stats file) may be anything by the time they are read: one nested past the recursion limit is
+    passed over like an unreadable one."""
+    deep = "[" * 100_000 + "]" * 100_000
+    state = tmp_path / ".local/state/bli-cockpit"
+    outbox = tmp_path / ".codex/agent-experience-outbox"
+    for path in (state / "experience-sync.json", outbox / "0001.json"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(deep)
+    hourly = Path(stats.stats_dir({"HOME": str(tmp_path)})) / (stats.hour_name(NOW.timestamp()) + ".json")
+    hourly.parent.mkdir(parents=True, exist_ok=True)
+    hourly.write_text(deep)
+    extra = {"BLI_MEMORY_OPS_NOW": str(NOW.timestamp())}
+    for args in (("status", "--json"), ("ops",), ("sync",)):
+        done = run(tmp_path, *args, **extra)
+        assert "Traceback" not in done.stderr and "RecursionError" not in done.stderr, (args, done.stderr)
