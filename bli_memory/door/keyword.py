@@ -547,10 +547,10 @@ def _check_documents(index: KeywordIndex, alive: np.ndarray) -> None:
     lengths = np.frombuffer(index.lengths)
     if not np.isfinite(lengths).all() or (lengths < 0).any() or (lengths % 1).any():
         raise ValueError("document lengths are not counts of tokens")
-    ends = np.cumsum(lengths.astype(np.int64))
-    if (ends - lengths.astype(np.int64) != np.frombuffer(index.starts, dtype=np.int64)).any() or (
-        int(ends[-1]) if count else 0
-    ) != len(index.tokens):
+    counts = lengths.astype(np.int64)
+    ends = np.cumsum(counts)
+    total = int(ends[-1]) if count else 0
+    if (np.frombuffer(index.starts, dtype=np.int64) != ends - counts).any() or total != len(index.tokens):
         raise ValueError("document starts and lengths do not match the tokens")
     tokens = np.frombuffer(index.tokens, dtype=np.int32)
     if tokens.size and (int(tokens.min()) < 0 or int(tokens.max()) >= terms_total):
