@@ -793,6 +793,7 @@ class SqliteStore:
                 if found is None:
                     return []
                 after_rowid = int(found[0])
+            tag_values: tuple[str, ...]
             if tags is None:
                 in_tags, tag_values = " AND " + in_dialect(SHARED_OR_OWN_GLOBAL_SQL, "?"), (own_global,)
             else:
