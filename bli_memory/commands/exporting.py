@@ -59,8 +59,11 @@ def main(argv: list[str]) -> int:
         raise CliError(unpaired_message(), EXIT_FAILED)
     space: str | None = None
     if not args.all:
-        space = args.space
-        if space is None:
+        if args.space is not None:
+            from bli_memory.tools import mask_secrets
+
+            space = mask_secrets(args.space)  # a tag typed here leaves the machine as any other text does
+        else:
             from bli_memory.space import resolve_space
             from bli_memory.tools import project_dir
 

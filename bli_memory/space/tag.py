@@ -102,7 +102,7 @@ def container_tag(
 def resolve_space_of(settings: Settings, cwd: str, env: Mapping[str, str] | None = None) -> Space:
     """Like resolve_space, with how the tag was derived (for `space --json` and `status`)."""
     if settings.container_tag:
-        return Space(settings.container_tag, KIND_OVERRIDE, None)
+        return Space(_masked_override(settings.container_tag), KIND_OVERRIDE, None)
     try:
         return space_of(cwd, isolate_worktrees=settings.isolate_worktrees, env=env)
     except OSError:
@@ -116,6 +116,20 @@ def resolve_space(settings: Settings, cwd: str) -> str:
     Never raises: a vanished ``cwd`` still gets the ``dir_`` tag of its path, so a hook stays quiet.
     """
     return resolve_space_of(settings, cwd).tag
+
+
+def _masked_override(tag: str) -> str:
+    """A space named by BLI_MEMORY_CONTAINER_TAG, its secrets masked as everything sent to the door
+    is (a token pasted there by mistake would otherwise travel with every call). The hooks' pre-scan
+    (never "no" for a text the redactor would change) spares a hook the redactor's import for a tag
+    of plain words."""
+    from bli_memory.hooks.secret_scan import might_hold_secret
+
+    if not might_hold_secret(tag):
+        return tag
+    from bli_memory.redact import redact
+
+    return redact(tag).text
 
 
 def _space(prefix: str, raw_name: str, kind: str, identity: str) -> Space:

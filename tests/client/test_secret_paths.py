@@ -8,7 +8,8 @@ front of the real door that keeps every byte the client wrote (`tests.helpers.re
 - the MCP server, driven by the SDK's client: `pin_memory`, `save_memory` (content, `customId`,
   `containerTag`), `update_memory` (id, content), `search_memory`, `forget_memory` (id, content,
   query), `list_memories`, `recent_memories`, `list_pins` (`containerTag`);
-- the CLI: `pin`, `save --custom-id --container-tag`, `eval` (its queries and `--container-tag`);
+- the CLI: `pin`, `save --custom-id --container-tag`, `eval` (its queries and `--container-tag`),
+  `export --space`, and a space named by BLI_MEMORY_CONTAINER_TAG;
 - `import`: Supermemory (`containerTags`, which become aliases, and metadata keys), mem0 (metadata
   keys), and our own jsonl (`customId`, `containerTag`, metadata keys).
 """
@@ -178,6 +179,25 @@ def test_the_cli_sends_no_secret(tmp_path: Path, relayed: Any, tag: str) -> None
     assert outputs[0].returncode == 0 and outputs[-1].returncode == 0, outputs[-1].stderr
     sent = relay.sent()
     assert b"/api/memory/pin" in sent and b"/api/memory/search" in sent
+    assert_no_secret_sent(sent, *(done.stdout + done.stderr for done in outputs))
+
+
+def test_a_space_named_by_hand_or_by_the_environment_sends_no_secret(
+    tmp_path: Path, relayed: Any, tag: str
+) -> None:
+    """`export --space TAG` and a BLI_MEMORY_CONTAINER_TAG that holds a secret: the tag is masked before
+    it names the space of a call (here `search` and `export`)."""
+    door, relay = relayed
+    home, cwd = str(tmp_path), str(tmp_path)
+    outputs = []
+    for chunk in _chunks(TAG_CHUNK_CHARS):
+        outputs.append(run_cli(home, cwd, "export", "--space", chunk, env=_env(relay, door, tag)))
+        outputs.append(run_cli(home, cwd, "search", "deploy", env=_env(relay, door, chunk)))
+    for done in outputs:
+        assert done.returncode in (0, 1), done.stderr
+        assert "Traceback" not in done.stderr
+    sent = relay.sent()
+    assert b"/api/memory/export" in sent and b"/api/memory/search" in sent
     assert_no_secret_sent(sent, *(done.stdout + done.stderr for done in outputs))
 
 
