@@ -441,7 +441,11 @@ def main() -> int:
                 "GET",
                 f"/api/memory/jobs/{job['jobId']}",
                 note="`status` is `queued`, `running`, `done` or `failed` (with `error`). The outcome counts "
-                "facts; the stored exchange is not one of them.",
+                "facts; the stored exchange is not one of them. Until the job is done its outcome is `null`, "
+                'or, once it has written a fact, `{"progress": {"facts": [...], "applied": N, ...}}` (a job '
+                "interrupted or retried goes on after the facts it applied). A job whose extraction used more "
+                "than its CPU budget (`BLI_MEMORY_JOB_CPU_S`, 5 s by default) is `failed` with `error` "
+                "`stopped: extraction used more than 5 s of CPU`.",
             )
             doc.call(
                 "The exchange and its facts",
