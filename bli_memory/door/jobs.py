@@ -24,11 +24,14 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from bli_memory.door import exchanges, hook_stats, librarian
+from bli_memory.door.embed import Embedder, Kind
 from bli_memory.door.errors import exception_line
 from bli_memory.door.extraction import DEFAULT_JOB_CPU_S, ExtractorProcess, OverBudget
 from bli_memory.door.memories import RETENTION_BATCH, MemoryService, write_snapshots_saying
@@ -81,8 +84,11 @@ def run_job(memories: MemoryService, job: Job, extract: Extractor) -> JobOutcome
     metadata = exchanges.fact_metadata(job_metadata, exchanges.exchange_key(job.content))
     exchange_vector = memories.exchange_vector(principal, job.container_tag, job.content)
     written = set(progress.written)  # one exchange's facts are all current: none supersedes another
+    prefetched = PrefetchedEmbedder.of(memories)
     while progress.applied < len(progress.facts):
         fact = progress.facts[progress.applied]
+        if prefetched is not None:  # the fact's vectors, before the lock (tens of ms on a busy machine)
+            prefetched.prefetch([(fact, "query"), (fact, "passage")])
         with memories.transaction():
             if not memories.store.job_may_write(job):  # revoked meanwhile: final under this transaction
                 return None
@@ -104,6 +110,47 @@ def run_job(memories: MemoryService, job: Job, extract: Extractor) -> JobOutcome
         outcome.reconcile_ms = round((time.perf_counter() - started) * 1000)  # this run's
         memories.store.finish_job(job.id, outcome.to_json())
     return outcome
+
+
+class PrefetchedEmbedder:
+    """The memory service's embedder, answering from vectors the worker computed before it took the
+    lock: a fact's neighbour search embeds it as a query and its save as a passage, both inside the
+    fact's transaction, where searches wait for them. Each text is embedded alone, as the service
+    would, so the vectors are the same; any other text goes to the embedder as before."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.dim = inner.dim
+        self._ready: dict[tuple[str, str], np.ndarray] = {}
+
+    @classmethod
+    def of(cls, memories: MemoryService) -> PrefetchedEmbedder | None:
+        """The service's prefetching embedder, put in place on first use; None without vectors."""
+        embedder = memories.embedder
+        if embedder is None or embedder.dim == 0:
+            return None
+        if not isinstance(embedder, cls):
+            embedder = cls(embedder)
+            memories.embedder = embedder
+        return embedder
+
+    def prefetch(self, texts: list[tuple[str, Kind]]) -> None:
+        """Embed each (text, kind) now, outside the lock; the ones before are let go. A failing
+        embedder leaves it to the service, which handles the failure as always."""
+        ready: dict[tuple[str, str], np.ndarray] = {}
+        try:
+            for text, kind in texts:
+                ready[(text, kind)] = self.inner.embed([text], kind=kind)[0]
+        except Exception:
+            ready = {}
+        self._ready = ready
+
+    def embed(self, texts: Sequence[str], *, kind: Kind) -> np.ndarray:
+        ready = self._ready
+        if texts and all((text, kind) in ready for text in texts):
+            return np.vstack([ready[(text, kind)] for text in texts])
+        return self.inner.embed(texts, kind=kind)
 
 
 @dataclass

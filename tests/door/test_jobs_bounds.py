@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bli_memory.door.embed import load_embedder
 from bli_memory.door.extraction import ExtractorProcess, OverBudget
 from bli_memory.door.jobs import ExtractionWorker, run_job
 from bli_memory.door.memories import MemoryService
@@ -198,4 +199,41 @@ def test_a_search_asked_while_a_job_writes_is_answered_between_its_facts(tmp_pat
     outcome = run_job(memories, job, _facts)
     assert outcome is not None and outcome.added == len(FACTS)
     assert store.answered_before_done is True  # not held until the whole job had committed
+    memories.close()
+
+
+class _LockWatch:
+    """The door's real embedder, noting for each text it embeds whether the memory service's lock
+    (the one searches wait for) was held by the caller."""
+
+    def __init__(self, inner: Any, memories: MemoryService) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.dim = inner.dim
+        self.memories = memories
+        self.under_lock: list[str] = []
+
+    def embed(self, texts: Any, *, kind: Any) -> Any:
+        if self.memories._lock._is_owned():  # type: ignore[attr-defined]
+            self.under_lock += list(texts)
+        return self.inner.embed(texts, kind=kind)
+
+
+def test_a_jobs_facts_are_embedded_before_the_lock_searches_wait_for(tmp_path: Path) -> None:
+    embedder, warning = load_embedder("onnx")
+    assert warning is None
+    store = SqliteStore(tmp_path / "m.db")
+    memories = MemoryService(store)
+    watch = _LockWatch(embedder, memories)
+    memories.embedder = watch
+    principal = device_principal(memories)
+    memories.save(principal, "repo_b", "The billing service retries against Kafka.")
+    store.enqueue_job(principal, "repo_b", "the exchange", None)
+    job = store.claim_job()
+    assert job is not None
+    outcome = run_job(memories, job, _facts)
+    assert outcome is not None and outcome.added == len(FACTS)
+    assert [text for text in watch.under_lock if text in FACTS] == []
+    hits = memories.search(principal, "repo_b", FACTS[3], limit=1)
+    assert hits and hits[0].memory.content == FACTS[3] and hits[0].similarity is not None
     memories.close()
