@@ -21,13 +21,25 @@ from bli_memory.door.memories import MemoryService
 from bli_memory.door.model import Job
 from bli_memory.door.store.sqlite import SqliteStore
 from tests.door.helpers import device_principal
-from tests.door.test_librarian import EXCHANGES
 from tests.helpers import BIN, DoorProcess
 
 DOOR = str(BIN / "bli-memory-door")
 #: about 0.15 s of CPU for the rule-based librarian on the development machine (5 x the budget below)
-LARGE = ("\n\n".join(text for _name, text, _expected in EXCHANGES) * 40)[:100_000]
-SMALL = EXCHANGES[0][1]  # well under a millisecond
+#: exchanges of several shapes the librarian reads: a decision, an answer with a pronoun, a fix
+#: beside a traceback and a code dump
+SAMPLES = (
+    "User: We decided to use Postgres 16 instead of MySQL. Please always use pnpm, not npm.\n\n"
+    "Assistant: Got it. I'll remember that.",
+    "User: what does the `sync` job do?\n\nAssistant: It copies rows from prod to staging every "
+    "night at 02:00 UTC. It is defined in `jobs/sync.py`.",
+    "User: the build is failing\n\nAssistant: Let me look at the error.\n\n```\n"
+    'Traceback (most recent call last):\n  File "x.py", line 3\n'
+    "ModuleNotFoundError: No module named 'numpy'\n```\n\n"
+    "The fix was to pin numpy<2 in requirements.txt because onnxruntime 1.17 does not support "
+    "numpy 2. I've updated `requirements.txt` accordingly.\n\nAll tests pass now.",
+)
+LARGE = ("\n\n".join(f"{text} (part {n})" for n in range(400) for text in SAMPLES))[:100_000]
+SMALL = SAMPLES[0]  # well under a millisecond
 BUDGET_S = "0.03"
 FACTS = [f"The cache of service-{n} lives in bucket cache-{n} and expires after {n} days." for n in range(12)]
 

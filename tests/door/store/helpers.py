@@ -1,11 +1,29 @@
-"""Shared by the store tests: a deterministic embedder."""
+"""Shared by the store tests: the stores they run against, and a deterministic embedder."""
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
+import pytest
+
+from bli_memory.door.store.base import Store
+from bli_memory.door.store.sqlite import SqliteStore
+
+#: every store the suite runs against, by its `name`.
+STORES = ("sqlite", "postgresql")
+
+
+def open_kind(kind: str, folder: Path, request: pytest.FixtureRequest, **options: object) -> Store:
+    """A store of `kind` for `folder`: its SQLite file, or its database on the session's server."""
+    if kind == "sqlite":
+        return SqliteStore(folder / "memory.db", **options)  # type: ignore[arg-type]
+    from bli_memory.door.store.postgres import PostgresStore
+
+    url = request.getfixturevalue("postgres").database_for(folder)
+    return PostgresStore(url, **options)  # type: ignore[arg-type]
 
 
 class WordsEmbedder:

@@ -28,19 +28,7 @@ from bli_memory.door.store.base import (
 )
 from bli_memory.door.store.sqlite import SqliteStore
 from tests.door.helpers import new_version, store_principal
-
-#: every store the suite runs against, by its `name`.
-STORES = ("sqlite", "postgresql")
-
-
-def open_kind(kind: str, folder: Path, request: pytest.FixtureRequest, **options: object) -> Store:
-    """A store of `kind` for `folder`: its SQLite file, or its database on the session's server."""
-    if kind == "sqlite":
-        return SqliteStore(folder / "memory.db", **options)  # type: ignore[arg-type]
-    from bli_memory.door.store.postgres import PostgresStore
-
-    url = request.getfixturevalue("postgres").database_for(folder)
-    return PostgresStore(url, **options)  # type: ignore[arg-type]
+from tests.door.store.helpers import STORES, open_kind
 
 
 @pytest.fixture(params=STORES)

@@ -13,7 +13,7 @@ import pytest
 from bli_memory.door.model import Job
 from bli_memory.door.store.base import Store
 from tests.door.helpers import store_principal
-from tests.door.store.test_contract import STORES, open_kind
+from tests.door.store.helpers import STORES, open_kind
 
 
 @pytest.fixture(params=STORES)

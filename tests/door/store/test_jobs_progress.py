@@ -12,7 +12,7 @@ import pytest
 from bli_memory.door.store.base import Store
 from bli_memory.door.store.postgres import PostgresStore
 from tests.door.helpers import store_principal
-from tests.door.store.test_contract import STORES, open_kind
+from tests.door.store.helpers import STORES, open_kind
 
 PROGRESS = {"facts": ["one", "two"], "applied": 1, "roots": ["m1"], "written": ["m1"], "counts": {"added": 1}}
 
