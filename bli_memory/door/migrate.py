@@ -79,7 +79,8 @@ class DoorLocks:
 
 
 #: `scheme://user:password@` (the password may hold `@`: the host follows the last one before `/`).
-_URL_PASSWORD = re.compile(r"(\b[A-Za-z][A-Za-z0-9+.-]*://[^:/@\s]*):[^/\s?#]*@")
+#: (a scheme is read from the start of its token: from each `\b` of `v1.v1.…` the run was read again)
+_URL_PASSWORD = re.compile(r"((?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]*://[^:/@\s]*):[^/\s?#]*@")
 #: a `password=...` parameter of a URL's query or of a libpq connection string.
 _PASSWORD_PARAMETER = re.compile(r"(\bpassword\s*=\s*)(?:'[^']*'|[^&\s]+)", re.IGNORECASE)
 

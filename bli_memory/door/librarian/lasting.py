@@ -61,9 +61,10 @@ _LOG_SHAPE = re.compile(
     r"\bat \S+\(\S+:\d+\)"
 )
 #: a count of tests or checks, whatever verb reports it: "all 612 tests pass", "30 passed".
+#: (a count is entered at its first digit only: from each digit of `0,0,0,…` the run was read again)
 _TEST_COUNT = re.compile(
-    r"\b\d[\d,]*\s+(?:unit\s+|integration\s+|e2e\s+)?(?:tests?|specs?|checks?|cases?)\b|"
-    r"\b\d[\d,]*\s+(?:passed|failed|failing|passing)\b",
+    r"\b(?<![\d,])\d[\d,]*\s+(?:unit\s+|integration\s+|e2e\s+)?(?:tests?|specs?|checks?|cases?)\b|"
+    r"\b(?<![\d,])\d[\d,]*\s+(?:passed|failed|failing|passing)\b",
     re.IGNORECASE,
 )
 #: the first person of the one who answered ("I pinned", "I'll", "my"): an account, not a fact.

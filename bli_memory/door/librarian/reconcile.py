@@ -71,7 +71,10 @@ _DO_AUX = frozenset({"do", "does", "did"})
 _VALUE_LEADS = frozenset("is are was were be = : to at on of as with via using equals uses use runs".split())
 _WEAK_CONTEXT = frozenset("it this that we i you they the a an is are to of".split())
 _NUMBER = re.compile(r"\d")
-_KEY_VALUE = re.compile(r"^\s*`?([A-Za-z_][\w.-]*)`?\s*[=:]\s*`?(.+?)`?\s*\.?\s*$")
+#: a setting and its value ("`timeout` = 30", "retries: 3."): the key is read by this pattern, the
+#: value's closing backtick, full stop and spaces are cut in Python (`(.+?)`?\s*\.?\s*$` was cubic
+#: in a run of spaces that ends badly)
+_KEY_VALUE_HEAD = re.compile(r"\s*`?([A-Za-z_][\w.-]*)`?\s*[=:]\s*`?")
 
 
 def _jaccard(a: Sequence[str], b: Sequence[str]) -> float:
@@ -176,8 +179,10 @@ def _retired(words: list[str]) -> set[str]:
 
 
 #: a value said to hold now, so not before: "it's https://x.dev now", "30 snapshots now", "is now `db3`".
+#: (a value with a digit is entered at the start of its token, up to its first digit: from each
+#: character of a long token the token was read again)
 _NOW_VALUE = re.compile(
-    r"(?:https?://[^\s`]+|`[^`\n]+`|[^\s`]*\d[^\s`]*|@[\w.-]+)(?:\s+[a-z]+)?\s+now\s*(?:[.,;:!)]|$)|"
+    r"(?:https?://[^\s`]+|`[^`\n]+`|(?<![^\s`])[^\s`\d]*\d[^\s`]*|@[\w.-]+)(?:\s+[a-z]+)?\s+now\s*(?:[.,;:!)]|$)|"
     r"\b(?:is|are|it's|that's)\s+now\s+(?:at\s+|on\s+|in\s+)?(?:https?://|`|[^\s`]*\d|@)",
     re.IGNORECASE,
 )
@@ -341,10 +346,12 @@ def _rewrite(old_text: str, new_text: str) -> str | None:
 
 #: "We renamed the default branch to `trunk`", "the staging host moved to `db-3`": a subject and its
 #: new value, which a fact stating another value for every word of that subject has lost.
+#: (a subject starts and ends at a word: the spaces around it belong to the `\s` runs alone, else
+#: every split of a run of spaces was tried with every length of subject)
 _MOVE = re.compile(
     r"^(?:\W*correction:\s*)?(?:(?:we|i)(?:'ve| have)?\s+)?(?:"
-    r"(?:renamed|moved|migrated|switched|changed|cut over)\s+(?P<subject>[^,;:]{3,80}?)|"
-    r"(?P<mover>[^,;:]{3,80}?)\s+(?:has\s+|was\s+|is\s+)?(?:been\s+)?(?:renamed|moved|migrated|switched|changed)"
+    r"(?:renamed|moved|migrated|switched|changed|cut over)\s+(?P<subject>[^,;:\s][^,;:]{1,78}?[^,;:\s])|"
+    r"(?P<mover>[^,;:\s][^,;:]{1,78}?[^,;:\s])\s+(?:has\s+|was\s+|is\s+)?(?:been\s+)?(?:renamed|moved|migrated|switched|changed)"
     r")\s+to\s+(?P<value>`[^`]+`|[^\s,;]+)",
     re.IGNORECASE,
 )
@@ -380,10 +387,24 @@ def _moved(new_text: str, old_text: str) -> tuple[str, str] | None:
 
 
 def _key_value(text: str) -> tuple[str, str] | None:
-    match = _KEY_VALUE.match(text)
-    if not match or " " in match.group(1) or _FILE_NAME.match(match.group(1)):
+    match = _KEY_VALUE_HEAD.match(text)
+    value = None if match is None else _setting_value(text[match.end() :])
+    if match is None or value is None or _FILE_NAME.match(match.group(1)):
         return None  # "`package.json`: added …" names a file that changed, not a setting
-    return match.group(1).lower(), match.group(2).strip().lower()
+    return match.group(1).lower(), value.strip().lower()
+
+
+def _setting_value(rest: str) -> str | None:
+    """A setting's value without its closing backtick, full stop and spaces; None when it runs over
+    more than one line."""
+    value = rest.rstrip()
+    if value.endswith("."):
+        value = value[:-1].rstrip()
+    if value.endswith("`"):
+        value = value[:-1]
+    if not value:
+        value = rest.strip()
+    return value if value and "\n" not in value else None
 
 
 _RANK: dict[Action, int] = {"unchanged": 0, "conflict": 1, "update": 2, "add": 3}
