@@ -6,6 +6,7 @@ tests hold it to; for the command tests, `run_cli` (the CLI as a subprocess with
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import socket
 import sqlite3
@@ -18,7 +19,12 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from bli_memory.settings import write_session
 from tests.helpers import REPO
+
+#: the `bli-memory-mcp` of this venv, and one run's budget (an import embeds each record: seconds)
+CLI_BIN = Path(sys.executable).parent / "bli-memory-mcp"
+CLI_RUN_TIMEOUT_S = 120.0
 
 #: slack for a loaded 2-core machine: a deadline must hold within this much.
 DEADLINE_MARGIN_S = 0.5
@@ -164,3 +170,47 @@ def claude_mem_database(folder: Path) -> Path:
     db.commit()
     db.close()
     return path
+
+
+class Cli:
+    """`bli-memory-mcp` with a HOME of its own, paired (or not) with a door."""
+
+    def __init__(self, home: Path, cwd: Path, tag: str) -> None:
+        home.mkdir(parents=True, exist_ok=True)
+        self.home = home
+        self.cwd = cwd
+        self.env = {
+            "HOME": str(home),
+            "PATH": os.environ["PATH"],
+            "BLI_MEMORY_DAEMON": "0",
+            "BLI_MEMORY_CONTAINER_TAG": tag,
+        }
+
+    def pair(self, url: str, token: str) -> Cli:
+        write_session(url, token, env={"HOME": str(self.home)})
+        return self
+
+    def __call__(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(CLI_BIN), *args],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            cwd=self.cwd,
+            timeout=CLI_RUN_TIMEOUT_S,
+        )
+
+    def imported(self, *args: str) -> dict[str, Any]:
+        done = self("import", *args, "--json")
+        answer: dict[str, Any] = json.loads(done.stdout)
+        answer["exit"] = done.returncode
+        answer["stderr"] = done.stderr
+        return answer
+
+    def rows(self, *args: str) -> list[dict[str, Any]]:
+        """The exported rows (the header line left out)."""
+        done = self("export", *args)
+        assert done.returncode == 0, done.stderr
+        header, *lines = done.stdout.splitlines()
+        assert json.loads(header)["format"] == "bli-memory"
+        return [json.loads(line) for line in lines]

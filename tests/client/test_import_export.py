@@ -22,57 +22,11 @@ from typing import Any
 import pytest
 
 from bli_memory.commands.importing import PROGRESS_MIN_RECORDS, Progress
-from bli_memory.settings import write_session
-from tests.client.helpers import claude_mem_database, openmemory_zip
+from tests.client.helpers import Cli, claude_mem_database, openmemory_zip
 from tests.helpers import REPO, DoorProcess, served_locally
 
 BIN = Path(sys.executable).parent / "bli-memory-mcp"
-RUN_TIMEOUT_S = 120.0
 FIXTURES = REPO / "tests" / "fixtures" / "import"
-
-
-class Cli:
-    """`bli-memory-mcp` with a HOME of its own, paired (or not) with a door."""
-
-    def __init__(self, home: Path, cwd: Path, tag: str) -> None:
-        home.mkdir(parents=True, exist_ok=True)
-        self.home = home
-        self.cwd = cwd
-        self.env = {
-            "HOME": str(home),
-            "PATH": os.environ["PATH"],
-            "BLI_MEMORY_DAEMON": "0",
-            "BLI_MEMORY_CONTAINER_TAG": tag,
-        }
-
-    def pair(self, url: str, token: str) -> Cli:
-        write_session(url, token, env={"HOME": str(self.home)})
-        return self
-
-    def __call__(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [str(BIN), *args],
-            capture_output=True,
-            text=True,
-            env=self.env,
-            cwd=self.cwd,
-            timeout=RUN_TIMEOUT_S,
-        )
-
-    def imported(self, *args: str) -> dict[str, Any]:
-        done = self("import", *args, "--json")
-        answer: dict[str, Any] = json.loads(done.stdout)
-        answer["exit"] = done.returncode
-        answer["stderr"] = done.stderr
-        return answer
-
-    def rows(self, *args: str) -> list[dict[str, Any]]:
-        """The exported rows (the header line left out)."""
-        done = self("export", *args)
-        assert done.returncode == 0, done.stderr
-        header, *lines = done.stdout.splitlines()
-        assert json.loads(header)["format"] == "bli-memory"
-        return [json.loads(line) for line in lines]
 
 
 @pytest.fixture

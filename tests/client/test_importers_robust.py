@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.client.helpers import claude_mem_database
-from tests.client.test_import_export import Cli
+from tests.client.helpers import Cli, claude_mem_database
 from tests.helpers import DoorProcess
 
 MANIFEST = {
