@@ -244,3 +244,26 @@ def test_a_bullet_keeps_the_key_it_had_with_its_marker() -> None:
     (record,) = instructions.parse(b"- Use pnpm, never npm\n", "AGENTS.md").records
     assert record.content == "Use pnpm, never npm"
     assert record.original_id == content_key("AGENTS.md\x00- Use pnpm, never npm")
+
+
+def test_a_lone_surrogate_in_a_knowledge_graph_line_costs_that_line_alone() -> None:
+    from bli_memory.importers import mcp_memory
+
+    lines = [
+        {
+            "type": "entity",
+            "name": "Ana",
+            "entityType": "person",
+            "observations": ["Maintains the release scripts"],
+        },
+        {"type": "entity", "name": "Bo\ud800", "entityType": "person", "observations": ["Reviews every PR"]},
+        {"type": "relation", "from": "Ana", "to": "bli-door", "relationType": "maintains"},
+    ]
+    parsed = mcp_memory.parse("\n".join(json.dumps(line) for line in lines).encode())
+    assert [record.content for record in parsed.records] == [
+        "Ana: Maintains the release scripts",
+        "Ana maintains bli-door",
+    ]
+    assert [(problem.where, problem.reason) for problem in parsed.problems] == [
+        ("line 2", "not valid Unicode: a lone surrogate (\\ud800)")
+    ]
