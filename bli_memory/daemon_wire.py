@@ -27,7 +27,7 @@ import os
 import time
 
 from bli_memory import paths
-from bli_memory.hooks import tinyjson
+from bli_memory.wire import tinyjson
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on every hook; mypy reads this constant as True
 if TYPE_CHECKING:

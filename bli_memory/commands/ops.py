@@ -83,7 +83,8 @@ def quantile_edge(durations: Mapping[str, Any], share: float) -> str | None:
 
 def hook_summary(env: Mapping[str, str], now_s: float, days: int) -> dict[str, Any]:
     """Every hour file of the last `days` days, summed per hook; content-free."""
-    from bli_memory.hooks import stats, tinyjson
+    from bli_memory.hooks import stats
+    from bli_memory.wire import tinyjson
 
     folder = stats.stats_dir(env)
     oldest = stats.hour_name(now_s - days * 86_400.0)

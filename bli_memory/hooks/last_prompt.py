@@ -11,7 +11,7 @@ One small file per session under `~/.local/state/bli-cockpit/memory-prompts/` (0
 files, replaced atomically): parallel sessions never share a file, so there is no lock. Stop prunes
 files older than KEEP_S (sessions that ended without a Stop). The text stays here only between a
 prompt and its Stop, clipped to PROMPT_MAX_BYTES, readable by the same user as the host's own
-transcript, which holds it anyway. Imports only `os`, `time` and the hooks' own tinyjson: it runs on every prompt.
+transcript, which holds it anyway. Imports only `os`, `time` and `wire.tinyjson`: it runs on every prompt.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from __future__ import annotations
 import os
 import time
 
-from bli_memory.hooks import tinyjson
 from bli_memory.paths import state_dir
+from bli_memory.wire import tinyjson
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on every hook; mypy reads this constant as True
 if TYPE_CHECKING:

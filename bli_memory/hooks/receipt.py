@@ -17,7 +17,7 @@ an outcome that names one, so the trivial path never loads the socket protocol.
 
 from __future__ import annotations
 
-from bli_memory.hooks import tinyjson
+from bli_memory.wire import tinyjson
 from bli_memory.wire.reasons import to_log_reason
 
 PREFIX = "[bli-memory]"

@@ -23,8 +23,8 @@ import fcntl
 import os
 import time
 
-from bli_memory.hooks import tinyjson
 from bli_memory.paths import state_dir
+from bli_memory.wire import tinyjson
 
 TYPE_CHECKING = False  # typing itself imports `re`; mypy treats this name as typing.TYPE_CHECKING
 

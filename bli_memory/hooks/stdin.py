@@ -17,7 +17,7 @@ import os
 import select
 import time
 
-from bli_memory.hooks import tinyjson
+from bli_memory.wire import tinyjson
 
 #: Claude Code and Codex payloads are a few KB; a Stop payload carries the last assistant message,
 #: which can be long. Anything past this is not a payload we should be parsing on every turn.

@@ -3,7 +3,7 @@ a device or a directory.
 
 The hooks run as real subprocesses against the real door, and their receipts must show they finished
 well inside their own deadlines. The pure parts they rely on are timed in CPU seconds next to their
-modules' other tests (tests/hooks/test_trivial.py, test_tinyjson.py, test_transcript.py).
+modules' other tests (tests/hooks/test_trivial.py, tests/client/test_tinyjson.py, tests/hooks/test_transcript.py).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bli_memory.hooks import tinyjson
+from bli_memory.wire import tinyjson
 from tests.hooks.helpers import BIG_CHARS, MAX_GROWTH, MB, code_prompt, cpu_s
 
 TEXT = st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=40)
