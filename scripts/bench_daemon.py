@@ -183,7 +183,7 @@ def main() -> int:
         direct_env = {**base_env, "BLI_MEMORY_DAEMON": "0"}
         daemon_env = {**base_env, "BLI_MEMORY_DAEMON": "1"}
         # what `install` registers: the client's python running the CLI with -c (or this venv's script)
-        from bli_memory.install import HOOK_LAUNCH
+        from bli_memory.install.contract import HOOK_LAUNCH
 
         hook = [FLOOR_PYTHON, "-c", HOOK_LAUNCH, "hook"] if args.client_bin else [HOOK_BIN, "hook"]
         cases: list[tuple[str, list[str], bytes, dict[str, str], str | None]] = [

@@ -98,7 +98,7 @@ def _space(settings: Settings, cwd: str) -> dict[str, Any]:
 
 def check_codex(env: Mapping[str, str]) -> dict[str, Any]:
     """Whether Codex trusts the hooks install registered, from Codex's own files (see codex_trust)."""
-    from bli_memory.codex_trust import check, describe
+    from bli_memory.install.codex_trust import check, describe
 
     trust = check(env)
     codex = trust.as_json()

@@ -14,7 +14,7 @@ that is running (so it registers itself, not whatever else is on PATH) and write
   hook support never reads hooks.json, so writing it is harmless there; builds that gate hooks
   behind `[features] codex_hooks = true` are left to the person (we never flip feature flags), and
   Codex runs a new or changed hook only once the person trusts it (`/hooks`): install says so while
-  that is pending, and `status` reads whether it is done (`bli_memory.codex_trust`). Install never
+  that is pending, and `status` reads whether it is done (`bli_memory.install.codex_trust`). Install never
   writes that trust itself: it is the person's review. Uninstall removes the trust Codex recorded for
   our hooks (`[hooks.state."…"]` tables keyed by their places in hooks.json), no other hook's.
 
@@ -33,50 +33,10 @@ One job per module, each depending only on those above it:
 - `jsonsplice`: a JSON file's new text, changing only what differs;
 - `tomledit`: Codex's config.toml, our table rendered and edited in place;
 - `edits`: each host's files as they should become (the plan);
+- `codex_trust`: whether Codex trusts the hooks install registered (read by `status` and `install`),
+  and which of Codex's trust entries are ours (for `uninstall`);
 - `cli`: the commands' flags and output (`bli_memory.cli` dispatches `install` and `uninstall` there).
 
-This package's own module imports nothing: `bli_memory.codex_trust` (run by `status`) reads a few
-names from `contract`, `files` and `tomledit` without loading the rest. The names this module had
-before it became a package are still importable from it (`from bli_memory.install import
-HOOK_LAUNCH`); each is loaded from its module on first use.
+This package's own module imports nothing, so `status`, which reads Codex's trust through
+`codex_trust`, loads only the few modules that needs.
 """
-
-from __future__ import annotations
-
-import sys
-
-#: each public name of the former single module -> the module that holds it now.
-_HOMES = {
-    "contract": (
-        "BIN_NAME CODEX_HOST_ARGS CONTRACT_SCHEMA HOOKS HOOK_LAUNCH HOOK_SUBCOMMANDS HookSpec MODULE_NAME "
-        "PERMISSION SERVER_ID ZIPAPP_NAME hook_command install_contract is_our_hook_command"
-    ),
-    "probe": "MCP_PROBE MCP_PROBE_TIMEOUT_S can_run_server hook_prefix resolve_command server_interpreter",
-    "files": (
-        "BACKUP_SUFFIX FileChange InstallError NEW_FILE_MODE Paths apply_change backup_path read_text "
-        "write_atomic"
-    ),
-    "jsonsplice": "NEW_JSON_INDENT splice_json",
-    "tomledit": (
-        "TomlShapeError TomlStatement codex_server_lines codex_toml_block edit_codex_toml scan_toml toml_string"
-    ),
-    "edits": "load_json_object plan plan_claude_json plan_codex_toml plan_hooks_json",
-    "cli": (
-        "INSTALL_HELP Options PRINT_CONFIG_HELP SERVER_SKIPPED_NOTE codex_trust_note install_main "
-        "parse_options print_config_main run uninstall_main"
-    ),
-}
-EXPORTS = {name: module for module, names in _HOMES.items() for name in names.split()}
-
-
-def __getattr__(name: str) -> object:
-    module = EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    qualified = f"{__name__}.{module}"
-    __import__(qualified)
-    return getattr(sys.modules[qualified], name)
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *EXPORTS])

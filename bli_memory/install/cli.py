@@ -200,7 +200,7 @@ def write_one(verb: str, change: FileChange, *, dry_run: bool) -> bool:
 
 def codex_trust_note(env: Mapping[str, str]) -> str | None:
     """One line after install while Codex would not run our hooks yet: they wait for the person's trust."""
-    from bli_memory.codex_trust import TRUST_HINT, check
+    from bli_memory.install.codex_trust import TRUST_HINT, check
 
     if check(env).state != "untrusted":
         return None

@@ -307,7 +307,7 @@ def plan(
 def _our_codex_states(paths: Paths) -> list[str]:
     """The hook-state keys Codex gives the hooks of ours that hooks.json holds now (before uninstall
     removes them): their trust goes with them, and no other hook's."""
-    from bli_memory.codex_trust import our_state_keys
+    from bli_memory.install.codex_trust import our_state_keys
 
     return our_state_keys(read_text(paths.codex_hooks), paths.codex_state_hooks or paths.codex_hooks)
 

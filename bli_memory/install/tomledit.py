@@ -4,7 +4,7 @@ The standard library has no TOML writer (and Python 3.10 no reader), so this is 
 `scan_toml` splits the text into statements with their full key paths, tracking strings (basic,
 literal, multi-line) and bracket nesting so that a `[` inside a value is never taken for a table
 header, and `edit_codex_toml` sets or removes our table while every other byte stays as it was.
-Whatever the scanner cannot read safely raises TomlShapeError. `bli_memory.codex_trust` reads Codex's
+Whatever the scanner cannot read safely raises TomlShapeError. `bli_memory.install.codex_trust` reads Codex's
 hook trust with the same scanner.
 """
 

@@ -1,7 +1,7 @@
 """Codex hook trust: `status` reads it from Codex's own files, and the real Codex CLI agrees.
 
 Codex runs a hook from ~/.codex/hooks.json only once the person has trusted it (`/hooks`), and
-records that in its config.toml. The unit tests hold `bli_memory.codex_trust` to fixtures in Codex's
+records that in its config.toml. The unit tests hold `bli_memory.install.codex_trust` to fixtures in Codex's
 real format (hashes and tables written by Codex 0.171 itself). The end-to-end tests run the real
 Codex CLI, which `scripts/test` installs from npm (pinned) into .venv/codex-cli and names in
 $BLI_MEMORY_CODEX_CLI: `codex exec` offline, against a loopback stand-in for the model API that
@@ -27,8 +27,8 @@ from typing import Any
 
 import pytest
 
-from bli_memory import codex_trust
 from bli_memory.hooks import stats
+from bli_memory.install import codex_trust
 from tests.helpers import REPO
 
 CODEX_CLI_ENV = "BLI_MEMORY_CODEX_CLI"

@@ -624,48 +624,34 @@ def test_splice_json_changes_only_what_differs(text: str) -> None:
 
 # --------------------------------------------------------------------------- the package
 
-#: every public name of `bli_memory.install` from when it was one module: still importable from it.
-FORMER_NAMES = (
-    "BACKUP_SUFFIX BIN_NAME CODEX_HOST_ARGS CONTRACT_SCHEMA FileChange HOOKS HOOK_LAUNCH HOOK_SUBCOMMANDS "
-    "HookSpec INSTALL_HELP InstallError MCP_PROBE MCP_PROBE_TIMEOUT_S MODULE_NAME NEW_FILE_MODE "
-    "NEW_JSON_INDENT Options PERMISSION PRINT_CONFIG_HELP Paths SERVER_ID SERVER_SKIPPED_NOTE "
-    "TomlShapeError TomlStatement ZIPAPP_NAME apply_change backup_path can_run_server codex_server_lines "
-    "codex_toml_block codex_trust_note edit_codex_toml hook_command hook_prefix install_contract "
-    "install_main is_our_hook_command load_json_object parse_options plan plan_claude_json "
-    "plan_codex_toml plan_hooks_json print_config_main read_text resolve_command run scan_toml "
-    "server_interpreter splice_json toml_string uninstall_main write_atomic"
-).split()
 
-
-def test_importing_the_package_loads_none_of_its_parts() -> None:
-    """`bli_memory.codex_trust` (run by `status`) imports a few names; it must not pay for the rest."""
+def _loaded_by(statement: str) -> list[str]:
+    """The package's modules a fresh interpreter loads to run `statement`."""
     code = (
-        "import sys; before = set(sys.modules); import bli_memory.install; "
-        "print(' '.join(sorted(set(sys.modules) - before)))"
+        f"import sys; before = set(sys.modules); {statement}; "
+        "print(' '.join(sorted(m for m in set(sys.modules) - before if m.startswith('bli_memory'))))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == ["bli_memory", "bli_memory.install"]
+    return done.stdout.split()
 
 
-def test_every_former_name_is_still_importable_from_the_package() -> None:
-    import importlib
+def test_importing_the_package_loads_none_of_its_parts() -> None:
+    assert _loaded_by("import bli_memory.install") == ["bli_memory", "bli_memory.install"]
 
-    import bli_memory.install as package
 
-    for name in FORMER_NAMES:
-        home = importlib.import_module(f"bli_memory.install.{package.EXPORTS[name]}")
-        assert getattr(package, name) is getattr(home, name), name
-    assert sorted(package.EXPORTS) == sorted(FORMER_NAMES)
-    with pytest.raises(AttributeError):
-        package.no_such_name  # noqa: B018
-    done = subprocess.run(
-        [sys.executable, "-c", "from bli_memory.install import HOOK_LAUNCH; print(HOOK_LAUNCH)"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    assert done.stdout.strip() == contract.HOOK_LAUNCH
+def test_reading_codex_trust_loads_only_what_it_needs() -> None:
+    """`status` reads Codex's trust through `codex_trust`: it must not pay for the plan, the JSON
+    splicer, the probe or the commands."""
+    assert _loaded_by("import bli_memory.install.codex_trust") == [
+        "bli_memory",
+        "bli_memory.install",
+        "bli_memory.install.codex_trust",
+        "bli_memory.install.contract",
+        "bli_memory.install.files",
+        "bli_memory.install.tomledit",
+        "bli_memory.paths",
+    ]
 
 
 def test_a_failed_write_leaves_no_temp_file_and_reports_the_write_error(
