@@ -33,7 +33,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from bli_memory.door.keyword import KeywordIndex
 from bli_memory.door.store.base import IndexRow, OutsideChanges
@@ -222,18 +222,6 @@ class SpaceVectors:
             self.ids[row] = moved
             self.index[moved] = row
         self.ids.pop()
-
-
-class VectorScores(Protocol):
-    """One query's cosines over one tag's vectors."""
-
-    def nearest(self, count: int) -> list[tuple[str, float]]:
-        """At least the `count` most similar (id, cosine) pairs (every row tied with the last one)."""
-        ...
-
-    def similarities(self, ids: Sequence[str]) -> dict[str, float]:
-        """The cosines of those of `ids` that have a vector here."""
-        ...
 
 
 class ExactScores:
