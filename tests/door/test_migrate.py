@@ -143,14 +143,14 @@ def fill(url: str, memories: int = 12) -> dict[str, Any]:
         jobs: dict[str, str] = {}
         jobs["done"] = store.enqueue_job(bo, "proj", "an exchange that was distilled", {"via": "stop"})
         jobs["failed"] = store.enqueue_job(bo, "proj", "an exchange that failed", None)
-        jobs["queued"] = store.enqueue_job(cy, "z", "an exchange still waiting", None)
-        for outcome in ("done", "failed"):
+        for outcome in ("done", "failed"):  # the only device with jobs waiting: its oldest first
             claimed = store.claim_job()
             assert claimed is not None and claimed.id == jobs[outcome]
             if outcome == "done":
                 store.finish_job(claimed.id, {"saved": [second]})
             else:
                 store.fail_job(claimed.id, "the model was down", retry=False)
+        jobs["queued"] = store.enqueue_job(cy, "z", "an exchange still waiting", None)
         revoked = store.authenticate(tokens["revoked"])
         assert revoked is not None
         jobs["cancelled"] = store.enqueue_job(revoked, "proj", "from the laptop that was lost", None)
