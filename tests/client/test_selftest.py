@@ -169,10 +169,11 @@ def test_gone_looks_for_the_probes_id_not_for_any_match(
     neighbour = (
         "The selftest probe checks that this door saves, finds and updates a memory and keeps its history."
     )
+    person = door_onnx.pair(f"selftest-{tmp_path.name}")  # a global space of its own: the door is shared
     status, body = door_onnx.post(
-        "/api/memory/save", {"content": neighbour, "containerTag": "elsewhere", "scope": "global"}
+        "/api/memory/save", {"content": neighbour, "containerTag": "elsewhere", "scope": "global"}, person
     )
     assert status == 201, body
-    done = selftest(home, tmp_path, door_onnx.url, door_onnx.token)
+    done = selftest(home, tmp_path, door_onnx.url, person)
     assert done.returncode == 0, done.stdout + done.stderr
     assert re.search(r"^  ok    gone +\d+ ms  search no longer finds it$", done.stdout, re.M), done.stdout
