@@ -14,7 +14,7 @@ exists) it runs, round-robin so machine noise hits every case alike:
 
 and reports the median wall time, its ratio to the floor, and the peak RSS of the child (from
 `os.wait4`, so it is that process's own high-water mark, not the maximum over all children).
-Targets (issue 5): trivial path ≤ 1.5× the floor; peak memory under 25 MiB.
+Targets: trivial path ≤ 1.5× the floor; peak memory under 25 MiB.
 
     .venv/bin/python scripts/bench_hooks.py [--rounds 15] [--embedder none|onnx]
 
