@@ -128,12 +128,20 @@ def _row(tag: str, number: int, content: str, **changes: object) -> dict[str, ob
     return row
 
 
+def _nested(depth: int) -> dict[str, object]:
+    value: dict[str, object] = {}
+    for _ in range(depth):
+        value = {"k": value}
+    return value
+
+
 def test_a_jsonl_batch_with_one_row_the_door_refuses_keeps_the_good_rows(
     cli: Cli, tmp_path: Path, tag: str
 ) -> None:
     rows = [
         _row(tag, 1, "The first good row"),
-        _row(tag, 2, "A row whose id the door refuses", id="not a row id", rootId="not a row id"),
+        # metadata nested deeper than the door takes: the door refuses the whole request it is in
+        _row(tag, 2, "A row the door refuses", metadata=_nested(40)),
         _row(tag, 3, "The last good row"),
     ]
     path = tmp_path / "export.jsonl"
