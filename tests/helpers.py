@@ -295,6 +295,27 @@ class DoorProcess:
         raise AssertionError(f"no log line with {needle!r}; last lines:\n" + "\n".join(self.lines[-20:]))
 
 
+def export_row(tag: str, memory_id: str, content: str, **fields: Any) -> dict[str, Any]:
+    """One row of an export as `POST /api/memory/export` and `export` write it (every field): a current
+    first version of `memory_id` in `tag`, dated 2025-01-01; `fields` replace any of them."""
+    return {
+        "id": memory_id,
+        "rootId": memory_id,
+        "previousVersionId": None,
+        "version": 1,
+        "status": "current",
+        "kind": "memory",
+        "containerTag": tag,
+        "content": content,
+        "customId": None,
+        "metadata": None,
+        "createdAt": "2025-01-01T00:00:00.000000Z",
+        "updatedAt": "2025-01-01T00:00:00.000000Z",
+        "supersededAt": None,
+        **fields,
+    }
+
+
 def imports_of(module: Path) -> set[str]:
     """Every module `module` imports, at any depth of its code (function-level imports included)."""
     names: set[str] = set()

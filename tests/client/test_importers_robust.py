@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.client.helpers import Cli, claude_mem_database
-from tests.helpers import DoorProcess
+from tests.helpers import DoorProcess, export_row
 
 MANIFEST = {
     "memories": [
@@ -109,23 +109,15 @@ def test_a_lone_surrogate_in_a_jsonl_row_costs_that_row_alone(cli: Cli, tmp_path
 
 
 def _row(tag: str, number: int, content: str, **changes: object) -> dict[str, object]:
-    row: dict[str, object] = {
-        "id": f"mem_{tag[-12:]}{number:012d}",
-        "rootId": f"mem_{tag[-12:]}{number:012d}",
-        "previousVersionId": None,
-        "version": 1,
-        "status": "current",
-        "kind": "memory",
-        "containerTag": tag,
-        "content": content,
-        "customId": None,
-        "metadata": None,
-        "createdAt": "2026-01-02T03:04:05.000006Z",
-        "updatedAt": "2026-01-02T03:04:05.000006Z",
-        "supersededAt": None,
-    }
-    row.update(changes)
-    return row
+    """Row `number` of an export of `tag`."""
+    return export_row(
+        tag,
+        f"mem_{tag[-12:]}{number:012d}",
+        content,
+        createdAt="2026-01-02T03:04:05.000006Z",
+        updatedAt="2026-01-02T03:04:05.000006Z",
+        **changes,
+    )
 
 
 def _nested(depth: int) -> dict[str, object]:

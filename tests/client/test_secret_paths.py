@@ -27,7 +27,7 @@ import pytest
 
 from bli_memory.door.model import new_token
 from tests.client.helpers import mcp_session, run_cli
-from tests.helpers import fill_redaction_template, recording_relay, redaction_rows
+from tests.helpers import export_row, fill_redaction_template, recording_relay, redaction_rows
 
 WINDOW_CHARS = 16
 SEED = 11
@@ -238,21 +238,15 @@ def _jsonl_file(folder: Path) -> Path:
     for number, carrier in enumerate(CARRIERS):
         memory_id = f"mem_{number:024x}"
         lines.append(
-            {
-                "id": memory_id,
-                "rootId": memory_id,
-                "previousVersionId": None,
-                "version": 1,
-                "status": "current",
-                "kind": "memory",
-                "containerTag": carrier.text,
-                "content": f"deploy fact {number}",
-                "customId": carrier.text,
-                "metadata": {carrier.text: "seen"},
-                "createdAt": "2024-03-01T10:00:00Z",
-                "updatedAt": "2024-03-01T10:00:00Z",
-                "supersededAt": None,
-            }
+            export_row(
+                carrier.text,
+                memory_id,
+                f"deploy fact {number}",
+                customId=carrier.text,
+                metadata={carrier.text: "seen"},
+                createdAt="2024-03-01T10:00:00Z",
+                updatedAt="2024-03-01T10:00:00Z",
+            )
         )
     path = folder / "export.jsonl"
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))

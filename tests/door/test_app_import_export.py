@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.door.helpers import STORE_KINDS, serve_on_store
-from tests.helpers import DoorProcess
+from tests.helpers import DoorProcess, export_row
 
 
 @pytest.fixture(scope="module", params=STORE_KINDS)
@@ -140,30 +140,11 @@ def test_imported_rows_export_exactly_as_they_were_from_a_fresh_door(
     assert saved["status"] == "updated"  # the imported customId is live
 
 
-def _row(tag: str, memory_id: str, content: str, **fields: Any) -> dict[str, Any]:
-    return {
-        "id": memory_id,
-        "rootId": memory_id,
-        "previousVersionId": None,
-        "version": 1,
-        "status": "current",
-        "kind": "memory",
-        "containerTag": tag,
-        "content": content,
-        "customId": None,
-        "metadata": None,
-        "createdAt": "2025-01-01T00:00:00.000000Z",
-        "updatedAt": "2025-01-01T00:00:00.000000Z",
-        "supersededAt": None,
-        **fields,
-    }
-
-
 def test_a_refused_row_is_named_and_the_others_are_imported(door: DoorProcess, tag: str) -> None:
     unique = tag[-12:]
     rows = [
-        _row(tag, f"mem_a{unique}", "first"),
-        _row(
+        export_row(tag, f"mem_a{unique}", "first"),
+        export_row(
             tag,
             f"mem_b{unique}",
             "orphan",
@@ -171,9 +152,9 @@ def test_a_refused_row_is_named_and_the_others_are_imported(door: DoorProcess, t
             rootId=f"mem_x{unique}",
             previousVersionId=f"mem_x{unique}",
         ),
-        _row(tag, f"mem_c{unique}", "from the future", createdAt="2999-01-01T00:00:00Z"),
-        _row(tag, f"mem_d{unique}", "retired but no time", status="forgotten"),
-        _row(
+        export_row(tag, f"mem_c{unique}", "from the future", createdAt="2999-01-01T00:00:00Z"),
+        export_row(tag, f"mem_d{unique}", "retired but no time", status="forgotten"),
+        export_row(
             tag,
             f"mem_e{unique}",
             "second version",
@@ -181,8 +162,8 @@ def test_a_refused_row_is_named_and_the_others_are_imported(door: DoorProcess, t
             rootId=f"mem_a{unique}",
             previousVersionId=f"mem_a{unique}",
         ),
-        _row(tag, f"mem_f{unique}", "keyed", customId="k"),
-        _row(tag, f"mem_g{unique}", "keyed twice", customId="k"),
+        export_row(tag, f"mem_f{unique}", "keyed", customId="k"),
+        export_row(tag, f"mem_g{unique}", "keyed twice", customId="k"),
     ]
     status, answer = door.post("/api/memory/import", {"rows": rows})
     assert status == 200, answer
@@ -196,7 +177,9 @@ def test_a_refused_row_is_named_and_the_others_are_imported(door: DoorProcess, t
     assert results[6]["error"] == "conflict" and "customId" in results[6]["message"]
     status, history = door.get(f"/api/memory/mem_a{unique}/history")
     assert [version["status"] for version in history["versions"]] == ["superseded", "current"]
-    status, taken = door.post("/api/memory/import", {"rows": [_row(tag, f"mem_a{unique}", "other text")]})
+    status, taken = door.post(
+        "/api/memory/import", {"rows": [export_row(tag, f"mem_a{unique}", "other text")]}
+    )
     assert taken["results"][0]["error"] == "conflict"
 
 
@@ -208,12 +191,14 @@ def test_another_teams_id_is_imported_under_an_id_of_the_team_s_own_and_answered
     again (or the row's next version) finds it there."""
     memory_id = f"mem_t{tag[-12:]}"
     free_id = f"mem_u{tag[-12:]}"
-    assert door.post("/api/memory/import", {"rows": [_row(tag, memory_id, "ours")]})[1]["results"][0] == {
+    assert door.post("/api/memory/import", {"rows": [export_row(tag, memory_id, "ours")]})[1]["results"][
+        0
+    ] == {
         "id": memory_id,
         "status": "created",
     }
     stranger = door.pair("mallory", team=f"other_{tag}")
-    rows = [_row(tag, memory_id, "theirs"), _row(tag, free_id, "theirs too")]
+    rows = [export_row(tag, memory_id, "theirs"), export_row(tag, free_id, "theirs too")]
     status, answer = door.post("/api/memory/import", {"rows": rows}, stranger)
     assert status == 200
     assert answer["results"] == [{"id": memory_id, "status": "created"}, {"id": free_id, "status": "created"}]
@@ -226,7 +211,7 @@ def test_another_teams_id_is_imported_under_an_id_of_the_team_s_own_and_answered
     assert [row["content"] for row in _export(door, {"containerTag": tag})] == ["ours"]
     again = door.post("/api/memory/import", {"rows": rows}, stranger)[1]["results"]
     assert [result["status"] for result in again] == ["unchanged", "unchanged"]
-    later = _row(
+    later = export_row(
         tag,
         f"mem_v{tag[-12:]}",
         "theirs, later",
@@ -322,6 +307,8 @@ def test_import_does_not_retire_a_row_of_another_space(door: DoorProcess, tag: s
 
 def test_import_bodies_are_validated(door: DoorProcess, tag: str) -> None:
     assert door.post("/api/memory/import", {"rows": []})[0] == 400
-    assert door.post("/api/memory/import", {"rows": [_row(tag, "not-an-id", "x")]})[0] == 400
-    assert door.post("/api/memory/import", {"rows": [_row(tag, "mem_ok1", "x", status="lost")]})[0] == 400
-    assert door.post("/api/memory/import", {"rows": [_row(tag, "mem_ok2", "   ")]})[0] == 400
+    assert door.post("/api/memory/import", {"rows": [export_row(tag, "not-an-id", "x")]})[0] == 400
+    assert (
+        door.post("/api/memory/import", {"rows": [export_row(tag, "mem_ok1", "x", status="lost")]})[0] == 400
+    )
+    assert door.post("/api/memory/import", {"rows": [export_row(tag, "mem_ok2", "   ")]})[0] == 400
