@@ -97,6 +97,8 @@ class StandIn:
 
 BIN_DIR = Path(sys.executable).parent
 RUN_TIMEOUT_S = 60.0
+#: `run_in_home`: install, uninstall and status read and write a few small files
+IN_HOME_TIMEOUT_S = 30.0
 
 
 def run_cli(
@@ -112,6 +114,24 @@ def run_cli(
         env=full_env,
         cwd=cwd,
         timeout=RUN_TIMEOUT_S,
+    )
+
+
+def run_in_home(
+    home: Path, *args: str, extra_env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`python -m bli_memory ARGS` run by this interpreter in `home`, with HOME set to it (and neither
+    host's config folder overridden): `install`, `uninstall` and `status` as a person runs them."""
+    env = {k: v for k, v in os.environ.items() if k not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME")}
+    env["HOME"] = str(home)
+    env.update(extra_env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "bli_memory", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(home),
+        timeout=IN_HOME_TIMEOUT_S,
     )
 
 

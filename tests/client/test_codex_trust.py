@@ -18,7 +18,6 @@ import json
 import os
 import queue
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -29,6 +28,7 @@ import pytest
 
 from bli_memory.hooks import stats
 from bli_memory.install import codex_trust
+from tests.client.helpers import run_in_home
 from tests.helpers import REPO
 
 CODEX_CLI_ENV = "BLI_MEMORY_CODEX_CLI"
@@ -216,16 +216,7 @@ def test_codex_folder_resolves_codex_home_but_not_home(tmp_path: Path) -> None:
 
 
 def run_cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME")}
-    env.update(HOME=str(home), BLI_MEMORY_DAEMON="0")
-    return subprocess.run(
-        [sys.executable, "-m", "bli_memory", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=str(home),
-        timeout=30,
-    )
+    return run_in_home(home, *args, extra_env={"BLI_MEMORY_DAEMON": "0"})
 
 
 def codex_status(home: Path) -> tuple[str, dict[str, Any]]:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from bli_memory.install import contract, jsonsplice, probe, tomledit
+from tests.client.helpers import run_in_home
 from tests.helpers import REPO
 
 if sys.version_info >= (3, 11):
@@ -68,22 +69,6 @@ CLAUDE_SETTINGS: dict[str, Any] = {
 }
 
 
-def run_cli(
-    home: Path, *args: str, extra_env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME")}
-    env["HOME"] = str(home)
-    env.update(extra_env or {})
-    return subprocess.run(
-        [sys.executable, "-m", "bli_memory", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=str(home),
-        timeout=30,
-    )
-
-
 def snapshot(root: Path) -> dict[str, tuple[bytes, int]]:
     """Every file under root with its bytes and mode, to prove what changed and what did not."""
     out = {}
@@ -121,7 +106,7 @@ def our_handlers(settings: dict[str, Any], event: str) -> list[dict[str, Any]]:
 
 
 def test_print_config_claude_is_the_v1_contract_with_the_bare_bin_name(tmp_path: Path) -> None:
-    result = run_cli(tmp_path, "--print-config=claude")
+    result = run_in_home(tmp_path, "--print-config=claude")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout) == {
         "schema": "bli-memory-install-config.v1",
@@ -134,11 +119,11 @@ def test_print_config_claude_is_the_v1_contract_with_the_bare_bin_name(tmp_path:
         ],
         "permissions_allow": ["mcp__bli-memory__search_memory"],
     }
-    assert run_cli(tmp_path, "--print-config", "--claude").stdout == result.stdout
+    assert run_in_home(tmp_path, "--print-config", "--claude").stdout == result.stdout
 
 
 def test_print_config_codex_is_a_config_toml_block(tmp_path: Path) -> None:
-    result = run_cli(tmp_path, "--print-config=codex")
+    result = run_in_home(tmp_path, "--print-config=codex")
     assert result.returncode == 0, result.stderr
     assert tomllib.loads(result.stdout) == {
         "mcp_servers": {"bli-memory": {"command": "bli-memory-mcp", "args": []}}
@@ -146,14 +131,14 @@ def test_print_config_codex_is_a_config_toml_block(tmp_path: Path) -> None:
 
 
 def test_print_config_without_host_prints_both_with_headings(tmp_path: Path) -> None:
-    result = run_cli(tmp_path, "--print-config")
+    result = run_in_home(tmp_path, "--print-config")
     assert result.returncode == 0
     assert "# Claude Code" in result.stdout and "# Codex" in result.stdout
     assert "bli-memory-install-config.v1" in result.stdout and "[mcp_servers.bli-memory]" in result.stdout
 
 
 def test_print_config_rejects_an_unknown_host_in_one_line(tmp_path: Path) -> None:
-    result = run_cli(tmp_path, "--print-config=vim")
+    result = run_in_home(tmp_path, "--print-config=vim")
     assert result.returncode == 2
     assert result.stdout == "" and result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
 
@@ -162,7 +147,7 @@ def test_print_config_rejects_an_unknown_host_in_one_line(tmp_path: Path) -> Non
 
 
 def test_fresh_install_registers_server_hooks_and_permission_with_both_hosts(tmp_path: Path) -> None:
-    result = run_cli(tmp_path, "install")
+    result = run_in_home(tmp_path, "install")
     assert result.returncode == 0, result.stderr
     claude = load(tmp_path / ".claude.json")["mcpServers"]["bli-memory"]
     assert claude["type"] == "stdio" and os.path.isabs(claude["command"]) and claude["env"] == {}
@@ -188,7 +173,7 @@ def test_fresh_install_registers_server_hooks_and_permission_with_both_hosts(tmp
 
 
 def test_registered_command_runs_this_program(tmp_path: Path) -> None:
-    assert run_cli(tmp_path, "install", "--host", "claude").returncode == 0
+    assert run_in_home(tmp_path, "install", "--host", "claude").returncode == 0
     server = load(tmp_path / ".claude.json")["mcpServers"]["bli-memory"]
     result = subprocess.run([server["command"], *server["args"], "--version"], capture_output=True, text=True)
     assert result.returncode == 0 and result.stdout.startswith("bli-memory-mcp ")
@@ -196,9 +181,9 @@ def test_registered_command_runs_this_program(tmp_path: Path) -> None:
 
 def test_second_install_changes_nothing_byte_for_byte(tmp_path: Path) -> None:
     seed_home(tmp_path)
-    assert run_cli(tmp_path, "install").returncode == 0
+    assert run_in_home(tmp_path, "install").returncode == 0
     before = snapshot(tmp_path)
-    result = run_cli(tmp_path, "install")
+    result = run_in_home(tmp_path, "install")
     assert result.returncode == 0
     assert snapshot(tmp_path) == before
     assert result.stdout.count("already registered") == 6  # four host files and two skill copies
@@ -206,7 +191,7 @@ def test_second_install_changes_nothing_byte_for_byte(tmp_path: Path) -> None:
 
 def test_install_keeps_every_other_key(tmp_path: Path) -> None:
     seed_home(tmp_path)
-    assert run_cli(tmp_path, "install").returncode == 0
+    assert run_in_home(tmp_path, "install").returncode == 0
     claude = load(tmp_path / ".claude.json")
     ours = claude["mcpServers"].pop("bli-memory")
     assert ours["command"] and claude == CLAUDE_JSON
@@ -234,7 +219,7 @@ def test_install_keeps_mode_and_writes_through_a_symlink(tmp_path: Path) -> None
     real = dotfiles / "settings.json"
     (tmp_path / ".claude" / "settings.json").rename(real)
     (tmp_path / ".claude" / "settings.json").symlink_to(real)
-    assert run_cli(tmp_path, "install").returncode == 0
+    assert run_in_home(tmp_path, "install").returncode == 0
     assert (tmp_path / ".claude" / "settings.json").is_symlink()
     assert stat.S_IMODE(real.stat().st_mode) == 0o644
     assert our_handlers(load(real), "Stop")
@@ -243,10 +228,10 @@ def test_install_keeps_mode_and_writes_through_a_symlink(tmp_path: Path) -> None
 def test_backup_is_made_once_before_the_first_change(tmp_path: Path) -> None:
     seed_home(tmp_path)
     originals = {name: (tmp_path / name).read_bytes() for name in (".claude.json", ".codex/config.toml")}
-    result = run_cli(tmp_path, "install")
+    result = run_in_home(tmp_path, "install")
     assert "backup" in result.stdout
-    assert run_cli(tmp_path, "uninstall").returncode == 0
-    assert run_cli(tmp_path, "install").returncode == 0
+    assert run_in_home(tmp_path, "uninstall").returncode == 0
+    assert run_in_home(tmp_path, "install").returncode == 0
     for name, original in originals.items():
         assert (tmp_path / (name + ".bli-memory.bak")).read_bytes() == original
     assert stat.S_IMODE((tmp_path / ".claude/settings.json.bli-memory.bak").stat().st_mode) == 0o644
@@ -262,7 +247,7 @@ def test_install_replaces_a_stale_registration_of_ours_instead_of_adding_a_secon
     (tmp_path / ".codex" / "config.toml").write_text(
         '[mcp_servers.bli-memory]\ncommand = "/old/bin/bli-memory-mcp"\nstartup_timeout_sec = 20\n'
     )
-    assert run_cli(tmp_path, "install").returncode == 0
+    assert run_in_home(tmp_path, "install").returncode == 0
     (handler,) = our_handlers(load(tmp_path / ".claude" / "settings.json"), "Stop")
     assert not handler["command"].startswith("/old/")
     table = tomllib.loads((tmp_path / ".codex" / "config.toml").read_text())["mcp_servers"]["bli-memory"]
@@ -290,7 +275,7 @@ def test_a_malformed_file_is_reported_in_one_line_and_nothing_is_written(
     (tmp_path / name).write_text(content)
     before = snapshot(tmp_path)
     for verb in ("install", "uninstall"):
-        result = run_cli(tmp_path, verb)
+        result = run_in_home(tmp_path, verb)
         assert result.returncode == 1
         assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
         assert os.path.basename(name) in result.stderr and "untouched" in result.stderr
@@ -300,21 +285,21 @@ def test_a_malformed_file_is_reported_in_one_line_and_nothing_is_written(
 def test_dry_run_shows_the_changes_and_writes_nothing(tmp_path: Path) -> None:
     seed_home(tmp_path)
     before = snapshot(tmp_path)
-    result = run_cli(tmp_path, "install", "--dry-run")
+    result = run_in_home(tmp_path, "install", "--dry-run")
     assert result.returncode == 0
     assert snapshot(tmp_path) == before and not (tmp_path / ".codex" / "hooks.json").exists()
     assert "would add mcpServers.bli-memory" in result.stdout and "nothing written" in result.stdout
-    assert run_cli(tmp_path, "install").returncode == 0
+    assert run_in_home(tmp_path, "install").returncode == 0
     installed = snapshot(tmp_path)
-    result = run_cli(tmp_path, "uninstall", "--dry-run")
+    result = run_in_home(tmp_path, "uninstall", "--dry-run")
     assert "would remove" in result.stdout and snapshot(tmp_path) == installed
 
 
 def test_uninstall_restores_the_files_byte_for_byte(tmp_path: Path) -> None:
     seed_home(tmp_path)
     before = snapshot(tmp_path)
-    assert run_cli(tmp_path, "install").returncode == 0
-    result = run_cli(tmp_path, "uninstall")
+    assert run_in_home(tmp_path, "install").returncode == 0
+    result = run_in_home(tmp_path, "uninstall")
     assert result.returncode == 0, result.stderr
     after = {
         name: value for name, value in snapshot(tmp_path).items() if not name.endswith(".bli-memory.bak")
@@ -328,7 +313,7 @@ def test_uninstall_removes_only_ours_from_a_shared_group(tmp_path: Path) -> None
     ours = {"type": "command", "command": "'/opt/my tools/bli-memory-mcp' hook prompt", "timeout": 5}
     settings = {"hooks": {"UserPromptSubmit": [{"hooks": [theirs, ours]}]}}
     (tmp_path / ".claude" / "settings.json").write_text(json.dumps(settings))
-    result = run_cli(tmp_path, "uninstall", "--host", "claude")
+    result = run_in_home(tmp_path, "uninstall", "--host", "claude")
     assert result.returncode == 0, result.stderr
     assert load(tmp_path / ".claude" / "settings.json") == {
         "hooks": {"UserPromptSubmit": [{"hooks": [theirs]}]}
@@ -337,7 +322,7 @@ def test_uninstall_removes_only_ours_from_a_shared_group(tmp_path: Path) -> None
 
 
 def test_uninstall_on_an_empty_home_changes_nothing(tmp_path: Path) -> None:
-    result = run_cli(tmp_path, "uninstall")
+    result = run_in_home(tmp_path, "uninstall")
     assert result.returncode == 0 and result.stdout.count("nothing of ours") == 6
     assert snapshot(tmp_path) == {}
 
@@ -357,7 +342,7 @@ def test_uninstall_removes_codex_s_trust_of_our_hooks_and_no_one_else_s(tmp_path
     foreign += _hook_state("/w/project/.codex/hooks.json:session_start:0:0", "enabled = false")
     config = tmp_path / ".codex" / "config.toml"
     config.write_text(CODEX_CONFIG + foreign)
-    assert run_cli(tmp_path, "install", "--host", "codex").returncode == 0
+    assert run_in_home(tmp_path, "install", "--host", "codex").returncode == 0
     installed = load(hooks_json)["hooks"]
     assert installed["Stop"][0]["hooks"] == [theirs]  # ours come after theirs: Stop group 1
     ours = [
@@ -375,26 +360,26 @@ def test_uninstall_removes_codex_s_trust_of_our_hooks_and_no_one_else_s(tmp_path
         "/w/project/.codex/hooks.json:session_start:0:0",
     }
 
-    result = run_cli(tmp_path, "uninstall", "--host", "codex")
+    result = run_in_home(tmp_path, "uninstall", "--host", "codex")
     assert result.returncode == 0, result.stderr
     assert config.read_text() == CODEX_CONFIG + foreign  # ours gone, byte for byte; theirs kept
     assert load(hooks_json) == {"hooks": {"Stop": [{"hooks": [theirs]}]}}
     assert result.stdout.count("remove Codex's trust of our hook") == 3, result.stdout
 
-    again = run_cli(tmp_path, "uninstall", "--host", "codex")
+    again = run_in_home(tmp_path, "uninstall", "--host", "codex")
     assert again.returncode == 0 and again.stdout.count("nothing of ours") == 3, again.stdout
     assert config.read_text() == CODEX_CONFIG + foreign
 
 
 def test_host_flag_limits_install_to_one_host(tmp_path: Path) -> None:
-    assert run_cli(tmp_path, "install", "--host=codex").returncode == 0
+    assert run_in_home(tmp_path, "install", "--host=codex").returncode == 0
     assert (tmp_path / ".codex" / "config.toml").exists()
     assert not (tmp_path / ".claude.json").exists() and not (tmp_path / ".claude").exists()
 
 
 def test_config_dir_variables_are_honoured(tmp_path: Path) -> None:
     env = {"CLAUDE_CONFIG_DIR": str(tmp_path / "cc"), "CODEX_HOME": str(tmp_path / "cx")}
-    assert run_cli(tmp_path, "install", extra_env=env).returncode == 0
+    assert run_in_home(tmp_path, "install", extra_env=env).returncode == 0
     assert sorted(snapshot(tmp_path)) == [
         ".agents/skills/bli-memory/SKILL.md",  # Codex's user skills live beside, not in, CODEX_HOME
         "cc/.claude.json",
@@ -407,13 +392,13 @@ def test_config_dir_variables_are_honoured(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("args", [["--bogus"], ["--host"], ["--host", "vim"]])
 def test_bad_arguments_get_one_line_and_exit_2(tmp_path: Path, args: list[str]) -> None:
-    result = run_cli(tmp_path, "install", *args)
+    result = run_in_home(tmp_path, "install", *args)
     assert result.returncode == 2 and result.stderr.count("\n") == 1 and snapshot(tmp_path) == {}
 
 
 def test_help_names_the_files_and_flags(tmp_path: Path) -> None:
     for verb in ("install", "uninstall"):
-        result = run_cli(tmp_path, verb, "--help")
+        result = run_in_home(tmp_path, verb, "--help")
         assert (
             result.returncode == 0
             and "--dry-run" in result.stdout
@@ -562,13 +547,13 @@ def test_install_then_uninstall_gives_back_the_same_bytes_whatever_the_json_styl
     files = {tmp_path / ".claude.json": text, tmp_path / ".claude" / "settings.json": text}
     for path, content in files.items():
         path.write_bytes(content.encode())
-    assert run_cli(tmp_path, "install", "--host", "claude").returncode == 0
+    assert run_in_home(tmp_path, "install", "--host", "claude").returncode == 0
     for path, content in files.items():
         installed = path.read_text(encoding="utf-8")
         assert installed != content
         if "\n" not in content.strip():
             assert "\n" not in installed.strip(), "a one-line file stays on one line"
-    assert run_cli(tmp_path, "uninstall", "--host", "claude").returncode == 0
+    assert run_in_home(tmp_path, "uninstall", "--host", "claude").returncode == 0
     for path, content in files.items():
         assert path.read_bytes() == content.encode()
 
@@ -577,7 +562,7 @@ def test_install_rewrites_only_its_own_subtrees(tmp_path: Path) -> None:
     (tmp_path / ".claude").mkdir()
     (tmp_path / ".claude" / "settings.json").write_text(HANDWRITTEN_SETTINGS)
     (tmp_path / ".claude.json").write_text(MINIFIED_CLAUDE_JSON)
-    assert run_cli(tmp_path, "install", "--host", "claude").returncode == 0
+    assert run_in_home(tmp_path, "install", "--host", "claude").returncode == 0
     settings = (tmp_path / ".claude" / "settings.json").read_text()
     for line in (
         '    "model": "opus",\n',
@@ -601,7 +586,7 @@ def test_install_rewrites_only_its_own_subtrees(tmp_path: Path) -> None:
 
 
 def test_a_file_install_creates_uses_two_space_indent(tmp_path: Path) -> None:
-    assert run_cli(tmp_path, "install", "--host", "claude").returncode == 0
+    assert run_in_home(tmp_path, "install", "--host", "claude").returncode == 0
     text = (tmp_path / ".claude.json").read_text()
     assert text == json.dumps(load(tmp_path / ".claude.json"), indent=2, ensure_ascii=False) + "\n"
 
@@ -692,7 +677,7 @@ SKILL_FILES = (".claude/skills/bli-memory/SKILL.md", ".agents/skills/bli-memory/
 
 
 def test_print_skill_is_the_packaged_skill_with_front_matter_hosts_load(tmp_path: Path) -> None:
-    result = run_cli(tmp_path, "--print-skill")
+    result = run_in_home(tmp_path, "--print-skill")
     assert result.returncode == 0, result.stderr
     text = result.stdout
     assert text == (REPO / "bli_memory" / "install" / "SKILL.md").read_text(encoding="utf-8")
@@ -711,36 +696,36 @@ def test_install_writes_the_skill_for_both_hosts_and_uninstall_removes_only_it(t
     other = tmp_path / ".claude" / "skills" / "pdf" / "SKILL.md"
     other.parent.mkdir(parents=True)
     other.write_text("---\nname: pdf\ndescription: someone else's\n---\nbody\n")
-    plan = run_cli(tmp_path, "install", "--dry-run")
+    plan = run_in_home(tmp_path, "install", "--dry-run")
     assert plan.returncode == 0, plan.stderr
     for path in SKILL_FILES:
         assert f"~/{path}: would add skill bli-memory" in plan.stdout
         assert not (tmp_path / path).exists()
-    assert run_cli(tmp_path, "install").returncode == 0
-    printed = run_cli(tmp_path, "--print-skill").stdout
+    assert run_in_home(tmp_path, "install").returncode == 0
+    printed = run_in_home(tmp_path, "--print-skill").stdout
     for path in SKILL_FILES:
         written = (tmp_path / path).read_text(encoding="utf-8")
         assert written.startswith(printed.rstrip("\n")) and "bli-memory-mcp uninstall` removes it" in written
         assert not list((tmp_path / path).parent.glob("*.bak"))  # our own file: no backup beside it
     before = snapshot(tmp_path)
-    again = run_cli(tmp_path, "install")
+    again = run_in_home(tmp_path, "install")
     assert snapshot(tmp_path) == before
     assert all(f"~/{path}: already registered" in again.stdout for path in SKILL_FILES)
 
-    removed = run_cli(tmp_path, "uninstall")
+    removed = run_in_home(tmp_path, "uninstall")
     assert removed.returncode == 0, removed.stderr
     for path in SKILL_FILES:
         assert f"~/{path}: remove skill bli-memory" in removed.stdout
         assert not (tmp_path / path).parent.exists()  # the folder went with it
     assert other.read_text().endswith("body\n")  # another skill is never touched
-    assert run_cli(tmp_path, "uninstall").stdout.count("nothing of ours") == 6
+    assert run_in_home(tmp_path, "uninstall").stdout.count("nothing of ours") == 6
 
 
 def test_an_older_copy_of_the_skill_is_updated_in_place(tmp_path: Path) -> None:
-    assert run_cli(tmp_path, "install", "--host", "claude").returncode == 0
+    assert run_in_home(tmp_path, "install", "--host", "claude").returncode == 0
     path = tmp_path / SKILL_FILES[0]
     path.write_text(path.read_text().replace("recall before you re-derive", "an older wording"))
-    result = run_cli(tmp_path, "install", "--host", "claude")
+    result = run_in_home(tmp_path, "install", "--host", "claude")
     assert f"~/{SKILL_FILES[0]}: update skill bli-memory" in result.stdout
     assert "an older wording" not in path.read_text() and not list(path.parent.glob("*.bak"))
 
@@ -751,10 +736,10 @@ def test_a_skill_of_the_same_name_that_is_not_ours_stops_install_and_survives_un
     path = tmp_path / SKILL_FILES[1]
     path.parent.mkdir(parents=True)
     path.write_text("---\nname: bli-memory\ndescription: my own notes\n---\n")
-    result = run_cli(tmp_path, "install")
+    result = run_in_home(tmp_path, "install")
     assert result.returncode == 1
     assert result.stderr.strip().endswith("move it away to install the bli-memory skill)")
     assert len(result.stderr.splitlines()) == 1
     assert snapshot(tmp_path) == {SKILL_FILES[1]: (path.read_bytes(), stat.S_IMODE(path.stat().st_mode))}
-    assert run_cli(tmp_path, "uninstall").returncode == 0
+    assert run_in_home(tmp_path, "uninstall").returncode == 0
     assert path.read_text().endswith("my own notes\n---\n")

@@ -13,23 +13,11 @@ import sys
 from pathlib import Path
 
 from bli_memory.install import contract, probe
+from tests.client.helpers import run_in_home
 
 #: what installs before this one registered (`python -c` and a line of code)
 OLD_LAUNCH = "import sys; from bli_memory.cli import main; sys.exit(main())"
 EVENTS = {"SessionStart": "session-start", "UserPromptSubmit": "prompt", "Stop": "stop"}
-
-
-def run_cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME")}
-    env["HOME"] = str(home)
-    return subprocess.run(
-        [sys.executable, "-m", "bli_memory", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=home,
-        timeout=30,
-    )
 
 
 def commands(path: Path) -> dict[str, list[str]]:
@@ -41,7 +29,7 @@ def commands(path: Path) -> dict[str, list[str]]:
 
 
 def test_codex_hooks_run_a_command_a_person_can_read(tmp_path: Path) -> None:
-    assert run_cli(tmp_path, "install", "--host", "codex").returncode == 0
+    assert run_in_home(tmp_path, "install", "--host", "codex").returncode == 0
     registered = commands(tmp_path / ".codex" / "hooks.json")
     for event, subcommand in EVENTS.items():
         (command,) = registered[event]
@@ -56,7 +44,7 @@ def test_codex_hooks_run_a_command_a_person_can_read(tmp_path: Path) -> None:
 def test_the_registered_command_runs_the_hook_as_the_host_does(tmp_path: Path) -> None:
     """Through `sh -c`, from a project folder that holds modules named like the standard library's:
     a script's folder (not the project's) is first on sys.path, so none of them is imported."""
-    assert run_cli(tmp_path, "install", "--host", "codex").returncode == 0
+    assert run_in_home(tmp_path, "install", "--host", "codex").returncode == 0
     (command,) = commands(tmp_path / ".codex" / "hooks.json")["UserPromptSubmit"]
     project = tmp_path / "project"
     project.mkdir()
@@ -92,7 +80,7 @@ def test_install_replaces_the_former_one_liner_and_uninstall_removes_both_forms(
         }
     }
     (tmp_path / ".codex" / "hooks.json").write_text(json.dumps(former))
-    done = run_cli(tmp_path, "install", "--host", "codex")
+    done = run_in_home(tmp_path, "install", "--host", "codex")
     assert done.returncode == 0, done.stderr
     assert (
         "~/.codex/hooks.json: replace hook SessionStart; replace hook UserPromptSubmit; replace hook Stop"
@@ -101,7 +89,7 @@ def test_install_replaces_the_former_one_liner_and_uninstall_removes_both_forms(
     for (command,) in commands(tmp_path / ".codex" / "hooks.json").values():
         assert shlex.split(command)[1] == probe.launcher_path()
         assert contract.is_our_hook_command(command)
-    assert run_cli(tmp_path, "uninstall", "--host", "codex").returncode == 0
+    assert run_in_home(tmp_path, "uninstall", "--host", "codex").returncode == 0
     assert (
         not (tmp_path / ".codex" / "hooks.json").exists()
         or commands(tmp_path / ".codex" / "hooks.json") == {}

@@ -12,28 +12,17 @@ from pathlib import Path
 
 import pytest
 
+from tests.client.helpers import run_in_home
+
 #: where install writes the skill, for Claude Code and for Codex
 SKILL_FILES = (".claude/skills/bli-memory/SKILL.md", ".agents/skills/bli-memory/SKILL.md")
-
-
-def run_cli(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("CLAUDE_CONFIG_DIR", "CODEX_HOME")}
-    env["HOME"] = str(home)
-    return subprocess.run(
-        [sys.executable, "-m", "bli_memory", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=str(home),
-        timeout=30,
-    )
 
 
 def our_copy(home: Path) -> str:
     """The text install writes as SKILL.md (the marker line included), read from a real install."""
     scratch = home.parent / "scratch-home"
     scratch.mkdir()
-    assert run_cli(scratch, "install", "--host", "claude").returncode == 0
+    assert run_in_home(scratch, "install", "--host", "claude").returncode == 0
     return (scratch / SKILL_FILES[0]).read_text()
 
 
@@ -61,12 +50,12 @@ def test_links_in_the_skills_folders_are_never_followed(tmp_path: Path, linked: 
             skill.parent.mkdir(parents=True)
             skill.symlink_to(outside / "SKILL.md")
 
-    removed = run_cli(home, "uninstall")
+    removed = run_in_home(home, "uninstall")
     assert removed.returncode == 0, removed.stderr
     assert {path.name: path.read_bytes() for path in outside.iterdir()} == before
     assert all((home / relative).exists() for relative in SKILL_FILES)  # the links stay too
 
-    installed = run_cli(home, "install")
+    installed = run_in_home(home, "install")
     assert installed.returncode == 1 and "Traceback" not in installed.stderr
     assert len(installed.stderr.splitlines()) == 1
     assert "is a symbolic link install did not make; left it untouched" in installed.stderr
@@ -86,7 +75,7 @@ def test_a_settings_file_nested_500_deep_is_one_line(tmp_path: Path, text: str) 
     settings.parent.mkdir()
     settings.write_text(text)
     for verb in ("install", "uninstall"):
-        done = run_cli(tmp_path, verb, "--host", "claude")
+        done = run_in_home(tmp_path, verb, "--host", "claude")
         assert "Traceback" not in done.stderr and "RecursionError" not in done.stderr, done.stderr
         if text.startswith('{"a": "'):
             assert done.returncode == 0, done.stderr
@@ -114,7 +103,7 @@ def test_codex_files_nested_past_the_recursion_limit_are_one_line(
     path.parent.mkdir()
     path.write_text(text)
     for verb in ("install", "uninstall"):
-        done = run_cli(tmp_path, verb, "--host", "codex")
+        done = run_in_home(tmp_path, verb, "--host", "codex")
         assert "Traceback" not in done.stderr and "RecursionError" not in done.stderr, done.stderr
         assert done.returncode == 1 and len(done.stderr.splitlines()) == 1, done.stderr
         assert os.path.basename(name) in done.stderr and "left it untouched" in done.stderr
