@@ -63,6 +63,24 @@ def _stamp(folder: Path) -> dict[str, object]:
     return stamp
 
 
+def _restart(door: DoorProcess) -> None:
+    """Start `door` again on its file and wait until it has indexed its space."""
+    door.lines.clear()
+    door.start()
+    door.wait_for_log("bli-memory-door indexed 1 spaces", 60.0, at_start=True)
+
+
+def _stopped_with_facts(start_door: Callable[..., DoorProcess]) -> tuple[DoorProcess, Ranking, Path]:
+    """A door that saved FACTS and held its space's index (so its stop wrote the snapshot), stopped:
+    the door, its ranking before the stop, and its snapshot folder."""
+    door = start_door(env=SMALL)
+    for fact in FACTS:
+        _save(door, fact)
+    ranking = _ranking(door)
+    door.stop()
+    return door, ranking, Path(str(door.db) + ".indexes")
+
+
 def test_a_sqlite_door_killed_after_writing_starts_from_its_snapshot_and_ranks_as_a_fresh_build(
     start_door: Callable[..., DoorProcess],
 ) -> None:
@@ -76,9 +94,7 @@ def test_a_sqlite_door_killed_after_writing_starts_from_its_snapshot_and_ranks_a
     assert written["vectors"] == len(FACTS) and written["database"] != ""
 
     door.extra_env = NO_GRAPH_BUILDS
-    door.lines.clear()
-    door.start()
-    door.wait_for_log("bli-memory-door indexed 1 spaces", 60.0, at_start=True)
+    _restart(door)
     cats = _save(door, "Feline companions nap for most of the afternoon")
     for index in range(9):
         _save(door, f"The build cache was cleared on day {index}")
@@ -87,9 +103,7 @@ def test_a_sqlite_door_killed_after_writing_starts_from_its_snapshot_and_ranks_a
     door.kill()  # SIGKILL after writing: nothing written on the way out
     assert _stamp(folder) == written  # the stamp outlived the writes: the change log has them
 
-    door.lines.clear()
-    door.start()
-    door.wait_for_log("bli-memory-door indexed 1 spaces", 60.0, at_start=True)
+    _restart(door)
     replayed = _ranking(door)
     assert replayed[3][0][0] == cats  # found by meaning only: through the replayed graph
     assert FACTS[0] not in json.dumps(replayed)
@@ -101,9 +115,7 @@ def test_a_sqlite_door_killed_after_writing_starts_from_its_snapshot_and_ranks_a
 
     shutil.rmtree(folder)  # a freshly built door over the same file
     door.extra_env = SMALL
-    door.lines.clear()
-    door.start()
-    door.wait_for_log("bli-memory-door indexed 1 spaces", 60.0, at_start=True)
+    _restart(door)
     assert _ranking(door) == replayed
     door.stop()
 
@@ -111,12 +123,7 @@ def test_a_sqlite_door_killed_after_writing_starts_from_its_snapshot_and_ranks_a
 def test_a_log_pruned_past_the_snapshot_s_position_makes_the_door_build_with_one_line(
     start_door: Callable[..., DoorProcess],
 ) -> None:
-    door = start_door(env=SMALL)
-    for fact in FACTS:
-        _save(door, fact)
-    _ranking(door)
-    door.stop()
-    folder = Path(str(door.db) + ".indexes")
+    door, _, folder = _stopped_with_facts(start_door)
     assert _stamp(folder)["vectors"] is None  # no embedder, no graph
     # another program writes while the door is stopped, keeping a short log
     other = MemoryService(SqliteStore(door.db, change_log_keep_commits=2))
@@ -140,9 +147,7 @@ def test_a_log_pruned_past_the_snapshot_s_position_makes_the_door_build_with_one
     assert status == 200 and sum("drained batch" in hit["content"] for hit in body["results"]) == 8
     door.stop()
     shutil.rmtree(folder)
-    door.lines.clear()
-    door.start()
-    door.wait_for_log("bli-memory-door indexed 1 spaces", 60.0, at_start=True)
+    _restart(door)
     assert _ranking(door) == built
     door.stop()
 
@@ -150,12 +155,7 @@ def test_a_log_pruned_past_the_snapshot_s_position_makes_the_door_build_with_one
 def test_a_snapshot_written_before_the_file_had_a_change_log_is_read_after_the_upgrade(
     start_door: Callable[..., DoorProcess],
 ) -> None:
-    door = start_door(env=SMALL)
-    for fact in FACTS:
-        _save(door, fact)
-    before = _ranking(door)
-    door.stop()
-    folder = Path(str(door.db) + ".indexes")
+    door, before, folder = _stopped_with_facts(start_door)
     [stamp] = folder.glob("*.json")
     old = {k: v for k, v in json.loads(stamp.read_text()).items() if k not in ("database", "position")}
     stamp.write_text(json.dumps(old))  # as a door of schema 5 wrote it
@@ -184,9 +184,7 @@ def test_a_snapshot_written_before_the_file_had_a_change_log_is_read_after_the_u
     assert status == 200 and body["results"][0]["id"] == kept
     door.stop()
     shutil.rmtree(folder)
-    door.lines.clear()
-    door.start()
-    door.wait_for_log("bli-memory-door indexed 1 spaces", 60.0, at_start=True)
+    _restart(door)
     assert _ranking(door) == got
     door.stop()
 
@@ -196,25 +194,16 @@ def test_a_stop_with_nothing_changed_leaves_the_snapshot_as_it_was(
 ) -> None:
     """A door that only read since its snapshot does not write it again on the way out (a million
     memories' snapshot is 900 MB and about 6 s); one that wrote does."""
-    door = start_door(env=SMALL)
-    for fact in FACTS:
-        _save(door, fact)
-    _ranking(door)  # the space's index is held: the stop writes its snapshot
-    door.stop()
-    folder = Path(str(door.db) + ".indexes")
+    door, _, folder = _stopped_with_facts(start_door)  # its index was held: the stop wrote its snapshot
     files = sorted(folder.iterdir())
     before = {path.name: path.stat().st_mtime_ns for path in files}
 
-    door.lines.clear()
-    door.start()
-    door.wait_for_log("bli-memory-door indexed 1 spaces", 60.0, at_start=True)
+    _restart(door)
     _ranking(door)
     door.stop()
     assert {path.name: path.stat().st_mtime_ns for path in sorted(folder.iterdir())} == before
 
-    door.lines.clear()
-    door.start()
-    door.wait_for_log("bli-memory-door indexed 1 spaces", 60.0, at_start=True)
+    _restart(door)
     _save(door, "The deploy queue drained its last batch")
     door.stop()
     stamp = _stamp(folder)
@@ -240,9 +229,7 @@ def test_a_graph_built_while_the_door_serves_is_written_before_any_stop(
     door.kill()  # SIGKILL: nothing written on the way out
 
     door.extra_env = NO_GRAPH_BUILDS  # a graph the next door holds can only come from the snapshot
-    door.lines.clear()
-    door.start()
-    door.wait_for_log("bli-memory-door indexed 1 spaces", 60.0, at_start=True)
+    _restart(door)
     assert _ranking(door) == before
     door.stop()
     assert _stamp(folder)["vectors"] == len(FACTS)  # it held the graph it read
@@ -266,18 +253,11 @@ def _point_postings_past_the_last_memory(arrays: dict[str, np.ndarray]) -> None:
 def test_a_keyword_snapshot_whose_arrays_disagree_is_rebuilt_with_one_line_and_never_written_back(
     start_door: Callable[..., DoorProcess],
 ) -> None:
-    door = start_door(env=SMALL)
-    for fact in FACTS:
-        _save(door, fact)
-    before = _ranking(door)
-    door.stop()
-    folder = Path(str(door.db) + ".indexes")
+    door, before, folder = _stopped_with_facts(start_door)
     _rewrite_keyword_file(folder, _point_postings_past_the_last_memory)
 
     for _ in range(2):  # the damage is gone after the first start: the stop writes the rebuilt index
-        door.lines.clear()
-        door.start()
-        door.wait_for_log("bli-memory-door indexed 1 spaces", 60.0, at_start=True)
+        _restart(door)
         assert _ranking(door) == before
         door.stop()
         refused = [line for line in door.lines if "not used" in line]
@@ -301,14 +281,10 @@ def test_a_space_holding_a_pin_resumes_from_its_snapshot_after_a_kill(
     folder = Path(str(door.db) + ".indexes")
     assert _stamp(folder)["memories"] == len(FACTS)  # the pin is never searched: not in the index
 
-    door.lines.clear()
-    door.start()
-    door.wait_for_log("bli-memory-door indexed 1 spaces", 60.0, at_start=True)
+    _restart(door)
     kept = _save(door, "The deploy queue drained overnight")
     door.kill()  # SIGKILL: the snapshot on disk is the one of the stop, the change log has the rest
-    door.lines.clear()
-    door.start()
-    door.wait_for_log("bli-memory-door indexed 1 spaces", 60.0, at_start=True)
+    _restart(door)
     assert not any("not used" in line or "index snapshots" in line for line in door.lines), door.lines
     status, body = door.post(
         "/api/memory/search", {"q": "drained overnight", "containerTag": TAG, "limit": 3}
