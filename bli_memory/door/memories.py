@@ -390,8 +390,8 @@ class MemoryService:
     def get(self, principal: Principal, memory_id: str) -> Memory:
         """One row of the caller's team by id; another person's global space is never visible
         (the same 404 as an id that does not exist)."""
-        memory = self.store.get(principal.team_id, memory_id)
-        if memory is None or not self.visible(principal, memory):
+        memory = self._visible_row(principal, memory_id)
+        if memory is None:
             raise NotFound(f"no memory {memory_id!r}")
         return memory
 
@@ -403,7 +403,11 @@ class MemoryService:
 
     def visible(self, principal: Principal, memory: Memory) -> bool:
         """A row of a reserved tag is visible only when it is the caller's own global space."""
-        tag = memory.container_tag
+        return self._tag_visible(principal, memory.container_tag)
+
+    def _tag_visible(self, principal: Principal, tag: str) -> bool:
+        """Whether what a space holds (its rows, a job writing into it) is the caller's to see: a space
+        of the team, or the caller's own global space."""
         return not is_door_tag(tag) or tag == self.global_tag(principal)
 
     def scope_of(self, principal: Principal, memory: Memory) -> Literal["project", "global"]:
@@ -1537,9 +1541,7 @@ class MemoryService:
         """A job of the caller's team; one that writes into another person's global space is theirs
         alone (the same 404 as an id that does not exist)."""
         job = self.store.get_job(principal.team_id, job_id)
-        if job is None or (
-            is_door_tag(job.container_tag) and job.container_tag != self.global_tag(principal)
-        ):
+        if job is None or not self._tag_visible(principal, job.container_tag):
             raise NotFound(f"no job {job_id!r}")
         return job
 
