@@ -1,5 +1,5 @@
 """What both scans for secrets read the same way: the redactor (`redact.py`) and the prompt hook's
-pre-scan (`hooks/secret_scan.py`), which must flag every text the redactor would change.
+pre-scan (`secret_scan.py`), which must flag every text the redactor would change.
 
 Standard library only and imports nothing: the pre-scan runs in the prompt hook, where every module
 loaded is cold-start time.

@@ -775,9 +775,9 @@ def _masked(content: str) -> Redaction:
 
 def mask_secrets(text: str) -> str:
     """`text` masked as `_masked` masks content, for what is sent beside it: a space's name, a custom
-    id, a memory id, an `eval` query. The prompt hook's pre-scan (`hooks.secret_scan`, never "no" for
+    id, a memory id, an `eval` query. The prompt hook's pre-scan (`secret_scan`, never "no" for
     a text the redactor would change) spares the redactor's import for the plain names of every call."""
-    from bli_memory.hooks.secret_scan import might_hold_secret
+    from bli_memory.secret_scan import might_hold_secret
 
     return _masked(text).text if might_hold_secret(text) else text
 

@@ -20,9 +20,9 @@ from __future__ import annotations
 import time
 
 from bli_memory.hooks import door, receipt
-from bli_memory.hooks.secret_scan import might_hold_secret
 from bli_memory.hooks.transcript import clip_utf8
 from bli_memory.hooks.trivial import identifiers
+from bli_memory.secret_scan import might_hold_secret
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on every hook; mypy reads this constant as True
 if TYPE_CHECKING:

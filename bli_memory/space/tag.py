@@ -120,10 +120,10 @@ def resolve_space(settings: Settings, cwd: str) -> str:
 
 def _masked_override(tag: str) -> str:
     """A space named by BLI_MEMORY_CONTAINER_TAG, its secrets masked as everything sent to the door
-    is (a token pasted there by mistake would otherwise travel with every call). The hooks' pre-scan
+    is (a token pasted there by mistake would otherwise travel with every call). The pre-scan
     (never "no" for a text the redactor would change) spares a hook the redactor's import for a tag
     of plain words."""
-    from bli_memory.hooks.secret_scan import might_hold_secret
+    from bli_memory.secret_scan import might_hold_secret
 
     if not might_hold_secret(tag):
         return tag

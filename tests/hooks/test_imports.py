@@ -111,12 +111,12 @@ def test_the_prompt_hook_loads_the_redactor_only_for_a_prompt_that_may_hold_a_se
 ) -> None:
     """The query is masked before it is sent, but importing the redactor (`dataclasses` → `inspect`)
     costs more than the rest of the recall path: a one-shot hook loads it only when the pre-scan
-    (`hooks/secret_scan.py`) says the prompt may hold a secret."""
+    (`secret_scan.py`) says the prompt may hold a secret."""
     write_session(door.url, door.token, env={"HOME": str(home)})
     env = hook_env(home, BLI_MEMORY_CONTAINER_TAG=tag)
     plain, receipt = imported_modules("prompt", PROMPT, env)
     assert "prompt ok" in receipt and "bli_memory.door_client" in plain
-    assert "bli_memory.hooks.secret_scan" in plain
+    assert "bli_memory.secret_scan" in plain
     assert not {"bli_memory.redact", "dataclasses", "inspect"} & plain
     secret = {**PROMPT, "prompt": "why is ghp_" + "Ab1" * 12 + " refused by the API?"}
     masked, receipt = imported_modules("prompt", secret, env)

@@ -1,4 +1,4 @@
-"""The prompt hook's pre-scan (`hooks/secret_scan.py`) never lets through a text the redactor would
+"""The prompt hook's pre-scan (`secret_scan.py`) never lets through a text the redactor would
 change: every text of the redaction corpus (tests/fixtures/redaction), random mixes of it, and random
 text the redactor masks something in, are flagged; and a normal prompt is not (it keeps the hook's
 fast path, without importing the redactor)."""
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from bli_memory import redact as redactor
 from bli_memory.hooks import prompt
-from bli_memory.hooks.secret_scan import (
+from bli_memory.secret_scan import (
     RUN_MARKERS,
     TOKEN_MARKERS,
     WORD_START_MARKERS,
