@@ -49,9 +49,10 @@ import local_door  # scripts/local_door.py
 import numpy as np
 
 from bli_memory.door.embed import load_embedder
-from bli_memory.door.indexes import IndexLimits, Snapshots
+from bli_memory.door.indexes import IndexLimits
 from bli_memory.door.memories import MemoryService
 from bli_memory.door.ranking import VECTOR_CANDIDATES
+from bli_memory.door.snapshots import Snapshots
 from bli_memory.door.store import open_store
 
 LISTENING = local_door.LISTENING
@@ -555,7 +556,7 @@ class ScaleDoor:
 def scale_recall(url: str, tag: str, index_folder: Path, queries: list[str]) -> float | None:
     """recall@10 of the door's graph, re-scored with float32 vectors as the door does, against exact
     search; None when the space has no graph (it is searched exactly)."""
-    from bli_memory.door.indexes import ApproximateVectors
+    from bli_memory.door.vectors import ApproximateVectors
 
     embedder, _ = load_embedder("onnx")
     store = open_store(url)

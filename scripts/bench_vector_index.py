@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_door
 
 from bli_memory.door.embed import load_embedder
-from bli_memory.door.indexes import ANN_CONNECTIVITY, ANN_EXPANSION_ADD, ANN_EXPANSION_SEARCH
+from bli_memory.door.vectors import ANN_CONNECTIVITY, ANN_EXPANSION_ADD, ANN_EXPANSION_SEARCH
 
 CANDIDATES = 100
 TOP = 10

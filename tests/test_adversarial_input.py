@@ -72,7 +72,7 @@ DRIVEN_MODULES = {
 OTHER_MODULES = {
     "bli_memory.redact": "tests/client/test_redact_linear.py drives every rule with 100 KB; redact() is driven below",
     "bli_memory.redact_judge": "judges the values redact.py found (bounded by its caps); driven through redact() below",
-    "bli_memory.door.indexes": "names of the door's own files in its own index folder",
+    "bli_memory.door.snapshots": "names of the door's own files in its own index folder",
     "bli_memory.commands.exporting": "names of the export's own temporary files beside its output",
     "bli_memory.space.gitconfig": "a glob from the person's own git config, matched against their own folder",
     "bli_memory.tools": "a tool's own schema pattern (ours), matched against an argument",

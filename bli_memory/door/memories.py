@@ -41,15 +41,7 @@ from bli_memory.door.errors import (
     Unauthorized,
     exception_line,
 )
-from bli_memory.door.indexes import (
-    Indexes,
-    IndexLimits,
-    Lru,
-    SnapshotCheck,
-    Snapshots,
-    SpaceKey,
-    Vectors,
-)
+from bli_memory.door.indexes import Indexes, IndexLimits, Lru
 from bli_memory.door.librarian.lasting import lasting_score
 from bli_memory.door.model import (
     FORGET_CLOSEST_MIN_SIMILARITY,
@@ -66,15 +58,19 @@ from bli_memory.door.model import (
     is_pinned_metadata,
     now_s,
 )
+from bli_memory.door.snapshots import SnapshotCheck, Snapshots
 from bli_memory.door.store.base import (
     ChangeLogStore,
     DeviceRevoked,
     ImportedVersion,
     NewVersion,
     QueueFull,
+    SpaceKey,
     Store,
     StoreUnavailable,
 )
+from bli_memory.door.store.sqlite.store import SqliteStore
+from bli_memory.door.vectors import Vectors
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -170,7 +166,11 @@ class MemoryService:
         snapshots = (
             None
             if index_folder is None
-            else Snapshots(index_folder, None if change_log is None else change_log.index_identity)
+            else Snapshots(
+                index_folder,
+                None if change_log is None else change_log.index_identity,
+                unstamped_position=0 if isinstance(store, SqliteStore) else None,
+            )
         )
         self.indexes = Indexes(snapshots=snapshots, lock=self._lock, limits=index_limits)
         #: a store with a change log: snapshots are replayed from their stamp's position and stay

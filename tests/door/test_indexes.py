@@ -17,10 +17,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bli_memory.door.embed import Embedder, load_embedder
-from bli_memory.door.indexes import ApproximateVectors, IndexLimits, SpaceVectors
+from bli_memory.door.indexes import IndexLimits
 from bli_memory.door.memories import MemoryService
 from bli_memory.door.model import Principal
 from bli_memory.door.store.sqlite import SqliteStore
+from bli_memory.door.vectors import ApproximateVectors, SpaceVectors
 from tests.door.helpers import device_principal
 
 DIM = 4

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from bli_memory.door import keyword
-from bli_memory.door.indexes import mapped_arrays
 from bli_memory.door.keyword import KeywordIndex, _joined, _stem_hash, _StemTable, query_terms
+from bli_memory.door.snapshots import mapped_arrays
 
 
 @pytest.mark.parametrize(

@@ -18,9 +18,10 @@ from pathlib import Path
 import pytest
 
 from bli_memory.door.cli import index_folder
-from bli_memory.door.indexes import IndexLimits, space_file_stem
+from bli_memory.door.indexes import IndexLimits
 from bli_memory.door.memories import MemoryService
 from bli_memory.door.model import Principal
+from bli_memory.door.snapshots import space_file_stem
 from bli_memory.door.store.postgres import PostgresStore
 from tests.helpers import DoorProcess, PostgresServer
 
