@@ -30,33 +30,40 @@ def add_health_route(api: FastAPI, memories: MemoryService, embedder_name: str) 
 
     @api.get("/healthz", responses={503: {"description": "ok false: the store cannot write (reason)"}})
     def healthz() -> JSONResponse:
-        health: dict[str, Any] = {
-            "ok": True,
-            "version": __version__,
-            "store": memories.store.name,
-            "storeVersion": memories.store.version,
-            "embedder": embedder_name,
-        }
-        if memories.embedder_error is not None:
-            health["embedderError"] = memories.embedder_error  # serving keyword + recency meanwhile
-        integrity = getattr(memories.store, "integrity", None)  # a SQLite file's check for damage
-        if integrity is not None:
-            health["integrityCheck"] = integrity.state
-            if integrity.damaged:  # reads still work; every write is refused
-                health.update(
-                    ok=False,
-                    reason="store_damaged",
-                    message=f"{integrity.path} is damaged ({integrity.detail})",
-                )
-                return JSONResponse(health, status_code=503)
-        try:
-            problem = memories.store.write_problem()
-        except StoreUnavailable as exc:  # a database server out of reach
-            health.update(ok=False, reason="store_unavailable", message=str(exc))
-            return JSONResponse(health, status_code=503)
-        if problem is not None:  # reads still work; a write would fail
-            health.update(ok=False, reason="storage_full", message=problem)
-        return JSONResponse(health, status_code=200 if problem is None else 503)
+        health = _health(memories, embedder_name)
+        return JSONResponse(health, status_code=200 if health["ok"] else 503)
+
+
+def _health(memories: MemoryService, embedder_name: str) -> dict[str, Any]:
+    """What `/healthz` answers: `ok` false, with a `reason` and a `message`, when the store is damaged,
+    out of reach or full — reads may still work, a write would not."""
+    health: dict[str, Any] = {
+        "ok": True,
+        "version": __version__,
+        "store": memories.store.name,
+        "storeVersion": memories.store.version,
+        "embedder": embedder_name,
+    }
+    if memories.embedder_error is not None:
+        health["embedderError"] = memories.embedder_error  # serving keyword + recency meanwhile
+    integrity = getattr(memories.store, "integrity", None)  # a SQLite file's check for damage
+    if integrity is not None:
+        health["integrityCheck"] = integrity.state
+        if integrity.damaged:  # reads still work; every write is refused
+            health.update(
+                ok=False,
+                reason="store_damaged",
+                message=f"{integrity.path} is damaged ({integrity.detail})",
+            )
+            return health
+    try:
+        problem = memories.store.write_problem()
+    except StoreUnavailable as exc:  # a database server out of reach
+        health.update(ok=False, reason="store_unavailable", message=str(exc))
+        return health
+    if problem is not None:  # reads still work; a write would fail
+        health.update(ok=False, reason="storage_full", message=problem)
+    return health
 
 
 def add_ops_routes(api: FastAPI, memories: MemoryService) -> None:
