@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bli_memory import __version__
+from bli_memory.door.api.signin import LOGIN_LINK_TTL_S, SESSION_TTL_S
 from bli_memory.door.exchanges import DEFAULT_RETENTION_DAYS, ENV_RETENTION_DAYS
 from bli_memory.door.server import IDLE_TIMEOUT_S, MAX_CONNECTIONS, MAX_HEAD_BYTES, READ_TIMEOUT_S
-from bli_memory.door.web import LOGIN_LINK_TTL_S, SESSION_TTL_S
 from bli_memory.paths import data_home
 
 if TYPE_CHECKING:
@@ -427,13 +427,14 @@ def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         early_check = EarlyCheck(db_path(args.db, env), _integrity_budget_s(env))
     import uvicorn
 
-    from bli_memory.door.app import create_app, door_hosts
+    from bli_memory.door.api.app import create_app
+    from bli_memory.door.api.gate import door_hosts
+    from bli_memory.door.api.signin import WebSessions
     from bli_memory.door.embed import EmbedderUnavailable, door_embedder
     from bli_memory.door.indexes import IndexLimits
     from bli_memory.door.memories import MemoryService
     from bli_memory.door.server import ServerLimits, bounded_protocol
     from bli_memory.door.store.base import StoreDamaged
-    from bli_memory.door.web import WebSessions
 
     if args.exchange_retention_days is None:
         args.exchange_retention_days = _retention_days_from_env(env)

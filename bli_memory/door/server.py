@@ -8,7 +8,7 @@ connection may stay silent, nor how many connections are open at once. Each conn
 - gets 431 and is closed when its headers pass `max_head_bytes`;
 - gets 408 and is closed when its headers take longer than `read_timeout_s`, or when a body is still
   arriving `read_timeout_s` (plus a grace second) after its headers — the API answers that 408
-  itself when it is waiting for the body (`app.RequestGate`); this is the backstop for a body nobody
+  itself when it is waiting for the body (`api.gate.RequestGate`); this is the backstop for a body nobody
   reads;
 - is one of at most `max_connections`: a new connection over the cap closes the connection that has
   been idle (or stuck in its headers) longest, so a flood of idle sockets cannot hold descriptors or
@@ -27,7 +27,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from bli_memory.door.web import SECURITY_HEADERS
+from bli_memory.door.api.headers import SECURITY_HEADERS
 
 #: headers beyond this many bytes get 431 (a door request's headers are a few hundred bytes).
 MAX_HEAD_BYTES = 32 * 1024

@@ -13,7 +13,7 @@ import sys
 import urllib.request
 from pathlib import Path
 
-from bli_memory.door.web import COOKIE_NAME
+from bli_memory.door.api.signin import COOKIE_NAME
 from bli_memory.settings import write_session
 from tests.client.helpers import run_cli
 from tests.helpers import DoorProcess

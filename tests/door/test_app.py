@@ -572,7 +572,7 @@ def test_a_path_cannot_forge_log_lines_or_leak_into_the_log(door: DoorProcess) -
 
 def test_an_unexpected_error_is_one_json_500_and_one_log_line() -> None:
     """Sans-I/O: drive the outer request log with an app that raises after nothing was sent."""
-    from bli_memory.door.app import RequestLog
+    from bli_memory.door.api.gate import RequestLog
 
     async def broken(scope: Any, receive: Any, send: Any) -> None:
         raise RuntimeError("boom with a secret body")

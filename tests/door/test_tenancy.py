@@ -24,8 +24,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from bli_memory.door import web
-from bli_memory.door.app import create_app
+from bli_memory.door.api import routes_page, signin
+from bli_memory.door.api.app import create_app
 from bli_memory.hooks import stats
 from tests.door.helpers import STORE_KINDS, open_memories, serve_on_store
 from tests.helpers import DoorProcess
@@ -89,7 +89,7 @@ class Attacker:
             headers["Authorization"] = f"Bearer {self.token}"
         else:
             headers["Cookie"] = self.session
-            headers[web.CSRF_HEADER] = self.csrf
+            headers[signin.CSRF_HEADER] = self.csrf
         body = None if call.body is None else json.dumps(call.body).encode()
         try:
             connection.request(call.method, call.path, body=body, headers=headers)
@@ -184,7 +184,7 @@ def _sign_in(door: DoorProcess, token: str, name: str) -> Attacker:
     )
     assert signed.status == 303
     cookies = signed.headers.get_all("set-cookie") or []
-    page.session = next(c.split(";", 1)[0] for c in cookies if c.startswith(web.COOKIE_NAME + "="))
+    page.session = next(c.split(";", 1)[0] for c in cookies if c.startswith(signin.COOKIE_NAME + "="))
     status, session = page.call(Call("GET", "/api/web/session"))
     assert status == 200
     page.csrf = json.loads(session)["csrfToken"]
@@ -347,7 +347,7 @@ ROUTES: dict[tuple[str, str], Callable[[Victims], list[Call]]] = {
     ("GET", "/healthz"): lambda v: [Call("GET", "/healthz")],
     ("GET", "/openapi.json"): lambda v: [Call("GET", "/openapi.json")],
     ("GET", "/"): lambda v: [Call("GET", "/")],
-    ("GET", "/web/{name}"): lambda v: [Call("GET", f"/web/{name}") for name in web.STATIC_FILES],
+    ("GET", "/web/{name}"): lambda v: [Call("GET", f"/web/{name}") for name in routes_page.STATIC_FILES],
     ("POST", "/api/memory/search"): lambda v: [
         call
         for q in (_words(v), "port 8443 setting", "which port does it use?")

@@ -16,7 +16,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from bli_memory.door import web
+from bli_memory.door.api import signin
+from bli_memory.door.api.headers import CONTENT_SECURITY_POLICY
 from tests.helpers import DoorProcess
 
 ACTION = re.compile(r'<form method="post" action="(/login\?form=[^"]+)">')
@@ -78,7 +79,7 @@ def open_link(door: DoorProcess, path: str, cookie: str | None = None) -> tuple[
     assert found is not None, opened.body
     return (
         opened,
-        cookie_value(opened.cookies[web.PRESESSION_COOKIE_NAME]),
+        cookie_value(opened.cookies[signin.PRESESSION_COOKIE_NAME]),
         found.group(1).replace("&amp;", "&"),
     )
 
@@ -88,14 +89,14 @@ def test_opening_the_link_signs_nobody_in_and_names_who_it_would(
 ) -> None:
     name, team, token = person
     opened, presession, _ = open_link(door, mint(door, token))
-    assert set(opened.cookies) == {web.PRESESSION_COOKIE_NAME}  # no session cookie
-    cookie = opened.cookies[web.PRESESSION_COOKIE_NAME]
+    assert set(opened.cookies) == {signin.PRESESSION_COOKIE_NAME}  # no session cookie
+    cookie = opened.cookies[signin.PRESESSION_COOKIE_NAME]
     assert "HttpOnly" in cookie and "SameSite=strict" in cookie and "Path=/login" in cookie
     page = opened.body.decode()
     assert f'<strong id="confirm-person">{name}</strong>' in page
     assert f'<strong id="confirm-team">{team}</strong>' in page
     assert opened.headers["cache-control"] == "no-store"
-    assert opened.headers["content-security-policy"] == web.CONTENT_SECURITY_POLICY
+    assert opened.headers["content-security-policy"] == CONTENT_SECURITY_POLICY
     assert opened.headers["referrer-policy"] == "strict-origin"  # a browser's form POST sends its Origin
     assert "<script" not in page and "style=" not in page and "<style" not in page
     # the pre-session cookie is no session
@@ -116,9 +117,9 @@ def test_a_sign_in_without_its_cookie_form_token_or_own_origin_is_refused(
     if what == "no cookie":
         del headers["Cookie"]
     elif what == "no form token":
-        path = web.LOGIN_PATH
+        path = signin.LOGIN_PATH
     elif what == "another form token":
-        path = f"{web.LOGIN_PATH}?form=not-the-one"
+        path = f"{signin.LOGIN_PATH}?form=not-the-one"
     elif what == "foreign origin":
         headers["Origin"] = "http://evil.example"
     elif what == "null origin":  # what a browser sends from a page whose Referrer-Policy is no-referrer
@@ -130,10 +131,10 @@ def test_a_sign_in_without_its_cookie_form_token_or_own_origin_is_refused(
     answer = refused.json()
     assert set(answer) >= {"error", "message"} and answer["message"]
     assert answer["error"] in ("login_confirmation", "cross_origin")
-    assert web.COOKIE_NAME not in refused.cookies
+    assert signin.COOKIE_NAME not in refused.cookies
     # the refused attempt did not use the link up: the browser that opened it can still sign in
     signed = call(door, "POST", action, {"Cookie": presession, "Origin": door.url})
-    assert signed.status == 303 and web.COOKIE_NAME in signed.cookies
+    assert signed.status == 303 and signin.COOKIE_NAME in signed.cookies
 
 
 def test_the_code_signs_in_once(door: DoorProcess, person: tuple[str, str, str]) -> None:
@@ -142,15 +143,15 @@ def test_the_code_signs_in_once(door: DoorProcess, person: tuple[str, str, str])
     _, presession, action = open_link(door, link)
     signed = call(door, "POST", action, {"Cookie": presession, "Origin": door.url})
     assert signed.status == 303 and signed.headers["location"] == "/"
-    session_cookie = signed.cookies[web.COOKIE_NAME]
+    session_cookie = signed.cookies[signin.COOKIE_NAME]
     assert "HttpOnly" in session_cookie and "SameSite=strict" in session_cookie and "Path=/" in session_cookie
-    assert signed.cookies[web.PRESESSION_COOKIE_NAME].startswith(
-        f'{web.PRESESSION_COOKIE_NAME}=""'
+    assert signed.cookies[signin.PRESESSION_COOKIE_NAME].startswith(
+        f'{signin.PRESESSION_COOKIE_NAME}=""'
     )  # cleared
     session = call(door, "GET", "/api/web/session", {"Cookie": cookie_value(session_cookie)})
     assert session.status == 200 and session.json()["person"] == name
     again = call(door, "POST", action, {"Cookie": presession, "Origin": door.url})
-    assert again.status == 401 and web.COOKIE_NAME not in again.cookies
+    assert again.status == 401 and signin.COOKIE_NAME not in again.cookies
     reopened = call(door, "GET", link, {"Cookie": presession})
     assert reopened.status == 401 and not reopened.cookies
 
@@ -178,7 +179,7 @@ def test_the_code_expires_even_after_it_was_opened(
     time.sleep(1.3)
     late = call(door, "POST", action, {"Cookie": presession, "Origin": door.url})
     assert late.status == 401 and late.json()["error"] == "login_expired"
-    assert web.COOKIE_NAME not in late.cookies
+    assert signin.COOKIE_NAME not in late.cookies
     unopened = mint(door, token)
     time.sleep(1.3)
     assert call(door, "GET", unopened).status == 401

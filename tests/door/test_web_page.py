@@ -24,8 +24,9 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 
-from bli_memory.door import web
-from bli_memory.door.web import CONTENT_SECURITY_POLICY, COOKIE_NAME, PRESESSION_COOKIE_NAME
+from bli_memory import door
+from bli_memory.door.api.headers import CONTENT_SECURITY_POLICY
+from bli_memory.door.api.signin import COOKIE_NAME, PRESESSION_COOKIE_NAME
 from bli_memory.hooks import stats
 from bli_memory.settings import write_session
 from bli_memory.tools import SEARCH_MIN_SIMILARITY
@@ -315,7 +316,7 @@ def test_search_lists_hits_in_the_order_of_the_figure_shown_above_the_cli_s_floo
 
 
 def test_the_page_s_search_floor_is_the_cli_s() -> None:
-    script = (Path(web.__file__).parent / "web" / "app.js").read_text("utf-8")
+    script = (Path(door.__file__).parent / "web" / "app.js").read_text("utf-8")
     [floor] = re.findall(r"^const SEARCH_MIN_SIMILARITY = ([0-9.]+);$", script, re.MULTILINE)
     assert float(floor) == SEARCH_MIN_SIMILARITY
 

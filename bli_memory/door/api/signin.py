@@ -1,4 +1,7 @@
-"""The memory page: static files at `/`, sign-in by a one-time link, cookie sessions with a CSRF token.
+"""The memory page's sign-in: one-time link codes, pre-sessions and cookie sessions with a CSRF token.
+
+The routes that use them are in `routes_page`; `caller` reads a session cookie when no bearer token is
+sent.
 
 How a person gets in without pasting a token into a page:
 
@@ -36,7 +39,6 @@ request (the device is looked up on each one).
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import hmac
 import html
@@ -48,7 +50,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from bli_memory.door.errors import Forbidden, Unauthorized
-from bli_memory.door.model import Principal, is_door_tag
+from bli_memory.door.model import Principal
 
 if TYPE_CHECKING:
     from bli_memory.door.memories import MemoryService
@@ -77,27 +79,6 @@ LOGIN_TEMPLATE = "login.html"
 CSRF_HEADER = "x-csrf-token"
 #: the methods that change nothing: no CSRF token needed.
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-#: spaces read to list a team's spaces (the store's most recently changed spaces, every team).
-SPACES_READ_LIMIT = 10_000
-
-CONTENT_SECURITY_POLICY = (
-    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-    "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'"
-)
-#: sent with every answer of the door, page or API.
-SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
-    (b"content-security-policy", CONTENT_SECURITY_POLICY.encode()),
-    (b"x-content-type-options", b"nosniff"),
-    (b"referrer-policy", b"no-referrer"),
-    (b"x-frame-options", b"DENY"),
-)
-
-#: the page's files, shipped in the wheel under bli_memory/door/web/: name -> media type.
-STATIC_FILES = {
-    "index.html": "text/html; charset=utf-8",
-    "app.js": "text/javascript; charset=utf-8",
-    "app.css": "text/css; charset=utf-8",
-}
 
 
 def _digest(value: str) -> str:
@@ -297,38 +278,3 @@ def session_principal(
         if not hmac.compare_digest(csrf_token.encode("utf-8"), session.csrf_token.encode("utf-8")):
             raise Forbidden(f"the {CSRF_HEADER} header does not match this session", code="csrf")
     return principal, session
-
-
-def team_spaces(memories: MemoryService, principal: Principal) -> list[str]:
-    """The spaces of `principal`'s team that hold current memories, most recently changed first
-    (a person's global space is not one of them: it is reached with `scope: global`)."""
-    return [
-        tag for _, tag in memories.store.spaces(SPACES_READ_LIMIT, principal.team_id) if not is_door_tag(tag)
-    ]
-
-
-@functools.lru_cache(maxsize=len(STATIC_FILES))
-def static_file(name: str) -> bytes:
-    """One of the page's files from the installed package (read once)."""
-    return resources.files("bli_memory.door").joinpath("web").joinpath(name).read_bytes()
-
-
-class SecurityHeaders:
-    """Adds `SECURITY_HEADERS` to every answer (page, API, refusal), unless the answer set its own."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
-        async def with_headers(message: Any) -> None:
-            if message["type"] == "http.response.start":
-                present = {name.lower() for name, _ in message.get("headers", [])}
-                extra = [(name, value) for name, value in SECURITY_HEADERS if name not in present]
-                message = {**message, "headers": [*message.get("headers", []), *extra]}
-            await send(message)
-
-        await self.app(scope, receive, with_headers)
