@@ -343,7 +343,8 @@ class DoorConfig:
         naming the first bad value."""
         from bli_memory.door.indexes import IndexLimits
 
-        index_dir = index_folder(args.index_dir, args.db, env)  # a bad --db file name is said first
+        # a bad --db file name is said before any bad variable, as when the store opened first
+        index_dir = index_folder(args.index_dir, args.db, env)
         return cls(
             store=StoreConfig.from_env(DbLocation.from_env(args.db, env), env),
             max_pages=int(env[ENV_MAX_PAGES]) if env.get(ENV_MAX_PAGES, "").isdigit() else None,
