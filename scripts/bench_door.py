@@ -655,12 +655,13 @@ def scale_start_parts(url: str, tag: str) -> dict[str, float]:
     """Where a door's start goes, in-process and one part at a time, as `serve` and its warm-up do
     them: the embedder, the store, which spaces to warm, the space's rows for the keyword index,
     and the index's build (on PostgreSQL the vectors stay in the server: nothing else is built)."""
+    from bli_memory.door.config import EmbedderConfig
     from bli_memory.door.embed import door_embedder
     from bli_memory.door.keyword import KeywordIndex
 
     parts: dict[str, float] = {}
     started = time.perf_counter()
-    door_embedder("onnx", env=os.environ)
+    door_embedder(EmbedderConfig.from_env("onnx", os.environ))
     parts["embedder"] = time.perf_counter() - started
     started = time.perf_counter()
     store = open_store(url)

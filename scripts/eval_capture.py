@@ -69,7 +69,7 @@ from typing import Any
 
 import local_door  # scripts/local_door.py
 
-from bli_memory.door.librarian import ENV_LLM_KEY, ENV_LLM_MODEL, ENV_LLM_URL
+from bli_memory.door.config import ENV_LLM_KEY, ENV_LLM_MODEL, ENV_LLM_URL
 from bli_memory.hooks import prompt as prompt_hook
 from bli_memory.hooks.stop import SAVE_METADATA
 from bli_memory.hooks.trivial import identifiers

@@ -73,6 +73,7 @@ import numpy as np
 
 from bli_memory.door import exchanges, jobs, keyword, librarian, ranking
 from bli_memory.door import memories as memories_module
+from bli_memory.door.config import LlmConfig
 from bli_memory.door.embed import Embedder, Kind, load_embedder
 from bli_memory.door.memories import MemoryService
 from bli_memory.door.model import Memory, now_s
@@ -254,7 +255,7 @@ def unresolved(sample: dict[str, Any], known: set[Turn]) -> int:
 
 
 #: the extractor a door's worker runs when no LLM is configured (the deterministic librarian).
-EXTRACT = librarian.extractor_from_env({})
+EXTRACT = librarian.extractor_for(LlmConfig())
 #: the metadata field of a `--pipeline` exchange that lists its turns' dialogue ids ("D1:3").
 DIALOGUE_FIELD = "dialogue"
 

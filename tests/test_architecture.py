@@ -4,9 +4,10 @@
   still a dependency).
 - The client side (hooks, commands, the MCP server, the daemon, the client core) never imports the
   door: a client install has none of the door's dependencies.
-- The door never imports the client core. It may use three shared modules: `wire` (the HTTP/1.1
+- The door never imports the client core. It may use four shared modules: `wire` (the HTTP/1.1
   client, through which the librarian reaches an LLM endpoint), `settings` (the session file the
-  door writes when it pairs the local user) and `paths` (the user's home and data folders).
+  door writes when it pairs the local user), `paths` (the user's home and data folders) and
+  `errors` (the command-line error both programs raise).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import bli_memory
 
 PACKAGE_ROOT = Path(bli_memory.__file__).parent
 #: the shared modules (and their submodules) the door may import; the root package gives `__version__`.
-DOOR_MAY_IMPORT = ("bli_memory.wire", "bli_memory.settings", "bli_memory.paths")
+DOOR_MAY_IMPORT = ("bli_memory.wire", "bli_memory.settings", "bli_memory.paths", "bli_memory.errors")
 
 
 def _module_name(path: Path) -> str:

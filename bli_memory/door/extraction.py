@@ -11,9 +11,12 @@ the same text would do it again) and starts a fresh child for the next.
 
 Protocol: one JSON object a line each way over the child's stdin/stdout. The door sends
 ``{"text": ..., "cpu_s": ...}``; the child answers ``{"facts": [...], "by": "llm"|"deterministic",
-"fallback": reason|null}`` or ``{"error": one line}``. The child inherits the door's environment (the
-LLM endpoint and key travel there, never in argv) and builds the same extractor
-(`extractor_from_env`).
+"fallback": reason|null}`` or ``{"error": one line}``.
+
+The child is a program of its own, so it is a composition root too: it inherits the door's
+environment (the LLM endpoint and key travel there, never in argv), reads its one part of the door's
+configuration from it once (`LlmConfig.from_env`) and builds the same extractor (`extractor_for`).
+The job's CPU budget (`BLI_MEMORY_JOB_CPU_S`, read by `door/config.py`) comes with each job.
 """
 
 from __future__ import annotations
@@ -29,14 +32,10 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from bli_memory.door.librarian import ExtractorName, extractor_from_env
+from bli_memory.door.config import DEFAULT_JOB_CPU_S, LlmConfig
+from bli_memory.door.librarian import ExtractorName, extractor_for
 from bli_memory.door.librarian.llm import LLM_TIMEOUT_S
 
-#: CPU seconds one job's extraction may use (`BLI_MEMORY_JOB_CPU_S`). The rule-based librarian takes
-#: about 0.2 s for the largest exchange a save accepts (100 000 characters); the LLM extractor waits
-#: on the network, which costs no CPU.
-DEFAULT_JOB_CPU_S = 5.0
-ENV_JOB_CPU_S = "BLI_MEMORY_JOB_CPU_S"
 #: a child that answers nothing this long after its budget plus the LLM's own deadline is stuck
 #: (not computing: the CPU budget would have ended it) and is killed.
 WALL_MARGIN_S = 10.0
@@ -51,19 +50,6 @@ class OverBudget(Exception):
 
 class ChildFailed(Exception):
     """The child died or answered nonsense for another reason (one line, no text of the job)."""
-
-
-def parse_cpu_budget(raw: str) -> float:
-    """A budget from `BLI_MEMORY_JOB_CPU_S` (empty: the default); ValueError with one sentence."""
-    if not raw.strip():
-        return DEFAULT_JOB_CPU_S
-    try:
-        value = float(raw)
-    except ValueError:
-        value = float("nan")
-    if not 0.01 <= value <= 3600:  # also refuses nan
-        raise ValueError(f"{ENV_JOB_CPU_S} must be a number of CPU seconds from 0.01 to 3600, not {raw!r}")
-    return value
 
 
 class ExtractorProcess:
@@ -179,7 +165,7 @@ def _ended(returncode: int) -> str:
 def serve(stdin: Any, stdout: Any) -> None:
     """The child's loop: a job a line in, an answer a line out, until stdin closes."""
     fallback: list[str] = []
-    extract = extractor_from_env(os.environ, on_fallback=fallback.append)
+    extract = extractor_for(LlmConfig.from_env(os.environ), on_fallback=fallback.append)
     stdout.write(READY + "\n")
     stdout.flush()
     for line in stdin:

@@ -45,8 +45,6 @@ if TYPE_CHECKING:
 PROGRESS_LINE_INTERVAL_S = 5.0
 #: on a terminal, the live progress line is redrawn at most this often.
 PROGRESS_REDRAW_S = 0.1
-#: test hook: sleep this long after each copied batch, so a test can interrupt a run part-way.
-PAUSE_ENV = "BLI_MEMORY_MIGRATE_PAUSE_S"
 #: a table's checksum is the sum of its rows' digests modulo 2**(8 * this).
 DIGEST_BYTES = 16
 POSTGRES_SCHEMES = ("postgres", "postgresql")
@@ -68,7 +66,7 @@ class MigrateError(Exception):
 
 @dataclass(frozen=True)
 class DoorLocks:
-    """How a SQLite file's door is found and kept out: the pid file `serve` holds (door/cli.py)."""
+    """How a SQLite file's door is found and kept out: the pid file `serve` holds (door/cli/pidfile.py)."""
 
     #: a line naming the door that serves a file, or None.
     serving: Callable[[Path], str | None]
@@ -461,13 +459,6 @@ def _raise_keyboard_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def _pause_s(env: Mapping[str, str]) -> float:
-    try:
-        return max(0.0, float(env.get(PAUSE_ENV, "") or 0))
-    except ValueError:
-        return 0.0
-
-
 def _refuse_early(source: Endpoint, dest: Endpoint, locks: DoorLocks) -> None:
     """Refusals that need no store opened: the same store twice, a missing or served source file."""
     if same_store(source, dest):
@@ -524,13 +515,14 @@ def run(
     dest_text: str,
     *,
     batch: int,
-    env: Mapping[str, str],
+    pause_s: float,
     out: TextIO,
     err: TextIO,
     locks: DoorLocks,
 ) -> int:
-    """The whole command: check, copy, verify. One-line errors are MigrateError (status 2 for a
-    wrong argument, else 1); an interruption returns 130."""
+    """The whole command: check, copy, verify, sleeping `pause_s` after each copied batch (a test
+    hook, `BLI_MEMORY_MIGRATE_PAUSE_S`). One-line errors are MigrateError (status 2 for a wrong
+    argument, else 1); an interruption returns 130."""
     source_side, dest_side = endpoint(source_text, "--from"), endpoint(dest_text, "--to")
     _refuse_early(source_side, dest_side, locks)
     dest_lock: int | None = None
@@ -555,7 +547,7 @@ def run(
             f"bli-memory-door: migrating {source_side.label} -> {dest_side.label} ({batch:,} rows a batch)\n"
         )
         held = check_destination(source, dest, batch, progress)
-        _copy_all(source, dest, held, batch, progress, tally, _pause_s(env))
+        _copy_all(source, dest, held, batch, progress, tally, pause_s)
         verdicts = verify(source, dest, batch, progress)
     except KeyboardInterrupt:
         progress.abandon(show=True)

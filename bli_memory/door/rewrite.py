@@ -33,20 +33,13 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from bli_memory.door.librarian.llm import (
-    ENV_LLM_KEY,
-    ENV_LLM_MODEL,
-    ENV_LLM_URL,
-    LibrarianError,
-    chat_url,
-    post_chat,
-)
+from bli_memory.door.config import LlmConfig
+from bli_memory.door.librarian.llm import LibrarianError, chat_url, post_chat
 from bli_memory.door.model import Hit
 
-ENV_REWRITE = "BLI_MEMORY_QUERY_REWRITE"
 #: the longest one rewrite may take when the request sets no budget of its own
 REWRITE_DEADLINE_S = 1.5
 #: a budget shorter than this is not worth a call (a chat model rarely answers faster)
@@ -172,13 +165,12 @@ class QuestionRewriter:
         return statement
 
 
-def rewriter_from_env(env: Mapping[str, str]) -> QuestionRewriter | None:
-    """The door's rewriter: on when the librarian's chat endpoint is configured, unless switched off."""
-    url = env.get(ENV_LLM_URL, "").strip()
-    model = env.get(ENV_LLM_MODEL, "").strip()
-    if not url or not model or env.get(ENV_REWRITE, "1").strip() == "0":
+def rewriter_for(llm: LlmConfig, *, enabled: bool) -> QuestionRewriter | None:
+    """The door's rewriter: on when the librarian's chat endpoint is configured, unless switched off
+    (`enabled` False: `BLI_MEMORY_QUERY_REWRITE=0`)."""
+    if not llm.configured or not enabled:
         return None
-    return QuestionRewriter(url, model, env.get(ENV_LLM_KEY) or None)
+    return QuestionRewriter(llm.url, llm.model, llm.key)
 
 
 def fuse_hits(first: Sequence[Hit], second: Sequence[Hit], limit: int) -> list[Hit]:

@@ -1,4 +1,4 @@
-"""`bli-memory-door`'s command line (`door/cli.py`): `serve` and its autopairing, `pair`, `tokens`,
+"""`bli-memory-door`'s command line (`door/cli/`): `serve` and its autopairing, `pair`, `tokens`,
 `--help`, start-up errors, and its edges (a bad port, a missing database, a name with a newline,
 autopair after the database was reset). Real subprocesses on a temporary HOME."""
 
@@ -195,7 +195,7 @@ def test_help_is_helpful(tmp_path: Path) -> None:
 def test_the_listening_socket_says_tcp_so_answers_are_not_held_by_nagle() -> None:
     """asyncio sets TCP_NODELAY on accepted sockets only when the listener's proto is TCP; without it
     every answer waited for the client's delayed ACK (measured: 44 ms per /healthz, 2 ms with it)."""
-    from bli_memory.door.cli import _bind
+    from bli_memory.door.cli.serve import _bind
 
     sock = _bind("127.0.0.1", 0)
     try:

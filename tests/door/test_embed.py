@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from bli_memory.door import embed
+from bli_memory.door.config import EmbedderConfig
 from bli_memory.door.embed import (
     EmbedderUnavailable,
     EmbedError,
@@ -64,7 +65,7 @@ FLUX_VECTOR_HEAD = [-0.00254, -0.08966, -0.00866, -0.01678, 0.05634, -0.08328]
 
 def test_the_package_ships_the_tokenizer_the_vectors_were_made_with(minilm: OnnxEmbedder) -> None:
     """`pip install 'bli-memory[door]'` alone gives search by meaning: the tokenizer is package data."""
-    folder = Path(embed.__file__).resolve().parent / "models" / "all-MiniLM-L6-v2"
+    folder = Path(embed.__file__).resolve().parent / "embedding_model" / "all-MiniLM-L6-v2"
     assert embed.PACKAGED_TOKENIZER.parent == folder and embed.PACKAGED_TOKENIZER.name == "tokenizer.json"
     assert hashlib.sha256(embed.PACKAGED_TOKENIZER.read_bytes()).hexdigest() == TOKENIZER_SHA256
     assert "Apache License" in (folder / "LICENSE").read_text(encoding="utf-8")
@@ -136,7 +137,7 @@ def test_the_door_falls_back_only_when_nothing_chose_the_embedder(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(embed, "PACKAGED_TOKENIZER", tmp_path / "gone.json")
-    embedder, warning = door_embedder(None, env={})
+    embedder, warning = door_embedder(EmbedderConfig.from_env(None, {}))
     assert isinstance(embedder, NoneEmbedder)
     assert warning is not None and "lacks the model's tokenizer" in warning
     assert warning.endswith("serving keyword + recency") and "\n" not in warning
@@ -147,9 +148,9 @@ def test_the_door_falls_back_only_when_nothing_chose_the_embedder(
         ("word2vec", {}, "unknown embedder 'word2vec'"),
     ]:
         with pytest.raises(EmbedderUnavailable) as raised:
-            door_embedder(spec, env=env)
+            door_embedder(EmbedderConfig.from_env(spec, env))
         assert named in str(raised.value) and "\n" not in str(raised.value)
-    none, warning = door_embedder("none", env={})
+    none, warning = door_embedder(EmbedderConfig.from_env("none", {}))
     assert isinstance(none, NoneEmbedder) and warning is None
 
 

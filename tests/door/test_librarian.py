@@ -22,6 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bli_memory.door import librarian
+from bli_memory.door.config import LlmConfig
 from bli_memory.door.librarian import (
     MAX_FACT_CHARS,
     MAX_FACTS_PER_TEXT,
@@ -31,7 +32,7 @@ from bli_memory.door.librarian import (
     Neighbour,
     decide,
     extract_facts,
-    extractor_from_env,
+    extractor_for,
 )
 from tests.helpers import imports_of, served_locally, sibling_imports
 
@@ -489,13 +490,16 @@ def test_llm_extractor_reports_an_unreachable_endpoint() -> None:
 
 
 def test_extractor_from_env_is_deterministic_without_llm_settings() -> None:
-    extract = extractor_from_env({"BLI_MEMORY_LLM_URL": "http://127.0.0.1:9"})
+    extract = extractor_for(LlmConfig.from_env({"BLI_MEMORY_LLM_URL": "http://127.0.0.1:9"}))
     assert extract(EXCHANGE) == (["We decided to use Postgres 16."], "deterministic")
 
 
 def test_extractor_from_env_uses_the_llm_when_configured(stand_in: StandIn) -> None:
     env = {"BLI_MEMORY_LLM_URL": stand_in.url, "BLI_MEMORY_LLM_MODEL": "m", "BLI_MEMORY_LLM_KEY": "sk-k"}
-    assert extractor_from_env(env)(EXCHANGE) == (["We use Postgres 16.", "Deploys need approval."], "llm")
+    assert extractor_for(LlmConfig.from_env(env))(EXCHANGE) == (
+        ["We use Postgres 16.", "Deploys need approval."],
+        "llm",
+    )
     assert stand_in.requests[0]["authorization"] == "Bearer sk-k"
 
 
@@ -504,7 +508,7 @@ def test_extractor_from_env_falls_back_to_deterministic_on_failure(stand_in: Sta
     stand_in.mode = mode
     reasons: list[str] = []
     env = {"BLI_MEMORY_LLM_URL": stand_in.url, "BLI_MEMORY_LLM_MODEL": "m", "BLI_MEMORY_LLM_KEY": "sk-k"}
-    facts, which = extractor_from_env(env, on_fallback=reasons.append)(EXCHANGE)
+    facts, which = extractor_for(LlmConfig.from_env(env), on_fallback=reasons.append)(EXCHANGE)
     assert (facts, which) == (["We decided to use Postgres 16."], "deterministic")
     assert len(reasons) == 1 and "deterministic" in reasons[0] and "sk-k" not in reasons[0]
 

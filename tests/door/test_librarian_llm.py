@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from bli_memory.door.librarian import LibrarianError, LlmExtractor, extract_facts, extractor_from_env
+from bli_memory.door.config import LlmConfig
+from bli_memory.door.librarian import LibrarianError, LlmExtractor, extract_facts, extractor_for
 from bli_memory.door.librarian.llm import LLM_SYSTEM_PROMPT
 from tests.helpers import DoorProcess, served_locally
 
@@ -156,7 +157,7 @@ def test_a_malformed_or_contract_breaking_answer_is_an_error(
 def test_the_door_falls_back_to_the_deterministic_extractor(stand_in: StandIn, answer: str) -> None:
     stand_in.answer = answer
     reasons: list[str] = []
-    facts, which = extractor_from_env(llm_env(stand_in), on_fallback=reasons.append)(EXCHANGE)
+    facts, which = extractor_for(LlmConfig.from_env(llm_env(stand_in)), on_fallback=reasons.append)(EXCHANGE)
     assert (facts, which) == (extract_facts(EXCHANGE), "deterministic")
     assert len(reasons) == 1 and reasons[0].endswith("used the deterministic extractor")
 

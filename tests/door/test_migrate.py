@@ -21,8 +21,9 @@ from typing import Any
 import numpy as np
 import pytest
 
+from bli_memory.door.config import ENV_MIGRATE_PAUSE_S as PAUSE_ENV
 from bli_memory.door.hook_stats import hour_name
-from bli_memory.door.migrate import PAUSE_ENV, Progress, TableSum, canonical_row, mask_url, row_digest
+from bli_memory.door.migrate import Progress, TableSum, canonical_row, mask_url, row_digest
 from bli_memory.door.model import hash_text, now_s
 from bli_memory.door.store import open_store
 from bli_memory.door.store.base import COPY_TABLES, NewVersion, Store, key_of

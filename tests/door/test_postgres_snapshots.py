@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from bli_memory.door.cli import index_folder
+from bli_memory.door.config import index_folder
 from bli_memory.door.indexes import IndexLimits
 from bli_memory.door.memories import MemoryService
 from bli_memory.door.model import Principal

@@ -6,15 +6,13 @@ The door's job worker calls it; it holds no store. `extract` (deterministic extr
 for an OpenAI-compatible chat endpoint that falls back to `extract`. `words` is their shared tokenizer.
 """
 
+from bli_memory.door.config import ENV_LLM_KEY, ENV_LLM_MODEL, ENV_LLM_URL
 from bli_memory.door.librarian.extract import MAX_FACT_CHARS, MAX_FACTS_PER_TEXT, extract_facts
 from bli_memory.door.librarian.llm import (
-    ENV_LLM_KEY,
-    ENV_LLM_MODEL,
-    ENV_LLM_URL,
     ExtractorName,
     LibrarianError,
     LlmExtractor,
-    extractor_from_env,
+    extractor_for,
 )
 from bli_memory.door.librarian.reconcile import Action, Decision, Neighbour, decide
 
@@ -32,5 +30,5 @@ __all__ = [
     "Neighbour",
     "decide",
     "extract_facts",
-    "extractor_from_env",
+    "extractor_for",
 ]

@@ -3,7 +3,7 @@
 Unlike the rest of the librarian this does I/O: it posts the exchange through `wire/http.py` under one
 absolute deadline. Its prompt states the deterministic extractor's contract, and its facts pass the
 same rules afterwards (:func:`~bli_memory.door.librarian.lasting.breaks_contract`).
-:func:`extractor_from_env` picks it when configured and falls back to
+:func:`extractor_for` picks it when configured and falls back to
 :func:`~bli_memory.door.librarian.extract.extract_facts` on any failure.
 """
 
@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, Literal
 
+from bli_memory.door.config import LlmConfig
 from bli_memory.door.librarian.extract import MAX_FACT_CHARS, MAX_FACTS_PER_TEXT, extract_facts
 from bli_memory.door.librarian.lasting import breaks_contract
 from bli_memory.door.librarian.words import fact_key
@@ -24,9 +25,6 @@ LLM_TIMEOUT_S = 20.0
 LLM_MAX_INPUT_CHARS = 24_000
 #: the endpoint's answer is capped so a broken peer cannot exhaust memory.
 LLM_RESPONSE_CAP_BYTES = 1024 * 1024
-ENV_LLM_URL = "BLI_MEMORY_LLM_URL"
-ENV_LLM_MODEL = "BLI_MEMORY_LLM_MODEL"
-ENV_LLM_KEY = "BLI_MEMORY_LLM_KEY"
 
 ExtractorName = Literal["llm", "deterministic"]
 
@@ -183,29 +181,24 @@ class LlmExtractor:
         return _validated_facts(payload)
 
 
-def extractor_from_env(
-    env: Mapping[str, str] | None = None,
+def extractor_for(
+    config: LlmConfig,
     *,
     on_fallback: Callable[[str], None] | None = None,
 ) -> Callable[[str], tuple[list[str], ExtractorName]]:
     """The extractor the door's worker should run: ``text -> (facts, "llm" | "deterministic")``.
 
-    The LLM runs when ``BLI_MEMORY_LLM_URL`` and ``BLI_MEMORY_LLM_MODEL`` are set
-    (``BLI_MEMORY_LLM_KEY`` optional); any :class:`LibrarianError` falls back to
-    :func:`extract_facts` and, when given, ``on_fallback`` hears the one-line reason (never the key).
+    The LLM runs when the chat endpoint is configured (``config.configured``: its URL and model;
+    the key is optional); any :class:`LibrarianError` falls back to :func:`extract_facts` and, when
+    given, ``on_fallback`` hears the one-line reason (never the key).
     """
-    import os
-
-    environ = os.environ if env is None else env
-    url = environ.get(ENV_LLM_URL, "").strip()
-    model = environ.get(ENV_LLM_MODEL, "").strip()
-    if not url or not model:
+    if not config.configured:
 
         def deterministic(text: str) -> tuple[list[str], ExtractorName]:
             return extract_facts(text), "deterministic"
 
         return deterministic
-    llm = LlmExtractor(url, model, api_key=environ.get(ENV_LLM_KEY) or None)
+    llm = LlmExtractor(config.url, config.model, api_key=config.key)
 
     def with_fallback(text: str) -> tuple[list[str], ExtractorName]:
         started = time.monotonic()
