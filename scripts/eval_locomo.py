@@ -72,12 +72,12 @@ from typing import Any
 import numpy as np
 
 from bli_memory.door import exchanges, jobs, keyword, librarian, ranking
-from bli_memory.door import memories as memories_module
 from bli_memory.door.config import LlmConfig
 from bli_memory.door.embed import Embedder, Kind, load_embedder
 from bli_memory.door.memories import MemoryService
 from bli_memory.door.model import Memory, now_s
 from bli_memory.door.rewrite import QuestionRewriter, fuse_hits
+from bli_memory.door.service import writer as door_writer
 from bli_memory.door.store.base import Store
 from bli_memory.door.store.sqlite import SqliteStore
 from bli_memory.door.store.urls import mask_url
@@ -283,12 +283,12 @@ def turn_pairs(turns: list[dict[str, Any]]) -> list[tuple[int, int | None]]:
 @contextlib.contextmanager
 def door_clock(at: float) -> Iterator[None]:
     """The door's clock reads `at` for the duration: a job run now writes as if run then."""
-    real = memories_module.now_s
-    memories_module.now_s = lambda: at  # type: ignore[assignment]
+    real = door_writer.now_s
+    door_writer.now_s = lambda: at  # type: ignore[assignment]
     try:
         yield
     finally:
-        memories_module.now_s = real  # type: ignore[assignment]
+        door_writer.now_s = real  # type: ignore[assignment]
 
 
 def load_pipeline(memories: MemoryService, principal: Any, sample: dict[str, Any]) -> Conversation:

@@ -23,7 +23,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bli_memory.door.model import Memory
 
 #: a stored exchange's metadata `source`.
 EXCHANGE_SOURCE = "exchange"
@@ -61,6 +64,16 @@ def is_exchange(kind: str, custom_id: str | None, metadata: dict[str, Any] | Non
         and isinstance(metadata, dict)
         and metadata.get("source") == EXCHANGE_SOURCE
     )
+
+
+def is_stored_exchange(memory: Memory) -> bool:
+    """Whether a stored row is a stored exchange (`is_exchange` of its kind, customId and metadata)."""
+    return is_exchange(memory.kind, memory.custom_id, memory.metadata)
+
+
+def fact_exchange(memory: Memory) -> str | None:
+    """The key of the stored exchange a distilled fact came from (None for any other memory)."""
+    return exchange_of(memory.metadata) if memory.kind == "memory" else None
 
 
 def exchange_of(metadata: dict[str, Any] | None) -> str | None:

@@ -1,17 +1,18 @@
 """The extraction worker: turns queued `save {extract: true}` rows into reconciled facts, and keeps
 the exchange itself as a document linked both ways with them (`door/exchanges.py`).
 
-One thread inside the door, and one child process (`door/extraction.py`). Jobs are claimed in a
-round over the devices that have some waiting (`Store.claim_job`), so one device's backlog never
-holds the others' back. A claimed job's text is distilled into facts by the librarian in the child,
-under a CPU budget per job (a job over it fails with that reason, and the queue goes on), so the
-door's threads never wait for the GIL behind the rules. Each fact is then reconciled against the
-space's facts and written in a transaction of its own together with the job's progress, and the
-exchange kept with the job's `done` mark in a last one: searches wait for one fact's writes at
-most, never for a whole job. A door killed mid-job, or a job retried after an error, goes on after
-the facts it committed, with the same facts (`requeue_interrupted_jobs` puts it back in the
-queue): each fact is applied once, never twice. A job whose device is revoked (before it starts or
-while it runs) is cancelled and writes nothing more.
+One thread inside the door, and one child process (`door/extraction.py`). The thread reaches the
+store only through the memory service (`MemoryService`: the job queue, the writes, the stored
+exchange). Jobs are claimed in a round over the devices that have some waiting (`Store.claim_job`),
+so one device's backlog never holds the others' back. A claimed job's text is distilled into facts
+by the librarian in the child, under a CPU budget per job (a job over it fails with that reason, and
+the queue goes on), so the door's threads never wait for the GIL behind the rules. Each fact is then
+reconciled against the space's facts and written in a transaction of its own together with the
+job's progress, and the exchange kept with the job's `done` mark in a last one: searches wait for
+one fact's writes at most, never for a whole job. A door killed mid-job, or a job retried after an
+error, goes on after the facts it committed, with the same facts (`requeue_interrupted_jobs` puts it
+back in the queue): each fact is applied once, never twice. A job whose device is revoked (before it
+starts or while it runs) is cancelled and writes nothing more.
 
 The same thread tombstones stored exchanges older than the door's retention (at start, then every
 RETENTION_SWEEP_INTERVAL_S), in batches; the facts distilled from them stay. With them it deletes the
@@ -24,18 +25,16 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from bli_memory.door import exchanges, hook_stats, librarian
-from bli_memory.door.embed import Embedder, Kind
 from bli_memory.door.errors import exception_line
 from bli_memory.door.extraction import DEFAULT_JOB_CPU_S, ExtractorProcess, OverBudget
-from bli_memory.door.memories import RETENTION_BATCH, MemoryService, write_snapshots_saying
+from bli_memory.door.memories import MemoryService, write_snapshots_saying
 from bli_memory.door.model import Hit, Job, JobOutcome, Principal, now_s
+from bli_memory.door.service.stored_exchanges import RETENTION_BATCH
 
 #: a job that failed (or was interrupted) this many times is given up.
 JOB_MAX_ATTEMPTS = 3
@@ -60,18 +59,21 @@ Extractor = Callable[[str], tuple[list[str], str]]
 
 def run_job(memories: MemoryService, job: Job, extract: Extractor) -> JobOutcome | None:
     """Extract, reconcile and apply one job: each fact in a transaction of its own with the job's
-    progress, then the exchange and the `done` mark in a last one.
+    progress, then the exchange and the `done` mark in a last one (`MemoryService.finish_job`).
 
     A transaction per fact, not one for the whole job: searches wait for the memory service's lock
     while a transaction is open, and a whole job's reconciling (up to MAX_FACTS_PER_TEXT neighbour
     searches and writes) held it for hundreds of milliseconds. The progress kept with each fact (the
     facts, how many are applied, the ids written, the counts) lets a job resumed after a crash or a
-    retry go on after the facts it applied, with the same facts, so each is applied once.
+    retry go on after the facts it applied, with the same facts, so each is applied once. Each
+    fact's vectors (its neighbour search embeds it as a query, its save as a passage) are computed
+    before its transaction (`MemoryService.prefetch`): tens of milliseconds on a busy machine that
+    searches would otherwise wait for.
 
     None when the job was cancelled (its device revoked): nothing is written for it after that."""
-    if not memories.store.job_may_write(job):  # spare the extractor a cancelled job's text
+    if not memories.job_may_write(job):  # spare the extractor a cancelled job's text
         return None
-    principal = memories.store.principal_for_job(job)
+    principal = memories.principal_for_job(job)
     progress = _resumed_progress(job)
     if progress is None:
         started = time.perf_counter()
@@ -84,73 +86,19 @@ def run_job(memories: MemoryService, job: Job, extract: Extractor) -> JobOutcome
     metadata = exchanges.fact_metadata(job_metadata, exchanges.exchange_key(job.content))
     exchange_vector = memories.exchange_vector(principal, job.container_tag, job.content)
     written = set(progress.written)  # one exchange's facts are all current: none supersedes another
-    prefetched = PrefetchedEmbedder.of(memories)
     while progress.applied < len(progress.facts):
         fact = progress.facts[progress.applied]
-        if prefetched is not None:  # the fact's vectors, before the lock (tens of ms on a busy machine)
-            prefetched.prefetch([(fact, "query"), (fact, "passage")])
+        memories.prefetch([(fact, "query"), (fact, "passage")])
         with memories.transaction():
-            if not memories.store.job_may_write(job):  # revoked meanwhile: final under this transaction
+            if not memories.job_may_write(job):  # revoked meanwhile: final under this transaction
                 return None
             root = _apply_fact(memories, principal, job, fact, metadata, outcome, written)
             progress.advance(root, written, outcome)
-            memories.store.keep_job_progress(job.id, progress.to_json())
+            memories.keep_job_progress(job.id, progress.to_json())
         time.sleep(BETWEEN_FACTS_S)  # a request waiting for the lock takes it now, not after the job
-    with memories.transaction():
-        if not memories.store.job_may_write(job):
-            return None
-        memories.save_exchange(
-            principal,
-            job.container_tag,
-            job.content,
-            metadata=exchanges.document_metadata(job.metadata, job.id, progress.roots),
-            created_at=job.created_at,
-            vector=exchange_vector,
-        )
-        outcome.reconcile_ms = round((time.perf_counter() - started) * 1000)  # this run's
-        memories.store.finish_job(job.id, outcome.to_json())
+    if not memories.finish_job(principal, job, progress.roots, exchange_vector, outcome, started):
+        return None
     return outcome
-
-
-class PrefetchedEmbedder:
-    """The memory service's embedder, answering from vectors the worker computed before it took the
-    lock: a fact's neighbour search embeds it as a query and its save as a passage, both inside the
-    fact's transaction, where searches wait for them. Each text is embedded alone, as the service
-    would, so the vectors are the same; any other text goes to the embedder as before."""
-
-    def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.dim = inner.dim
-        self._ready: dict[tuple[str, str], np.ndarray] = {}
-
-    @classmethod
-    def of(cls, memories: MemoryService) -> PrefetchedEmbedder | None:
-        """The service's prefetching embedder, put in place on first use; None without vectors."""
-        embedder = memories.embedder
-        if embedder is None or embedder.dim == 0:
-            return None
-        if not isinstance(embedder, cls):
-            embedder = cls(embedder)
-            memories.embedder = embedder
-        return embedder
-
-    def prefetch(self, texts: list[tuple[str, Kind]]) -> None:
-        """Embed each (text, kind) now, outside the lock; the ones before are let go. A failing
-        embedder leaves it to the service, which handles the failure as always."""
-        ready: dict[tuple[str, str], np.ndarray] = {}
-        try:
-            for text, kind in texts:
-                ready[(text, kind)] = self.inner.embed([text], kind=kind)[0]
-        except Exception:
-            ready = {}
-        self._ready = ready
-
-    def embed(self, texts: Sequence[str], *, kind: Kind) -> np.ndarray:
-        ready = self._ready
-        if texts and all((text, kind) in ready for text in texts):
-            return np.vstack([ready[(text, kind)] for text in texts])
-        return self.inner.embed(texts, kind=kind)
 
 
 @dataclass
@@ -295,7 +243,6 @@ class ExtractionWorker:
         job_cpu_s: float = DEFAULT_JOB_CPU_S,
     ) -> None:
         self.memories = memories
-        self.store = memories.store
         self.log = log or sys.stderr
         self.exchange_retention_days = exchange_retention_days
         self._next_sweep = 0.0  # monotonic; the first pass of the loop sweeps
@@ -323,7 +270,7 @@ class ExtractionWorker:
             else "deterministic"
         )
         self._write(f"bli-memory-door librarian: {chosen}")
-        requeued = self.store.requeue_interrupted_jobs(JOB_MAX_ATTEMPTS)
+        requeued = self.memories.requeue_interrupted_jobs(JOB_MAX_ATTEMPTS)
         if requeued:
             self._write(f"[bli-memory] requeued {requeued} interrupted extract job(s)")
         self._thread.start()
@@ -357,7 +304,7 @@ class ExtractionWorker:
             try:
                 self._drain()
             except Exception as exc:
-                if self.store.is_damage(exc):
+                if self.memories.is_damage(exc):
                     self._write(
                         f"bli-memory-door: the database is damaged ({exc}); background work stopped. "
                         "Stop the door and see 'A damaged database' in docs/door-operations.md"
@@ -369,7 +316,7 @@ class ExtractionWorker:
 
     def _drain(self) -> None:
         while not self._stop.is_set():
-            job = self.store.claim_job(after_device=self._last_device)
+            job = self.memories.claim_job(after_device=self._last_device)
             if job is None:
                 break
             self._last_device = job.device_id  # the next claim goes round to the next device
@@ -415,7 +362,7 @@ class ExtractionWorker:
         before = hook_stats.oldest_kept_hour(now_s())
         total = 0
         while not self._stop.is_set():
-            done = self.store.prune_hook_stats(before, hook_stats.PRUNE_BATCH_ROWS)
+            done = self.memories.prune_hook_stats(before, hook_stats.PRUNE_BATCH_ROWS)
             total += done
             if done < hook_stats.PRUNE_BATCH_ROWS:
                 break
@@ -427,14 +374,14 @@ class ExtractionWorker:
         try:
             outcome = run_job(self.memories, job, self.extract)
         except OverBudget as exc:  # the same text would do it again: no retry
-            self.store.fail_job(job.id, f"stopped: {exc}", retry=False)
+            self.memories.fail_job(job.id, f"stopped: {exc}", retry=False)
             fields = {"job": job.id, "retry": False, "cpu_s": self.extractor.cpu_s}
             self._write(f"[bli-memory] extract job over its CPU budget {json.dumps(fields)}")
             return
         except Exception as exc:
             retry = job.attempts < JOB_MAX_ATTEMPTS
             reason = exception_line(exc).rstrip(": ")
-            self.store.fail_job(job.id, reason, retry=retry)
+            self.memories.fail_job(job.id, reason, retry=retry)
             self._write(f"[bli-memory] extract job failed {json.dumps({'job': job.id, 'retry': retry})}")
             return
         if outcome is None:

@@ -108,7 +108,7 @@ class SpaceVectors:
 
 
 class ExactScores:
-    """Every row's cosine, computed at once with `einsum` (see `MemoryService._vector_candidates`)."""
+    """Every row's cosine, computed at once with `einsum` (see `Candidates.vector_candidates` in `door/service/candidates.py`)."""
 
     def __init__(self, space: SpaceVectors, query: np.ndarray) -> None:
         import numpy as np

@@ -12,11 +12,13 @@ from typing import Any
 
 import pytest
 
-from bli_memory.door import keyword, memories, ranking
+from bli_memory.door import keyword, ranking
 from bli_memory.door.embed import Embedder, load_embedder
 from bli_memory.door.indexes import ANN_MIN_VECTORS_ENV, SNAPSHOT_MIN_MEMORIES_ENV
-from bli_memory.door.memories import SECONDS_PER_DAY, MemoryService
+from bli_memory.door.memories import MemoryService
 from bli_memory.door.model import Principal, now_s
+from bli_memory.door.ranking import SECONDS_PER_DAY
+from bli_memory.door.service import writer
 from tests.door.helpers import device_principal, open_memories
 from tests.helpers import DoorProcess
 
@@ -176,7 +178,7 @@ def test_the_moment_of_the_query_changes_no_score(
         )
     now = [(q, _hits(service, principal, q)) for q in QUERIES]
     # the same search asked 45 days later (nothing saved since): the same hits, the same scores
-    monkeypatch.setattr(memories, "now_s", lambda: saved_at + 45 * SECONDS_PER_DAY)
+    monkeypatch.setattr(writer, "now_s", lambda: saved_at + 45 * SECONDS_PER_DAY)
     later = [(q, _hits(service, principal, q)) for q in QUERIES]
     assert later == now
     service.close()

@@ -136,7 +136,7 @@ def test_a_big_space_without_snapshot_is_searched_exactly_until_its_graph_is_bui
     service.save_many(principal, TAG, FACTS)
     service.close()
     reopened = _service(tmp_path / "memory.db", minilm, folder=False)
-    with reopened._lock:  # the thread cannot copy a row meanwhile: the search is the matrix's
+    with reopened.writer.lock:  # the thread cannot copy a row meanwhile: the search is the matrix's
         exact = _ranking(reopened, principal, QUERIES[0])
         assert isinstance(_vectors_of(reopened, principal), SpaceVectors)
         saved = reopened.save(principal, TAG, "Feline companions nap for most of the afternoon")

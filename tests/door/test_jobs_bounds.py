@@ -226,7 +226,7 @@ class _LockWatch:
         self.under_lock: list[str] = []
 
     def embed(self, texts: Any, *, kind: Any) -> Any:
-        if self.memories._lock._is_owned():  # type: ignore[attr-defined]
+        if self.memories.writer.lock._is_owned():  # type: ignore[attr-defined]
             self.under_lock += list(texts)
         return self.inner.embed(texts, kind=kind)
 

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from bli_memory.door import indexes, memories
+from bli_memory.door import indexes
 from bli_memory.door.embed import load_embedder
 from bli_memory.door.memories import MemoryService
+from bli_memory.door.service import spaces
 from bli_memory.door.store.sqlite import SqliteStore
 from tests.door.helpers import device_principal
 
@@ -20,7 +21,7 @@ CAP = 8
 @pytest.fixture
 def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> MemoryService:
     monkeypatch.setattr(indexes, "SPACE_CACHE_MAX_SPACES", CAP)
-    monkeypatch.setattr(memories, "SPACE_TAGS_CACHE_MAX", CAP)
+    monkeypatch.setattr(spaces, "SPACE_TAGS_CACHE_MAX", CAP)
     embedder, _ = load_embedder("onnx", env={})
     return MemoryService(SqliteStore(tmp_path / "memory.db"), embedder)
 
@@ -36,7 +37,7 @@ def test_searching_many_distinct_tags_keeps_every_cache_bounded(store: MemorySer
         store.search(principal, "repo_busy", "flux")  # in use all along
     assert len(store.indexes._keyword) == CAP
     assert len(store.indexes._vectors) == CAP
-    assert len(store._space_tags) == CAP
+    assert len(store.spaces._tags_cache) == CAP
     assert store.indexes._keyword.get((principal.team_id, "repo_busy")) is busy_index  # never evicted
     assert [hit.memory.content for hit in store.search(principal, "repo_busy", "flux")] == [
         "the busy space deploys with Flux"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bli_memory.door.memories import ImportRow
 from bli_memory.door.model import Principal
+from bli_memory.door.service.transfer import ImportRow
 from tests.door.helpers import open_memories
 
 

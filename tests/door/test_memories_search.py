@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from bli_memory.door.embed import Embedder, NoneEmbedder, load_embedder
-from bli_memory.door.memories import SECONDS_PER_DAY, MemoryService
+from bli_memory.door.memories import MemoryService
 from bli_memory.door.model import Principal, now_s
+from bli_memory.door.ranking import SECONDS_PER_DAY
 from tests.door.helpers import device_principal, open_memories
 
 TAG = "repo-a"

@@ -16,8 +16,9 @@ from bli_memory.door.api.bodies import ExportBody, ImportBody, ImportRowBody, pa
 from bli_memory.door.api.caller import Caller
 from bli_memory.door.api.error_answers import COMMON, WRITES, error_responses
 from bli_memory.door.errors import InvalidRequest
-from bli_memory.door.memories import ImportRow, MemoryService
+from bli_memory.door.memories import MemoryService
 from bli_memory.door.model import Memory
+from bli_memory.door.service.transfer import ImportRow
 
 #: the JSON bytes an export page stops adding rows past (an answer stays well under what a client
 #: reads: 4 MiB).

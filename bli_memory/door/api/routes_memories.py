@@ -29,7 +29,7 @@ from bli_memory.door.api.routes_spaces import pin_json
 from bli_memory.door.errors import InvalidRequest
 from bli_memory.door.memories import MemoryService
 from bli_memory.door.model import is_pinned_metadata, iso
-from bli_memory.door.rewrite import QuestionRewriter, fuse_hits
+from bli_memory.door.rewrite import QuestionRewriter
 
 
 def add_routes(
@@ -46,28 +46,16 @@ def add_routes(
 
     @api.post("/api/memory/search", responses=error_responses(*COMMON))
     def search(body: SearchBody, caller: Caller) -> JSONResponse:
-        hits = memories.search(
+        hits, statement = memories.search_answer(
             caller,
             body.containerTag,
             body.q,
             limit=body.limit,
             threshold=float(body.threshold),
             scope=body.scope,
+            rewriter=rewriter,
+            rewrite_budget_s=None if body.rewriteBudgetMs is None else body.rewriteBudgetMs / 1000.0,
         )
-        statement = None
-        if rewriter is not None:
-            budget_s = None if body.rewriteBudgetMs is None else body.rewriteBudgetMs / 1000.0
-            statement = rewriter.rewrite(body.q, budget_s)
-            if statement is not None:
-                also = memories.search(
-                    caller,
-                    body.containerTag,
-                    statement,
-                    limit=body.limit,
-                    threshold=float(body.threshold),
-                    scope=body.scope,
-                )
-                hits = fuse_hits(hits, also, body.limit)
         answer: dict[str, Any] = {
             "results": [{**hit.to_json(), "scope": memories.scope_of(caller, hit.memory)} for hit in hits],
             "searched": [] if body.scope == "global" else memories.space_tags(caller, body.containerTag),

@@ -558,6 +558,12 @@ class ChangeLogStore(Protocol):
         two servers) never give the same answer; no password or host in it."""
         ...
 
+    def unstamped_snapshot_position(self) -> int | None:
+        """Where a snapshot whose stamp names neither database nor position stands in the change log:
+        0 when the log began with the file that snapshot was written for (SQLite, whose log came in a
+        later schema and starts at 0), None when such a snapshot cannot be placed (PostgreSQL)."""
+        ...
+
     def change_position(self) -> int | None:
         """The change counter up to which `changes_elsewhere` has reported (None before its first
         call): the indexes the service keeps hold every change up to it."""

@@ -398,6 +398,10 @@ class PostgresStore:
                 return OutsideChanges(everything=True, seen=True)
             return self._read_changes(seen, counter, mine, foreign, held)
 
+    def unstamped_snapshot_position(self) -> int | None:
+        """None: every snapshot this store's doors wrote is stamped with its database and position."""
+        return None
+
     def index_identity(self) -> str:
         """Which database this is, for index snapshots kept outside it: the cluster's system
         identifier (when this role may read it: `pg_control_system()`), the database's oid (a

@@ -334,6 +334,11 @@ class SqliteStore:
             row = self._db.execute("SELECT counter, pruned_through FROM bli_changes WHERE id = 1").fetchone()
         return (0, 0) if row is None else (int(row[0]), int(row[1]))
 
+    def unstamped_snapshot_position(self) -> int | None:
+        """0: a snapshot stamped before this file had a change log reflects the file as it was when
+        the log began, at counter 0 (the door that wrote it removed its stamps before writing)."""
+        return 0
+
     def index_identity(self) -> str:
         """The random name this file got when its change log was made (a file made anew at the same
         path gets another; a copy keeps it, and its counter tells an older copy apart)."""
