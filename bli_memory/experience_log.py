@@ -259,6 +259,7 @@ def recent_hook_stats(env: Mapping[str, str], now_s: float) -> list[dict[str, An
     """This machine's hourly hook stats documents of the last `HOOK_STATS_DAYS` days, oldest first,
     as the files hold them; unreadable or foreign files are skipped."""
     from bli_memory.hooks import stats
+    from bli_memory.wire.contract import HOOK_STATS_SCHEMA
 
     folder = Path(stats.stats_dir(env))
     oldest = stats.hour_name(now_s - HOOK_STATS_DAYS * 86_400.0)
@@ -272,7 +273,7 @@ def recent_hook_stats(env: Mapping[str, str], now_s: float) -> list[dict[str, An
             data = json.loads(path.read_text(encoding="utf-8"))
             if (
                 isinstance(data, dict)
-                and data.get("schema") == stats.SCHEMA
+                and data.get("schema") == HOOK_STATS_SCHEMA
                 and data.get("hour") == hour + ":00Z"
             ):
                 documents.append(

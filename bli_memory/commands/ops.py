@@ -66,7 +66,7 @@ def _merge(into: dict[str, Any], counts: Mapping[str, Any]) -> None:
 
 def quantile_edge(durations: Mapping[str, Any], share: float) -> str | None:
     """The histogram bucket that holds the `share` quantile, as text: `≤ 200 ms` or `> 15000 ms`."""
-    from bli_memory.hooks.stats import DURATION_EDGES_MS, bucket_name
+    from bli_memory.wire.contract import DURATION_EDGES_MS, bucket_name
 
     buckets = [(bucket_name(edge), f"≤ {edge} ms") for edge in DURATION_EDGES_MS]
     buckets.append((bucket_name(DURATION_EDGES_MS[-1] + 1), f"> {DURATION_EDGES_MS[-1]} ms"))
@@ -85,6 +85,7 @@ def hook_summary(env: Mapping[str, str], now_s: float, days: int) -> dict[str, A
     """Every hour file of the last `days` days, summed per hook; content-free."""
     from bli_memory.hooks import stats
     from bli_memory.wire import tinyjson
+    from bli_memory.wire.contract import HOOK_STATS_SCHEMA
 
     folder = stats.stats_dir(env)
     oldest = stats.hour_name(now_s - days * 86_400.0)
@@ -104,7 +105,7 @@ def hook_summary(env: Mapping[str, str], now_s: float, days: int) -> dict[str, A
                 data = tinyjson.loads(handle.read())
         except (OSError, ValueError):
             continue
-        if not isinstance(data, dict) or data.get("schema") != stats.SCHEMA:
+        if not isinstance(data, dict) or data.get("schema") != HOOK_STATS_SCHEMA:
             continue
         hours += 1
         for hook, counts in (data.get("hooks") or {}).items():

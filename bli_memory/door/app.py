@@ -53,8 +53,6 @@ from bli_memory.door.memories import ImportRow, MemoryService
 from bli_memory.door.model import (
     MAX_CONTENT_CHARS,
     MAX_ID_CHARS,
-    MAX_LIMIT,
-    MAX_PIN_CHARS,
     MAX_TAG_CHARS,
     RESERVED_TAG_PREFIX,
     Memory,
@@ -68,6 +66,7 @@ from bli_memory.door.model import (
 from bli_memory.door.rewrite import QuestionRewriter, fuse_hits
 from bli_memory.door.server import READ_TIMEOUT_S
 from bli_memory.door.store.base import StoreDamaged, StoreFull, StoreUnavailable
+from bli_memory.wire.contract import MAX_LIMIT, MAX_PIN_CHARS
 
 MAX_BODY_BYTES = 1024 * 1024
 MAX_QUERY_CHARS = 10_000

@@ -52,7 +52,6 @@ from bli_memory.door.indexes import (
 )
 from bli_memory.door.librarian.lasting import lasting_score
 from bli_memory.door.model import (
-    FORGET_CLOSEST_MIN_SIMILARITY,
     PINNED_FIELD,
     Hit,
     Job,
@@ -75,6 +74,7 @@ from bli_memory.door.store.base import (
     Store,
     StoreUnavailable,
 )
+from bli_memory.wire.contract import FORGET_CLOSEST_MIN_SIMILARITY
 
 if TYPE_CHECKING:
     from pathlib import Path

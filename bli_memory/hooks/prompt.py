@@ -23,6 +23,7 @@ from bli_memory.hooks import door, receipt
 from bli_memory.hooks.transcript import clip_utf8
 from bli_memory.hooks.trivial import identifiers
 from bli_memory.secret_scan import might_hold_secret
+from bli_memory.wire.contract import EXCHANGE_FACTS_FIELD, FACT_EXCHANGE_FIELD
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on every hook; mypy reads this constant as True
 if TYPE_CHECKING:
@@ -46,11 +47,6 @@ WINDOW_EDGE_CHARS = 1024
 #: Claude Code caps injected text at 10,000 characters (then replaces it by a file path).
 BLOCK_MAX_CHARS = 8000
 ITEM_MAX_CHARS = 1200
-
-#: a fact's metadata field naming the stored exchange it came from (that document's customId), and
-#: a stored exchange's metadata field listing its facts' root ids; the door's `door/exchanges.py`.
-FACT_EXCHANGE_FIELD = "exchange"
-EXCHANGE_FACTS_FIELD = "facts"
 
 _HOUR_S = 3600.0
 _DAY_S = 86400.0
