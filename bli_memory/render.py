@@ -10,7 +10,7 @@ Rules the output keeps, so an agent reading it can tell facts from documents and
 came from:
 - remembered facts (`kind: "memory"`) and documents are listed apart; a document that is a stored
   exchange (what the Stop hook sent, kept beside the facts distilled from it) says so;
-- each hit shows its id, its full text, its age, its source (container tag)
+- each hit shows its id, its full text, its age, its source (space)
   and its link when the door gives one;
 - cosine similarity is labelled only when the row carries one: a fused `score`
   is never shown as a similarity and a missing value never as 0%;

@@ -506,7 +506,7 @@ def _utc_now() -> _dt.datetime:
 class MemoryTools:
     """The memory operations against one door, rendered for MCP and the human CLI.
 
-    `space` derives the current project's container tag; it runs at most once (it may ask git).
+    `space` derives the current project's space tag; it runs at most once (it may ask git).
     """
 
     def __init__(

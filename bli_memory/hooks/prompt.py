@@ -4,11 +4,12 @@ Order matters for cost: the trivial-prompt rule runs first on the text alone (no
 then pairing, then one search (top 5, similarity ≥ 0.55; a row without a similarity only when it
 contains an identifier the prompt names, see `recalled_rows`). Zero hits prints nothing — the model must
 never reason about a "no memories" line, which would read the same as an unreachable store. A
-failed recall is silent on stdout too (BLI-3730): the receipt on stderr says why.
+failed recall is silent on stdout too: the receipt on stderr says why.
 
-The door keeps each exchange the Stop hook sent as a document beside the facts distilled from it. The
-block prefers facts: a document is shown only when no fact from it is already shown (`prefer_facts`),
-so a turn the librarian missed is still recalled, and one it distilled is not shown twice.
+The door keeps each exchange the Stop hook sent as a stored exchange (kind `document`) beside the
+facts distilled from it. The block prefers facts: a stored exchange is shown only when no fact from it
+is already shown (`prefer_facts`), so a turn the librarian missed is still recalled, and one it
+distilled is not shown twice.
 
 The block (and session-start's, which reuses `render_block`) carries this store's marker `[bli]` on
 every line, so the live A/B (this store against another memory store, both answering the same agents)
