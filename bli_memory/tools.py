@@ -18,7 +18,15 @@ from typing import TYPE_CHECKING, Any
 
 from bli_memory import render
 from bli_memory.settings import ENV_URL, Settings
-from bli_memory.wire.contract import FORGET_CLOSEST_MIN_SIMILARITY, MAX_LIMIT, MAX_PIN_CHARS, MEMORY_ID_PREFIX
+from bli_memory.wire.contract import (
+    FORGET_CLOSEST_MIN_SIMILARITY,
+    MAX_LIMIT,
+    MAX_PIN_CHARS,
+    MEMORY_ID_PREFIX,
+    SEARCH_SCOPE_DEFAULT,
+    SEARCH_SCOPES,
+    WRITE_SCOPES,
+)
 from bli_memory.wire.reasons import to_log_reason
 
 if TYPE_CHECKING:
@@ -41,11 +49,6 @@ SEARCH_MIN_SIMILARITY = 0.25
 INVALID_ARGUMENTS = "invalid_arguments"
 
 # ---- scopes and pins (docs/scopes-and-pins.md)
-#: where search_memory reads: this project's space, the caller's global space, or both as one ranking.
-SEARCH_SCOPES = ("project", "global", "all")
-SEARCH_SCOPE_DEFAULT = "all"
-#: where save_memory and pin_memory write.
-WRITE_SCOPES = ("project", "global")
 _HEX_DIGITS = frozenset("0123456789abcdef")
 
 _SEARCH_SCOPE_SCHEMA: dict[str, Any] = {

@@ -20,8 +20,8 @@ from bli_memory.commands.base import (
     usage_error,
     with_tools,
 )
-from bli_memory.tools import WRITE_SCOPES, MemoryTools
-from bli_memory.wire.contract import FORGET_CLOSEST_MIN_SIMILARITY
+from bli_memory.tools import MemoryTools
+from bli_memory.wire.contract import FORGET_CLOSEST_MIN_SIMILARITY, WRITE_SCOPES
 
 
 def main(argv: list[str]) -> int:

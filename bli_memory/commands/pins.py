@@ -12,8 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from bli_memory.commands.base import JSON_HELP, TAG_HELP, emit, new_parser, parse, usage_error, with_tools
-from bli_memory.tools import WRITE_SCOPES
-from bli_memory.wire.contract import MAX_PIN_CHARS
+from bli_memory.wire.contract import MAX_PIN_CHARS, WRITE_SCOPES
 
 
 def pin_main(argv: list[str]) -> int:

@@ -13,10 +13,8 @@ from bli_memory.commands.base import JSON_HELP, TAG_HELP, emit, new_parser, pars
 from bli_memory.tools import (
     SEARCH_LIMIT_DEFAULT,
     SEARCH_MIN_SIMILARITY,
-    SEARCH_SCOPE_DEFAULT,
-    SEARCH_SCOPES,
 )
-from bli_memory.wire.contract import MAX_LIMIT
+from bli_memory.wire.contract import MAX_LIMIT, SEARCH_SCOPE_DEFAULT, SEARCH_SCOPES
 
 
 def limit_arg(value: str) -> int:

@@ -20,6 +20,11 @@ MAX_PIN_CHARS = 2_000
 FORGET_CLOSEST_MIN_SIMILARITY = 0.85
 #: every memory id the door makes starts with this (`mem_` and hex digits).
 MEMORY_ID_PREFIX = "mem_"
+#: where a search reads: the project's space, the caller's global space, or both as one ranking.
+SEARCH_SCOPES = ("project", "global", "all")
+SEARCH_SCOPE_DEFAULT = "all"
+#: where a save, a pin or a forget writes.
+WRITE_SCOPES = ("project", "global")
 
 # ---- stored exchanges and their facts (docs/door-api.md, "The exchange and its facts")
 #: a stored exchange's metadata `source`.
