@@ -10,8 +10,8 @@ rebuilds it from an allow-list of keys with fixed types: whatever a peer sends, 
 ever carry counts, durations, a closed-set reason, the route and the probe flag — never a prompt, a
 memory, a path, a token or a trace.
 
-Imports: `tinyjson` (the line's JSON) and `wire.reasons` (the closed reason set), both standard
-library only and cheap; and `daemon_wire` (the reasons a hook gives for not using the daemon) only for
+Imports: `tinyjson` (the line's JSON), `wire.reasons` (the closed reason set) and `wire.contract`
+(the outcomes and routes the door's hook stats count), all standard library only and cheap; and `daemon_wire` (the reasons a hook gives for not using the daemon) only for
 an outcome that names one, so the trivial path never loads the socket protocol.
 """
 
