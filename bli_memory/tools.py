@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any
 from bli_memory import render
 from bli_memory.settings import ENV_URL, Settings
 from bli_memory.wire.contract import (
+    EXPERIENCE_STORES,
+    EXPERIENCE_VERDICTS,
     FORGET_CLOSEST_MIN_SIMILARITY,
     MAX_LIMIT,
     MAX_PIN_CHARS,
@@ -326,10 +328,6 @@ BROWSE_TOOLS: tuple[ToolSpec, ...] = (
 TOOLS = TOOLS + BROWSE_TOOLS
 # -- memory_experience: the experience log's tool (the CLI's `log`, recorded by the same code) ----------
 
-#: mirrors `experience_log.STORES` / `VERDICTS` (not imported: this module loads on every tool run)
-_EXPERIENCE_STORES = ["bli", "supermemory", "both"]
-_EXPERIENCE_VERDICTS = ["win", "loss", "noise"]
-
 MEMORY_EXPERIENCE_TOOL = ToolSpec(
     name="memory_experience",
     title="Log memory experience",
@@ -343,8 +341,12 @@ MEMORY_EXPERIENCE_TOOL = ToolSpec(
     input_schema={
         "type": "object",
         "properties": {
-            "store": {"type": "string", "enum": _EXPERIENCE_STORES, "description": "Whose recall."},
-            "verdict": {"type": "string", "enum": _EXPERIENCE_VERDICTS, "description": "win, loss or noise."},
+            "store": {"type": "string", "enum": list(EXPERIENCE_STORES), "description": "Whose recall."},
+            "verdict": {
+                "type": "string",
+                "enum": list(EXPERIENCE_VERDICTS),
+                "description": "win, loss or noise.",
+            },
             "reason": {
                 "type": "string",
                 "minLength": 1,

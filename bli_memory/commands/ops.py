@@ -31,13 +31,13 @@ from typing import Any
 
 from bli_memory.commands.base import JSON_HELP, new_parser, parse, print_json, usage_error
 from bli_memory.errors import EXIT_FAILED, EXIT_OK
+from bli_memory.wire.contract import EXPERIENCE_VERDICTS
 
 WINDOWS_DAYS = (7, 30)
 DOOR_DEADLINE_S = 10.0
 #: fixes "now" for the local part; for tests only (see the module's docstring)
 ENV_NOW = "BLI_MEMORY_OPS_NOW"
 QUANTILES = (("p50", 0.5), ("p95", 0.95))
-VERDICTS = ("win", "loss", "noise")
 
 
 def parse_now(text: str) -> float:
@@ -160,7 +160,7 @@ def door_usage(env: Mapping[str, str]) -> dict[str, Any]:
 
 
 def _verdicts(counts: Mapping[str, int]) -> str:
-    return "  ".join(f"{verdict} {counts.get(verdict, 0)}" for verdict in VERDICTS)
+    return "  ".join(f"{verdict} {counts.get(verdict, 0)}" for verdict in EXPERIENCE_VERDICTS)
 
 
 def experience_lines(door: Mapping[str, Any], days: int) -> list[str]:

@@ -26,6 +26,14 @@ SEARCH_SCOPE_DEFAULT = "all"
 #: where a save, a pin or a forget writes.
 WRITE_SCOPES = ("project", "global")
 
+# ---- the agent-experience log: one opinion about a store's recall
+#: whose recall an opinion is about.
+EXPERIENCE_STORES = ("bli", "supermemory", "both")
+#: what the recall was worth.
+EXPERIENCE_VERDICTS = ("win", "loss", "noise")
+#: an opinion's reason is at most this many characters.
+MAX_EXPERIENCE_REASON_CHARS = 500
+
 # ---- stored exchanges and their facts (docs/door-api.md, "The exchange and its facts")
 #: a stored exchange's metadata `source`.
 EXCHANGE_SOURCE = "exchange"
