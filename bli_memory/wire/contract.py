@@ -20,6 +20,8 @@ MAX_PIN_CHARS = 2_000
 FORGET_CLOSEST_MIN_SIMILARITY = 0.85
 #: every memory id the door makes starts with this (`mem_` and hex digits).
 MEMORY_ID_PREFIX = "mem_"
+#: a stored row's `status`: the current version, an older one kept as history, or a tombstone.
+MEMORY_STATUSES = ("current", "superseded", "forgotten")
 #: where a search reads: the project's space, the caller's global space, or both as one ranking.
 SEARCH_SCOPES = ("project", "global", "all")
 SEARCH_SCOPE_DEFAULT = "all"
