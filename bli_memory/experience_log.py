@@ -23,12 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from bli_memory.paths import home_dir, state_dir
+from bli_memory.wire.contract import EXPERIENCE_STORES, EXPERIENCE_VERDICTS, MAX_EXPERIENCE_REASON_CHARS
 
-VERDICTS = ("win", "loss", "noise")
-STORES = ("bli", "supermemory", "both")
 #: the marker each store prints on its recall lines; copy the observed one into the opinion.
 MARKERS = {"bli": "[bli]", "supermemory": "◪", "both": "[bli]+◪"}
-REASON_MAX_CHARS = 500
 SYNC_BATCH_MAX = 20
 SHIP_DEADLINE_S = 5.0
 #: receipts are written in Indochina Time, as the log's readers expect (fixed UTC+7, no DST).
@@ -88,8 +86,8 @@ def check_reason(reason: str) -> str | None:
         return "the reason is empty"
     if "\n" in reason or "\r" in reason:
         return "the reason must be one line"
-    if len(reason) > REASON_MAX_CHARS:
-        return f"the reason is {len(reason)} characters; at most {REASON_MAX_CHARS}"
+    if len(reason) > MAX_EXPERIENCE_REASON_CHARS:
+        return f"the reason is {len(reason)} characters; at most {MAX_EXPERIENCE_REASON_CHARS}"
     from bli_memory.redact import redact
 
     if redact(reason).masked:
@@ -156,10 +154,10 @@ class Recorded:
 
 def check_opinion(store: object, verdict: object, reason: str) -> str | None:
     """Why this opinion cannot be logged, or None: the one check `log` and `memory_experience` share."""
-    if store not in STORES:
-        return f"the store must be one of {', '.join(STORES)}"
-    if verdict not in VERDICTS:
-        return f"the verdict must be one of {', '.join(VERDICTS)}"
+    if store not in EXPERIENCE_STORES:
+        return f"the store must be one of {', '.join(EXPERIENCE_STORES)}"
+    if verdict not in EXPERIENCE_VERDICTS:
+        return f"the verdict must be one of {', '.join(EXPERIENCE_VERDICTS)}"
     return check_reason(reason)
 
 
@@ -259,6 +257,7 @@ def recent_hook_stats(env: Mapping[str, str], now_s: float) -> list[dict[str, An
     """This machine's hourly hook stats documents of the last `HOOK_STATS_DAYS` days, oldest first,
     as the files hold them; unreadable or foreign files are skipped."""
     from bli_memory.hooks import stats
+    from bli_memory.wire.contract import HOOK_STATS_SCHEMA
 
     folder = Path(stats.stats_dir(env))
     oldest = stats.hour_name(now_s - HOOK_STATS_DAYS * 86_400.0)
@@ -272,7 +271,7 @@ def recent_hook_stats(env: Mapping[str, str], now_s: float) -> list[dict[str, An
             data = json.loads(path.read_text(encoding="utf-8"))
             if (
                 isinstance(data, dict)
-                and data.get("schema") == stats.SCHEMA
+                and data.get("schema") == HOOK_STATS_SCHEMA
                 and data.get("hour") == hour + ":00Z"
             ):
                 documents.append(

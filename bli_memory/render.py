@@ -1,7 +1,7 @@
 """Text and structured views of door answers, shared by the MCP server and the human CLI.
 
 Pure functions: no I/O, no clock (callers pass `now`), no imports beyond the
-standard library. Every `render_*` returns `(text, structured)` where
+standard library and the names the door shares (`bli_memory.wire.contract`). Every `render_*` returns `(text, structured)` where
 `structured` carries the same facts as `text` — Claude Code forwards only
 `structuredContent` to the model when it is present, so the two must never say
 different things. Both start with the same one-line `summary`.
@@ -10,7 +10,7 @@ Rules the output keeps, so an agent reading it can tell facts from documents and
 came from:
 - remembered facts (`kind: "memory"`) and documents are listed apart; a document that is a stored
   exchange (what the Stop hook sent, kept beside the facts distilled from it) says so;
-- each hit shows its id, its full text, its age, its source (container tag)
+- each hit shows its id, its full text, its age, its source (space)
   and its link when the door gives one;
 - cosine similarity is labelled only when the row carries one: a fused `score`
   is never shown as a similarity and a missing value never as 0%;
@@ -24,17 +24,12 @@ import datetime as _dt
 from collections.abc import Mapping
 from typing import Any
 
-#: the door tombstones the closest match of a forget-by-query only at this cosine similarity or above
-#: (its own constant; the client's views and tool descriptions state it from here).
-FORGET_CLOSEST_MIN_SIMILARITY = 0.85
+from bli_memory.wire.contract import EXCHANGE_SOURCE, FORGET_CLOSEST_MIN_SIMILARITY
 
 HOUR_S = 3600.0
 DAY_S = 24 * HOUR_S
 MONTH_DAYS = 30
 YEAR_DAYS = 365
-
-#: a stored exchange's metadata `source` (the door's `door/exchanges.py`).
-EXCHANGE_SOURCE = "exchange"
 
 MATCH_WORDS: dict[str, str] = {
     "id": "by id",

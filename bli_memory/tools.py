@@ -18,6 +18,20 @@ from typing import TYPE_CHECKING, Any
 
 from bli_memory import render
 from bli_memory.settings import ENV_URL, Settings
+from bli_memory.wire.contract import (
+    EXPERIENCE_STORES,
+    EXPERIENCE_VERDICTS,
+    FORGET_CLOSEST_MIN_SIMILARITY,
+    LIST_LIMIT_DEFAULT,
+    MAX_LIMIT,
+    MAX_PIN_CHARS,
+    MEMORY_ID_PREFIX,
+    RECENT_LIMIT_DEFAULT,
+    SEARCH_LIMIT_DEFAULT,
+    SEARCH_SCOPE_DEFAULT,
+    SEARCH_SCOPES,
+    WRITE_SCOPES,
+)
 from bli_memory.wire.reasons import to_log_reason
 
 if TYPE_CHECKING:
@@ -26,9 +40,6 @@ if TYPE_CHECKING:
 
 #: each tool call gets this long for all its door round trips together.
 TOOL_DEADLINE_S = 20.0
-#: search_memory's `limit` bounds, as the door accepts them.
-SEARCH_LIMIT_DEFAULT = 5
-SEARCH_LIMIT_MAX = 100
 #: search_memory's relevance floor: a row whose cosine similarity the door measured below this is not a
 #: match. Without it a vector door returns its nearest rows whatever they are, and "the record is
 #: silent" can never be said. Measured with the packaged all-MiniLM-L6-v2 (query vs a 5-memory space):
@@ -38,20 +49,9 @@ SEARCH_LIMIT_MAX = 100
 #: vector, so such a row reached the results through the keyword channel (and a door without an
 #: embedder has only that one). A model with another cosine scale (e5's sit at 0.7-0.9) needs its own.
 SEARCH_MIN_SIMILARITY = 0.25
-#: forget by query tombstones the closest match only at or above this cosine similarity (the door decides).
-FORGET_CLOSEST_MIN_SIMILARITY = render.FORGET_CLOSEST_MIN_SIMILARITY
 INVALID_ARGUMENTS = "invalid_arguments"
 
 # ---- scopes and pins (docs/scopes-and-pins.md)
-#: where search_memory reads: this project's space, the caller's global space, or both as one ranking.
-SEARCH_SCOPES = ("project", "global", "all")
-SEARCH_SCOPE_DEFAULT = "all"
-#: where save_memory and pin_memory write.
-WRITE_SCOPES = ("project", "global")
-#: the door refuses a longer pin; checked here too so the error comes before any request.
-PIN_MAX_CHARS = 2_000
-#: a memory id as the door makes them (`mem_` and hex digits): a destructive tool checks it first.
-MEMORY_ID_PREFIX = "mem_"
 _HEX_DIGITS = frozenset("0123456789abcdef")
 
 _SEARCH_SCOPE_SCHEMA: dict[str, Any] = {
@@ -134,7 +134,7 @@ TOOLS: tuple[ToolSpec, ...] = (
                 "limit": {
                     "type": "integer",
                     "minimum": 1,
-                    "maximum": SEARCH_LIMIT_MAX,
+                    "maximum": MAX_LIMIT,
                     "default": SEARCH_LIMIT_DEFAULT,
                     "description": "How many hits at most.",
                 },
@@ -254,11 +254,8 @@ TOOLS: tuple[ToolSpec, ...] = (
 )
 
 # -- browsing: list_memories / recent_memories --------------------------------------------------------
-#: list_memories' and recent_memories' `limit` defaults (the door's own bound is SEARCH_LIMIT_MAX).
-LIST_LIMIT_DEFAULT = 20
-RECENT_LIMIT_DEFAULT = 10
 #: the spaces browsing reads: this repository's (default), the caller's global space, or both.
-BROWSE_SCOPES = ("project", "global", "all")
+BROWSE_SCOPES = SEARCH_SCOPES
 _SCOPE_SCHEMA: dict[str, Any] = {
     "type": "string",
     "enum": list(BROWSE_SCOPES),
@@ -273,7 +270,7 @@ def _browse_limit_schema(default: int, description: str) -> dict[str, Any]:
     return {
         "type": "integer",
         "minimum": 1,
-        "maximum": SEARCH_LIMIT_MAX,
+        "maximum": MAX_LIMIT,
         "default": default,
         "description": description,
     }
@@ -329,10 +326,6 @@ BROWSE_TOOLS: tuple[ToolSpec, ...] = (
 TOOLS = TOOLS + BROWSE_TOOLS
 # -- memory_experience: the experience log's tool (the CLI's `log`, recorded by the same code) ----------
 
-#: mirrors `experience_log.STORES` / `VERDICTS` (not imported: this module loads on every tool run)
-_EXPERIENCE_STORES = ["bli", "supermemory", "both"]
-_EXPERIENCE_VERDICTS = ["win", "loss", "noise"]
-
 MEMORY_EXPERIENCE_TOOL = ToolSpec(
     name="memory_experience",
     title="Log memory experience",
@@ -346,8 +339,12 @@ MEMORY_EXPERIENCE_TOOL = ToolSpec(
     input_schema={
         "type": "object",
         "properties": {
-            "store": {"type": "string", "enum": _EXPERIENCE_STORES, "description": "Whose recall."},
-            "verdict": {"type": "string", "enum": _EXPERIENCE_VERDICTS, "description": "win, loss or noise."},
+            "store": {"type": "string", "enum": list(EXPERIENCE_STORES), "description": "Whose recall."},
+            "verdict": {
+                "type": "string",
+                "enum": list(EXPERIENCE_VERDICTS),
+                "description": "win, loss or noise.",
+            },
             "reason": {
                 "type": "string",
                 "minLength": 1,
@@ -377,7 +374,7 @@ PIN_TOOLS: tuple[ToolSpec, ...] = (
             "Pin a hard, always-load fact: it is shown at the start of every session in this project "
             "(scope project) or in every project (scope global), stored word for word, never merged, "
             "rewritten or aged by the librarian, and kept out of search results. For standing orders and "
-            f"identities that must never be missed; keep it short (at most {PIN_MAX_CHARS} characters). "
+            f"identities that must never be missed; keep it short (at most {MAX_PIN_CHARS} characters). "
             "An ordinary fact belongs in save_memory."
         ),
         input_schema={
@@ -512,7 +509,7 @@ def _utc_now() -> _dt.datetime:
 class MemoryTools:
     """The memory operations against one door, rendered for MCP and the human CLI.
 
-    `space` derives the current project's container tag; it runs at most once (it may ask git).
+    `space` derives the current project's space tag; it runs at most once (it may ask git).
     """
 
     def __init__(
@@ -726,11 +723,11 @@ class MemoryTools:
     def _pin_memory(self, args: dict[str, Any]) -> ToolResult:
         masked = _masked(str(args["content"]).strip())  # a pin is printed into every teammate's session
         content = masked.text
-        if len(content) > PIN_MAX_CHARS:
+        if len(content) > MAX_PIN_CHARS:
             return self._failure(
                 "pin_memory",
                 INVALID_ARGUMENTS,
-                f"a pin holds at most {PIN_MAX_CHARS} characters (this one has {len(content)}); "
+                f"a pin holds at most {MAX_PIN_CHARS} characters (this one has {len(content)}); "
                 "save a longer text with save_memory",
             )
         tag = self._tag(args)

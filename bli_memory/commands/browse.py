@@ -12,7 +12,8 @@ from typing import Any
 
 from bli_memory.commands.base import JSON_HELP, TAG_HELP, emit, new_parser, parse, with_tools
 from bli_memory.commands.search import limit_arg
-from bli_memory.tools import BROWSE_SCOPES, LIST_LIMIT_DEFAULT, RECENT_LIMIT_DEFAULT
+from bli_memory.tools import BROWSE_SCOPES
+from bli_memory.wire.contract import LIST_LIMIT_DEFAULT, RECENT_LIMIT_DEFAULT
 
 EXIT_HELP = "exit status: 0 answered (an empty space included), 1 door failure or unpaired, 2 bad input"
 

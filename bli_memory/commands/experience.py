@@ -30,10 +30,7 @@ from bli_memory.commands.base import JSON_HELP, new_parser, parse, print_json, u
 from bli_memory.errors import EXIT_FAILED, EXIT_OK, CliError
 from bli_memory.experience_log import (
     PERMANENT_FAILURES,
-    REASON_MAX_CHARS,
-    STORES,
     SYNC_BATCH_MAX,
-    VERDICTS,
     ExperienceWriteError,
     check_opinion,
     outbox_dir,
@@ -45,6 +42,7 @@ from bli_memory.experience_log import (
     write_last_sync,
 )
 from bli_memory.experience_log import mark as _mark
+from bli_memory.wire.contract import EXPERIENCE_STORES, EXPERIENCE_VERDICTS, MAX_EXPERIENCE_REASON_CHARS
 
 
 def _open_client(env: Mapping[str, str]) -> Any:
@@ -76,12 +74,15 @@ def log_main(argv: list[str]) -> int:
         "bodies or secrets).\n"
         "exit status: 0 recorded (shipped or queued), 2 bad input",
     )
-    parser.add_argument("verdict", choices=VERDICTS, help="win, loss or noise")
+    parser.add_argument("verdict", choices=EXPERIENCE_VERDICTS, help="win, loss or noise")
     parser.add_argument(
         "reason", nargs="*", metavar="REASON", help="why, in one line (several words are joined)"
     )
     parser.add_argument(
-        "--store", required=True, choices=STORES, help="which store's recall: bli, supermemory, both"
+        "--store",
+        required=True,
+        choices=EXPERIENCE_STORES,
+        help="which store's recall: bli, supermemory, both",
     )
     parser.add_argument("--reason-stdin", action="store_true", help="read the reason from stdin")
     parser.add_argument("--agent", help="who is logging (default: detected from the host's environment)")
@@ -93,7 +94,7 @@ def log_main(argv: list[str]) -> int:
     if args.reason_stdin and args.reason:
         raise usage_error(parser.prog, "give REASON or --reason-stdin, not both")
     if args.reason_stdin:
-        reason = sys.stdin.read(REASON_MAX_CHARS * 4 + 2).rstrip("\r\n").strip()
+        reason = sys.stdin.read(MAX_EXPERIENCE_REASON_CHARS * 4 + 2).rstrip("\r\n").strip()
     else:
         reason = " ".join(args.reason).strip()
     problem = check_opinion(args.store, args.verdict, reason)

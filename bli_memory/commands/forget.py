@@ -20,7 +20,8 @@ from bli_memory.commands.base import (
     usage_error,
     with_tools,
 )
-from bli_memory.tools import FORGET_CLOSEST_MIN_SIMILARITY, WRITE_SCOPES, MemoryTools
+from bli_memory.tools import MemoryTools
+from bli_memory.wire.contract import FORGET_CLOSEST_MIN_SIMILARITY, WRITE_SCOPES
 
 
 def main(argv: list[str]) -> int:

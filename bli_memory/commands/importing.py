@@ -362,7 +362,7 @@ def _count(summary: Summary, status: str) -> None:
 
 
 def _set_aliases(client: DoorClient, tags: list[str], canonical: str, summary: Summary) -> None:
-    """Make the vendor's container tags aliases of the space the memories landed in."""
+    """Make the vendor's tags (Supermemory's `containerTags`) aliases of the space the memories landed in."""
     from bli_memory.door_client import DoorCallError
 
     for tag in tags:

@@ -31,13 +31,13 @@ from typing import Any
 
 from bli_memory.commands.base import JSON_HELP, new_parser, parse, print_json, usage_error
 from bli_memory.errors import EXIT_FAILED, EXIT_OK
+from bli_memory.wire.contract import EXPERIENCE_VERDICTS
 
 WINDOWS_DAYS = (7, 30)
 DOOR_DEADLINE_S = 10.0
 #: fixes "now" for the local part; for tests only (see the module's docstring)
 ENV_NOW = "BLI_MEMORY_OPS_NOW"
 QUANTILES = (("p50", 0.5), ("p95", 0.95))
-VERDICTS = ("win", "loss", "noise")
 
 
 def parse_now(text: str) -> float:
@@ -66,7 +66,7 @@ def _merge(into: dict[str, Any], counts: Mapping[str, Any]) -> None:
 
 def quantile_edge(durations: Mapping[str, Any], share: float) -> str | None:
     """The histogram bucket that holds the `share` quantile, as text: `≤ 200 ms` or `> 15000 ms`."""
-    from bli_memory.hooks.stats import DURATION_EDGES_MS, bucket_name
+    from bli_memory.wire.contract import DURATION_EDGES_MS, bucket_name
 
     buckets = [(bucket_name(edge), f"≤ {edge} ms") for edge in DURATION_EDGES_MS]
     buckets.append((bucket_name(DURATION_EDGES_MS[-1] + 1), f"> {DURATION_EDGES_MS[-1]} ms"))
@@ -85,6 +85,7 @@ def hook_summary(env: Mapping[str, str], now_s: float, days: int) -> dict[str, A
     """Every hour file of the last `days` days, summed per hook; content-free."""
     from bli_memory.hooks import stats
     from bli_memory.wire import tinyjson
+    from bli_memory.wire.contract import HOOK_STATS_SCHEMA
 
     folder = stats.stats_dir(env)
     oldest = stats.hour_name(now_s - days * 86_400.0)
@@ -104,7 +105,7 @@ def hook_summary(env: Mapping[str, str], now_s: float, days: int) -> dict[str, A
                 data = tinyjson.loads(handle.read())
         except (OSError, ValueError):
             continue
-        if not isinstance(data, dict) or data.get("schema") != stats.SCHEMA:
+        if not isinstance(data, dict) or data.get("schema") != HOOK_STATS_SCHEMA:
             continue
         hours += 1
         for hook, counts in (data.get("hooks") or {}).items():
@@ -159,7 +160,7 @@ def door_usage(env: Mapping[str, str]) -> dict[str, Any]:
 
 
 def _verdicts(counts: Mapping[str, int]) -> str:
-    return "  ".join(f"{verdict} {counts.get(verdict, 0)}" for verdict in VERDICTS)
+    return "  ".join(f"{verdict} {counts.get(verdict, 0)}" for verdict in EXPERIENCE_VERDICTS)
 
 
 def experience_lines(door: Mapping[str, Any], days: int) -> list[str]:

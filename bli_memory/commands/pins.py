@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from bli_memory.commands.base import JSON_HELP, TAG_HELP, emit, new_parser, parse, usage_error, with_tools
-from bli_memory.tools import PIN_MAX_CHARS, WRITE_SCOPES
+from bli_memory.wire.contract import MAX_PIN_CHARS, WRITE_SCOPES
 
 
 def pin_main(argv: list[str]) -> int:
@@ -20,7 +20,7 @@ def pin_main(argv: list[str]) -> int:
         "pin",
         "Pin a hard fact: it is shown first at every session start in this folder's space (or,\n"
         "with --scope global, in every project), kept word for word, never merged or rewritten\n"
-        f"by the librarian, and left out of search results. At most {PIN_MAX_CHARS} characters.",
+        f"by the librarian, and left out of search results. At most {MAX_PIN_CHARS} characters.",
         "examples:\n"
         "  bli-memory-mcp pin 'Never push to main; open a pull request'\n"
         "  bli-memory-mcp pin --scope global 'Answer in English, code comments in English'\n\n"
@@ -41,8 +41,8 @@ def pin_main(argv: list[str]) -> int:
     text = " ".join(args.text).strip()
     if not text:
         raise usage_error(parser.prog, "nothing to pin: TEXT is empty")
-    if len(text) > PIN_MAX_CHARS:
-        raise usage_error(parser.prog, f"a pin holds at most {PIN_MAX_CHARS} characters, got {len(text)}")
+    if len(text) > MAX_PIN_CHARS:
+        raise usage_error(parser.prog, f"a pin holds at most {MAX_PIN_CHARS} characters, got {len(text)}")
     arguments: dict[str, Any] = {"content": text, "scope": args.scope, "containerTag": args.container_tag}
     return with_tools(
         parser.prog, lambda tools: emit(parser.prog, tools.call("pin_memory", arguments), args.json)

@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 from bli_memory.commands.base import JSON_HELP, TAG_HELP, emit, new_parser, parse, usage_error, with_tools
-from bli_memory.tools import WRITE_SCOPES
+from bli_memory.wire.contract import WRITE_SCOPES
 
 #: text read with --stdin is capped here; the door has its own, smaller cap and says so.
 STDIN_MAX_BYTES = 1024 * 1024

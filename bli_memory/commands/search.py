@@ -10,13 +10,8 @@ import argparse
 from typing import Any
 
 from bli_memory.commands.base import JSON_HELP, TAG_HELP, emit, new_parser, parse, usage_error, with_tools
-from bli_memory.tools import (
-    SEARCH_LIMIT_DEFAULT,
-    SEARCH_LIMIT_MAX,
-    SEARCH_MIN_SIMILARITY,
-    SEARCH_SCOPE_DEFAULT,
-    SEARCH_SCOPES,
-)
+from bli_memory.tools import SEARCH_MIN_SIMILARITY
+from bli_memory.wire.contract import MAX_LIMIT, SEARCH_LIMIT_DEFAULT, SEARCH_SCOPE_DEFAULT, SEARCH_SCOPES
 
 
 def limit_arg(value: str) -> int:
@@ -24,8 +19,8 @@ def limit_arg(value: str) -> int:
         number = int(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"must be a whole number, got {value!r}") from None
-    if not 1 <= number <= SEARCH_LIMIT_MAX:
-        raise argparse.ArgumentTypeError(f"must be between 1 and {SEARCH_LIMIT_MAX}, got {number}")
+    if not 1 <= number <= MAX_LIMIT:
+        raise argparse.ArgumentTypeError(f"must be between 1 and {MAX_LIMIT}, got {number}")
     return number
 
 

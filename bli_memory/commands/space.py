@@ -1,4 +1,4 @@
-"""`bli-memory-mcp space [PATH] [--json]`: the space (container tag) memories of a folder land in.
+"""`bli-memory-mcp space [PATH] [--json]`: the space (its tag) memories of a folder land in.
 
 Parsed by hand rather than with argparse: `space` is in the cold-start benchmark and its whole job is
 one small file read, so it should not pay for argparse.

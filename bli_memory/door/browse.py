@@ -26,8 +26,6 @@ if TYPE_CHECKING:
     from bli_memory.door.memories import MemoryService
     from bli_memory.door.store.base import BrowseRow
 
-LIST_LIMIT_DEFAULT = 20
-RECENT_LIMIT_DEFAULT = 10
 CURSOR_PREFIX = "c1."
 #: a cursor is a number and an id: anything much longer was not made here.
 MAX_CURSOR_CHARS = 4 * MAX_ID_CHARS

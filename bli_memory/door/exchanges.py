@@ -25,19 +25,15 @@ import hashlib
 import re
 from typing import TYPE_CHECKING, Any
 
+from bli_memory.wire.contract import EXCHANGE_FACTS_FIELD, EXCHANGE_SOURCE, FACT_EXCHANGE_FIELD
+
 if TYPE_CHECKING:
     from bli_memory.door.model import Memory
 
-#: a stored exchange's metadata `source`.
-EXCHANGE_SOURCE = "exchange"
 #: every exchange key (a stored exchange's customId) starts with this.
 EXCHANGE_KEY_PREFIX = "exchange:"
 #: hex digits of the text's SHA-256 in a key: 96 bits, no two exchanges of a space share one.
 EXCHANGE_KEY_HEX_CHARS = 24
-#: the metadata field of a fact that names the exchange it was distilled from.
-FACT_EXCHANGE_FIELD = "exchange"
-#: the metadata field of a stored exchange that lists its facts' root ids.
-EXCHANGE_FACTS_FIELD = "facts"
 #: stored exchanges older than this are tombstoned (their facts stay), unless the door says otherwise.
 DEFAULT_RETENTION_DAYS = 90.0
 #: the environment variable that sets the retention when `serve --exchange-retention-days` does not.

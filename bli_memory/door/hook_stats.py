@@ -22,28 +22,20 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bli_memory.door.errors import InvalidRequest
+from bli_memory.wire.contract import (
+    DURATION_EDGES_MS,
+    HOOK_EVENTS,
+    HOOK_OUTCOMES,
+    HOOK_ROUTES,
+    HOOK_STATS_SCHEMA,
+    HOUR_FORMAT,
+    bucket_name,
+)
 from bli_memory.wire.reasons import UNKNOWN_INTERNAL_PREFIX, is_known_reason
 
-# These mirror the client's (`bli_memory.hooks.stats`, `bli_memory.hooks.run.EVENTS`), which the door
-# does not import; tests/door/test_app_hook_stats.py holds them equal.
-SCHEMA = "bli-memory-hook-stats.v1"
-#: upper edges of the duration histogram, in ms; one more bucket counts everything slower.
-DURATION_EDGES_MS = (50, 100, 200, 500, 1000, 2000, 5000, 15000)
-#: the hooks a client runs
-HOOKS = ("session-start", "prompt", "stop")
-
-
-def bucket_name(elapsed_ms: int) -> str:
-    """The histogram bucket of a duration, named as the stats files name it (`le_200`, `gt_15000`)."""
-    for edge in DURATION_EDGES_MS:
-        if elapsed_ms <= edge:
-            return f"le_{edge}"
-    return f"gt_{DURATION_EDGES_MS[-1]}"
-
-
-OUTCOMES = ("ok", "skipped", "failed")
-ROUTES = ("daemon", "direct")
-COUNT_KEYS = ("runs", *OUTCOMES, "skipped_trivial")
+# The vocabulary (schema, hooks, outcomes, routes, duration buckets) is the client's stats files',
+# shared through `bli_memory.wire.contract`.
+COUNT_KEYS = ("runs", *HOOK_OUTCOMES, "skipped_trivial")
 BUCKETS = (*(bucket_name(edge) for edge in DURATION_EDGES_MS), bucket_name(DURATION_EDGES_MS[-1] + 1))
 #: hours one request may carry: the 14 days a client keeps
 MAX_HOURS_PER_REQUEST = 14 * 24
@@ -66,7 +58,7 @@ _REASON_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0
 
 def hour_name(epoch_s: float) -> str:
     """The hour as the stats files name it: `YYYY-MM-DDTHH` in UTC."""
-    return time.strftime("%Y-%m-%dT%H", time.gmtime(epoch_s))
+    return time.strftime(HOUR_FORMAT, time.gmtime(epoch_s))
 
 
 def oldest_kept_hour(now: float) -> str:
@@ -97,8 +89,8 @@ def _check_hook(where: str, row: object) -> dict[str, Any]:
         if key in COUNT_KEYS:
             checked[key] = _count(f"{where}.{key}", value)
         elif key == "via":
-            if not isinstance(value, Mapping) or not set(value) <= set(ROUTES):
-                raise InvalidRequest(f"{where}.via must count only the routes {', '.join(ROUTES)}")
+            if not isinstance(value, Mapping) or not set(value) <= set(HOOK_ROUTES):
+                raise InvalidRequest(f"{where}.via must count only the routes {', '.join(HOOK_ROUTES)}")
             checked["via"] = {route: _count(f"{where}.via.{route}", n) for route, n in value.items()}
         elif key == "reasons":
             if not isinstance(value, Mapping) or len(value) > MAX_REASON_NAMES:
@@ -155,8 +147,8 @@ def check_hours(documents: object, now: float) -> list[tuple[str, str]]:
         where = f"hours[{index}]"
         if not isinstance(document, Mapping) or set(document) != {"schema", "hour", "hooks"}:
             raise InvalidRequest(f"{where} must be an object of schema, hour and hooks")
-        if document["schema"] != SCHEMA:
-            raise InvalidRequest(f"{where}.schema must be {SCHEMA}")
+        if document["schema"] != HOOK_STATS_SCHEMA:
+            raise InvalidRequest(f"{where}.schema must be {HOOK_STATS_SCHEMA}")
         hour = _check_hour(f"{where}.hour", document["hour"], now)
         if hour in seen:
             raise InvalidRequest(f"{where}.hour {hour}:00Z is sent twice")
@@ -166,8 +158,10 @@ def check_hours(documents: object, now: float) -> list[tuple[str, str]]:
             raise InvalidRequest(f"{where}.hooks must be an object")
         counts: dict[str, Any] = {}
         for hook, row in hooks.items():
-            if hook not in HOOKS:
-                raise InvalidRequest(f"{where}.hooks: {str(hook)[:40]!r} is not a hook ({', '.join(HOOKS)})")
+            if hook not in HOOK_EVENTS:
+                raise InvalidRequest(
+                    f"{where}.hooks: {str(hook)[:40]!r} is not a hook ({', '.join(HOOK_EVENTS)})"
+                )
             counts[hook] = _check_hook(f"{where}.hooks.{hook}", row)
         checked.append((hour, json.dumps(counts, sort_keys=True, separators=(",", ":"))))
     return checked
@@ -217,9 +211,9 @@ def summarise(rows: Sequence[tuple[str, str, str]], days: int, now: float) -> di
             elapsed[label + "Edge"] = None if bucket is None else int(bucket.split("_")[1])
         answer[hook] = {
             "runs": runs,
-            **{outcome: counts.get(outcome, 0) for outcome in OUTCOMES},
+            **{outcome: counts.get(outcome, 0) for outcome in HOOK_OUTCOMES},
             "skippedTrivial": counts.get("skipped_trivial", 0),
-            "via": {route: counts.get("via", {}).get(route, 0) for route in ROUTES},
+            "via": {route: counts.get("via", {}).get(route, 0) for route in HOOK_ROUTES},
             "reasons": dict(sorted(counts.get("reasons", {}).items())),
             "elapsedMs": elapsed,
             "buckets": {name: durations.get(name, 0) for name in BUCKETS},

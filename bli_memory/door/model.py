@@ -9,21 +9,19 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-# Limits every store enforces (the HTTP layer checks them first for a clear 400).
+from bli_memory.wire.contract import MEMORY_ID_PREFIX
+
+# Limits every store enforces (the HTTP layer checks them first for a clear 400). The limits a client
+# checks too (a search's `limit`, a pin's length) are in `bli_memory.wire.contract`.
 MAX_CONTENT_CHARS = 100_000
-MAX_LIMIT = 100
 MAX_TAG_CHARS = 200
 MAX_ID_CHARS = 100
-#: forget by query takes the closest memory only at this cosine similarity or above.
-FORGET_CLOSEST_MIN_SIMILARITY = 0.85
 
 # ---- scopes and pins (docs/scopes-and-pins.md)
 #: tags that start with this are the door's own: a client naming one as a space is refused (400).
 RESERVED_TAG_PREFIX = "bli:"
 #: a person's global space is this prefix and the person's id; only the door derives it.
 GLOBAL_TAG_PREFIX = RESERVED_TAG_PREFIX + "global:"
-#: a pin is a short, always-loaded fact: at most this many characters.
-MAX_PIN_CHARS = 2_000
 #: the metadata flag that makes a row a pin (the store keeps it in its `pinned` column too).
 PINNED_FIELD = "pinned"
 
@@ -54,7 +52,7 @@ def imported_id(team_id: int, memory_id: str) -> str:
     importing the same file again finds it, and shaped like any other id. The answer to the import
     is the same as for a free id, so an import is no test of whether an id exists elsewhere."""
     digest = hashlib.sha256(f"bli-import:{team_id}:{memory_id}".encode()).hexdigest()
-    return f"mem_{digest[:24]}"
+    return f"{MEMORY_ID_PREFIX}{digest[:24]}"
 
 
 def is_pinned_metadata(metadata: dict[str, Any] | None) -> bool:

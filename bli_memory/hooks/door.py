@@ -31,7 +31,7 @@ def paired_settings(settings: Settings | None) -> Settings | None:
 def call(
     settings: Settings, cwd: str, connection: Connection | None, request: Callable[[DoorClient, str], T]
 ) -> tuple[str, T]:
-    """(the folder's container tag, what `request(client, tag)` answered).
+    """(the folder's space tag, what `request(client, tag)` answered).
 
     A `connection` given by the caller (the daemon's warm one) stays open; a client made here is
     closed. `DoorCallError` passes through for the caller to turn into its receipt.

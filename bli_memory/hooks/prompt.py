@@ -4,11 +4,12 @@ Order matters for cost: the trivial-prompt rule runs first on the text alone (no
 then pairing, then one search (top 5, similarity ≥ 0.55; a row without a similarity only when it
 contains an identifier the prompt names, see `recalled_rows`). Zero hits prints nothing — the model must
 never reason about a "no memories" line, which would read the same as an unreachable store. A
-failed recall is silent on stdout too (BLI-3730): the receipt on stderr says why.
+failed recall is silent on stdout too: the receipt on stderr says why.
 
-The door keeps each exchange the Stop hook sent as a document beside the facts distilled from it. The
-block prefers facts: a document is shown only when no fact from it is already shown (`prefer_facts`),
-so a turn the librarian missed is still recalled, and one it distilled is not shown twice.
+The door keeps each exchange the Stop hook sent as a stored exchange (kind `document`) beside the
+facts distilled from it. The block prefers facts: a stored exchange is shown only when no fact from it
+is already shown (`prefer_facts`), so a turn the librarian missed is still recalled, and one it
+distilled is not shown twice.
 
 The block (and session-start's, which reuses `render_block`) carries this store's marker `[bli]` on
 every line, so the live A/B (this store against another memory store, both answering the same agents)
@@ -23,6 +24,7 @@ from bli_memory.hooks import door, receipt
 from bli_memory.hooks.transcript import clip_utf8
 from bli_memory.hooks.trivial import identifiers
 from bli_memory.secret_scan import might_hold_secret
+from bli_memory.wire.contract import EXCHANGE_FACTS_FIELD, FACT_EXCHANGE_FIELD
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on every hook; mypy reads this constant as True
 if TYPE_CHECKING:
@@ -46,11 +48,6 @@ WINDOW_EDGE_CHARS = 1024
 #: Claude Code caps injected text at 10,000 characters (then replaces it by a file path).
 BLOCK_MAX_CHARS = 8000
 ITEM_MAX_CHARS = 1200
-
-#: a fact's metadata field naming the stored exchange it came from (that document's customId), and
-#: a stored exchange's metadata field listing its facts' root ids; the door's `door/exchanges.py`.
-FACT_EXCHANGE_FIELD = "exchange"
-EXCHANGE_FACTS_FIELD = "facts"
 
 _HOUR_S = 3600.0
 _DAY_S = 86400.0

@@ -10,19 +10,18 @@ rebuilds it from an allow-list of keys with fixed types: whatever a peer sends, 
 ever carry counts, durations, a closed-set reason, the route and the probe flag — never a prompt, a
 memory, a path, a token or a trace.
 
-Imports: `tinyjson` (the line's JSON) and `wire.reasons` (the closed reason set), both standard
-library only and cheap; and `daemon_wire` (the reasons a hook gives for not using the daemon) only for
+Imports: `tinyjson` (the line's JSON), `wire.reasons` (the closed reason set) and `wire.contract`
+(the outcomes and routes the door's hook stats count), all standard library only and cheap; and `daemon_wire` (the reasons a hook gives for not using the daemon) only for
 an outcome that names one, so the trivial path never loads the socket protocol.
 """
 
 from __future__ import annotations
 
 from bli_memory.wire import tinyjson
+from bli_memory.wire.contract import HOOK_OUTCOMES, HOOK_ROUTES
 from bli_memory.wire.reasons import to_log_reason
 
 PREFIX = "[bli-memory]"
-STATUSES = ("ok", "skipped", "failed")
-ROUTES = ("direct", "daemon")
 PROBE_FLAG = "stats_excluded"
 
 #: Counted fields an `ok` receipt may carry, in print order; durations follow them.
@@ -57,7 +56,7 @@ def clean(outcome: object) -> dict[str, object] | None:
     if not isinstance(outcome, dict):
         return None
     status = outcome.get("status")
-    if status not in STATUSES:
+    if status not in HOOK_OUTCOMES:
         return None
     out: dict[str, object] = {"status": status}
     if status != "ok":
@@ -75,7 +74,7 @@ def clean(outcome: object) -> dict[str, object] | None:
             value = _count(outcome.get(key))
             if value is not None:
                 out[key] = value
-    if outcome.get("via") in ROUTES:
+    if outcome.get("via") in HOOK_ROUTES:
         out["via"] = outcome["via"]
     daemon = outcome.get("daemon")
     if daemon is not None:

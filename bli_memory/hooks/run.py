@@ -26,6 +26,7 @@ import time
 
 from bli_memory.hooks import receipt
 from bli_memory.hooks.answer import DAEMON_EVENTS, DEADLINE_S, HookAnswer, finish
+from bli_memory.wire.contract import HOOK_EVENTS
 
 TYPE_CHECKING = False  # `typing` costs milliseconds on every hook; mypy reads this constant as True
 if TYPE_CHECKING:
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
     from bli_memory.settings import Settings
     from bli_memory.wire.http import Connection
 
-EVENTS = ("session-start", "prompt", "stop")
 #: the host writes the payload at once; a read that takes longer than this is a stuck pipe
 STDIN_BUDGET_S = {"session-start": 2.0, "prompt": 1.0, "stop": 3.0}
 #: the backstop timer fires this long after the deadline: the door client should have given up first
@@ -326,7 +326,7 @@ def main(argv: list[str]) -> int:
     if "--help" in argv or "-h" in argv or event == "help":
         _write_all(1, USAGE + "\n")
         return 0
-    if event not in EVENTS:
+    if event not in HOOK_EVENTS:
         # exit 2 would make Claude Code block and erase the prompt: an installer of another version
         # (or a typo) must cost the turn nothing. One failed receipt, not counted in the stats.
         outcome = receipt.clean(receipt.failed("unknown_event"))

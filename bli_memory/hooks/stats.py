@@ -25,18 +25,16 @@ import time
 
 from bli_memory.paths import state_dir
 from bli_memory.wire import tinyjson
+from bli_memory.wire.contract import HOOK_STATS_SCHEMA, HOUR_FORMAT, bucket_name
 
 TYPE_CHECKING = False  # typing itself imports `re`; mypy treats this name as typing.TYPE_CHECKING
 
 if TYPE_CHECKING:  # collections.abc would import `collections`: ~3 ms on every hook
     from collections.abc import Mapping
 
-SCHEMA = "bli-memory-hook-stats.v1"
 KEEP_DAYS = 14
 LOCK_BUDGET_S = 0.1
 LOCK_RETRY_S = 0.005
-#: upper edges of the duration histogram, in ms; one more bucket counts everything slower.
-DURATION_EDGES_MS = (50, 100, 200, 500, 1000, 2000, 5000, 15000)
 DIR_MODE = 0o700
 FILE_MODE = 0o600
 
@@ -46,14 +44,7 @@ def stats_dir(env: Mapping[str, str] | None = None) -> str:
 
 
 def hour_name(epoch_s: float) -> str:
-    return time.strftime("%Y-%m-%dT%H", time.gmtime(epoch_s))
-
-
-def bucket_name(elapsed_ms: int) -> str:
-    for edge in DURATION_EDGES_MS:
-        if elapsed_ms <= edge:
-            return f"le_{edge}"
-    return f"gt_{DURATION_EDGES_MS[-1]}"
+    return time.strftime(HOUR_FORMAT, time.gmtime(epoch_s))
 
 
 def _bump(counts: dict[str, object], key: str, by: int = 1) -> None:
@@ -94,9 +85,13 @@ def _read(path: str, hour: str) -> dict[str, object]:
             data = tinyjson.loads(handle.read().decode("utf-8"))
     except (OSError, ValueError):
         data = None
-    if isinstance(data, dict) and data.get("schema") == SCHEMA and data.get("hour") == hour + ":00Z":
+    if (
+        isinstance(data, dict)
+        and data.get("schema") == HOOK_STATS_SCHEMA
+        and data.get("hour") == hour + ":00Z"
+    ):
         return data
-    return {"schema": SCHEMA, "hour": hour + ":00Z", "hooks": {}}
+    return {"schema": HOOK_STATS_SCHEMA, "hour": hour + ":00Z", "hooks": {}}
 
 
 def _lock(fd: int) -> bool:

@@ -4,7 +4,7 @@ The exchange is at most 12 KB, tail-read from the transcript (the reply preferab
 `last_assistant_message`, the prompt preferably the one the prompt hook remembered for this session:
 `hooks.last_prompt`, because the transcript may lag a turn behind), masked by `bli_memory.redact`
 before it leaves the machine (each part whole, then clipped to 12 KB), and saved with
-`extract: true`: the door answers 202 and distils after the response (BLI-3730), so the receipt says
+`extract: true`: the door answers 202 and distils after the response, so the receipt says
 `{"chars":…,"masked":…,"queued":true}` and never a count it cannot see. A re-entrant Stop
 (`stop_hook_active`) saves nothing. If redaction fails nothing is sent (`redaction_failed`).
 

@@ -1,11 +1,11 @@
-"""Decide, from the prompt text alone, whether a prompt has anything to recall against (BLI-3881).
+"""Decide, from the prompt text alone, whether a prompt has anything to recall against.
 
 "ok", "continue", "thanks" carry no subject: their embedding is that of a stopword, the similarity
 floor throws every neighbour away at the far end, and the person has already waited. So the prompt
 hook skips them without calling the door. The rule is deliberately a CLOSED LIST plus a length, so
 anyone can predict it: a prompt is trivial when it is a /slash command, or it is in `CLOSED_LIST`
 after normalising case and punctuation, or it is shorter than `MIN_PROMPT_CHARS` — unless it names
-an identifier (BLI-3580): a short `BLI-3580?` or `parse_args` is the best query the keyword channel
+an identifier: a short `BLI-3580?` or `parse_args` is the best query the keyword channel
 ever gets, so it is always searched.
 
 Pure functions, no imports: this runs on every prompt, inside the prompt hook's 2 s, on prompts of

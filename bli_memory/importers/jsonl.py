@@ -13,10 +13,10 @@ import json
 from typing import Any
 
 from bli_memory.importers.records import FormatError, Parsed, decode_text, describe_json_error, lone_surrogate
+from bli_memory.wire.contract import MEMORY_STATUSES
 
 FORMAT_NAME = "bli-memory"
 FORMAT_VERSION = 1
-STATUSES = ("current", "superseded", "forgotten")
 #: field -> the JSON types it may hold (None allowed where listed).
 ROW_FIELDS: dict[str, tuple[type, ...]] = {
     "id": (str,),
@@ -82,8 +82,8 @@ def row_problem(row: dict[str, Any]) -> str | None:
         value = row[name]
         if isinstance(value, bool) or not isinstance(value, types):
             return f"`{name}` has the wrong type"
-    if row["status"] not in STATUSES:
-        return f"`status` must be one of {', '.join(STATUSES)}"
+    if row["status"] not in MEMORY_STATUSES:
+        return f"`status` must be one of {', '.join(MEMORY_STATUSES)}"
     if row["version"] < 1:
         return "`version` must be 1 or more"
     return None

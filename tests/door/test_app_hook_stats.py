@@ -14,15 +14,15 @@ from typing import Any
 import pytest
 
 from bli_memory.door import hook_stats
-from bli_memory.hooks import stats
-from bli_memory.hooks.run import EVENTS
+from bli_memory.hooks import run, stats
+from bli_memory.wire import contract
 from tests.helpers import DoorProcess
 
 
 def test_the_door_knows_the_hooks_buckets_and_schema_the_client_writes() -> None:
-    assert hook_stats.SCHEMA == stats.SCHEMA
-    assert hook_stats.DURATION_EDGES_MS == stats.DURATION_EDGES_MS
-    assert hook_stats.HOOKS == EVENTS
+    assert hook_stats.HOOK_STATS_SCHEMA == stats.HOOK_STATS_SCHEMA
+    assert hook_stats.DURATION_EDGES_MS == contract.DURATION_EDGES_MS
+    assert hook_stats.HOOK_EVENTS == run.HOOK_EVENTS
     for elapsed_ms in (0, 50, 51, 15000, 15001):
         assert hook_stats.bucket_name(elapsed_ms) == stats.bucket_name(elapsed_ms)
 
@@ -32,7 +32,7 @@ def _hour(hours_ago: int) -> str:
 
 
 def _document(hours_ago: int, hooks: dict[str, Any]) -> dict[str, Any]:
-    return {"schema": stats.SCHEMA, "hour": _hour(hours_ago), "hooks": hooks}
+    return {"schema": contract.HOOK_STATS_SCHEMA, "hour": _hour(hours_ago), "hooks": hooks}
 
 
 def _prompt_hour(runs: int, fast: int, slow: int) -> dict[str, Any]:

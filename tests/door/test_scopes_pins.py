@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from bli_memory.door.model import MAX_PIN_CHARS
+from bli_memory.wire.contract import MAX_PIN_CHARS
 from tests.door.helpers import STORE_KINDS, serve_on_store
 from tests.helpers import DoorProcess
 

@@ -27,6 +27,7 @@ import pytest
 from bli_memory.door.api import routes_page, signin
 from bli_memory.door.api.app import create_app
 from bli_memory.hooks import stats
+from bli_memory.wire.contract import HOOK_STATS_SCHEMA
 from tests.door.helpers import STORE_KINDS, open_memories, serve_on_store
 from tests.helpers import DoorProcess
 
@@ -123,7 +124,7 @@ def _hour_of_hooks(runs: int) -> dict[str, Any]:
     for _ in range(runs):
         stats.add_run(data, "prompt", {"status": "ok", "via": "direct"}, 150)
     return {
-        "schema": stats.SCHEMA,
+        "schema": HOOK_STATS_SCHEMA,
         "hour": stats.hour_name(time.time()) + ":00Z",
         "hooks": data["hooks"],
     }

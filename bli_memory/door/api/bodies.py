@@ -28,17 +28,22 @@ from bli_memory.door.errors import InvalidRequest
 from bli_memory.door.model import (
     MAX_CONTENT_CHARS,
     MAX_ID_CHARS,
-    MAX_LIMIT,
-    MAX_PIN_CHARS,
     MAX_TAG_CHARS,
     RESERVED_TAG_PREFIX,
     is_reserved_tag,
     now_s,
     parse_iso,
 )
+from bli_memory.wire.contract import (
+    LIST_LIMIT_DEFAULT,
+    MAX_EXPERIENCE_REASON_CHARS,
+    MAX_LIMIT,
+    MAX_PIN_CHARS,
+    RECENT_LIMIT_DEFAULT,
+    SEARCH_LIMIT_DEFAULT,
+)
 
 MAX_QUERY_CHARS = 10_000
-MAX_REASON_CHARS = 500
 #: how far ahead of the door's clock a client's `createdAt` may be (clock skew), in seconds.
 CREATED_AT_SKEW_S = 300.0
 
@@ -115,7 +120,7 @@ class SearchBody(_Body):
     model_config = _STRICT
     q: Annotated[StrictStr, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
     containerTag: Tag
-    limit: Annotated[StrictInt, Field(ge=1, le=MAX_LIMIT)] = 5
+    limit: Annotated[StrictInt, Field(ge=1, le=MAX_LIMIT)] = SEARCH_LIMIT_DEFAULT
     threshold: Annotated[Number, Field(ge=0, le=1)] = 0.0
     #: how long a question's rewrite may take, at most (`bli_memory.door.rewrite`); None: the door's own
     rewriteBudgetMs: Annotated[StrictInt, Field(ge=0, le=60_000)] | None = None
@@ -160,7 +165,7 @@ class ListBody(_Body):
 
     model_config = _STRICT
     containerTag: Tag
-    limit: Annotated[StrictInt, Field(ge=1, le=MAX_LIMIT)] = browse.LIST_LIMIT_DEFAULT
+    limit: Annotated[StrictInt, Field(ge=1, le=MAX_LIMIT)] = LIST_LIMIT_DEFAULT
     cursor: Annotated[StrictStr, Field(min_length=1, max_length=browse.MAX_CURSOR_CHARS)] | None = None
     scope: Literal["project", "global", "all"] = "project"
 
@@ -168,7 +173,7 @@ class ListBody(_Body):
 class RecentBody(_Body):
     model_config = _STRICT
     containerTag: Tag
-    limit: Annotated[StrictInt, Field(ge=1, le=MAX_LIMIT)] = browse.RECENT_LIMIT_DEFAULT
+    limit: Annotated[StrictInt, Field(ge=1, le=MAX_LIMIT)] = RECENT_LIMIT_DEFAULT
     scope: Literal["project", "global", "all"] = "project"
 
 
@@ -207,7 +212,7 @@ class ExperienceBody(_Body):
     id: Annotated[StrictStr, Field(max_length=36)] | None = None
     store: Literal["bli", "supermemory", "both"]
     verdict: Literal["win", "loss", "noise"]
-    reason: Annotated[StrictStr, Field(min_length=1, max_length=MAX_REASON_CHARS)]
+    reason: Annotated[StrictStr, Field(min_length=1, max_length=MAX_EXPERIENCE_REASON_CHARS)]
     created_at: StrictStr | None = None
 
     @model_validator(mode="after")

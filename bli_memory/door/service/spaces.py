@@ -23,7 +23,6 @@ SPACE_TAGS_CACHE_MAX = 4096
 #: where a search reads (`project`: the request's space; `global`: the caller's global space; `all`:
 #: both, one ranking) and where a write lands (`project` or `global`). docs/scopes-and-pins.md.
 Scope = Literal["project", "global", "all"]
-SCOPES: tuple[str, ...] = ("project", "global", "all")
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 from bli_memory.door import exchanges
 from bli_memory.door.errors import Conflict, NoMatch, NotFound
 from bli_memory.door.model import (
-    FORGET_CLOSEST_MIN_SIMILARITY,
     Memory,
     Principal,
     SaveResult,
@@ -26,6 +25,7 @@ from bli_memory.door.service.search import Searcher
 from bli_memory.door.service.spaces import Scope, Spaces
 from bli_memory.door.service.stored_exchanges import StoredExchanges
 from bli_memory.door.service.writer import IndexedWriter
+from bli_memory.wire.contract import FORGET_CLOSEST_MIN_SIMILARITY
 
 if TYPE_CHECKING:
     import numpy as np
