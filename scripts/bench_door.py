@@ -470,7 +470,7 @@ def scale_seed_postgres(
     if there is None:
         sys.stderr.write(f"  building the HNSW index {index} ({PG_INDEX_SETTINGS})\n")
         built = time.perf_counter()
-        from bli_memory.door.store.postgres.store import PostgresStore
+        from bli_memory.door.store.postgres import PostgresStore
 
         indexing = PostgresStore(with_options(url, PG_INDEX_SETTINGS))
         indexing._ensure_vector_index(embedder.name, embedder.dim)  # the store's own index, made once

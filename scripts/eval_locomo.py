@@ -77,7 +77,7 @@ from bli_memory.door.embed import Embedder, Kind, load_embedder
 from bli_memory.door.memories import MemoryService
 from bli_memory.door.model import Memory, now_s
 from bli_memory.door.rewrite import QuestionRewriter, fuse_hits
-from bli_memory.door.store.base import Store
+from bli_memory.door.store.roles import Store
 from bli_memory.door.store.sqlite import SqliteStore
 from bli_memory.door.store.urls import mask_url
 

@@ -44,6 +44,9 @@ from bli_memory.door.errors import (
     NotFound,
     RequestTimeout,
     StorageFull,
+    StoreDamaged,
+    StoreFull,
+    StoreUnavailable,
     TooLarge,
     Unauthorized,
     UnsupportedMediaType,
@@ -67,7 +70,6 @@ from bli_memory.door.model import (
 )
 from bli_memory.door.rewrite import QuestionRewriter, fuse_hits
 from bli_memory.door.server import READ_TIMEOUT_S
-from bli_memory.door.store.base import StoreDamaged, StoreFull, StoreUnavailable
 
 MAX_BODY_BYTES = 1024 * 1024
 MAX_QUERY_CHARS = 10_000

@@ -25,7 +25,7 @@ from bli_memory.paths import data_home
 
 if TYPE_CHECKING:
     from bli_memory.door.memories import MemoryService
-    from bli_memory.door.store.base import Store
+    from bli_memory.door.store.roles import Store
     from bli_memory.door.store.sqlite.files import EarlyCheck
 
 DEFAULT_HOST = "127.0.0.1"
@@ -212,7 +212,7 @@ def _autopair(store: Store, url: str, env: Mapping[str, str]) -> None:
 
     A session for another door is the user's choice and is left alone."""
     from bli_memory import settings
-    from bli_memory.door.store.base import StoreDamaged
+    from bli_memory.door.errors import StoreDamaged
 
     path = settings.session_file(env)
     try:
@@ -429,10 +429,10 @@ def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
 
     from bli_memory.door.app import create_app, door_hosts
     from bli_memory.door.embed import EmbedderUnavailable, door_embedder
+    from bli_memory.door.errors import StoreDamaged
     from bli_memory.door.indexes import IndexLimits
     from bli_memory.door.memories import MemoryService
     from bli_memory.door.server import ServerLimits, bounded_protocol
-    from bli_memory.door.store.base import StoreDamaged
     from bli_memory.door.web import WebSessions
 
     if args.exchange_retention_days is None:

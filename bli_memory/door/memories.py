@@ -33,11 +33,14 @@ from typing import TYPE_CHECKING, Any, Literal
 from bli_memory.door import exchanges, keyword, ranking
 from bli_memory.door.errors import (
     Conflict,
+    DeviceRevoked,
     DoorError,
     Forbidden,
     InvalidRequest,
     NoMatch,
     NotFound,
+    QueueFull,
+    StoreUnavailable,
     Unauthorized,
     exception_line,
 )
@@ -66,15 +69,9 @@ from bli_memory.door.model import (
     is_pinned_metadata,
     now_s,
 )
-from bli_memory.door.store.base import (
-    ChangeLogStore,
-    DeviceRevoked,
-    ImportedVersion,
-    NewVersion,
-    QueueFull,
-    Store,
-    StoreUnavailable,
-)
+from bli_memory.door.store.base import ImportedVersion, NewVersion
+from bli_memory.door.store.roles import Store
+from bli_memory.door.store.roles.changes import ChangeLogStore
 
 if TYPE_CHECKING:
     from pathlib import Path

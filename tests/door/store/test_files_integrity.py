@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from bli_memory.door.errors import StoreDamaged
 from bli_memory.door.jobs import ExtractionWorker
 from bli_memory.door.memories import MemoryService
-from bli_memory.door.store.base import StoreDamaged
 from bli_memory.door.store.sqlite import SqliteStore
 from bli_memory.door.store.sqlite.files import DamagedDatabase, EarlyCheck, check_integrity
 from tests.helpers import BIN, DoorProcess
