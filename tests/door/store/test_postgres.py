@@ -386,7 +386,7 @@ def test_lookups_by_id_use_the_id_index_right_after_a_bulk_load(stores: Callable
     """Before PostgreSQL has statistics on freshly loaded rows (a migrate, an import), the planner
     answered `team_id = … AND id = ANY(…)` from the team index and read every row of the team per
     search; the lookup is written so that only the id index can answer it."""
-    from bli_memory.door.store.postgres.connection import UPDATED_AT_BY_IDS_SQL
+    from bli_memory.door.store.postgres.memories import UPDATED_AT_BY_IDS_SQL
 
     store = stores()
     ada = store_principal(store)

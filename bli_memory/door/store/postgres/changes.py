@@ -1,4 +1,4 @@
-"""The Postgres store's change log role (`roles/changes.py`): what other processes committed."""
+"""The PostgreSQL store's change log role (`roles/changes.py`): what other processes committed."""
 
 from __future__ import annotations
 
@@ -23,7 +23,8 @@ from bli_memory.door.store.postgres.connection import (
 
 
 class PostgresChanges(PostgresConnection):
-    """PostgresStore's changes part."""
+    """The change log read back: other doors' commits past this store's position, its own left out
+    (`changes_elsewhere`), and what changed since a snapshot's counter value (`changes_since`)."""
 
     def changed_elsewhere(self) -> bool:
         """Whether the change counter moved by other than this store's own commits since the last call."""

@@ -1,10 +1,9 @@
-"""The Postgres store's ground: its connections, transactions and change notes, the mapping of its
+"""The PostgreSQL store's ground: its connections, transactions and change notes, the mapping of its
 driver's errors to the door's (`door/errors.py`), and what every role part of `PostgresStore` shares."""
 
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -19,17 +18,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from bli_memory.door.errors import StoreFull, StoreUnavailable, first_line
 from bli_memory.door.model import Memory, new_id
 from bli_memory.door.store.base import (
-    AUTHENTICATE_SQL,
-    COPY_TABLES,
-    ENQUEUE_JOB_SQL,
-    EXPERIENCE_PAGE_SQL,
-    FAIR_JOB_ORDER_SQL,
-    INSERT_EXPERIENCE_SQL,
-    JSON_COLUMNS,
     MAX_PENDING_JOBS_PER_DEVICE,
-    PRINCIPAL_FOR_JOB_SQL,
-    PUT_HOOK_STATS_SQL,
-    in_dialect,
     memory_from_row,
 )
 from bli_memory.door.store.postgres.schema import migrate, vector_cast, vector_index_name
@@ -39,6 +28,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     Connection = psycopg.Connection[dict[str, Any]]
+
 
 #: connections one door keeps open at most (the HTTP thread pool borrows them per statement).
 POOL_MAX_CONNECTIONS = 10
@@ -60,7 +50,6 @@ HNSW_EF_SEARCH = 400
 FULL_REMEMBERED_S = 60.0
 #: what cancels a job whose device was revoked.
 REVOKED_JOB_ERROR = "cancelled: its device was revoked"
-EXPIRED_JOB_ERROR = "interrupted (its door stopped or lost its lease) at each of its attempts"
 #: the advisory lock key under which a vector index is made (one door makes it, the others wait).
 VECTOR_INDEX_LOCK_KEY = 7_310_446_201_115_339_522
 #: the change log keeps the rows of this many of the newest writing transactions (a door further
@@ -73,34 +62,11 @@ CHANGE_LOG_MAX_ROWS = 10_000
 ChangeKind = Literal["memory", "space", "team", "aliases"]
 Change = tuple[ChangeKind, int, str | None, str | None]
 
-_MEMORY_COLUMNS = (
+MEMORY_COLUMNS = (
     "seq, id, team_id, container_tag, custom_id, content, kind, status, version, root_id, previous_version_id, "
     "pinned, metadata, person_id, device_id, created_at, updated_at, superseded_at"
 )
-_MEMORY_COLUMNS_M = ", ".join(f"m.{name.strip()}" for name in _MEMORY_COLUMNS.split(","))
-#: the last change of the team's current memories among some ids; `team_id + 0` and `status || ''`
-#: leave the id index as the only one that can answer (see `current_by_ids`).
-UPDATED_AT_BY_IDS_SQL = (
-    "SELECT id, updated_at FROM memories WHERE id = ANY(%s) AND team_id + 0 = %s AND status || '' = 'current'"
-)
-_NOW = "extract(epoch from clock_timestamp())"
-
-#: tables whose ids PostgreSQL numbers itself: after rows with their own ids, numbering goes on past them.
-_IDENTITY_COLUMNS = {"teams": "id", "people": "id", "memories": "seq"}
-
-_AUTHENTICATE = in_dialect(AUTHENTICATE_SQL, "%s")
-_PRINCIPAL_FOR_JOB = in_dialect(PRINCIPAL_FOR_JOB_SQL, "%s")
-_ENQUEUE_JOB = in_dialect(ENQUEUE_JOB_SQL, "%s")
-_FAIR_JOB_ORDER = in_dialect(FAIR_JOB_ORDER_SQL, "%s")
-_PUT_HOOK_STATS = in_dialect(PUT_HOOK_STATS_SQL, "%s")
-#: a retry of an opinion already stored inserts nothing; record_experience then compares the two
-_INSERT_EXPERIENCE = in_dialect(INSERT_EXPERIENCE_SQL, "%s") + " ON CONFLICT (team_id, id) DO NOTHING"
-_EXPERIENCE_PAGE = in_dialect(EXPERIENCE_PAGE_SQL, "%s")
-
-
-def _column(name: str) -> str:
-    """A copied column's name here: the SQLite names of `COPY_COLUMNS`, but `rowid` is `seq`."""
-    return "seq" if name == "rowid" else name
+MEMORY_COLUMNS_M = ", ".join(f"m.{name.strip()}" for name in MEMORY_COLUMNS.split(","))
 
 
 def server_version(number: int) -> str:
@@ -110,7 +76,8 @@ def server_version(number: int) -> str:
 
 
 class PostgresConnection:
-    """The pool and its plumbing; every role part below builds on it."""
+    """The pool, its transactions (a connection per thread) and change notes, and the mapping of psycopg's
+    errors to the door's: what every role part of `PostgresStore` builds on."""
 
     def __init__(
         self,
@@ -365,30 +332,9 @@ class PostgresConnection:
         self._vector_indexes.add(name)
 
 
-def _copied_table(table: str) -> str:
-    """`table` when dump_rows/load_rows copy it; ValueError otherwise (a table name goes into SQL)."""
-    if table not in COPY_TABLES:
-        raise ValueError(f"not a copied table: {table!r}")
-    return table
-
-
-def _array(vector: Any) -> np.ndarray:
+def vector_array(vector: Any) -> np.ndarray:
     """A pgvector value as float32 numpy (the adapter gives a `Vector` or an array by format)."""
     import numpy as np
 
     value = vector.to_numpy() if hasattr(vector, "to_numpy") else vector
     return np.asarray(value, dtype=np.float32)
-
-
-def _loadable(table: str, name: str, value: Any) -> Any:
-    """A dumped value as PostgreSQL takes it: a memory's float32 bytes become a vector, a JSON
-    column's parsed value its text (a dump gives either)."""
-    if table == "memories" and name == "embedding" and value is not None:
-        import numpy as np
-
-        return np.frombuffer(bytes(value), dtype=np.float32)
-    if name in JSON_COLUMNS.get(table, ()) and value is not None and not isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, (bytearray, memoryview)):
-        return bytes(value)
-    return value

@@ -1,7 +1,9 @@
-"""The Postgres store's copy role (`roles/copy.py`): a team's history by pages, and whole tables for a migrate."""
+"""The PostgreSQL store's copy role (`roles/copy.py`): a team's history by pages, and whole tables for a
+migrate."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -11,28 +13,31 @@ from psycopg import sql
 from bli_memory.door.model import Memory
 from bli_memory.door.store.base import (
     COPY_COLUMNS,
+    COPY_TABLES,
+    JSON_COLUMNS,
     PRIMARY_KEYS,
     SHARED_OR_OWN_GLOBAL_SQL,
     ImportedVersion,
     imported_values,
     in_dialect,
 )
+from bli_memory.door.store.postgres.connection import (
+    MEMORY_COLUMNS,
+    PostgresConnection,
+    vector_array,
+)
 
 if TYPE_CHECKING:
     Connection = psycopg.Connection[dict[str, Any]]
-from bli_memory.door.store.postgres.connection import (
-    _IDENTITY_COLUMNS,
-    _MEMORY_COLUMNS,
-    PostgresConnection,
-    _array,
-    _column,
-    _copied_table,
-    _loadable,
-)
+
+
+#: tables whose ids PostgreSQL numbers itself: after rows with their own ids, numbering goes on past them.
+_IDENTITY_COLUMNS = {"teams": "id", "people": "id", "memories": "seq"}
 
 
 class PostgresCopy(PostgresConnection):
-    """PostgresStore's copy part."""
+    """A team's rows in save order (export), imported rows as given, and whole tables for a migrate
+    (sequences moved past loaded keys)."""
 
     def rows_page(
         self, team_id: int, tags: Sequence[str] | None, after: str | None, limit: int, *, own_global: str
@@ -55,7 +60,7 @@ class PostgresCopy(PostgresConnection):
         }
         # an unknown `after` makes the start NULL, and `seq > NULL` holds for no row: []
         return self._memories(
-            f"""SELECT {_MEMORY_COLUMNS} FROM memories WHERE team_id = %(team)s AND seq > {start} {in_tags}
+            f"""SELECT {MEMORY_COLUMNS} FROM memories WHERE team_id = %(team)s AND seq > {start} {in_tags}
                 ORDER BY seq LIMIT %(limit)s""",
             params,
         )
@@ -98,7 +103,7 @@ class PostgresCopy(PostgresConnection):
         if table == "memories":
             for row in rows:
                 vector = row["embedding"]
-                row["embedding"] = None if vector is None else _array(vector).tobytes()
+                row["embedding"] = None if vector is None else vector_array(vector).tobytes()
         return [dict(row) for row in rows]
 
     def load_rows(self, table: str, rows: Sequence[dict[str, Any]]) -> int:
@@ -152,3 +157,29 @@ class PostgresCopy(PostgresConnection):
                 sql.SQL("SELECT count(*) AS n FROM {}").format(sql.Identifier(_copied_table(table)))
             ).fetchone()
         return int(row["n"]) if row else 0
+
+
+def _column(name: str) -> str:
+    """A copied column's name here: the SQLite names of `COPY_COLUMNS`, but `rowid` is `seq`."""
+    return "seq" if name == "rowid" else name
+
+
+def _copied_table(table: str) -> str:
+    """`table` when dump_rows/load_rows copy it; ValueError otherwise (a table name goes into SQL)."""
+    if table not in COPY_TABLES:
+        raise ValueError(f"not a copied table: {table!r}")
+    return table
+
+
+def _loadable(table: str, name: str, value: Any) -> Any:
+    """A dumped value as PostgreSQL takes it: a memory's float32 bytes become a vector, a JSON
+    column's parsed value its text (a dump gives either)."""
+    if table == "memories" and name == "embedding" and value is not None:
+        import numpy as np
+
+        return np.frombuffer(bytes(value), dtype=np.float32)
+    if name in JSON_COLUMNS.get(table, ()) and value is not None and not isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    return value

@@ -1,4 +1,5 @@
-"""The Postgres store's job queue role (`roles/jobs.py`): extraction jobs and their states (`door/job_states.py`)."""
+"""The PostgreSQL store's job queue role (`roles/jobs.py`): extraction jobs and their states
+(`door/job_states.py`)."""
 
 from __future__ import annotations
 
@@ -12,24 +13,30 @@ from bli_memory.door.errors import DeviceRevoked, QueueFull
 from bli_memory.door.job_states import JobState
 from bli_memory.door.model import Job, Principal, new_id, now_s
 from bli_memory.door.store.base import (
+    ENQUEUE_JOB_SQL,
+    FAIR_JOB_ORDER_SQL,
+    in_dialect,
     job_from_row,
     job_values,
 )
-
-if TYPE_CHECKING:
-    Connection = psycopg.Connection[dict[str, Any]]
 from bli_memory.door.store.postgres.connection import (
-    _ENQUEUE_JOB,
-    _FAIR_JOB_ORDER,
-    _NOW,
-    EXPIRED_JOB_ERROR,
     REVOKED_JOB_ERROR,
     PostgresConnection,
 )
 
+if TYPE_CHECKING:
+    Connection = psycopg.Connection[dict[str, Any]]
+
+
+EXPIRED_JOB_ERROR = "interrupted (its door stopped or lost its lease) at each of its attempts"
+_NOW = "extract(epoch from clock_timestamp())"
+_ENQUEUE_JOB = in_dialect(ENQUEUE_JOB_SQL, "%s")
+_FAIR_JOB_ORDER = in_dialect(FAIR_JOB_ORDER_SQL, "%s")
+
 
 class PostgresJobs(PostgresConnection):
-    """PostgresStore's jobs part."""
+    """The job queue several doors share: claimed with `FOR UPDATE SKIP LOCKED` under a lease a thread
+    renews."""
 
     def enqueue_job(
         self, principal: Principal, tag: str, content: str, metadata: dict[str, Any] | None

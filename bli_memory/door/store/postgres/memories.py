@@ -1,4 +1,4 @@
-"""The Postgres store's memory rows role (`roles/memories.py`): aliases, and every version of every memory."""
+"""The PostgreSQL store's memory rows role (`roles/memories.py`): aliases, and every version of every memory."""
 
 from __future__ import annotations
 
@@ -15,19 +15,26 @@ from bli_memory.door.store.base import (
     PurgeCount,
     version_values,
 )
+from bli_memory.door.store.postgres.connection import (
+    MEMORY_COLUMNS,
+    MEMORY_COLUMNS_M,
+    PostgresConnection,
+)
 
 if TYPE_CHECKING:
     Connection = psycopg.Connection[dict[str, Any]]
-from bli_memory.door.store.postgres.connection import (
-    _MEMORY_COLUMNS,
-    _MEMORY_COLUMNS_M,
-    UPDATED_AT_BY_IDS_SQL,
-    PostgresConnection,
+
+
+#: the last change of the team's current memories among some ids; `team_id + 0` and `status || ''`
+#: leave the id index as the only one that can answer (see `current_by_ids`).
+UPDATED_AT_BY_IDS_SQL = (
+    "SELECT id, updated_at FROM memories WHERE id = ANY(%s) AND team_id + 0 = %s AND status || '' = 'current'"
 )
 
 
 class PostgresMemoryRows(PostgresConnection):
-    """PostgresStore's memories part."""
+    """Aliases and memory rows: reads by id, tag, hash and keyset, and the writes that insert a version or
+    retire one, each noted in the change log."""
 
     def canonical_tag(self, team_id: int, tag: str) -> str:
         with self._connection() as db:
@@ -60,31 +67,31 @@ class PostgresMemoryRows(PostgresConnection):
 
     def get(self, team_id: int, memory_id: str) -> Memory | None:
         return self._one(
-            f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id = %s AND team_id = %s", (memory_id, team_id)
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = %s AND team_id = %s", (memory_id, team_id)
         )
 
     def versions(self, team_id: int, root_id: str) -> list[Memory]:
         return self._memories(
-            f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE root_id = %s AND team_id = %s ORDER BY version, created_at, seq",
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE root_id = %s AND team_id = %s ORDER BY version, created_at, seq",
             (root_id, team_id),
         )
 
     def current_version(self, team_id: int, root_id: str) -> Memory | None:
         return self._one(
-            f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE root_id = %s AND team_id = %s AND status = 'current'",
+            f"SELECT {MEMORY_COLUMNS} FROM memories WHERE root_id = %s AND team_id = %s AND status = 'current'",
             (root_id, team_id),
         )
 
     def current_by_custom_id(self, team_id: int, tags: Sequence[str], custom_id: str) -> Memory | None:
         return self._one(
-            f"""SELECT {_MEMORY_COLUMNS} FROM memories WHERE team_id = %s AND status = 'current' AND pinned = 0
+            f"""SELECT {MEMORY_COLUMNS} FROM memories WHERE team_id = %s AND status = 'current' AND pinned = 0
                 AND container_tag = ANY(%s) AND custom_id = %s ORDER BY updated_at DESC, seq DESC LIMIT 1""",
             (team_id, list(tags), custom_id),
         )
 
     def current_by_hash(self, team_id: int, tags: Sequence[str], content_hash: str) -> Memory | None:
         return self._one(
-            f"""SELECT {_MEMORY_COLUMNS} FROM memories WHERE team_id = %s AND status = 'current' AND pinned = 0
+            f"""SELECT {MEMORY_COLUMNS} FROM memories WHERE team_id = %s AND status = 'current' AND pinned = 0
                 AND container_tag = ANY(%s) AND content_hash = %s ORDER BY updated_at DESC, seq DESC LIMIT 1""",
             (team_id, list(tags), content_hash),
         )
@@ -95,7 +102,7 @@ class PostgresMemoryRows(PostgresConnection):
     # 0.14 ms at 10 000 rows; a full pass at 1 000 000).
     def current_by_ids(self, team_id: int, ids: Sequence[str]) -> dict[str, Memory]:
         found = self._memories(
-            f"""SELECT {_MEMORY_COLUMNS_M}, p.name AS person FROM memories m LEFT JOIN people p ON p.id = m.person_id
+            f"""SELECT {MEMORY_COLUMNS_M}, p.name AS person FROM memories m LEFT JOIN people p ON p.id = m.person_id
                 WHERE m.id = ANY(%s) AND m.team_id + 0 = %s AND m.status || '' = 'current'""",
             (list(ids), team_id),
         )
@@ -120,14 +127,14 @@ class PostgresMemoryRows(PostgresConnection):
 
     def pinned(self, team_id: int, tags: Sequence[str]) -> list[Memory]:
         return self._memories(
-            f"""SELECT {_MEMORY_COLUMNS} FROM memories WHERE team_id = %s AND status = 'current' AND pinned = 1
+            f"""SELECT {MEMORY_COLUMNS} FROM memories WHERE team_id = %s AND status = 'current' AND pinned = 1
                 AND container_tag = ANY(%s) ORDER BY created_at, seq""",
             (team_id, list(tags)),
         )
 
     def recent(self, team_id: int, tags: Sequence[str], limit: int) -> list[Memory]:
         return self._memories(
-            f"""SELECT {_MEMORY_COLUMNS} FROM memories WHERE team_id = %s AND status = 'current' AND pinned = 0
+            f"""SELECT {MEMORY_COLUMNS} FROM memories WHERE team_id = %s AND status = 'current' AND pinned = 0
                 AND container_tag = ANY(%s) ORDER BY updated_at DESC, seq DESC LIMIT %s""",
             (team_id, list(tags), limit),
         )
@@ -163,7 +170,7 @@ class PostgresMemoryRows(PostgresConnection):
             rows = db.execute(
                 f"""SELECT page.*, p.name AS person FROM unnest(%(tags)s::text[]) AS wanted(tag)
                     CROSS JOIN LATERAL (
-                        SELECT {_MEMORY_COLUMNS_M} FROM memories m
+                        SELECT {MEMORY_COLUMNS_M} FROM memories m
                         WHERE m.team_id = %(team)s AND m.container_tag = wanted.tag AND m.status = 'current'
                         AND m.pinned = 0 {after_cursor}
                         ORDER BY m.updated_at DESC, m.id DESC LIMIT %(limit)s
@@ -239,7 +246,7 @@ class PostgresMemoryRows(PostgresConnection):
     def expired_documents(self, key_prefix: str, before: float, limit: int) -> list[tuple[int, Memory]]:
         with self._connection() as db:
             rows = db.execute(
-                f"""SELECT {_MEMORY_COLUMNS} FROM memories WHERE kind = 'document' AND status = 'current'
+                f"""SELECT {MEMORY_COLUMNS} FROM memories WHERE kind = 'document' AND status = 'current'
                     AND created_at < %s AND custom_id >= %s AND custom_id < %s ORDER BY created_at, seq LIMIT %s""",
                 (before, key_prefix, key_prefix + "\U0010ffff", limit),
             ).fetchall()

@@ -1,4 +1,5 @@
-"""The Postgres store's operations rows role (`roles/ops.py`): the experience log and the hourly hook figures."""
+"""The PostgreSQL store's operations rows role (`roles/ops.py`): the experience log and the hourly hook
+figures."""
 
 from __future__ import annotations
 
@@ -9,24 +10,31 @@ import psycopg
 
 from bli_memory.door.model import Principal, now_s
 from bli_memory.door.store.base import (
+    EXPERIENCE_PAGE_SQL,
+    INSERT_EXPERIENCE_SQL,
+    PUT_HOOK_STATS_SQL,
     experience_values,
     hook_stats_values,
+    in_dialect,
     same_experience,
+)
+from bli_memory.door.store.postgres.connection import (
+    PostgresConnection,
 )
 from bli_memory.door.store.roles.ops import ExperienceOutcome
 
 if TYPE_CHECKING:
     Connection = psycopg.Connection[dict[str, Any]]
-from bli_memory.door.store.postgres.connection import (
-    _EXPERIENCE_PAGE,
-    _INSERT_EXPERIENCE,
-    _PUT_HOOK_STATS,
-    PostgresConnection,
-)
+
+
+_PUT_HOOK_STATS = in_dialect(PUT_HOOK_STATS_SQL, "%s")
+#: a retry of an opinion already stored inserts nothing; record_experience then compares the two
+_INSERT_EXPERIENCE = in_dialect(INSERT_EXPERIENCE_SQL, "%s") + " ON CONFLICT (team_id, id) DO NOTHING"
+_EXPERIENCE_PAGE = in_dialect(EXPERIENCE_PAGE_SQL, "%s")
 
 
 class PostgresOps(PostgresConnection):
-    """PostgresStore's ops part."""
+    """The experience log and the hourly hook figures."""
 
     def record_experience(
         self,

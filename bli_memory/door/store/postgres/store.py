@@ -28,24 +28,20 @@ Strategy:
 - Extraction jobs are claimed with `FOR UPDATE SKIP LOCKED` under a lease (`claimed_by`,
   `lease_until` on the server's clock) that a thread renews while the door holds jobs: a door killed
   mid-job loses nothing, its lease runs out and any door claims the job again.
+- The parts: `connection.py` (the pool, transactions, errors mapped to the door's), then one module per
+  role of `roles/`: `changes.py`, `devices.py`, `memories.py`, `vectors.py`, `jobs.py`, `ops.py`,
+  `copy.py`; `PostgresStore` is their composition.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
-import psycopg
-
-from bli_memory.door.store.postgres.schema import SCHEMA_VERSION
-
-if TYPE_CHECKING:
-    Connection = psycopg.Connection[dict[str, Any]]
 from bli_memory.door.store.postgres.changes import PostgresChanges
 from bli_memory.door.store.postgres.copy import PostgresCopy
 from bli_memory.door.store.postgres.devices import PostgresDevices
 from bli_memory.door.store.postgres.jobs import PostgresJobs
 from bli_memory.door.store.postgres.memories import PostgresMemoryRows
 from bli_memory.door.store.postgres.ops import PostgresOps
+from bli_memory.door.store.postgres.schema import SCHEMA_VERSION
 from bli_memory.door.store.postgres.vectors import PostgresVectors
 
 

@@ -1,4 +1,4 @@
-"""The Postgres store's vectors role (`roles/vectors.py`)."""
+"""The PostgreSQL store's vectors role (`roles/vectors.py`)."""
 
 from __future__ import annotations
 
@@ -19,12 +19,12 @@ if TYPE_CHECKING:
     Connection = psycopg.Connection[dict[str, Any]]
 from bli_memory.door.store.postgres.connection import (
     PostgresConnection,
-    _array,
+    vector_array,
 )
 
 
 class PostgresVectors(PostgresConnection):
-    """PostgresStore's vectors part."""
+    """Vectors in pgvector columns, searched by one HNSW index per model (`nearest`)."""
 
     def vectors_missing(self, model: str, limit: int) -> list[VectorTask]:
         with self._connection() as db:
@@ -63,7 +63,7 @@ class PostgresVectors(PostgresConnection):
                 (team_id, tag, model),
             ).fetchall()
         for row in rows:
-            yield row["id"], _array(row["embedding"])
+            yield row["id"], vector_array(row["embedding"])
 
     def vectors_of(self, team_id: int, ids: Sequence[str], model: str) -> dict[str, np.ndarray]:
         unique = list(dict.fromkeys(ids))
@@ -75,7 +75,7 @@ class PostgresVectors(PostgresConnection):
                    AND status || '' = 'current' AND embedding IS NOT NULL AND embedding_model = %s""",
                 (team_id, unique, model),
             ).fetchall()
-        return {row["id"]: _array(row["embedding"]) for row in rows}
+        return {row["id"]: vector_array(row["embedding"]) for row in rows}
 
     def nearest(
         self, team_id: int, tag: str, model: str, query: np.ndarray, k: int

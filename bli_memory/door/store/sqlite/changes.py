@@ -1,4 +1,4 @@
-"""The Sqlite store's change log role (`roles/changes.py`): what other processes committed."""
+"""The SQLite store's change log role (`roles/changes.py`): what other processes committed."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ from bli_memory.door.store.sqlite.connection import (
 
 
 class SqliteChanges(SqliteConnection):
-    """SqliteStore's changes part."""
+    """The change log read back: other connections' commits (`changes_elsewhere`), and what changed since a
+    snapshot's counter value (`changes_since`)."""
 
     def changed_elsewhere(self) -> bool:
         """`PRAGMA data_version` changes only for commits made by other connections."""

@@ -1,31 +1,20 @@
-"""The Sqlite store's ground: its connection, transactions and change notes, the mapping of its
+"""The SQLite store's ground: its connection, transactions and change notes, the mapping of its
 driver's errors to the door's (`door/errors.py`), and what every role part of `SqliteStore` shares."""
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from bli_memory.door.errors import StoreDamaged, StoreFull, first_line
 from bli_memory.door.model import Memory, new_id
 from bli_memory.door.store.base import (
-    AUTHENTICATE_SQL,
-    COPY_TABLES,
-    ENQUEUE_JOB_SQL,
-    EXPERIENCE_PAGE_SQL,
-    FAIR_JOB_ORDER_SQL,
-    INSERT_EXPERIENCE_SQL,
-    JSON_COLUMNS,
     MAX_PENDING_JOBS_PER_DEVICE,
-    PRINCIPAL_FOR_JOB_SQL,
-    PUT_HOOK_STATS_SQL,
-    in_dialect,
     memory_from_row,
 )
 from bli_memory.door.store.sqlite.files import (
@@ -51,20 +40,12 @@ REVOKED_JOB_ERROR = "cancelled: its device was revoked"
 #: ids per `IN (...)` lookup.
 IDS_PER_QUERY = 500
 #: every column a Memory is built from: never the embedding blob (1.5 KB a row) where it is not used.
-_MEMORY_COLUMN_NAMES = (
+MEMORY_COLUMN_NAMES = (
     "rowid id team_id container_tag custom_id content kind status version root_id previous_version_id "
     "pinned metadata person_id device_id created_at updated_at superseded_at"
 ).split()
-_MEMORY_COLUMNS = ", ".join(_MEMORY_COLUMN_NAMES)
-_MEMORY_COLUMNS_M = ", ".join(f"m.{name}" for name in _MEMORY_COLUMN_NAMES)
-
-_AUTHENTICATE = in_dialect(AUTHENTICATE_SQL, "?")
-_PRINCIPAL_FOR_JOB = in_dialect(PRINCIPAL_FOR_JOB_SQL, "?")
-_ENQUEUE_JOB = in_dialect(ENQUEUE_JOB_SQL, "?")
-_FAIR_JOB_ORDER = in_dialect(FAIR_JOB_ORDER_SQL, "?")
-_PUT_HOOK_STATS = in_dialect(PUT_HOOK_STATS_SQL, "?")
-_INSERT_EXPERIENCE = in_dialect(INSERT_EXPERIENCE_SQL, "?")
-_EXPERIENCE_PAGE = in_dialect(EXPERIENCE_PAGE_SQL, "?")
+MEMORY_COLUMNS = ", ".join(MEMORY_COLUMN_NAMES)
+MEMORY_COLUMNS_M = ", ".join(f"m.{name}" for name in MEMORY_COLUMN_NAMES)
 
 
 #: the change log keeps the rows of this many newest transactions (then pruned, a tenth at a time)
@@ -86,24 +67,9 @@ def _is_full(exc: BaseException) -> bool:
     )
 
 
-def _copied_table(table: str) -> str:
-    """`table` when dump_rows/load_rows copy it; ValueError otherwise (a table name goes into SQL)."""
-    if table not in COPY_TABLES:
-        raise ValueError(f"not a copied table: {table!r}")
-    return table
-
-
-def _stored_value(table: str, column: str, value: Any) -> Any:
-    """A dumped value as this store keeps it: JSON columns as text, bytes-like as bytes."""
-    if column in JSON_COLUMNS.get(table, ()) and value is not None and not isinstance(value, str):
-        return json.dumps(value)
-    if isinstance(value, (bytearray, memoryview)):
-        return bytes(value)
-    return value
-
-
 class SqliteConnection:
-    """The file and its plumbing; every role part below builds on it."""
+    """The file, its one connection and lock, its transactions and change notes, and the mapping of SQLite's
+    errors to the door's: what every role part of `SqliteStore` builds on."""
 
     def __init__(
         self,

@@ -1,13 +1,16 @@
-"""The Sqlite store's copy role (`roles/copy.py`): a team's history by pages, and whole tables for a migrate."""
+"""The SQLite store's copy role (`roles/copy.py`): a team's history by pages, and whole tables for a migrate."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
 from bli_memory.door.model import Memory
 from bli_memory.door.store.base import (
     COPY_COLUMNS,
+    COPY_TABLES,
+    JSON_COLUMNS,
     PRIMARY_KEYS,
     SHARED_OR_OWN_GLOBAL_SQL,
     ImportedVersion,
@@ -15,15 +18,13 @@ from bli_memory.door.store.base import (
     in_dialect,
 )
 from bli_memory.door.store.sqlite.connection import (
-    _MEMORY_COLUMNS,
+    MEMORY_COLUMNS,
     SqliteConnection,
-    _copied_table,
-    _stored_value,
 )
 
 
 class SqliteCopy(SqliteConnection):
-    """SqliteStore's copy part."""
+    """A team's rows in insert order (export), imported rows as given, and whole tables for a migrate."""
 
     def rows_page(
         self, team_id: int, tags: Sequence[str] | None, after: str | None, limit: int, *, own_global: str
@@ -43,7 +44,7 @@ class SqliteCopy(SqliteConnection):
             else:
                 in_tags, tag_values = f" AND container_tag IN ({','.join('?' * len(tags))})", tuple(tags)
             rows = self._db.execute(
-                f"""SELECT {_MEMORY_COLUMNS} FROM memories WHERE team_id = ? AND rowid > ?{in_tags}
+                f"""SELECT {MEMORY_COLUMNS} FROM memories WHERE team_id = ? AND rowid > ?{in_tags}
                     ORDER BY rowid LIMIT ?""",
                 (team_id, after_rowid, *tag_values, limit),
             ).fetchall()
@@ -98,3 +99,19 @@ class SqliteCopy(SqliteConnection):
         """How many rows `table` holds (migrate's progress; not part of the Store protocol)."""
         with self._read():
             return int(self._db.execute(f"SELECT count(*) FROM {_copied_table(table)}").fetchone()[0])
+
+
+def _copied_table(table: str) -> str:
+    """`table` when dump_rows/load_rows copy it; ValueError otherwise (a table name goes into SQL)."""
+    if table not in COPY_TABLES:
+        raise ValueError(f"not a copied table: {table!r}")
+    return table
+
+
+def _stored_value(table: str, column: str, value: Any) -> Any:
+    """A dumped value as this store keeps it: JSON columns as text, bytes-like as bytes."""
+    if column in JSON_COLUMNS.get(table, ()) and value is not None and not isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    return value

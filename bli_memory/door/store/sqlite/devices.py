@@ -1,4 +1,4 @@
-"""The Sqlite store's devices role (`roles/devices.py`): teams, people, devices and tokens."""
+"""The SQLite store's devices role (`roles/devices.py`): teams, people, devices and tokens."""
 
 from __future__ import annotations
 
@@ -7,20 +7,25 @@ from typing import Any
 from bli_memory.door.job_states import JobState
 from bli_memory.door.model import Job, Principal, hash_text, new_id, new_token, now_s
 from bli_memory.door.store.base import (
+    AUTHENTICATE_SQL,
     LIST_DEVICES_SQL,
+    PRINCIPAL_FOR_JOB_SQL,
+    in_dialect,
     job_principal_from_row,
     principal_from_row,
 )
 from bli_memory.door.store.sqlite.connection import (
-    _AUTHENTICATE,
-    _PRINCIPAL_FOR_JOB,
     REVOKED_JOB_ERROR,
     SqliteConnection,
 )
 
+_AUTHENTICATE = in_dialect(AUTHENTICATE_SQL, "?")
+_PRINCIPAL_FOR_JOB = in_dialect(PRINCIPAL_FOR_JOB_SQL, "?")
+
 
 class SqliteDevices(SqliteConnection):
-    """SqliteStore's devices part."""
+    """Teams, people and devices: a device's token kept as its hash; a revoke cancels the device's waiting
+    jobs in the same transaction."""
 
     def create_device(
         self, *, person: str, team: str = "local", admin: bool = False, label: str | None = None

@@ -1,4 +1,5 @@
-"""The Sqlite store's job queue role (`roles/jobs.py`): extraction jobs and their states (`door/job_states.py`)."""
+"""The SQLite store's job queue role (`roles/jobs.py`): extraction jobs and their states
+(`door/job_states.py`)."""
 
 from __future__ import annotations
 
@@ -10,19 +11,23 @@ from bli_memory.door.errors import DeviceRevoked, QueueFull
 from bli_memory.door.job_states import JobState
 from bli_memory.door.model import Job, Principal, new_id, now_s
 from bli_memory.door.store.base import (
+    ENQUEUE_JOB_SQL,
+    FAIR_JOB_ORDER_SQL,
+    in_dialect,
     job_from_row,
     job_values,
 )
 from bli_memory.door.store.sqlite.connection import (
-    _ENQUEUE_JOB,
-    _FAIR_JOB_ORDER,
     REVOKED_JOB_ERROR,
     SqliteConnection,
 )
 
+_ENQUEUE_JOB = in_dialect(ENQUEUE_JOB_SQL, "?")
+_FAIR_JOB_ORDER = in_dialect(FAIR_JOB_ORDER_SQL, "?")
+
 
 class SqliteJobs(SqliteConnection):
-    """SqliteStore's jobs part."""
+    """The job queue: claimed in a round over the devices under SQLite's one write lock."""
 
     def enqueue_job(
         self, principal: Principal, tag: str, content: str, metadata: dict[str, Any] | None

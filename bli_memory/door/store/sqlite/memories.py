@@ -1,4 +1,4 @@
-"""The Sqlite store's memory rows role (`roles/memories.py`): aliases, and every version of every memory."""
+"""The SQLite store's memory rows role (`roles/memories.py`): aliases, and every version of every memory."""
 
 from __future__ import annotations
 
@@ -15,14 +15,15 @@ from bli_memory.door.store.base import (
     version_values,
 )
 from bli_memory.door.store.sqlite.connection import (
-    _MEMORY_COLUMNS,
-    _MEMORY_COLUMNS_M,
+    MEMORY_COLUMNS,
+    MEMORY_COLUMNS_M,
     SqliteConnection,
 )
 
 
 class SqliteMemoryRows(SqliteConnection):
-    """SqliteStore's memories part."""
+    """Aliases and memory rows: reads by id, tag, hash and keyset, and the writes that insert a version or
+    retire one, each noted in the change log."""
 
     def canonical_tag(self, team_id: int, tag: str) -> str:
         with self._read():
@@ -56,14 +57,14 @@ class SqliteMemoryRows(SqliteConnection):
     def get(self, team_id: int, memory_id: str) -> Memory | None:
         with self._read():
             row = self._db.execute(
-                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id = ? AND team_id = ?", (memory_id, team_id)
+                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id = ? AND team_id = ?", (memory_id, team_id)
             ).fetchone()
         return None if row is None else self._memory(row)
 
     def versions(self, team_id: int, root_id: str) -> list[Memory]:
         with self._read():
             rows = self._db.execute(
-                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE root_id = ? AND team_id = ? ORDER BY version, created_at",
+                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE root_id = ? AND team_id = ? ORDER BY version, created_at",
                 (root_id, team_id),
             ).fetchall()
         return [self._memory(row) for row in rows]
@@ -71,7 +72,7 @@ class SqliteMemoryRows(SqliteConnection):
     def current_version(self, team_id: int, root_id: str) -> Memory | None:
         with self._read():
             row = self._db.execute(
-                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE root_id = ? AND team_id = ? AND status = 'current'",
+                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE root_id = ? AND team_id = ? AND status = 'current'",
                 (root_id, team_id),
             ).fetchone()
         return None if row is None else self._memory(row)
@@ -89,14 +90,14 @@ class SqliteMemoryRows(SqliteConnection):
         marks = ",".join("?" * len(tags))
         with self._read():
             row = self._db.execute(
-                f"""SELECT {_MEMORY_COLUMNS} FROM memories INDEXED BY {index} WHERE team_id = ? AND status = 'current'
+                f"""SELECT {MEMORY_COLUMNS} FROM memories INDEXED BY {index} WHERE team_id = ? AND status = 'current'
                     AND pinned = 0 AND container_tag IN ({marks}) AND {column} = ? ORDER BY updated_at DESC LIMIT 1""",
                 (team_id, *tags, value),
             ).fetchone()
         return None if row is None else self._memory(row)
 
     def current_by_ids(self, team_id: int, ids: Sequence[str]) -> dict[str, Memory]:
-        select = f"SELECT {_MEMORY_COLUMNS_M}, p.name AS person FROM memories m LEFT JOIN people p ON p.id = m.person_id"
+        select = f"SELECT {MEMORY_COLUMNS_M}, p.name AS person FROM memories m LEFT JOIN people p ON p.id = m.person_id"
         return {row["id"]: self._memory(row) for row in self._current_rows_by_ids(select, team_id, ids)}
 
     def updated_at(self, team_id: int, ids: Sequence[str]) -> dict[str, float]:
@@ -119,7 +120,7 @@ class SqliteMemoryRows(SqliteConnection):
         marks = ",".join("?" * len(tags))
         with self._read():
             rows = self._db.execute(
-                f"""SELECT {_MEMORY_COLUMNS} FROM memories WHERE team_id = ? AND status = 'current' AND pinned = 1
+                f"""SELECT {MEMORY_COLUMNS} FROM memories WHERE team_id = ? AND status = 'current' AND pinned = 1
                     AND container_tag IN ({marks}) ORDER BY created_at""",
                 (team_id, *tags),
             ).fetchall()
@@ -129,7 +130,7 @@ class SqliteMemoryRows(SqliteConnection):
         marks = ",".join("?" * len(tags))
         with self._read():
             rows = self._db.execute(
-                f"""SELECT {_MEMORY_COLUMNS} FROM memories WHERE team_id = ? AND status = 'current' AND pinned = 0
+                f"""SELECT {MEMORY_COLUMNS} FROM memories WHERE team_id = ? AND status = 'current' AND pinned = 0
                     AND container_tag IN ({marks}) ORDER BY updated_at DESC, rowid DESC LIMIT ?""",
                 (team_id, *tags, limit),
             ).fetchall()
@@ -146,7 +147,7 @@ class SqliteMemoryRows(SqliteConnection):
         with self._read():
             for tag in dict.fromkeys(tags):
                 rows += self._db.execute(
-                    f"""SELECT {_MEMORY_COLUMNS_M}, p.name AS person FROM memories m
+                    f"""SELECT {MEMORY_COLUMNS_M}, p.name AS person FROM memories m
                         LEFT JOIN people p ON p.id = m.person_id
                         WHERE m.team_id = ? AND m.container_tag = ? AND m.status = 'current' AND m.pinned = 0
                         {after_cursor} ORDER BY m.updated_at DESC, m.id DESC LIMIT ?""",
@@ -258,7 +259,7 @@ class SqliteMemoryRows(SqliteConnection):
         # a prefix as a range (not LIKE, whose `_` and `%` would need escaping)
         with self._read():
             rows = self._db.execute(
-                f"""SELECT {_MEMORY_COLUMNS} FROM memories WHERE kind = 'document' AND status = 'current'
+                f"""SELECT {MEMORY_COLUMNS} FROM memories WHERE kind = 'document' AND status = 'current'
                     AND created_at < ? AND custom_id >= ? AND custom_id < ? ORDER BY created_at LIMIT ?""",
                 (before, key_prefix, key_prefix + "\U0010ffff", limit),
             ).fetchall()

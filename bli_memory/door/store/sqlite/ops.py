@@ -1,4 +1,4 @@
-"""The Sqlite store's operations rows role (`roles/ops.py`): the experience log and the hourly hook figures."""
+"""The SQLite store's operations rows role (`roles/ops.py`): the experience log and the hourly hook figures."""
 
 from __future__ import annotations
 
@@ -7,21 +7,26 @@ from typing import Any
 
 from bli_memory.door.model import Principal, now_s
 from bli_memory.door.store.base import (
+    EXPERIENCE_PAGE_SQL,
+    INSERT_EXPERIENCE_SQL,
+    PUT_HOOK_STATS_SQL,
     experience_values,
     hook_stats_values,
+    in_dialect,
     same_experience,
 )
 from bli_memory.door.store.roles.ops import ExperienceOutcome
 from bli_memory.door.store.sqlite.connection import (
-    _EXPERIENCE_PAGE,
-    _INSERT_EXPERIENCE,
-    _PUT_HOOK_STATS,
     SqliteConnection,
 )
 
+_PUT_HOOK_STATS = in_dialect(PUT_HOOK_STATS_SQL, "?")
+_INSERT_EXPERIENCE = in_dialect(INSERT_EXPERIENCE_SQL, "?")
+_EXPERIENCE_PAGE = in_dialect(EXPERIENCE_PAGE_SQL, "?")
+
 
 class SqliteOps(SqliteConnection):
-    """SqliteStore's ops part."""
+    """The experience log and the hourly hook figures."""
 
     def record_experience(
         self,

@@ -24,6 +24,9 @@ Strategy:
   killed after writing replays its own writes from there); `index_identity` is a random name the
   file got at migration. Another process's commit (`changes_elsewhere`, seen through
   `PRAGMA data_version`) still drops every index: one door serves a file, so it is rare.
+- The parts: `connection.py` (the file, its lock, transactions, errors mapped to the door's), then one
+  module per role of `roles/`: `changes.py`, `devices.py`, `memories.py`, `vectors.py`, `jobs.py`,
+  `ops.py`, `copy.py`; `SqliteStore` is their composition.
 """
 
 from __future__ import annotations

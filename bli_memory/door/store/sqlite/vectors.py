@@ -1,4 +1,4 @@
-"""The Sqlite store's vectors role (`roles/vectors.py`)."""
+"""The SQLite store's vectors role (`roles/vectors.py`)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from bli_memory.door.store.sqlite.connection import (
 
 
 class SqliteVectors(SqliteConnection):
-    """SqliteStore's vectors part."""
+    """Vectors as float32 blobs on their rows, read whole by the door's in-memory index (`nearest` is None
+    here)."""
 
     def vectors_missing(self, model: str, limit: int) -> list[VectorTask]:
         with self._read():
