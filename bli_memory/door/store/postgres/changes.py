@@ -14,6 +14,7 @@ from bli_memory.door.store.base import (
     outside_changes,
     split_index_state,
 )
+from bli_memory.door.store.roles.changes import ChangeLogStore, OutsideChangeStore
 
 if TYPE_CHECKING:
     Connection = psycopg.Connection[dict[str, Any]]
@@ -22,7 +23,7 @@ from bli_memory.door.store.postgres.connection import (
 )
 
 
-class PostgresChanges(PostgresConnection):
+class PostgresChanges(PostgresConnection, OutsideChangeStore, ChangeLogStore):
     """The change log read back: other doors' commits past this store's position, its own left out
     (`changes_elsewhere`), and what changed since a snapshot's counter value (`changes_since`)."""
 

@@ -26,6 +26,7 @@ from bli_memory.door.store.postgres.connection import (
     PostgresConnection,
     vector_array,
 )
+from bli_memory.door.store.roles.copy import CopyStore
 
 if TYPE_CHECKING:
     Connection = psycopg.Connection[dict[str, Any]]
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
 _IDENTITY_COLUMNS = {"teams": "id", "people": "id", "memories": "seq"}
 
 
-class PostgresCopy(PostgresConnection):
+class PostgresCopy(PostgresConnection, CopyStore):
     """A team's rows in save order (export), imported rows as given, and whole tables for a migrate
     (sequences moved past loaded keys)."""
 

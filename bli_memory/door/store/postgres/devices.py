@@ -20,6 +20,7 @@ from bli_memory.door.store.postgres.connection import (
     REVOKED_JOB_ERROR,
     PostgresConnection,
 )
+from bli_memory.door.store.roles.devices import DeviceStore
 
 if TYPE_CHECKING:
     Connection = psycopg.Connection[dict[str, Any]]
@@ -29,7 +30,7 @@ _AUTHENTICATE = in_dialect(AUTHENTICATE_SQL, "%s")
 _PRINCIPAL_FOR_JOB = in_dialect(PRINCIPAL_FOR_JOB_SQL, "%s")
 
 
-class PostgresDevices(PostgresConnection):
+class PostgresDevices(PostgresConnection, DeviceStore):
     """Teams, people and devices: a device's token kept as its hash; a revoke cancels the device's waiting
     jobs in the same transaction."""
 

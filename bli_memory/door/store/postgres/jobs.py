@@ -23,6 +23,7 @@ from bli_memory.door.store.postgres.connection import (
     REVOKED_JOB_ERROR,
     PostgresConnection,
 )
+from bli_memory.door.store.roles.jobs import JobQueueStore
 
 if TYPE_CHECKING:
     Connection = psycopg.Connection[dict[str, Any]]
@@ -34,7 +35,7 @@ _ENQUEUE_JOB = in_dialect(ENQUEUE_JOB_SQL, "%s")
 _FAIR_JOB_ORDER = in_dialect(FAIR_JOB_ORDER_SQL, "%s")
 
 
-class PostgresJobs(PostgresConnection):
+class PostgresJobs(PostgresConnection, JobQueueStore):
     """The job queue several doors share: claimed with `FOR UPDATE SKIP LOCKED` under a lease a thread
     renews."""
 

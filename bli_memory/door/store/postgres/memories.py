@@ -20,6 +20,7 @@ from bli_memory.door.store.postgres.connection import (
     MEMORY_COLUMNS_M,
     PostgresConnection,
 )
+from bli_memory.door.store.roles.memories import MemoryRowStore
 
 if TYPE_CHECKING:
     Connection = psycopg.Connection[dict[str, Any]]
@@ -32,7 +33,7 @@ UPDATED_AT_BY_IDS_SQL = (
 )
 
 
-class PostgresMemoryRows(PostgresConnection):
+class PostgresMemoryRows(PostgresConnection, MemoryRowStore):
     """Aliases and memory rows: reads by id, tag, hash and keyset, and the writes that insert a version or
     retire one, each noted in the change log."""
 

@@ -21,7 +21,7 @@ from bli_memory.door.store.base import (
 from bli_memory.door.store.postgres.connection import (
     PostgresConnection,
 )
-from bli_memory.door.store.roles.ops import ExperienceOutcome
+from bli_memory.door.store.roles.ops import ExperienceOutcome, OpsRowStore
 
 if TYPE_CHECKING:
     Connection = psycopg.Connection[dict[str, Any]]
@@ -33,7 +33,7 @@ _INSERT_EXPERIENCE = in_dialect(INSERT_EXPERIENCE_SQL, "%s") + " ON CONFLICT (te
 _EXPERIENCE_PAGE = in_dialect(EXPERIENCE_PAGE_SQL, "%s")
 
 
-class PostgresOps(PostgresConnection):
+class PostgresOps(PostgresConnection, OpsRowStore):
     """The experience log and the hourly hook figures."""
 
     def record_experience(

@@ -12,6 +12,7 @@ from bli_memory.door.store.base import (
     VectorTask,
 )
 from bli_memory.door.store.postgres.schema import vector_cast
+from bli_memory.door.store.roles.vectors import VectorStore
 
 if TYPE_CHECKING:
     import numpy as np
@@ -23,7 +24,7 @@ from bli_memory.door.store.postgres.connection import (
 )
 
 
-class PostgresVectors(PostgresConnection):
+class PostgresVectors(PostgresConnection, VectorStore):
     """Vectors in pgvector columns, searched by one HNSW index per model (`nearest`)."""
 
     def vectors_missing(self, model: str, limit: int) -> list[VectorTask]:

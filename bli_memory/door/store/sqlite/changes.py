@@ -12,13 +12,14 @@ from bli_memory.door.store.base import (
     outside_changes,
     split_index_state,
 )
+from bli_memory.door.store.roles.changes import ChangeLogStore, OutsideChangeStore
 from bli_memory.door.store.sqlite.connection import (
     IDS_PER_QUERY,
     SqliteConnection,
 )
 
 
-class SqliteChanges(SqliteConnection):
+class SqliteChanges(SqliteConnection, OutsideChangeStore, ChangeLogStore):
     """The change log read back: other connections' commits (`changes_elsewhere`), and what changed since a
     snapshot's counter value (`changes_since`)."""
 

@@ -17,13 +17,14 @@ from bli_memory.door.store.base import (
     imported_values,
     in_dialect,
 )
+from bli_memory.door.store.roles.copy import CopyStore
 from bli_memory.door.store.sqlite.connection import (
     MEMORY_COLUMNS,
     SqliteConnection,
 )
 
 
-class SqliteCopy(SqliteConnection):
+class SqliteCopy(SqliteConnection, CopyStore):
     """A team's rows in insert order (export), imported rows as given, and whole tables for a migrate."""
 
     def rows_page(

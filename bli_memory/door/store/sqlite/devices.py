@@ -14,6 +14,7 @@ from bli_memory.door.store.base import (
     job_principal_from_row,
     principal_from_row,
 )
+from bli_memory.door.store.roles.devices import DeviceStore
 from bli_memory.door.store.sqlite.connection import (
     REVOKED_JOB_ERROR,
     SqliteConnection,
@@ -23,7 +24,7 @@ _AUTHENTICATE = in_dialect(AUTHENTICATE_SQL, "?")
 _PRINCIPAL_FOR_JOB = in_dialect(PRINCIPAL_FOR_JOB_SQL, "?")
 
 
-class SqliteDevices(SqliteConnection):
+class SqliteDevices(SqliteConnection, DeviceStore):
     """Teams, people and devices: a device's token kept as its hash; a revoke cancels the device's waiting
     jobs in the same transaction."""
 

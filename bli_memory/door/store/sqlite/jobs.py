@@ -17,6 +17,7 @@ from bli_memory.door.store.base import (
     job_from_row,
     job_values,
 )
+from bli_memory.door.store.roles.jobs import JobQueueStore
 from bli_memory.door.store.sqlite.connection import (
     REVOKED_JOB_ERROR,
     SqliteConnection,
@@ -26,7 +27,7 @@ _ENQUEUE_JOB = in_dialect(ENQUEUE_JOB_SQL, "?")
 _FAIR_JOB_ORDER = in_dialect(FAIR_JOB_ORDER_SQL, "?")
 
 
-class SqliteJobs(SqliteConnection):
+class SqliteJobs(SqliteConnection, JobQueueStore):
     """The job queue: claimed in a round over the devices under SQLite's one write lock."""
 
     def enqueue_job(

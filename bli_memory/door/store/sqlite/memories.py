@@ -14,6 +14,7 @@ from bli_memory.door.store.base import (
     PurgeCount,
     version_values,
 )
+from bli_memory.door.store.roles.memories import MemoryRowStore
 from bli_memory.door.store.sqlite.connection import (
     MEMORY_COLUMNS,
     MEMORY_COLUMNS_M,
@@ -21,7 +22,7 @@ from bli_memory.door.store.sqlite.connection import (
 )
 
 
-class SqliteMemoryRows(SqliteConnection):
+class SqliteMemoryRows(SqliteConnection, MemoryRowStore):
     """Aliases and memory rows: reads by id, tag, hash and keyset, and the writes that insert a version or
     retire one, each noted in the change log."""
 

@@ -15,7 +15,7 @@ from bli_memory.door.store.base import (
     in_dialect,
     same_experience,
 )
-from bli_memory.door.store.roles.ops import ExperienceOutcome
+from bli_memory.door.store.roles.ops import ExperienceOutcome, OpsRowStore
 from bli_memory.door.store.sqlite.connection import (
     SqliteConnection,
 )
@@ -25,7 +25,7 @@ _INSERT_EXPERIENCE = in_dialect(INSERT_EXPERIENCE_SQL, "?")
 _EXPERIENCE_PAGE = in_dialect(EXPERIENCE_PAGE_SQL, "?")
 
 
-class SqliteOps(SqliteConnection):
+class SqliteOps(SqliteConnection, OpsRowStore):
     """The experience log and the hourly hook figures."""
 
     def record_experience(

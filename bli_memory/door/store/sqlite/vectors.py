@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from bli_memory.door.store.base import (
     VectorTask,
 )
+from bli_memory.door.store.roles.vectors import VectorStore
 
 if TYPE_CHECKING:
     import numpy as np
@@ -16,7 +17,7 @@ from bli_memory.door.store.sqlite.connection import (
 )
 
 
-class SqliteVectors(SqliteConnection):
+class SqliteVectors(SqliteConnection, VectorStore):
     """Vectors as float32 blobs on their rows, read whole by the door's in-memory index (`nearest` is None
     here)."""
 
