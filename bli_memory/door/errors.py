@@ -36,7 +36,7 @@ class DoorError(Exception):
     status = 400
     code = "bad_request"
 
-    #: what the door says once on its stderr when this error reaches the app (without the line
+    #: what the door says on its stderr when this error reaches the app (one line, without its
     #: break), or None: most errors are the caller's business alone
     log_line: str | None = None
 
@@ -160,9 +160,8 @@ class QueueFull(DoorError):
 
 class StoreError(DoorError):
     """The store failed a call for a reason of its own (disk, damage, server), raised by the store
-    at its boundary in place of its driver's error. `message` is what the caller is told (the
-    same for every such failure: no path, no driver text); `str()` is the store's own detail, for
-    logs and /healthz."""
+    at its boundary in place of its driver's error. `message` is what the caller is told (one per
+    kind: no path, no driver text); `str()` is the store's own detail, for logs and /healthz."""
 
     status = 503
     #: what the caller is told
