@@ -180,7 +180,7 @@ def space_inputs(cwd: str, env: Mapping[str, str]) -> list[str]:
 
 
 class SpaceCache:
-    """A folder's space (container tag), kept while what it was computed from looks unchanged."""
+    """A folder's space tag, kept while what it was computed from looks unchanged."""
 
     def __init__(self, ttl_s: float = SPACE_CACHE_TTL_S, max_entries: int = SPACE_CACHE_MAX_ENTRIES) -> None:
         self._ttl_s = ttl_s

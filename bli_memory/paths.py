@@ -13,7 +13,8 @@ TYPE_CHECKING = False  # `typing` costs milliseconds on every hook; mypy reads t
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-#: the folder name the client's state and config live under (shared with the cockpit's other tools)
+#: the folder name the client's state and config live under: an older name of ours, kept as a
+#: contract so that existing installs keep their state (docs/architecture.md, glossary: door)
 APP_FOLDER = "bli-cockpit"
 
 

@@ -114,7 +114,7 @@ def vector_pool(path: Path, count: int) -> np.ndarray:
         pool = np.load(path)
         if len(pool) == count:
             return pool
-    embedder, warning = load_embedder("onnx")
+    embedder, warning = load_embedder("onnx", os.environ)
     if warning:
         raise SystemExit(f"the scale mode needs the packaged embedder: {warning}")
     texts = pool_texts(count)
@@ -149,7 +149,7 @@ def percentile(values: list[float], fraction: float) -> float:
 
 
 def seed(db: Path | str, size: int, embedder_spec: str) -> str:
-    embedder, warning = load_embedder(embedder_spec)
+    embedder, warning = load_embedder(embedder_spec, os.environ)
     if warning:
         sys.stderr.write(warning + "\n")
     memories = MemoryService(open_store(db), embedder)
@@ -280,7 +280,7 @@ def bench(size: int, embedder_spec: str, queries: int, server: str | None = None
             "save_cpu": save_cpu_ms,
         }
         if embedder_spec != "none":
-            embedder, _ = load_embedder(embedder_spec)
+            embedder, _ = load_embedder(embedder_spec, os.environ)
             texts = [str(body["q"]) for body in search_bodies]
             embedder.embed(texts[:5], kind="query")
             embed_ms = []
@@ -328,7 +328,7 @@ def scale_store(db: str, size: int) -> tuple[str, str]:
 
 def scale_seed(url: str, tag: str, size: int, pool: np.ndarray) -> tuple[str, float | None]:
     """A token for the space, and the bulk import rate (None when the space was seeded before)."""
-    embedder, warning = load_embedder("onnx")
+    embedder, warning = load_embedder("onnx", os.environ)
     if warning:
         raise SystemExit(f"the scale mode needs the packaged embedder: {warning}")
     memories = MemoryService(open_store(url), embedder)
@@ -404,7 +404,7 @@ def scale_seed_postgres(
     from bli_memory.door.model import hash_text, new_id, now_s
     from bli_memory.door.store.postgres.schema import vector_index_name
 
-    embedder, warning = load_embedder("onnx")
+    embedder, warning = load_embedder("onnx", os.environ)
     if warning:
         raise SystemExit(f"the scale mode needs the packaged embedder: {warning}")
     store = open_store(url)
@@ -471,7 +471,7 @@ def scale_seed_postgres(
     if there is None:
         sys.stderr.write(f"  building the HNSW index {index} ({PG_INDEX_SETTINGS})\n")
         built = time.perf_counter()
-        from bli_memory.door.store.postgres.store import PostgresStore
+        from bli_memory.door.store.postgres import PostgresStore
 
         indexing = PostgresStore(with_options(url, PG_INDEX_SETTINGS))
         indexing._ensure_vector_index(embedder.name, embedder.dim)  # the store's own index, made once
@@ -558,7 +558,7 @@ def scale_recall(url: str, tag: str, index_folder: Path, queries: list[str]) -> 
     search; None when the space has no graph (it is searched exactly)."""
     from bli_memory.door.vectors import ApproximateVectors
 
-    embedder, _ = load_embedder("onnx")
+    embedder, _ = load_embedder("onnx", os.environ)
     store = open_store(url)
     team_id = next(iter({t for t, space in store.spaces(1000) if space == tag}), None)
     if team_id is None:
@@ -599,9 +599,10 @@ def scale_recall_postgres(url: str, tag: str, queries: list[str], ef_search: lis
     import psycopg
     from pgvector.psycopg import register_vector
 
-    from bli_memory.door.store.postgres import store as postgres_store
+    from bli_memory.door.store.postgres import connection as postgres_connection
+    from bli_memory.door.store.postgres.store import PostgresStore
 
-    embedder, _ = load_embedder("onnx")
+    embedder, _ = load_embedder("onnx", os.environ)
     store = open_store(url)
     team_id = next(iter({t for t, space in store.spaces(1000) if space == tag}), None)
     store.close()
@@ -626,12 +627,12 @@ def scale_recall_postgres(url: str, tag: str, queries: list[str], ef_search: lis
         {ids[row] for row in np.argpartition(-(matrix @ vector), 10)[:10].tolist()} for vector in vectors
     ]
     del matrix
-    default = postgres_store.HNSW_EF_SEARCH
+    default = postgres_connection.HNSW_EF_SEARCH
     result: dict[str, Any] = {"ef_search": []}
     for ef in [default, *(value for value in ef_search if value != default)]:
-        postgres_store.HNSW_EF_SEARCH = ef  # read by each new connection of the store's pool
+        postgres_connection.HNSW_EF_SEARCH = ef  # read by each new connection of the store's pool
         try:
-            searching = postgres_store.PostgresStore(url)
+            searching = PostgresStore(url)
             door, alone, took = [], [], []
             for vector, truth in zip(vectors, expected, strict=True):
                 started = time.perf_counter()
@@ -642,7 +643,7 @@ def scale_recall_postgres(url: str, tag: str, queries: list[str], ef_search: lis
                 alone.append(len(truth & {memory_id for memory_id, _ in ten}) / 10)
             searching.close()
         finally:
-            postgres_store.HNSW_EF_SEARCH = default
+            postgres_connection.HNSW_EF_SEARCH = default
         if ef == default:
             result.update(recall=statistics.mean(door), recall_k10=statistics.mean(alone))
         result["ef_search"].append(

@@ -101,7 +101,7 @@ def percentile(values: Sequence[float], fraction: float) -> float:
 
 def seed(db: str, size: int, embedder_spec: str) -> str:
     """`size` memories in one space of a new device's; the device's token."""
-    embedder, warning = load_embedder(embedder_spec)
+    embedder, warning = load_embedder(embedder_spec, os.environ)
     if warning:
         sys.stderr.write(warning + "\n")
     memories = MemoryService(open_store(db), embedder)

@@ -12,6 +12,7 @@ Run it from an environment where fastembed is installed; without it that row say
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import sys
 import time
@@ -82,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     texts = synthetic_texts(args.texts)
     started = time.perf_counter()
-    embedder, reason = load_embedder(args.embedder)
+    embedder, reason = load_embedder(args.embedder, os.environ)
     load_s = time.perf_counter() - started
     if reason:
         print(f"bench_embed: {reason}", file=sys.stderr)

@@ -16,6 +16,7 @@ hnswlib is optional (`pip install hnswlib`; an sdist that compiles here).
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import statistics
 import sys
@@ -78,7 +79,7 @@ def main() -> int:
     args = parser.parse_args()
     pool = np.load(args.pool)
     matrix = bench_door.mixed_vectors(pool, 0, args.size)
-    embedder, warning = load_embedder("onnx")
+    embedder, warning = load_embedder("onnx", os.environ)
     if warning:
         raise SystemExit(warning)
     rng = random.Random(11)

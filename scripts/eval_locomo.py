@@ -59,6 +59,7 @@ import argparse
 import contextlib
 import hashlib
 import json
+import os
 import re
 import sys
 import tempfile
@@ -78,7 +79,7 @@ from bli_memory.door.memories import MemoryService
 from bli_memory.door.model import Memory, now_s
 from bli_memory.door.rewrite import QuestionRewriter, fuse_hits
 from bli_memory.door.service import writer as door_writer
-from bli_memory.door.store.base import Store
+from bli_memory.door.store.roles import Store
 from bli_memory.door.store.sqlite import SqliteStore
 from bli_memory.door.store.urls import mask_url
 
@@ -656,7 +657,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.pipeline and args.with_facts:
         print("eval_locomo: --pipeline and --with-facts do not mix", file=sys.stderr)
         return 2
-    embedder, reason = load_embedder(args.embedder)
+    embedder, reason = load_embedder(args.embedder, os.environ)
     if reason:
         print(f"eval_locomo: {reason}", file=sys.stderr)
     if embedder.dim == 0:

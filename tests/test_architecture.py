@@ -79,7 +79,7 @@ def _is_door(module: str) -> bool:
 def test_the_graph_is_read_from_the_real_package() -> None:
     graph = _graph()
     assert "bli_memory.door.memories" in graph and "bli_memory.hooks.prompt" in graph
-    assert "bli_memory.door.store.base" in graph["bli_memory.door.memories"]
+    assert "bli_memory.door.store.base" in graph["bli_memory.door.service.writer"]
 
 
 def test_no_import_cycles() -> None:
@@ -133,3 +133,33 @@ def test_the_door_imports_only_the_shared_modules_of_the_client_side() -> None:
         if _is_door(module)
     }
     assert {module: targets for module, targets in offenders.items() if targets} == {}
+
+
+#: the door's edges (the HTTP API and the command line) and its worker: they reach the store through the
+#: service only, never a store module, but for the composition roots that open one.
+DOOR_EDGES_AND_WORKER = ("bli_memory.door.api", "bli_memory.door.cli", "bli_memory.door.jobs")
+#: the modules that open a store: `serve` builds the door, `cli.stores` opens the store a command names.
+COMPOSITION_ROOTS = {"bli_memory.door.cli.serve", "bli_memory.door.cli.stores"}
+#: what of door/store/ anyone may import: the role protocols (types) and the masking of a database URL.
+STORE_MODULES_FOR_ALL = ("bli_memory.door.store.roles", "bli_memory.door.store.urls")
+
+
+def _within(module: str, prefixes: tuple[str, ...]) -> bool:
+    return any(module == prefix or module.startswith(prefix + ".") for prefix in prefixes)
+
+
+def test_the_edges_and_the_worker_never_import_a_store_module() -> None:
+    graph = _graph()
+    offenders = {
+        module: sorted(
+            target
+            for target in targets
+            if _within(target, ("bli_memory.door.store",)) and not _within(target, STORE_MODULES_FOR_ALL)
+        )
+        for module, targets in graph.items()
+        if _within(module, DOOR_EDGES_AND_WORKER) and module not in COMPOSITION_ROOTS
+    }
+    assert {module: targets for module, targets in offenders.items() if targets} == {}
+    assert (
+        "bli_memory.door.store.sqlite.files" in graph["bli_memory.door.cli.serve"]
+    )  # the rule reads real imports

@@ -48,6 +48,8 @@ ENV_JOB_CPU_S = "BLI_MEMORY_JOB_CPU_S"
 ENV_MAX_PAGES = "BLI_MEMORY_DOOR_MAX_PAGES"
 #: test hook: sleep this long after each batch `migrate` copies, so a test can interrupt a run part-way.
 ENV_MIGRATE_PAUSE_S = "BLI_MEMORY_MIGRATE_PAUSE_S"
+#: the retention of stored exchanges, in days, when `serve --exchange-retention-days` does not set it.
+ENV_RETENTION_DAYS = "BLI_MEMORY_EXCHANGE_RETENTION_DAYS"
 
 #: the embedder when nothing chooses one: the packaged MiniLM.
 DEFAULT_EMBEDDER_SPEC = "onnx"
@@ -265,7 +267,7 @@ def positive_number(kind: type[int] | type[float], text: str) -> int | float:
 
 def _retention_days(given: float | None, env: Mapping[str, str]) -> float:
     """`--exchange-retention-days`, else the environment's, else the default; a bad value is exit 2."""
-    from bli_memory.door.exchanges import DEFAULT_RETENTION_DAYS, ENV_RETENTION_DAYS
+    from bli_memory.door.exchanges import DEFAULT_RETENTION_DAYS
 
     if given is not None:
         return given

@@ -33,7 +33,6 @@ time of this module, so the door's CLI and tests that do not embed pay nothing f
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -383,16 +382,16 @@ def _open(config: EmbedderConfig) -> Embedder:
     raise EmbedderUnavailable(f"embedder {kind} unavailable ({reason})", reason)
 
 
-def load_embedder(spec: str | None, *, env: Mapping[str, str] | None = None) -> tuple[Embedder, str | None]:
+def load_embedder(spec: str | None, env: Mapping[str, str]) -> tuple[Embedder, str | None]:
     """The embedder a spec names, or ``(NoneEmbedder(), "one-line reason")`` if it cannot load.
 
     ``spec`` is ``onnx`` (default), ``onnx:/folder``, ``openai``, ``openai:<model>`` or ``none``;
-    ``None`` or empty reads ``BLI_MEMORY_EMBEDDER`` from ``env`` (default ``os.environ``).
+    ``None`` or empty reads ``BLI_MEMORY_EMBEDDER`` from ``env``, the caller's environment.
     Never raises for a missing model or an unreachable endpoint. This is the entry point of
     scripts and benches, which build their embedder's configuration from their own environment;
     the door configures its embedder once (`door/config.py`) and uses :func:`door_embedder`.
     """
-    config = EmbedderConfig.from_env(spec, os.environ if env is None else env)
+    config = EmbedderConfig.from_env(spec, env)
     try:
         return _open(config), None
     except EmbedderUnavailable as exc:

@@ -1,8 +1,12 @@
-"""Errors the door reports to a caller, each with its HTTP status and wire code.
+"""Errors the door reports to a caller, each with its HTTP status and wire code: one tree under
+`DoorError`.
 
-Everything a handler raises that is not a `DoorError` becomes a generic 500
-`{"error": "internal"}` at the one boundary in `app.py`, so store internals and
-stack traces never reach the wire.
+The stores raise theirs from this tree too (`StoreError`: full, damaged, unavailable; `QueueFull`,
+`DeviceRevoked`), mapping their drivers' errors at their own boundary, so the app answers every
+one the same way: `{"error": code, "message": message}` with `status`, and `log_line` once on
+stderr when it has one. Everything a handler raises that is not a `DoorError` becomes a generic 500
+`{"error": "internal"}` at the one boundary in `door/api/error_answers.py`, so store internals and stack traces never
+reach the wire.
 """
 
 from __future__ import annotations
@@ -32,9 +36,22 @@ class DoorError(Exception):
     status = 400
     code = "bad_request"
 
-    def __init__(self, message: str, *, code: str | None = None, status: int | None = None) -> None:
+    #: what the door says on its stderr when this error reaches the app (one line, without its
+    #: break), or None: most errors are the caller's business alone
+    log_line: str | None = None
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        status: int | None = None,
+        log_line: str | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
+        if log_line is not None:
+            self.log_line = log_line
         if code is not None:
             self.code = code
         if status is not None:
@@ -104,8 +121,93 @@ class RequestTimeout(DoorError):
     code = "request_timeout"
 
 
-class StorageFull(DoorError):
-    """The store's disk (or its configured size limit) is full: nothing can be written until there is room."""
+class DeviceRevoked(Unauthorized):
+    """The device was revoked after its request was authenticated (a store found it so inside the
+    write): the same 401 as a token that is unknown or revoked. `str()` names the device."""
+
+    def __init__(self, device_id: str) -> None:
+        super().__init__("the token is unknown or revoked")
+        self.device_id = device_id
+
+    def __str__(self) -> str:
+        return self.device_id
+
+
+class QueueFull(DoorError):
+    """The device already has as many extraction jobs waiting as the store allows: 429 until some
+    are done. `str()` says how many wait."""
+
+    status = 429
+    code = "queue_full"
+
+    def __init__(self, pending: int) -> None:
+        super().__init__(
+            f"this device has {pending} extract jobs waiting, the most it may have; "
+            "save again when some are done"
+        )
+        self.pending = pending
+
+    def __str__(self) -> str:
+        return f"{self.pending} extraction jobs waiting"
+
+
+class StoreError(DoorError):
+    """The store failed a call for a reason of its own (disk, damage, server), raised by the store
+    at its boundary in place of its driver's error. `message` is what the caller is told (one per
+    kind: no path, no driver text); `str()` is the store's own detail, for logs and /healthz."""
 
     status = 503
+    #: what the caller is told
+    answer = "the door's store failed"
+
+    def __init__(self, detail: str, *, log_line: str | None = None) -> None:
+        super().__init__(self.answer, log_line=log_line)
+        self.detail = detail
+
+    def __str__(self) -> str:
+        return self.detail
+
+
+class StoreFull(StoreError):
+    """No room to write: the store's disk, or its size limit, is full. The failed write left nothing
+    behind (its transaction was rolled back); reads go on working."""
+
     code = "storage_full"
+    answer = "the store is full (no space left for the database); nothing was written"
+
+    def __init__(self, detail: str, *, store: str | None = None) -> None:
+        super().__init__(
+            detail,
+            log_line=None
+            if store is None
+            else f"bli-memory-door storage full: could not write to {store} ({detail}); "
+            "free space on its disk — writes answer 503 storage_full until then",
+        )
+
+
+class StoreDamaged(StoreError):
+    """The store's data was found damaged while the door served it: every write is refused from
+    then on (nothing was written by this one); reads go on working. `log_line` is set on the one
+    error that found the damage (said once, never per refused write)."""
+
+    code = "store_damaged"
+    answer = (
+        "the door's database is damaged; it takes no more writes (nothing was written by this "
+        "request) and still answers the reads it can. See 'A damaged database' in docs/door-operations.md"
+    )
+
+
+class StoreUnavailable(StoreError):
+    """The store cannot answer right now: its server restarted or went away, a connection dropped,
+    or a deadline passed. The failed call's transaction wrote nothing; a later call may work."""
+
+    code = "store_unavailable"
+    answer = (
+        "the door cannot reach its database right now; nothing was written by this request. Try again shortly"
+    )
+
+    def __init__(self, detail: str, *, store: str | None = None) -> None:
+        super().__init__(
+            detail,
+            log_line=None if store is None else f"bli-memory-door store unavailable: {store} ({detail})",
+        )

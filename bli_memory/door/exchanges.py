@@ -36,8 +36,6 @@ EXCHANGE_KEY_PREFIX = "exchange:"
 EXCHANGE_KEY_HEX_CHARS = 24
 #: stored exchanges older than this are tombstoned (their facts stay), unless the door says otherwise.
 DEFAULT_RETENTION_DAYS = 90.0
-#: the environment variable that sets the retention when `serve --exchange-retention-days` does not.
-ENV_RETENTION_DAYS = "BLI_MEMORY_EXCHANGE_RETENTION_DAYS"
 #: metadata of a job that a stored exchange does not inherit (`pinned` would pin it in every profile).
 _NOT_INHERITED = ("pinned", "source", FACT_EXCHANGE_FIELD, EXCHANGE_FACTS_FIELD)
 _WORD = re.compile(r"\w")

@@ -9,14 +9,15 @@ system, fractions allowed) and leaves SIGPROF's default action, so a job over bu
 at once, even inside one long `re` call. The door then fails that job with a clear reason (no retry:
 the same text would do it again) and starts a fresh child for the next.
 
-Protocol: one JSON object a line each way over the child's stdin/stdout. The door sends
-``{"text": ..., "cpu_s": ...}``; the child answers ``{"facts": [...], "by": "llm"|"deterministic",
+Protocol: one JSON object a line each way over the child's stdin/stdout. The door's first line is
+the librarian's configuration, ``{"llm": {"url": ..., "model": ..., "key": ...}}`` (the key travels
+on the pipe, never in argv); the child builds its extractor from it and says ``ready``. Then the door
+sends ``{"text": ..., "cpu_s": ...}`` a job; the child answers ``{"facts": [...], "by": "llm"|"deterministic",
 "fallback": reason|null}`` or ``{"error": one line}``.
 
-The child is a program of its own, so it is a composition root too: it inherits the door's
-environment (the LLM endpoint and key travel there, never in argv), reads its one part of the door's
-configuration from it once (`LlmConfig.from_env`) and builds the same extractor (`extractor_for`).
-The job's CPU budget (`BLI_MEMORY_JOB_CPU_S`, read by `door/config.py`) comes with each job.
+The child reads no setting from its environment: the door's `DoorConfig` is read once, in `serve`,
+and the child gets its part (`LlmConfig`) on the pipe and builds the same extractor
+(`extractor_for`). The job's CPU budget (`BLI_MEMORY_JOB_CPU_S`) comes with each job.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from bli_memory.door.config import DEFAULT_JOB_CPU_S, LlmConfig
@@ -60,11 +61,11 @@ class ExtractorProcess:
 
     def __init__(
         self,
-        env: Mapping[str, str],
+        llm: LlmConfig,
         cpu_s: float = DEFAULT_JOB_CPU_S,
         on_fallback: Callable[[str], None] | None = None,
     ) -> None:
-        self.env = dict(env)
+        self.llm = llm
         self.cpu_s = cpu_s
         self.on_fallback = on_fallback
         self._child: subprocess.Popen[bytes] | None = None
@@ -110,11 +111,20 @@ class ExtractorProcess:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,  # the child answers its errors in its replies
-            env={**self.env, "PYTHONPATH": os.pathsep.join(filter(None, sys.path))},
+            # the door's own environment, and its import path so that the child runs the same package
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, sys.path))},
             close_fds=True,
         )
         self._child = child
         self._pending = b""
+        llm = {"url": self.llm.url, "model": self.llm.model, "key": self.llm.key}
+        try:
+            assert child.stdin is not None
+            child.stdin.write(json.dumps({"llm": llm}).encode("utf-8") + b"\n")
+            child.stdin.flush()
+        except OSError:
+            self._end(child)
+            raise ChildFailed("the extraction process went away before it started") from None
         if self._read_line(child, START_TIMEOUT_S) != READY:
             returncode = self._end(child)
             raise ChildFailed(f"the extraction process did not start ({_ended(returncode)})")
@@ -163,9 +173,15 @@ def _ended(returncode: int) -> str:
 
 
 def serve(stdin: Any, stdout: Any) -> None:
-    """The child's loop: a job a line in, an answer a line out, until stdin closes."""
+    """The child's loop: its configuration on the first line, then a job a line in, an answer a line
+    out, until stdin closes."""
     fallback: list[str] = []
-    extract = extractor_for(LlmConfig.from_env(os.environ), on_fallback=fallback.append)
+    first = stdin.readline()
+    if not first:
+        return
+    llm = json.loads(first)["llm"]
+    config = LlmConfig(url=str(llm["url"]), model=str(llm["model"]), key=llm["key"] or None)
+    extract = extractor_for(config, on_fallback=fallback.append)
     stdout.write(READY + "\n")
     stdout.flush()
     for line in stdin:

@@ -25,13 +25,14 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from bli_memory.door import exchanges, hook_stats, librarian
+from bli_memory.door.config import DEFAULT_JOB_CPU_S, LlmConfig
 from bli_memory.door.errors import exception_line
-from bli_memory.door.extraction import DEFAULT_JOB_CPU_S, ExtractorProcess, OverBudget
+from bli_memory.door.extraction import ExtractorProcess, OverBudget
 from bli_memory.door.memories import MemoryService, write_snapshots_saying
 from bli_memory.door.model import Hit, Job, JobOutcome, Principal, now_s
 from bli_memory.door.service.stored_exchanges import RETENTION_BATCH
@@ -236,7 +237,7 @@ class ExtractionWorker:
     def __init__(
         self,
         memories: MemoryService,
-        env: Mapping[str, str],
+        llm: LlmConfig | None = None,
         log: Any = None,
         *,
         exchange_retention_days: float = exchanges.DEFAULT_RETENTION_DAYS,
@@ -247,11 +248,11 @@ class ExtractionWorker:
         self.exchange_retention_days = exchange_retention_days
         self._next_sweep = 0.0  # monotonic; the first pass of the loop sweeps
         #: extraction runs in a child process under a CPU budget per job (`door/extraction.py`)
-        self.extractor = ExtractorProcess(env, job_cpu_s, on_fallback=self._fell_back)
+        llm = llm or LlmConfig()
+        self.extractor = ExtractorProcess(llm, job_cpu_s, on_fallback=self._fell_back)
         self.extract: Extractor = self.extractor
-        self.llm_model = (
-            env.get(librarian.ENV_LLM_MODEL, "").strip() if env.get(librarian.ENV_LLM_URL) else ""
-        )
+        #: the model named on a job's outcome when the librarian's LLM wrote its facts
+        self.llm_model = llm.model if llm.url else ""
         #: the device of the last job claimed: where this worker's round over devices stands
         self._last_device: str | None = None
         self._wake = threading.Event()

@@ -142,7 +142,7 @@ class KeywordIndex:
     delta that :meth:`postings` appends (the joined arrays kept until the term's next save), a
     forget only clears the slot's `alive` byte, and compaction makes a new CSR. A snapshot's stems are looked up by hash (`_StemTable`), so loading one makes
     no Python object per word: 1 000 000 memories of the bench's million words load in about 0.65 s
-    instead of 5.6 s (docs/benchmarks.md).
+    instead of several seconds.
     """
 
     def __init__(self) -> None:

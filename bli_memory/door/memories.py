@@ -31,7 +31,7 @@ from bli_memory.door.service.stored_exchanges import RETENTION_BATCH, StoredExch
 from bli_memory.door.service.transfer import ImportRow, Transfer
 from bli_memory.door.service.writer import BACKFILL_BATCH, IndexedWriter
 from bli_memory.door.service.writes import MemoryWrites
-from bli_memory.door.store.base import Store
+from bli_memory.door.store.roles import Store
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -39,7 +39,7 @@ from urllib.parse import urlsplit
 from bli_memory.door.store.base import COPY_COLUMNS, COPY_TABLES, JSON_COLUMNS, PRIMARY_KEYS, key_of
 
 if TYPE_CHECKING:
-    from bli_memory.door.store.base import Store
+    from bli_memory.door.store.roles import Store
 
 #: when stderr is not a terminal, one progress line per table at most this often (and at its end).
 PROGRESS_LINE_INTERVAL_S = 5.0

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from bli_memory.door.store.base import PurgeCount, Store
+from bli_memory.door.store.base import PurgeCount
+from bli_memory.door.store.roles import Store
 
 BACKUP_MODE = 0o600
 #: SQLite's backup copies this many pages per step (-1 would hold the source's lock for the whole copy).

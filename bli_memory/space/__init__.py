@@ -1,4 +1,4 @@
-"""The space (container tag) a folder's memories land in, computed by reading git's files.
+"""The space (its tag; `containerTag` on the wire) a folder's memories land in, computed by reading git's files.
 
 One job per module, dependencies pointing one way: `tag` (the name and how it was derived) uses
 `discovery` (which repository holds the folder), `origin` (its origin URL, through `gitconfig`,

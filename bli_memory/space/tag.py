@@ -95,7 +95,7 @@ def space_of(folder: str, *, isolate_worktrees: bool = False, env: Mapping[str, 
 def container_tag(
     folder: str, *, isolate_worktrees: bool = False, env: Mapping[str, str] | None = None
 ) -> str:
-    """The space (container tag) of ``folder``; raises NotADirectoryError when it is not a directory."""
+    """The space tag of ``folder``; raises NotADirectoryError when it is not a directory."""
     return space_of(folder, isolate_worktrees=isolate_worktrees, env=env).tag
 
 

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
     from bli_memory.door.embed import Embedder
     from bli_memory.door.model import Memory, Principal
-    from bli_memory.door.store.base import Store
+    from bli_memory.door.store.roles import Store
 
 #: the stores a module's shared door runs over in turn (`serve_on_store`).
 STORE_KINDS = ("sqlite", "postgresql")

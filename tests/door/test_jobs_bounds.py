@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bli_memory.door.config import LlmConfig
 from bli_memory.door.embed import load_embedder
 from bli_memory.door.extraction import ExtractorProcess, OverBudget
 from bli_memory.door.jobs import ExtractionWorker, run_job
@@ -104,7 +105,7 @@ def test_the_rules_run_in_a_child_process_of_the_door(start_door: Callable[..., 
 
 
 def test_a_child_over_budget_is_replaced_for_the_next_job() -> None:
-    extractor = ExtractorProcess({}, cpu_s=float(BUDGET_S))
+    extractor = ExtractorProcess(LlmConfig(), cpu_s=float(BUDGET_S))
     try:
         raised = None
         try:
@@ -142,7 +143,7 @@ def test_a_job_retried_after_an_error_goes_on_after_the_facts_it_applied(tmp_pat
     memories = MemoryService(store)
     principal = device_principal(memories)
     job_id = store.enqueue_job(principal, "repo_b", "the exchange", None)
-    worker = ExtractionWorker(memories, env={}, log=io.StringIO())
+    worker = ExtractionWorker(memories, log=io.StringIO())
     worker.extract = _facts
     first = store.claim_job()
     assert first is not None
@@ -232,7 +233,7 @@ class _LockWatch:
 
 
 def test_a_jobs_facts_are_embedded_before_the_lock_searches_wait_for(tmp_path: Path) -> None:
-    embedder, warning = load_embedder("onnx")
+    embedder, warning = load_embedder("onnx", env={})
     assert warning is None
     store = SqliteStore(tmp_path / "m.db")
     memories = MemoryService(store)

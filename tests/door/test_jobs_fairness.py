@@ -23,7 +23,7 @@ def test_the_worker_takes_a_later_device_s_job_before_the_rest_of_a_backlog(tmp_
     )
     backlog = [store.enqueue_job(first, "repo_a", EXCHANGE.format(n=n), None) for n in range(5)]
     late = store.enqueue_job(second, "repo_b", EXCHANGE.format(n=99), None)
-    worker = ExtractionWorker(MemoryService(store), env={}, log=io.StringIO())
+    worker = ExtractionWorker(MemoryService(store), log=io.StringIO())
     worker.start()
     try:
         deadline = time.monotonic() + 60

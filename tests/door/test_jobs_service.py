@@ -34,7 +34,7 @@ def test_the_worker_runs_a_job_and_its_sweeps_through_the_service_alone(tmp_path
     job_id, _tag = memories.enqueue_job(principal, "repo_b", "User: how do we deploy?", None)
     memories.store = _Untouchable()  # type: ignore[assignment]
     log = io.StringIO()
-    worker = ExtractionWorker(memories, env={}, log=log)
+    worker = ExtractionWorker(memories, log=log)
     worker.extract = _facts
     worker._drain()
     worker.extractor.close()

@@ -26,7 +26,8 @@ from bli_memory.door.hook_stats import hour_name
 from bli_memory.door.migrate import Progress, TableSum, canonical_row, mask_url, row_digest
 from bli_memory.door.model import hash_text, now_s
 from bli_memory.door.store import open_store
-from bli_memory.door.store.base import COPY_TABLES, NewVersion, Store, key_of
+from bli_memory.door.store.base import COPY_TABLES, NewVersion, key_of
+from bli_memory.door.store.roles import Store
 from tests.helpers import BIN, DoorProcess, PostgresServer
 
 

@@ -64,7 +64,7 @@ def create_app(
     api.state.memories = memories
     sessions = web_sessions or signin.WebSessions()
     api.state.web_sessions = sessions
-    install_error_handlers(api, memories)
+    install_error_handlers(api)
     # in this order: the routes' order is the order of /openapi.json's paths
     routes_ops.add_health_route(api, memories, embedder_name)
     routes_memories.add_routes(

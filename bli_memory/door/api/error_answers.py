@@ -1,14 +1,14 @@
 """How the door answers a failure: always `{error, message}` with the right status, never a stack trace.
 
-`install_error_handlers` puts one handler per kind of failure on the app — a `DoorError` the service
-raised, Starlette's own 404/405, a body that fails validation, a store that is full, damaged or out of
-reach, and anything unexpected. `error_responses` documents those answers on each route of
+`install_error_handlers` puts one handler per kind of failure on the app: a `DoorError` (the one tree
+the service and the stores raise, a full, damaged or unreachable store included: each store maps its
+driver's errors into it), Starlette's own 404/405, a body that fails validation, and anything
+unexpected (a generic 500). `error_responses` documents those answers on each route of
 `/openapi.json`, with `ErrorBody` as their schema.
 """
 
 from __future__ import annotations
 
-import sqlite3
 import sys
 from typing import Any
 
@@ -18,9 +18,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from bli_memory.door.errors import DoorError, StorageFull, first_line
-from bli_memory.door.memories import MemoryService
-from bli_memory.door.store.base import StoreDamaged, StoreFull, StoreUnavailable
+from bli_memory.door.errors import DoorError
 
 
 class ErrorBody(BaseModel):
@@ -55,12 +53,15 @@ COMMON = (400, 401, 403, 408, 413, 415)
 WRITES = (*COMMON, 503)
 
 
-def install_error_handlers(api: FastAPI, memories: MemoryService) -> None:
-    """Answer every failure on `api` as `{error, message}`; a store failure is also said on stderr,
-    naming `memories`' store, once per failure (a damaged store once, when the damage is found)."""
+def install_error_handlers(api: FastAPI) -> None:
+    """Answer every failure on `api` as `{error, message}`; an error that carries a `log_line` (a
+    store's failure, naming the store; a damaged store once, when the damage is found) is also said
+    on stderr."""
 
     @api.exception_handler(DoorError)
     async def door_error(_: Request, exc: DoorError) -> JSONResponse:
+        if exc.log_line:  # a store's failure: said once, naming the store (the caller's answer does not)
+            sys.stderr.write(exc.log_line + "\n")
         return JSONResponse({"error": exc.code, "message": exc.message}, status_code=exc.status)
 
     @api.exception_handler(StarletteHTTPException)
@@ -76,55 +77,6 @@ def install_error_handlers(api: FastAPI, memories: MemoryService) -> None:
     async def invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
         return JSONResponse(
             {"error": "invalid_request", "message": describe_validation(exc.errors())}, status_code=400
-        )
-
-    @api.exception_handler(StoreFull)
-    async def storage_error(_: Request, exc: StoreFull) -> JSONResponse:
-        sys.stderr.write(
-            f"bli-memory-door storage full: could not write to {memories.store.describe()} ({exc}); "
-            "free space on its disk — writes answer 503 storage_full until then\n"
-        )
-        full = StorageFull("the store is full (no space left for the database); nothing was written")
-        return JSONResponse({"error": full.code, "message": full.message}, status_code=full.status)
-
-    def damaged_answer() -> JSONResponse:
-        return JSONResponse(
-            {
-                "error": "store_damaged",
-                "message": "the door's database is damaged; it takes no more writes (nothing was written "
-                "by this request) and still answers the reads it can. See 'A damaged database' in "
-                "docs/door-operations.md",
-            },
-            status_code=503,
-        )
-
-    @api.exception_handler(StoreDamaged)
-    async def store_damaged(_: Request, exc: StoreDamaged) -> JSONResponse:
-        return damaged_answer()  # said once on stderr when the damage was found: no line per write
-
-    @api.exception_handler(sqlite3.DatabaseError)
-    async def sqlite_error(_: Request, exc: sqlite3.DatabaseError) -> JSONResponse:
-        found = getattr(memories.store, "found_damage", None)  # a SQLite file's
-        if found is None or not memories.store.is_damage(exc):
-            raise exc  # not damage: the generic 500 below
-        if found(exc):  # a read met a damaged page: no more writes from now on
-            sys.stderr.write(
-                f"bli-memory-door: {memories.store.describe()} is damaged ({first_line(exc)}), found by "
-                "a request: the door refuses every write from now on (503 store_damaged) and still "
-                "serves the reads it can. Stop it and see 'A damaged database' in docs/door-operations.md\n"
-            )
-        return damaged_answer()
-
-    @api.exception_handler(StoreUnavailable)
-    async def store_unavailable(_: Request, exc: StoreUnavailable) -> JSONResponse:
-        sys.stderr.write(f"bli-memory-door store unavailable: {memories.store.describe()} ({exc})\n")
-        return JSONResponse(
-            {
-                "error": "store_unavailable",
-                "message": "the door cannot reach its database right now; nothing was written by this "
-                "request. Try again shortly",
-            },
-            status_code=503,
         )
 
     @api.exception_handler(Exception)

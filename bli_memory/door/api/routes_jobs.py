@@ -15,7 +15,6 @@ from bli_memory.door.api.caller import Caller
 from bli_memory.door.api.error_answers import WRITES, error_responses
 from bli_memory.door.errors import DoorError
 from bli_memory.door.memories import MemoryService
-from bli_memory.door.store.base import StoreFull, StoreUnavailable
 
 
 def add_routes(api: FastAPI, memories: MemoryService) -> None:
@@ -45,7 +44,7 @@ def add_routes(api: FastAPI, memories: MemoryService) -> None:
                 reason=body.reason,
                 created_at=created_at,
             )
-        except (DoorError, StoreFull, StoreUnavailable):
+        except DoorError:  # the service's refusals and the store's own failures answer as themselves
             raise
         except Exception as exc:
             raise DoorError(

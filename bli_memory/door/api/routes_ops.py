@@ -16,10 +16,9 @@ from bli_memory.door import hook_stats
 from bli_memory.door.api.bodies import HookStatsBody
 from bli_memory.door.api.caller import Caller
 from bli_memory.door.api.error_answers import WRITES, error_responses
-from bli_memory.door.errors import InvalidRequest
+from bli_memory.door.errors import InvalidRequest, StoreUnavailable
 from bli_memory.door.memories import MemoryService
 from bli_memory.door.model import now_s
-from bli_memory.door.store.base import StoreUnavailable
 
 EXPERIENCE_WINDOW_DAYS = (7, 30)
 EXPERIENCE_LAST_REASONS = 5
@@ -46,7 +45,7 @@ def _health(memories: MemoryService, embedder_name: str) -> dict[str, Any]:
     }
     if memories.embedder_error is not None:
         health["embedderError"] = memories.embedder_error  # serving keyword + recency meanwhile
-    integrity = getattr(memories.store, "integrity", None)  # a SQLite file's check for damage
+    integrity = memories.store.integrity  # a SQLite file's check for damage (None elsewhere)
     if integrity is not None:
         health["integrityCheck"] = integrity.state
         if integrity.damaged:  # reads still work; every write is refused

@@ -11,8 +11,8 @@ from typing import Any
 from bli_memory import __version__
 from bli_memory.door.api.signin import LOGIN_LINK_TTL_S, SESSION_TTL_S
 from bli_memory.door.cli.pidfile import STOP_WAIT_S
-from bli_memory.door.config import ENV_INDEX_DIR, positive_number
-from bli_memory.door.exchanges import DEFAULT_RETENTION_DAYS, ENV_RETENTION_DAYS
+from bli_memory.door.config import ENV_INDEX_DIR, ENV_RETENTION_DAYS, positive_number
+from bli_memory.door.exchanges import DEFAULT_RETENTION_DAYS
 from bli_memory.door.server import IDLE_TIMEOUT_S, MAX_CONNECTIONS, MAX_HEAD_BYTES, READ_TIMEOUT_S
 
 DEFAULT_HOST = "127.0.0.1"

@@ -23,7 +23,7 @@ from bli_memory.errors import EXIT_USAGE, CliError
 if TYPE_CHECKING:
     from bli_memory.door.memories import MemoryService
     from bli_memory.door.rewrite import QuestionRewriter
-    from bli_memory.door.store.base import Store
+    from bli_memory.door.store.roles import Store
 
 LISTEN_BACKLOG = 256
 
@@ -73,7 +73,7 @@ def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     url = f"http://{host}:{port}"
     if pid_fd is not None and db is not None:
         write_pid_file(pid_fd, db, url)
-    worker = _start_worker(memories, config, env) if config.run_worker else None
+    worker = _start_worker(memories, config) if config.run_worker else None
     if config.autopair:
         _autopair(store, url, env)
     threading.Thread(target=_warm, args=(memories,), name="bli-memory-warm", daemon=True).start()
@@ -124,12 +124,12 @@ def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
     return 0
 
 
-def _start_worker(memories: MemoryService, config: DoorConfig, env: Mapping[str, str]) -> Any:
+def _start_worker(memories: MemoryService, config: DoorConfig) -> Any:
     """The extraction worker, started; None when extraction cannot run (a broken install, or the
     background check found damage before the door listened): the door serves on without it.
 
-    The worker's child process inherits `env`, where it finds the chat endpoint (door/extraction.py)."""
-    from bli_memory.door.store.base import StoreDamaged
+    The worker's child process gets the chat endpoint from `config.llm` (door/extraction.py)."""
+    from bli_memory.door.errors import StoreDamaged
 
     try:
         from bli_memory.door.jobs import ExtractionWorker
@@ -137,7 +137,10 @@ def _start_worker(memories: MemoryService, config: DoorConfig, env: Mapping[str,
         sys.stderr.write(f"bli-memory-door: extraction unavailable ({exc}); save with extract answers 400\n")
         return None
     worker = ExtractionWorker(
-        memories, env, exchange_retention_days=config.exchange_retention_days, job_cpu_s=config.job_cpu_s
+        memories,
+        config.llm,
+        exchange_retention_days=config.exchange_retention_days,
+        job_cpu_s=config.job_cpu_s,
     )
     try:
         worker.start()
@@ -182,7 +185,7 @@ def _autopair(store: Store, url: str, env: Mapping[str, str]) -> None:
 
     A session for another door is the user's choice and is left alone."""
     from bli_memory import settings
-    from bli_memory.door.store.base import StoreDamaged
+    from bli_memory.door.errors import StoreDamaged
 
     path = settings.session_file(env)
     try:
@@ -225,7 +228,7 @@ def _warm(memories: MemoryService) -> None:
         )
         return
     finally:
-        integrity = getattr(memories.store, "integrity", None)
+        integrity = memories.store.integrity
         if integrity is not None:
             integrity.go()
     _write_snapshots("index snapshots", memories.write_built_snapshots)

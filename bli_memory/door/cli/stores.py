@@ -9,7 +9,7 @@ from bli_memory.door.config import StoreConfig
 from bli_memory.errors import EXIT_FAILED, EXIT_USAGE, CliError
 
 if TYPE_CHECKING:
-    from bli_memory.door.store.base import Store
+    from bli_memory.door.store.roles import Store
     from bli_memory.door.store.sqlite.files import EarlyCheck
 
 #: said once a store opens from a `--db` URL holding a password (the URL itself is never printed).

@@ -6,7 +6,6 @@ The door's job worker calls it; it holds no store. `extract` (deterministic extr
 for an OpenAI-compatible chat endpoint that falls back to `extract`. `words` is their shared tokenizer.
 """
 
-from bli_memory.door.config import ENV_LLM_KEY, ENV_LLM_MODEL, ENV_LLM_URL
 from bli_memory.door.librarian.extract import MAX_FACT_CHARS, MAX_FACTS_PER_TEXT, extract_facts
 from bli_memory.door.librarian.llm import (
     ExtractorName,
@@ -17,9 +16,6 @@ from bli_memory.door.librarian.llm import (
 from bli_memory.door.librarian.reconcile import Action, Decision, Neighbour, decide
 
 __all__ = [
-    "ENV_LLM_KEY",
-    "ENV_LLM_MODEL",
-    "ENV_LLM_URL",
     "MAX_FACTS_PER_TEXT",
     "MAX_FACT_CHARS",
     "Action",

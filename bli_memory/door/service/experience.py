@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from bli_memory.door.errors import Conflict
 from bli_memory.door.model import Principal
-from bli_memory.door.store.base import Store
+from bli_memory.door.store.roles import Store
 
 
 class ExperienceLog:

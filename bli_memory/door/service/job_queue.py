@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from bli_memory.door.errors import DoorError, NotFound, Unauthorized
+from bli_memory.door.errors import NotFound
 from bli_memory.door.model import Job, Principal
 from bli_memory.door.service.spaces import Spaces
-from bli_memory.door.store.base import DeviceRevoked, QueueFull, Store
+from bli_memory.door.store.roles import Store
 
 
 class JobQueue:
@@ -30,17 +30,8 @@ class JobQueue:
     ) -> tuple[str, str]:
         """Write one durable job row; returns (job id, canonical tag)."""
         canonical = self.spaces.canonical_tag(principal, tag)
-        try:
-            return self.store.enqueue_job(principal, canonical, content, metadata), canonical
-        except DeviceRevoked:
-            raise Unauthorized("the token is unknown or revoked") from None
-        except QueueFull as full:
-            raise DoorError(
-                f"this device has {full.pending} extract jobs waiting, the most it may have; "
-                "save again when some are done",
-                code="queue_full",
-                status=429,
-            ) from None
+        # a device revoked meanwhile answers 401 and a full queue 429: both are the store's DoorErrors
+        return self.store.enqueue_job(principal, canonical, content, metadata), canonical
 
     def get_job(self, principal: Principal, job_id: str) -> Job:
         """A job of the caller's team; one that writes into another person's global space is theirs

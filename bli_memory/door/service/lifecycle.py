@@ -10,11 +10,10 @@ from __future__ import annotations
 import sys
 import time
 
-from bli_memory.door.errors import exception_line
+from bli_memory.door.errors import StoreUnavailable, exception_line
 from bli_memory.door.indexes import SpaceKey
 from bli_memory.door.service.candidates import Candidates, lasting_snapshots
 from bli_memory.door.service.writer import IndexedWriter
-from bli_memory.door.store.base import StoreUnavailable
 
 #: how long `warm` waits for the graphs it started (a million vectors: tens of minutes on one core).
 WARM_GRAPH_WAIT_S = 3600.0
@@ -85,7 +84,7 @@ class IndexLifecycle:
         self.writer.check_outside_writes()
         position = change_log.change_position()
         if position is None:
-            raise StoreUnavailable("the store gave no change position")
+            raise StoreUnavailable("the store gave no change position", store=self.writer.store.describe())
         return position
 
     def write_built_snapshots(self) -> tuple[int, float]:

@@ -15,7 +15,7 @@ from bli_memory.door.librarian.lasting import lasting_score
 from bli_memory.door.model import Memory, Principal
 from bli_memory.door.service.search import Searcher
 from bli_memory.door.service.spaces import Spaces
-from bli_memory.door.store.base import Store
+from bli_memory.door.store.roles import Store
 
 PROFILE_DYNAMIC_COUNT = 8
 PROFILE_RECENT_COUNT = 10

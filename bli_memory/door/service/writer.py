@@ -33,7 +33,9 @@ from bli_memory.door.errors import Conflict, exception_line
 from bli_memory.door.indexes import Indexes, IndexLimits
 from bli_memory.door.model import Memory, Principal, hash_text, is_pinned_metadata, now_s
 from bli_memory.door.snapshots import Snapshots
-from bli_memory.door.store.base import ChangeLogStore, NewVersion, Store
+from bli_memory.door.store.base import NewVersion
+from bli_memory.door.store.roles import Store
+from bli_memory.door.store.roles.changes import ChangeLogStore
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -72,7 +74,9 @@ class IndexedWriter:
             else Snapshots(
                 index_folder,
                 None if change_log is None else change_log.index_identity,
-                unstamped_position=None if change_log is None else change_log.unstamped_snapshot_position(),
+                unstamped_position=0
+                if change_log is not None and change_log.unstamped_snapshots_at_log_start
+                else None,
             )
         )
         self.indexes = Indexes(snapshots=snapshots, lock=self.lock, limits=index_limits)

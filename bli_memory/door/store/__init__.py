@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bli_memory.door.errors import first_line
-from bli_memory.door.store.base import MAX_PENDING_JOBS_PER_DEVICE, Store
+from bli_memory.door.store.base import MAX_PENDING_JOBS_PER_DEVICE
+from bli_memory.door.store.roles import Store
 from bli_memory.door.store.urls import is_postgres_url, mask_url, scrub
 
 if TYPE_CHECKING:
@@ -136,7 +137,7 @@ def open_postgres(
     try:
         import psycopg
 
-        from bli_memory.door.store.base import StoreUnavailable
+        from bli_memory.door.errors import StoreUnavailable
         from bli_memory.door.store.postgres import PostgresStore, SchemaTooNew
     except ImportError:
         raise StoreOpenError(

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bli_memory.door.store.base import Store
+from bli_memory.door.store.roles import Store
 from bli_memory.door.store.sqlite import SqliteStore
 
 #: every store the suite runs against, by its `name`.

@@ -14,18 +14,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from bli_memory.door.errors import DeviceRevoked, QueueFull
 from bli_memory.door.model import Job, Principal, global_tag, hash_text, now_s
 from bli_memory.door.store.base import (
     COPY_COLUMNS,
     COPY_TABLES,
     PRIMARY_KEYS,
-    DeviceRevoked,
     ImportedVersion,
     PurgeCount,
-    QueueFull,
-    Store,
     key_of,
 )
+from bli_memory.door.store.roles import Store
 from bli_memory.door.store.sqlite import SqliteStore
 from tests.door.helpers import new_version, store_principal
 from tests.door.store.helpers import STORES, open_kind

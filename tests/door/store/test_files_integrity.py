@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from bli_memory.door.errors import StoreDamaged
 from bli_memory.door.jobs import ExtractionWorker
 from bli_memory.door.memories import MemoryService
-from bli_memory.door.store.base import StoreDamaged
 from bli_memory.door.store.sqlite import SqliteStore
 from bli_memory.door.store.sqlite.files import DamagedDatabase, EarlyCheck, check_integrity
 from tests.helpers import BIN, DoorProcess
@@ -109,7 +109,7 @@ def test_damage_found_while_serving_stops_the_worker_with_one_line(tmp_path: Pat
     and stops, instead of retrying every two seconds for ever."""
     store = SqliteStore(tmp_path / "memory.db")
     log = io.StringIO()
-    worker = ExtractionWorker(MemoryService(store), env={}, log=log)
+    worker = ExtractionWorker(MemoryService(store), log=log)
     worker.start()
     _, token = store.create_device(person="ada")
     principal = store.authenticate(token)
@@ -133,6 +133,40 @@ def test_damage_found_while_serving_stops_the_worker_with_one_line(tmp_path: Pat
     lines = log.getvalue().splitlines()
     assert sum("is damaged" in line for line in lines) == 1
     assert "background work stopped" in lines[-1] and not any("retrying" in line for line in lines)
+    store.close()
+
+
+def test_a_damaged_page_a_read_meets_leaves_the_store_as_store_damaged_said_once(tmp_path: Path) -> None:
+    """The store maps SQLite's "malformed" at its own boundary: the read that meets it raises the
+    door's StoreDamaged (503 store_damaged) carrying the one stderr line, later ones carry none, and
+    from then on every write is refused as after the background check found it."""
+    store = SqliteStore(tmp_path / "memory.db")
+    _, token = store.create_device(person="ada")
+    principal = store.authenticate(token)
+    assert principal is not None
+    job_id = store.enqueue_job(principal, "repo_damage", "Fact: the cache expires daily. " * 50, None)
+    with store._lock:  # the file as the disk now holds it: no WAL, no cached pages
+        store._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        root = store._db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'memory_extract_jobs'")
+        page = root.fetchone()[0]
+        page_size = store._db.execute("PRAGMA page_size").fetchone()[0]
+        with open(tmp_path / "memory.db", "r+b") as file:
+            file.seek((page - 1) * page_size)
+            file.write(random.Random(3).randbytes(page_size))
+        store._db.execute("PRAGMA shrink_memory")
+    with pytest.raises(StoreDamaged) as first:
+        store.get_job(principal.team_id, job_id)
+    assert first.value.status == 503 and first.value.code == "store_damaged"
+    assert first.value.log_line is not None and "found by a request" in first.value.log_line
+    assert str(tmp_path / "memory.db") in first.value.log_line and isinstance(
+        first.value.__cause__, sqlite3.Error
+    )
+    with pytest.raises(StoreDamaged) as again:
+        store.get_job(principal.team_id, job_id)
+    assert again.value.log_line is None and store.integrity is not None and store.integrity.damaged
+    with pytest.raises(StoreDamaged, match="nothing was written"):
+        store.create_device(person="mallory")
+    assert store.authenticate(token) is not None  # reads of sound pages go on
     store.close()
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bli_memory.door.model import Job
-from bli_memory.door.store.base import Store
+from bli_memory.door.store.roles import Store
 from tests.door.helpers import store_principal
 from tests.door.store.helpers import STORES, open_kind
 

@@ -354,7 +354,7 @@ def test_a_statement_past_its_deadline_is_store_unavailable_and_the_store_goes_o
 ) -> None:
     import psycopg
 
-    from bli_memory.door.store.base import StoreUnavailable
+    from bli_memory.door.errors import StoreUnavailable
 
     store = stores(statement_timeout_s=0.3)
     ada = store_principal(store)
@@ -370,7 +370,7 @@ def test_a_statement_past_its_deadline_is_store_unavailable_and_the_store_goes_o
 def test_a_full_disk_is_store_full_and_damage_is_recognised(stores: Callable[..., PostgresStore]) -> None:
     import psycopg
 
-    from bli_memory.door.store.base import StoreFull
+    from bli_memory.door.errors import StoreFull
 
     store = stores()
     assert store.write_problem() is None
@@ -386,7 +386,7 @@ def test_lookups_by_id_use_the_id_index_right_after_a_bulk_load(stores: Callable
     """Before PostgreSQL has statistics on freshly loaded rows (a migrate, an import), the planner
     answered `team_id = … AND id = ANY(…)` from the team index and read every row of the team per
     search; the lookup is written so that only the id index can answer it."""
-    from bli_memory.door.store.postgres.store import UPDATED_AT_BY_IDS_SQL
+    from bli_memory.door.store.postgres.memories import UPDATED_AT_BY_IDS_SQL
 
     store = stores()
     ada = store_principal(store)

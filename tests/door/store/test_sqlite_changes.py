@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 from bli_memory.door.model import hash_text, now_s
-from bli_memory.door.store.base import ChangeLogStore, ImportedVersion
+from bli_memory.door.store.base import ImportedVersion
+from bli_memory.door.store.roles.changes import ChangeLogStore
 from bli_memory.door.store.sqlite import SCHEMA_VERSION, SqliteStore
 from bli_memory.door.store.sqlite.schema import MIGRATIONS
 from tests.door.helpers import new_version, store_principal

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bli_memory.door.store.base import StoreFull
+from bli_memory.door.errors import StoreFull
 from bli_memory.door.store.sqlite import SqliteStore
 from tests.helpers import DoorProcess
 

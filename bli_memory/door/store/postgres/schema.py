@@ -23,6 +23,8 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING
 
+from bli_memory.door.job_states import JobState
+
 if TYPE_CHECKING:
     import psycopg
 
@@ -100,7 +102,7 @@ MIGRATIONS: dict[int, list[str]] = {
             container_tag {_TEXT} NOT NULL,
             content TEXT NOT NULL,
             metadata TEXT,
-            status {_TEXT} NOT NULL DEFAULT 'queued',
+            status {_TEXT} NOT NULL DEFAULT '{JobState.QUEUED}',
             attempts INTEGER NOT NULL DEFAULT 0,
             outcome TEXT,
             error TEXT,

@@ -7,6 +7,8 @@ one (never a script split on `;`, which would break on a `;` inside a string or 
 
 from __future__ import annotations
 
+from bli_memory.door.job_states import JobState
+
 SCHEMA_VERSION = 7
 
 MIGRATIONS: dict[int, list[str]] = {
@@ -69,7 +71,7 @@ MIGRATIONS: dict[int, list[str]] = {
             created_at REAL NOT NULL,
             PRIMARY KEY (team_id, alias)
         )""",
-        """CREATE TABLE memory_extract_jobs (
+        f"""CREATE TABLE memory_extract_jobs (
             id TEXT PRIMARY KEY,
             team_id INTEGER NOT NULL,
             person_id INTEGER NOT NULL,
@@ -77,7 +79,7 @@ MIGRATIONS: dict[int, list[str]] = {
             container_tag TEXT NOT NULL,
             content TEXT NOT NULL,
             metadata TEXT,
-            status TEXT NOT NULL DEFAULT 'queued',
+            status TEXT NOT NULL DEFAULT '{JobState.QUEUED}',
             attempts INTEGER NOT NULL DEFAULT 0,
             outcome TEXT,
             error TEXT,
@@ -135,8 +137,8 @@ MIGRATIONS: dict[int, list[str]] = {
         "ALTER TABLE devices ADD COLUMN admin INTEGER NOT NULL DEFAULT 0",
         "UPDATE devices SET admin = (SELECT p.admin FROM people p WHERE p.id = devices.person_id)",
         "CREATE INDEX jobs_device ON memory_extract_jobs (device_id, status)",
-        """UPDATE memory_extract_jobs SET status = 'cancelled', error = 'cancelled: its device was revoked'
-            WHERE status IN ('queued', 'running')
+        f"""UPDATE memory_extract_jobs SET status = '{JobState.CANCELLED}', error = 'cancelled: its device was revoked'
+            WHERE status IN ('{JobState.QUEUED}', '{JobState.RUNNING}')
             AND device_id IN (SELECT id FROM devices WHERE revoked_at IS NOT NULL)""",
     ],
     # v5: each device's hourly hook figures (content-free counts, as its stats files hold them),
