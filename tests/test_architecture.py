@@ -163,3 +163,27 @@ def test_the_edges_and_the_worker_never_import_a_store_module() -> None:
     assert (
         "bli_memory.door.store.sqlite.files" in graph["bli_memory.door.cli.serve"]
     )  # the rule reads real imports
+
+
+#: the door modules that touch `os.environ`: the command line hands it to the subcommand, whose
+#: `DoorConfig.from_env` reads it once; the extraction child is started with the door's environment whole.
+DOOR_ENVIRONMENT_READERS = {"bli_memory.door.cli", "bli_memory.door.extraction"}
+
+
+def _reads_environment(path: Path) -> bool:
+    """Whether a module names `os.environ`, `os.getenv` or `os.putenv` (a read by attribute or by import)."""
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Attribute) and node.attr in {"environ", "getenv", "putenv", "environb"}:
+            return True
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.module == "os"
+            and any(alias.name in {"environ", "getenv", "environb"} for alias in node.names)
+        ):
+            return True
+    return False
+
+
+def test_the_door_reads_its_environment_in_one_place() -> None:
+    readers = {module for module, path in _modules().items() if _is_door(module) and _reads_environment(path)}
+    assert readers == DOOR_ENVIRONMENT_READERS
