@@ -187,3 +187,37 @@ def _reads_environment(path: Path) -> bool:
 def test_the_door_reads_its_environment_in_one_place() -> None:
     readers = {module for module, path in _modules().items() if _is_door(module) and _reads_environment(path)}
     assert readers == DOOR_ENVIRONMENT_READERS
+
+
+def _reaches_through_the_service(path: Path) -> list[int]:
+    """The lines where a module reads `<something>.memories.store` or `memories.store`: the service's store
+    taken from it, instead of asking the service."""
+    lines = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Attribute) and node.attr == "store":
+            owner = node.value
+            name = (
+                owner.id
+                if isinstance(owner, ast.Name)
+                else owner.attr
+                if isinstance(owner, ast.Attribute)
+                else ""
+            )
+            if name == "memories":
+                lines.append(node.lineno)
+    return lines
+
+
+def test_the_edges_and_the_worker_ask_the_service_not_its_store(tmp_path: Path) -> None:
+    reaching = tmp_path / "reaching.py"
+    reaching.write_text(
+        "def f(self, memories):\n    memories.store.spaces(1)\n    self.memories.store.spaces(2)\n"
+    )
+    assert _reaches_through_the_service(reaching) == [2, 3]  # what the check finds
+    modules = _modules()
+    offenders = {
+        module: lines
+        for module, path in modules.items()
+        if _within(module, DOOR_EDGES_AND_WORKER) and (lines := _reaches_through_the_service(path))
+    }
+    assert offenders == {}

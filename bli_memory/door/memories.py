@@ -4,7 +4,8 @@ concrete store.
 
 `MemoryService` is a facade: each method hands the request to the part of `door/service/` whose one
 job it is (spaces and scopes, search, profile, writes, pins, stored exchanges, import and export,
-the experience log, the job queue, the indexes' warm-up and snapshots). The parts share one
+the experience log, the job queue, the indexes' warm-up and snapshots, the operator's view of the
+store). The parts share one
 `service.writer.IndexedWriter`, which keeps the in-memory indexes in step with every write and says
 how they stay consistent with the store and with other doors.
 """
@@ -23,6 +24,7 @@ from bli_memory.door.service.candidates import Candidates
 from bli_memory.door.service.experience import ExperienceLog
 from bli_memory.door.service.job_queue import JobQueue
 from bli_memory.door.service.lifecycle import WARM_GRAPH_WAIT_S, IndexLifecycle
+from bli_memory.door.service.operations import Operations
 from bli_memory.door.service.pins import Pins
 from bli_memory.door.service.profile import Profile, Profiles
 from bli_memory.door.service.search import Searcher
@@ -68,6 +70,7 @@ class MemoryService:
         self.transfer = Transfer(self.writer, self.spaces)
         self.experience = ExperienceLog(store)
         self.queue = JobQueue(store, self.spaces)
+        self.operations = Operations(store)
 
     # ------------------------------------------------------------------ the shared state
 

@@ -39,13 +39,13 @@ def _health(memories: MemoryService, embedder_name: str) -> dict[str, Any]:
     health: dict[str, Any] = {
         "ok": True,
         "version": __version__,
-        "store": memories.store.name,
-        "storeVersion": memories.store.version,
+        "store": memories.operations.store_name,
+        "storeVersion": memories.operations.store_version,
         "embedder": embedder_name,
     }
     if memories.embedder_error is not None:
         health["embedderError"] = memories.embedder_error  # serving keyword + recency meanwhile
-    integrity = memories.store.integrity  # a SQLite file's check for damage (None elsewhere)
+    integrity = memories.operations.integrity  # a SQLite file's check for damage (None elsewhere)
     if integrity is not None:
         health["integrityCheck"] = integrity.state
         if integrity.damaged:  # reads still work; every write is refused
@@ -56,7 +56,7 @@ def _health(memories: MemoryService, embedder_name: str) -> dict[str, Any]:
             )
             return health
     try:
-        problem = memories.store.write_problem()
+        problem = memories.operations.write_problem()
     except StoreUnavailable as exc:  # a database server out of reach
         health.update(ok=False, reason="store_unavailable", message=str(exc))
         return health
@@ -80,7 +80,7 @@ def add_ops_routes(api: FastAPI, memories: MemoryService) -> None:
     @api.post("/api/ops/hook-stats", responses=error_responses(*WRITES))
     def put_hook_stats(body: HookStatsBody, caller: Caller) -> dict[str, Any]:
         hours = hook_stats.check_hours(body.hours, now_s())
-        written = memories.store.put_hook_stats(caller, hours)
+        written = memories.operations.put_hook_stats(caller, hours)
         return {"hours": written}
 
     @api.get("/api/ops/hook-stats", responses=error_responses(400, 401))
@@ -88,7 +88,9 @@ def add_ops_routes(api: FastAPI, memories: MemoryService) -> None:
         if days not in hook_stats.WINDOWS_DAYS:
             raise InvalidRequest(f"days takes 7 or 30, not {days}")
         now = now_s()
-        rows = memories.store.hook_stats_since(caller.team_id, hook_stats.hour_name(now - days * 86_400.0))
+        rows = memories.operations.hook_stats_since(
+            caller.team_id, hook_stats.hour_name(now - days * 86_400.0)
+        )
         return hook_stats.summarise(rows, days, now)
 
 

@@ -152,5 +152,7 @@ def team_spaces(memories: MemoryService, principal: Principal) -> list[str]:
     """The spaces of `principal`'s team that hold current memories, most recently changed first
     (a person's global space is not one of them: it is reached with `scope: global`)."""
     return [
-        tag for _, tag in memories.store.spaces(SPACES_READ_LIMIT, principal.team_id) if not is_door_tag(tag)
+        tag
+        for tag in memories.operations.team_spaces(principal.team_id, SPACES_READ_LIMIT)
+        if not is_door_tag(tag)
     ]

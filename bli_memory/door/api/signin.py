@@ -252,7 +252,7 @@ def login_page(view: LoginView) -> bytes:
 
 def device_principal(memories: MemoryService, principal: Principal) -> Principal | None:
     """`principal` as its device stands now (its admin flag), or None once the device is revoked."""
-    for device in memories.store.list_devices():
+    for device in memories.operations.devices():
         if device.get("id") == principal.device_id:
             if device.get("revoked_at") is not None:
                 return None

@@ -228,7 +228,7 @@ def _warm(memories: MemoryService) -> None:
         )
         return
     finally:
-        integrity = memories.store.integrity
+        integrity = memories.operations.integrity
         if integrity is not None:
             integrity.go()
     _write_snapshots("index snapshots", memories.write_built_snapshots)
