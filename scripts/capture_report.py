@@ -229,7 +229,11 @@ def _per_prompt(s: Summary) -> str:
     per_prompt = s.unrelated_per_prompt
     if per_prompt is None:
         return "–"
-    return f"{per_prompt:.2f} ({s.unrelated_rows} rows / {s.asked_elsewhere} prompts)"
+    return f"{per_prompt:.2f} ({_rows(s.unrelated_rows)} / {s.asked_elsewhere} prompts)"
+
+
+def _rows(count: int) -> str:
+    return f"{count} row" if count == 1 else f"{count} rows"
 
 
 def _briefing_cell(b: Briefing) -> str:
@@ -358,7 +362,7 @@ def details(run: Run) -> str:
                 )
             if fact.unrelated:
                 lines.append(
-                    f"  {fact.unrelated} unrelated rows for {_quote(fact.fact.query)} in another space"
+                    f"  {_rows(fact.unrelated)} unrelated for {_quote(fact.fact.query)} in another space"
                 )
         for content in result.wrong.values():
             lines.append(f"  WRONG {_quote(content)}")
@@ -386,7 +390,7 @@ def briefing_details(run: Run) -> list[str]:
         lines.append(f"{project}: session-start block of {len(briefing)} lines")
         for question, rows in run.unanswered.get(project, []):
             if rows:
-                lines.append(f"  {len(rows)} rows shown for {_quote(question)}, whose answer is not stored")
+                lines.append(f"  {_rows(len(rows))} shown for {_quote(question)}, whose answer is not stored")
         for line, verdicts in line_verdicts(run, project):
             flag = f" ({', '.join(verdicts)})" if verdicts else ""
             lines.append(f"  | {_quote(line, SHOWN_CHARS)}{flag}")

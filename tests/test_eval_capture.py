@@ -209,12 +209,13 @@ def test_what_reaches_the_agent_is_read_from_the_real_hooks_blocks(tmp_path: Pat
     out = done.stdout
     # unrelated rows: each of the 3 queries asked in the other project's space; a pin question asked
     # in the other project's space meets that project's own pin, a row that does not answer it
-    elsewhere = [int(n) for n in re.findall(r"^  (\d+) unrelated rows for ", out, re.MULTILINE)]
+    elsewhere = [int(n) for n in re.findall(r"^  (\d+) rows? unrelated for ", out, re.MULTILINE)]
     rows = sum(elsewhere)
     assert rows >= 1
-    assert cells(out, "unrelated rows per prompt")[0] == f"{rows / 3:.2f} ({rows} rows / 3 prompts)"
+    named = f"{rows} row" if rows == 1 else f"{rows} rows"
+    assert cells(out, "unrelated rows per prompt")[0] == f"{rows / 3:.2f} ({named} / 3 prompts)"
     # questions with nothing stored: the file's questions of this capture file's projects only
-    noisy = re.findall(r'^  (\d+) rows shown for (".*"), whose answer is not stored$', out, re.MULTILINE)
+    noisy = re.findall(r'^  (\d+) rows? shown for (".*"), whose answer is not stored$', out, re.MULTILINE)
     assert {json.loads(question) for _, question in noisy} <= set(UNANSWERED[PROJECT])
     assert cells(out, "questions with nothing stored")[:3] == [
         f"{len(noisy)} of 2",
@@ -298,6 +299,41 @@ def test_a_missing_or_bad_capture_file_is_one_line_and_exit_2(
     assert done.stdout == ""
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("eval_capture: ")
     assert str(path) in done.stderr and reason in done.stderr
+
+
+def test_several_capture_files_get_a_column_each_and_projects_name_those_of_any_file(tmp_path: Path) -> None:
+    first = write_capture(tmp_path)
+    second = tmp_path / "second.jsonl"
+    second.write_text(json.dumps(EXCHANGES[-1]) + "\n", encoding="utf-8")  # Beta's exchange alone
+    done = run_script(tmp_path, str(first), str(second), "--embedder", "none")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[:2] == [
+        "capture: capture.jsonl, 4 exchanges (1 noise), 3 facts, 2 projects; embedder none",
+        "capture: second.jsonl, 1 exchanges (0 noise), 1 facts, 1 projects; embedder none",
+    ]
+    assert columns(done.stdout) == ["capture.jsonl", "second.jsonl"]
+    assert cells(done.stdout, "jobs failed") == ["0 of 4", "0 of 1"]
+    # one project alone has no other project's space to ask in
+    assert cells(done.stdout, "unrelated rows per prompt")[1] == "–"
+    only_beta = run_script(tmp_path, str(first), str(second), "--embedder", "none", "--projects", OTHER)
+    assert only_beta.returncode == 0, only_beta.stderr
+    assert cells(only_beta.stdout, "jobs failed") == ["0 of 1", "0 of 1"]
+    unknown = run_script(tmp_path, str(first), str(second), "--projects", "Gamma")
+    assert unknown.returncode == 2 and unknown.stdout == ""
+    assert unknown.stderr == "eval_capture: --projects: no exchange belongs to Gamma\n"
+
+
+@pytest.mark.parametrize("content, reason", [(None, "does not exist"), ("[1]", "must hold a JSON object")])
+def test_a_missing_or_bad_file_of_unanswered_questions_is_one_line_and_exit_2(
+    tmp_path: Path, content: str | None, reason: str
+) -> None:
+    path = tmp_path / "unanswered.json"
+    if content is not None:
+        path.write_text(content, encoding="utf-8")
+    done = run_script(tmp_path, str(write_capture(tmp_path)), "--unanswered", str(path))
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("eval_capture: --unanswered: ")
+    assert reason in done.stderr
 
 
 class _ChatStandIn(BaseHTTPRequestHandler):
