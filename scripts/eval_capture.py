@@ -51,7 +51,9 @@ One column per librarian: the deterministic one always (a door started without t
 the LLM one when BLI_MEMORY_LLM_URL and BLI_MEMORY_LLM_MODEL are set (BLI_MEMORY_LLM_KEY optional); each
 runs on a door and a database of its own. `--verbose` adds, per exchange, what each job stored, updated
 and superseded (read from the door's database, read-only, after each job), where each fact was found
-or what came first instead, the wrong facts and the noise kept, and at the end every space's facts.
+or what came first instead, the wrong facts and the noise kept; per project, the questions with
+nothing stored that got rows, each line of the session-start block with what is wrong with it and the
+lasting facts it misses; and at the end every space's facts.
 The table goes to stdout and is the same for the same input and librarian; progress and timings go to
 stderr.
 
