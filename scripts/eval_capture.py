@@ -1,12 +1,12 @@
 """Capture quality: replay coding-agent exchanges through a real door and score what the librarian keeps.
 
-Usage: .venv/bin/python scripts/eval_capture.py PATH [--embedder onnx|none] [--projects A,B] [--verbose]
-       [--rewrite-standin]
+Usage: .venv/bin/python scripts/eval_capture.py PATH [PATH ...] [--halves] [--embedder onnx|none]
+       [--projects A,B] [--unanswered FILE] [--verbose] [--rewrite-standin]
 
-PATH is a capture file: one JSON object a line, `{id, project, exchange, facts: [{query, key: [...]}],
-must_not: [...], noise}`. The data set is not part of a checkout; the development machine's copy is
-`exchanges_dev.jsonl` (60 exchanges from seven invented repositories). The script starts a real `bli-memory-door serve` on a free loopback port over a
-temporary SQLite file, pairs a device with `bli-memory-door pair`, and saves every exchange in file
+Each PATH is a capture file: one JSON object a line, `{id, project, exchange, facts: [{query, key:
+[...], lasting}], must_not: [...], noise}`. The data set is not part of a checkout (`exchanges_dev.jsonl`
+and `exchanges_dev2.jsonl`, 60 exchanges each from seven invented repositories). Per file, the script
+starts a real `bli-memory-door serve` on a free loopback port over a temporary SQLite file, pairs a device with `bli-memory-door pair`, and saves every exchange in file
 order with `POST /api/memory/save {extract: true}`, as the Stop hook does, in the project's own space
 `repo_<slug>__<sha256(project)[:16]>`, waiting for each job (`GET /api/memory/jobs/{id}`) before the
 next save. Then it searches the door and scores:
@@ -15,9 +15,20 @@ next save. Then it searches the door and scores:
   key string (case-insensitive); "as a distilled fact": the first such result has kind `memory`;
   MRR: the mean of 1/rank of that first match (0 when none is in the top 5).
 - shown by the prompt hook: the share of facts whose query, asked as a prompt, gets a recall block
-  holding every key: the hook's own search (top 5, similarity at least its floor) and its own filter
-  (`bli_memory.hooks.prompt.recalled_rows`). What an agent is shown before it answers, not only what
-  the door can find.
+  one row of which holds every key. The hook is the real one, `bli-memory-mcp hook prompt` run as the
+  host runs it, paired with this door, in the project's space (scripts/capture_blocks.py): what an
+  agent is shown before it answers, not only what the door can find.
+- unrelated rows per prompt: the rows of the hook's block when the same query is asked in another
+  project's space (the next project in file order; the last one's is the first's), where nothing
+  answers it.
+- questions with nothing stored: our own questions (scripts/capture_unanswered.json, or
+  `--unanswered FILE`, `{project: [question, ...]}`), asked in the project's own space in its words,
+  whose answer no exchange states; reported as the questions whose block showed any row.
+- the session-start block: the real `bli-memory-mcp hook session-start` of each project's space once
+  every exchange is saved. Lasting facts: the share of facts marked `lasting: true` one line of which
+  holds every key ("–" when the file marks none). Its lines that hold a `must_not` string of the
+  project (a superseded or wrong value), that are questions and that are fragments, as
+  scripts/capture_blocks.py defines them.
 - wrong facts: the distinct results of kind `memory` that contain one of an exchange's `must_not`
   strings, found by searching each of its facts' queries and each `must_not` string (limit 10).
 - noise kept: for each noise exchange, the results of kind `memory` among the top 5 for the first 12
@@ -28,14 +39,21 @@ next save. Then it searches the door and scores:
   exchange was saved and none is current at the end (the other outcomes: the old fact is still current,
   or the old value was never stored as a fact).
 
-A stored exchange (kind `document`) counts neither as noise kept nor as a wrong fact. The bar: recall@5
-of at least 0.90, no wrong fact, no failed job.
+A stored exchange (kind `document`) counts neither as noise kept nor as a wrong fact. The bars, each
+marked met or not met: recall@5 of at least 0.95, no wrong fact, no failed job; shown by the prompt
+hook at least 0.70 with at most 0.10 unrelated rows per prompt; lasting facts at session start at
+least 0.80; no row for at least 8 in 10 questions with nothing stored.
+
+One column per capture file, and with `--halves` one for each half of its projects (in file order,
+the first half the larger), scored from the same replay: each project's space is its own.
 
 One column per librarian: the deterministic one always (a door started without the LLM settings), and
 the LLM one when BLI_MEMORY_LLM_URL and BLI_MEMORY_LLM_MODEL are set (BLI_MEMORY_LLM_KEY optional); each
 runs on a door and a database of its own. `--verbose` adds, per exchange, what each job stored, updated
 and superseded (read from the door's database, read-only, after each job), where each fact was found
-or what came first instead, the wrong facts and the noise kept, and at the end every space's facts.
+or what came first instead, the wrong facts and the noise kept; per project, the questions with
+nothing stored that got rows, each line of the session-start block with what is wrong with it and the
+lasting facts it misses; and at the end every space's facts.
 The table goes to stdout and is the same for the same input and librarian; progress and timings go to
 stderr.
 
@@ -50,10 +68,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import hashlib
 import json
 import os
-import re
 import shutil
 import sqlite3
 import subprocess
@@ -62,180 +78,49 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import local_door  # scripts/local_door.py
+from capture_blocks import HookFailed, Hooks  # scripts/capture_blocks.py
+from capture_data import (  # scripts/capture_data.py
+    EvalError,
+    Exchange,
+    ExchangeResult,
+    FactResult,
+    Row,
+    Run,
+    corrected_values,
+    halves,
+    holds,
+    load_exchanges,
+    load_unanswered,
+    noise_query,
+    only_projects,
+    other_project,
+    projects_of,
+    space_tag,
+    word_runs,
+)
+from capture_report import Column, details, table  # scripts/capture_report.py
 
 from bli_memory.door.config import ENV_LLM_KEY, ENV_LLM_MODEL, ENV_LLM_URL
-from bli_memory.hooks import prompt as prompt_hook
 from bli_memory.hooks.stop import SAVE_METADATA
-from bli_memory.hooks.trivial import identifiers
 
 RECALL_TOP_K = 5
 WRONG_LIMIT = 10
 NOISE_LIMIT = 5
-NOISE_QUERY_WORDS = 12
-NOISE_RUN_WORDS = 6
-RECALL_BAR = 0.90
+#: our own questions whose answer no exchange of the project states, {project: [question, ...]}
+UNANSWERED_FILE = Path(__file__).resolve().parent / "capture_unanswered.json"
 JOB_DEADLINE_S = 30.0
 JOB_POLL_S = 0.05
 DOOR_START_TIMEOUT_S = 60.0
 DOOR_STOP_TIMEOUT_S = 15.0
 PAIR_TIMEOUT_S = 60.0
 HTTP_TIMEOUT_S = 60.0
-#: how much of a result a verbose line shows when it is not the fact itself.
-SHOWN_CHARS = 160
 FALLBACK_LOG = "[bli-memory] librarian: the LLM extractor failed"
 PROG = "eval_capture"
-_WORD = re.compile(r"\w+")
-_REPLY = re.compile(r"(?:^|\n)\s*Assistant\s*:\s*", re.IGNORECASE)
-
-
-class EvalError(Exception):
-    """A one-line reason the evaluation cannot run; `status` is the exit code."""
-
-    def __init__(self, message: str, status: int = 1) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-# ------------------------------------------------------------------------------------- the capture file
-
-
-@dataclass(frozen=True)
-class Fact:
-    query: str
-    key: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class Exchange:
-    id: str
-    project: str
-    text: str
-    facts: tuple[Fact, ...]
-    must_not: tuple[str, ...]
-    noise: bool
-
-
-def _strings(value: Any, what: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(item, str) and item for item in value):
-        raise ValueError(f"{what} must be a list of non-empty strings")
-    return tuple(value)
-
-
-def parse_exchange(row: Any) -> Exchange:
-    """One line of a capture file; ValueError names what is wrong with it."""
-    if not isinstance(row, dict):
-        raise ValueError("not a JSON object")
-    for name in ("id", "project", "exchange"):
-        if not isinstance(row.get(name), str) or not row[name].strip():
-            raise ValueError(f"{name} must be a non-empty string")
-    if not isinstance(row.get("noise", False), bool):
-        raise ValueError("noise must be true or false")
-    raw_facts = row.get("facts", [])
-    if not isinstance(raw_facts, list):
-        raise ValueError("facts must be a list")
-    facts = []
-    for fact in raw_facts:
-        if not isinstance(fact, dict) or not isinstance(fact.get("query"), str) or not fact["query"].strip():
-            raise ValueError("each fact needs a non-empty query")
-        key = _strings(fact.get("key"), "a fact's key")
-        if not key:
-            raise ValueError("a fact's key must hold at least one string")
-        facts.append(Fact(fact["query"], key))
-    return Exchange(
-        id=row["id"],
-        project=row["project"],
-        text=row["exchange"],
-        facts=tuple(facts),
-        must_not=_strings(row.get("must_not", []), "must_not"),
-        noise=bool(row.get("noise", False)),
-    )
-
-
-def load_exchanges(path: Path) -> list[Exchange]:
-    """Every exchange of a capture file, in file order; EvalError (exit 2) for a missing or bad file."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise EvalError(
-            f"{path} does not exist; give a capture file (one JSON exchange a line; see --help)", 2
-        ) from None
-    except IsADirectoryError:
-        raise EvalError(f"{path} is a folder, not a capture file", 2) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise EvalError(f"cannot read {path}: {type(exc).__name__}", 2) from None
-    exchanges: list[Exchange] = []
-    seen: set[str] = set()
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            exchange = parse_exchange(json.loads(line))
-        except ValueError as exc:  # JSONDecodeError is a ValueError
-            reason = "not JSON" if isinstance(exc, json.JSONDecodeError) else str(exc)
-            raise EvalError(f"{path} line {number}: {reason}", 2) from None
-        if exchange.id in seen:
-            raise EvalError(f"{path} line {number}: id {exchange.id!r} appears twice", 2)
-        seen.add(exchange.id)
-        exchanges.append(exchange)
-    if not exchanges:
-        raise EvalError(f"{path} holds no exchange", 2)
-    return exchanges
-
-
-def only_projects(exchanges: Sequence[Exchange], projects: str) -> list[Exchange]:
-    """The exchanges of the named projects (comma-separated), in file order; all of them when empty."""
-    wanted = {name.strip() for name in projects.split(",") if name.strip()}
-    if not wanted:
-        return list(exchanges)
-    unknown = sorted(wanted - {e.project for e in exchanges})
-    if unknown:
-        raise EvalError(f"--projects: no exchange belongs to {', '.join(unknown)}", 2)
-    return [e for e in exchanges if e.project in wanted]
-
-
-def space_tag(project: str) -> str:
-    """`repo_<slug>__<sha256(project)[:16]>`; the slug is the name lowercased, each run outside
-    [a-z0-9] replaced by `_`."""
-    slug = re.sub(r"[^a-z0-9]+", "_", project.lower())
-    return f"repo_{slug}__{hashlib.sha256(project.encode('utf-8')).hexdigest()[:16]}"
-
-
-def reply_of(text: str) -> str:
-    """The assistant's part of an exchange (the whole text when it names no assistant)."""
-    match = _REPLY.search(text)
-    return text[match.end() :] if match else text
-
-
-def noise_query(exchange: Exchange) -> str:
-    return " ".join(reply_of(exchange.text).split()[:NOISE_QUERY_WORDS])
-
-
-def word_runs(text: str, length: int = NOISE_RUN_WORDS) -> set[tuple[str, ...]]:
-    """Every run of `length` consecutive words (lowercased letters, digits and `_`) of `text`."""
-    words = [w.lower() for w in _WORD.findall(text)]
-    return {tuple(words[i : i + length]) for i in range(len(words) - length + 1)}
-
-
-def holds(content: str, needles: Iterable[str]) -> bool:
-    lowered = content.lower()
-    return all(needle.lower() in lowered for needle in needles)
-
-
-def corrected_values(exchanges: Sequence[Exchange]) -> dict[str, list[str]]:
-    """exchange id -> its must_not strings that appear in an earlier exchange of the same project."""
-    out: dict[str, list[str]] = {}
-    for index, exchange in enumerate(exchanges):
-        earlier = [e.text.lower() for e in exchanges[:index] if e.project == exchange.project]
-        old = [m for m in exchange.must_not if any(m.lower() in text for text in earlier)]
-        if old:
-            out[exchange.id] = old
-    return out
 
 
 # ------------------------------------------------------------------------------------------- the door
@@ -327,18 +212,6 @@ class Door:
         local_door.stop_door(self.process, DOOR_STOP_TIMEOUT_S)
 
 
-@dataclass(frozen=True)
-class Row:
-    """One current memory, as the door's database holds it."""
-
-    id: str
-    content: str
-    kind: str
-    version: int
-    previous_version_id: str | None
-    conflicted: bool
-
-
 def current_rows(db: Path, tag: str) -> dict[str, Row]:
     """The space's current memories, read from the door's database without writing to it."""
     connection = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=10)
@@ -361,42 +234,6 @@ def current_rows(db: Path, tag: str) -> dict[str, Row]:
 
 
 # ------------------------------------------------------------------------------------------ one run
-
-
-@dataclass
-class FactResult:
-    fact: Fact
-    rank: int | None  # 1-based rank of the first result holding every key, within the top 5
-    kind: str | None
-    top: str  # the first result, for the verbose line of a fact missed or found below it
-    shown: bool = False  # the prompt hook's recall block for the query would hold every key
-
-
-@dataclass
-class ExchangeResult:
-    exchange: Exchange
-    tag: str
-    job_status: str  # done | failed | timeout | rejected
-    outcome: dict[str, Any] = field(default_factory=dict)
-    error: str = ""
-    added: list[Row] = field(default_factory=list)
-    updated: list[tuple[Row, Row]] = field(default_factory=list)  # (old, new)
-    removed: list[Row] = field(default_factory=list)
-    old_current_before: dict[str, bool] = field(default_factory=dict)  # corrected value -> a fact held it
-    facts: list[FactResult] = field(default_factory=list)
-    wrong: dict[str, str] = field(default_factory=dict)  # id -> content
-    noise_kept: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass
-class Run:
-    librarian: str
-    embedder: str = ""
-    exchanges: list[ExchangeResult] = field(default_factory=list)
-    spaces: dict[str, dict[str, Row]] = field(default_factory=dict)
-    origin: dict[str, str] = field(default_factory=dict)  # memory id -> the exchange whose job wrote it
-    fallbacks: int = 0
-    seconds: float = 0.0
 
 
 def wait_for_job(door: Door, job_id: str) -> tuple[str, dict[str, Any], str]:
@@ -443,18 +280,24 @@ def save_and_wait(door: Door, exchange: Exchange, old_values: Sequence[str]) -> 
     return result
 
 
-def shown_by_prompt_hook(door: Door, tag: str, fact: Fact) -> bool:
-    """Whether the prompt hook's recall block for the fact's query holds every key: the hook's own
-    search (top 5 at its similarity floor) and its own filter (`recalled_rows`: the floor, the
-    identifier rule for rows without a similarity, a fact before the exchange it came from)."""
-    hits = door.search(tag, fact.query, prompt_hook.RECALL_LIMIT, prompt_hook.RECALL_MIN_SIMILARITY)
-    rows = prompt_hook.recalled_rows({"results": hits}, identifiers(fact.query))
-    return any(holds(str(row.get("content", "")), fact.key) for row in rows)
+def hooks_of(door: Door, folder: Path) -> Hooks:
+    """The real client's hooks, paired with `door` through their environment, HOME in `folder`."""
+    env = {k: v for k, v in door.env.items() if not k.startswith(("BLI_MEMORY_", "XDG_"))}
+    return Hooks(folder / "client-home", door.url, door.token, env)
 
 
-def score(door: Door, result: ExchangeResult) -> None:
-    """Search the door for the exchange's facts, wrong facts and (for noise) what it kept."""
+def ask_hook(hooks: Hooks, tag: str, prompt: str) -> list[str]:
+    try:
+        return hooks.recall(tag, prompt)
+    except HookFailed as exc:
+        raise EvalError(str(exc)) from None
+
+
+def score(door: Door, hooks: Hooks, projects: Sequence[str], result: ExchangeResult) -> None:
+    """Search the door for the exchange's facts, wrong facts and (for noise) what it kept; ask the
+    prompt hook each fact's query in its own space and in another project's."""
     exchange, tag = result.exchange, result.tag
+    other = other_project(projects, exchange.project)
     for fact in exchange.facts:
         hits = door.search(tag, fact.query, RECALL_TOP_K)
         rank = next(
@@ -462,7 +305,9 @@ def score(door: Door, result: ExchangeResult) -> None:
         )
         kind = None if rank is None else str(hits[rank - 1].get("kind"))
         top = str(hits[0].get("content", "")) if hits else ""
-        result.facts.append(FactResult(fact, rank, kind, top, shown_by_prompt_hook(door, tag, fact)))
+        shown = any(holds(row, fact.key) for row in ask_hook(hooks, tag, fact.query))
+        unrelated = None if other is None else len(ask_hook(hooks, space_tag(other), fact.query))
+        result.facts.append(FactResult(fact, rank, kind, top, shown, unrelated))
     if exchange.must_not:
         for query in [fact.query for fact in exchange.facts] + list(exchange.must_not):
             for hit in door.search(tag, query, WRONG_LIMIT):
@@ -478,10 +323,16 @@ def score(door: Door, result: ExchangeResult) -> None:
 
 
 def run_librarian(
-    librarian: str, exchanges: Sequence[Exchange], embedder: str, env: Mapping[str, str], folder: Path
+    librarian: str,
+    exchanges: Sequence[Exchange],
+    unanswered: Mapping[str, Sequence[str]],
+    embedder: str,
+    env: Mapping[str, str],
+    folder: Path,
 ) -> Run:
     """Replay every exchange through a door of its own, then score; one column of the table."""
     run = Run(librarian)
+    projects = projects_of(exchanges)
     corrections = corrected_values(exchanges)
     started = time.monotonic()
     door = Door(folder, embedder, env)
@@ -499,8 +350,16 @@ def run_librarian(
                     file=sys.stderr,
                     flush=True,
                 )
+        hooks = hooks_of(door, folder)
         for result in run.exchanges:
-            score(door, result)
+            score(door, hooks, projects, result)
+        for project in projects:
+            tag = space_tag(project)
+            run.unanswered[project] = [(q, ask_hook(hooks, tag, q)) for q in unanswered.get(project, [])]
+            try:
+                run.briefings[project] = hooks.briefing(tag)
+            except HookFailed as exc:
+                raise EvalError(str(exc)) from None
         for tag in sorted({result.tag for result in run.exchanges}):
             run.spaces[tag] = current_rows(door.db, tag)
         run.fallbacks = sum(1 for line in door.lines if FALLBACK_LOG in line)
@@ -508,205 +367,6 @@ def run_librarian(
         door.stop()
     run.seconds = time.monotonic() - started
     return run
-
-
-# ---------------------------------------------------------------------------------------- the report
-
-
-@dataclass(frozen=True)
-class Summary:
-    facts: int
-    found: int
-    as_memory: int
-    shown: int
-    mrr: float
-    wrong: int
-    noise_kept: int
-    noise_exchanges_keeping: int
-    noise_exchanges: int
-    corrections: int
-    superseded: int
-    still_current: int
-    never_stored: int
-    jobs: int
-    jobs_failed: int
-    added: int
-    updated: int
-    unchanged: int
-    conflicted: int
-    facts_at_end: int
-
-    @property
-    def recall(self) -> float:
-        return self.found / self.facts if self.facts else 0.0
-
-    @property
-    def meets_bar(self) -> bool:
-        return self.recall >= RECALL_BAR and self.wrong == 0 and self.jobs_failed == 0
-
-
-def correction_outcomes(run: Run) -> list[tuple[str, str, str]]:
-    """(exchange id, corrected value, superseded | still current | never stored) per correction."""
-    out = []
-    for result in run.exchanges:
-        for value, was_current in result.old_current_before.items():
-            now = run.spaces.get(result.tag, {}).values()
-            if any(row.kind == "memory" and holds(row.content, [value]) for row in now):
-                verdict = "still current"
-            elif was_current:
-                verdict = "superseded"
-            else:
-                verdict = "never stored"
-            out.append((result.exchange.id, value, verdict))
-    return out
-
-
-def summarise(run: Run) -> Summary:
-    facts = [fact for result in run.exchanges for fact in result.facts]
-    noise = [result for result in run.exchanges if result.exchange.noise]
-    corrections = [verdict for _, _, verdict in correction_outcomes(run)]
-    wrong_ids = {memory_id for result in run.exchanges for memory_id in result.wrong}
-
-    def outcome(name: str) -> int:
-        return sum(int(result.outcome.get(name, 0) or 0) for result in run.exchanges)
-
-    return Summary(
-        facts=len(facts),
-        found=sum(1 for fact in facts if fact.rank is not None),
-        as_memory=sum(1 for fact in facts if fact.kind == "memory"),
-        shown=sum(1 for fact in facts if fact.shown),
-        mrr=sum(1 / fact.rank for fact in facts if fact.rank) / len(facts) if facts else 0.0,
-        wrong=len(wrong_ids),
-        noise_kept=sum(len(result.noise_kept) for result in noise),
-        noise_exchanges_keeping=sum(1 for result in noise if result.noise_kept),
-        noise_exchanges=len(noise),
-        corrections=len(corrections),
-        superseded=corrections.count("superseded"),
-        still_current=corrections.count("still current"),
-        never_stored=corrections.count("never stored"),
-        jobs=len(run.exchanges),
-        jobs_failed=sum(1 for result in run.exchanges if result.job_status != "done"),
-        added=outcome("added"),
-        updated=outcome("updated"),
-        unchanged=outcome("unchanged"),
-        conflicted=outcome("conflicted"),
-        facts_at_end=sum(1 for rows in run.spaces.values() for row in rows.values() if row.kind == "memory"),
-    )
-
-
-def _share(part: int, whole: int) -> str:
-    """Three decimals: 88 of 93 is 0.946, which two would print as the 0.95 it falls short of."""
-    return f"{part / whole:.3f} ({part}/{whole})" if whole else "n/a"
-
-
-def table(runs: Sequence[Run]) -> str:
-    """The metrics, one column per librarian, as a Markdown table."""
-    summaries = [summarise(run) for run in runs]
-    rows: list[tuple[str, list[str]]] = [
-        ("facts found again, top 5 (recall@5)", [_share(s.found, s.facts) for s in summaries]),
-        ("found as a distilled fact (kind memory)", [_share(s.as_memory, s.facts) for s in summaries]),
-        ("MRR (top 5)", [f"{s.mrr:.3f}" for s in summaries]),
-        (
-            f"shown by the prompt hook (top {prompt_hook.RECALL_LIMIT}, similarity >= "
-            f"{prompt_hook.RECALL_MIN_SIMILARITY:.2f})",
-            [_share(s.shown, s.facts) for s in summaries],
-        ),
-        ("wrong facts", [str(s.wrong) for s in summaries]),
-        (
-            "noise facts kept",
-            [f"{s.noise_kept} (from {s.noise_exchanges_keeping} of {s.noise_exchanges})" for s in summaries],
-        ),
-        (
-            "corrections superseded",
-            [
-                f"{s.superseded} of {s.corrections} (old fact still current {s.still_current}, "
-                f"never stored {s.never_stored})"
-                for s in summaries
-            ],
-        ),
-        ("jobs failed", [f"{s.jobs_failed} of {s.jobs}" for s in summaries]),
-        (
-            "jobs: added / updated / unchanged / conflicted",
-            [f"{s.added} / {s.updated} / {s.unchanged} / {s.conflicted}" for s in summaries],
-        ),
-        ("distilled facts current at the end", [str(s.facts_at_end) for s in summaries]),
-    ]
-    if any(run.librarian != "deterministic" for run in runs):
-        rows.append(
-            (
-                "LLM answers that fell back to the deterministic one",
-                ["-" if run.librarian == "deterministic" else str(run.fallbacks) for run in runs],
-            )
-        )
-    rows.append(
-        (
-            f"bar met (recall@5 >= {RECALL_BAR:.2f}, no wrong fact, no failed job)",
-            ["yes" if s.meets_bar else "no" for s in summaries],
-        )
-    )
-    lines = ["| | " + " | ".join(run.librarian for run in runs) + " |", "|---|" + "---:|" * len(runs)]
-    lines += [f"| {label} | " + " | ".join(cells) + " |" for label, cells in rows]
-    return "\n".join(lines)
-
-
-def _quote(text: str, limit: int | None = None) -> str:
-    flat = " ".join(text.split())
-    if limit is not None and len(flat) > limit:
-        flat = flat[: limit - 1] + "…"
-    return json.dumps(flat, ensure_ascii=False)
-
-
-def details(run: Run) -> str:
-    """Per exchange: the job, what it stored, each fact's rank, the wrong facts and the noise kept;
-    then every space's current facts, each with the exchange that wrote it."""
-    lines = [f"### {run.librarian}: per exchange"]
-    verdicts = {(e, v): verdict for e, v, verdict in correction_outcomes(run)}
-    for result in run.exchanges:
-        exchange = result.exchange
-        counts = ", ".join(
-            f"{name} {result.outcome.get(name, 0)}"
-            for name in ("added", "updated", "unchanged", "conflicted")
-        )
-        job = f"job {result.job_status}" + (f" ({result.error})" if result.error else "")
-        noise = " [noise]" if exchange.noise else ""
-        lines.append(f"{exchange.id} {exchange.project}{noise}: {job}; {counts}")
-        for row in result.added:
-            if row.kind != "memory":
-                lines.append(f"  + kept the exchange as a {row.kind} {_quote(row.content, SHOWN_CHARS)}")
-                continue
-            flag = " (conflict)" if row.conflicted else ""
-            lines.append(f"  + stored{flag} {_quote(row.content)}")
-        for old, new in result.updated:
-            lines.append(f"  ~ updated {_quote(old.content)} -> {_quote(new.content)}")
-        for row in result.removed:
-            lines.append(f"  - gone {_quote(row.content)}")
-        for fact in result.facts:
-            keys = ", ".join(fact.fact.key)
-            if fact.rank is None:
-                lines.append(
-                    f"  MISSED [{keys}] {_quote(fact.fact.query)}; first result: {_quote(fact.top, SHOWN_CHARS)}"
-                )
-            else:
-                above = f"; first result: {_quote(fact.top, SHOWN_CHARS)}" if fact.rank > 1 else ""
-                hook = "" if fact.shown else " (not shown by the prompt hook)"
-                lines.append(
-                    f"  found at {fact.rank} ({fact.kind}){hook} [{keys}] {_quote(fact.fact.query)}{above}"
-                )
-        for content in result.wrong.values():
-            lines.append(f"  WRONG {_quote(content)}")
-        for content in result.noise_kept.values():
-            lines.append(f"  NOISE KEPT {_quote(content)}")
-        for value in result.old_current_before:
-            lines.append(f"  correction of {value!r}: {verdicts[(exchange.id, value)]}")
-    lines.append("")
-    lines.append(f"### {run.librarian}: facts per space at the end")
-    for tag, rows in run.spaces.items():
-        facts = [row for row in rows.values() if row.kind == "memory"]
-        lines.append(f"{tag}: {len(facts)} current, and {len(rows) - len(facts)} stored exchanges")
-        for row in facts:
-            version = f" v{row.version}" if row.version > 1 else ""
-            lines.append(f"  [{run.origin.get(row.id, '?')}{version}] {_quote(row.content)}")
-    return "\n".join(lines)
 
 
 def librarians(env: Mapping[str, str]) -> list[tuple[str, dict[str, str]]]:
@@ -736,6 +396,46 @@ def _rewrite_endpoint(wanted: bool) -> Iterator[str | None]:
         yield url
 
 
+def only_projects_of_each(
+    files: Sequence[tuple[Path, list[Exchange]]], projects: str
+) -> list[tuple[Path, list[Exchange]]]:
+    """Each file's exchanges of the named projects (`--projects`): a name must be in some file, and
+    each file must hold one of the names."""
+    wanted = {name.strip() for name in projects.split(",") if name.strip()}
+    if not wanted:
+        return list(files)
+    unknown = sorted(wanted - {e.project for _, exchanges in files for e in exchanges})
+    if unknown:
+        raise EvalError(f"--projects: no exchange belongs to {', '.join(unknown)}", 2)
+    out = []
+    for path, exchanges in files:
+        held = ",".join(sorted(wanted & {e.project for e in exchanges}))
+        if not held:
+            raise EvalError(f"--projects: {path} holds none of them", 2)
+        out.append((path, only_projects(exchanges, held)))
+    return out
+
+
+def columns_of(
+    path: Path, run: Run, exchanges: Sequence[Exchange], split: bool, librarians: int, files: int
+) -> list[Column]:
+    """The file's column for `run`, and with `split` one for each half of its projects; a column is
+    named by its file, its librarian, or both when there are several of each."""
+    name = f"{run.librarian}: {path.name}"
+    if librarians == 1:
+        name = path.name
+    elif files == 1:
+        name = run.librarian
+    projects = projects_of(exchanges)
+    out = [Column(name, run, frozenset(projects))]
+    if split:
+        first, second = halves(projects)
+        out.append(Column(f"{name}, first half", run, frozenset(first)))
+        if second:
+            out.append(Column(f"{name}, second half", run, frozenset(second)))
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="eval_capture.py",
@@ -743,7 +443,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         epilog=__doc__.split("\n\n", 2)[2] if __doc__ else None,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("path", type=Path, help="a capture file (JSON lines), e.g. exchanges_dev.jsonl")
+    parser.add_argument(
+        "paths", nargs="+", type=Path, metavar="PATH", help="capture files (JSON lines): one column each"
+    )
     parser.add_argument(
         "--embedder", default="onnx", help="the door's embedder: onnx (default, the packaged MiniLM) or none"
     )
@@ -757,41 +459,65 @@ def main(argv: Sequence[str] | None = None) -> int:
         "librarian on some projects and report the others as held out)",
     )
     parser.add_argument(
+        "--halves",
+        action="store_true",
+        help="two more columns per file: its projects' first half and second half in file order "
+        "(scored from the same replay: each project's space is its own)",
+    )
+    parser.add_argument(
+        "--unanswered",
+        type=Path,
+        default=UNANSWERED_FILE,
+        help="questions whose answer no exchange states, {project: [question, ...]} (default: "
+        "scripts/capture_unanswered.json, our own, for the projects it names)",
+    )
+    parser.add_argument(
         "--rewrite-standin",
         action="store_true",
         help="one more column: the deterministic librarian on a door whose question rewrite asks "
         "scripts/rewrite_standin.py's rule, not a model",
     )
     args = parser.parse_args(argv)
+    columns: list[Column] = []
     try:
-        exchanges = only_projects(load_exchanges(args.path), args.projects)
+        files = only_projects_of_each([(path, load_exchanges(path)) for path in args.paths], args.projects)
         with (
             tempfile.TemporaryDirectory(prefix="bli-capture-") as folder,
             _rewrite_endpoint(args.rewrite_standin) as rewrite_url,
         ):
-            runs = []
             chosen = librarians(os.environ)
             if rewrite_url is not None:
                 chosen.append(
                     (REWRITE_COLUMN, {**chosen[0][1], ENV_LLM_URL: rewrite_url, ENV_LLM_MODEL: "rule"})
                 )
-            for index, (name, env) in enumerate(chosen):
-                print(f"{PROG}: {name} librarian, embedder {args.embedder}", file=sys.stderr, flush=True)
-                runs.append(run_librarian(name, exchanges, args.embedder, env, Path(folder) / str(index)))
-                print(f"{PROG}: {name} done in {runs[-1].seconds:.0f} s", file=sys.stderr, flush=True)
+            runs: list[Run] = []
+            for number, (path, exchanges) in enumerate(files):
+                unanswered = load_unanswered(args.unanswered, projects_of(exchanges))
+                for index, (name, env) in enumerate(chosen):
+                    print(
+                        f"{PROG}: {path.name}, {name} librarian, embedder {args.embedder}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                    place = Path(folder) / f"{number}-{index}"
+                    run = run_librarian(name, exchanges, unanswered, args.embedder, env, place)
+                    print(f"{PROG}: {name} done in {run.seconds:.0f} s", file=sys.stderr, flush=True)
+                    runs.append(run)
+                    columns += columns_of(path, run, exchanges, args.halves, len(chosen), len(files))
     except EvalError as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return exc.status
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
-    facts = sum(len(e.facts) for e in exchanges)
-    noise = sum(1 for e in exchanges if e.noise)
-    print(
-        f"capture: {args.path.name}, {len(exchanges)} exchanges ({noise} noise), {facts} facts, "
-        f"{len({e.project for e in exchanges})} projects; embedder {runs[0].embedder}"
-    )
-    print(table(runs))
+    for path, exchanges in files:
+        facts = sum(len(e.facts) for e in exchanges)
+        noise = sum(1 for e in exchanges if e.noise)
+        print(
+            f"capture: {path.name}, {len(exchanges)} exchanges ({noise} noise), {facts} facts, "
+            f"{len(projects_of(exchanges))} projects; embedder {runs[0].embedder}"
+        )
+    print(table(columns))
     if args.verbose:
         for run in runs:
             print()

@@ -8,6 +8,7 @@ answers every chat completion with the same facts.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import os
 import re
@@ -25,7 +26,14 @@ SCRIPT = REPO / "scripts" / "eval_capture.py"
 RUN_TIMEOUT_S = 120.0
 PROJECT = "Alpha Svc/Core"
 TAG = "repo_alpha_svc_core__" + hashlib.sha256(PROJECT.encode()).hexdigest()[:16]
+OTHER = "Beta Web"
 CORRECTED = "4.2.7"
+PINNED_QUERY = "which zq-broker release is pinned?"
+#: our own questions with nothing stored: one near a stored fact (the hook may show its rows), one not
+UNANSWERED = {
+    PROJECT: ["which zq-broker release does the billing service pin?", "who designed the audit log schema?"],
+    "a project of another file": ["is never asked here?"],
+}
 EXCHANGES = [
     {
         "id": "t1",
@@ -58,17 +66,40 @@ EXCHANGES = [
             "Assistant: Done. `requirements.in` now pins `zq-broker==5.0.1`, and `requirements.txt` "
             "is recompiled with `pip-compile`."
         ),
-        "facts": [{"query": "which zq-broker release is pinned?", "key": ["zq-broker", "5.0.1"]}],
+        "facts": [{"query": PINNED_QUERY, "key": ["zq-broker", "5.0.1"], "lasting": True}],
         "must_not": [CORRECTED],  # the earlier pin, corrected here
         "noise": False,
     },
+    {
+        # another project pins the same library: Alpha's question asked in Beta's space finds a row
+        # that does not answer it (an unrelated row)
+        "id": "b1",
+        "project": OTHER,
+        "exchange": (
+            "User: Pin zq-broker 3.1.0 in the web app, the newer client breaks our websocket relay.\n\n"
+            "Assistant: Done. `package.json` now pins `zq-broker@3.1.0`; the relay tests pass again."
+        ),
+        "facts": [{"query": "which zq-broker release does the web app pin?", "key": ["3.1.0"]}],
+        "must_not": [],
+        "noise": False,
+    },
 ]
-LLM_FACTS = ["Settlement takes the Postgres advisory lock 7301.", "We pin zq-broker 5.0.1."]
+LLM_FACTS = [
+    "Settlement takes the Postgres advisory lock 7301.",
+    "We pin zq-broker 5.0.1.",
+    "The web app pins zq-broker 3.1.0.",
+]
 
 
 def write_capture(folder: Path) -> Path:
     path = folder / "capture.jsonl"
     path.write_text("".join(json.dumps(row) + "\n" for row in EXCHANGES), encoding="utf-8")
+    return path
+
+
+def write_unanswered(folder: Path) -> Path:
+    path = folder / "unanswered.json"
+    path.write_text(json.dumps(UNANSWERED), encoding="utf-8")
     return path
 
 
@@ -114,20 +145,22 @@ def word_runs(text: str) -> set[tuple[str, ...]]:
 
 
 def test_a_tiny_capture_file_is_scored_through_the_real_door(tmp_path: Path) -> None:
-    done = run_script(tmp_path, str(write_capture(tmp_path)), "--verbose")
+    unanswered = write_unanswered(tmp_path)
+    done = run_script(
+        tmp_path, str(write_capture(tmp_path)), "--verbose", "--halves", "--unanswered", str(unanswered)
+    )
     assert done.returncode == 0, done.stderr
     out = done.stdout
-    assert out.startswith("capture: capture.jsonl, 3 exchanges (1 noise), 2 facts, 1 projects; embedder onnx")
-    assert columns(out) == ["deterministic"]  # no LLM is configured
-    recall = re.fullmatch(r"(\d\.\d\d\d) \((\d)/2\)", cells(out, "facts found again")[0])
+    assert out.startswith("capture: capture.jsonl, 4 exchanges (1 noise), 3 facts, 2 projects; embedder onnx")
+    # no LLM is configured; the halves are the projects in file order
+    assert columns(out) == ["capture.jsonl", "capture.jsonl, first half", "capture.jsonl, second half"]
+    recall = re.fullmatch(r"(\d\.\d\d\d) \((\d)/3\)", cells(out, "facts found again")[0])
     assert recall is not None
-    assert float(recall.group(1)) == int(recall.group(2)) / 2
+    assert float(recall.group(1)) == int(recall.group(2)) / 3
     assert 0.0 < float(cells(out, "MRR")[0]) <= float(recall.group(1))
-    assert cells(out, "jobs failed") == ["0 of 3"]
-    # what the prompt hook would show: at most what the door finds, each fact marked when it is not
-    shown = re.fullmatch(
-        r"(\d\.\d\d\d) \((\d)/2\)", cells(out, "shown by the prompt hook (top 5, similarity >= 0.55)")[0]
-    )
+    assert cells(out, "jobs failed") == ["0 of 4", "0 of 3", "0 of 1"]
+    # what the prompt hook shows: at most what the door finds, each fact marked when it is not
+    shown = re.fullmatch(r"(\d\.\d\d\d) \((\d)/3\)", cells(out, "shown by the prompt hook")[0])
     assert shown is not None and int(shown.group(2)) <= int(recall.group(2))
     hidden = len(re.findall(r"^  found at \d \(\w+\) \(not shown by the prompt hook\)", out, re.MULTILINE))
     assert int(shown.group(2)) == int(recall.group(2)) - hidden
@@ -145,16 +178,110 @@ def test_a_tiny_capture_file_is_scored_through_the_real_door(tmp_path: Path) -> 
     at_end = out[out.index(f"\n{TAG}: ") :]
     # wrong facts: the facts still stating the corrected pin (the space is smaller than a search's 10)
     stale = [line for line in at_end.splitlines() if CORRECTED in line]
-    assert cells(out, "wrong facts") == [str(len(stale))]
+    assert cells(out, "wrong facts")[0] == str(len(stale))
     assert len(re.findall(r"^  WRONG .*4\.2\.7", out, re.MULTILINE)) == len(stale)
     outcome = "still current 1" if stale else "still current 0"
     assert re.fullmatch(rf"[01] of 1 \(old fact {outcome}, never stored [01]\)", cells(out, "corrections")[0])
     # noise kept: stored facts that repeat six words of the noise exchange in a row
     kept = re.findall(r'^  NOISE KEPT (".*")$', out, re.MULTILINE)
-    assert cells(out, "noise facts kept") == [f"{len(kept)} (from {1 if kept else 0} of 1)"]
+    assert cells(out, "noise facts kept")[0] == f"{len(kept)} (from {1 if kept else 0} of 1)"
     noise_runs = word_runs(str(EXCHANGES[1]["exchange"]))
     assert all(word_runs(json.loads(fact)) & noise_runs for fact in kept)
     assert "Traceback" not in done.stderr
+
+
+QUESTION_WORDS = "what which who whom whose when where why how is are was were do does did can could should would will shall"
+
+
+def _opens_a_question(text: str) -> bool:
+    """A first word that asks, in a first sentence that ends in neither a full stop nor `!`."""
+    first = re.match(r"^.*?[.!?](?=\s|$)", text, re.DOTALL)
+    word = re.sub(r"[^a-z]", "", text.split()[0].lower())
+    return word in QUESTION_WORDS.split() and not (first is not None and first.group()[-1] in ".!")
+
+
+def test_what_reaches_the_agent_is_read_from_the_real_hooks_blocks(tmp_path: Path) -> None:
+    unanswered = write_unanswered(tmp_path)
+    done = run_script(
+        tmp_path, str(write_capture(tmp_path)), "--verbose", "--halves", "--unanswered", str(unanswered)
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    # unrelated rows: each of the 3 queries asked in the other project's space; a pin question asked
+    # in the other project's space meets that project's own pin, a row that does not answer it
+    elsewhere = [int(n) for n in re.findall(r"^  (\d+) rows? unrelated for ", out, re.MULTILINE)]
+    rows = sum(elsewhere)
+    assert rows >= 1
+    named = f"{rows} row" if rows == 1 else f"{rows} rows"
+    assert cells(out, "unrelated rows per prompt")[0] == f"{rows / 3:.2f} ({named} / 3 prompts)"
+    # questions with nothing stored: the file's questions of this capture file's projects only
+    noisy = re.findall(r'^  (\d+) rows? shown for (".*"), whose answer is not stored$', out, re.MULTILINE)
+    assert {json.loads(question) for _, question in noisy} <= set(UNANSWERED[PROJECT])
+    assert cells(out, "questions with nothing stored")[:3] == [
+        f"{len(noisy)} of 2",
+        f"{len(noisy)} of 2",
+        "–",
+    ]
+    # the session-start block, line by line, each flagged with what is wrong with it
+    block = re.findall(r"^  \| (\".*\")(?: \(([a-z, ]+)\))?$", out, re.MULTILINE)
+    assert block, out
+    texts = [json.loads(text) for text, _ in block]
+    flags = [set(flag.split(", ")) if flag else set() for _, flag in block]
+    assert [("superseded" in f) for f in flags] == [CORRECTED in text for text in texts]
+    assert [("question" in f) for f in flags] == [
+        text.endswith("?") or _opens_a_question(text) for text in texts
+    ]
+    counts = [sum(1 for f in flags if name in f) for name in ("superseded", "question", "fragment")]
+    assert (
+        cells(out, "session-start block")[0]
+        == f"{counts[0]} / {counts[1]} / {counts[2]} of {len(block)} lines"
+    )
+    # the lasting fact (the pin) is at session start when a line of the block holds both its keys
+    lasting = any("zq-broker" in text.lower() and "5.0.1" in text for text in texts)
+    assert cells(out, "lasting facts in the session-start block")[:3] == [
+        "1.000 (1/1)" if lasting else "0.000 (0/1)",
+        "1.000 (1/1)" if lasting else "0.000 (0/1)",
+        "–",  # Beta marks no fact lasting
+    ]
+    assert ("LASTING NOT AT SESSION START" in out) is not lasting
+    assert cells(out, "bar: lasting facts")[:3] == ["met" if lasting else "not met"] * 2 + ["–"]
+    quiet = (2 - len(noisy)) / 2 >= 0.8
+    assert cells(out, "bar: nothing shown")[0] == ("met" if quiet else "not met")
+    assert cells(out, "bar: shown")[0] in ("met", "not met")
+
+
+def test_the_hooks_blocks_are_read_and_judged_by_simple_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = importlib.util.spec_from_file_location("capture_blocks", REPO / "scripts" / "capture_blocks.py")
+    assert spec is not None and spec.loader is not None
+    blocks = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "capture_blocks", blocks)  # its dataclass looks itself up there
+    spec.loader.exec_module(blocks)
+    recall = (
+        "<bli-memory-recall> [bli]\n[bli] Memories from this space (t) that may bear on the prompt:\n"
+        "[bli] 1. [<1h · cosine similarity 0.71 · id m1] We pin zq-broker 5.0.1.\n"
+        "[bli] 2. [<1h · document · id m2] User: pin it\n[bli]    Assistant: done\n"
+        "</bli-memory-recall> [bli]\n"
+    )
+    assert blocks.recall_rows(recall) == [
+        "1. [<1h · cosine similarity 0.71 · id m1] We pin zq-broker 5.0.1.",
+        "2. [<1h · document · id m2] User: pin it\nAssistant: done",
+    ]
+    assert blocks.recall_rows("") == []
+    start = (
+        "<bli-memory-context> [bli]\n[bli] What this space (t) remembers:\n[bli] ## User Profile\n"
+        "[bli] - We pin zq-broker 5.0.1 everywhere.\n[bli] ## Recent Context\n"
+        "[bli] - [<1h · id m3] which broker do we use?\n</bli-memory-context> [bli]\n"
+    )
+    assert blocks.briefing_lines(start) == ["We pin zq-broker 5.0.1 everywhere.", "which broker do we use?"]
+    assert blocks.is_question("which broker do we use") and blocks.is_question("The broker is what?")
+    assert blocks.is_question("Where does it live? In ~/.config.")
+    assert not blocks.is_question("We pin zq-broker 5.0.1 everywhere.")
+    assert not blocks.is_question("When you write tests, use AssertJ.")
+    assert blocks.is_fragment("Vault sidecar.")  # under three words
+    assert blocks.is_fragment("The Vault agent sidecar file")  # no verb-like word
+    assert not blocks.is_fragment("Settlement takes the advisory lock 7301.")
+    assert not blocks.is_fragment("Pin zq-broker to 5.0.1 everywhere")
+    assert not blocks.is_fragment("We're dropping Sidekiq.")
 
 
 @pytest.mark.parametrize(
@@ -172,6 +299,41 @@ def test_a_missing_or_bad_capture_file_is_one_line_and_exit_2(
     assert done.stdout == ""
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("eval_capture: ")
     assert str(path) in done.stderr and reason in done.stderr
+
+
+def test_several_capture_files_get_a_column_each_and_projects_name_those_of_any_file(tmp_path: Path) -> None:
+    first = write_capture(tmp_path)
+    second = tmp_path / "second.jsonl"
+    second.write_text(json.dumps(EXCHANGES[-1]) + "\n", encoding="utf-8")  # Beta's exchange alone
+    done = run_script(tmp_path, str(first), str(second), "--embedder", "none")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[:2] == [
+        "capture: capture.jsonl, 4 exchanges (1 noise), 3 facts, 2 projects; embedder none",
+        "capture: second.jsonl, 1 exchanges (0 noise), 1 facts, 1 projects; embedder none",
+    ]
+    assert columns(done.stdout) == ["capture.jsonl", "second.jsonl"]
+    assert cells(done.stdout, "jobs failed") == ["0 of 4", "0 of 1"]
+    # one project alone has no other project's space to ask in
+    assert cells(done.stdout, "unrelated rows per prompt")[1] == "–"
+    only_beta = run_script(tmp_path, str(first), str(second), "--embedder", "none", "--projects", OTHER)
+    assert only_beta.returncode == 0, only_beta.stderr
+    assert cells(only_beta.stdout, "jobs failed") == ["0 of 1", "0 of 1"]
+    unknown = run_script(tmp_path, str(first), str(second), "--projects", "Gamma")
+    assert unknown.returncode == 2 and unknown.stdout == ""
+    assert unknown.stderr == "eval_capture: --projects: no exchange belongs to Gamma\n"
+
+
+@pytest.mark.parametrize("content, reason", [(None, "does not exist"), ("[1]", "must hold a JSON object")])
+def test_a_missing_or_bad_file_of_unanswered_questions_is_one_line_and_exit_2(
+    tmp_path: Path, content: str | None, reason: str
+) -> None:
+    path = tmp_path / "unanswered.json"
+    if content is not None:
+        path.write_text(content, encoding="utf-8")
+    done = run_script(tmp_path, str(write_capture(tmp_path)), "--unanswered", str(path))
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("eval_capture: --unanswered: ")
+    assert reason in done.stderr
 
 
 class _ChatStandIn(BaseHTTPRequestHandler):
@@ -204,8 +366,8 @@ def test_a_configured_llm_librarian_gets_a_column_beside_the_deterministic_one(
     assert columns(done.stdout) == ["deterministic", "llm (stand-in)"]
     assert cells(done.stdout, "LLM answers that fell back") == ["-", "0"]
     # the stand-in's facts hold both keys: the LLM door found every fact
-    assert cells(done.stdout, "facts found again")[1] == "1.000 (2/2)"
-    assert cells(done.stdout, "jobs failed") == ["0 of 3", "0 of 3"]
+    assert cells(done.stdout, "facts found again")[1] == "1.000 (3/3)"
+    assert cells(done.stdout, "jobs failed") == ["0 of 4", "0 of 4"]
 
 
 def test_the_rewrite_stand_in_gets_a_column_whose_jobs_fall_back_to_the_deterministic_librarian(
@@ -217,5 +379,5 @@ def test_the_rewrite_stand_in_gets_a_column_whose_jobs_fall_back_to_the_determin
     # the stand-in refuses extraction: every job of the second door ran the deterministic librarian
     jobs = cells(done.stdout, "jobs: added")
     assert jobs[0] == jobs[1]
-    assert cells(done.stdout, "LLM answers that fell back") == ["-", "3"]
-    assert cells(done.stdout, "jobs failed") == ["0 of 3", "0 of 3"]
+    assert cells(done.stdout, "LLM answers that fell back") == ["-", "4"]
+    assert cells(done.stdout, "jobs failed") == ["0 of 4", "0 of 4"]
