@@ -53,7 +53,10 @@ def test_a_short_text_is_shown_whole_and_flat() -> None:
 def test_a_stored_exchange_is_shown_by_the_sentence_that_answers_the_prompt() -> None:
     prompt = Prompt("how often does staging sync from the main branch?")
     cut = excerpt(EXCHANGE, prompt, 140)
-    assert cut == "… Staging now syncs every 5 minutes from the main branch through Flux. I also renamed two jobs for…"
+    assert (
+        cut
+        == "… Staging now syncs every 5 minutes from the main branch through Flux. I also renamed two jobs for…"
+    )
     assert len(cut) <= 140
     assert "Mondays" not in cut
 
