@@ -231,33 +231,51 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
+def text_rooms(needs: list[int], total: int) -> list[int]:
+    """Each row's room for text out of `total`: a row that needs less than an equal share gets what it
+    needs, and what it leaves is shared by the others (water-filling), so one short fact never
+    squeezes a long exchange, whatever their order."""
+    rooms = [0] * len(needs)
+    left = total
+    for count, index in enumerate(sorted(range(len(needs)), key=lambda i: (needs[i], i))):
+        rooms[index] = min(needs[index], left // (len(needs) - count))
+        left -= rooms[index]
+    return rooms
+
+
 def recall_lines(rows: list[dict[str, object]], container_tag: str, now_s: float, prompt: str) -> list[str]:
     """The recall block's lines: a header, then one line per row that fits, its text cut by
     `excerpt` to what bears on `prompt`.
 
-    Each row gets an equal share of what is left of RECALL_BLOCK_MAX_CHARS (at most
-    ROW_TEXT_MAX_CHARS of text), so a short fact leaves its unused share to the rows after it. A row
-    whose share is under ROW_TEXT_MIN_CHARS, and whose text is longer, is held back (the rows after it
-    may still fit: facts come first and are short)."""
+    The block's RECALL_BLOCK_MAX_CHARS, less the tags, the header and each row's head, is shared out
+    by `text_rooms`; a row needs its whole text, at most ROW_TEXT_MAX_CHARS. While a row's room is
+    under ROW_TEXT_MIN_CHARS (and its text is longer), the last such row is held back and the rest
+    share again."""
     header = (
         f"Memories from this space ({container_tag}) and your global space that may bear on the prompt:"
         if any(row.get("scope") == "global" for row in rows)
         else f"Memories from this space ({container_tag}) that may bear on the prompt:"
     )
-    lines = [header]
-    used = sum(len(f"{MARKER} {text}") + 1 for text in (f"<{RECALL_TAG}>", header, f"</{RECALL_TAG}>"))
+    framing = sum(len(f"{MARKER} {text}") + 1 for text in (f"<{RECALL_TAG}>", header, f"</{RECALL_TAG}>"))
+    texts = [str(row.get("content", "")) for row in rows]
+    needs = [min(ROW_TEXT_MAX_CHARS, len(_flat(text))) for text in texts]
+    shown = list(range(len(rows)))
+    heads: list[str] = []
+    rooms: list[int] = []
+    while shown:
+        heads = [row_head(place, rows[index], now_s) for place, index in enumerate(shown, 1)]
+        total = RECALL_BLOCK_MAX_CHARS - framing - sum(len(MARKER) + len(head) + 2 for head in heads)
+        rooms = text_rooms([needs[index] for index in shown], total)
+        short = [
+            place for place, index in enumerate(shown) if rooms[place] < min(ROW_TEXT_MIN_CHARS, needs[index])
+        ]
+        if not short:
+            break
+        del shown[short[-1]]
     wanted = Prompt(prompt)
-    for position, row in enumerate(rows):
-        head = row_head(len(lines), row, now_s)
-        share = (RECALL_BLOCK_MAX_CHARS - used) // (len(rows) - position)
-        room = min(ROW_TEXT_MAX_CHARS, share - len(MARKER) - len(head) - 2)
-        text = str(row.get("content", ""))
-        if room < min(ROW_TEXT_MIN_CHARS, len(_flat(text))):
-            continue
-        line = head + excerpt(text, wanted, room)
-        lines.append(line)
-        used += len(MARKER) + 1 + len(line) + 1
-    return lines
+    return [header] + [
+        heads[place] + excerpt(texts[index], wanted, rooms[place]) for place, index in enumerate(shown)
+    ]
 
 
 def render_recall(

@@ -105,3 +105,20 @@ def test_a_row_without_similarity_needs_an_identifier_of_the_prompt_in_it() -> N
         "#12",
         "v0.2.83",
     ]
+
+
+def test_short_rows_leave_their_room_to_the_long_ones_whatever_their_order() -> None:
+    assert prompt.text_rooms([50, 400, 20], 600) == [50, 400, 20]
+    assert prompt.text_rooms([50, 400, 400, 20], 600) == [50, 265, 265, 20]
+    assert prompt.text_rooms([400, 400], 100) == [50, 50]
+    long_first = [
+        {
+            "id": "long",
+            "content": "Filler here. " * 60 + "The cache key is ACME_CACHE_V2.",
+            "similarity": 0.9,
+        },
+        *({"id": f"short{i}", "content": f"Short fact {i}.", "similarity": 0.9} for i in range(4)),
+    ]
+    block, shown = prompt.render_recall(long_first, "repo_x", time.time(), "which cache key? ACME_CACHE_V2")
+    assert shown == 5 and "The cache key is ACME_CACHE_V2." in block
+    assert all(f"Short fact {i}." in block for i in range(4))
