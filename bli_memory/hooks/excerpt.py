@@ -34,9 +34,7 @@ STOPWORDS = frozenset(
     again once up down out off via per get got use used using make made one two new now""".split()
 )
 #: a token ending in a full stop that does not end a sentence
-_ABBREVIATIONS = frozenset(
-    {"e.g.", "i.e.", "etc.", "vs.", "cf.", "no.", "approx.", "fig.", "mr.", "ms.", "dr."}
-)
+_ABBREVIATIONS = frozenset({"e.g.", "i.e.", "etc.", "vs.", "cf.", "approx.", "fig.", "mr.", "ms.", "dr."})
 _SENTENCE_ENDS = (".", "?", "!")
 _CLOSERS = "\"')]*`”’"
 

@@ -100,3 +100,12 @@ def test_the_excerpt_never_exceeds_its_limit_and_is_deterministic() -> None:
         cut = excerpt(EXCHANGE, prompt, limit)
         assert len(cut) <= limit, limit
         assert cut == excerpt(EXCHANGE, prompt, limit)
+
+
+def test_a_short_answer_ends_its_sentence_but_an_abbreviation_does_not() -> None:
+    assert units("No. The cache stays. Use e.g. Redis vs. Memcached. Ok.") == [
+        "No.",
+        "The cache stays.",
+        "Use e.g. Redis vs. Memcached.",
+        "Ok.",
+    ]
