@@ -1,9 +1,12 @@
 """The one stderr line every hook run leaves behind, in exactly three shapes (ok, skipped, failed),
 so operators can grep one format whichever hook ran and whichever route answered.
 
-    [bli-memory] prompt ok {"hits":0,"elapsed_ms":140,"deadline_ms":2000,"via":"direct"}
+    [bli-memory] prompt ok {"hits":2,"found":5,"held":3,"elapsed_ms":140,"deadline_ms":2000,"via":"direct"}
     [bli-memory] prompt skipped {"reason":"trivial_prompt","via":"direct"}
     [bli-memory] prompt failed {"reason":"dashboard_unreachable","elapsed_ms":1502,"deadline_ms":2000,"via":"direct"}
+
+A prompt's `ok` counts the rows the door `found`, the `hits` its block shows and the rows `held` back
+(hits + held = found); session start's counts its `profile`, `recent` and `pins` rows.
 
 An outcome is a flat dict `{"status": ..., <fields>}`. It crosses the daemon socket, so `clean`
 rebuilds it from an allow-list of keys with fixed types: whatever a peer sends, a receipt can only
@@ -25,7 +28,7 @@ PREFIX = "[bli-memory]"
 PROBE_FLAG = "stats_excluded"
 
 #: Counted fields an `ok` receipt may carry, in print order; durations follow them.
-COUNT_KEYS = ("hits", "profile", "recent", "pins", "chars", "masked")
+COUNT_KEYS = ("hits", "found", "held", "profile", "recent", "pins", "chars", "masked")
 DURATION_KEYS = ("elapsed_ms", "deadline_ms")
 _INT_LIMIT = 10**9
 

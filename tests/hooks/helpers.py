@@ -44,7 +44,15 @@ class Run:
 
 
 def hook_env(home: Path, **extra: str) -> dict[str, str]:
-    env = {"PATH": os.environ.get("PATH", ""), "HOME": str(home), "BLI_MEMORY_DAEMON": "0", "LANG": "C.UTF-8"}
+    """A host's bare environment, and PYTHONPATH on this checkout: the hook under test runs this
+    checkout's package, not whichever one the venv's `bli-memory-mcp` was installed from."""
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(home),
+        "BLI_MEMORY_DAEMON": "0",
+        "LANG": "C.UTF-8",
+        "PYTHONPATH": str(REPO),
+    }
     env.update(extra)
     return env
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from bli_memory.hooks import prompt
 from tests.helpers import TRANSCRIPTS, DoorProcess
 from tests.hooks.helpers import (
     PROMPT,
@@ -54,6 +55,30 @@ def test_prompt_recalls_what_the_space_remembers(home: Path, door: Any, tag: str
     assert (hook, status, fields["via"]) == ("prompt", "ok", "direct")
     assert 1 <= int(str(fields["hits"])) <= 5 and fields["deadline_ms"] == 2000
     assert counts(home, "prompt")["ok"] == 1
+
+
+def test_a_long_memory_is_shown_by_its_sentences_that_bear_on_the_prompt(
+    home: Path, door: Any, tag: str
+) -> None:
+    """The real hook against the real door: a long row is cut to the sentence that answers the
+    prompt, and the receipt counts what the door found, what was shown and what was held back."""
+    before = " ".join(f"Check {n} of the runbook reads disk {n} on the build host." for n in range(40))
+    after = " ".join(f"Step {n} of the runbook checks disk {n} on the build host." for n in range(40))
+    remember(door, tag, f"{before} Staging syncs every 5 minutes from release/main. {after}")
+    remember(door, tag, "Lunch is at noon on Fridays.")
+    run = run_hook(
+        "prompt",
+        {**PROMPT, "prompt": "how often does staging sync from release/main?"},
+        home,
+        env=paired(home, door, tag),
+    )
+    assert_one_block_or_nothing(run.stdout, "bli-memory-recall")
+    assert "… Staging syncs every 5 minutes from release/main." in run.stdout
+    assert "Check 0 of" not in run.stdout and "Step 39 of" not in run.stdout
+    assert len(run.stdout) <= prompt.RECALL_BLOCK_MAX_CHARS
+    _, status, fields = run.receipt()
+    assert status == "ok" and fields["hits"] == 1
+    assert fields["found"] == int(str(fields["hits"])) + int(str(fields["held"])), fields
 
 
 def test_a_short_prompt_naming_an_identifier_is_searched(home: Path, door: Any, tag: str) -> None:

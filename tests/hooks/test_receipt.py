@@ -52,3 +52,12 @@ def test_clean_drops_everything_a_peer_could_smuggle() -> None:
 def test_an_exception_becomes_its_reason_or_unknown_internal() -> None:
     assert receipt.failed(StdinFailure("stdin_timeout"))["reason"] == "stdin_timeout"
     assert receipt.failed(KeyError("x"))["reason"] == "unknown_internal:KeyError"
+
+
+def test_a_recall_receipt_counts_the_rows_found_shown_and_held_back() -> None:
+    outcome = receipt.clean({**receipt.ok(hits=2, found=5, held=3), "elapsed_ms": 90, "via": "direct"})
+    assert outcome is not None
+    assert receipt.line("prompt", outcome) == (
+        '[bli-memory] prompt ok {"hits":2,"found":5,"held":3,"elapsed_ms":90,"via":"direct"}'
+    )
+    assert receipt.clean({"status": "ok", "found": -1, "held": True}) == {"status": "ok"}
