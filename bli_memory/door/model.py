@@ -122,10 +122,16 @@ class Hit:
     score: float
     #: the channels whose candidates held this row: "keyword" (BM25 top) and/or "vector" (cosine top)
     matched_by: tuple[str, ...] = ()
+    #: the calibrated chance that the row answers the query (`door.relevance`), in [0, 1]; None when
+    #: the door's embedder has no calibration
+    relevance: float | None = None
+    #: what the relevance was computed from (`relevance.HitSignals`); not part of the answer
+    signals: Any = field(default=None, compare=False, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         body = self.memory.to_json()
         body["similarity"] = None if self.similarity is None else round(self.similarity, 4)
+        body["relevance"] = None if self.relevance is None else round(self.relevance, 4)
         body["score"] = round(self.score, 6)
         body["matchedBy"] = list(self.matched_by)
         return body
