@@ -254,8 +254,11 @@ def test_a_turn_the_stop_hook_saves_is_recalled_as_its_distilled_fact(
     assert prompt.returncode == 0 and prompt.receipt()[:2] == ("prompt", "ok")
     assert_one_block_or_nothing(prompt.stdout, "bli-memory-recall")
     assert "`scripts/check_downgrades.py`" in prompt.stdout
-    assert "every database migration must be reversible" in prompt.stdout
-    assert "Assistant:" not in prompt.stdout  # its facts are shown: the exchange that says them again is not
+    assert "Assistant:" not in prompt.stdout  # its fact is shown: the exchange that says it again is not
+    rule = run_hook(
+        "prompt", {**PROMPT, "prompt": "must our database migrations be reversible?"}, home, env=env
+    )
+    assert "every database migration must be reversible" in rule.stdout and "Assistant:" not in rule.stdout
 
 
 def test_prompt_shows_a_row_below_the_cosine_floor_whose_relevance_clears_the_doors_floor(
