@@ -81,10 +81,14 @@ class Labelled:
 
 
 def labelled(hits: Sequence[Hit], keys: Sequence[str] | None) -> list[tuple[list[float], int]]:
-    return [
-        (relevance.features(hit.signals), int(keys is not None and holds(hit.memory.content, keys)))
-        for hit in hits
-    ]
+    """Each hit's features and label: 1 when `keys` are given and the hit holds every one."""
+    pairs = []
+    for hit in hits:
+        assert hit.signals is not None  # every hit of a search carries them
+        pairs.append(
+            (relevance.features(hit.signals), int(keys is not None and holds(hit.memory.content, keys)))
+        )
+    return pairs
 
 
 def replay(path: Path, embedder: str, unanswered_file: Path, folder: Path) -> Labelled:

@@ -7,9 +7,12 @@ import secrets
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bli_memory.wire.contract import MEMORY_ID_PREFIX
+
+if TYPE_CHECKING:
+    from bli_memory.door.relevance import HitSignals
 
 # Limits every store enforces (the HTTP layer checks them first for a clear 400). The limits a client
 # checks too (a search's `limit`, a pin's length) are in `bli_memory.wire.contract`.
@@ -126,7 +129,7 @@ class Hit:
     #: the door's embedder has no calibration
     relevance: float | None = None
     #: what the relevance was computed from (`relevance.HitSignals`); not part of the answer
-    signals: Any = field(default=None, compare=False, repr=False)
+    signals: HitSignals | None = field(default=None, compare=False, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         body = self.memory.to_json()
