@@ -122,10 +122,13 @@ class DoorClient:
         limit: int = 5,
         threshold: float = 0.0,
         scope: str | None = None,
+        keep_relevant: bool = False,
         deadline: float,
     ) -> dict[str, Any]:
         """``{results: [...], searched: [tags]}``: meaning, keyword and recency at once; each hit names
         its ``scope`` (``project`` or ``global``). Without ``scope`` the door reads both spaces.
+        ``keep_relevant``: ``threshold`` drops only rows whose ``relevance`` is also below the door's
+        ``floor`` (a door without relevance ignores it and applies the threshold alone).
 
         The door may also search a question as a statement (its question rewrite); it is told how
         long that may take: what this call's deadline leaves after REWRITE_RESERVE_S for the search
@@ -133,6 +136,8 @@ class DoorClient:
         body: dict[str, Any] = {"q": q, "containerTag": container_tag, "limit": limit, "threshold": threshold}
         if scope is not None:
             body["scope"] = scope
+        if keep_relevant:
+            body["keepRelevant"] = True
         left_s = deadline - time.monotonic() - REWRITE_RESERVE_S
         body["rewriteBudgetMs"] = max(0, min(REWRITE_BUDGET_MAX_MS, int(left_s * 1000)))
         return self._call("POST", "/api/memory/search", body, deadline=deadline)

@@ -192,7 +192,8 @@ class MemoryService:
         scope: Scope,
         rewriter: QuestionRewriter | None,
         rewrite_budget_s: float | None,
-    ) -> tuple[list[Hit], str | None]:
+        keep_relevant: bool = False,
+    ) -> tuple[list[Hit], str | None, float | None]:
         return self.searcher.search_answer(
             principal,
             tag,
@@ -202,7 +203,12 @@ class MemoryService:
             scope=scope,
             rewriter=rewriter,
             rewrite_budget_s=rewrite_budget_s,
+            keep_relevant=keep_relevant,
         )
+
+    def recall_floor(self) -> float | None:
+        """The relevance at which the prompt hook shows a row, for this door's embedder."""
+        return self.searcher.floor()
 
     def profile(self, principal: Principal, tag: str, q: str | None = None) -> Profile:
         return self.profiles.profile(principal, tag, q)

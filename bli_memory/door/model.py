@@ -7,9 +7,12 @@ import secrets
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bli_memory.wire.contract import MEMORY_ID_PREFIX
+
+if TYPE_CHECKING:
+    from bli_memory.door.relevance import HitSignals
 
 # Limits every store enforces (the HTTP layer checks them first for a clear 400). The limits a client
 # checks too (a search's `limit`, a pin's length) are in `bli_memory.wire.contract`.
@@ -122,10 +125,16 @@ class Hit:
     score: float
     #: the channels whose candidates held this row: "keyword" (BM25 top) and/or "vector" (cosine top)
     matched_by: tuple[str, ...] = ()
+    #: the calibrated chance that the row answers the query (`door.relevance`), in [0, 1]; None when
+    #: the door's embedder has no calibration
+    relevance: float | None = None
+    #: what the relevance was computed from (`relevance.HitSignals`); not part of the answer
+    signals: HitSignals | None = field(default=None, compare=False, repr=False)
 
     def to_json(self) -> dict[str, Any]:
         body = self.memory.to_json()
         body["similarity"] = None if self.similarity is None else round(self.similarity, 4)
+        body["relevance"] = None if self.relevance is None else round(self.relevance, 4)
         body["score"] = round(self.score, 6)
         body["matchedBy"] = list(self.matched_by)
         return body

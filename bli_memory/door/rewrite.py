@@ -34,6 +34,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from bli_memory.door.config import LlmConfig
@@ -187,6 +188,7 @@ def fuse_hits(first: Sequence[Hit], second: Sequence[Hit], limit: int) -> list[H
             continue
         best = hit if hit.score > known.score else known
         channels = tuple(dict.fromkeys([*known.matched_by, *hit.matched_by]))
-        merged[memory_id] = Hit(best.memory, best.similarity, best.score, channels)
+        relevances = [r for r in (known.relevance, hit.relevance) if r is not None]
+        merged[memory_id] = replace(best, matched_by=channels, relevance=max(relevances, default=None))
     ranked = sorted(merged.values(), key=lambda hit: (-hit.score, order[hit.memory.id]))
     return ranked[:limit]

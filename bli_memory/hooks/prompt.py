@@ -335,8 +335,15 @@ def answer(
             settings,
             cwd,
             connection,
+            # a door with relevance keeps a row its floor keeps whatever its cosine; an older door
+            # ignores keep_relevant and applies the 0.55 cosine floor alone, as it always did
             lambda client, tag: client.search(
-                query, tag, limit=RECALL_LIMIT, threshold=RECALL_MIN_SIMILARITY, deadline=deadline
+                query,
+                tag,
+                limit=RECALL_LIMIT,
+                threshold=RECALL_MIN_SIMILARITY,
+                keep_relevant=True,
+                deadline=deadline,
             ),
         )
     except DoorCallError as exc:

@@ -55,6 +55,28 @@ def test_healthz_needs_no_token_and_reports_store_and_embedder(door: DoorProcess
     assert body["version"] == __version__
 
 
+def test_healthz_and_the_search_answer_say_the_recall_floor_and_each_hits_relevance(
+    door: DoorProcess, tag: str
+) -> None:
+    """A door without an embedder ranks by keyword: its hits carry the keyword-only calibration's
+    relevance, and the answer and /healthz its floor; relevance never reorders the hits."""
+    from bli_memory.door import relevance
+
+    floor = relevance.calibration_for("none")
+    assert floor is not None
+    status, health = door.get("/healthz", token="")
+    assert status == 200 and health["floor"] == floor.floor
+    save(door, tag, "The payments service retries webhooks with exponential backoff.")
+    save(door, tag, "Lunch is at noon on Fridays.")
+    answer = search(door, tag, "payments webhooks retries", limit=5)
+    assert answer["floor"] == floor.floor
+    hits = answer["results"]
+    assert hits and all(0.0 <= hit["relevance"] <= 1.0 for hit in hits)
+    assert [hit["score"] for hit in hits] == sorted((hit["score"] for hit in hits), reverse=True)
+    assert hits[0]["content"].startswith("The payments service") and hits[0]["relevance"] >= floor.floor
+    assert search(door, tag, "payments webhooks retries", limit=5) == answer  # the same every time
+
+
 def test_openapi_lists_every_endpoint(door: DoorProcess) -> None:
     status, spec = door.get("/openapi.json", token="")
     assert status == 200

@@ -106,12 +106,20 @@ def _fill(door: DoorProcess) -> None:
     assert status == 200, gone
 
 
-def _rankings(door: DoorProcess) -> list[list[tuple[str, float, float | None, list[str]]]]:
+def _rankings(door: DoorProcess) -> list[list[tuple[str, float, float | None, float, list[str]]]]:
+    """Each query's hits as the door answers them, relevance included (it must be the same in
+    every door process: the calibration reads nothing but the hit's signals)."""
     out = []
     for q in QUERIES:
         status, body = door.post("/api/memory/search", {"q": q, "containerTag": TAG, "limit": 10})
         assert status == 200, body
-        out.append([(h["content"], h["score"], h["similarity"], h["matchedBy"]) for h in body["results"]])
+        assert isinstance(body["floor"], float)
+        out.append(
+            [
+                (h["content"], h["score"], h["similarity"], h["relevance"], h["matchedBy"])
+                for h in body["results"]
+            ]
+        )
     return out
 
 

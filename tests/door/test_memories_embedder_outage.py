@@ -63,12 +63,21 @@ def test_an_embedder_that_goes_down_degrades_to_keyword_and_comes_back(
     )
     status, _ = door.post("/api/memory/save", {"content": "alpha beta gamma", "containerTag": "t"})
     assert status == 201
+    status, found = door.post("/api/memory/search", {"q": "alpha", "containerTag": "t"})
+    # a model the door has no calibration for: no relevance and no floor (the hook keeps its cosine rule)
+    assert found["floor"] is None and found["results"][0]["relevance"] is None
     handler.up = False
     status, during = door.post("/api/memory/save", {"content": "saved while down delta", "containerTag": "t"})
     assert status == 201
     status, found = door.post("/api/memory/search", {"q": "delta", "containerTag": "t"})
     assert status == 200 and found["results"][0]["id"] == during["id"]
     assert found["results"][0]["similarity"] is None
+    # the query had no vector: the hits are scored as a keyword-only door scores them, and say so
+    from bli_memory.door import relevance
+
+    keyword_only = relevance.calibration_for("none")
+    assert keyword_only is not None and found["floor"] == keyword_only.floor
+    assert all(0.0 <= hit["relevance"] <= 1.0 for hit in found["results"])
     status, health = door.get("/healthz", token="")
     assert health["ok"] is True and "503" in health["embedderError"]
     assert (

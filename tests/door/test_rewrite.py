@@ -112,6 +112,16 @@ def test_fused_hits_hold_each_memory_once_at_its_better_score() -> None:
     assert [hit.memory.id for hit in fuse_hits(first, [], limit=5)] == ["a", "b"]
 
 
+def test_a_fused_hit_keeps_the_higher_relevance_of_its_two_searches() -> None:
+    first = [
+        Hit(memory("a"), 0.2, 0.5, ("keyword",), relevance=0.7),
+        Hit(memory("b"), None, 0.4, ("keyword",)),
+    ]
+    second = [Hit(memory("a"), 0.7, 0.8, ("vector",), relevance=0.3)]
+    fused = fuse_hits(first, second, limit=3)
+    assert [(hit.memory.id, hit.score, hit.relevance) for hit in fused] == [("a", 0.8, 0.7), ("b", 0.4, None)]
+
+
 def test_the_rewriter_caches_cools_down_and_keeps_to_its_budget() -> None:
     calls: list[float] = []
     answers: list[bytes | Exception] = [completion(STATEMENT), LibrarianError("down"), completion(STATEMENT)]

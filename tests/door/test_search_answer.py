@@ -64,7 +64,7 @@ def _answer(
     rewriter: QuestionRewriter | None,
     budget_s: float | None,
 ) -> tuple[list[Hit], str | None]:
-    return memories.search_answer(
+    hits, statement, _ = memories.search_answer(
         caller,
         TAG,
         q,
@@ -74,6 +74,7 @@ def _answer(
         rewriter=rewriter,
         rewrite_budget_s=budget_s,
     )
+    return hits, statement
 
 
 def test_the_search_answer_is_the_routes_search_rewrite_and_fusion(tmp_path: Path) -> None:

@@ -254,5 +254,57 @@ def test_a_turn_the_stop_hook_saves_is_recalled_as_its_distilled_fact(
     assert prompt.returncode == 0 and prompt.receipt()[:2] == ("prompt", "ok")
     assert_one_block_or_nothing(prompt.stdout, "bli-memory-recall")
     assert "`scripts/check_downgrades.py`" in prompt.stdout
-    assert "every database migration must be reversible" in prompt.stdout
-    assert "Assistant:" not in prompt.stdout  # its facts are shown: the exchange that says them again is not
+    assert "Assistant:" not in prompt.stdout  # its fact is shown: the exchange that says it again is not
+    rule = run_hook(
+        "prompt", {**PROMPT, "prompt": "must our database migrations be reversible?"}, home, env=env
+    )
+    assert "every database migration must be reversible" in rule.stdout and "Assistant:" not in rule.stdout
+
+
+def test_prompt_shows_a_row_below_the_cosine_floor_whose_relevance_clears_the_doors_floor(
+    home: Path, door_onnx: DoorProcess, tag: str
+) -> None:
+    """The hook asks with the 0.55 cosine threshold and `keepRelevant`: the door keeps the row its
+    relevance floor keeps, though its cosine is under 0.55, and the hook shows it. The same request
+    without `keepRelevant` (what a door without relevance does) drops it."""
+    pinned = "We pin pydantic to 2.7.4 because 2.8 broke the validators."
+    for content in (
+        pinned,
+        "The nightly job runs APScheduler inside the API process.",
+        "Lunch is at noon on Fridays.",
+        "Deploys go through ArgoCD; the staging cluster syncs every 5 minutes.",
+    ):
+        remember(door_onnx, tag, content)
+    question = "which release of the validation library are we locked to?"
+    body = {"q": question, "containerTag": tag, "limit": prompt.RECALL_LIMIT}
+    status, plain = door_onnx.post("/api/memory/search", body)
+    assert status == 200, plain
+    row = next(hit for hit in plain["results"] if hit["content"] == pinned)
+    assert row["similarity"] < prompt.RECALL_MIN_SIMILARITY <= 1 and row["relevance"] >= plain["floor"]
+    threshold = {**body, "threshold": prompt.RECALL_MIN_SIMILARITY}
+    status, cosine_only = door_onnx.post("/api/memory/search", threshold)
+    assert status == 200 and pinned not in [hit["content"] for hit in cosine_only["results"]]
+    status, kept = door_onnx.post("/api/memory/search", {**threshold, "keepRelevant": True})
+    assert status == 200 and [hit["content"] for hit in kept["results"]] == [pinned]
+    run = run_hook("prompt", {**PROMPT, "prompt": question}, home, env=paired(home, door_onnx, tag))
+    assert run.returncode == 0
+    assert_one_block_or_nothing(run.stdout, "bli-memory-recall")
+    assert "pydantic to 2.7.4" in run.stdout and "Lunch" not in run.stdout
+    _, status_word, fields = run.receipt()
+    assert status_word == "ok" and fields["hits"] == 1
+
+
+def test_prompt_shows_nothing_when_no_row_clears_the_doors_floor(
+    home: Path, door_onnx: DoorProcess, tag: str
+) -> None:
+    remember(door_onnx, tag, "We pin pydantic to 2.7.4 because 2.8 broke the validators.")
+    remember(door_onnx, tag, "Lunch is at noon on Fridays.")
+    run = run_hook(
+        "prompt",
+        {**PROMPT, "prompt": "what's our policy on code review?"},
+        home,
+        env=paired(home, door_onnx, tag),
+    )
+    assert run.returncode == 0 and run.stdout == ""
+    _, status_word, fields = run.receipt()
+    assert status_word == "ok" and fields["hits"] == 0

@@ -125,6 +125,9 @@ class SearchBody(_Body):
     #: how long a question's rewrite may take, at most (`bli_memory.door.rewrite`); None: the door's own
     rewriteBudgetMs: Annotated[StrictInt, Field(ge=0, le=60_000)] | None = None
     scope: Literal["project", "global", "all"] = "all"
+    #: `threshold` drops only rows whose relevance is also below the door's floor (the prompt hook
+    #: asks both: a door without relevance ignores this and applies the threshold alone)
+    keepRelevant: StrictBool = False
 
 
 class SaveBody(_Body):

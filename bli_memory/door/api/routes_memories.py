@@ -46,7 +46,7 @@ def add_routes(
 
     @api.post("/api/memory/search", responses=error_responses(*COMMON))
     def search(body: SearchBody, caller: Caller) -> JSONResponse:
-        hits, statement = memories.search_answer(
+        hits, statement, floor = memories.search_answer(
             caller,
             body.containerTag,
             body.q,
@@ -55,11 +55,13 @@ def add_routes(
             scope=body.scope,
             rewriter=rewriter,
             rewrite_budget_s=None if body.rewriteBudgetMs is None else body.rewriteBudgetMs / 1000.0,
+            keep_relevant=body.keepRelevant,
         )
         answer: dict[str, Any] = {
             "results": [{**hit.to_json(), "scope": memories.scope_of(caller, hit.memory)} for hit in hits],
             "searched": [] if body.scope == "global" else memories.space_tags(caller, body.containerTag),
             "scope": body.scope,
+            "floor": floor,  # the relevance at which the prompt hook shows a row (None: no relevance)
         }
         if statement is not None:
             answer["rewrittenAs"] = statement

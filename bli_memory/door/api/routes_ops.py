@@ -42,6 +42,8 @@ def _health(memories: MemoryService, embedder_name: str) -> dict[str, Any]:
         "store": memories.operations.store_name,
         "storeVersion": memories.operations.store_version,
         "embedder": embedder_name,
+        # the relevance at which the prompt hook shows a search hit (None: the embedder has no calibration)
+        "floor": memories.recall_floor(),
     }
     if memories.embedder_error is not None:
         health["embedderError"] = memories.embedder_error  # serving keyword + recency meanwhile

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from bli_memory.door import ranking
+from bli_memory.door import answer_kind, keyword, ranking, relevance
 from bli_memory.door.exchanges import fact_exchange, is_stored_exchange
 from bli_memory.door.model import Hit, Memory, Principal
 from bli_memory.door.rewrite import fuse_hits
@@ -48,6 +48,7 @@ class Searcher:
         context: bool = True,
         weights: ranking.Weights = ranking.DEFAULT_WEIGHTS,
         scope: Scope = "project",
+        keep_relevant: bool = False,
     ) -> list[Hit]:
         """Hybrid search of a space (every tag that names it): keyword, meaning and recency, fused,
         and then the best rows' context (`ranking.spread_context`) unless `context` is False.
@@ -66,7 +67,23 @@ class Searcher:
         `scope` `all` reads the space and the caller's global space as one: one ranking over both,
         the global space's rows after the project's in save order (`Spaces.scope_tags`). Pins are
         never among the hits (they are not indexed).
+
+        Each hit carries its `relevance` (`door.relevance`), computed over the hits returned, which
+        it never reorders. `keep_relevant`: `threshold` drops only rows whose relevance is below the
+        door's floor as well, so a caller asking both never loses a row the floor keeps.
         """
+        if keep_relevant and threshold > 0:
+            unfiltered = self.search(
+                principal, tag, q, limit=limit, context=context, weights=weights, scope=scope
+            )
+            floor = self.floor(_with_vectors(unfiltered))
+            return [
+                hit
+                for hit in unfiltered
+                if hit.similarity is None
+                or hit.similarity >= threshold
+                or (floor is not None and hit.relevance is not None and hit.relevance >= floor)
+            ]
         tags = self.spaces.scope_tags(principal, tag, scope)
         query_vectors = self.writer.embed([q], "query")
         query_vector = None if query_vectors is None else query_vectors[0]
@@ -145,7 +162,57 @@ class Searcher:
             for memory_id in top
             if memory_id in rows
         ]
-        return _facts_before_their_exchanges(hits)
+        hits = _facts_before_their_exchanges(hits)
+        near = [c for i in vector_ids if (c := cosines.get(i)) is not None]
+        return self._with_relevance(hits, q, keyword_rank, relevance.median(near), max(near, default=None))
+
+    def floor(self, with_vectors: bool = True) -> float | None:
+        """The relevance at which the prompt hook shows a row: the floor of the embedder's
+        calibration (of `none` when the query had no vector), None without one."""
+        calibration = self._calibration(with_vectors)
+        return None if calibration is None else calibration.floor
+
+    def _calibration(self, with_vectors: bool) -> relevance.Calibration | None:
+        model = self.writer.vector_model if with_vectors else None
+        return relevance.calibration_for(model or "none")
+
+    def _with_relevance(
+        self,
+        hits: list[Hit],
+        q: str,
+        keyword_rank: Mapping[str, int],
+        background: float | None,
+        best_similarity: float | None,
+    ) -> list[Hit]:
+        """`hits`, in the same order, each with its signals and, when the embedder has a
+        calibration, its relevance: the embedder's own when the vector channel took part
+        (`background` is known), else keyword-only `none`'s. `background` and `best_similarity` are
+        the median and the best cosine of the vector channel's candidates, not of the hits, so that
+        a hit's relevance does not depend on how many hits were asked for."""
+        if not hits:
+            return hits
+        calibration = self._calibration(background is not None)
+        kinds = answer_kind.asked(q)
+        best = max(hit.score for hit in hits)
+        terms = keyword.query_terms(q)
+        out = []
+        for rank, hit in enumerate(hits):
+            signals = relevance.HitSignals(
+                similarity=hit.similarity,
+                keyword_rank=keyword_rank.get(hit.memory.id),
+                rank=rank,
+                score=hit.score,
+                best_score=best,
+                background=background,
+                answer_kind_share=answer_kind.held_share(hit.memory.content, kinds) if kinds else None,
+                both_channels=len(hit.matched_by) == 2,
+                stored_exchange=is_stored_exchange(hit.memory),
+                query_terms_held=_terms_held(terms, hit.memory.content),
+                best_similarity=best_similarity,
+            )
+            value = None if calibration is None else calibration.relevance(signals)
+            out.append(replace(hit, relevance=value, signals=signals))
+        return out
 
     def search_answer(
         self,
@@ -158,18 +225,30 @@ class Searcher:
         scope: Scope,
         rewriter: QuestionRewriter | None,
         rewrite_budget_s: float | None,
-    ) -> tuple[list[Hit], str | None]:
+        keep_relevant: bool = False,
+    ) -> tuple[list[Hit], str | None, float | None]:
         """What the search route answers: the hits for `q`, and, when `rewriter` turns the question
         into the statement that would answer it (`door.rewrite`, within `rewrite_budget_s`), the
-        statement too, its own hits fused with the question's (`rewrite.fuse_hits`)."""
-        hits = self.search(principal, tag, q, limit=limit, threshold=threshold, scope=scope)
+        statement too, its own hits fused with the question's (`rewrite.fuse_hits`); and the floor
+        of the hits' relevance (None when they carry none)."""
+        hits = self.search(
+            principal, tag, q, limit=limit, threshold=threshold, scope=scope, keep_relevant=keep_relevant
+        )
         statement = None
         if rewriter is not None:
             statement = rewriter.rewrite(q, rewrite_budget_s)
             if statement is not None:
-                also = self.search(principal, tag, statement, limit=limit, threshold=threshold, scope=scope)
+                also = self.search(
+                    principal,
+                    tag,
+                    statement,
+                    limit=limit,
+                    threshold=threshold,
+                    scope=scope,
+                    keep_relevant=keep_relevant,
+                )
                 hits = fuse_hits(hits, also, limit)
-        return hits, statement
+        return hits, statement, self.floor(_with_vectors(hits))
 
     def _with_context(
         self,
@@ -214,6 +293,21 @@ class Searcher:
             if memory is not None and not is_stored_exchange(memory):
                 return memory, similarities.get(memory_id) or 0.0
         return None
+
+
+def _terms_held(terms: Sequence[keyword.Term], text: str) -> float:
+    """The share of the query's keyword terms `text` holds (a phrase: all of its stems), 0 for none."""
+    if not terms:
+        return 0.0
+    stems = set(keyword.tokens(text))
+    return sum(all(stem in stems for stem in term) for term in terms) / len(terms)
+
+
+def _with_vectors(hits: Sequence[Hit]) -> bool:
+    """Whether `hits` were scored with the embedder's calibration (the vector channel took part);
+    no hits: as the door's embedder would be."""
+    signals = hits[0].signals if hits else None
+    return signals is None or signals.background is not None
 
 
 def _facts_before_their_exchanges(hits: list[Hit]) -> list[Hit]:

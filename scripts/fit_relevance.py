@@ -1,0 +1,270 @@
+"""Fit the door's relevance (bli_memory/door/relevance.py) on labelled search hits, and pick its floor.
+
+Usage: .venv/bin/python scripts/fit_relevance.py DEV DEV2 [--embedders onnx,none] [--unanswered FILE]
+       [--out FILE]
+
+DEV and DEV2 are capture files (the format of scripts/eval_capture.py; the data set is not part of a
+checkout). Per file and embedder, a real door replays every exchange in extract mode, as
+eval_capture.py does; then the door's own search, run in this process over the door's database, asks:
+
+- each fact's query in its project's space: a hit is positive when it holds every key string;
+- the same query in another project's space (the next in file order): every hit is negative;
+- the questions with nothing stored (scripts/capture_unanswered.json) in their space: negative.
+
+Each hit's signals (`relevance.HitSignals`) are the features. A logistic regression
+(`relevance.fit`) is fitted on one file and scored on the other, both ways round: the reliability
+table (predicted against observed, in bins) of the held-out file, its log-loss, and the floor. The
+floor is picked on the fitting file as the lowest relevance at which, counting the top 5 hits at or
+above it, at most 0.10 rows per prompt come from another project's space and at least 8 in 10
+questions with nothing stored get none; the held-out file reports, at that floor, the share of facts
+with a key-holding hit at or above it, the unrelated rows per prompt and the empty share. The shipped
+coefficients (`--out`, default the package's relevance.json) are fitted on both files, their floor
+the lowest that meets those two bars on each file on its own. The report goes to stdout, deterministic for the same input; progress to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from capture_data import (  # scripts/capture_data.py
+    Exchange,
+    corrected_values,
+    holds,
+    load_exchanges,
+    load_unanswered,
+    other_project,
+    projects_of,
+    space_tag,
+)
+from eval_capture import UNANSWERED_FILE, Door, save_and_wait  # scripts/eval_capture.py
+
+from bli_memory.door import relevance
+from bli_memory.door.embed import load_embedder
+from bli_memory.door.memories import MemoryService
+from bli_memory.door.model import Hit
+from bli_memory.door.store.sqlite import SqliteStore
+
+PAIRS_PER_QUERY = 10
+SHOWN_TOP = 5
+MAX_UNRELATED_PER_PROMPT = 0.10
+MIN_EMPTY_SHARE = 0.80
+FLOOR_STEP = 0.01
+OUT_FILE = Path(__file__).resolve().parent.parent / "bli_memory" / "door" / "relevance.json"
+
+
+@dataclass
+class Query:
+    """One search and its hits: (features, label) best first."""
+
+    purpose: str  # fact | other | unanswered
+    pairs: list[tuple[list[float], int]] = field(default_factory=list)
+
+
+@dataclass
+class Labelled:
+    name: str
+    queries: list[Query]
+
+    def rows(self) -> tuple[list[list[float]], list[int]]:
+        pairs = [pair for query in self.queries for pair in query.pairs]
+        return [f for f, _ in pairs], [y for _, y in pairs]
+
+
+def labelled(hits: Sequence[Hit], keys: Sequence[str] | None) -> list[tuple[list[float], int]]:
+    """Each hit's features and label: 1 when `keys` are given and the hit holds every one."""
+    pairs = []
+    for hit in hits:
+        assert hit.signals is not None  # every hit of a search carries them
+        pairs.append(
+            (relevance.features(hit.signals), int(keys is not None and holds(hit.memory.content, keys)))
+        )
+    return pairs
+
+
+def replay(path: Path, embedder: str, unanswered_file: Path, folder: Path) -> Labelled:
+    """Every exchange of `path` saved through a real door, then every labelled search."""
+    exchanges: list[Exchange] = load_exchanges(path)
+    projects = projects_of(exchanges)
+    corrected = corrected_values(exchanges)
+    door = Door(folder, embedder, os.environ)
+    try:
+        for exchange in exchanges:
+            save_and_wait(door, exchange, corrected.get(exchange.id, []))
+    finally:
+        door.stop()
+    spec = "none" if embedder == "none" else None
+    loaded, problem = load_embedder(spec, {k: v for k, v in os.environ.items() if k != "BLI_MEMORY_EMBEDDER"})
+    if problem is not None:
+        raise SystemExit(f"fit_relevance: the embedder did not load: {problem}")
+    memories = MemoryService(SqliteStore(door.db), loaded)
+    principal = memories.authenticate(door.token)
+    assert principal is not None
+    queries: list[Query] = []
+    try:
+        for exchange in exchanges:
+            tag = space_tag(exchange.project)
+            other = other_project(projects, exchange.project)
+            for fact in exchange.facts:
+                hits = memories.search(principal, tag, fact.query, limit=PAIRS_PER_QUERY, scope="all")
+                queries.append(Query("fact", labelled(hits, fact.key)))
+                if other is not None:
+                    hits = memories.search(
+                        principal, space_tag(other), fact.query, limit=PAIRS_PER_QUERY, scope="all"
+                    )
+                    queries.append(Query("other", labelled(hits, None)))
+        for project, questions in load_unanswered(unanswered_file, projects).items():
+            for question in questions:
+                hits = memories.search(
+                    principal, space_tag(project), question, limit=PAIRS_PER_QUERY, scope="all"
+                )
+                queries.append(Query("unanswered", labelled(hits, None)))
+    finally:
+        memories.close()
+    return Labelled(path.name, queries)
+
+
+@dataclass(frozen=True)
+class Bar:
+    shown: float
+    unrelated_per_prompt: float
+    empty_share: float
+
+
+def bar_at(data: Labelled, model: relevance.Calibration, floor: float) -> Bar:
+    """What the top SHOWN_TOP hits at or above `floor` would give (the hook's block, before its cut)."""
+    shown, facts, unrelated, others, empty, unanswered = 0, 0, 0, 0, 0, 0
+    for query in data.queries:
+        kept = [y for f, y in query.pairs[:SHOWN_TOP] if _score(model, f) >= floor]
+        if query.purpose == "fact":
+            facts += 1
+            shown += int(any(kept))
+        elif query.purpose == "other":
+            others += 1
+            unrelated += len(kept)
+        else:
+            unanswered += 1
+            empty += int(not kept)
+    return Bar(shown / max(facts, 1), unrelated / max(others, 1), empty / max(unanswered, 1))
+
+
+def _score(model: relevance.Calibration, features: Sequence[float]) -> float:
+    z = model.intercept + sum(w * x for w, x in zip(model.weights, features, strict=True))
+    return 1.0 / (1.0 + math.exp(-z))
+
+
+def pick_floor(datasets: Sequence[Labelled], model: relevance.Calibration) -> float:
+    """The lowest floor (in FLOOR_STEP) that meets the unrelated-rows and empty-share bars on each
+    of `datasets` on its own (pooled, one set's slack would cover the other's miss)."""
+    steps = round(1 / FLOOR_STEP)
+    for step in range(1, steps):
+        floor = round(step * FLOOR_STEP, 2)
+        bars = [bar_at(data, model, floor) for data in datasets]
+        if all(
+            b.unrelated_per_prompt <= MAX_UNRELATED_PER_PROMPT and b.empty_share >= MIN_EMPTY_SHARE
+            for b in bars
+        ):
+            return floor
+    return 1.0
+
+
+def fitted(datasets: Sequence[Labelled]) -> relevance.Calibration:
+    rows: list[list[float]] = []
+    labels: list[int] = []
+    for data in datasets:
+        x, y = data.rows()
+        rows += x
+        labels += y
+    weights, intercept = relevance.fit(rows, labels)
+    model = relevance.Calibration(tuple(weights), intercept, 0.0)
+    return relevance.Calibration(model.weights, model.intercept, pick_floor(datasets, model))
+
+
+def log_loss(data: Labelled, model: relevance.Calibration) -> float:
+    x, y = data.rows()
+    eps = 1e-9
+    total = sum(
+        -(
+            label * math.log(max(_score(model, f), eps))
+            + (1 - label) * math.log(max(1 - _score(model, f), eps))
+        )
+        for f, label in zip(x, y, strict=True)
+    )
+    return total / max(len(y), 1)
+
+
+def report(train: Labelled, test: Labelled) -> list[str]:
+    model = fitted([train])
+    x, y = test.rows()
+    predicted = [_score(model, f) for f in x]
+    base_rate = sum(y) / max(len(y), 1)
+    bar = bar_at(test, model, model.floor)
+    lines = [
+        f"fit on {train.name} ({len(train.rows()[1])} pairs), held out {test.name} ({len(y)} pairs, "
+        f"{base_rate:.2f} positive)",
+        f"  log-loss {log_loss(test, model):.3f} (the base rate alone: "
+        f"{_base_loss(base_rate):.3f}); floor picked on {train.name}: {model.floor:.2f}",
+        f"  at that floor on {test.name}: key-holding hit kept {bar.shown:.2f}, unrelated rows per prompt "
+        f"{bar.unrelated_per_prompt:.2f}, questions with nothing stored left empty {bar.empty_share:.2f}",
+        "  | predicted | pairs | mean predicted | observed |",
+        "  |---|---:|---:|---:|",
+    ]
+    lines += [f"  | {b} | {n} | {p:.2f} | {o:.2f} |" for b, n, p, o in relevance.reliability(predicted, y)]
+    return lines
+
+
+def _base_loss(rate: float) -> float:
+    if rate in (0.0, 1.0):
+        return 0.0
+    return -(rate * math.log(rate) + (1 - rate) * math.log(1 - rate))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="fit_relevance.py", description=__doc__.split("\n\n", 1)[0])
+    parser.add_argument("dev", type=Path, help="a capture file (JSON lines)")
+    parser.add_argument("dev2", type=Path, help="another capture file, written separately")
+    parser.add_argument("--embedders", default="onnx,none", help="the door's embedders to fit (onnx, none)")
+    parser.add_argument("--unanswered", type=Path, default=UNANSWERED_FILE)
+    parser.add_argument("--out", type=Path, default=OUT_FILE, help="the coefficients file to write")
+    args = parser.parse_args(argv)
+    table: dict[str, dict[str, object]] = {}
+    for embedder in [e.strip() for e in args.embedders.split(",") if e.strip()]:
+        with tempfile.TemporaryDirectory(prefix="bli-relevance-") as folder:
+            sets = [
+                replay(path, embedder, args.unanswered, Path(folder) / str(number))
+                for number, path in enumerate((args.dev, args.dev2))
+            ]
+        name = load_embedder("none" if embedder == "none" else None, {})[0].name
+        print(f"## {name}")
+        for train, test in ((sets[0], sets[1]), (sets[1], sets[0])):
+            print("\n".join(report(train, test)))
+        shipped = fitted(sets)
+        print(f"shipped: fitted on both, floor {shipped.floor:.2f} (meets the bars on each file)")
+        for data in sets:
+            bar = bar_at(data, shipped, shipped.floor)
+            print(
+                f"  {data.name}: key-holding hit kept {bar.shown:.2f}, unrelated rows per prompt "
+                f"{bar.unrelated_per_prompt:.2f}, questions with nothing stored left empty {bar.empty_share:.2f}"
+            )
+        table[name] = {
+            "features": list(relevance.FEATURE_NAMES),
+            "weights": [round(w, 6) for w in shipped.weights],
+            "intercept": round(shipped.intercept, 6),
+            "floor": shipped.floor,
+        }
+    args.out.write_text(json.dumps({"embedders": table}, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"wrote {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
