@@ -84,6 +84,7 @@ DYNAMIC_PATTERNS = {
         "cut_fact",
     ): "the fact's words, escaped, joined by \\s+: literals between runs of space",
     ("bli_memory.door.librarian.reconcile", "_rewrite"): "one escaped literal between look-arounds",
+    ("bli_memory.door.librarian.reconcile", "_mentions"): "one escaped literal between look-arounds",
     (
         "bli_memory.door.librarian.extract",
         "_sentences",

@@ -10,6 +10,11 @@ correction when it says so at its start ("actually …", "correction: …"), say
 X now", "is now X") or names the value it retires ("not X", "from X", "instead of X"); "instead of" or
 "no longer" about anything else only describes. For a correction, a URL's host names its service: a
 new address on the same site supersedes one whose host holds a word the new fact names.
+A fact that names what it retires, in one of :data:`RETIRING_SHAPES` ("moved the broker from Redis to
+RabbitMQ", "amqp://… now, not redis://…", "switched yarn for pnpm", "Jenkins is gone, use …", "no
+longer use Memcached"), updates the fact that still states the retired thing, when the two share a
+word of their subject or the retired thing is a name no other subject shares (a URL, a path, a
+digit); "from Redis to RabbitMQ" about the broker leaves "sessions are cached in Redis" alone.
 A subject moved to a new value ("We renamed the default branch to `trunk`") updates the fact that names
 every word of that subject with a value the move no longer states ("The default branch is `main`"). The old memory stays as history; when it said more
 than the new fact, it is kept with the new value in place (``Decision.rewrite``).
@@ -407,6 +412,191 @@ def _setting_value(rest: str) -> str | None:
     return value if value and "\n" not in value else None
 
 
+#: one named thing a correction can retire or bring: a code span, or one token (a URL, a name).
+_TERM = r"(?:`[^`\n]+`|[^\s,;`()]+)"
+#: a term that opens a shape starts at a word's start: from inside a long token the pattern was
+#: tried again at every character.
+_TERM_START = r"(?<![^\s(\"'])"
+#: words that never name a retired thing ("from the", "not a").
+_NOT_TERMS = _WEAK_CONTEXT | _NOT_ANCHORS | frozenset("here there yet".split())
+
+
+@dataclass(frozen=True, slots=True)
+class RetiringShape:
+    """A sentence shape in which a fact names a thing it retires (`old`) and, mostly, what replaces
+    it (`new`). `needs` says what the old thing must look like, because some shapes also contrast
+    without retiring: "word" (any word: the verb says it changed), "named" (a code span, a digit, a
+    capital or punctuation inside: "tests run in CI, not locally" retires nothing) or "specific" (a
+    URL, a path, a digit: "uploads go through S3 instead of the API" leaves the API in place), eased
+    to "named" when the fact also says it is a correction ("now", "actually"). `example` is a fact of
+    that shape, and `retires` what it retires."""
+
+    name: str
+    pattern: re.Pattern[str]
+    needs: Literal["word", "named", "specific"]
+    example: str
+    retires: str
+
+
+#: the shapes of a correction that names what it replaces, however the correction is worded; the
+#: tests iterate the examples.
+RETIRING_SHAPES: tuple[RetiringShape, ...] = (
+    RetiringShape(
+        "moved from old to new",
+        re.compile(
+            r"\b(?:moved|moving|switched|switching|migrated|migrating|changed|changing|went|cut over|ported|"
+            r"upgraded|downgraded|bumped|raised|lowered|increased|reduced|dropped)\b[^.;]{0,60}?"
+            rf"\bfrom\s+(?:the\s+|our\s+)?(?P<old>{_TERM})\s+(?:over\s+)?(?:to|onto|into)\s+(?P<new>{_TERM})",
+            re.IGNORECASE,
+        ),
+        "word",
+        "We moved the message broker from Redis to RabbitMQ last week.",
+        "redis",
+    ),
+    RetiringShape(
+        "renamed old to new",
+        re.compile(
+            rf"\b(?:renamed|replaced|swapped|switched|traded|exchanged)\s+(?:the\s+|our\s+)?(?P<old>{_TERM})\s+"
+            rf"(?:to|with|for|by)\s+(?P<new>{_TERM})",
+            re.IGNORECASE,
+        ),
+        "word",
+        "We switched yarn for pnpm in every package.",
+        "yarn",
+    ),
+    RetiringShape(
+        "new, not old",
+        re.compile(
+            rf"{_TERM_START}(?P<new>{_TERM}),?\s+(?:now,?\s+)?not\s+(?:the\s+)?(?P<old>{_TERM})",
+            re.IGNORECASE,
+        ),
+        "specific",
+        "The broker URL is amqp://mq.internal:5672 now, not redis://cache:6379/0.",
+        "redis://cache:6379/0",
+    ),
+    RetiringShape(
+        "not old but new",
+        re.compile(
+            rf"\bnot\s+(?:the\s+)?(?P<old>{_TERM}),?\s+but\s+(?:the\s+)?(?P<new>{_TERM})", re.IGNORECASE
+        ),
+        "named",
+        "The default branch is not `master` but `main`.",
+        "master",
+    ),
+    RetiringShape(
+        "new instead of old",
+        re.compile(
+            rf"{_TERM_START}(?P<new>{_TERM})\s+(?:instead of|rather than|in place of|replacing)\s+(?:the\s+)?(?P<old>{_TERM})",
+            re.IGNORECASE,
+        ),
+        "specific",
+        "Deploys now go through ArgoCD instead of Jenkins.",
+        "jenkins",
+    ),
+    RetiringShape(
+        "old is gone",
+        re.compile(
+            rf"{_TERM_START}(?P<old>{_TERM})\s+(?:is|are|was|were|has been|have been)\s+(?:now\s+)?(?:gone|retired|deprecated|"
+            r"removed|dead|decommissioned|dropped|shut down|turned off|no longer (?:used|needed|in use))\b",
+            re.IGNORECASE,
+        ),
+        "named",
+        "Jenkins is gone, use the GitHub Actions workflow.",
+        "jenkins",
+    ),
+    RetiringShape(
+        "no longer uses old",
+        re.compile(
+            r"\b(?:no longer (?:use|uses|using|run|runs|need|needs)|stopped using|got rid of)\s+"
+            rf"(?:the\s+|our\s+)?(?P<old>{_TERM})",
+            re.IGNORECASE,
+        ),
+        "named",
+        "We no longer use Memcached; sessions live in Postgres.",
+        "memcached",
+    ),
+)
+
+
+def _term(raw: str) -> str:
+    """A term as compared: lower case, without its backticks and the punctuation that closed the
+    sentence around it."""
+    return raw.strip("`").rstrip(".,;:!?)'\"").lower()
+
+
+#: a fact that says it states how things are now: "… is X now", "now uses X", "actually".
+_SAYS_NOW = re.compile(r"\bnow\b|^\W*actually\b", re.IGNORECASE)
+
+
+def _specific(term: str) -> bool:
+    """A URL, a path, an identifier with a digit or a dot: a name no other subject shares."""
+    return "://" in term or any(ch.isdigit() or ch in "._/@" for ch in term)
+
+
+def _looks(raw: str, needs: str) -> bool:
+    """Whether a retired thing looks as its shape needs: any word; a name (a code span, or a token
+    with a digit, a capital or punctuation inside); or a specific name (:func:`_specific`)."""
+    bare = raw.rstrip(".,;:!?)'\"")
+    if needs == "word":
+        return True
+    if needs == "specific":
+        return _specific(_term(raw))
+    return (
+        bare.startswith("`")
+        or any(ch.isdigit() or ch.isupper() for ch in bare)
+        or any(ch in "._-/:@#" for ch in bare.strip("`")[1:-1])
+    )
+
+
+def retired_terms(text: str) -> list[tuple[str, str]]:
+    """(retired term, new term or "") for each thing the fact names as replaced, in any of
+    :data:`RETIRING_SHAPES`."""
+    out: list[tuple[str, str]] = []
+    declared = bool(_SAYS_NOW.search(text) or _DECLARED_CORRECTION.match(text))
+    for shape in RETIRING_SHAPES:
+        needs = "named" if declared and shape.needs == "specific" else shape.needs
+        for match in shape.pattern.finditer(text):
+            raw_old = match.group("old")
+            old = _term(raw_old)
+            if len(old) < 2 or old in _NOT_TERMS or not _looks(raw_old, needs):
+                continue
+            new = _term(match.groupdict().get("new") or "")
+            if old != new and (old, new) not in out:
+                out.append((old, new if new not in _NOT_TERMS else ""))
+    return out
+
+
+def _mentions(text: str, term: str) -> bool:
+    """Whether a fact names the term as a whole (not inside a longer name), or, for a URL, a URL of
+    the same host."""
+    lowered = text.lower()
+    if re.search(rf"(?<![\w./-]){re.escape(term)}(?![\w/-]|\.\w)", lowered):
+        return True
+    if "://" in term:
+        return any(_host(token) == _host(term) for token in _value_tokens(text) if "://" in token)
+    return False
+
+
+def _retires(new_text: str, old_text: str) -> str | None:
+    """The term the new fact retires that the old fact still states as current: the old fact names
+    it, does not name its replacement, and the two share a word of their subject ("broker") unless
+    the term is a name no other subject shares (a URL, a path, a versioned identifier) or the new
+    fact retires it with nothing in its place ("Jenkins is gone": no fact about it is current).
+    "From Redis to RabbitMQ" about the broker leaves "sessions are cached in Redis" alone."""
+    for old_term, new_term in retired_terms(new_text):
+        if not _mentions(old_text, old_term) or (new_term and _mentions(old_text, new_term)):
+            continue
+        if any(term == old_term for term, _new in retired_terms(old_text)):
+            continue  # the old fact retires it too: history, not the current value
+        terms = {old_term, new_term}
+        shared = {w for w in tokens(new_text) if _is_anchor(w)} & {
+            w for w in tokens(old_text) if _is_anchor(w)
+        }
+        if shared - terms or _specific(old_term) or not new_term:
+            return old_term
+    return None
+
+
 _RANK: dict[Action, int] = {"unchanged": 0, "conflict": 1, "update": 2, "add": 3}
 
 
@@ -421,6 +611,9 @@ def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str
     replaced = _new_value_for(neighbour.content, fact, corrects) if corrects else None
     if replaced:  # "8443, not 8080" negates the old value on purpose: a correction, not a conflict
         return "update", f"corrects {replaced[0]!r} to {replaced[1]!r} in {neighbour.id}"
+    retired = _retires(fact, neighbour.content)
+    if retired:  # "from Redis to RabbitMQ", "amqp://… now, not redis://…": the old fact is history
+        return "update", f"retires {retired!r}, which {neighbour.id} states"
     moved = _moved(fact, neighbour.content)
     if moved:
         return "update", f"{moved[0]!r} moved to {moved[1]!r} in {neighbour.id}"
