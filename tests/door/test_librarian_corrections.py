@@ -162,3 +162,62 @@ def test_a_move_and_a_later_address_both_leave_the_old_broker_behind(
     current = [row["content"] for row in body["results"] if row.get("kind", "memory") == "memory"]
     assert any("RabbitMQ" in content for content in current), current
     assert not any("redis://" in content for content in current), current
+
+
+# --- a setting given a new value, a role handed to another person ---------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fact", "old", "action"),
+    [
+        (
+            "`fly secrets set APP_HOST=app.example.org -a web-prod`: rolling restart.",
+            "`fly secrets set APP_HOST=old.example.org -a web-prod`, which redeployed.",
+            "update",
+        ),
+        (
+            "`heroku config:set WORKERS=8 --app shop-api` is run.",
+            "Ran `heroku config:set WORKERS=4 --app shop-api` last month.",
+            "update",
+        ),
+        # another environment's file: another setting
+        ("`.env.prod`: `DB_HOST=db-2.internal`.", "`.env.staging`: `DB_HOST=db-1.internal`.", "add"),
+        # another app
+        (
+            "`fly secrets set APP_HOST=app.example.org -a web-prod`.",
+            "`fly secrets set APP_HOST=old.example.org -a web-staging`.",
+            "add",
+        ),
+    ],
+)
+def test_a_setting_given_a_new_value_in_the_same_place_supersedes_the_old_one(
+    fact: str, old: str, action: str
+) -> None:
+    decision = decide(fact, [Neighbour("old", old, 0.6)])
+    assert decision.action == action, decision.reason
+
+
+@pytest.mark.parametrize(
+    ("fact", "old", "action"),
+    [
+        (
+            "`docs/vendors.md`: Stripe owner is now Ana Lima (finance ops).",
+            "Per `docs/vendors.md`, the Stripe account is owned by Tom Reyes in finance.",
+            "update",
+        ),
+        (
+            "The payments service owner is now Ana Lima.",
+            "The payments service is owned by Tom Reyes, with Kim Oh as backup.",
+            "update",
+        ),
+        # another thing with the same common noun
+        ("The payments service owner is now Ana Lima.", "The search service is owned by Tom Reyes.", "add"),
+        # no role in the old fact
+        ("The payments service owner is now Ana Lima.", "Tom Reyes wrote the payments service.", "add"),
+    ],
+)
+def test_a_role_handed_to_another_person_supersedes_the_fact_naming_the_former_one(
+    fact: str, old: str, action: str
+) -> None:
+    decision = decide(fact, [Neighbour("old", old, 0.6)])
+    assert decision.action == action, decision.reason

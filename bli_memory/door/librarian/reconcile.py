@@ -15,6 +15,9 @@ RabbitMQ", "amqp://… now, not redis://…", "switched yarn for pnpm", "Jenkins
 longer use Memcached"), updates the fact that still states the retired thing, when the two share a
 word of their subject or the retired thing is a name no other subject shares (a URL, a path, a
 digit); "from Redis to RabbitMQ" about the broker leaves "sessions are cached in Redis" alone.
+A setting given a new value in the same place (`fly secrets set HOST=b -a app-prod` after `HOST=a -a
+app-prod`; not `.env.prod` after `.env.staging`) updates the old one, and so does a role handed to
+another person ("the Stripe owner is now Ana Lima") the fact naming the former one about the same thing.
 A subject moved to a new value ("We renamed the default branch to `trunk`") updates the fact that names
 every word of that subject with a value the move no longer states ("The default branch is `main`"). The old memory stays as history; when it said more
 than the new fact, it is kept with the new value in place (``Decision.rewrite``).
@@ -597,6 +600,72 @@ def _retires(new_text: str, old_text: str) -> str | None:
     return None
 
 
+#: a setting given its value inside a sentence or a command: `PHX_HOST=app.example.com`, `retries=3`
+#: (read from the start of its token: from inside a long token it was tried again at every character).
+_ASSIGNMENT = re.compile(r"(?<![\w.=-])([A-Za-z_][\w.-]*)=([^\s`,;)\]]+)")
+
+
+def _assignments(text: str) -> dict[str, str]:
+    return {key.lower(): value.rstrip(".").lower() for key, value in _ASSIGNMENT.findall(text)}
+
+
+def _specific_tokens(text: str) -> set[str]:
+    """The tokens of a fact that name one thing (a path, a flag's value, an app): with a digit or
+    punctuation inside, assignments left out."""
+    assigned = {part for pair in _assignments(text).items() for part in pair}
+    return {
+        t
+        for t in _value_tokens(text)
+        if t not in assigned and len(t) > 2 and any(ch.isdigit() or ch in "._/@-" for ch in t.strip("-"))
+    }
+
+
+def _reassigned(new_text: str, old_text: str) -> tuple[str, str, str] | None:
+    """(setting, old value, new value) when both facts set the same setting to different values and
+    everything specific the old fact names besides (the app, the file, the environment) the new one
+    names too: `fly secrets set HOST=a -a app-prod` -> `… HOST=b -a app-prod`. Another file or
+    environment (`.env.staging` against `.env.prod`) is another setting."""
+    new_set, old_set = _assignments(new_text), _assignments(old_text)
+    for key, old_value in old_set.items():
+        new_value = new_set.get(key)
+        if new_value is None or new_value == old_value or new_value in old_text.lower():
+            continue
+        if _specific_tokens(old_text) <= _specific_tokens(new_text):
+            return key, old_value, new_value
+    return None
+
+
+#: a person's name: two or more capitalised words ("Dana Whitfield").
+_PERSON = re.compile(r"\b[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+\b")
+#: who owns, maintains or answers for a thing.
+_ROLE = re.compile(
+    r"\b(?:own(?:s|ed|er|ers|ership)?|maintain(?:s|ed|er|ers)?|lead|approver|contact|on-?call)\b",
+    re.IGNORECASE,
+)
+#: a role that now falls to a named person: "the owner is now Ana Lima", "it's Ana Lima in ops now".
+#: (each alternative opens on a fixed word: one opening on the name was tried again from every word
+#: of a long run of capitalised words)
+_ROLE_NOW = re.compile(
+    r"\b(?:is|are)\s+now\s+(?:owned\s+by\s+|maintained\s+by\s+|with\s+)?[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+\b|"
+    r"\bit's\s+[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+\b[^.;]{0,40}?\bnow\b"
+)
+
+
+def _handed_over(new_text: str, old_text: str) -> str | None:
+    """The person a role passed from: the new fact gives a role to a named person "now", the old one
+    gives the same role, about a thing both name, to a person the new fact does not name."""
+    if not (_ROLE_NOW.search(new_text) and _ROLE.search(old_text)):
+        return None
+    people = set(_PERSON.findall(new_text))
+    shared = {w for w in tokens(new_text) if _is_anchor(w)} & {w for w in tokens(old_text) if _is_anchor(w)}
+    shared -= {w.lower() for person in people for w in person.split()}
+    subject = {w for w in shared if not _ROLE.fullmatch(w)}
+    if len(subject) < 2 and not any(_specific(w) or w.title() in new_text for w in subject):
+        return None  # "the search service" and "the billing service" share only a common noun
+    former = [p for p in _PERSON.findall(old_text) if p not in people and p.split()[0] != old_text.split()[0]]
+    return former[-1] if former else None
+
+
 _RANK: dict[Action, int] = {"unchanged": 0, "conflict": 1, "update": 2, "add": 3}
 
 
@@ -621,6 +690,12 @@ def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str
         new_core == old_core or _jaccard(new_core, old_core) >= NEAR_DUPLICATE_OVERLAP
     ):
         return "conflict", f"negates {neighbour.id}; both kept for a person to settle"
+    reassigned = _reassigned(fact, neighbour.content)
+    if reassigned:
+        return "update", f"{reassigned[0]}: {reassigned[1]!r} -> {reassigned[2]!r} in {neighbour.id}"
+    former = _handed_over(fact, neighbour.content)
+    if former:
+        return "update", f"the role passes from {former!r} in {neighbour.id}"
     new_kv, old_kv = _key_value(fact), _key_value(neighbour.content)
     if new_kv and old_kv and new_kv[0] == old_kv[0] and new_kv[1] != old_kv[1]:
         return "update", f"{new_kv[0]}: {old_kv[1]!r} -> {new_kv[1]!r}"
