@@ -321,19 +321,39 @@ _CHANGE_MADE = re.compile(
 )
 
 
+#: words of an aside beside a question: why the user asks ("reviewing a PR and want to be sure").
+ASIDE_MAX_WORDS = 10
+#: the team named in a question or an aside makes it about the project ("what version are we on",
+#: "we deploy on Fridays").
+_WE = re.compile(r"\b(?:we|we're|we've|us|the team)\b", re.IGNORECASE)
+
+
+def _is_aside(sentence: str) -> bool:
+    """A short sentence beside a question that says why it is asked, nothing about the project: no
+    durable signal, no request, not the team as its subject."""
+    return (
+        len(sentence.split()) <= ASIDE_MAX_WORDS
+        and _signals(sentence)[0] == 0
+        and not _REQUEST.match(sentence)
+        and not _WE.search(sentence)
+    )
+
+
 def _answers_from_general_knowledge(user: str, reply: str) -> bool:
     """A question about the world ("What's the difference between X and Y?") answered without a word
-    about this repository: the question names no file and says nothing of "our"/"my"/"this repo",
-    and the reply reports no action ("I …"), names no path and says nothing of "our"/"your repo"."""
+    about this repository: the question names no file and says nothing of "our"/"my"/"this repo"
+    nor of "we" (an aside beside it may say why it is asked), and the reply reports no action ("I …"), names no
+    path and says nothing of "our"/"your repo"."""
     question = " ".join(_prose_units(user)).strip()
-    asked = [_clean(s) for s in _sentences(question)]
-    if not asked or not all(s.endswith("?") or _GENERAL_QUESTION.match(s) for s in asked if s):
+    said = [s for s in (_clean(s) for s in _sentences(question)) if s]
+    asked = [s for s in said if s.endswith("?") or _GENERAL_QUESTION.match(s)]
+    if not asked or not all(_is_aside(s) for s in said if s not in asked):
         return False  # a statement or a task beside the question makes it about the project
     if _REQUEST.match(question) and not _ASKING_REQUEST.match(question):
         return False  # "Can you add X?" is a task; "Can you explain X?" asks
     asked_words = _KIND_OF_FILE.sub(" ", question.replace("`", " "))  # "a Dockerfile" is any Dockerfile
-    if _OWN_WORDS.search(asked_words) or _PATH_TOKEN.search(asked_words):
-        return False
+    if _OWN_WORDS.search(asked_words) or _WE.search(asked_words) or _PATH_TOKEN.search(asked_words):
+        return False  # "what version are we on" asks about the project
     marked = _EXAMPLE.sub(" ", " ".join(_prose_units(reply)))
     prose = marked.replace("`", " ")
     return not (
