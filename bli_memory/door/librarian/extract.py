@@ -323,9 +323,13 @@ _CHANGE_MADE = re.compile(
 
 #: words of an aside beside a question: why the user asks ("reviewing a PR and want to be sure").
 ASIDE_MAX_WORDS = 10
-#: the team named in a question or an aside makes it about the project ("what version are we on",
-#: "we deploy on Fridays").
+#: the team as the subject of an aside makes it a statement about the project ("we deploy on Fridays").
 _WE = re.compile(r"\b(?:we|we're|we've|us|the team)\b", re.IGNORECASE)
+#: a question about how the team stands ("what version are we on", "do we pin it"), not for advice
+#: ("should we use X or Y?" is answered from general knowledge).
+_ASKS_OUR_STATE = re.compile(
+    r"\b(?:are|were|do|did|have|has)\s+we\b|\bwe(?:'re|\s+are)\s+(?:on|using|running)\b", re.IGNORECASE
+)
 
 
 def _is_aside(sentence: str) -> bool:
@@ -342,7 +346,7 @@ def _is_aside(sentence: str) -> bool:
 def _answers_from_general_knowledge(user: str, reply: str) -> bool:
     """A question about the world ("What's the difference between X and Y?") answered without a word
     about this repository: the question names no file and says nothing of "our"/"my"/"this repo"
-    nor of "we" (an aside beside it may say why it is asked), and the reply reports no action ("I …"), names no
+    nor of how "we" stand (an aside beside it may say why it is asked), and the reply reports no action ("I …"), names no
     path and says nothing of "our"/"your repo"."""
     question = " ".join(_prose_units(user)).strip()
     said = [s for s in (_clean(s) for s in _sentences(question)) if s]
@@ -352,7 +356,11 @@ def _answers_from_general_knowledge(user: str, reply: str) -> bool:
     if _REQUEST.match(question) and not _ASKING_REQUEST.match(question):
         return False  # "Can you add X?" is a task; "Can you explain X?" asks
     asked_words = _KIND_OF_FILE.sub(" ", question.replace("`", " "))  # "a Dockerfile" is any Dockerfile
-    if _OWN_WORDS.search(asked_words) or _WE.search(asked_words) or _PATH_TOKEN.search(asked_words):
+    if (
+        _OWN_WORDS.search(asked_words)
+        or _ASKS_OUR_STATE.search(asked_words)
+        or _PATH_TOKEN.search(asked_words)
+    ):
         return False  # "what version are we on" asks about the project
     marked = _EXAMPLE.sub(" ", " ".join(_prose_units(reply)))
     prose = marked.replace("`", " ")
