@@ -221,3 +221,29 @@ def test_a_role_handed_to_another_person_supersedes_the_fact_naming_the_former_o
 ) -> None:
     decision = decide(fact, [Neighbour("old", old, 0.6)])
     assert decision.action == action, decision.reason
+
+
+# --- a subject said to hold another value now ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fact", "old", "action"),
+    [
+        ("The broker is now RabbitMQ.", BROKER, "update"),
+        ("Celery's broker is now RabbitMQ at `amqp://mq:5672`.", BROKER, "update"),
+        # a numbered name of the same subject: the new one replaces it
+        (
+            "The staging host is now `db-3.internal`.",
+            "The staging host is `db-2.internal`, reachable over the VPN.",
+            "update",
+        ),
+        # another subject with a numbered name of the same kind is a sibling, not the old value
+        ("The production host is now `db-3.internal`.", "The staging host is `db-2.internal`.", "add"),
+        ("The broker is now RabbitMQ.", "Sessions are cached in Redis.", "add"),
+    ],
+)
+def test_a_subject_said_to_hold_another_value_now_supersedes_the_old_value(
+    fact: str, old: str, action: str
+) -> None:
+    decision = decide(fact, [Neighbour("old", old, 0.6)])
+    assert decision.action == action, decision.reason

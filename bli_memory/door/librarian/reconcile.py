@@ -18,7 +18,8 @@ digit); "from Redis to RabbitMQ" about the broker leaves "sessions are cached in
 A setting given a new value in the same place (`fly secrets set HOST=b -a app-prod` after `HOST=a -a
 app-prod`; not `.env.prod` after `.env.staging`) updates the old one, and so does a role handed to
 another person ("the Stripe owner is now Ana Lima") the fact naming the former one about the same thing.
-A subject moved to a new value ("We renamed the default branch to `trunk`") updates the fact that names
+A subject moved to a new value ("We renamed the default branch to `trunk`", "the broker is now
+RabbitMQ") updates the fact that names
 every word of that subject with a value the move no longer states ("The default branch is `main`"). The old memory stays as history; when it said more
 than the new fact, it is kept with the new value in place (``Decision.rewrite``).
 """
@@ -276,6 +277,14 @@ def _values(text: str) -> list[tuple[str, str, frozenset[str]]]:
     return out
 
 
+def _subject_named(old_text: str, value: str, new_text: str) -> bool:
+    """Whether the new fact names every word the old one says before `value` (its subject): "the
+    staging host is `db-2`" -> "the staging host is now `db-3`", not "the production host …"."""
+    before = tokens(old_text.lower().split(value, 1)[0])
+    subject = {w for w in before if len(w) >= SUBJECT_WORD_MIN_CHARS and w not in _SUBJECT_FILLER}
+    return bool(subject) and subject <= set(tokens(new_text))
+
+
 def _new_value_for(old_text: str, new_text: str, corrects: bool) -> tuple[str, str] | None:
     """(old value, new value) when the new fact gives the same subject another value.
 
@@ -296,10 +305,15 @@ def _new_value_for(old_text: str, new_text: str, corrects: bool) -> tuple[str, s
     old_values = _values(old_text)
     new_shapes = {shape for value, shape, _anchors in new_values if shape.startswith("id:")}
     if any(
-        shape in new_shapes and value not in present and not _VERSIONED.search(value)
+        shape in new_shapes
+        and value not in present
+        and not _VERSIONED.search(value)
+        and not (corrects and _subject_named(old_text, value, new_text))
         for value, shape, _anchors in old_values
     ):
-        return None  # "service-1" and "service-2": a numbered sibling, so another subject altogether
+        # "service-1" and "service-2": a numbered sibling, unless the fact says the same subject holds
+        # another one now ("the staging host is now `db-3`" after "the staging host is `db-2`")
+        return None
     # the words right before both values meet first ("JDK 17" -> "JDK 21", not "Gradle 7.6" -> "21");
     # a correction's looser rule (any word of the old value's context) only when none does
     for loose in (False, True) if corrects else (False,):
@@ -363,6 +377,13 @@ _MOVE = re.compile(
     r")\s+to\s+(?P<value>`[^`]+`|[^\s,;]+)",
     re.IGNORECASE,
 )
+#: "The broker is now RabbitMQ", "Celery's broker is now `amqp://mq:5672`": a subject and the value it
+#: holds now, which a fact stating another value for every word of that subject has lost.
+_NOW_IS = re.compile(
+    r"^(?:\W*correction:\s*)?(?P<mover>[^,;:\s][^,;:]{1,78}?[^,;:\s])\s+(?:is|are)\s+now\s+"
+    r"(?:at\s+|on\s+|in\s+)?(?P<value>`[^`]+`|[^\s,;]+)",
+    re.IGNORECASE,
+)
 #: words of a subject too common to name it.
 _SUBJECT_FILLER = _WEAK_CONTEXT | frozenset("our its their all every each now".split())
 #: letters a word of the subject needs to count.
@@ -379,10 +400,10 @@ def _moved(new_text: str, old_text: str) -> tuple[str, str] | None:
     """(subject, new value) when the new fact moves a subject to a new value ("renamed the default
     branch to `trunk`") and the old fact names every word of that subject with another value
     ("The default branch is `main`."): the old value is gone from the new fact, the new one from the old."""
-    match = _MOVE.match(new_text.strip())
+    match = _MOVE.match(new_text.strip()) or _NOW_IS.match(new_text.strip())
     if match is None:
         return None
-    subject = match.group("subject") or match.group("mover") or ""
+    subject = match.groupdict().get("subject") or match.group("mover") or ""
     words = [w for w in tokens(subject) if len(w) >= SUBJECT_WORD_MIN_CHARS and w not in _SUBJECT_FILLER]
     value = match.group("value").strip("`.,;").lower()
     old_words = set(tokens(old_text))
