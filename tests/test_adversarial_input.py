@@ -55,6 +55,9 @@ PACKAGE = REPO / "bli_memory"
 #: the modules whose patterns read untrusted text: what they read.
 DRIVEN_MODULES = {
     "bli_memory.door.librarian.extract": "a saved exchange (a transcript's turns, a tool's output)",
+    "bli_memory.door.librarian.prose": "a saved exchange's turns, cut into lines and sentences",
+    "bli_memory.door.librarian.signals": "each sentence of a saved exchange",
+    "bli_memory.door.librarian.voice": "each sentence of a saved exchange's turns",
     "bli_memory.door.librarian.lasting": "the facts extraction or a model proposes",
     "bli_memory.door.librarian.reconcile": "a new fact and the memories close to it",
     "bli_memory.door.librarian.words": "every fact's words",
@@ -84,12 +87,13 @@ DYNAMIC_PATTERNS = {
         "cut_fact",
     ): "the fact's words, escaped, joined by \\s+: literals between runs of space",
     ("bli_memory.door.librarian.reconcile", "_rewrite"): "one escaped literal between look-arounds",
+    ("bli_memory.door.librarian.reconcile", "_mentions"): "one escaped literal between look-arounds",
     (
-        "bli_memory.door.librarian.extract",
+        "bli_memory.door.librarian.prose",
         "_sentences",
     ): "a constant: \\x00 digits \\x00 (the splitter's own marks)",
     (
-        "bli_memory.door.librarian.extract",
+        "bli_memory.door.librarian.voice",
         "_actions",
     ): "a constant: \\x00 digits \\x00 (the splitter's own marks)",
     (
@@ -241,8 +245,8 @@ def test_every_pattern_built_at_run_time_is_listed_with_a_reason() -> None:
 def test_the_inventory_reaches_the_patterns_inside_tables_and_closures() -> None:
     names = {driven.name for driven in inventory()}
     assert {
-        "extract._TAG_OPEN",
-        "extract._TAG_CLOSE",
+        "prose._TAG_OPEN",
+        "prose._TAG_CLOSE",
         "instructions._HEADING",
         "words._CONTRACTIONS[0][0]",
     } <= names

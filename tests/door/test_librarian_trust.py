@@ -157,6 +157,38 @@ def test_general_knowledge_with_a_kind_of_file_an_example_or_my_experience_leave
     assert extract_facts(text) == []
 
 
+@pytest.mark.parametrize(
+    "aside",
+    ["reviewing a PR and want to be sure", "asking for a friend", "it came up in code review"],
+)
+def test_an_aside_saying_why_the_question_is_asked_leaves_it_general_knowledge(aside: str) -> None:
+    text = (
+        f"User: useEffect vs useLayoutEffect, when does each one run? {aside}\n\nAssistant: `useEffect` runs "
+        "after the browser paints; `useLayoutEffect` runs synchronously after the DOM is mutated, before "
+        "paint. Reach for the layout one only when you must measure the layout before the user sees it."
+    )
+    assert extract_facts(text) == []
+
+
+@pytest.mark.parametrize(
+    ("question", "answer"),
+    [
+        # the team in the question: it asks about the project
+        (
+            "what Postgres version are we on? the new hire asked",
+            "`postgres:16.2` is the image in the compose file.",
+        ),
+        # an aside that says how the team works is a statement about the project
+        (
+            "what's the difference between rebase and merge? we squash everything",
+            "`git rebase` replays commits on a new base; a merge records both parents.",
+        ),
+    ],
+)
+def test_a_question_or_an_aside_about_the_team_keeps_the_answer(question: str, answer: str) -> None:
+    assert extract_facts(f"User: {question}\n\nAssistant: {answer}"), question
+
+
 def test_a_wh_question_with_instead_is_a_question_not_a_choice() -> None:
     facts = extract_facts(
         "User: when would I use a materialized view instead of a regular view in Postgres?\n\n"

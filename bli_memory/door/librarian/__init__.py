@@ -1,6 +1,7 @@
 """The librarian: distil durable facts from a saved exchange and reconcile each against the space.
 
-The door's job worker calls it; it holds no store. `extract` (deterministic extraction), `lasting`
+The door's job worker calls it; it holds no store. `extract` (deterministic extraction, with its
+rules in `prose`, `signals` and `voice`), `lasting`
 (what lasts: the profile's ranking and the extraction contract's post-filter) and
 `reconcile` (the verdict on one fact) are pure; `llm` is the one part that does I/O, an HTTP client
 for an OpenAI-compatible chat endpoint that falls back to `extract`. `words` is their shared tokenizer.

@@ -10,7 +10,16 @@ correction when it says so at its start ("actually …", "correction: …"), say
 X now", "is now X") or names the value it retires ("not X", "from X", "instead of X"); "instead of" or
 "no longer" about anything else only describes. For a correction, a URL's host names its service: a
 new address on the same site supersedes one whose host holds a word the new fact names.
-A subject moved to a new value ("We renamed the default branch to `trunk`") updates the fact that names
+A fact that names what it retires, in one of :data:`RETIRING_SHAPES` ("moved the broker from Redis to
+RabbitMQ", "amqp://… now, not redis://…", "switched yarn for pnpm", "Jenkins is gone, use …", "no
+longer use Memcached"), updates the fact that still states the retired thing, when the two share a
+word of their subject or the retired thing is a name no other subject shares (a URL, a path, a
+digit); "from Redis to RabbitMQ" about the broker leaves "sessions are cached in Redis" alone.
+A setting given a new value in the same place (`fly secrets set HOST=b -a app-prod` after `HOST=a -a
+app-prod`; not `.env.prod` after `.env.staging`) updates the old one, and so does a role handed to
+another person ("the Stripe owner is now Ana Lima") the fact naming the former one about the same thing.
+A subject moved to a new value ("We renamed the default branch to `trunk`", "the broker is now
+RabbitMQ") updates the fact that names
 every word of that subject with a value the move no longer states ("The default branch is `main`"). The old memory stays as history; when it said more
 than the new fact, it is kept with the new value in place (``Decision.rewrite``).
 """
@@ -268,6 +277,14 @@ def _values(text: str) -> list[tuple[str, str, frozenset[str]]]:
     return out
 
 
+def _subject_named(old_text: str, value: str, new_text: str) -> bool:
+    """Whether the new fact names every word the old one says before `value` (its subject): "the
+    staging host is `db-2`" -> "the staging host is now `db-3`", not "the production host …"."""
+    before = tokens(old_text.lower().split(value, 1)[0])
+    subject = {w for w in before if len(w) >= SUBJECT_WORD_MIN_CHARS and w not in _SUBJECT_FILLER}
+    return bool(subject) and subject <= set(tokens(new_text))
+
+
 def _new_value_for(old_text: str, new_text: str, corrects: bool) -> tuple[str, str] | None:
     """(old value, new value) when the new fact gives the same subject another value.
 
@@ -288,10 +305,15 @@ def _new_value_for(old_text: str, new_text: str, corrects: bool) -> tuple[str, s
     old_values = _values(old_text)
     new_shapes = {shape for value, shape, _anchors in new_values if shape.startswith("id:")}
     if any(
-        shape in new_shapes and value not in present and not _VERSIONED.search(value)
+        shape in new_shapes
+        and value not in present
+        and not _VERSIONED.search(value)
+        and not (corrects and _subject_named(old_text, value, new_text))
         for value, shape, _anchors in old_values
     ):
-        return None  # "service-1" and "service-2": a numbered sibling, so another subject altogether
+        # "service-1" and "service-2": a numbered sibling, unless the fact says the same subject holds
+        # another one now ("the staging host is now `db-3`" after "the staging host is `db-2`")
+        return None
     # the words right before both values meet first ("JDK 17" -> "JDK 21", not "Gradle 7.6" -> "21");
     # a correction's looser rule (any word of the old value's context) only when none does
     for loose in (False, True) if corrects else (False,):
@@ -355,6 +377,13 @@ _MOVE = re.compile(
     r")\s+to\s+(?P<value>`[^`]+`|[^\s,;]+)",
     re.IGNORECASE,
 )
+#: "The broker is now RabbitMQ", "Celery's broker is now `amqp://mq:5672`": a subject and the value it
+#: holds now, which a fact stating another value for every word of that subject has lost.
+_NOW_IS = re.compile(
+    r"^(?:\W*correction:\s*)?(?P<mover>[^,;:\s][^,;:]{1,78}?[^,;:\s])\s+(?:is|are)\s+now\s+"
+    r"(?:at\s+|on\s+|in\s+)?(?P<value>`[^`]+`|[^\s,;]+)",
+    re.IGNORECASE,
+)
 #: words of a subject too common to name it.
 _SUBJECT_FILLER = _WEAK_CONTEXT | frozenset("our its their all every each now".split())
 #: letters a word of the subject needs to count.
@@ -371,10 +400,10 @@ def _moved(new_text: str, old_text: str) -> tuple[str, str] | None:
     """(subject, new value) when the new fact moves a subject to a new value ("renamed the default
     branch to `trunk`") and the old fact names every word of that subject with another value
     ("The default branch is `main`."): the old value is gone from the new fact, the new one from the old."""
-    match = _MOVE.match(new_text.strip())
+    match = _MOVE.match(new_text.strip()) or _NOW_IS.match(new_text.strip())
     if match is None:
         return None
-    subject = match.group("subject") or match.group("mover") or ""
+    subject = match.groupdict().get("subject") or match.group("mover") or ""
     words = [w for w in tokens(subject) if len(w) >= SUBJECT_WORD_MIN_CHARS and w not in _SUBJECT_FILLER]
     value = match.group("value").strip("`.,;").lower()
     old_words = set(tokens(old_text))
@@ -407,6 +436,257 @@ def _setting_value(rest: str) -> str | None:
     return value if value and "\n" not in value else None
 
 
+#: one named thing a correction can retire or bring: a code span, or one token (a URL, a name).
+_TERM = r"(?:`[^`\n]+`|[^\s,;`()]+)"
+#: a term that opens a shape starts at a word's start: from inside a long token the pattern was
+#: tried again at every character.
+_TERM_START = r"(?<![^\s(\"'])"
+#: words that never name a retired thing ("from the", "not a").
+_NOT_TERMS = _WEAK_CONTEXT | _NOT_ANCHORS | frozenset("here there yet".split())
+
+
+@dataclass(frozen=True, slots=True)
+class RetiringShape:
+    """A sentence shape in which a fact names a thing it retires (`old`) and, mostly, what replaces
+    it (`new`). `needs` says what the old thing must look like, because some shapes also contrast
+    without retiring: "word" (any word: the verb says it changed), "named" (a code span, a digit, a
+    capital or punctuation inside: "tests run in CI, not locally" retires nothing) or "specific" (a
+    URL, a path, a digit: "uploads go through S3 instead of the API" leaves the API in place), eased
+    to "named" when the fact also says it is a correction ("now", "actually"). `example` is a fact of
+    that shape, and `retires` what it retires."""
+
+    name: str
+    pattern: re.Pattern[str]
+    needs: Literal["word", "named", "specific"]
+    example: str
+    retires: str
+
+
+#: the shapes of a correction that names what it replaces, however the correction is worded; the
+#: tests iterate the examples.
+RETIRING_SHAPES: tuple[RetiringShape, ...] = (
+    RetiringShape(
+        "moved from old to new",
+        re.compile(
+            r"\b(?:moved|moving|switched|switching|migrated|migrating|changed|changing|went|cut over|ported|"
+            r"upgraded|downgraded|bumped|raised|lowered|increased|reduced|dropped)\b[^.;]{0,60}?"
+            rf"\bfrom\s+(?:the\s+|our\s+)?(?P<old>{_TERM})\s+(?:over\s+)?(?:to|onto|into)\s+(?P<new>{_TERM})",
+            re.IGNORECASE,
+        ),
+        "word",
+        "We moved the message broker from Redis to RabbitMQ last week.",
+        "redis",
+    ),
+    RetiringShape(
+        "renamed old to new",
+        re.compile(
+            rf"\b(?:renamed|replaced|swapped|switched|traded|exchanged)\s+(?:the\s+|our\s+)?(?P<old>{_TERM})\s+"
+            rf"(?:to|with|for|by)\s+(?P<new>{_TERM})",
+            re.IGNORECASE,
+        ),
+        "word",
+        "We switched yarn for pnpm in every package.",
+        "yarn",
+    ),
+    RetiringShape(
+        "new, not old",
+        re.compile(
+            rf"{_TERM_START}(?P<new>{_TERM}),?\s+(?:now,?\s+)?not\s+(?:the\s+)?(?P<old>{_TERM})",
+            re.IGNORECASE,
+        ),
+        "specific",
+        "The broker URL is amqp://mq.internal:5672 now, not redis://cache:6379/0.",
+        "redis://cache:6379/0",
+    ),
+    RetiringShape(
+        "not old but new",
+        re.compile(
+            rf"\bnot\s+(?:the\s+)?(?P<old>{_TERM}),?\s+but\s+(?:the\s+)?(?P<new>{_TERM})", re.IGNORECASE
+        ),
+        "named",
+        "The default branch is not `master` but `main`.",
+        "master",
+    ),
+    RetiringShape(
+        "new instead of old",
+        re.compile(
+            rf"{_TERM_START}(?P<new>{_TERM})\s+(?:instead of|rather than|in place of|replacing)\s+(?:the\s+)?(?P<old>{_TERM})",
+            re.IGNORECASE,
+        ),
+        "specific",
+        "Deploys now go through ArgoCD instead of Jenkins.",
+        "jenkins",
+    ),
+    RetiringShape(
+        "old is gone",
+        re.compile(
+            rf"{_TERM_START}(?P<old>{_TERM})\s+(?:is|are|was|were|has been|have been)\s+(?:now\s+)?(?:gone|retired|deprecated|"
+            r"removed|dead|decommissioned|dropped|shut down|turned off|no longer (?:used|needed|in use))\b",
+            re.IGNORECASE,
+        ),
+        "named",
+        "Jenkins is gone, use the GitHub Actions workflow.",
+        "jenkins",
+    ),
+    RetiringShape(
+        "no longer uses old",
+        re.compile(
+            r"\b(?:no longer (?:use|uses|using|run|runs|need|needs)|stopped using|got rid of)\s+"
+            rf"(?:the\s+|our\s+)?(?P<old>{_TERM})",
+            re.IGNORECASE,
+        ),
+        "named",
+        "We no longer use Memcached; sessions live in Postgres.",
+        "memcached",
+    ),
+)
+
+
+def _term(raw: str) -> str:
+    """A term as compared: lower case, without its backticks and the punctuation that closed the
+    sentence around it."""
+    return raw.strip("`").rstrip(".,;:!?)'\"").lower()
+
+
+#: a fact that says it states how things are now: "… is X now", "now uses X", "actually".
+_SAYS_NOW = re.compile(r"\bnow\b|^\W*actually\b", re.IGNORECASE)
+
+
+def _specific(term: str) -> bool:
+    """A URL, a path, an identifier with a digit or a dot: a name no other subject shares."""
+    return "://" in term or any(ch.isdigit() or ch in "._/@" for ch in term)
+
+
+def _looks(raw: str, needs: str) -> bool:
+    """Whether a retired thing looks as its shape needs: any word; a name (a code span, or a token
+    with a digit, a capital or punctuation inside); or a specific name (:func:`_specific`)."""
+    bare = raw.rstrip(".,;:!?)'\"")
+    if needs == "word":
+        return True
+    if needs == "specific":
+        return _specific(_term(raw))
+    return (
+        bare.startswith("`")
+        or any(ch.isdigit() or ch.isupper() for ch in bare)
+        or any(ch in "._-/:@#" for ch in bare.strip("`")[1:-1])
+    )
+
+
+def retired_terms(text: str) -> list[tuple[str, str]]:
+    """(retired term, new term or "") for each thing the fact names as replaced, in any of
+    :data:`RETIRING_SHAPES`."""
+    out: list[tuple[str, str]] = []
+    declared = bool(_SAYS_NOW.search(text) or _DECLARED_CORRECTION.match(text))
+    for shape in RETIRING_SHAPES:
+        needs = "named" if declared and shape.needs == "specific" else shape.needs
+        for match in shape.pattern.finditer(text):
+            raw_old = match.group("old")
+            old = _term(raw_old)
+            if len(old) < 2 or old in _NOT_TERMS or not _looks(raw_old, needs):
+                continue
+            new = _term(match.groupdict().get("new") or "")
+            if old != new and (old, new) not in out:
+                out.append((old, new if new not in _NOT_TERMS else ""))
+    return out
+
+
+def _mentions(text: str, term: str) -> bool:
+    """Whether a fact names the term as a whole (not inside a longer name), or, for a URL, a URL of
+    the same host."""
+    lowered = text.lower()
+    if re.search(rf"(?<![\w./-]){re.escape(term)}(?![\w/-]|\.\w)", lowered):
+        return True
+    if "://" in term:
+        return any(_host(token) == _host(term) for token in _value_tokens(text) if "://" in token)
+    return False
+
+
+def _retires(new_text: str, old_text: str) -> str | None:
+    """The term the new fact retires that the old fact still states as current: the old fact names
+    it, does not name its replacement, and the two share a word of their subject ("broker") unless
+    the term is a name no other subject shares (a URL, a path, a versioned identifier) or the new
+    fact retires it with nothing in its place ("Jenkins is gone": no fact about it is current).
+    "From Redis to RabbitMQ" about the broker leaves "sessions are cached in Redis" alone."""
+    for old_term, new_term in retired_terms(new_text):
+        if not _mentions(old_text, old_term) or (new_term and _mentions(old_text, new_term)):
+            continue
+        if any(term == old_term for term, _new in retired_terms(old_text)):
+            continue  # the old fact retires it too: history, not the current value
+        terms = {old_term, new_term}
+        shared = {w for w in tokens(new_text) if _is_anchor(w)} & {
+            w for w in tokens(old_text) if _is_anchor(w)
+        }
+        if shared - terms or _specific(old_term) or not new_term:
+            return old_term
+    return None
+
+
+#: a setting given its value inside a sentence or a command: `PHX_HOST=app.example.com`, `retries=3`
+#: (read from the start of its token: from inside a long token it was tried again at every character).
+_ASSIGNMENT = re.compile(r"(?<![\w.=-])([A-Za-z_][\w.-]*)=([^\s`,;)\]]+)")
+
+
+def _assignments(text: str) -> dict[str, str]:
+    return {key.lower(): value.rstrip(".").lower() for key, value in _ASSIGNMENT.findall(text)}
+
+
+def _specific_tokens(text: str) -> set[str]:
+    """The tokens of a fact that name one thing (a path, a flag's value, an app): with a digit or
+    punctuation inside, assignments left out."""
+    assigned = {part for pair in _assignments(text).items() for part in pair}
+    return {
+        t
+        for t in _value_tokens(text)
+        if t not in assigned and len(t) > 2 and any(ch.isdigit() or ch in "._/@-" for ch in t.strip("-"))
+    }
+
+
+def _reassigned(new_text: str, old_text: str) -> tuple[str, str, str] | None:
+    """(setting, old value, new value) when both facts set the same setting to different values and
+    everything specific the old fact names besides (the app, the file, the environment) the new one
+    names too: `fly secrets set HOST=a -a app-prod` -> `… HOST=b -a app-prod`. Another file or
+    environment (`.env.staging` against `.env.prod`) is another setting."""
+    new_set, old_set = _assignments(new_text), _assignments(old_text)
+    for key, old_value in old_set.items():
+        new_value = new_set.get(key)
+        if new_value is None or new_value == old_value or new_value in old_text.lower():
+            continue
+        if _specific_tokens(old_text) <= _specific_tokens(new_text):
+            return key, old_value, new_value
+    return None
+
+
+#: a person's name: two or more capitalised words ("Dana Whitfield").
+_PERSON = re.compile(r"\b[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+\b")
+#: who owns, maintains or answers for a thing.
+_ROLE = re.compile(
+    r"\b(?:own(?:s|ed|er|ers|ership)?|maintain(?:s|ed|er|ers)?|lead|approver|contact|on-?call)\b",
+    re.IGNORECASE,
+)
+#: a role that now falls to a named person: "the owner is now Ana Lima", "it's Ana Lima in ops now".
+#: (each alternative opens on a fixed word: one opening on the name was tried again from every word
+#: of a long run of capitalised words)
+_ROLE_NOW = re.compile(
+    r"\b(?:is|are)\s+now\s+(?:owned\s+by\s+|maintained\s+by\s+|with\s+)?[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+\b|"
+    r"\bit's\s+[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+\b[^.;]{0,40}?\bnow\b"
+)
+
+
+def _handed_over(new_text: str, old_text: str) -> str | None:
+    """The person a role passed from: the new fact gives a role to a named person "now", the old one
+    gives the same role, about a thing both name, to a person the new fact does not name."""
+    if not (_ROLE_NOW.search(new_text) and _ROLE.search(old_text)):
+        return None
+    people = set(_PERSON.findall(new_text))
+    shared = {w for w in tokens(new_text) if _is_anchor(w)} & {w for w in tokens(old_text) if _is_anchor(w)}
+    shared -= {w.lower() for person in people for w in person.split()}
+    subject = {w for w in shared if not _ROLE.fullmatch(w)}
+    if len(subject) < 2 and not any(_specific(w) or w.title() in new_text for w in subject):
+        return None  # "the search service" and "the billing service" share only a common noun
+    former = [p for p in _PERSON.findall(old_text) if p not in people and p.split()[0] != old_text.split()[0]]
+    return former[-1] if former else None
+
+
 _RANK: dict[Action, int] = {"unchanged": 0, "conflict": 1, "update": 2, "add": 3}
 
 
@@ -421,6 +701,9 @@ def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str
     replaced = _new_value_for(neighbour.content, fact, corrects) if corrects else None
     if replaced:  # "8443, not 8080" negates the old value on purpose: a correction, not a conflict
         return "update", f"corrects {replaced[0]!r} to {replaced[1]!r} in {neighbour.id}"
+    retired = _retires(fact, neighbour.content)
+    if retired:  # "from Redis to RabbitMQ", "amqp://… now, not redis://…": the old fact is history
+        return "update", f"retires {retired!r}, which {neighbour.id} states"
     moved = _moved(fact, neighbour.content)
     if moved:
         return "update", f"{moved[0]!r} moved to {moved[1]!r} in {neighbour.id}"
@@ -428,6 +711,12 @@ def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str
         new_core == old_core or _jaccard(new_core, old_core) >= NEAR_DUPLICATE_OVERLAP
     ):
         return "conflict", f"negates {neighbour.id}; both kept for a person to settle"
+    reassigned = _reassigned(fact, neighbour.content)
+    if reassigned:
+        return "update", f"{reassigned[0]}: {reassigned[1]!r} -> {reassigned[2]!r} in {neighbour.id}"
+    former = _handed_over(fact, neighbour.content)
+    if former:
+        return "update", f"the role passes from {former!r} in {neighbour.id}"
     new_kv, old_kv = _key_value(fact), _key_value(neighbour.content)
     if new_kv and old_kv and new_kv[0] == old_kv[0] and new_kv[1] != old_kv[1]:
         return "update", f"{new_kv[0]}: {old_kv[1]!r} -> {new_kv[1]!r}"

@@ -1,0 +1,149 @@
+"""Extraction's signals: what makes a sentence of a reply worth keeping. Pure.
+
+A command, a path, a version, an identifier, a decision, a fix, an owner. Each signal is a rule as
+data: its name, its pattern, whether it is strong enough to let a short sentence through, and
+examples the tests iterate.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# =====================================================================================================
+# signals
+# =====================================================================================================
+
+_COMMANDS = (
+    "npm|pnpm|yarn|npx|bun|bunx|uv|uvx|pip|pip3|pipx|poetry|pytest|make|git|docker|docker-compose|"
+    "podman|kubectl|helm|cargo|go|rustc|python|python3|node|deno|ruff|mypy|black|tsc|eslint|prettier|"
+    "terraform|ansible|brew|apt|apt-get|systemctl|journalctl|curl|wget|just|nox|tox|gradle|gradlew|mvn|"
+    "dotnet|psql|sqlite3|alembic|rails|bundle|rake|composer|php|java|ssh|scp|rsync|tar|gh|aws|gcloud|az|"
+    "bli-memory-mcp|bli-memory-door|claude|codex|vite|next|jest|vitest|playwright|cmake|ninja|bazel"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Signal:
+    """One kind of durable signal: a strong one lets a short sentence through; `examples` are
+    sentences that carry it (the tests iterate them)."""
+
+    name: str
+    pattern: re.Pattern[str]
+    strong: bool
+    examples: tuple[str, ...]
+
+
+SIGNALS: tuple[Signal, ...] = (
+    Signal("code", re.compile(r"`[^`\n]+`"), True, ("The pool size lives in `config/db.toml`.",)),
+    Signal(
+        "command",
+        re.compile(rf"(?:^|\s)(?:{_COMMANDS})\s+(?:-{{1,2}}\w|run\b|install\b|add\b|test\b)"),
+        True,
+        ("Run pytest -q before pushing.", "Check the crate with cargo test before tagging."),
+    ),
+    Signal(
+        "path",
+        re.compile(
+            r"(?:^|[\s(\"'])(?:~|\.{1,2})?/?(?:[\w.@-]+/)+[\w.@-]+|"
+            r"\b[\w-]+\.(?:py|pyi|ts|tsx|js|jsx|mjs|cjs|json|jsonl|toml|yaml|yml|md|rs|go|java|kt|rb|sh|"
+            r"sql|cfg|ini|env|lock|txt|html|css|scss|vue|svelte|c|h|cpp|hpp|cs|swift|php|proto|tf|db|sqlite)\b|"
+            r"(?:^|\s)(?:Dockerfile|Makefile|Justfile|Procfile|\.env|\.gitignore|\.github)\b"
+        ),
+        True,
+        ("The fixtures live in tests/fixtures/payments.", "Settings are read from settings.yaml at boot."),
+    ),
+    Signal(
+        "version",
+        re.compile(
+            r"\bv?\d+\.\d+(?:\.\d+)*\b|\b(?:version|v)\s?\d+\b|[<>=~^]=?\s?\d|"
+            r"\b(?:Postgres|PostgreSQL|MySQL|Python|Node|Node\.js|Java|Go|Rust|Ruby|PHP|Django|Rails|React|"
+            r"Vue|Angular|Next\.js|Ubuntu|Debian|Alpine|Redis|Kubernetes|Terraform|TypeScript|Swift|Kotlin|"
+            r"Elixir|Erlang|Scala|\.NET|Spring|Laravel|Bun|Deno|Gradle|Java|JDK|JRE)\s\d+\b",
+            re.IGNORECASE,
+        ),
+        True,
+        ("The service needs Python 3.12.", "We run Postgres 16 in production."),
+    ),
+    Signal(
+        "identifier",
+        # (a `key=value` is read from the start of its token: from each `\b` of `v1.v1.…` it ran to the end)
+        re.compile(
+            r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|\b[a-z]+[A-Z]\w*\b|\b\w+_\w+\b|\b\w+\(\)|(?<![\w.-])[\w.-]+=\S+"
+        ),
+        True,
+        ("Raise MAX_POOL_SIZE when the workers grow.", "Call retryPolicy from the client."),
+    ),
+    Signal("url", re.compile(r"https?://\S+"), True, ("The staging API is https://api.stg.example.dev.",)),
+    Signal(
+        "handle",
+        re.compile(r"(?:^|\s)[#@][A-Za-z][\w-]+"),
+        True,
+        ("Reviews go to @platform-team.", "Questions go in #infra-help."),
+    ),
+    Signal(
+        "ownership",
+        re.compile(
+            r"\b(?:owns?|owners?|ownership|maintain(?:s|ed|er|ers)|handled by|responsible|on-?call|channel|"
+            r"lead|reviewers?|sign-?off|approv(?:e|es|al))\b",
+            re.IGNORECASE,
+        ),
+        False,
+        ("Priya owns the billing module.",),
+    ),
+    Signal(
+        "decision",
+        re.compile(
+            r"\b(?:decided|decide|decision|agreed|chose|choose|chosen|going with|go with|settled on|"
+            r"switch(?:ed)? (?:to|from)|migrat(?:e|ed|ing) (?:to|from)|moved? (?:to|from)|replac(?:e|ed|es|ing)|"
+            r"instead of|rather than|adopt(?:ed)?|standardi[sz]ed? on|from now on|going forward|deprecated?)\b",
+            re.IGNORECASE,
+        ),
+        False,
+        ("We decided to keep the monorepo.", "The team switched to trunk-based development."),
+    ),
+    Signal(
+        "convention",
+        re.compile(
+            r"\b(?:always|never|must|mustn't|should|shouldn't|don't|do not|convention|rule|policy|naming|"
+            r"prefix(?:ed)?|suffix(?:ed)?|by default|defaults? to|default|required|requires?|expected to|"
+            r"lives? in|goes in|belongs? in|(?:is|are) (?:stored|kept|located|defined|configured|set) (?:in|at|via|to)|"
+            r"we use|we're using|we are using|uses|we run|runs on|is set to|are set to|port|timeout|limit|"
+            r"needs?|need to)\b",
+            re.IGNORECASE,
+        ),
+        False,
+        ("Feature branches are always rebased, never merged.",),
+    ),
+    Signal(
+        "preference",
+        re.compile(
+            r"\b(?:prefer(?:s|red)?|i like|i'd like|i want|we want|i don't like|i do not like|i hate|"
+            r"rather|favou?r)\b",
+            re.IGNORECASE,
+        ),
+        False,
+        ("I prefer small pull requests.",),
+    ),
+    Signal(
+        "fix",
+        re.compile(
+            r"\b(?:fix(?:ed|es)?|the fix|bug|root cause|caused by|because|was failing|fails|broke|"
+            r"breaks|broken|resolved?|workaround|work around|regression|the (?:issue|problem) was|"
+            r"turned out|crash(?:es|ed)?|leak(?:s|ed)?|race condition|comes from|due to|happens when|hangs?)\b",
+            re.IGNORECASE,
+        ),
+        False,
+        ("The root cause was a stale cache entry.",),
+    ),
+)
+
+
+def _signals(sentence: str) -> tuple[int, bool]:
+    """How many kinds of durable signal the sentence carries, and whether one of them is strong."""
+    count, strong = 0, False
+    for signal in SIGNALS:
+        if signal.pattern.search(sentence):
+            count += 1
+            strong = strong or signal.strong
+    return count, strong

@@ -1,0 +1,289 @@
+"""Extraction's two voices: the assistant's reply and the user's turn. Pure.
+
+The reply is written impersonally, one fact per reported action, test runs left out; of the user's
+turn only what the user decides or states is kept.
+"""
+
+from __future__ import annotations
+
+import re
+
+from bli_memory.door.librarian.prose import (
+    _CONTEXT_DEPENDENT,
+    _FUNCTION_WORDS,
+    _GREETING_OR_FILLER,
+    _IMPERATIVES,
+    _INLINE_CODE_SPAN,
+    _OUTPUT_LINE,
+    _PROTECT,
+    _REFERRING,
+    _REQUEST,
+    _STANDING_ORDER,
+    _TOKEN,
+    _WH_QUESTION,
+    MAX_FACT_CHARS,
+    MIN_WORDS_STRONG,
+    _bare,
+    _capitalise,
+    _clean,
+    _finish,
+    _is_question,
+    _leans_on_context,
+    _sentences,
+)
+from bli_memory.door.librarian.signals import (
+    _signals,
+)
+from bli_memory.door.librarian.words import tokens
+
+# =====================================================================================================
+# the assistant's voice: first person out, test runs out
+# =====================================================================================================
+
+_FIRST_PERSON_LEAD = re.compile(
+    r"^I(?:'ve| have)?\s+(?:(?:also|then|now|just|already|first|finally|additionally)\s+)*(?=[a-z])"
+)
+_PARTICIPLES = {
+    "set": "set",
+    "made": "made",
+    "wrote": "written",
+    "ran": "run",
+    "put": "put",
+    "kept": "kept",
+    "left": "left",
+    "cut": "cut",
+    "built": "built",
+    "rebuilt": "rebuilt",
+    "took": "taken",
+    "gave": "given",
+    "chose": "chosen",
+    "split": "split",
+}
+_ACTION_ON_CODE = re.compile(
+    r"^(?P<verb>[A-Za-z]+)\s+(?P<object>`[^`]+`)(?P<rest>\s+(?:in|to|into|on|at|for|from|with|as|under|"
+    r"via|before|after|across|behind|inside|so|because|which|that|a|an)\b.*|\s*(?:[.,;:(].*)?)$"
+)  # the object ends at its code span: "Updated `x` schedule to …" has a longer object and stays as is
+_ACTION_START = re.compile(r"^(?:[A-Z][a-z]+ed|" + "|".join(w.title() for w in _PARTICIPLES) + r")\s")
+#: where one action of a reported list ends and the next begins ("Set X in A, set Y in B, and bumped C").
+_NEXT_ACTION = re.compile(
+    r"(?:,\s+(?:and\s+)?|;\s+(?:and\s+)?(?:I\s+(?:also\s+)?)?|(?<!\s)\s+and\s+I\s+(?:also\s+)?)"
+    r"(?=(?:[a-z]+ed|" + "|".join(_PARTICIPLES) + r")\s)"
+)
+_ACTION_SPLIT = re.compile(f"({_NEXT_ACTION.pattern})")
+#: a pronoun in an action split off a list leans on an earlier action of the list: the two stay one.
+_REFERS_BACK = re.compile(r"\b(?:it|its|them|their|they|this|that|these|those)\b", re.IGNORECASE)
+_SENTENCE_I = re.compile(r";\s+(?=I\s+(?:also\s+)?[a-z]+\s)")
+#: a second action joined to the first ("… and updated its 23 import sites"), found outside code
+#: spans: its subject is the one who acted, so the first action cannot turn passive on its own.
+_COORDINATED_ACTION = re.compile(
+    r"`[^`\n]+`|(?P<joint>,?(?<!\s)\s+and\s+)(?=(?:[a-z]+ed|" + "|".join(_PARTICIPLES) + r")\s)"
+)
+
+
+def _second_action(rest: str) -> int | None:
+    """Where "and <past verb>" joins a second action in `rest` (outside code spans), or None."""
+    for match in _COORDINATED_ACTION.finditer(rest):
+        if match.group("joint"):
+            return match.start()
+    return None
+
+
+def _actions(sentence: str) -> list[str]:
+    """A reported list of actions, one clause each; any sentence is also cut before "; I <verb>"."""
+    spans: list[str] = []
+
+    def hide(match: re.Match[str]) -> str:
+        spans.append(match.group(0))
+        return f"{_PROTECT}{len(spans) - 1}{_PROTECT}"
+
+    masked = _INLINE_CODE_SPAN.sub(hide, sentence)
+    parts = _SENTENCE_I.split(masked)
+    clauses: list[str] = []
+    for part in parts:
+        part = _FIRST_PERSON_LEAD.sub("", part.strip())
+        pieces = _ACTION_SPLIT.split(part) if _ACTION_START.match(_capitalise(part)) else [part]
+        merged = [pieces[0]]
+        for joint, piece in zip(pieces[1::2], pieces[2::2], strict=True):
+            if _REFERS_BACK.search(piece):  # "…, created `v7` and pointed the alias to it": one action
+                merged[-1] = f"{merged[-1]}{joint}{piece}"
+            else:
+                merged.append(piece)
+        clauses.extend(p.strip() for p in merged if p.strip())
+    restore = re.compile(f"{_PROTECT}(\\d+){_PROTECT}")
+    return [_capitalise(restore.sub(lambda m: spans[int(m.group(1))], c)) for c in clauses]
+
+
+def _impersonal(sentence: str) -> str:
+    """ "I pinned `x==1` in A" -> "`x==1` is pinned in A"; "I changed the fixture" -> "Changed the fixture"."""
+    lead = _FIRST_PERSON_LEAD.match(sentence)
+    if lead:
+        sentence = _capitalise(sentence[lead.end() :])
+    match = _ACTION_ON_CODE.match(sentence)
+    if match:
+        verb = match.group("verb").lower()
+        participle = verb if verb.endswith("ed") else _PARTICIPLES.get(verb)
+        rest = match.group("rest")
+        joint = _second_action(rest)
+        if participle and joint is None:
+            return f"{match.group('object')} is {participle}{rest}"
+        if participle and joint is not None:
+            # both turn passive only when the second also acts on a code span alone
+            tail = rest[joint:]
+            second = _impersonal(_capitalise(tail[tail.index("and") + len("and") :].strip()))
+            if second.startswith("`"):
+                return f"{match.group('object')} is {participle}{rest[:joint]}; {second}"
+    return sentence
+
+
+_PASS_WORDS = re.compile(
+    r"\b(?:passes|passed|passing|green|clean|succeeds?|succeeded|fails|failed|ok)\b|"
+    r"\bpass(?=\s*(?:[.,;:!]|$|\(\d|on\b|locally\b|again\b|now\b|too\b|cleanly\b))",
+    re.IGNORECASE,
+)
+_RUN_WORDS = frozenset(
+    "pass passes passed passing green clean succeed succeeds succeeded fail fails failed ok test tests "
+    "suite run runs checks check jobs job locally stable full whole now again too out everything".split()
+)
+#: more words than this besides the run's own (passes, tests, locally …) and the sentence is not a run report.
+RUN_REPORT_MAX_OTHER_WORDS = 3
+
+
+#: a pass word after an article describes a thing, it is no run's verdict: "a clean exit", "a failed job".
+_ATTRIBUTE = re.compile(r"\b(?:a|an)\s+(?:clean|green|passing|failed|failing)\b", re.IGNORECASE)
+#: running something again only repeats evidence: "Re-ran the workflow for tag v0.9.2: all green".
+_RERAN = re.compile(r"^\W*(?:I\s+)?(?:re-?ran|retried)\b", re.IGNORECASE)
+
+
+#: a run's tally quoted as its output: a count, at most one word for what was counted, and a verdict
+#: ("`0 chart(s) failed`", "`12 files linted`", "`2 errors`").
+_QUOTED_TALLY = re.compile(
+    r"\b\d+\s+(?:[\w()-]+\s+)?(?:passed|failed|linted|checked|errors?|warnings?|skipped|succeeded)\b",
+    re.IGNORECASE,
+)
+
+
+def _is_run_report(sentence: str) -> bool:
+    """ "`pytest -q`: 6 passed", "`cargo test` passes on 1.75.0", "30 passed in 4.87s": a test run's
+    outcome, true the moment it was said and never worth remembering; so is a tool's tally quoted
+    as its output ("`make lint` now prints `0 files failed`")."""
+    prose = _ATTRIBUTE.sub(" ", _INLINE_CODE_SPAN.sub(" ", sentence))
+    if _OUTPUT_LINE.search(prose) or _RERAN.match(prose):
+        return True
+    quoted_tally = any(_QUOTED_TALLY.search(span) for span in _INLINE_CODE_SPAN.findall(sentence))
+    if not (_PASS_WORDS.search(prose) or quoted_tally):
+        return False
+    other = [
+        w
+        for w in tokens(prose)
+        if w not in _FUNCTION_WORDS and w not in _RUN_WORDS and w not in _REFERRING and not w[:1].isdigit()
+    ]
+    return len(other) <= RUN_REPORT_MAX_OTHER_WORDS
+
+
+# =====================================================================================================
+# the user's turn: only what the user decides
+# =====================================================================================================
+
+_USER_DECISION = re.compile(
+    r"\b(?:decided|decide|decision|agreed|agree|from now on|going forward|in future|from here on|prefer|"
+    r"preference|anymore|any more|no longer|correction|actually|change of plan|convention|policy|"
+    r"scratch that|i was wrong|my mistake|turns out|^\W*update(?=\s*:)|"
+    r"we(?:'re| are) (?:replacing|moving|switching|migrating|dropping|standardi[sz]ing|adopting|using)|"
+    r"we (?:moved|switched|migrated|replaced|cut|dropped|standardi[sz]ed|adopted|use|always|never)|"
+    r"(?:has|have) to be|must (?:always|never|be)|should (?:always|never))\b|"
+    r"^(?:always|never|only)\b|\bnot [\w.`-]+(?: [\w.`-]+)?,? but\b|,\s+not\s+v?\d[\w.]*\b",
+    re.IGNORECASE,
+)
+#: a correction keeps a word that says so, so reconciliation lets it replace the value it corrects.
+_CORRECTION_LEAD = re.compile(
+    r"^\W*(?:actually|correction|to correct|scratch that|I was wrong(?: earlier| before)?|my mistake|"
+    r"(?:it )?turns out(?: that)?|update(?=\s*:))\b[\s,:;–—-]*",
+    re.IGNORECASE,
+)
+_CORRECTION = re.compile(
+    r"^\W*(?:actually|correction|to correct|change of plan|scratch that|I was wrong|my mistake|"
+    r"(?:it )?turns out|update(?=\s*:))\b",
+    re.IGNORECASE,
+)
+#: the verbs of a standing instruction ("Use expect …", "Name the files …"); others are one-off tasks.
+_CONVENTION_VERBS = frozenset(
+    "use name keep prefer avoid put write wrap call prefix suffix stick always never only don't do "
+    "pin place store commit tag format sort no not set run".split()
+)
+#: a request that carries a choice ("… with APScheduler instead?") is part of the decision.
+_CHOICE = re.compile(
+    r"\b(?:instead|rather than|switch(?:ing)? to|replac(?:e|ing) \S+ with|mov(?:e|ing) \S+(?: \S+){0,6} (?:to|into)|"
+    r"from now on|always|never|only)\b",
+    re.IGNORECASE,
+)
+
+
+#: a user's sentence reporting a problem is the reason for the exchange, true at that moment only.
+_PROBLEM = re.compile(
+    r"\b(?:fail(?:s|ed|ing)?|broke|breaks|broken|hangs?|hanging|crash(?:es|ed|ing)?|keeps|kept|again|wrong|"
+    r"stall(?:s|ed|ing)?|freez(?:es|ing)|froze|times? out|timing out|flaky|leak(?:s|ing)?|"
+    r"stopped|started|jumped|spiked|stale|slow|complain(?:s|ing)?|error|errors|bug|doesn't|does not|"
+    r"isn't|aren't|won't|can't|cannot|yesterday|today|this morning|last night)\b",
+    re.IGNORECASE,
+)
+
+
+def _user_facts(units: list[str]) -> list[str]:
+    """What the user states: a decision, a convention, a preference, a correction, how things are.
+
+    Questions, one-off tasks ("Fix the Button component") and problem reports ("the build fails
+    again") are the reason for the exchange, not facts. A request carrying a choice ("Can you move
+    the job to X instead?") is a decision without its question form; it and a bare instruction
+    ("Name the files with the ticket first") join the decision before them, which says what they mean.
+    A correction keeps a word saying so.
+    """
+    parts: list[str] = []
+    after_decision = False
+    for unit in units:
+        for raw in _sentences(unit):
+            lead = _CORRECTION_LEAD.match(raw)
+            prose = _INLINE_CODE_SPAN.sub(" ", raw)
+            decided = bool(
+                _USER_DECISION.search(prose) or (_STANDING_ORDER.search(prose) and not _PROBLEM.search(prose))
+            )
+            sentence = _clean(raw[lead.end() :] if lead else raw)
+            if not sentence or _GREETING_OR_FILLER.match(sentence):
+                continue
+            request = _REQUEST.match(sentence)
+            if request:
+                sentence = _capitalise(sentence[request.end() :])
+            question = _is_question(sentence) or sentence.endswith(":")
+            sentence = sentence.rstrip("?:").strip()
+            first = _bare(sentence.split(" ", 1)[0]) if sentence else ""
+            if decided and not question:
+                follows = False  # a decision of its own
+            elif (
+                _CHOICE.search(sentence) and not _WH_QUESTION.match(sentence)  # "When would I use X instead?"
+                if (request or question)
+                else first in _CONVENTION_VERBS and (after_decision or _signals(sentence)[1])
+            ):
+                # "… with APScheduler instead?"; "Name the files …" after its decision, or alone when it
+                # names a value ("Set `POOL=20` in `.env`"): "Run the tests" alone is a one-off task
+                follows = after_decision
+            elif (
+                not (request or question or first in _IMPERATIVES)
+                and not _PROBLEM.search(prose)
+                and _signals(sentence)[0]
+            ):
+                follows = False  # how things are: "We run Node 20 in CI"
+            else:
+                after_decision = False
+                continue
+            if _CONTEXT_DEPENDENT.search(sentence) or (not follows and _leans_on_context(sentence)):
+                after_decision = False
+                continue
+            sentence = _finish(sentence)
+            if _CORRECTION.match(raw):
+                sentence = f"Correction: {sentence[:1].lower()}{sentence[1:]}"
+            joined = f"{parts[-1]} {sentence}" if follows and parts else ""
+            if joined and len(joined) <= MAX_FACT_CHARS:
+                parts[-1] = joined  # "Use expect with a reason" says what it means after its decision
+            elif len(_TOKEN.findall(sentence)) >= MIN_WORDS_STRONG and len(sentence) <= MAX_FACT_CHARS:
+                parts.append(sentence)
+            after_decision = decided or follows
+    return parts

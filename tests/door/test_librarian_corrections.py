@@ -1,0 +1,249 @@
+"""A correction supersedes the old fact however it is phrased, and a contrast that retires nothing
+leaves the old fact alone. The shapes are data (`RETIRING_SHAPES`, each with its example); these
+tests iterate them, then pin each shape with examples of their own, then follow a correction
+through a real door.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bli_memory.door.librarian import Neighbour, decide
+from bli_memory.door.librarian.reconcile import RETIRING_SHAPES, RetiringShape, retired_terms
+from tests.helpers import DoorProcess
+
+# --- the shapes, as data ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", RETIRING_SHAPES, ids=[shape.name for shape in RETIRING_SHAPES])
+def test_each_shape_retires_what_its_example_names(shape: RetiringShape) -> None:
+    assert shape.pattern.search(shape.example), shape.example
+    assert shape.retires in [old for old, _new in retired_terms(shape.example)]
+
+
+def test_every_shape_has_an_example_that_no_other_shape_needs() -> None:
+    names = [shape.name for shape in RETIRING_SHAPES]
+    assert len(names) == len(set(names))
+    assert all(shape.example and shape.retires for shape in RETIRING_SHAPES)
+
+
+# --- reconciliation: the old fact is superseded ---------------------------------------------------
+
+BROKER = "Celery's broker is Redis, at `redis://cache:6379/0`."
+
+SUPERSEDED = [
+    ("moved from old to new", "We moved the broker from Redis to RabbitMQ.", BROKER),
+    (
+        "new, not old (a URL)",
+        "The broker URL is amqp://mq.internal:5672 now, not redis://cache:6379/0.",
+        BROKER,
+    ),
+    ("switched old for new", "We switched the broker for good: swapped Redis for RabbitMQ.", BROKER),
+    (
+        "renamed old to new",
+        "We renamed `billing-svc` to `ledger-svc`.",
+        "Deploy `billing-svc` with `make deploy`.",
+    ),
+    (
+        "old is gone, use new",
+        "Jenkins is gone, use the workflow in `.github/workflows/deploy.yml`.",
+        "Production deploys run on Jenkins, job `deploy-prod`.",
+    ),
+    (
+        "no longer uses old",
+        "We no longer use Memcached; sessions live in Postgres.",
+        "Sessions are cached in Memcached for 30 minutes.",
+    ),
+    (
+        "new instead of old, said to hold now",
+        "Deploys now go through ArgoCD instead of Jenkins.",
+        "Deploys go through Jenkins on every merge.",
+    ),
+    (
+        "new instead of old, a specific name",
+        "The nightly export writes to `s3://exports-v2` instead of `s3://exports`.",
+        "The nightly export writes to `s3://exports` at 03:00.",
+    ),
+    (
+        "not old but new",
+        "Pull requests target not `master` but `main`.",
+        "Open pull requests against `master`.",
+    ),
+    (
+        "migrated from an address",
+        "We migrated the docs from docs.example.dev to handbook.example.dev.",
+        "The team docs live at docs.example.dev.",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("fact", "old"), [(f, o) for _n, f, o in SUPERSEDED], ids=[n for n, *_r in SUPERSEDED]
+)
+def test_a_correction_supersedes_the_fact_that_states_the_old_thing(fact: str, old: str) -> None:
+    decision = decide(fact, [Neighbour("old", old, 0.6)])
+    assert (decision.action, decision.target_id) == ("update", "old"), decision.reason
+
+
+# --- reconciliation: a contrast that retires nothing is added beside ------------------------------
+
+KEPT = [
+    (
+        "the old thing still serves another subject",
+        "We moved the broker from Redis to RabbitMQ.",
+        "Sessions are cached in Redis for 30 minutes.",
+    ),
+    (
+        "the old URL is not the one stored",
+        "The broker URL is amqp://mq.internal:5672 now, not redis://cache:6379/0.",
+        "Sessions are cached in Redis for 30 minutes.",
+    ),
+    ("a contrast with a plain word", "Tests run in CI, not locally.", "The tests pass locally."),
+    (
+        "instead of a name that stays",
+        "Uploads go through the signed-URL endpoint instead of the API.",
+        "The API accepts uploads of up to 10 MB per request.",
+    ),
+    (
+        "the old fact already tells of the move",
+        "We moved the broker from Redis to RabbitMQ.",
+        "The broker moved from Redis to RabbitMQ in May.",
+    ),
+    (
+        "a longer name that holds the old one",
+        "We renamed `billing` to `ledger`.",
+        "The `billing-reports` job runs at 04:00.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("fact", "old"), [(f, o) for _n, f, o in KEPT], ids=[n for n, *_r in KEPT])
+def test_a_contrast_that_retires_nothing_the_old_fact_states_is_added(fact: str, old: str) -> None:
+    decision = decide(fact, [Neighbour("old", old, 0.6)])
+    assert decision.action != "update", decision.reason
+
+
+def test_a_bare_negation_stays_a_conflict_for_a_person_to_settle() -> None:
+    assert decide("We do not use Redis.", [Neighbour("old", "We use Redis.", 0.9)]).action == "conflict"
+
+
+# --- through a real door ------------------------------------------------------------------------
+
+
+def _saved(door: DoorProcess, tag: str, content: str) -> dict[str, Any]:
+    status, body = door.post("/api/memory/save", {"content": content, "containerTag": tag, "extract": True})
+    assert status == 202, body
+    job: dict[str, Any] = door.wait_job(str(body["jobId"]))
+    assert job["status"] == "done", job
+    return job
+
+
+def test_a_move_and_a_later_address_both_leave_the_old_broker_behind(
+    door_onnx: DoorProcess, tag: str
+) -> None:
+    _saved(
+        door_onnx,
+        tag,
+        "User: where does the worker get its jobs from?\n\nAssistant: The Celery broker is Redis: "
+        "`CELERY_BROKER_URL` is `redis://cache:6379/0` in `config/celery.py`.",
+    )
+    moved = _saved(
+        door_onnx,
+        tag,
+        "User: We moved the broker from Redis to RabbitMQ yesterday, keep that in mind.\n\nAssistant: Noted.",
+    )
+    assert moved["outcome"]["updated"] >= 1, moved
+    status, body = door_onnx.post(
+        "/api/memory/search", {"q": "which message broker does celery use", "containerTag": tag, "limit": 10}
+    )
+    assert status == 200, body
+    current = [row["content"] for row in body["results"] if row.get("kind", "memory") == "memory"]
+    assert any("RabbitMQ" in content for content in current), current
+    assert not any("redis://" in content for content in current), current
+
+
+# --- a setting given a new value, a role handed to another person ---------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fact", "old", "action"),
+    [
+        (
+            "`fly secrets set APP_HOST=app.example.org -a web-prod`: rolling restart.",
+            "`fly secrets set APP_HOST=old.example.org -a web-prod`, which redeployed.",
+            "update",
+        ),
+        (
+            "`heroku config:set WORKERS=8 --app shop-api` is run.",
+            "Ran `heroku config:set WORKERS=4 --app shop-api` last month.",
+            "update",
+        ),
+        # another environment's file: another setting
+        ("`.env.prod`: `DB_HOST=db-2.internal`.", "`.env.staging`: `DB_HOST=db-1.internal`.", "add"),
+        # another app
+        (
+            "`fly secrets set APP_HOST=app.example.org -a web-prod`.",
+            "`fly secrets set APP_HOST=old.example.org -a web-staging`.",
+            "add",
+        ),
+    ],
+)
+def test_a_setting_given_a_new_value_in_the_same_place_supersedes_the_old_one(
+    fact: str, old: str, action: str
+) -> None:
+    decision = decide(fact, [Neighbour("old", old, 0.6)])
+    assert decision.action == action, decision.reason
+
+
+@pytest.mark.parametrize(
+    ("fact", "old", "action"),
+    [
+        (
+            "`docs/vendors.md`: Stripe owner is now Ana Lima (finance ops).",
+            "Per `docs/vendors.md`, the Stripe account is owned by Tom Reyes in finance.",
+            "update",
+        ),
+        (
+            "The payments service owner is now Ana Lima.",
+            "The payments service is owned by Tom Reyes, with Kim Oh as backup.",
+            "update",
+        ),
+        # another thing with the same common noun
+        ("The payments service owner is now Ana Lima.", "The search service is owned by Tom Reyes.", "add"),
+        # no role in the old fact
+        ("The payments service owner is now Ana Lima.", "Tom Reyes wrote the payments service.", "add"),
+    ],
+)
+def test_a_role_handed_to_another_person_supersedes_the_fact_naming_the_former_one(
+    fact: str, old: str, action: str
+) -> None:
+    decision = decide(fact, [Neighbour("old", old, 0.6)])
+    assert decision.action == action, decision.reason
+
+
+# --- a subject said to hold another value now ----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fact", "old", "action"),
+    [
+        ("The broker is now RabbitMQ.", BROKER, "update"),
+        ("Celery's broker is now RabbitMQ at `amqp://mq:5672`.", BROKER, "update"),
+        # a numbered name of the same subject: the new one replaces it
+        (
+            "The staging host is now `db-3.internal`.",
+            "The staging host is `db-2.internal`, reachable over the VPN.",
+            "update",
+        ),
+        # another subject with a numbered name of the same kind is a sibling, not the old value
+        ("The production host is now `db-3.internal`.", "The staging host is `db-2.internal`.", "add"),
+        ("The broker is now RabbitMQ.", "Sessions are cached in Redis.", "add"),
+    ],
+)
+def test_a_subject_said_to_hold_another_value_now_supersedes_the_old_value(
+    fact: str, old: str, action: str
+) -> None:
+    decision = decide(fact, [Neighbour("old", old, 0.6)])
+    assert decision.action == action, decision.reason
