@@ -324,6 +324,11 @@ def run_file(
             reach.turns += 1
             reach.jobs = wait_for_jobs(door.db, reach.turns)
             print(f"{PROG}: {name} turn {number}/{len(exchanges)}", file=sys.stderr, flush=True)
+        print(
+            f"{PROG}: {name}: asking {sum(len(e.facts) for e in exchanges)} questions",
+            file=sys.stderr,
+            flush=True,
+        )
         for exchange in exchanges:
             for fact in exchange.facts:
                 own, made = host.turn(places[exchange.project], fact.query, QUESTION_REPLY)
