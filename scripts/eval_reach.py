@@ -1,6 +1,8 @@
-"""What reaches the model: replay exchanges through the real Claude Code and read the request it sends.
+"""What reaches the model: replay exchanges through the real Claude Code (or Codex) and read the request
+it sends.
 
-Usage: .venv/bin/python scripts/eval_reach.py PATH [PATH ...] [--claude PROGRAM] [--projects A,B]
+Usage: .venv/bin/python scripts/eval_reach.py PATH [PATH ...] [--host claude|codex] [--program PROGRAM]
+       [--projects A,B]
        [--unanswered FILE] [--embedder onnx|none] [--keep-requests DIR] [--verbose]
 
 Each PATH is a capture file, as scripts/eval_capture.py reads it (`{id, project, exchange, facts:
@@ -10,19 +12,23 @@ script runs the host itself, so what it counts is what the model is sent. Per fi
 - a real `bli-memory-door serve` on a free loopback port over a temporary SQLite file (the deterministic
   librarian), a device paired with `bli-memory-door pair`;
 - a temporary HOME into which the client is installed as a person installs it: `bli-memory-mcp install
-  --host claude` (the MCP server, the three hooks) and `bli-memory-mcp login --token-stdin`;
+  --host claude` (or `codex`: the MCP server, the three hooks) and `bli-memory-mcp login --token-stdin`;
 - per project, a folder that is a git repository with an `origin` remote, so the hooks name its space as
   they name a real repository's;
 - scripts/messages_standin.py: a loopback stand-in for the Anthropic Messages API that answers with a
   scripted reply and records every request. Claude Code (`claude -p`, the pinned npm build scripts/test
-  installs, or `--claude`) is pointed at it with ANTHROPIC_BASE_URL; its telemetry, error reporting,
+  installs, or `--program`) is pointed at it with ANTHROPIC_BASE_URL; its telemetry, error reporting,
   auto-update and other non-essential traffic are turned off, and HTTPS_PROXY / HTTP_PROXY name the
   stand-in too, so a call to any host beyond loopback would be recorded (as a CONNECT) and refused.
+  With `--host codex`, Codex (`codex exec`, the pinned build scripts/test installs) gets a model provider
+  whose base URL is the stand-in's (its Responses API), its update check, analytics, feedback, plugins
+  and apps turned off (CODEX_QUIET), and runs our hooks with `--dangerously-bypass-hook-trust`, in
+  place of the `/hooks` review a person does once.
 
-Each exchange is played as a turn: `claude -p` with the exchange's user text, the stand-in answering with
+Each exchange is played as a turn: `claude -p` (or `codex exec`) with the exchange's user text, the stand-in answering with
 its assistant text, so the real Stop hook saves the real transcript's last exchange in extract mode; the
 script waits for the door's extraction job (read from the door's database, read-only) before the next
-turn. Then each fact's `query` is asked with `claude -p` from its project's folder, and the turn's own
+turn. Then each fact's `query` is asked the same way from its project's folder, and the turn's own
 request (the one whose last user message holds the query) is read:
 
 - shown in the recall block: the `<bli-memory-recall>` block (the prompt hook) of that request holds
@@ -73,6 +79,13 @@ PROG = "eval_reach"
 REPO = Path(__file__).resolve().parent.parent
 CLAUDE_CLI_ENV = "BLI_MEMORY_CLAUDE_CLI"
 DEFAULT_CLAUDE_CLI = REPO / ".venv" / "claude-code" / "node_modules" / ".bin" / "claude"
+CODEX_CLI_ENV = "BLI_MEMORY_CODEX_CLI"
+DEFAULT_CODEX_CLI = REPO / ".venv" / "codex-cli" / "node_modules" / ".bin" / "codex"
+#: per host: the variable naming its program, the program scripts/test installs, its npm package
+HOST_PROGRAMS = {
+    "claude": (CLAUDE_CLI_ENV, DEFAULT_CLAUDE_CLI, "@anthropic-ai/claude-code"),
+    "codex": (CODEX_CLI_ENV, DEFAULT_CODEX_CLI, "@openai/codex"),
+}
 UNANSWERED_FILE = Path(__file__).resolve().parent / "capture_unanswered.json"
 #: one `claude -p` turn, its hooks included (the session-start and prompt hooks ask the door)
 TURN_TIMEOUT_S = 90.0
@@ -94,26 +107,36 @@ QUIET_HOST = {
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
     "CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY": "1",
 }
+#: Codex's own traffic turned off (update check, analytics, feedback)
+CODEX_QUIET = (
+    "check_for_update_on_startup=false",
+    "analytics.enabled=false",
+    "feedback.enabled=false",
+    "features.plugins=false",
+    "features.apps=false",
+)
 STANDIN_KEY = "sk-ant-standin-not-a-key"
 
 
 # ------------------------------------------------------------------------------------------ the host
 
 
-def claude_program(given: str | None) -> str:
-    """`--claude`, else $BLI_MEMORY_CLAUDE_CLI, else the build scripts/test installs into .venv."""
-    path = given or os.environ.get(CLAUDE_CLI_ENV) or str(DEFAULT_CLAUDE_CLI)
+def host_program(host: str, given: str | None) -> str:
+    """`--program`, else the host's variable ($BLI_MEMORY_CLAUDE_CLI, $BLI_MEMORY_CODEX_CLI), else the
+    build scripts/test installs into .venv."""
+    variable, default, package = HOST_PROGRAMS[host]
+    path = given or os.environ.get(variable) or str(default)
     if not os.access(path, os.X_OK):
         raise EvalError(
-            f"no Claude Code at {path}: run scripts/test (it installs @anthropic-ai/claude-code from npm) "
-            f"or pass --claude / set {CLAUDE_CLI_ENV}",
+            f"no {host} program at {path}: run scripts/test (it installs {package} from npm) "
+            f"or pass --program / set {variable}",
             2,
         )
     return path
 
 
-def claude_version(program: str, home: Path) -> str:
-    """`claude --version`, run with a HOME of its own like every other call."""
+def host_version(program: str, home: Path) -> str:
+    """`<program> --version`, run with a HOME of its own like every other call."""
     env = {"HOME": str(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin"), **QUIET_HOST}
     done = subprocess.run(
         [program, "--version"], capture_output=True, text=True, env=env, timeout=30, check=False
@@ -137,13 +160,14 @@ def blocks(request: Recorded | None, pattern: re.Pattern[str]) -> list[str]:
 class Host:
     """Claude Code with the client installed in `home`, paired with the door, talking to the stand-in."""
 
+    kind: str  # claude | codex
     program: str
     home: Path
     standin: MessagesStandIn
     env: dict[str, str]
 
     @classmethod
-    def install(cls, program: str, folder: Path, door: Door, standin: MessagesStandIn) -> Host:
+    def install(cls, kind: str, program: str, folder: Path, door: Door, standin: MessagesStandIn) -> Host:
         home = folder / "client-home"
         home.mkdir(parents=True)
         env = {
@@ -151,18 +175,18 @@ class Host:
             "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
             "LANG": os.environ.get("LANG", "C.UTF-8"),
             "BLI_MEMORY_DAEMON": "0",
-            "ANTHROPIC_BASE_URL": standin.url,
-            "ANTHROPIC_API_KEY": STANDIN_KEY,
             "HTTPS_PROXY": standin.url,
             "HTTP_PROXY": standin.url,
             "NO_PROXY": "127.0.0.1,localhost",
             "GIT_CONFIG_NOSYSTEM": "1",
             **QUIET_HOST,
         }
+        if kind == "claude":
+            env.update({"ANTHROPIC_BASE_URL": standin.url, "ANTHROPIC_API_KEY": STANDIN_KEY})
         if os.environ.get("PYTHONPATH"):  # the package of a checkout, for the hooks too
             env["PYTHONPATH"] = os.environ["PYTHONPATH"]
-        host = cls(program, home, standin, env)
-        host._client("install", "--host", "claude")
+        host = cls(kind, program, home, standin, env)
+        host._client("install", "--host", kind)
         host._client("login", "--url", door.url, "--token-stdin", stdin=door.token + "\n")
         return host
 
@@ -194,14 +218,36 @@ class Host:
                 subprocess.run(command, cwd=folder, env=self.env, check=True, capture_output=True, timeout=30)
         return folder
 
+    def command(self) -> list[str]:
+        """One non-interactive turn, its prompt on stdin. Codex gets a model provider whose base URL is the
+        stand-in's, and runs the hooks without the trust review a person gives them in `/hooks`."""
+        if self.kind == "claude":
+            return [self.program, "-p", "--output-format", "json"]
+        provider = (
+            f'model_providers.standin={{name="standin", base_url="{self.standin.url}/v1", '
+            'wire_api="responses", request_max_retries=0, stream_max_retries=0}'
+        )
+        return [
+            self.program,
+            "exec",
+            "-c",
+            provider,
+            "-c",
+            "model_provider=standin",
+            *[arg for setting in CODEX_QUIET for arg in ("-c", setting)],
+            "--skip-git-repo-check",
+            "--dangerously-bypass-hook-trust",
+            "-",
+        ]
+
     def turn(self, folder: Path, prompt: str, reply: str) -> tuple[Recorded | None, list[Recorded]]:
-        """`claude -p` with `prompt` (on stdin) in `folder`, the stand-in answering `reply`: the turn's own
+        """One turn with `prompt` (on stdin) in `folder`, the stand-in answering `reply`: the turn's own
         request (None if none held the prompt) and every request the turn made."""
         self.standin.reply(reply)
         start = len(self.standin.requests)
         try:
             done = subprocess.run(
-                [self.program, "-p", "--output-format", "json"],
+                self.command(),
                 input=prompt,
                 capture_output=True,
                 text=True,
@@ -211,10 +257,10 @@ class Host:
                 check=False,
             )
         except subprocess.TimeoutExpired:
-            raise EvalError(f"claude -p did not finish within {TURN_TIMEOUT_S:g} s") from None
+            raise EvalError(f"{self.kind}: a turn did not finish within {TURN_TIMEOUT_S:g} s") from None
         if done.returncode != 0:
             last = (done.stderr.strip().splitlines() or done.stdout.strip().splitlines() or ["no output"])[-1]
-            raise EvalError(f"claude -p exited {done.returncode}: {last}")
+            raise EvalError(f"{self.kind}: a turn exited {done.returncode}: {last}")
         made = self.standin.since(start)
         own = [request for request in made if request.is_turn(prompt)]
         return (own[-1] if own else None), made
@@ -303,6 +349,7 @@ def run_file(
     name: str,
     exchanges: Sequence[Exchange],
     unanswered: Mapping[str, Sequence[str]],
+    host_kind: str,
     program: str,
     embedder: str,
     folder: Path,
@@ -315,7 +362,7 @@ def run_file(
     door = Door(folder, embedder, door_env())
     standin = MessagesStandIn()
     try:
-        host = Host.install(program, folder, door, standin)
+        host = Host.install(host_kind, program, folder, door, standin)
         places = {project: host.project(project, folder / "projects") for project in projects_of(exchanges)}
         for number, exchange in enumerate(exchanges, start=1):
             prompt, reply = split_exchange(exchange.text)
@@ -427,7 +474,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="capture files: one column each")
     parser.add_argument(
-        "--claude", default=None, help=f"the claude program (default: ${CLAUDE_CLI_ENV}, else .venv's)"
+        "--host",
+        choices=sorted(HOST_PROGRAMS),
+        default="claude",
+        help="the host to run: claude (default, `claude -p`) or codex (`codex exec`)",
+    )
+    parser.add_argument(
+        "--program",
+        default=None,
+        help=f"the host's program (default: ${CLAUDE_CLI_ENV} or ${CODEX_CLI_ENV}, else .venv's)",
     )
     parser.add_argument("--projects", default="", help="comma-separated project names: play only theirs")
     parser.add_argument(
@@ -449,9 +504,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     reaches: list[Reach] = []
     try:
-        program = claude_program(args.claude)
+        program = host_program(args.host, args.program)
         with tempfile.TemporaryDirectory(prefix="bli-reach-") as folder:
-            version = claude_version(program, Path(folder))
+            version = host_version(program, Path(folder))
             for number, path in enumerate(args.paths):
                 exchanges = load_exchanges(path)
                 if args.projects:
@@ -460,7 +515,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"{PROG}: {path.name}: {len(exchanges)} exchanges", file=sys.stderr, flush=True)
                 kept = None if args.keep_requests is None else args.keep_requests / path.stem
                 place = Path(folder) / str(number)
-                reach = run_file(path.stem, exchanges, unanswered, program, args.embedder, place, kept)
+                reach = run_file(
+                    path.stem, exchanges, unanswered, args.host, program, args.embedder, place, kept
+                )
                 print(f"{PROG}: {path.name} done in {reach.seconds:.0f} s", file=sys.stderr, flush=True)
                 reaches.append(reach)
     except EvalError as exc:
@@ -469,7 +526,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
-    print(f"reach: Claude Code {version}; the deterministic librarian")
+    print(f"reach: {args.host} {version}; the deterministic librarian")
     print(table(reaches))
     if args.verbose:
         for reach in reaches:

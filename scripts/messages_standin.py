@@ -1,5 +1,6 @@
-"""A loopback stand-in for the Anthropic Messages API that answers every message with a scripted reply
-and records what the host sent (scripts/eval_reach.py and tests/test_eval_reach.py).
+"""A loopback stand-in for the Anthropic Messages API (and OpenAI's Responses API, for Codex) that answers
+every message with a scripted reply and records what the host sent (scripts/eval_reach.py and
+tests/test_eval_reach.py).
 
 A real Claude Code pointed at it (ANTHROPIC_BASE_URL) runs its turn as it would against the real API:
 its hooks fire, the prompt hook's block and the session-start block go into the request, the reply
@@ -8,7 +9,9 @@ set with `reply()` before the turn, so the transcript holds exactly the exchange
 
 `POST /v1/messages` is answered as a server-sent event stream when the request asks for `stream:
 true` (message_start, one text block, message_delta with `end_turn`, message_stop), else as one JSON
-message; `POST /v1/messages/count_tokens` with a rough count; anything else with 404. Every request,
+message; `POST /v1/messages/count_tokens` with a rough count; `POST /v1/responses` (Codex, with a model
+provider whose base URL is the stand-in's `/v1`) as a Responses event stream of one assistant message
+(response.created, response.output_item.done, response.completed); anything else with 404. Every request,
 whatever its path, is recorded: its method, path and decoded JSON body (the `x-api-key` and
 `authorization` headers are never kept).
 """
@@ -43,9 +46,10 @@ class Recorded:
     def is_turn(self, prompt: str) -> bool:
         """A messages request whose last user message holds `prompt`: the turn's own call, not a side
         call the host makes (a title, a quota probe)."""
-        if not self.path.startswith("/v1/messages") or "count_tokens" in self.path:
+        if "count_tokens" in self.path or not self.path.startswith(("/v1/messages", "/v1/responses")):
             return False
-        messages = self.body.get("messages") if isinstance(self.body, dict) else None
+        key = "input" if self.path.startswith("/v1/responses") else "messages"
+        messages = self.body.get(key) if isinstance(self.body, dict) else None
         if not isinstance(messages, list) or not messages:
             return False
         users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
@@ -100,6 +104,33 @@ def stream_events(reply: str, message_id: str) -> bytes:
                 },
             ),
             _sse("message_stop", {"type": "message_stop"}),
+        ]
+    )
+
+
+def response_events(reply: str, response_id: str) -> bytes:
+    """The event stream of an OpenAI Responses API answer of one assistant message (what Codex reads)."""
+    item = {
+        "type": "message",
+        "role": "assistant",
+        "id": f"msg_{response_id}",
+        "content": [{"type": "output_text", "text": reply}],
+    }
+    usage = {
+        "input_tokens": 1,
+        "input_tokens_details": None,
+        "output_tokens": 1,
+        "output_tokens_details": None,
+        "total_tokens": 2,
+    }
+    return b"".join(
+        [
+            _sse("response.created", {"type": "response.created", "response": {"id": response_id}}),
+            _sse("response.output_item.done", {"type": "response.output_item.done", "item": item}),
+            _sse(
+                "response.completed",
+                {"type": "response.completed", "response": {"id": response_id, "usage": usage}},
+            ),
         ]
     )
 
@@ -177,6 +208,11 @@ class MessagesStandIn:
                 if path.endswith("/count_tokens"):
                     count = max(1, len(json.dumps(body)) // CHARS_PER_TOKEN)
                     self._send(200, json.dumps({"input_tokens": count}).encode(), "application/json")
+                    return
+                if path.endswith("/v1/responses"):
+                    with owner._lock:
+                        reply, response_id = owner._reply, f"resp_standin_{len(owner.requests)}"
+                    self._send(200, response_events(reply, response_id), "text/event-stream")
                     return
                 if not path.endswith("/v1/messages"):
                     self._send(

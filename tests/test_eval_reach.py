@@ -1,8 +1,9 @@
-"""scripts/eval_reach.py: the real Claude Code, with the client installed, against a loopback stand-in
-for the Messages API (scripts/messages_standin.py), on an invented set of three exchanges.
+"""scripts/eval_reach.py: the real Claude Code and the real Codex, with the client installed, against a
+loopback stand-in for the model API (scripts/messages_standin.py), on an invented set of three exchanges.
 
-Claude Code is the pinned npm build scripts/test installs into .venv/claude-code (or
-$BLI_MEMORY_CLAUDE_CLI); a missing one fails the test, it is never skipped. The door is the real
+Claude Code and Codex are the pinned npm builds scripts/test installs into .venv/claude-code and
+.venv/codex-cli (or $BLI_MEMORY_CLAUDE_CLI, $BLI_MEMORY_CODEX_CLI); a missing one fails the test, it is
+never skipped. The door is the real
 `bli-memory-door serve` the script starts; the hooks are the ones `bli-memory-mcp install` registers.
 """
 
@@ -24,19 +25,21 @@ from messages_standin import MessagesStandIn
 
 SCRIPT = REPO / "scripts" / "eval_reach.py"
 FIXTURES = REPO / "tests" / "fixtures" / "reach"
-CLAUDE_CLI_ENV = "BLI_MEMORY_CLAUDE_CLI"
-DEFAULT_CLAUDE_CLI = REPO / ".venv" / "claude-code" / "node_modules" / ".bin" / "claude"
+HOST_PROGRAMS = {
+    "claude": ("BLI_MEMORY_CLAUDE_CLI", REPO / ".venv" / "claude-code" / "node_modules" / ".bin" / "claude"),
+    "codex": ("BLI_MEMORY_CODEX_CLI", REPO / ".venv" / "codex-cli" / "node_modules" / ".bin" / "codex"),
+}
 RUN_TIMEOUT_S = 120.0
 ROOT_CAUSE_QUERY = "why were refunds posted twice by the nightly job?"
 
 
-def claude_cli() -> str:
-    """The Claude Code scripts/test installs; a missing one fails the test (it is never skipped)."""
-    path = os.environ.get(CLAUDE_CLI_ENV) or str(DEFAULT_CLAUDE_CLI)
+def host_cli(host: str) -> str:
+    """The host's program scripts/test installs; a missing one fails the test (it is never skipped)."""
+    variable, default = HOST_PROGRAMS[host]
+    path = os.environ.get(variable) or str(default)
     if not os.access(path, os.X_OK):
         pytest.fail(
-            f"no Claude Code at {path}: run scripts/test (it installs @anthropic-ai/claude-code from npm) "
-            f"or set {CLAUDE_CLI_ENV} to a claude executable"
+            f"no {host} program at {path}: run scripts/test (it installs it from npm) or set {variable}"
         )
     return path
 
@@ -77,6 +80,29 @@ def test_the_standin_streams_the_scripted_reply_and_records_the_request() -> Non
         standin.close()
 
 
+def test_the_standin_answers_codex_with_a_responses_stream() -> None:
+    standin = MessagesStandIn()
+    try:
+        standin.reply("Pinned.")
+        body = {
+            "model": "m",
+            "stream": True,
+            "input": [{"role": "user", "content": [{"text": "which pin?"}]}],
+        }
+        kind, stream = post(standin.url + "/v1/responses", body)
+        data = [json.loads(line[6:]) for line in stream.decode().splitlines() if line.startswith("data: ")]
+        assert kind == "text/event-stream"
+        assert [d["type"] for d in data] == [
+            "response.created",
+            "response.output_item.done",
+            "response.completed",
+        ]
+        assert data[1]["item"]["content"] == [{"type": "output_text", "text": "Pinned."}]
+        assert standin.requests[0].is_turn("which pin?")
+    finally:
+        standin.close()
+
+
 def test_the_standin_records_and_refuses_a_tunnel_beyond_loopback() -> None:
     """HTTPS_PROXY names the stand-in in the script, so any host beyond loopback shows as a CONNECT."""
     standin = MessagesStandIn()
@@ -93,7 +119,8 @@ def test_the_standin_records_and_refuses_a_tunnel_beyond_loopback() -> None:
         standin.close()
 
 
-def test_three_turns_in_the_real_claude_code_reach_the_models_request(tmp_path: Path) -> None:
+@pytest.mark.parametrize("host", ["claude", "codex"])
+def test_three_turns_in_the_real_host_reach_the_models_request(tmp_path: Path, host: str) -> None:
     kept = tmp_path / "requests"
     done = subprocess.run(
         [
@@ -102,8 +129,10 @@ def test_three_turns_in_the_real_claude_code_reach_the_models_request(tmp_path: 
             str(FIXTURES / "exchanges.jsonl"),
             "--unanswered",
             str(FIXTURES / "unanswered.json"),
-            "--claude",
-            claude_cli(),
+            "--host",
+            host,
+            "--program",
+            host_cli(host),
             "--keep-requests",
             str(kept),
         ],
