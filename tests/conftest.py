@@ -35,8 +35,8 @@ HOME_VARIABLES = (
 )
 #: settings a person may have exported for their own use that would point a test at their door or hosts.
 PERSONAL_VARIABLE_PREFIXES = ("BLI_MEMORY_", "CLAUDE_CONFIG_DIR", "CODEX_HOME")
-#: test-tool settings that point at no person's data (the Codex CLI that scripts/test installs).
-KEPT_VARIABLES = ("BLI_MEMORY_CODEX_CLI", POSTGRES_URL_ENV)
+#: test-tool settings that point at no person's data (the Codex CLI and Claude Code that scripts/test installs).
+KEPT_VARIABLES = ("BLI_MEMORY_CODEX_CLI", "BLI_MEMORY_CLAUDE_CLI", POSTGRES_URL_ENV)
 _guard = pytest.MonkeyPatch()
 _guard_home: str | None = None
 
