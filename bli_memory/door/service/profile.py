@@ -1,5 +1,6 @@
 """The session-start profile: the pinned facts of a space, the facts that bear on the session's
-query (or, without one, the facts that last longest) and the latest memories.
+query (or, without one, the briefing: the lasting facts in force, most lasting first, within a
+character budget) and the latest memories the briefing does not already state.
 
 Separate from search: it reads pins and the newest rows as well as hits, and ranks what lasts
 (``librarian.lasting``) rather than what matches.
@@ -7,17 +8,28 @@ Separate from search: it reads pins and the newest rows as well as hits, and ran
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from bli_memory.door import exchanges
 from bli_memory.door.exchanges import is_stored_exchange
-from bli_memory.door.librarian.lasting import lasting_score
+from bli_memory.door.librarian.lasting import (
+    briefing_text,
+    changes,
+    lasting_score,
+    newer_version,
+    same_fact,
+)
 from bli_memory.door.model import Memory, Principal
 from bli_memory.door.service.search import Searcher
 from bli_memory.door.service.spaces import Spaces
 from bli_memory.door.store.roles import Store
 
 PROFILE_DYNAMIC_COUNT = 8
+#: the lasting facts the briefing (the profile without a query) shows at most, and their characters.
+PROFILE_BRIEFING_COUNT = 20
+PROFILE_BRIEFING_MAX_CHARS = 3000
+#: the lowest lasting score a fact of the briefing has: reports of what a session did (0) are left out.
+PROFILE_BRIEFING_MIN_SCORE = 1
 PROFILE_RECENT_COUNT = 10
 #: the profile reads this many times its counts, so that stored exchanges left out do not leave it short.
 PROFILE_READ_FACTOR = 3
@@ -47,20 +59,21 @@ class Profiles:
         self.searcher = searcher
 
     def profile(self, principal: Principal, tag: str, q: str | None = None) -> Profile:
-        """Pinned facts, the facts bearing on `q` (or, without one, the facts that last longest), and
-        the latest memories. What lasts is ranked by ``librarian.lasting.lasting_score`` over the newest
-        PROFILE_POOL_COUNT rows (decisions, conventions and preferences, then standing orders, then how
-        things are; newest first among equals); a question, a test count, a log line or a fragment
-        without a verb is left out of all three, and so are stored exchanges (they are history, and
-        each would fill the block with a whole turn)."""
+        """Pinned facts, the facts bearing on `q` (or, without one, the briefing: the lasting facts),
+        and the latest memories the briefing does not already state. What lasts is ranked by
+        ``librarian.lasting.lasting_score`` over the newest PROFILE_POOL_COUNT rows (decisions, conventions,
+        preferences and who owns what, then rules, standing orders and version pins, then how things are;
+        newest first among equals); a question, a test count, a log line or a fragment without a verb
+        is left out of all three, and so are stored exchanges (they are history, and each would fill the
+        block with a whole turn), and a fact a newer one restates or gives another version of."""
         tags = self.spaces.scope_tags(principal, tag, "all")
         pinned = self.store.pinned(principal.team_id, tags)
         read = self.store.recent(principal.team_id, tags, max(PROFILE_POOL_COUNT, PROFILE_RECENT_COUNT))
         scored = [
             (memory, lasting_score(memory.content)) for memory in read if not is_stored_exchange(memory)
         ]
-        kept = [(memory, score) for memory, score in scored if score is not None]
-        recent = [memory for memory, _score in kept[:PROFILE_RECENT_COUNT]]
+        kept = [(memory, score) for memory, score in _current(scored) if score is not None]
+        briefing: list[Memory] = []
         if q:
             hits = self.searcher.search(
                 principal, tag, q, limit=PROFILE_DYNAMIC_COUNT * PROFILE_READ_FACTOR, scope="all"
@@ -72,8 +85,70 @@ class Profiles:
             ]
             dynamic = [memory.content for memory in found[:PROFILE_DYNAMIC_COUNT]]
         else:
-            dynamic = [memory.content for memory in _most_lasting(kept)[:PROFILE_DYNAMIC_COUNT]]
+            briefing = _briefing(kept)
+            dynamic = [briefing_text(memory.content) for memory in briefing]
+        recent = _recent_beside(kept, briefing)
         return Profile(static=pinned, dynamic=dynamic, recent=recent, tags=tags[:-1])
+
+
+def _current(scored: list[tuple[Memory, int | None]]) -> list[tuple[Memory, int | None]]:
+    """Newest-first (memory, score) pairs without the facts a newer one states again near word for word
+    (``same_fact``), states a change of (``changes``) or gives another version number of
+    (``newer_version``): the newer wording is the one in force, and one fact is shown once. A newer
+    fact counts whatever its score, one left out of the profile still says what changed; but a change
+    or a version hides only a fact that lasts no longer than itself, so a report of an edit ("Replaced
+    the `s3` backend …") never hides the decision it carried out."""
+    out: list[tuple[Memory, int | None]] = []
+    for index, (memory, score) in enumerate(scored):
+        older = memory.content
+        if any(
+            same_fact(newer.content, older)
+            or (
+                _rank(newer_score) >= _rank(score)
+                and (changes(newer.content, older) or newer_version(newer.content, older))
+            )
+            for newer, newer_score in scored[:index]
+        ):
+            continue
+        out.append((memory, score))
+    return out
+
+
+def _rank(score: int | None) -> int:
+    """A lasting score as a number, a fact that never belongs in the profile lowest."""
+    return -1 if score is None else score
+
+
+def _briefing(scored: list[tuple[Memory, int]]) -> list[Memory]:
+    """The lasting facts, most lasting first (``_most_lasting``), those scored at least
+    PROFILE_BRIEFING_MIN_SCORE, while they fit in PROFILE_BRIEFING_MAX_CHARS together; one that does
+    not fit is passed over for shorter ones after it, up to PROFILE_BRIEFING_COUNT facts."""
+    lasting = [(memory, score) for memory, score in scored if score >= PROFILE_BRIEFING_MIN_SCORE]
+    chosen: list[Memory] = []
+    used = 0
+    for memory in _most_lasting(lasting):
+        size = len(briefing_text(memory.content))
+        if used + size > PROFILE_BRIEFING_MAX_CHARS:
+            continue
+        chosen.append(memory)
+        used += size
+        if len(chosen) == PROFILE_BRIEFING_COUNT:
+            break
+    return chosen
+
+
+def _recent_beside(scored: list[tuple[Memory, int]], briefing: list[Memory]) -> list[Memory]:
+    """The newest PROFILE_RECENT_COUNT facts the briefing does not hold nor state again, each as the
+    briefing words it (``briefing_text``)."""
+    shown = {memory.id for memory in briefing}
+    out: list[Memory] = []
+    for memory, _score in scored:
+        if memory.id in shown or any(same_fact(memory.content, fact.content) for fact in briefing):
+            continue
+        out.append(replace(memory, content=briefing_text(memory.content)))
+        if len(out) == PROFILE_RECENT_COUNT:
+            break
+    return out
 
 
 def _most_lasting(scored: list[tuple[Memory, int]]) -> list[Memory]:
