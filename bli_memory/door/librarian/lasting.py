@@ -323,6 +323,15 @@ def newer_version(newer: str, older: str) -> bool:
     )
 
 
+def has_version(fact: str) -> bool:
+    """Whether the fact holds a version number (``newer_version`` compares only such facts)."""
+    return bool(_version_names(fact))
+
+
+#: the fewest content words two facts share for ``same_fact`` or ``changes`` to hold.
+SHARED_MIN_WORDS = min(NEAR_DUPLICATE_MIN_WORDS, CHANGE_MIN_WORDS)
+
+
 def _bare(number: str) -> str:
     """The version without trailing zero parts: "2.3.0" and "2.3" are one version."""
     while number.endswith(".0"):

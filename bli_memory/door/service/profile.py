@@ -8,13 +8,17 @@ Separate from search: it reads pins and the newest rows as well as hits, and ran
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, replace
 
 from bli_memory.door import exchanges
 from bli_memory.door.exchanges import is_stored_exchange
 from bli_memory.door.librarian.lasting import (
+    SHARED_MIN_WORDS,
     briefing_text,
     changes,
+    content_words,
+    has_version,
     lasting_score,
     newer_version,
     same_fact,
@@ -99,19 +103,31 @@ def _current(scored: list[tuple[Memory, int | None]]) -> list[tuple[Memory, int 
     or a version hides only a fact that lasts no longer than itself, so a report of an edit ("Replaced
     the `s3` backend …") never hides the decision it carried out."""
     out: list[tuple[Memory, int | None]] = []
+    sharing: dict[str, list[int]] = {}  # a content word: the newer facts that hold it
+    versioned: list[int] = []  # the newer facts with a version number
     for index, (memory, score) in enumerate(scored):
         older = memory.content
-        if any(
-            same_fact(newer.content, older)
-            or (
-                _rank(newer_score) >= _rank(score)
-                and (changes(newer.content, older) or newer_version(newer.content, older))
-            )
-            for newer, newer_score in scored[:index]
-        ):
-            continue
-        out.append((memory, score))
+        words = content_words(older)
+        shared = Counter(newer for word in words for newer in sharing.get(word, ()))
+        candidates = {newer for newer, count in shared.items() if count >= SHARED_MIN_WORDS}
+        if has_version(older):
+            candidates.update(versioned)
+            versioned.append(index)
+        for word in words:
+            sharing.setdefault(word, []).append(index)
+        if not any(_hides(scored[newer], (memory, score)) for newer in sorted(candidates)):
+            out.append((memory, score))
     return out
+
+
+def _hides(newer: tuple[Memory, int | None], older: tuple[Memory, int | None]) -> bool:
+    """Whether the newer fact hides the older one (see ``_current``)."""
+    (new, new_score), (old, old_score) = newer, older
+    if same_fact(new.content, old.content):
+        return True
+    return _rank(new_score) >= _rank(old_score) and (
+        changes(new.content, old.content) or newer_version(new.content, old.content)
+    )
 
 
 def _rank(score: int | None) -> int:
