@@ -119,3 +119,16 @@ def test_the_briefing_keeps_to_its_budget_most_lasting_first(door: DoorProcess, 
     assert used <= PROFILE_BRIEFING_MAX_CHARS < used + len(rules[0])
     shown_in_recent = {row["content"] for row in answer["recent"]}
     assert not shown_in_recent & set(dynamic)
+
+
+def test_a_query_finds_only_the_fact_in_force(door: DoorProcess, tag: str) -> None:
+    save(
+        door, tag, "Who to ask: the AWS account and IAM roles are owned by Jon Berg (platform); ping #infra."
+    )
+    newer = "Ownership: the AWS account and IAM roles are owned by Mei Chen (platform)."
+    save(door, tag, newer)
+    status, answer = door.post(
+        "/api/memory/v4/profile", {"containerTag": tag, "q": "who owns the AWS account"}
+    )
+    assert status == 200
+    assert answer["profile"]["dynamic"] == [newer]

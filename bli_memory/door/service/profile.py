@@ -76,7 +76,9 @@ class Profiles:
         scored = [
             (memory, lasting_score(memory.content)) for memory in read if not is_stored_exchange(memory)
         ]
-        kept = [(memory, score) for memory, score in _current(scored) if score is not None]
+        current = _current(scored)
+        kept = [(memory, score) for memory, score in current if score is not None]
+        hidden = {memory.id for memory, _score in scored} - {memory.id for memory, _score in current}
         briefing: list[Memory] = []
         if q:
             hits = self.searcher.search(
@@ -85,7 +87,9 @@ class Profiles:
             found = [
                 hit.memory
                 for hit in hits
-                if not is_stored_exchange(hit.memory) and lasting_score(hit.memory.content) is not None
+                if not is_stored_exchange(hit.memory)
+                and lasting_score(hit.memory.content) is not None
+                and hit.memory.id not in hidden
             ]
             dynamic = [memory.content for memory in found[:PROFILE_DYNAMIC_COUNT]]
         else:
