@@ -95,3 +95,10 @@ def test_a_stated_change_hides_what_it_changes_and_only_that() -> None:
 )
 def test_another_version_of_the_same_thing_hides_the_older_pin(older: str, newer: str, hidden: bool) -> None:
     assert newer_version(newer, older) is hidden
+
+
+def test_numbered_siblings_are_two_facts_not_one_said_twice() -> None:
+    assert not same_fact("Session note 4: touched module m4.", "Session note 3: touched module m3.")
+    assert same_fact(
+        "Builds run on the `large` runner pool of team one.", "Builds run on the `large` runner pool."
+    )

@@ -1,6 +1,6 @@
 """The session-start profile: the pinned facts of a space, the facts that bear on the session's
 query (or, without one, the briefing: the lasting facts in force, most lasting first, within a
-character budget) and the latest memories the briefing does not already state.
+character budget) and the latest memories in force.
 
 Separate from search: it reads pins and the newest rows as well as hits, and ranks what lasts
 (``librarian.lasting``) rather than what matches.
@@ -64,7 +64,7 @@ class Profiles:
 
     def profile(self, principal: Principal, tag: str, q: str | None = None) -> Profile:
         """Pinned facts, the facts bearing on `q` (or, without one, the briefing: the lasting facts),
-        and the latest memories the briefing does not already state. What lasts is ranked by
+        and the latest memories in force. What lasts is ranked by
         ``librarian.lasting.lasting_score`` over the newest PROFILE_POOL_COUNT rows (decisions, conventions,
         preferences and who owns what, then rules, standing orders and version pins, then how things are;
         newest first among equals); a question, a test count, a log line or a fragment without a verb
@@ -79,7 +79,6 @@ class Profiles:
         current = _current(scored)
         kept = [(memory, score) for memory, score in current if score is not None]
         hidden = {memory.id for memory, _score in scored} - {memory.id for memory, _score in current}
-        briefing: list[Memory] = []
         if q:
             hits = self.searcher.search(
                 principal, tag, q, limit=PROFILE_DYNAMIC_COUNT * PROFILE_READ_FACTOR, scope="all"
@@ -93,9 +92,8 @@ class Profiles:
             ]
             dynamic = [memory.content for memory in found[:PROFILE_DYNAMIC_COUNT]]
         else:
-            briefing = _briefing(kept)
-            dynamic = [briefing_text(memory.content) for memory in briefing]
-        recent = _recent_beside(kept, briefing)
+            dynamic = [briefing_text(memory.content) for memory in _briefing(kept)]
+        recent = _recent(kept)
         return Profile(static=pinned, dynamic=dynamic, recent=recent, tags=tags[:-1])
 
 
@@ -157,18 +155,12 @@ def _briefing(scored: list[tuple[Memory, int]]) -> list[Memory]:
     return chosen
 
 
-def _recent_beside(scored: list[tuple[Memory, int]], briefing: list[Memory]) -> list[Memory]:
-    """The newest PROFILE_RECENT_COUNT facts the briefing does not hold nor state again, each as the
-    briefing words it (``briefing_text``)."""
-    shown = {memory.id for memory in briefing}
-    out: list[Memory] = []
-    for memory, _score in scored:
-        if memory.id in shown or any(same_fact(memory.content, fact.content) for fact in briefing):
-            continue
-        out.append(replace(memory, content=briefing_text(memory.content)))
-        if len(out) == PROFILE_RECENT_COUNT:
-            break
-    return out
+def _recent(scored: list[tuple[Memory, int]]) -> list[Memory]:
+    """The newest PROFILE_RECENT_COUNT facts in force, each as the briefing words it
+    (``briefing_text``); the hook leaves out those the briefing already shows."""
+    return [replace(memory, content=briefing_text(memory.content)) for memory, _score in scored][
+        :PROFILE_RECENT_COUNT
+    ]
 
 
 def _most_lasting(scored: list[tuple[Memory, int]]) -> list[Memory]:
