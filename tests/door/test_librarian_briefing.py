@@ -33,6 +33,8 @@ from bli_memory.door.librarian.lasting import (
         ("The service is pinned to Node 20.12 in `.nvmrc`.", STANDING_ORDER_SCORE),
         ("We need the bugfix release, go to Kafka 3.7.1.", STANDING_ORDER_SCORE),
         ("The p99 dropped to 3.5 ms after the change.", DURABLE_VERB_SCORE),
+        ("`tsconfig.json`: the `strict` flag now applies to every package.", DURABLE_VERB_SCORE),
+        ("`tsconfig.json`: removed the `paths` block.", 0),
         ("Root cause: the cron ran in the host's zone, not UTC.", 0),
         ("Fix: the job now reads `TZ` from the environment.", 0),
         ("Full run: 412 examples, 0 failures.", None),

@@ -180,6 +180,8 @@ _DECISION_SHAPE = re.compile(
     r"\b(?:the |our )?plan is\b|^\W*(?:moving|switching|migrating|going) (?:\S+ ){0,6}?(?:to|onto)\b",
     re.IGNORECASE,
 )
+#: what an edit made true from now on: "the target now adds …", "the override is now …".
+_NOW_STATE = re.compile(r"\b(?:is|are) now\b|\bnow (?!that\b)[a-z]+s\b")
 #: a one-off finding: the cause of a failure, its fix, a measurement.
 _FINDING = re.compile(
     r"^\W*(?:root cause|cause|fix|fixed|workaround|bench|result|results|measured|captured|rerun|first run)\b",
@@ -229,7 +231,7 @@ def lasting_score(fact: str) -> int | None:
     if rule or (VERSION.search(text) and _PIN_WORDS.search(statement)):
         return STANDING_ORDER_SCORE
     if _EDIT_REPORT.match(text):
-        return 0
+        return DURABLE_VERB_SCORE if _NOW_STATE.search(statement) else 0  # "`x.cmake`: the target now adds …"
     first = words[0]
     if _STANDING_ORDER_START.match(prose) or (first in _CONVENTION_VERBS and first in _IMPERATIVES):
         return STANDING_ORDER_SCORE
