@@ -2,9 +2,10 @@
 
 One call, `POST /api/memory/v4/profile`, rendered as `<bli-memory-context>` with "Pinned" first
 (every pin of this space and of the person's global space, word for word, at most PINS_MAX_CHARS
-characters of them; the rest are named in the block's last line), a "User Profile" (the durable
-facts: `profile.dynamic`, and `profile.static` from a door that sends no `pins`) and "Recent Context"
-(the latest memories, from this space and the global one). An empty space prints nothing; a failure
+characters of them; the rest are named in the block's last line), a "User Profile" (the briefing:
+`profile.dynamic`, the lasting facts in force the door chose within its character budget, and
+`profile.static` from a door that sends no `pins`) and "Recent Context" (the latest memories the
+briefing does not already state, from this space and the global one). An empty space prints nothing; a failure
 prints nothing and the receipt names why.
 """
 

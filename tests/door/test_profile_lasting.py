@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bli_memory.door.service.profile import PROFILE_BRIEFING_COUNT, PROFILE_BRIEFING_MAX_CHARS
 from tests.helpers import DoorProcess
 
 DECISION = "We decided to stop using Celery beat; reconciliation runs in the worker with APScheduler."
@@ -13,6 +14,11 @@ NOISE = [
     '`README.md` line 31, the "Environments" table.',
     "Why does test_refund_webhook keep failing on CI?",
 ]
+#: distinct names, so that the rules made of them are not near-identical facts of one another.
+NAMES = (
+    "alpha bravo charlie delta echo foxtrot golf hotel india juliett kilo lima mike november oscar "
+    "papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu"
+).split()
 EDITS = [f"`docs/notes_{index}.md`: added the on-call rota." for index in range(10)]
 
 
@@ -30,11 +36,10 @@ def test_the_profile_holds_what_lasts_not_the_newest_fragments(door: DoorProcess
     status, answer = door.post("/api/memory/v4/profile", {"containerTag": tag})
     assert status == 200
     dynamic = answer["profile"]["dynamic"]
-    assert dynamic[:3] == [DECISION, CONVENTION, STANDING]
-    assert len(dynamic) == 8 and set(dynamic[3:]) <= set(EDITS)
+    assert dynamic == [DECISION, CONVENTION, STANDING]  # an edit's report is not a lasting fact
     recent = [row["content"] for row in answer["recent"]]
     assert not set(NOISE) & set(dynamic + recent)
-    assert recent[0] == EDITS[-1]
+    assert recent == EDITS[::-1]  # the newest facts in force
 
 
 def test_a_query_never_brings_a_log_line_into_the_profile(door: DoorProcess, tag: str) -> None:
@@ -52,9 +57,76 @@ def test_a_query_never_brings_a_log_line_into_the_profile(door: DoorProcess, tag
 def test_one_long_exchange_does_not_fill_the_profile(door: DoorProcess, tag: str) -> None:
     older = "The receipts queue runs on its own Celery worker pool."
     save(door, tag, older, exchange="x_older")
-    newer = [f"Receipt template {index} renders with WeasyPrint." for index in range(3)]
+    newer = [
+        "Receipt PDFs use WeasyPrint.",
+        "Receipt emails use Postmark.",
+        "Receipt numbers use a Postgres sequence.",
+    ]
     for content in newer:
         save(door, tag, content, exchange="x_newer")
     status, answer = door.post("/api/memory/v4/profile", {"containerTag": tag})
     assert status == 200
     assert answer["profile"]["dynamic"] == [newer[2], newer[1], older, newer[0]]
+
+
+def test_the_briefing_shows_the_version_in_force_and_a_fact_once(door: DoorProcess, tag: str) -> None:
+    for content in [
+        "`go.work` pins Terraform `1.7.5` for every stack.",
+        "Who to ask: the AWS account and IAM roles are owned by Jon Berg (platform); ping #infra.",
+        "Which queue does mail use? The mailer runs on the `mail` queue, never on `default`.",
+        "We need the new provider API, go to Terraform 1.8.2.",
+        "Ownership: the AWS account and IAM roles are owned by Mei Chen (platform).",
+    ]:
+        save(door, tag, content)
+    status, answer = door.post("/api/memory/v4/profile", {"containerTag": tag})
+    assert status == 200
+    block = answer["profile"]["dynamic"] + [row["content"] for row in answer["recent"]]
+    assert answer["profile"]["dynamic"] == [
+        "Ownership: the AWS account and IAM roles are owned by Mei Chen (platform).",
+        "We need the new provider API, go to Terraform 1.8.2.",
+        "The mailer runs on the `mail` queue, never on `default`.",
+    ]
+    assert not any("1.7.5" in line or "Jon Berg" in line or "?" in line for line in block)
+
+
+def test_a_report_of_an_edit_never_hides_the_decision_it_carried_out(door: DoorProcess, tag: str) -> None:
+    decision = "We decided to move the Terraform state off S3 and onto Terraform Cloud workspaces."
+    save(door, tag, decision)
+    save(
+        door, tag, "`backend.tf`: the `s3` backend is now a `cloud` block for the Terraform Cloud workspaces."
+    )
+    status, answer = door.post("/api/memory/v4/profile", {"containerTag": tag})
+    assert status == 200
+    assert answer["profile"]["dynamic"][0] == decision
+
+
+def test_the_briefing_keeps_to_its_budget_most_lasting_first(door: DoorProcess, tag: str) -> None:
+    rules = [
+        f"Module {n}1 never imports {n}2 or {n}3 from {n}4 and {n}5, because the build of {n}6 and {n}7 "
+        f"must stay apart from {n}8, {n}9 and the {n}10 bundle."
+        for n in NAMES
+    ]
+    for rule in rules:
+        save(door, tag, rule)
+    decision = "We decided that every service owns its own schema, from now on."
+    save(door, tag, decision)
+    status, answer = door.post("/api/memory/v4/profile", {"containerTag": tag})
+    assert status == 200
+    dynamic = answer["profile"]["dynamic"]
+    assert dynamic[0] == decision
+    assert len(dynamic) < PROFILE_BRIEFING_COUNT  # the characters run out first
+    used = sum(len(line) for line in dynamic)
+    assert used <= PROFILE_BRIEFING_MAX_CHARS < used + len(rules[0])
+
+
+def test_a_query_finds_only_the_fact_in_force(door: DoorProcess, tag: str) -> None:
+    save(
+        door, tag, "Who to ask: the AWS account and IAM roles are owned by Jon Berg (platform); ping #infra."
+    )
+    newer = "Ownership: the AWS account and IAM roles are owned by Mei Chen (platform)."
+    save(door, tag, newer)
+    status, answer = door.post(
+        "/api/memory/v4/profile", {"containerTag": tag, "q": "who owns the AWS account"}
+    )
+    assert status == 200
+    assert answer["profile"]["dynamic"] == [newer]

@@ -15,13 +15,19 @@ fact that never belongs in the profile:
   such as ``14m``, a stack frame);
 - a fragment without a verb ("`README.md` line 31, the "Environments" table.").
 
-Otherwise the score adds up, highest first: a decision/convention/preference word (3), a standing
-order or an imperative convention (2), a statement of how things are with a durable verb (1). An
+Otherwise the score adds up, highest first: a decision/convention/preference word or shape ("Plan is
+…", "Moving X to Y") and who owns or approves what (3), a rule ("… never …", "Every model needs …"),
+a standing order, an imperative convention or a version pin (2), a statement of how things are with a
+durable verb (1). A finding ("Root cause: …", "Fix: …") scores 0. An
 edit report ("`docker-compose.yml`: removed the `beat` service.") and a first-person account score
 0: kept in the profile only when nothing more lasting fills it, and so does a past event of the
 session ("The migration was applied to staging", "Then bumped `serde` …"). "Policy" is a decision
 word only when the policy is the team's ("our policy", "the policy is …"): "the bucket policy allows
 …" names a configured object, a standing fact.
+
+:func:`same_fact`, :func:`changes` and :func:`newer_version` tell when a newer fact hides an older
+one in the briefing (said again, changed, or another version of one pin); :func:`briefing_text` drops
+a question the fact restates before its answer.
 
 :func:`breaks_contract` is the post-filter the LLM extractor's facts pass, so a model held to the
 same contract as the deterministic extractor cannot store what that extractor never would.
@@ -63,7 +69,7 @@ _LOG_SHAPE = re.compile(
 #: a count of tests or checks, whatever verb reports it: "all 612 tests pass", "30 passed".
 #: (a count is entered at its first digit only: from each digit of `0,0,0,…` the run was read again)
 _TEST_COUNT = re.compile(
-    r"\b(?<![\d,])\d[\d,]*\s+(?:unit\s+|integration\s+|e2e\s+)?(?:tests?|specs?|checks?|cases?)\b|"
+    r"\b(?<![\d,])\d[\d,]*\s+(?:unit\s+|integration\s+|e2e\s+)?(?:tests?|specs?|checks?|cases?|examples?|failures?)\b|"
     r"\b(?<![\d,])\d[\d,]*\s+(?:passed|failed|failing|passing)\b",
     re.IGNORECASE,
 )
@@ -144,6 +150,45 @@ def _has_verb(words: list[str]) -> bool:
     return any(_present_verb(padded[i - 1], padded[i], padded[i + 1]) for i in range(1, len(padded) - 1))
 
 
+#: who owns, approves or maintains what: "owned by Lars Eriksen", "needs approval from Keiko", "belong to".
+_OWNERSHIP = re.compile(
+    r"\b(?:owned by|owners?|ownership|belongs? to|maintainers?|maintained by|approv(?:al|es|ed) (?:from|by)|"
+    r"sign-?off|signs? off|admins? (?:is|are)|is the (?:primary |main )?(?:owner|contact|lead)|lists \S+ \S+ for)\b",
+    re.IGNORECASE,
+)
+#: a rule stated anywhere in the sentence: "Every model needs …", "Marts never use …", "must bump".
+_RULE = re.compile(
+    r"\b(?:must|(?<!was )(?<!were )(?<!had )(?:never|always)|not allowed|is required|are required|needs? (?:approval|sign-?off)|rules?)\b|"
+    r"\bevery \w+(?: \w+)? (?:needs|goes|must|gets)\b|\bno [\w.`-]+(?: [\w.`-]+)? (?:anywhere|allowed)\b|"
+    r"\bgoes (?:in|into|through)\b",
+    re.IGNORECASE,
+)
+#: a version number, not a measure: "3.3.6", "v2.7.0", "17.0" (not "7.9 uA", "0.02%", "10.00 kg").
+VERSION = re.compile(
+    r"(?<![\w.])v?\d+\.\d+(?:\.\d+)*(?![\w%]|\.\d)(?!\s*(?:%|ms|s|m|h|min|kb|mb|gb|tb|ua|ma|mc|kg|g|hz|khz|mhz|"
+    r"px|x)\b)",
+    re.IGNORECASE,
+)
+#: a version stated as the one in force: "pins `v2.6.1`", "go to NCS 2.7.0", "raising the minimum to 17.0".
+_PIN_WORDS = re.compile(
+    r"\b(?:pin|pins|pinned|minimum|requires?|required|go to|going to|raising|raised|upgrad\w*|bump\w*|"
+    r"runs? on|release|version)\b",
+    re.IGNORECASE,
+)
+#: a decision by its shape: "Plan is GoodJob: …", "Moving the silver layer from parquet to Delta Lake".
+_DECISION_SHAPE = re.compile(
+    r"\b(?:the |our )?plan is\b|^\W*(?:moving|switching|migrating|going) (?:\S+ ){0,6}?(?:to|onto)\b",
+    re.IGNORECASE,
+)
+#: what an edit made true from now on: "the target now adds …", "the override is now …".
+_NOW_STATE = re.compile(r"\b(?:is|are) now\b|\bnow (?!that\b)[a-z]+s\b")
+#: a one-off finding: the cause of a failure, its fix, a measurement.
+_FINDING = re.compile(
+    r"^\W*(?:root cause|cause|fix|fixed|workaround|bench|result|results|measured|captured|rerun|first run)\b",
+    re.IGNORECASE,
+)
+
+
 #: distinct facts whose score is remembered; the profile scores the same newest rows on every session start.
 LASTING_CACHE_MAX = 8192
 
@@ -164,12 +209,17 @@ def lasting_score(fact: str) -> int | None:
         or _NOISE_LINE.match(text)
     ):
         return None
-    if _USER_DECISION.search(_OBJECT_POLICY.sub(" ", prose)):
+    if _USER_DECISION.search(_OBJECT_POLICY.sub(" ", prose)) or _DECISION_SHAPE.search(prose):
         return DECISION_SCORE  # "From now on pnpm only." needs no verb
-    if not _has_verb(words):
-        return None
     statement = prose.rsplit("? ", 1)[-1]  # "How do I X? Use Y." is judged by its answer
-    if _EDIT_REPORT.match(text) or _FIRST_PERSON.search(statement) or _MOMENT_REPORT.match(statement):
+    if _FINDING.match(statement):
+        return 0
+    if _OWNERSHIP.search(statement) and not _FIRST_PERSON.search(statement):
+        return DECISION_SCORE  # "On ownership, `docs/OWNERS.md`: the renderer belongs to Ingrid."
+    rule = bool(_RULE.search(statement))
+    if not rule and not _has_verb(words):
+        return None  # "Indexes always concurrently." is a rule without a verb
+    if _FIRST_PERSON.search(statement) or _MOMENT_REPORT.match(statement):
         return 0
     if _PROBLEM_REPORT.search(prose):
         return 0
@@ -178,10 +228,119 @@ def lasting_score(fact: str) -> int | None:
         return 0  # "Opened #413 …", "Then turned on the rule …": what the session did, its subject dropped
     if _PASSIVE_PAST.search(prose):
         return 0  # "The migration was applied to staging": an event of the session, not how things are
+    if rule or (VERSION.search(text) and _PIN_WORDS.search(statement)):
+        return STANDING_ORDER_SCORE
+    if _EDIT_REPORT.match(text):
+        return DURABLE_VERB_SCORE if _NOW_STATE.search(statement) else 0  # "`x.cmake`: the target now adds …"
     first = words[0]
     if _STANDING_ORDER_START.match(prose) or (first in _CONVENTION_VERBS and first in _IMPERATIVES):
         return STANDING_ORDER_SCORE
     return DURABLE_VERB_SCORE
+
+
+#: words too common to tie two facts to one subject.
+_COMMON_WORDS = frozenset(
+    "the a an and or of to in on at for from with by is are was were be been it its this that these those "
+    "as so but not no now new all any each every then than into only also our we you they there here "
+    "go goes going use uses used".split()
+)
+#: a leading question the fact restates before its answer: "Which SDK do we require? The pin lives …".
+_LEADING_QUESTION = re.compile(r"^[^?]*\?+\s+(?=[A-Z`(\"'])")
+#: two facts share at least this share of the smaller one's content words to be the same fact.
+NEAR_DUPLICATE_SHARE = 0.6
+#: and at least this many content words, so two short facts are not merged on two words.
+NEAR_DUPLICATE_MIN_WORDS = 4
+#: a fact that states a change in force: "the owner is now …", "no longer requested", "instead of …"
+#: (not an edit's report, "Replaced 31 calls": that tells what one session did).
+_CHANGE = re.compile(
+    r"\b(?:is|are) now\b|\bnow (?:runs?|uses?|lives?|goes|calls?|points?|reads?)\b|\bno longer\b|\binstead of\b|"
+    r"\bnot (?:\S+ ){1,3}anymore\b",
+    re.IGNORECASE,
+)
+#: a change replaces an older fact that shares this many of its content words …
+CHANGE_MIN_WORDS = 3
+#: … and at least this share of the smaller fact's content words.
+CHANGE_SHARE = 0.2
+#: the words before a version number that name what it is the version of ("Ruby 3.3.6", "NCS 2.7.0").
+VERSION_NAME_WINDOW_WORDS = 5
+
+
+def briefing_text(fact: str) -> str:
+    """The fact as the briefing states it: a question it restates first ("Which SDK do we require?
+    The pin lives in …") is dropped, so the line is the answer."""
+    text = fact.strip()
+    answer = _LEADING_QUESTION.sub("", text, count=1)
+    return answer if answer and answer != text and not answer.endswith("?") else text
+
+
+@functools.lru_cache(maxsize=LASTING_CACHE_MAX)
+def content_words(fact: str) -> frozenset[str]:
+    """The fact's words that carry its subject: not the commonest words, nor one-letter ones."""
+    return frozenset(w for w in tokens(fact) if len(w) > 1 and w not in _COMMON_WORDS)
+
+
+def same_fact(newer: str, older: str) -> bool:
+    """Whether `newer` states what `older` does, near word for word (the older is then not shown)."""
+    a, b = content_words(newer), content_words(older)
+    shared = len(a & b)
+    if all(any(c.isdigit() for c in word) for word in a ^ b):
+        return False  # numbered siblings ("note 3: module m3", "note 4: module m4"), not one fact twice
+    return shared >= NEAR_DUPLICATE_MIN_WORDS and shared >= NEAR_DUPLICATE_SHARE * min(len(a), len(b))
+
+
+@functools.lru_cache(maxsize=LASTING_CACHE_MAX)
+def changes(newer: str, older: str) -> bool:
+    """Whether `newer` states a change (``_CHANGE``) of what `older` says: they share CHANGE_MIN_WORDS
+    content words and CHANGE_SHARE of the smaller one's ("owned by Dana" then "owner is now Emeka")."""
+    if not _CHANGE.search(newer):
+        return False
+    a, b = content_words(newer), content_words(older)
+    shared = len(a & b)
+    return shared >= CHANGE_MIN_WORDS and shared >= CHANGE_SHARE * min(len(a), len(b))
+
+
+@functools.lru_cache(maxsize=LASTING_CACHE_MAX)
+def _version_names(fact: str) -> tuple[tuple[str, frozenset[str]], ...]:
+    """Each version number of the fact with the content words just before it (what it versions)."""
+    names: list[tuple[str, frozenset[str]]] = []
+    for match in VERSION.finditer(fact):
+        before = tokens(fact[: match.start()])[-VERSION_NAME_WINDOW_WORDS:]
+        words = frozenset(w for w in before if len(w) > 1 and w not in _COMMON_WORDS and not w[:1].isdigit())
+        names.append((match.group().lower().lstrip("v"), words))
+    return tuple(names)
+
+
+def newer_version(newer: str, older: str) -> bool:
+    """Whether `newer` names another version of what `older` pins: a version number of each with a
+    word in common just before it ("NCS `v2.6.1`" then "go to NCS 2.7.0"), as many parts each (not
+    "pnpm@9.1.4" and "node >=20.12"), and the numbers differ."""
+    old, new = _version_names(older), _version_names(newer)
+    old_numbers = {_bare(number) for number, _name in old}
+    new_numbers = {_bare(number) for number, _name in new}
+    return any(
+        name_old & name_new
+        and number_old.count(".") == number_new.count(".")
+        and _bare(number_old) not in new_numbers
+        and _bare(number_new) not in old_numbers
+        for number_old, name_old in old
+        for number_new, name_new in new
+    )
+
+
+def has_version(fact: str) -> bool:
+    """Whether the fact holds a version number (``newer_version`` compares only such facts)."""
+    return bool(_version_names(fact))
+
+
+#: the fewest content words two facts share for ``same_fact`` or ``changes`` to hold.
+SHARED_MIN_WORDS = min(NEAR_DUPLICATE_MIN_WORDS, CHANGE_MIN_WORDS)
+
+
+def _bare(number: str) -> str:
+    """The version without trailing zero parts: "2.3.0" and "2.3" are one version."""
+    while number.endswith(".0"):
+        number = number[:-2]
+    return number
 
 
 def breaks_contract(fact: str) -> str | None:

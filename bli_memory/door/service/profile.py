@@ -1,5 +1,6 @@
 """The session-start profile: the pinned facts of a space, the facts that bear on the session's
-query (or, without one, the facts that last longest) and the latest memories.
+query (or, without one, the briefing: the lasting facts in force, most lasting first, within a
+character budget) and the latest memories in force.
 
 Separate from search: it reads pins and the newest rows as well as hits, and ranks what lasts
 (``librarian.lasting``) rather than what matches.
@@ -7,17 +8,32 @@ Separate from search: it reads pins and the newest rows as well as hits, and ran
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, replace
 
 from bli_memory.door import exchanges
 from bli_memory.door.exchanges import is_stored_exchange
-from bli_memory.door.librarian.lasting import lasting_score
+from bli_memory.door.librarian.lasting import (
+    SHARED_MIN_WORDS,
+    briefing_text,
+    changes,
+    content_words,
+    has_version,
+    lasting_score,
+    newer_version,
+    same_fact,
+)
 from bli_memory.door.model import Memory, Principal
 from bli_memory.door.service.search import Searcher
 from bli_memory.door.service.spaces import Spaces
 from bli_memory.door.store.roles import Store
 
 PROFILE_DYNAMIC_COUNT = 8
+#: the lasting facts the briefing (the profile without a query) shows at most, and their characters.
+PROFILE_BRIEFING_COUNT = 20
+PROFILE_BRIEFING_MAX_CHARS = 3000
+#: the lowest lasting score a fact of the briefing has: reports of what a session did (0) are left out.
+PROFILE_BRIEFING_MIN_SCORE = 1
 PROFILE_RECENT_COUNT = 10
 #: the profile reads this many times its counts, so that stored exchanges left out do not leave it short.
 PROFILE_READ_FACTOR = 3
@@ -47,20 +63,22 @@ class Profiles:
         self.searcher = searcher
 
     def profile(self, principal: Principal, tag: str, q: str | None = None) -> Profile:
-        """Pinned facts, the facts bearing on `q` (or, without one, the facts that last longest), and
-        the latest memories. What lasts is ranked by ``librarian.lasting.lasting_score`` over the newest
-        PROFILE_POOL_COUNT rows (decisions, conventions and preferences, then standing orders, then how
-        things are; newest first among equals); a question, a test count, a log line or a fragment
-        without a verb is left out of all three, and so are stored exchanges (they are history, and
-        each would fill the block with a whole turn)."""
+        """Pinned facts, the facts bearing on `q` (or, without one, the briefing: the lasting facts),
+        and the latest memories in force. What lasts is ranked by
+        ``librarian.lasting.lasting_score`` over the newest PROFILE_POOL_COUNT rows (decisions, conventions,
+        preferences and who owns what, then rules, standing orders and version pins, then how things are;
+        newest first among equals); a question, a test count, a log line or a fragment without a verb
+        is left out of all three, and so are stored exchanges (they are history, and each would fill the
+        block with a whole turn), and a fact a newer one restates or gives another version of."""
         tags = self.spaces.scope_tags(principal, tag, "all")
         pinned = self.store.pinned(principal.team_id, tags)
         read = self.store.recent(principal.team_id, tags, max(PROFILE_POOL_COUNT, PROFILE_RECENT_COUNT))
         scored = [
             (memory, lasting_score(memory.content)) for memory in read if not is_stored_exchange(memory)
         ]
-        kept = [(memory, score) for memory, score in scored if score is not None]
-        recent = [memory for memory, _score in kept[:PROFILE_RECENT_COUNT]]
+        current = _current(scored)
+        kept = [(memory, score) for memory, score in current if score is not None]
+        hidden = {memory.id for memory, _score in scored} - {memory.id for memory, _score in current}
         if q:
             hits = self.searcher.search(
                 principal, tag, q, limit=PROFILE_DYNAMIC_COUNT * PROFILE_READ_FACTOR, scope="all"
@@ -68,12 +86,81 @@ class Profiles:
             found = [
                 hit.memory
                 for hit in hits
-                if not is_stored_exchange(hit.memory) and lasting_score(hit.memory.content) is not None
+                if not is_stored_exchange(hit.memory)
+                and lasting_score(hit.memory.content) is not None
+                and hit.memory.id not in hidden
             ]
             dynamic = [memory.content for memory in found[:PROFILE_DYNAMIC_COUNT]]
         else:
-            dynamic = [memory.content for memory in _most_lasting(kept)[:PROFILE_DYNAMIC_COUNT]]
+            dynamic = [briefing_text(memory.content) for memory in _briefing(kept)]
+        recent = _recent(kept)
         return Profile(static=pinned, dynamic=dynamic, recent=recent, tags=tags[:-1])
+
+
+def _current(scored: list[tuple[Memory, int | None]]) -> list[tuple[Memory, int | None]]:
+    """Newest-first (memory, score) pairs without the facts a newer one states again near word for word
+    (``same_fact``), states a change of (``changes``) or gives another version number of
+    (``newer_version``): the newer wording is the one in force, and one fact is shown once. A newer
+    fact counts whatever its score, one left out of the profile still says what changed; but a change
+    or a version hides only a fact that lasts no longer than itself, so a report of an edit ("Replaced
+    the `s3` backend …") never hides the decision it carried out."""
+    out: list[tuple[Memory, int | None]] = []
+    sharing: dict[str, list[int]] = {}  # a content word: the newer facts that hold it
+    versioned: list[int] = []  # the newer facts with a version number
+    for index, (memory, score) in enumerate(scored):
+        older = memory.content
+        words = content_words(older)
+        shared = Counter(newer for word in words for newer in sharing.get(word, ()))
+        candidates = {newer for newer, count in shared.items() if count >= SHARED_MIN_WORDS}
+        if has_version(older):
+            candidates.update(versioned)
+            versioned.append(index)
+        for word in words:
+            sharing.setdefault(word, []).append(index)
+        if not any(_hides(scored[newer], (memory, score)) for newer in sorted(candidates)):
+            out.append((memory, score))
+    return out
+
+
+def _hides(newer: tuple[Memory, int | None], older: tuple[Memory, int | None]) -> bool:
+    """Whether the newer fact hides the older one (see ``_current``)."""
+    (new, new_score), (old, old_score) = newer, older
+    if same_fact(new.content, old.content):
+        return True
+    return _rank(new_score) >= _rank(old_score) and (
+        changes(new.content, old.content) or newer_version(new.content, old.content)
+    )
+
+
+def _rank(score: int | None) -> int:
+    """A lasting score as a number, a fact that never belongs in the profile lowest."""
+    return -1 if score is None else score
+
+
+def _briefing(scored: list[tuple[Memory, int]]) -> list[Memory]:
+    """The lasting facts, most lasting first (``_most_lasting``), those scored at least
+    PROFILE_BRIEFING_MIN_SCORE, while they fit in PROFILE_BRIEFING_MAX_CHARS together; one that does
+    not fit is passed over for shorter ones after it, up to PROFILE_BRIEFING_COUNT facts."""
+    lasting = [(memory, score) for memory, score in scored if score >= PROFILE_BRIEFING_MIN_SCORE]
+    chosen: list[Memory] = []
+    used = 0
+    for memory in _most_lasting(lasting):
+        size = len(briefing_text(memory.content))
+        if used + size > PROFILE_BRIEFING_MAX_CHARS:
+            continue
+        chosen.append(memory)
+        used += size
+        if len(chosen) == PROFILE_BRIEFING_COUNT:
+            break
+    return chosen
+
+
+def _recent(scored: list[tuple[Memory, int]]) -> list[Memory]:
+    """The newest PROFILE_RECENT_COUNT facts in force, each as the briefing words it
+    (``briefing_text``); the hook leaves out those the briefing already shows."""
+    return [replace(memory, content=briefing_text(memory.content)) for memory, _score in scored][
+        :PROFILE_RECENT_COUNT
+    ]
 
 
 def _most_lasting(scored: list[tuple[Memory, int]]) -> list[Memory]:
