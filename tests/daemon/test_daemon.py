@@ -133,9 +133,14 @@ def test_the_daemon_finds_the_same_space_as_the_hook_and_notices_when_it_changes
     (repo / "src").mkdir(parents=True)
     git(repo, "init", "-q")
     git(repo, "remote", "add", "origin", f"https://example.invalid/{tmp_path.name}/one.git")
-    one = recall_both_ways(paired, door, repo / "src", "The first origin's memory about stop_hook.")
+    # each memory answers the hook's question, so the door's relevance floor keeps it
+    one = recall_both_ways(
+        paired, door, repo / "src", "stop_hook saves the turn by posting it to the first origin's door."
+    )
     git(repo, "remote", "set-url", "origin", f"https://example.invalid/{tmp_path.name}/two.git")
-    two = recall_both_ways(paired, door, repo / "src", "The second origin's memory about stop_hook.")
+    two = recall_both_ways(
+        paired, door, repo / "src", "stop_hook saves the turn by posting it to the second origin's door."
+    )
     assert one != two
 
 
