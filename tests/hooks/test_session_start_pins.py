@@ -101,11 +101,21 @@ def test_the_prompt_hook_recalls_from_both_spaces_and_labels_the_global_hit(
 ) -> None:
     token, env = person_home(tmp_path, door, tag)
     word = f"BLI-{uuid.uuid4().int % 10_000}"
-    post(door, "/api/memory/save", {"content": f"{word} is fixed in this repo", "containerTag": tag}, token)
     post(
         door,
         "/api/memory/save",
-        {"content": f"I track {word} in my notes", "containerTag": tag, "scope": "global"},
+        {"content": f"The state of {word}: fixed in this repo", "containerTag": tag},
+        token,
+    )
+    post(
+        door,
+        "/api/memory/save",
+        # both rows answer the prompt, so the door's relevance floor keeps both
+        {
+            "content": f"I track {word} in my notes: its state is fixed upstream",
+            "containerTag": tag,
+            "scope": "global",
+        },
         token,
     )
     run = run_hook(
@@ -115,7 +125,7 @@ def test_the_prompt_hook_recalls_from_both_spaces_and_labels_the_global_hit(
     assert f"Memories from this space ({tag}) and your global space" in run.stdout
     [global_line] = [line for line in run.stdout.splitlines() if f"I track {word}" in line]
     assert "· global · id mem_" in global_line
-    [project_line] = [line for line in run.stdout.splitlines() if f"{word} is fixed" in line]
+    [project_line] = [line for line in run.stdout.splitlines() if f"{word}: fixed" in line]
     assert "global" not in project_line
 
 
