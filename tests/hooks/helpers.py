@@ -10,13 +10,14 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from bli_memory.hooks import stats
 from bli_memory.settings import write_session
-from tests.helpers import REPO
+from tests.helpers import REPO, DoorProcess
 
 BIN = str(Path(sys.executable).parent / "bli-memory-mcp")
 RECEIPT_PREFIX = "[bli-memory] "
@@ -244,3 +245,19 @@ def unblock_fifo_reader(path: Path) -> None:
     """Open the FIFO for writing (and close it), so a reader stuck in `open` is let go."""
     with contextlib.suppress(OSError):
         os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+
+
+def person_home(tmp_path: Path, door: DoorProcess, tag: str) -> tuple[str, dict[str, str]]:
+    """(token, hook environment) of a machine paired as a new person, in the test's own space."""
+    home = tmp_path / "home"
+    home.mkdir()
+    token = door.pair(f"p{uuid.uuid4().hex[:10]}")
+    write_session(door.url, token, env={"HOME": str(home)})
+    return token, hook_env(home, BLI_MEMORY_CONTAINER_TAG=tag)
+
+
+def post(door: DoorProcess, path: str, body: dict[str, Any], token: str) -> dict[str, Any]:
+    """`door`'s answer to a POST as `token`, which must succeed."""
+    status, answer = door.post(path, body, token)
+    assert 200 <= status < 300, answer
+    return dict(answer)

@@ -4,28 +4,17 @@ state (door/service/profile.py)."""
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
-from typing import Any
 
 from bli_memory.hooks import session_start
-from bli_memory.settings import write_session
 from tests.helpers import DoorProcess
-from tests.hooks.helpers import SESSION_START, assert_one_block_or_nothing, hook_env, run_hook
-
-
-def person_home(tmp_path: Path, door: DoorProcess, tag: str) -> tuple[str, dict[str, str]]:
-    """(token, hook environment) of a machine paired as a new person, in the test's own space."""
-    home = tmp_path / "home"
-    home.mkdir()
-    token = door.pair(f"p{uuid.uuid4().hex[:10]}")
-    write_session(door.url, token, env={"HOME": str(home)})
-    return token, hook_env(home, BLI_MEMORY_CONTAINER_TAG=tag)
-
-
-def post(door: DoorProcess, path: str, body: dict[str, Any], token: str) -> None:
-    status, answer = door.post(path, body, token)
-    assert 200 <= status < 300, answer
+from tests.hooks.helpers import (
+    SESSION_START,
+    assert_one_block_or_nothing,
+    person_home,
+    post,
+    run_hook,
+)
 
 
 def test_session_start_briefs_the_lasting_facts_in_force_and_then_what_is_new(

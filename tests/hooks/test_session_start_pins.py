@@ -10,26 +10,17 @@ from pathlib import Path
 from typing import Any
 
 from bli_memory.hooks import prompt, session_start
-from bli_memory.settings import write_session
 from tests.helpers import DoorProcess
-from tests.hooks.helpers import PROMPT, SESSION_START, assert_one_block_or_nothing, hook_env, run_hook
+from tests.hooks.helpers import (
+    PROMPT,
+    SESSION_START,
+    assert_one_block_or_nothing,
+    person_home,
+    post,
+    run_hook,
+)
 
 CONTEXT = session_start.CONTEXT_TAG
-
-
-def person_home(tmp_path: Path, door: DoorProcess, tag: str) -> tuple[str, dict[str, str]]:
-    """(token, hook environment) of a machine paired as a new person, in the test's own space."""
-    home = tmp_path / "home"
-    home.mkdir()
-    token = door.pair(f"p{uuid.uuid4().hex[:10]}")
-    write_session(door.url, token, env={"HOME": str(home)})
-    return token, hook_env(home, BLI_MEMORY_CONTAINER_TAG=tag)
-
-
-def post(door: DoorProcess, path: str, body: dict[str, Any], token: str) -> dict[str, Any]:
-    status, answer = door.post(path, body, token)
-    assert 200 <= status < 300, answer
-    return dict(answer)
 
 
 def test_session_start_prints_every_pin_first_word_for_word(
