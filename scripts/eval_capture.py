@@ -369,10 +369,14 @@ def run_librarian(
     return run
 
 
+def deterministic_env(env: Mapping[str, str]) -> dict[str, str]:
+    """`env` without the LLM librarian's settings: a door started with it runs the deterministic librarian."""
+    return {k: v for k, v in env.items() if k not in (ENV_LLM_URL, ENV_LLM_MODEL, ENV_LLM_KEY)}
+
+
 def librarians(env: Mapping[str, str]) -> list[tuple[str, dict[str, str]]]:
     """(column name, door environment): the deterministic librarian always, the LLM one when configured."""
-    plain = {k: v for k, v in env.items() if k not in (ENV_LLM_URL, ENV_LLM_MODEL, ENV_LLM_KEY)}
-    chosen = [("deterministic", plain)]
+    chosen = [("deterministic", deterministic_env(env))]
     url, model = env.get(ENV_LLM_URL, "").strip(), env.get(ENV_LLM_MODEL, "").strip()
     if url and model:
         chosen.append((f"llm ({model})", dict(env)))

@@ -70,10 +70,8 @@ from capture_data import (  # scripts/capture_data.py
     only_projects,
     projects_of,
 )
-from eval_capture import Door  # scripts/eval_capture.py
+from eval_capture import Door, deterministic_env  # scripts/eval_capture.py
 from messages_standin import MessagesStandIn, Recorded  # scripts/messages_standin.py
-
-from bli_memory.door.config import ENV_LLM_KEY, ENV_LLM_MODEL, ENV_LLM_URL
 
 PROG = "eval_reach"
 REPO = Path(__file__).resolve().parent.parent
@@ -326,7 +324,7 @@ class Reach:
 
 def door_env() -> dict[str, str]:
     """This process's environment without the LLM librarian's settings: the deterministic librarian."""
-    return {k: v for k, v in os.environ.items() if k not in (ENV_LLM_URL, ENV_LLM_MODEL, ENV_LLM_KEY)}
+    return deterministic_env(os.environ)
 
 
 def dump(folder: Path | None, prompt: str, own: Recorded | None) -> None:
