@@ -33,6 +33,7 @@ FEATURE_NAMES = (
     "stored_exchange",
     "query_terms_held",
     "best_cosine_over_background",
+    "query_worth_held",
 )
 #: the fit: Newton steps on the L2-penalised log-loss (fixed, so a fit is the same in every run).
 FIT_STEPS = 30
@@ -48,7 +49,9 @@ class HitSignals:
     is the share of the asked kinds of answer the row holds (`answer_kind.held_share`), None when the
     question asks for none. `query_terms_held` is the share of the query's keyword terms the row
     holds (`keyword.query_terms`), and `best_similarity` the best cosine of the space's rows: how
-    far the space as a whole is from the query, which a rank or a share of the best cannot say."""
+    far the space as a whole is from the query, which a rank or a share of the best cannot say.
+    `query_worth_held` is the same share with each term weighed by its idf in the space
+    (`keyword.term_worths`): a row holding the question's rare word, not only its common ones."""
 
     similarity: float | None
     keyword_rank: int | None
@@ -61,6 +64,7 @@ class HitSignals:
     stored_exchange: bool
     query_terms_held: float = 0.0
     best_similarity: float | None = None
+    query_worth_held: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -99,6 +103,7 @@ def features(s: HitSignals) -> list[float]:
         1.0 if s.stored_exchange else 0.0,
         s.query_terms_held,
         best_over,
+        s.query_worth_held,
     ]
 
 
@@ -124,13 +129,19 @@ def parse(entry: Mapping[str, object]) -> Calibration:
 @cache
 def calibration_for(embedder: str) -> Calibration | None:
     """The packaged calibration of `embedder` (its name: `onnx:all-MiniLM-L6-v2-int8`, `none`), or
-    None when it has none (another model: its hits carry no relevance and the answer no floor)."""
+    None when it has none (another model: its hits carry no relevance and the answer no floor), or
+    when its entry was fitted for other features than these (scripts/fit_relevance.py refits it)."""
     try:
         table = json.loads(COEFFICIENTS_FILE.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     entry = table.get("embedders", {}).get(embedder) if isinstance(table, dict) else None
-    return parse(entry) if isinstance(entry, dict) else None
+    if not isinstance(entry, dict):
+        return None
+    try:
+        return parse(entry)
+    except ValueError:  # fitted for other features: scoring with it would be wrong, not merely off
+        return None
 
 
 def fit(
