@@ -34,6 +34,7 @@ FEATURE_NAMES = (
     "query_terms_held",
     "best_cosine_over_background",
     "query_worth_held",
+    "exchange_without_facts",
 )
 #: the fit: Newton steps on the L2-penalised log-loss (fixed, so a fit is the same in every run).
 FIT_STEPS = 30
@@ -51,7 +52,10 @@ class HitSignals:
     holds (`keyword.query_terms`), and `best_similarity` the best cosine of the space's rows: how
     far the space as a whole is from the query, which a rank or a share of the best cannot say.
     `query_worth_held` is the same share with each term weighed by its idf in the space
-    (`keyword.term_worths`): a row holding the question's rare word, not only its common ones."""
+    (`keyword.term_worths`): a row holding the question's rare word, not only its common ones.
+    `exchange_without_facts`: the hit is a stored exchange its extraction job distilled no fact
+    from (`exchanges.gave_no_facts`): what the librarian judged to hold nothing lasting rarely
+    answers a later question."""
 
     similarity: float | None
     keyword_rank: int | None
@@ -65,6 +69,7 @@ class HitSignals:
     query_terms_held: float = 0.0
     best_similarity: float | None = None
     query_worth_held: float = 0.0
+    exchange_without_facts: bool = False
 
 
 @dataclass(frozen=True)
@@ -104,6 +109,7 @@ def features(s: HitSignals) -> list[float]:
         s.query_terms_held,
         best_over,
         s.query_worth_held,
+        1.0 if s.exchange_without_facts else 0.0,
     ]
 
 

@@ -26,6 +26,7 @@ def signals(**changes: object) -> HitSignals:
         "query_terms_held": 0.5,
         "best_similarity": 0.5,
         "query_worth_held": 0.75,
+        "exchange_without_facts": True,
     }
     base.update(changes)
     return HitSignals(**base)  # type: ignore[arg-type]
@@ -38,7 +39,7 @@ def test_features_follow_the_names_and_a_missing_signal_is_zero() -> None:
     assert named["cosine"] == 0.5 and named["cosine_over_background"] == pytest.approx(0.4)
     assert named["keyword_reciprocal_rank"] == 1.0 and named["fused_reciprocal_rank"] == 1.0
     assert named["score_share_of_best"] == 1.0 and named["answer_kind_missed"] == 0.0
-    assert named["query_worth_held"] == 0.75
+    assert named["query_worth_held"] == 0.75 and named["exchange_without_facts"] == 1.0
     bare = dict(
         zip(
             relevance.FEATURE_NAMES,

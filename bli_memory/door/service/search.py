@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from bli_memory.door import answer_kind, keyword, ranking, relevance
-from bli_memory.door.exchanges import fact_exchange, is_stored_exchange
+from bli_memory.door.exchanges import fact_exchange, gave_no_facts, is_stored_exchange
 from bli_memory.door.model import Hit, Memory, Principal
 from bli_memory.door.rewrite import fuse_hits
 from bli_memory.door.service.candidates import Candidates, Similarities, no_similarities
@@ -214,6 +214,7 @@ class Searcher:
                 stored_exchange=is_stored_exchange(hit.memory),
                 query_terms_held=_terms_held(terms, hit.memory.content),
                 query_worth_held=_worth_held(terms, worths, hit.memory.content),
+                exchange_without_facts=gave_no_facts(hit.memory),
                 best_similarity=best_similarity,
             )
             value = None if calibration is None else calibration.relevance(signals)
