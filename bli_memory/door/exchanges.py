@@ -70,6 +70,14 @@ def fact_exchange(memory: Memory) -> str | None:
     return exchange_of(memory.metadata) if memory.kind == "memory" else None
 
 
+def gave_no_facts(memory: Memory) -> bool:
+    """Whether `memory` is a stored exchange its extraction job distilled no fact from: a test run, a
+    greeting, a question that was only acknowledged. An exchange kept without a job (its metadata
+    names no facts at all) is not known to be one."""
+    facts = memory.metadata.get(EXCHANGE_FACTS_FIELD) if isinstance(memory.metadata, dict) else None
+    return is_stored_exchange(memory) and isinstance(facts, list) and not facts
+
+
 def exchange_of(metadata: dict[str, Any] | None) -> str | None:
     """The exchange key a fact's metadata names, if any."""
     value = metadata.get(FACT_EXCHANGE_FIELD) if isinstance(metadata, dict) else None

@@ -765,6 +765,16 @@ def search_with_feedback(indexes: Sequence[KeywordIndex], terms: Sequence[Term],
     return _ids(indexes, [first[i] for i in order.tolist()])
 
 
+def term_worths(indexes: Sequence[KeywordIndex], terms: Sequence[Term]) -> list[float]:
+    """Each query term's idf over the live documents of `indexes` (a phrase: its rarest stem's).
+
+    What finding the term in a row is worth: a word every memory of the space holds (the project's
+    own name) says little, a word no memory holds (the subject of a question the space cannot
+    answer) the most. The relevance of a hit weighs the terms it holds by these."""
+    live = sum(index.live for index in indexes)
+    return [idf(live, min(_document_frequency(indexes, stem) for stem in term)) for term in terms]
+
+
 def _ids(indexes: Sequence[KeywordIndex], hits: Sequence[tuple[int, int, float]]) -> list[str]:
     """The memory ids of `_ranked` hits (live slots only, so never a retired slot's None)."""
     return [memory_id for owner, slot, _ in hits if (memory_id := indexes[owner].ids[slot]) is not None]

@@ -33,6 +33,8 @@ FEATURE_NAMES = (
     "stored_exchange",
     "query_terms_held",
     "best_cosine_over_background",
+    "query_worth_held",
+    "exchange_without_facts",
 )
 #: the fit: Newton steps on the L2-penalised log-loss (fixed, so a fit is the same in every run).
 FIT_STEPS = 30
@@ -48,7 +50,12 @@ class HitSignals:
     is the share of the asked kinds of answer the row holds (`answer_kind.held_share`), None when the
     question asks for none. `query_terms_held` is the share of the query's keyword terms the row
     holds (`keyword.query_terms`), and `best_similarity` the best cosine of the space's rows: how
-    far the space as a whole is from the query, which a rank or a share of the best cannot say."""
+    far the space as a whole is from the query, which a rank or a share of the best cannot say.
+    `query_worth_held` is the same share with each term weighed by its idf in the space
+    (`keyword.term_worths`): a row holding the question's rare word, not only its common ones.
+    `exchange_without_facts`: the hit is a stored exchange its extraction job distilled no fact
+    from (`exchanges.gave_no_facts`): what the librarian judged to hold nothing lasting rarely
+    answers a later question."""
 
     similarity: float | None
     keyword_rank: int | None
@@ -61,6 +68,8 @@ class HitSignals:
     stored_exchange: bool
     query_terms_held: float = 0.0
     best_similarity: float | None = None
+    query_worth_held: float = 0.0
+    exchange_without_facts: bool = False
 
 
 @dataclass(frozen=True)
@@ -99,6 +108,8 @@ def features(s: HitSignals) -> list[float]:
         1.0 if s.stored_exchange else 0.0,
         s.query_terms_held,
         best_over,
+        s.query_worth_held,
+        1.0 if s.exchange_without_facts else 0.0,
     ]
 
 
@@ -124,13 +135,19 @@ def parse(entry: Mapping[str, object]) -> Calibration:
 @cache
 def calibration_for(embedder: str) -> Calibration | None:
     """The packaged calibration of `embedder` (its name: `onnx:all-MiniLM-L6-v2-int8`, `none`), or
-    None when it has none (another model: its hits carry no relevance and the answer no floor)."""
+    None when it has none (another model: its hits carry no relevance and the answer no floor), or
+    when its entry was fitted for other features than these (scripts/fit_relevance.py refits it)."""
     try:
         table = json.loads(COEFFICIENTS_FILE.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     entry = table.get("embedders", {}).get(embedder) if isinstance(table, dict) else None
-    return parse(entry) if isinstance(entry, dict) else None
+    if not isinstance(entry, dict):
+        return None
+    try:
+        return parse(entry)
+    except ValueError:  # fitted for other features: scoring with it would be wrong, not merely off
+        return None
 
 
 def fit(

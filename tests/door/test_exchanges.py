@@ -98,3 +98,34 @@ def test_the_sweep_tombstones_in_bounded_batches_and_search_no_longer_finds_them
     before = now_s() - DAY_S
     assert [memories.expire_exchanges(before, batch=2) for _ in range(4)] == [2, 2, 1, 0]
     assert memories.search(principal, "repo_b", "zebra", limit=10) == []
+
+
+def test_an_exchange_its_job_distilled_nothing_from_is_known_and_search_says_so(tmp_path: Path) -> None:
+    memories, principal = _service(tmp_path)
+    barren = "User: run the tests again\n\nAssistant: All 203 pass; the tree is unchanged."
+    fruitful = "User: which port does the gateway listen on\n\nAssistant: The gateway listens on 8443."
+    fact = memories.save(principal, "repo_a", "The gateway listens on 8443.")
+    for text, facts in ((barren, []), (fruitful, [fact.id])):
+        memories.save_exchange(
+            principal,
+            "repo_a",
+            text,
+            metadata=exchanges.document_metadata({"source": "stop_hook"}, "job_1", facts),
+            created_at=now_s(),
+        )
+    kept = memories.save_exchange(  # kept without a job: nothing is known of its facts
+        principal,
+        "repo_a",
+        "User: the tests again\n\nAssistant: pass",
+        metadata={"source": "import"},
+        created_at=now_s(),
+    )
+    hits = {
+        hit.memory.content: hit
+        for hit in memories.search(principal, "repo_a", "tests gateway pass", limit=10)
+    }
+    judged = {text: hits[text].signals.exchange_without_facts for text in (barren, fruitful)}  # type: ignore[union-attr]
+    assert judged == {barren: True, fruitful: False}
+    assert not exchanges.gave_no_facts(hits["The gateway listens on 8443."].memory)
+    stored = memories.store.current_by_ids(principal.team_id, [kept[0]])[kept[0]]
+    assert not exchanges.gave_no_facts(stored)

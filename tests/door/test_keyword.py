@@ -533,3 +533,26 @@ def test_saves_between_searches_are_found_by_the_next_search() -> None:
         texts[memory_id] = f"alpha zeta{n % 2} pool"
         for query in ("alpha", "zeta0", "zeta1 pool"):
             assert _scored([index], query) == _scored([_index(texts)], query), (n, query)
+
+
+def test_a_term_no_memory_holds_is_worth_the_most_and_one_every_memory_holds_the_least() -> None:
+    index = KeywordIndex.build(
+        (f"m{n}", text, None, 0.0)
+        for n, text in enumerate(
+            [
+                "the dispatch app deploys nightly",
+                "the dispatch app uses Oban",
+                "dispatch sockets need PHX_HOST",
+            ]
+        )
+    )
+    terms = query_terms("which Elixir version does dispatch run")
+    worth = dict(zip(terms, keyword.term_worths([index], terms), strict=True))
+    assert worth[("dispatch",)] == pytest.approx(keyword.idf(3, 3))
+    assert worth[("elixir",)] == pytest.approx(keyword.idf(3, 0))
+    assert worth[("elixir",)] > worth[("dispatch",)] > 0
+    split = [
+        KeywordIndex.build([("a", "dispatch elixir", None, 0.0)]),
+        KeywordIndex.build([("b", "dispatch", None, 0.0)]),
+    ]
+    assert keyword.term_worths(split, [("elixir",)]) == [pytest.approx(keyword.idf(2, 1))]

@@ -187,3 +187,22 @@ def test_none_embedder_serves_keyword_and_recency(tmp_path: Path) -> None:
     assert len(memories.search(principal, TAG, "MAX_POOL_SIZE", limit=5, threshold=0.9)) == 2
     assert memories.search(principal, TAG, "reboot the backend", limit=5) == []
     memories.close()
+
+
+def test_a_hit_holding_the_questions_rare_word_holds_more_of_its_worth(
+    space: tuple[MemoryService, Principal],
+) -> None:
+    memories, principal = space
+    rare = "The dispatch app runs on Elixir 1.17"
+    common = [f"The dispatch app's {part} was reviewed" for part in ("router", "schema", "worker", "socket")]
+    _save_all(memories, principal, [rare, *common])
+    hits = {
+        hit.memory.content: hit
+        for hit in memories.search(principal, TAG, "which Elixir does the dispatch app run")
+    }
+    assert rare in hits and common[0] in hits
+    rare_signals, common_signals = hits[rare].signals, hits[common[0]].signals
+    assert rare_signals is not None and common_signals is not None
+    # both hold "dispatch" and "app"; only one holds the word no other memory holds
+    assert rare_signals.query_worth_held > common_signals.query_worth_held > 0
+    assert rare_signals.query_worth_held > rare_signals.query_terms_held * 0.99

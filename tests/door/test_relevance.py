@@ -25,6 +25,8 @@ def signals(**changes: object) -> HitSignals:
         "stored_exchange": False,
         "query_terms_held": 0.5,
         "best_similarity": 0.5,
+        "query_worth_held": 0.75,
+        "exchange_without_facts": True,
     }
     base.update(changes)
     return HitSignals(**base)  # type: ignore[arg-type]
@@ -37,6 +39,7 @@ def test_features_follow_the_names_and_a_missing_signal_is_zero() -> None:
     assert named["cosine"] == 0.5 and named["cosine_over_background"] == pytest.approx(0.4)
     assert named["keyword_reciprocal_rank"] == 1.0 and named["fused_reciprocal_rank"] == 1.0
     assert named["score_share_of_best"] == 1.0 and named["answer_kind_missed"] == 0.0
+    assert named["query_worth_held"] == 0.75 and named["exchange_without_facts"] == 1.0
     bare = dict(
         zip(
             relevance.FEATURE_NAMES,
@@ -118,3 +121,20 @@ def test_the_coefficients_file_ships_in_the_package() -> None:
     assert relevance.COEFFICIENTS_FILE.parent == Path(relevance.__file__).parent
     pyproject = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text(encoding="utf-8")
     assert '"door/relevance.json"' in pyproject
+
+
+def test_an_embedder_whose_entry_names_other_features_gets_no_calibration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    table = json.loads(relevance.COEFFICIENTS_FILE.read_text(encoding="utf-8"))
+    stale = dict(table["embedders"]["none"])
+    stale["features"] = stale["features"][:-1]
+    stale["weights"] = stale["weights"][:-1]
+    coefficients = tmp_path / "relevance.json"
+    coefficients.write_text(json.dumps({"embedders": {"none": stale}}), encoding="utf-8")
+    monkeypatch.setattr(relevance, "COEFFICIENTS_FILE", coefficients)
+    relevance.calibration_for.cache_clear()
+    try:
+        assert relevance.calibration_for("none") is None  # hits carry no relevance: the hook's cosine rule
+    finally:
+        relevance.calibration_for.cache_clear()

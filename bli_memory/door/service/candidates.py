@@ -79,6 +79,14 @@ class Candidates:
         indexes = [self.keyword_index(team_id, tag) for tag in tags]
         return keyword.search_with_feedback(indexes, terms, ranking.KEYWORD_CANDIDATES)
 
+    def term_worths(self, team_id: int, tags: Sequence[str], q: str) -> list[float]:
+        """The idf of each of `q`'s keyword terms in the space (`keyword.term_worths`; call under the
+        lock), in `keyword.query_terms` order."""
+        terms = keyword.query_terms(q)
+        if not terms:
+            return []
+        return keyword.term_worths([self.keyword_index(team_id, tag) for tag in tags], terms)
+
     def keyword_index(self, team_id: int, tag: str) -> keyword.KeywordIndex:
         """The keyword index of one tag's current memories, built on first use (call under the lock)."""
         return self.indexes.keyword(

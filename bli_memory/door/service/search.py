@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from bli_memory.door import answer_kind, keyword, ranking, relevance
-from bli_memory.door.exchanges import fact_exchange, is_stored_exchange
+from bli_memory.door.exchanges import fact_exchange, gave_no_facts, is_stored_exchange
 from bli_memory.door.model import Hit, Memory, Principal
 from bli_memory.door.rewrite import fuse_hits
 from bli_memory.door.service.candidates import Candidates, Similarities, no_similarities
@@ -90,6 +90,7 @@ class Searcher:
         with self.writer.lock:
             self.writer.check_outside_writes()
             keyword_ids = self.candidates.keyword_candidates(principal.team_id, tags, q)
+            worths = self.candidates.term_worths(principal.team_id, tags, q)
             vector_ids: list[str] = []
             similarities_of: Similarities = no_similarities
             if query_vector is not None:
@@ -164,7 +165,9 @@ class Searcher:
         ]
         hits = _facts_before_their_exchanges(hits)
         near = [c for i in vector_ids if (c := cosines.get(i)) is not None]
-        return self._with_relevance(hits, q, keyword_rank, relevance.median(near), max(near, default=None))
+        return self._with_relevance(
+            hits, q, keyword_rank, worths, relevance.median(near), max(near, default=None)
+        )
 
     def floor(self, with_vectors: bool = True) -> float | None:
         """The relevance at which the prompt hook shows a row: the floor of the embedder's
@@ -181,6 +184,7 @@ class Searcher:
         hits: list[Hit],
         q: str,
         keyword_rank: Mapping[str, int],
+        worths: Sequence[float],
         background: float | None,
         best_similarity: float | None,
     ) -> list[Hit]:
@@ -188,7 +192,8 @@ class Searcher:
         calibration, its relevance: the embedder's own when the vector channel took part
         (`background` is known), else keyword-only `none`'s. `background` and `best_similarity` are
         the median and the best cosine of the vector channel's candidates, not of the hits, so that
-        a hit's relevance does not depend on how many hits were asked for."""
+        a hit's relevance does not depend on how many hits were asked for. `worths` are the query
+        terms' idfs in the space (`keyword.term_worths`)."""
         if not hits:
             return hits
         calibration = self._calibration(background is not None)
@@ -208,6 +213,8 @@ class Searcher:
                 both_channels=len(hit.matched_by) == 2,
                 stored_exchange=is_stored_exchange(hit.memory),
                 query_terms_held=_terms_held(terms, hit.memory.content),
+                query_worth_held=_worth_held(terms, worths, hit.memory.content),
+                exchange_without_facts=gave_no_facts(hit.memory),
                 best_similarity=best_similarity,
             )
             value = None if calibration is None else calibration.relevance(signals)
@@ -301,6 +308,17 @@ def _terms_held(terms: Sequence[keyword.Term], text: str) -> float:
         return 0.0
     stems = set(keyword.tokens(text))
     return sum(all(stem in stems for stem in term) for term in terms) / len(terms)
+
+
+def _worth_held(terms: Sequence[keyword.Term], worths: Sequence[float], text: str) -> float:
+    """The share of the query terms' worth (their idfs in the space) that `text` holds, 0 for none:
+    holding the one rare word of a question says more than holding its three common ones."""
+    total = sum(worths)
+    if not terms or total <= 0:
+        return 0.0
+    stems = set(keyword.tokens(text))
+    held = sum(w for term, w in zip(terms, worths, strict=True) if all(stem in stems for stem in term))
+    return held / total
 
 
 def _with_vectors(hits: Sequence[Hit]) -> bool:
