@@ -10,6 +10,7 @@ import http.server
 import json
 import os
 import queue
+import shlex
 import socket
 import sqlite3
 import ssl
@@ -431,3 +432,51 @@ def trust_like_codex(home: Path, hooks: list[dict[str, Any]]) -> None:
         assert server.call("config/batchWrite", {"edits": edits, "reloadUserConfig": True})["status"] == "ok"
     finally:
         server.close()
+
+
+def codex_run(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """One `codex` command (`plugin marketplace add`, `plugin add`, `plugin list`, …) in `home`."""
+    return subprocess.run(
+        [codex_cli(), *args],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=codex_env(home),
+        cwd=str(home),
+        timeout=CODEX_EXEC_TIMEOUT_S,
+    )
+
+
+#: what the plugin's launcher does, for this checkout: `bin/bli-memory ARGS` runs `bli-memory-mcp
+#: ARGS` with this venv's python and this checkout's package (the tests hold the plugin's files, not
+#: the launcher's search for a python).
+STAND_IN_LAUNCHER = """#!/bin/sh
+PYTHONPATH={repo}
+export PYTHONPATH
+exec {python} -m bli_memory "$@"
+"""
+
+
+def plugin_marketplace(folder: Path, version: str | None = None) -> Path:
+    """A copy of this repository's marketplace (`.agents/plugins/marketplace.json`, `.claude-plugin/`
+    when present, and `plugins/bli-memory/`) in `folder`, with the stand-in launcher as
+    `bin/bli-memory`; `version` rewrites the plugin's version in both manifests (an upgrade)."""
+    import shutil
+
+    for name in (".agents", ".claude-plugin"):
+        if (REPO / name).is_dir():
+            shutil.copytree(REPO / name, folder / name, dirs_exist_ok=True)
+    plugin = folder / "plugins" / "bli-memory"
+    shutil.copytree(REPO / "plugins" / "bli-memory", plugin, dirs_exist_ok=True)
+    launcher = plugin / "bin" / "bli-memory"
+    launcher.parent.mkdir(exist_ok=True)
+    launcher.write_text(
+        STAND_IN_LAUNCHER.format(repo=shlex.quote(str(REPO)), python=shlex.quote(sys.executable))
+    )
+    launcher.chmod(0o755)
+    for manifest in (plugin / ".codex-plugin" / "plugin.json", plugin / ".claude-plugin" / "plugin.json"):
+        if version is not None and manifest.is_file():
+            data = json.loads(manifest.read_text())
+            data["version"] = version
+            manifest.write_text(json.dumps(data, indent=2) + "\n")
+    return folder
