@@ -4,6 +4,8 @@ Each check says what it saw, never guesses: the door's version and embedder come
 `/healthz`; the token is proven by an authenticated request (a job lookup that cannot match, so it
 costs the door nothing); the daemon is alive only if its socket answers a ping. A missing daemon is
 normal (the prompt hook starts it on demand) and never makes the status fail.
+Where each host's hooks come from is read from the hosts' own files (`install.plugin_state`): the
+bli-memory plugin, `install`, or both, which it warns about since every hook would run twice.
 
 Exit status: 0 paired, door reachable and token accepted; 1 otherwise; 2 bad input.
 """
@@ -264,12 +266,24 @@ def _experience_lines(status: Mapping[str, Any]) -> list[str]:
         lines.append(f"sync:    {queue['queued']} experience entries queued; {detail}")
     if "skill" in status:
         skill = status["skill"]
-        hosts = [host for host in ("claude", "codex") if skill.get(host, {}).get("installed")]
+        routes = status.get("hooks", {})
+        plugged = [
+            host for host in ("claude", "codex") if routes.get(host, {}).get("plugin", {}).get("enabled")
+        ]
+        hosts = [
+            host
+            for host in ("claude", "codex")
+            if skill.get(host, {}).get("installed") and host not in plugged
+        ]
         named = {"claude": "Claude Code", "codex": "Codex"}
+        parts = [f"installed for {', '.join(named[host] for host in hosts)}"] if hosts else []
+        if plugged:  # the plugin carries the skill
+            parts.append(f"from the plugin for {', '.join(named[host] for host in plugged)}")
+        text = "; ".join(parts) or "not installed"
         lines.append(
             "skill:   "
-            + (f"installed for {', '.join(named[host] for host in hosts)}" if hosts else "not installed")
-            + ("" if len(hosts) == 2 else " (`bli-memory-mcp install` writes it)")
+            + text
+            + ("" if len(hosts) + len(plugged) == 2 else " (`bli-memory-mcp install` writes it)")
         )
     return lines
 
@@ -279,7 +293,8 @@ def main(argv: list[str]) -> int:
         "status",
         "Show whether this machine is paired, whether the door answers (its version and\n"
         "embedder) and accepts the token, whether the resident daemon is alive, the\n"
-        "space (container tag) of the current folder, and whether Codex trusts the hooks.",
+        "space (container tag) of the current folder, where each host's hooks come from (the\n"
+        "bli-memory plugin, install, or both) and whether Codex trusts them.",
         "exit status: 0 healthy (the daemon is optional), 1 unpaired / door down / token refused,\n"
         "2 bad input",
     )
