@@ -302,10 +302,11 @@ class RefusingModelApi:
         self.server.server_close()
 
 
-def codex_env(home: Path) -> dict[str, str]:
-    """Only what Codex and our hooks need; any other network use goes to a closed loopback port."""
+def codex_env(home: Path, codex_home: Path | None = None) -> dict[str, str]:
+    """Only what Codex and our hooks need; any other network use goes to a closed loopback port.
+    `codex_home` sets $CODEX_HOME (Codex's folder elsewhere than ~/.codex)."""
     nowhere = "http://127.0.0.1:9"
-    return {
+    env = {
         "PATH": os.environ.get("PATH", ""),
         "HOME": str(home),
         "LANG": "C.UTF-8",
@@ -315,6 +316,9 @@ def codex_env(home: Path) -> dict[str, str]:
         "ALL_PROXY": nowhere,
         "NO_PROXY": "127.0.0.1,localhost",
     }
+    if codex_home is not None:
+        env["CODEX_HOME"] = str(codex_home)
+    return env
 
 
 def codex_exec(home: Path, api: RefusingModelApi, *flags: str) -> subprocess.CompletedProcess[str]:
@@ -358,14 +362,14 @@ def hook_runs(home: Path) -> dict[str, int]:
 class AppServer:
     """`codex app-server` over stdio (JSON lines), the interface Codex's own `/hooks` review uses."""
 
-    def __init__(self, home: Path) -> None:
+    def __init__(self, home: Path, codex_home: Path | None = None) -> None:
         self.process = subprocess.Popen(
             [codex_cli(), "app-server"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
-            env=codex_env(home),
+            env=codex_env(home, codex_home),
             cwd=str(home),
         )
         self.lines: queue.Queue[str] = queue.Queue()
@@ -434,14 +438,14 @@ def trust_like_codex(home: Path, hooks: list[dict[str, Any]]) -> None:
         server.close()
 
 
-def codex_run(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def codex_run(home: Path, *args: str, codex_home: Path | None = None) -> subprocess.CompletedProcess[str]:
     """One `codex` command (`plugin marketplace add`, `plugin add`, `plugin list`, …) in `home`."""
     return subprocess.run(
         [codex_cli(), *args],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
-        env=codex_env(home),
+        env=codex_env(home, codex_home),
         cwd=str(home),
         timeout=CODEX_EXEC_TIMEOUT_S,
     )

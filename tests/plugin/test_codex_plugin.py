@@ -152,13 +152,21 @@ def test_codex_lists_the_plugin_and_runs_its_hooks_once_trusted(
     assert hook_runs(home) == {"session-start": 1, "prompt": 1}, trusted.stderr
 
 
-def test_codex_starts_the_plugins_mcp_server_with_its_tools(tmp_path: Path) -> None:
+@pytest.mark.parametrize("elsewhere", [False, True], ids=["home-codex", "codex-home"])
+def test_codex_starts_the_plugins_mcp_server_with_its_tools(tmp_path: Path, elsewhere: bool) -> None:
     home = tmp_path / "home"
     home.mkdir()
+    codex_home = tmp_path / "codex-home" if elsewhere else None
+    if codex_home is not None:
+        codex_home.mkdir()
     # the server starts only on a paired machine; listing its tools never reaches the door
     write_session("http://127.0.0.1:9", "bli_test_token", env={"HOME": str(home)})
-    add_plugin(home, plugin_marketplace(tmp_path / "marketplace"))
-    server = AppServer(home)
+    added = codex_run(
+        home, "plugin", "marketplace", "add", str(plugin_marketplace(tmp_path / "m")), codex_home=codex_home
+    )
+    assert added.returncode == 0, added.stderr
+    assert codex_run(home, "plugin", "add", KEY, codex_home=codex_home).returncode == 0
+    server = AppServer(home, codex_home)
     try:
         servers = server.call("mcpServerStatus/list", {})["data"]
     finally:
@@ -166,6 +174,11 @@ def test_codex_starts_the_plugins_mcp_server_with_its_tools(tmp_path: Path) -> N
     (ours,) = [entry for entry in servers if entry["name"] == "bli-memory"]
     assert ours["pluginId"] == KEY and ours.get("toolsError") is None, ours.get("toolsError")
     assert "search_memory" in ours["tools"]
+    # with $CODEX_HOME elsewhere there is no ~/.codex: the server found the copy through the variable
+    assert (home / ".codex").exists() is not elsewhere
+    env = {"BLI_MEMORY_DAEMON": "0", **({"CODEX_HOME": str(codex_home)} if codex_home else {})}
+    status = json.loads(run_in_home(home, "status", "--json", extra_env=env).stdout)
+    assert status["hooks"]["codex"]["route"] == "plugin"
 
 
 def test_an_upgrade_runs_the_new_copy_and_codex_asks_for_the_trust_again(
