@@ -4,6 +4,8 @@ Each check says what it saw, never guesses: the door's version and embedder come
 `/healthz`; the token is proven by an authenticated request (a job lookup that cannot match, so it
 costs the door nothing); the daemon is alive only if its socket answers a ping. A missing daemon is
 normal (the prompt hook starts it on demand) and never makes the status fail.
+Where each host's hooks come from is read from the hosts' own files (`install.plugin_state`): the
+bli-memory plugin, `install`, or both, which it warns about since every hook would run twice.
 
 Exit status: 0 paired, door reachable and token accepted; 1 otherwise; 2 bad input.
 """
@@ -20,6 +22,13 @@ from bli_memory import daemon_wire
 from bli_memory.commands.base import EXIT_FAILED, EXIT_OK, new_parser, parse, print_json
 from bli_memory.settings import ENV_TOKEN, ENV_URL, Settings, load_settings, session_file
 
+#: what an unpaired machine runs for a door: one on this machine (`serve` pairs the local user
+#: itself), or a team's. `client` is how this program is reached (a plugin's launcher when
+#: `bli-memory-mcp` is not on PATH).
+UNPAIRED_HINT = (
+    "for a door on this machine run `pipx run --spec 'bli-memory[door]' bli-memory-door serve` "
+    "(it pairs you), or log in to your team's: `{client} login --url URL --token-stdin`"
+)
 #: the door is on the same machine or the LAN; a status that hangs is worse than one that says "timeout".
 DOOR_CHECK_DEADLINE_S = 5.0
 DAEMON_PING_TIMEOUT_S = 0.5
@@ -107,6 +116,67 @@ def check_codex(env: Mapping[str, str]) -> dict[str, Any]:
     return codex
 
 
+def check_routes(env: Mapping[str, str]) -> dict[str, Any]:
+    """Where each host's hooks come from: the bli-memory plugin, `install`, both, or neither
+    (`install.plugin_state`), with the install files as the person sees them."""
+    from bli_memory.install.files import Paths
+    from bli_memory.install.plugin_state import hook_routes
+
+    routes = hook_routes(env)
+    paths = Paths.from_env(env)
+    routes["claude"]["installFile"] = _tilde(paths.claude_settings, env)
+    routes["codex"]["installFile"] = _tilde(paths.codex_hooks, env)
+    return routes
+
+
+TRUST_HINT_TEXT = "run codex, open /hooks and trust them"
+#: Codex also fingerprints the plugin's folder and asks for the trust again after an upgrade, which
+#: status cannot recompute (`install.plugin_state`): it says so rather than promise more.
+UPGRADE_NOTE = "Codex asks again after each plugin upgrade"
+NAMED = {"claude": "Claude Code", "codex": "Codex"}
+
+
+def client_command(routes: Mapping[str, Any]) -> str:
+    """How the person runs this client: `bli-memory-mcp` when it is on PATH, else an enabled
+    plugin's launcher (a plugin user has no `bli-memory-mcp` on PATH)."""
+    import shlex
+    import shutil
+
+    if shutil.which("bli-memory-mcp"):
+        return "bli-memory-mcp"
+    for host in ("claude", "codex"):
+        plugin = routes.get(host, {}).get("plugin", {})
+        if plugin.get("enabled") and plugin.get("root"):
+            return shlex.quote(os.path.join(plugin["root"], "bin", "bli-memory"))
+    return "bli-memory-mcp"
+
+
+def route_line(host: str, route: Mapping[str, Any]) -> str | None:
+    """The text after `claude:` / `codex:`; None for a Codex without the plugin (the trust line says it)."""
+    plugin = route["plugin"]
+    where = route["installFile"]
+    if route["route"] == "both":
+        return (
+            f"hooks from the plugin {plugin['key']} and from install ({where}): every hook runs twice — "
+            f"keep one: `bli-memory-mcp uninstall --host {host}` (the plugin stays)"
+        )
+    if route["route"] == "plugin":
+        text = f"hooks from the plugin {plugin['key']} {plugin.get('version') or ''}".rstrip()
+        trust = plugin.get("hooks")
+        if host == "codex" and trust:
+            if trust["trusted"] == trust["total"]:
+                text += f", trusted ({trust['trusted']} of {trust['total']}; {UPGRADE_NOTE})"
+            else:
+                text += f", not trusted ({trust['trusted']} of {trust['total']} trusted) — {TRUST_HINT_TEXT}"
+        return text
+    if host == "codex":
+        return None
+    disabled = f"; the plugin {plugin['key']} is installed but disabled" if plugin.get("key") else ""
+    if route["route"] == "install":
+        return f"hooks from install ({where}){disabled}"
+    return f"not set up (add the bli-memory plugin, or run `bli-memory-mcp install`){disabled}"
+
+
 def _tilde(path: str, env: Mapping[str, str]) -> str:
     from bli_memory.paths import home_dir
 
@@ -126,7 +196,7 @@ def render_text(status: Mapping[str, Any]) -> str:
     if pairing["paired"]:
         lines.append(f"paired:  yes (door {pairing['doorUrl']}, token from {pairing['tokenFrom']})")
     else:
-        lines.append("paired:  no (run `bli-memory-mcp login --url URL --token-stdin`)")
+        lines.append(f"paired:  no — {UNPAIRED_HINT.format(client=status.get('client', 'bli-memory-mcp'))}")
     door = status.get("door")
     if door is None:
         lines.append("door:    not checked (not paired)")
@@ -150,7 +220,13 @@ def render_text(status: Mapping[str, Any]) -> str:
         lines.append(f"space:   {space['containerTag']} (of {space['folder']})")
     else:
         lines.append(f"space:   unknown ({space.get('reason')}) for {space['folder']}")
-    if "codex" in status:
+    routes = status.get("hooks", {})
+    if "claude" in routes:
+        lines.append(f"claude:  {route_line('claude', routes['claude'])}")
+    codex_route = route_line("codex", routes["codex"]) if "codex" in routes else None
+    if codex_route is not None:
+        lines.append(f"codex:   {codex_route}")
+    elif "codex" in status:
         lines.append(f"codex:   {status['codex']['summary']}")
     lines += _experience_lines(status)
     return "\n".join(lines)
@@ -190,12 +266,24 @@ def _experience_lines(status: Mapping[str, Any]) -> list[str]:
         lines.append(f"sync:    {queue['queued']} experience entries queued; {detail}")
     if "skill" in status:
         skill = status["skill"]
-        hosts = [host for host in ("claude", "codex") if skill.get(host, {}).get("installed")]
+        routes = status.get("hooks", {})
+        plugged = [
+            host for host in ("claude", "codex") if routes.get(host, {}).get("plugin", {}).get("enabled")
+        ]
+        hosts = [
+            host
+            for host in ("claude", "codex")
+            if skill.get(host, {}).get("installed") and host not in plugged
+        ]
         named = {"claude": "Claude Code", "codex": "Codex"}
+        parts = [f"installed for {', '.join(named[host] for host in hosts)}"] if hosts else []
+        if plugged:  # the plugin carries the skill
+            parts.append(f"from the plugin for {', '.join(named[host] for host in plugged)}")
+        text = "; ".join(parts) or "not installed"
         lines.append(
             "skill:   "
-            + (f"installed for {', '.join(named[host] for host in hosts)}" if hosts else "not installed")
-            + ("" if len(hosts) == 2 else " (`bli-memory-mcp install` writes it)")
+            + text
+            + ("" if len(hosts) + len(plugged) == 2 else " (`bli-memory-mcp install` writes it)")
         )
     return lines
 
@@ -205,7 +293,8 @@ def main(argv: list[str]) -> int:
         "status",
         "Show whether this machine is paired, whether the door answers (its version and\n"
         "embedder) and accepts the token, whether the resident daemon is alive, the\n"
-        "space (container tag) of the current folder, and whether Codex trusts the hooks.",
+        "space (container tag) of the current folder, where each host's hooks come from (the\n"
+        "bli-memory plugin, install, or both) and whether Codex trusts them.",
         "exit status: 0 healthy (the daemon is optional), 1 unpaired / door down / token refused,\n"
         "2 bad input",
     )
@@ -233,12 +322,15 @@ def main(argv: list[str]) -> int:
         "daemon": check_daemon(daemon_wire.socket_path(env)),
         "space": _space(settings, project_dir(env)),
         "codex": check_codex(env),
+        "hooks": check_routes(env),
         "experience": check_experience(env),
         "skill": check_skill(env),
     }
     door = status["door"]
     healthy = bool(door and door["reachable"] and door.get("token") == "accepted" and not door.get("problem"))
     status["healthy"] = healthy
+    if not settings.paired:
+        status["client"] = client_command(status["hooks"])
     if args.json:
         print_json(status)
     else:

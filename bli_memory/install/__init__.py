@@ -18,6 +18,11 @@ that is running (so it registers itself, not whatever else is on PATH) and write
   writes that trust itself: it is the person's review. Uninstall removes the trust Codex recorded for
   our hooks (`[hooks.state."…"]` tables keyed by their places in hooks.json), no other hook's.
 
+Beside the plugin: where the bli-memory plugin is installed and enabled for a host (`claude plugin
+install`, `codex plugin add`), install writes nothing for that host and says so, since its hooks
+would run twice; `--force` registers them anyway. Uninstall never touches a plugin, and removing the
+plugin leaves install's entries alone (the hosts keep plugins in their own files and folders).
+
 Every edit is idempotent (a second run writes nothing), atomic (temp file + rename in the same
 folder, the file's mode kept, symlinks followed), keeps every other byte (JSON: only the changed
 members and elements are rewritten, in the file's own style; TOML: only our table), and backs the
@@ -35,6 +40,8 @@ One job per module, each depending only on those above it:
 - `edits`: each host's files as they should become (the plan);
 - `codex_trust`: whether Codex trusts the hooks install registered (read by `status` and `install`),
   and which of Codex's trust entries are ours (for `uninstall`);
+- `plugin_state`: whether the bli-memory plugin is installed and enabled in Claude Code or Codex,
+  and so which route each host's hooks come from (read by `status` and `install`);
 - `cli`: the commands' flags and output (`bli_memory.cli` dispatches `install` and `uninstall` there).
 
 This package's own module imports nothing, so `status`, which reads Codex's trust through

@@ -42,7 +42,7 @@ absolute path it resolves on this machine):
 """
 
 INSTALL_HELP = """\
-usage: bli-memory-mcp {verb} [--dry-run] [--host claude|codex]
+usage: bli-memory-mcp {verb} [--dry-run] [--host claude|codex]{force_usage}
 
 {what}
   Claude Code: ~/.claude.json (mcpServers.bli-memory) and ~/.claude/settings.json
@@ -54,11 +54,33 @@ usage: bli-memory-mcp {verb} [--dry-run] [--host claude|codex]
 $CLAUDE_CONFIG_DIR and $CODEX_HOME are honoured. Other keys are kept as they are; each file is
 backed up once to <file>{backup} before its first change; running it twice changes nothing.
 
+{plugin_note}
 options:
   --dry-run            show what would change and write nothing
   --host claude|codex  only this host (default: both)
-  --help               show this help
+{force_option}  --help               show this help
 """
+
+INSTALL_PLUGIN_NOTE = """\
+Where the bli-memory plugin is installed and enabled (claude plugin install / codex plugin add),
+install leaves that host to the plugin and says so: registering the hooks as well would run each
+of them twice. --force registers them anyway.
+"""
+FORCE_OPTION = "  --force              register even beside an enabled bli-memory plugin\n"
+UNINSTALL_PLUGIN_NOTE = """\
+The bli-memory plugin is not touched: remove it with `claude plugin uninstall bli-memory@<marketplace>`
+or `codex plugin remove bli-memory@<marketplace>`.
+"""
+
+PLUGIN_SKIPPED_NOTE = (
+    "{host}: the bli-memory plugin ({key}) is installed and enabled, so its hooks, MCP server and skill "
+    "come from the plugin and install writes nothing for {host} (`--force` registers them as well: "
+    "every hook would then run twice)"
+)
+PLUGIN_KEPT_NOTE = (
+    "{host}: the bli-memory plugin ({key}) stays installed; uninstall removes only what install wrote"
+)
+HOST_NAMES = {"claude": "Claude Code", "codex": "Codex"}
 
 SERVER_SKIPPED_NOTE = (
     "MCP server not registered: {python} cannot import the `mcp` package, so the server could not "
@@ -102,11 +124,13 @@ def print_config_main(args: list[str]) -> int:
 class Options:
     dry_run: bool
     hosts: tuple[str, ...]
+    force: bool = False
 
 
 def parse_options(verb: str, argv: Sequence[str]) -> Options | None:
     """The flags, or None after --help (printed); UsageError for anything else."""
     dry_run = False
+    force = False
     hosts: tuple[str, ...] = ("claude", "codex")
     words = list(argv)
     while words:
@@ -117,12 +141,24 @@ def parse_options(verb: str, argv: Sequence[str]) -> Options | None:
                 if verb == "install"
                 else "Remove what install registered, and nothing else."
             )
+            install = verb == "install"
             sys.stdout.write(
-                INSTALL_HELP.format(verb=verb, what=what, permission=PERMISSION, backup=BACKUP_SUFFIX)
+                INSTALL_HELP.format(
+                    verb=verb,
+                    what=what,
+                    permission=PERMISSION,
+                    backup=BACKUP_SUFFIX,
+                    force_usage=" [--force]" if install else "",
+                    plugin_note=INSTALL_PLUGIN_NOTE if install else UNINSTALL_PLUGIN_NOTE,
+                    force_option=FORCE_OPTION if install else "",
+                )
             )
             return None
         if word == "--dry-run":
             dry_run = True
+            continue
+        if word == "--force" and verb == "install":
+            force = True
             continue
         if word == "--host" or word.startswith("--host="):
             value = word.split("=", 1)[1] if "=" in word else (words.pop(0) if words else "")
@@ -133,7 +169,7 @@ def parse_options(verb: str, argv: Sequence[str]) -> Options | None:
         raise UsageError(
             f"bli-memory-mcp {verb}: unknown argument {word!r}; see `bli-memory-mcp {verb} --help`"
         )
-    return Options(dry_run=dry_run, hosts=hosts)
+    return Options(dry_run=dry_run, hosts=hosts, force=force)
 
 
 def run(verb: str, argv: Sequence[str], env: Mapping[str, str] | None = None) -> int:
@@ -142,12 +178,15 @@ def run(verb: str, argv: Sequence[str], env: Mapping[str, str] | None = None) ->
     if options is None:
         return EXIT_OK
     env = os.environ if env is None else env
+    hosts = beside_plugins(verb, options, env)
+    if not hosts:
+        return EXIT_OK
     paths = Paths.from_env(env)
     own = resolve_command()
     prefix = own if verb == "install" else None
     with_server = prefix is None or can_run_server(prefix)
     try:
-        changes = plan(paths, prefix, options.hosts, own, with_server=with_server)
+        changes = plan(paths, prefix, hosts, own, with_server=with_server)
     except InstallError as exc:
         raise CliError(f"bli-memory-mcp {verb}: {exc}", EXIT_FAILED) from None
     server_files = (paths.claude_json, paths.codex_config)
@@ -165,11 +204,29 @@ def run(verb: str, argv: Sequence[str], env: Mapping[str, str] | None = None) ->
         sys.stderr.write(SERVER_SKIPPED_NOTE.format(python=server_interpreter(prefix)) + "\n")
     if options.dry_run:
         sys.stdout.write("dry run: nothing written\n")
-    elif verb == "install" and status == EXIT_OK and "codex" in options.hosts:
+    elif verb == "install" and status == EXIT_OK and "codex" in hosts:
         trust_note = codex_trust_note(env)
         if trust_note:
             sys.stdout.write(trust_note + "\n")
     return status
+
+
+def beside_plugins(verb: str, options: Options, env: Mapping[str, str]) -> tuple[str, ...]:
+    """The hosts to plan: install leaves out a host whose bli-memory plugin is enabled (unless
+    --force), saying so in one line; uninstall plans every host and says the plugin stays."""
+    from bli_memory.install.plugin_state import plugin_state
+
+    hosts: list[str] = []
+    for host in options.hosts:
+        state = plugin_state(host, env)
+        name = HOST_NAMES[host]
+        if state.active and verb == "install" and not options.force:
+            sys.stdout.write(PLUGIN_SKIPPED_NOTE.format(host=name, key=state.key) + "\n")
+            continue
+        if state.key is not None and verb == "uninstall":
+            sys.stdout.write(PLUGIN_KEPT_NOTE.format(host=name, key=state.key) + "\n")
+        hosts.append(host)
+    return tuple(hosts)
 
 
 def write_one(verb: str, change: FileChange, *, dry_run: bool) -> bool:

@@ -88,10 +88,12 @@ class CodexTrust:
 
 @dataclass(frozen=True)
 class CodexConfig:
-    """What config.toml says about hooks: per-key state tables, and whether hooks are off."""
+    """What config.toml says about hooks: per-key state tables, whether hooks are off, and the
+    `[plugins."<name>@<marketplace>"]` tables Codex writes when a plugin is added (`plugin_state`)."""
 
     states: Mapping[str, Mapping[str, object]]
     hooks_off: bool
+    plugins: Mapping[str, Mapping[str, object]] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------- Codex's identity of a hook
@@ -177,16 +179,23 @@ def parse_config(text: str, *, use_tomllib: bool = True) -> CodexConfig:
         for key, value in (states.items() if isinstance(states, dict) else ())
         if isinstance(value, dict)
     }
-    return CodexConfig(states=clean, hooks_off=hooks_off)
+    plugins = data.get("plugins")
+    plugin_tables = {
+        key: value
+        for key, value in (plugins.items() if isinstance(plugins, dict) else ())
+        if isinstance(value, dict)
+    }
+    return CodexConfig(states=clean, hooks_off=hooks_off, plugins=plugin_tables)
 
 
 def _scan_hook_settings(text: str) -> dict[str, Any]:
-    """Without tomllib (Python 3.10): the `hooks.state.*` and `features.*` values, read line by line."""
+    """Without tomllib (Python 3.10): the `hooks.state.*`, `features.*` and `plugins.*` values, read
+    line by line."""
     lines = text.splitlines(keepends=True)
     data: dict[str, Any] = {}
     for statement in scan_toml(text):
         path = statement.path
-        if statement.kind != "keyval" or not path or path[0] not in ("hooks", "features"):
+        if statement.kind != "keyval" or not path or path[0] not in ("hooks", "features", "plugins"):
             continue
         line = lines[statement.start]
         _, pos = parse_key(line, len(line) - len(line.lstrip(" \t")))

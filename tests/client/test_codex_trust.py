@@ -13,29 +13,23 @@ app-server (`hooks/list`, then `config/batchWrite` of `hooks.state."<key>".trust
 
 from __future__ import annotations
 
-import http.server
 import json
-import os
-import queue
 import subprocess
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bli_memory.hooks import stats
 from bli_memory.install import codex_trust
-from tests.client.helpers import run_in_home
-from tests.helpers import REPO
-
-CODEX_CLI_ENV = "BLI_MEMORY_CODEX_CLI"
-DEFAULT_CODEX_CLI = REPO / ".venv" / "codex-cli" / "node_modules" / ".bin" / "codex"
-CODEX_EXEC_TIMEOUT_S = 60.0
-APP_SERVER_ANSWER_S = 30.0
-PROMPT = "what do we know about the retry policy?"
+from tests.client.helpers import (
+    RefusingModelApi,
+    codex_exec,
+    codex_hooks,
+    hook_runs,
+    run_in_home,
+    trust_like_codex,
+)
 
 PY_PREFIX = "/opt/venv/bin/python3 -c 'import sys; from bli_memory.cli import main; sys.exit(main())' hook "
 
@@ -299,189 +293,11 @@ def test_status_with_an_unreadable_codex_file_says_it_cannot_tell(
 # --------------------------------------------------------------------------- the real Codex CLI
 
 
-def codex_cli() -> str:
-    """The Codex CLI scripts/test installs; a missing one fails the test (it is never skipped)."""
-    path = os.environ.get(CODEX_CLI_ENV) or str(DEFAULT_CODEX_CLI)
-    if not os.access(path, os.X_OK):
-        pytest.fail(
-            f"no Codex CLI at {path}: run scripts/test (it installs @openai/codex from npm) "
-            f"or set {CODEX_CLI_ENV} to a codex executable"
-        )
-    return path
-
-
-class RefusingModelApi:
-    """A loopback stand-in for the model API: counts requests, answers each with 400, so the turn ends."""
-
-    def __init__(self) -> None:
-        self.requests: list[str] = []
-        owner = self
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                owner.requests.append(self.path)
-                body = b'{"error": {"message": "offline test"}}'
-                self.send_response(400)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-            def do_GET(self) -> None:
-                self.send_response(404)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-
-            def log_message(self, format: str, *args: object) -> None:
-                return
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
 @pytest.fixture
 def model_api() -> Iterator[RefusingModelApi]:
     api = RefusingModelApi()
     yield api
     api.close()
-
-
-def codex_env(home: Path) -> dict[str, str]:
-    """Only what Codex and our hooks need; any other network use goes to a closed loopback port."""
-    nowhere = "http://127.0.0.1:9"
-    return {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": str(home),
-        "LANG": "C.UTF-8",
-        "BLI_MEMORY_DAEMON": "0",
-        "HTTP_PROXY": nowhere,
-        "HTTPS_PROXY": nowhere,
-        "ALL_PROXY": nowhere,
-        "NO_PROXY": "127.0.0.1,localhost",
-    }
-
-
-def codex_exec(home: Path, api: RefusingModelApi, *flags: str) -> subprocess.CompletedProcess[str]:
-    provider = (
-        f'model_providers.offline={{name="offline", base_url="{api.url}", wire_api="responses", '
-        "request_max_retries=0, stream_max_retries=0}"
-    )
-    work = home / "work"
-    work.mkdir(exist_ok=True)
-    return subprocess.run(
-        [
-            codex_cli(),
-            "exec",
-            "-c",
-            provider,
-            "-c",
-            "model_provider=offline",
-            "--skip-git-repo-check",
-            *flags,
-            PROMPT,
-        ],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        env=codex_env(home),
-        cwd=str(work),
-        timeout=CODEX_EXEC_TIMEOUT_S,
-    )
-
-
-def hook_runs(home: Path) -> dict[str, int]:
-    """How many times each of our hooks ran, from their hourly counters (every hour file)."""
-    runs: dict[str, int] = {}
-    folder = Path(stats.stats_dir({"HOME": str(home)}))
-    for path in folder.glob("*.json") if folder.is_dir() else []:
-        for hook, row in json.loads(path.read_text()).get("hooks", {}).items():
-            runs[hook] = runs.get(hook, 0) + row.get("runs", 0)
-    return runs
-
-
-class AppServer:
-    """`codex app-server` over stdio (JSON lines), the interface Codex's own `/hooks` review uses."""
-
-    def __init__(self, home: Path) -> None:
-        self.process = subprocess.Popen(
-            [codex_cli(), "app-server"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            env=codex_env(home),
-            cwd=str(home),
-        )
-        self.lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=self._read, daemon=True).start()
-        self.next_id = 0
-        self.call("initialize", {"clientInfo": {"name": "bli-memory-tests", "version": "1"}})
-        self._send({"method": "initialized"})
-
-    def _read(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self.lines.put(line)
-
-    def _send(self, message: dict[str, Any]) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(json.dumps(message) + "\n")
-        self.process.stdin.flush()
-
-    def call(self, method: str, params: dict[str, Any]) -> Any:
-        self.next_id += 1
-        self._send({"id": self.next_id, "method": method, "params": params})
-        deadline = time.monotonic() + APP_SERVER_ANSWER_S
-        while (left := deadline - time.monotonic()) > 0:
-            try:
-                message = json.loads(self.lines.get(timeout=left))
-            except queue.Empty:
-                break
-            if message.get("id") == self.next_id:
-                assert "error" not in message, message
-                return message["result"]
-        raise AssertionError(f"codex app-server did not answer {method} within {APP_SERVER_ANSWER_S} s")
-
-    def close(self) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.close()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=10)
-
-
-def codex_hooks(home: Path) -> list[dict[str, Any]]:
-    server = AppServer(home)
-    try:
-        (entry,) = server.call("hooks/list", {"cwds": [str(home)]})["data"]
-        return list(entry["hooks"])
-    finally:
-        server.close()
-
-
-def trust_like_codex(home: Path, hooks: list[dict[str, Any]]) -> None:
-    """The write Codex's `/hooks` review makes: `hooks.state."<key>".trusted_hash = <currentHash>`."""
-    server = AppServer(home)
-    try:
-        edits = [
-            {
-                "keyPath": "hooks.state." + json.dumps(hook["key"]) + ".trusted_hash",
-                "value": hook["currentHash"],
-                "mergeStrategy": "replace",
-            }
-            for hook in hooks
-        ]
-        assert server.call("config/batchWrite", {"edits": edits, "reloadUserConfig": True})["status"] == "ok"
-    finally:
-        server.close()
 
 
 def test_codex_runs_our_hooks_only_once_trusted_and_status_agrees(

@@ -1,0 +1,242 @@
+"""Is the bli-memory plugin installed and enabled in Claude Code or Codex? Read from the hosts' own files.
+
+The plugin and `install` are two routes to the same three hooks. Where both are present every hook
+would run twice, so `install` leaves a host whose plugin is enabled alone (unless `--force`), and
+`status` says which route is active for each host and warns when both are. Neither command runs a
+host to find out: each host records its plugins in files, read here read-only.
+
+- Claude Code (`claude plugin install bli-memory@<marketplace>`, user scope): the key is listed in
+  `~/.claude/plugins/installed_plugins.json` (`plugins."<name>@<marketplace>"`, one entry per scope
+  with `installPath` and `version`) and enabled in `~/.claude/settings.json`
+  (`enabledPlugins."<name>@<marketplace>": true`; `claude plugin disable` writes false). Both under
+  `$CLAUDE_CONFIG_DIR` when that is set.
+- Codex (`codex plugin add bli-memory@<marketplace>`): `[plugins."<name>@<marketplace>"]` with
+  `enabled = true` in `$CODEX_HOME/config.toml`, and the copy Codex runs in
+  `$CODEX_HOME/plugins/cache/<marketplace>/<name>/<version>/`.
+
+The plugin's Codex hooks are trusted like any other (`codex_trust`), under keys
+`<name>@<marketplace>:hooks/codex-hooks.json:<event>:<group>:<handler>`. Codex stores two hashes per
+plugin hook: `trusted_hash`, the hook's identity (its command as written, with `${PLUGIN_ROOT}`),
+computed here as for install's hooks, and `trusted_content_hash`, a fingerprint of the whole plugin
+folder that changes with every plugin upgrade and is not recomputed here: after an upgrade Codex asks
+for the trust again, which `status` cannot see and says.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bli_memory.install.files import Paths
+
+PLUGIN_NAME = "bli-memory"
+#: the plugin's Codex hooks file, relative to its root (`.codex-plugin/plugin.json` names it)
+CODEX_PLUGIN_HOOKS = "hooks/codex-hooks.json"
+HOSTS = ("claude", "codex")
+
+
+@dataclass(frozen=True)
+class PluginState:
+    """The plugin in one host: `key` is `bli-memory@<marketplace>` when installed, else None."""
+
+    host: str
+    key: str | None = None
+    enabled: bool = False
+    version: str | None = None
+    root: str | None = None
+    reason: str | None = None  # a host file that could not be read
+
+    @property
+    def active(self) -> bool:
+        return self.key is not None and self.enabled
+
+    def as_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"installed": self.key is not None, "enabled": self.active}
+        if self.key:
+            data.update(key=self.key, version=self.version, root=self.root)
+        if self.reason:
+            data["reason"] = self.reason
+        return data
+
+
+def _is_ours(key: object) -> bool:
+    return isinstance(key, str) and key.partition("@")[0] == PLUGIN_NAME and "@" in key
+
+
+def _read_json(path: str) -> Any:
+    """The parsed file, None when absent; ValueError (one line) when unreadable."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return json.load(handle)
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        raise ValueError(f"cannot read {path}") from None
+
+
+def claude_plugin(env: Mapping[str, str]) -> PluginState:
+    """The plugin as Claude Code recorded it (user scope)."""
+    settings_path = Paths.from_env(env).claude_settings
+    installed_path = os.path.join(os.path.dirname(settings_path), "plugins", "installed_plugins.json")
+    try:
+        installed = _read_json(installed_path)
+        settings = _read_json(settings_path)
+    except ValueError as exc:
+        return PluginState("claude", reason=str(exc))
+    plugins = installed.get("plugins") if isinstance(installed, dict) else None
+    enabled_map = settings.get("enabledPlugins") if isinstance(settings, dict) else None
+    enabled_map = enabled_map if isinstance(enabled_map, dict) else {}
+    found: PluginState | None = None
+    for key, entries in plugins.items() if isinstance(plugins, dict) else ():
+        if not _is_ours(key) or not isinstance(entries, list):
+            continue
+        user = [
+            entry for entry in entries if isinstance(entry, dict) and entry.get("scope", "user") == "user"
+        ]
+        if not user:
+            continue
+        entry = user[0]
+        state = PluginState(
+            "claude",
+            key=key,
+            enabled=enabled_map.get(key) is True,
+            version=entry.get("version") if isinstance(entry.get("version"), str) else None,
+            root=entry.get("installPath") if isinstance(entry.get("installPath"), str) else None,
+        )
+        if found is None or (state.enabled and not found.enabled):
+            found = state
+    return found or PluginState("claude")
+
+
+def codex_plugin(env: Mapping[str, str]) -> PluginState:
+    """The plugin as Codex recorded it: its config table and the cached copy it runs."""
+    from bli_memory.install.codex_trust import parse_config
+    from bli_memory.install.tomledit import TomlShapeError
+
+    paths = Paths.from_env(env)
+    codex_dir = os.path.dirname(paths.codex_config)
+    try:
+        with open(paths.codex_config, encoding="utf-8") as handle:
+            config = parse_config(handle.read())
+    except FileNotFoundError:
+        return PluginState("codex")
+    except (OSError, UnicodeDecodeError, TomlShapeError):
+        return PluginState("codex", reason=f"cannot read {paths.codex_config}")
+    found: PluginState | None = None
+    for key, table in config.plugins.items():
+        if not _is_ours(key):
+            continue
+        marketplace = key.partition("@")[2]
+        base = os.path.join(codex_dir, "plugins", "cache", marketplace, PLUGIN_NAME)
+        try:
+            versions = sorted(name for name in os.listdir(base) if os.path.isdir(os.path.join(base, name)))
+        except OSError:
+            versions = []
+        if not versions:
+            continue  # configured but not in Codex's cache: Codex reports it "not installed"
+        state = PluginState(
+            "codex",
+            key=key,
+            enabled=table.get("enabled", True) is not False,
+            version=versions[-1],
+            root=os.path.join(base, versions[-1]),
+        )
+        if found is None or (state.enabled and not found.enabled):
+            found = state
+    return found or PluginState("codex")
+
+
+def plugin_state(host: str, env: Mapping[str, str]) -> PluginState:
+    return claude_plugin(env) if host == "claude" else codex_plugin(env)
+
+
+# --------------------------------------------------------------------------- the plugin's Codex hook trust
+
+
+@dataclass(frozen=True)
+class PluginTrust:
+    trusted: int
+    total: int
+    modified: int = 0
+    disabled: int = 0
+
+
+def codex_plugin_trust(state: PluginState, env: Mapping[str, str]) -> PluginTrust | None:
+    """How many of the plugin's Codex hooks carry the person's trust for their current identity.
+
+    None when the plugin is not installed or its hooks file cannot be read. A hook counts as trusted
+    when Codex's `trusted_hash` equals the hook's identity hash; the folder fingerprint beside it is
+    Codex's own check (see the module's docstring).
+    """
+    from bli_memory.install.codex_trust import EVENT_LABELS, hook_hash, hook_status, parse_config
+    from bli_memory.install.tomledit import TomlShapeError
+
+    if state.key is None or state.root is None:
+        return None
+    try:
+        hooks_doc = _read_json(os.path.join(state.root, CODEX_PLUGIN_HOOKS))
+        with open(Paths.from_env(env).codex_config, encoding="utf-8") as handle:
+            config = parse_config(handle.read())
+    except (ValueError, OSError, UnicodeDecodeError, TomlShapeError):
+        return None
+    events = hooks_doc.get("hooks") if isinstance(hooks_doc, dict) else None
+    statuses: list[str] = []
+    for event, label in EVENT_LABELS.items():
+        groups = events.get(event) if isinstance(events, dict) else None
+        for group_index, group in enumerate(groups if isinstance(groups, list) else []):
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            for handler_index, handler in enumerate(handlers if isinstance(handlers, list) else []):
+                if not isinstance(handler, dict) or handler.get("type") != "command":
+                    continue
+                key = f"{state.key}:{CODEX_PLUGIN_HOOKS}:{label}:{group_index}:{handler_index}"
+                current = hook_hash(event, group.get("matcher"), handler)
+                statuses.append(hook_status(config.states.get(key), current))
+    if not statuses:
+        return None
+    return PluginTrust(
+        trusted=statuses.count("trusted"),
+        total=len(statuses),
+        modified=statuses.count("modified"),
+        disabled=statuses.count("disabled"),
+    )
+
+
+# --------------------------------------------------------------------------- which route is active
+
+
+def install_hooks_present(host: str, env: Mapping[str, str]) -> bool:
+    """Whether install's hooks are registered for `host` (Claude's settings.json, Codex's hooks.json)."""
+    from bli_memory.install.codex_trust import our_handlers
+
+    paths = Paths.from_env(env)
+    try:
+        doc = _read_json(paths.claude_settings if host == "claude" else paths.codex_hooks)
+    except ValueError:
+        return False
+    return bool(our_handlers(doc))
+
+
+def hook_routes(env: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+    """For each host, where its hooks come from: `route` is "plugin", "install", "both" (every hook
+    runs twice) or "none", with the plugin's state and, for Codex, its hooks' trust."""
+    routes: dict[str, dict[str, Any]] = {}
+    for host in HOSTS:
+        state = plugin_state(host, env)
+        install = install_hooks_present(host, env)
+        routes_by = {(True, True): "both", (True, False): "plugin", (False, True): "install"}
+        route = routes_by.get((state.active, install), "none")
+        plugin = state.as_json()
+        if host == "codex":
+            trust = codex_plugin_trust(state, env)
+            if trust is not None:
+                plugin["hooks"] = {
+                    "trusted": trust.trusted,
+                    "total": trust.total,
+                    "modified": trust.modified,
+                    "disabled": trust.disabled,
+                }
+        routes[host] = {"route": route, "install": install, "plugin": plugin}
+    return routes
