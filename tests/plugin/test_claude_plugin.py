@@ -1,0 +1,267 @@
+"""The Claude Code plugin (plugins/bli-memory, listed by .claude-plugin/marketplace.json) in the real
+Claude Code: validated, installed from a local marketplace with the CLI, its MCP server connected, a
+`claude -p` session against the loopback stand-in of the Messages API (scripts/messages_standin.py)
+whose request holds the session-start and recall blocks and whose Stop hook saves the turn, and the
+same after an upgrade to a newer plugin version with the old version's folder gone.
+
+Claude Code is the pinned npm build scripts/test installs into .venv/claude-code (or
+$BLI_MEMORY_CLAUDE_CLI); a missing one fails the test. Every run has a temporary HOME and no network
+beyond loopback (the stand-in is also the proxy, and refuses tunnels).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import REPO
+
+sys.path.insert(0, str(REPO / "scripts"))
+from eval_capture import Door, deterministic_env
+from eval_reach import CONTEXT_BLOCK, QUIET_HOST, RECALL_BLOCK, STANDIN_KEY, jobs
+from messages_standin import MessagesStandIn
+
+PLUGIN = REPO / "plugins" / "bli-memory"
+MARKETPLACE_NAME = "bli-memory"
+PLUGIN_ID = "bli-memory@bli-memory"
+CLAUDE_DEFAULT = REPO / ".venv" / "claude-code" / "node_modules" / ".bin" / "claude"
+CLI_TIMEOUT_S = 60.0
+TURN_TIMEOUT_S = 90.0
+JOB_DEADLINE_S = 30.0
+FACT = "The nightly export job writes its parquet files to the bucket lantern-archive-7."
+FIRST_PROMPT = "where does the nightly export job write its parquet files?"
+SECOND_PROMPT = "which bucket holds the nightly export's parquet output?"
+
+
+def claude_cli() -> str:
+    path = os.environ.get("BLI_MEMORY_CLAUDE_CLI") or str(CLAUDE_DEFAULT)
+    if not os.access(path, os.X_OK):
+        pytest.fail(
+            f"no Claude Code at {path}: run scripts/test (it installs it from npm) or set BLI_MEMORY_CLAUDE_CLI"
+        )
+    return path
+
+
+def python_with_mcp_dir(tmp: Path) -> Path:
+    """A folder whose `python3` is this interpreter (it has the `mcp` SDK), first on the PATH."""
+    folder = tmp / "python-bin"
+    folder.mkdir()
+    (folder / "python3").symlink_to(sys.executable)
+    return folder
+
+
+def copy_marketplace(target: Path, version: str) -> Path:
+    """The repository's marketplace as a person's clone has it (symbolic links made real, no caches),
+    with the plugin's version set to `version` in plugin.json and the marketplace entry."""
+    (target / ".claude-plugin").mkdir(parents=True)
+    shutil.copy(REPO / ".claude-plugin" / "marketplace.json", target / ".claude-plugin")
+    shutil.copytree(
+        PLUGIN, target / "plugins" / "bli-memory", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+    )
+    set_version(target, version)
+    return target
+
+
+def set_version(market: Path, version: str) -> None:
+    manifest = market / "plugins" / "bli-memory" / ".claude-plugin" / "plugin.json"
+    data = json.loads(manifest.read_text())
+    data["version"] = version
+    manifest.write_text(json.dumps(data, indent=2) + "\n")
+    listing = market / ".claude-plugin" / "marketplace.json"
+    data = json.loads(listing.read_text())
+    data["plugins"][0]["version"] = version
+    listing.write_text(json.dumps(data, indent=2) + "\n")
+
+
+class Claude:
+    """The real Claude Code with a HOME of its own, talking to the stand-in only."""
+
+    def __init__(self, home: Path, standin: MessagesStandIn, path_first: Path) -> None:
+        self.program = claude_cli()
+        self.home = home
+        self.env = {
+            "HOME": str(home),
+            "PATH": f"{path_first}{os.pathsep}{os.environ.get('PATH', '/usr/bin:/bin')}",
+            "LANG": os.environ.get("LANG", "C.UTF-8"),
+            "BLI_MEMORY_DAEMON": "0",
+            "HTTPS_PROXY": standin.url,
+            "HTTP_PROXY": standin.url,
+            "NO_PROXY": "127.0.0.1,localhost",
+            "GIT_CONFIG_NOSYSTEM": "1",
+            "ANTHROPIC_BASE_URL": standin.url,
+            "ANTHROPIC_API_KEY": STANDIN_KEY,
+            **QUIET_HOST,
+        }
+
+    def run(self, *args: str, cwd: Path | None = None, stdin: str = "") -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [self.program, *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=self.env,
+            cwd=str(cwd or self.home),
+            timeout=TURN_TIMEOUT_S,
+            check=False,
+        )
+
+    def ok(self, *args: str, cwd: Path | None = None) -> str:
+        done = self.run(*args, cwd=cwd)
+        assert done.returncode == 0, f"claude {' '.join(args)}: {done.stdout}\n{done.stderr}"
+        return done.stdout + done.stderr
+
+    def install_path(self) -> Path:
+        installed = json.loads((self.home / ".claude" / "plugins" / "installed_plugins.json").read_text())
+        return Path(installed["plugins"][PLUGIN_ID][0]["installPath"])
+
+    def launcher(self, *args: str, cwd: Path, stdin: str = "") -> subprocess.CompletedProcess[str]:
+        """The installed plugin's launcher, as the hooks run it."""
+        return subprocess.run(
+            [str(self.install_path() / "bin" / "bli-memory"), *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=self.env,
+            cwd=str(cwd),
+            timeout=CLI_TIMEOUT_S,
+            check=False,
+        )
+
+
+@pytest.fixture
+def standin() -> Iterator[MessagesStandIn]:
+    server = MessagesStandIn()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+def test_the_plugin_and_the_marketplace_pass_strict_validation(tmp_path: Path) -> None:
+    env = {"HOME": str(tmp_path), "PATH": os.environ.get("PATH", "/usr/bin:/bin"), **QUIET_HOST}
+    for target in (PLUGIN, REPO):
+        done = subprocess.run(
+            [claude_cli(), "plugin", "validate", "--strict", str(target)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=CLI_TIMEOUT_S,
+            check=False,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert "Validation passed" in done.stdout
+
+
+def test_installing_from_the_repository_copies_the_client_and_the_one_skill(tmp_path: Path) -> None:
+    """The repository itself as the marketplace, as a person's clone is: the plugin's symbolic links
+    (lib/bli_memory to the package; the package's SKILL.md to the plugin's) become real files in the
+    installed copy, so it runs with no checkout beside it."""
+    env = {"HOME": str(tmp_path), "PATH": os.environ.get("PATH", "/usr/bin:/bin"), **QUIET_HOST}
+
+    def claude(*args: str) -> None:
+        done = subprocess.run(
+            [claude_cli(), *args], capture_output=True, text=True, env=env, timeout=CLI_TIMEOUT_S, check=False
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+
+    claude("plugin", "marketplace", "add", str(REPO))
+    claude("plugin", "install", PLUGIN_ID)
+    installed = json.loads((tmp_path / ".claude" / "plugins" / "installed_plugins.json").read_text())
+    root = Path(installed["plugins"][PLUGIN_ID][0]["installPath"])
+    assert tmp_path in root.parents
+    client = root / "lib" / "bli_memory"
+    assert client.is_dir() and not client.is_symlink() and (client / "cli.py").is_file()
+    skill = root / "skills" / "bli-memory" / "SKILL.md"
+    printed = subprocess.run(
+        [str(root / "bin" / "bli-memory"), "--print-skill"],
+        capture_output=True,
+        text=True,
+        env={**env, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{env['PATH']}"},
+        timeout=CLI_TIMEOUT_S,
+        check=True,
+    ).stdout
+    assert skill.read_text() == printed == (REPO / "bli_memory" / "install" / "SKILL.md").read_text()
+
+
+def wait_for_jobs(db: Path, done: int) -> dict[str, int]:
+    deadline = time.monotonic() + JOB_DEADLINE_S
+    while True:
+        counts = jobs(db)
+        if counts.get("done", 0) >= done or time.monotonic() >= deadline:
+            return counts
+        time.sleep(0.1)
+
+
+def turn(claude: Claude, standin: MessagesStandIn, project: Path, prompt: str) -> str:
+    """One `claude -p` turn; the text of its own request to the model."""
+    standin.reply("Noted.")
+    start = len(standin.requests)
+    done = claude.run("-p", "--output-format", "json", cwd=project, stdin=prompt)
+    assert done.returncode == 0, done.stdout + done.stderr
+    made = standin.since(start)
+    assert [request.path for request in made if request.method == "CONNECT"] == []
+    own = [request for request in made if request.is_turn(prompt)]
+    assert own, f"no request held the prompt; paths: {[request.path for request in made]}"
+    return own[-1].text()
+
+
+def test_a_session_with_the_installed_plugin_recalls_saves_and_survives_an_upgrade(
+    tmp_path: Path, standin: MessagesStandIn
+) -> None:
+    door = Door(tmp_path / "door", "onnx", deterministic_env(os.environ))
+    try:
+        home = tmp_path / "home"
+        home.mkdir()
+        claude = Claude(home, standin, python_with_mcp_dir(tmp_path))
+        market = copy_marketplace(tmp_path / "market", "0.1.0")
+        claude.ok("plugin", "marketplace", "add", str(market))
+        claude.ok("plugin", "install", PLUGIN_ID)
+        first_root = claude.install_path()
+        assert first_root.name == "0.1.0"
+
+        project = tmp_path / "lantern"
+        project.mkdir()
+        for command in (
+            ["git", "init", "-q"],
+            ["git", "remote", "add", "origin", "https://git.example.invalid/lantern.git"],
+        ):
+            subprocess.run(command, cwd=project, env=claude.env, check=True, capture_output=True)
+        login = claude.launcher(
+            "login", "--url", door.url, "--token-stdin", cwd=project, stdin=door.token + "\n"
+        )
+        assert login.returncode == 0, login.stderr
+        saved = claude.launcher("save", FACT, cwd=project)
+        assert saved.returncode == 0, saved.stderr
+
+        listed = claude.ok("mcp", "list", cwd=project)
+        line = next(row for row in listed.splitlines() if "bli-memory" in row)
+        assert "Connected" in line, listed
+
+        request = turn(claude, standin, project, FIRST_PROMPT)
+        assert "lantern-archive-7" in "".join(CONTEXT_BLOCK.findall(request))
+        assert "lantern-archive-7" in "".join(RECALL_BLOCK.findall(request))
+        assert wait_for_jobs(door.db, 1).get("done") == 1, "the Stop hook saved the turn"
+
+        set_version(market, "0.1.1")
+        claude.ok("plugin", "marketplace", "update", MARKETPLACE_NAME)
+        claude.ok("plugin", "update", PLUGIN_ID)
+        second_root = claude.install_path()
+        assert second_root.name == "0.1.1" and second_root != first_root
+        shutil.rmtree(first_root, ignore_errors=True)  # nothing may still need the old version's folder
+
+        listed = claude.ok("mcp", "list", cwd=project)
+        assert "Connected" in next(row for row in listed.splitlines() if "bli-memory" in row), listed
+        request = turn(claude, standin, project, SECOND_PROMPT)
+        assert "lantern-archive-7" in "".join(CONTEXT_BLOCK.findall(request))
+        assert "lantern-archive-7" in "".join(RECALL_BLOCK.findall(request))
+        assert wait_for_jobs(door.db, 2).get("done") == 2, "the upgraded Stop hook saved the turn"
+    finally:
+        door.stop()
