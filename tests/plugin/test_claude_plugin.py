@@ -32,6 +32,8 @@ from messages_standin import MessagesStandIn
 PLUGIN = REPO / "plugins" / "bli-memory"
 MARKETPLACE_NAME = "bli-memory"
 PLUGIN_ID = "bli-memory@bli-memory"
+PLUGIN_TOOLS = "mcp__plugin_bli-memory_bli-memory__"
+MARKET_URL = "https://git.example.invalid/bli-memory.git"
 CLAUDE_DEFAULT = REPO / ".venv" / "claude-code" / "node_modules" / ".bin" / "claude"
 CLI_TIMEOUT_S = 60.0
 TURN_TIMEOUT_S = 90.0
@@ -51,23 +53,55 @@ def claude_cli() -> str:
 
 
 def python_with_mcp_dir(tmp: Path) -> Path:
-    """A folder whose `python3` is this interpreter (it has the `mcp` SDK), first on the PATH."""
+    """A folder whose `python3` is this interpreter, which has the `mcp` SDK: a script that runs it by
+    its own path (a symbolic link elsewhere would not be this venv's python), first on the PATH."""
     folder = tmp / "python-bin"
     folder.mkdir()
-    (folder / "python3").symlink_to(sys.executable)
+    wrapper = folder / "python3"
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
+    wrapper.chmod(0o755)
     return folder
 
 
-def copy_marketplace(target: Path, version: str) -> Path:
-    """The repository's marketplace as a person's clone has it (symbolic links made real, no caches),
-    with the plugin's version set to `version` in plugin.json and the marketplace entry."""
-    (target / ".claude-plugin").mkdir(parents=True)
-    shutil.copy(REPO / ".claude-plugin" / "marketplace.json", target / ".claude-plugin")
-    shutil.copytree(
-        PLUGIN, target / "plugins" / "bli-memory", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
-    )
-    set_version(target, version)
-    return target
+def git_marketplace(home: Path, source: Path, version: str) -> str:
+    """The repository's marketplace as GitHub would serve it: git's files of `.claude-plugin/`,
+    `plugins/` and the package the plugin links to (as they are in the work tree, links kept as
+    links), committed in `source` with the plugin's version set to `version`; Claude Code clones it
+    from MARKET_URL, which `home`'s git configuration sends to that folder (never to a network)."""
+    listed = subprocess.run(
+        ["git", "-C", str(REPO), "ls-files", "-z", "--", ".claude-plugin", "plugins", "bli_memory"],
+        capture_output=True,
+        check=True,
+        timeout=30,
+    ).stdout.decode()
+    for name in filter(None, listed.split("\0")):
+        origin, target = REPO / name, source / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if origin.is_symlink():
+            target.symlink_to(os.readlink(origin))
+        elif origin.is_file():
+            shutil.copy2(origin, target)
+    set_version(source, version)
+    git(source, "init", "-q", "-b", "main")
+    commit(source, version)
+    for setting in ([f"url.{source.as_uri()}.insteadOf", MARKET_URL], ["protocol.file.allow", "always"]):
+        subprocess.run(
+            ["git", "config", "--global", *setting],
+            env={"HOME": str(home), "PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+            check=True,
+            timeout=30,
+        )
+    return MARKET_URL
+
+
+def git(folder: Path, *args: str) -> None:
+    env = {"HOME": str(folder), "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "GIT_CONFIG_NOSYSTEM": "1"}
+    subprocess.run(["git", "-C", str(folder), *args], env=env, check=True, capture_output=True, timeout=30)
+
+
+def commit(folder: Path, version: str) -> None:
+    git(folder, "add", "-A")
+    git(folder, "-c", "user.name=t", "-c", "user.email=t@example.invalid", "commit", "-q", "-m", version)
 
 
 def set_version(market: Path, version: str) -> None:
@@ -160,11 +194,22 @@ def test_the_plugin_and_the_marketplace_pass_strict_validation(tmp_path: Path) -
         assert "Validation passed" in done.stdout
 
 
-def test_installing_from_the_repository_copies_the_client_and_the_one_skill(tmp_path: Path) -> None:
-    """The repository itself as the marketplace, as a person's clone is: the plugin's symbolic links
-    (lib/bli_memory to the package; the package's SKILL.md to the plugin's) become real files in the
-    installed copy, so it runs with no checkout beside it."""
-    env = {"HOME": str(tmp_path), "PATH": os.environ.get("PATH", "/usr/bin:/bin"), **QUIET_HOST}
+def test_installing_from_a_clone_of_the_repository_copies_the_client_and_the_one_skill(
+    tmp_path: Path,
+) -> None:
+    """The marketplace cloned with git, as `claude plugin marketplace add owner/repo` does: the clone
+    keeps the plugin's symbolic links (lib/bli_memory to the package; the package's SKILL.md to the
+    plugin's), and the installed copy under the version's folder holds real files in their place, so
+    it runs with nothing beside it."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {
+        "HOME": str(home),
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        **QUIET_HOST,
+    }
+    url = git_marketplace(home, tmp_path / "market", "0.1.0")
 
     def claude(*args: str) -> None:
         done = subprocess.run(
@@ -172,13 +217,14 @@ def test_installing_from_the_repository_copies_the_client_and_the_one_skill(tmp_
         )
         assert done.returncode == 0, done.stdout + done.stderr
 
-    claude("plugin", "marketplace", "add", str(REPO))
+    claude("plugin", "marketplace", "add", url)
     claude("plugin", "install", PLUGIN_ID)
-    installed = json.loads((tmp_path / ".claude" / "plugins" / "installed_plugins.json").read_text())
+    installed = json.loads((home / ".claude" / "plugins" / "installed_plugins.json").read_text())
     root = Path(installed["plugins"][PLUGIN_ID][0]["installPath"])
-    assert tmp_path in root.parents
+    assert home in root.parents and root.name == "0.1.0"
     client = root / "lib" / "bli_memory"
     assert client.is_dir() and not client.is_symlink() and (client / "cli.py").is_file()
+    assert not any(path.is_symlink() for path in root.rglob("*"))
     skill = root / "skills" / "bli-memory" / "SKILL.md"
     printed = subprocess.run(
         [str(root / "bin" / "bli-memory"), "--print-skill"],
@@ -221,11 +267,11 @@ def test_a_session_with_the_installed_plugin_recalls_saves_and_survives_an_upgra
         home = tmp_path / "home"
         home.mkdir()
         claude = Claude(home, standin, python_with_mcp_dir(tmp_path))
-        market = copy_marketplace(tmp_path / "market", "0.1.0")
-        claude.ok("plugin", "marketplace", "add", str(market))
+        market = tmp_path / "market"
+        claude.ok("plugin", "marketplace", "add", git_marketplace(home, market, "0.1.0"))
         claude.ok("plugin", "install", PLUGIN_ID)
         first_root = claude.install_path()
-        assert first_root.name == "0.1.0"
+        assert first_root.name == "0.1.0" and home in first_root.parents
 
         project = tmp_path / "lantern"
         project.mkdir()
@@ -243,14 +289,17 @@ def test_a_session_with_the_installed_plugin_recalls_saves_and_survives_an_upgra
 
         listed = claude.ok("mcp", "list", cwd=project)
         line = next(row for row in listed.splitlines() if "bli-memory" in row)
-        assert "Connected" in line, listed
+        assert "Connected" in line and str(first_root / "bin" / "bli-memory") in line, listed
 
         request = turn(claude, standin, project, FIRST_PROMPT)
+        # a plugin's MCP tools are named mcp__plugin_<plugin>_<server>__<tool>
+        assert f"{PLUGIN_TOOLS}search_memory" in request, "the real MCP server's tools reach the model"
         assert "lantern-archive-7" in "".join(CONTEXT_BLOCK.findall(request))
         assert "lantern-archive-7" in "".join(RECALL_BLOCK.findall(request))
         assert wait_for_jobs(door.db, 1).get("done") == 1, "the Stop hook saved the turn"
 
         set_version(market, "0.1.1")
+        commit(market, "0.1.1")
         claude.ok("plugin", "marketplace", "update", MARKETPLACE_NAME)
         claude.ok("plugin", "update", PLUGIN_ID)
         second_root = claude.install_path()
@@ -258,7 +307,8 @@ def test_a_session_with_the_installed_plugin_recalls_saves_and_survives_an_upgra
         shutil.rmtree(first_root, ignore_errors=True)  # nothing may still need the old version's folder
 
         listed = claude.ok("mcp", "list", cwd=project)
-        assert "Connected" in next(row for row in listed.splitlines() if "bli-memory" in row), listed
+        line = next(row for row in listed.splitlines() if "bli-memory" in row)
+        assert "Connected" in line and str(second_root / "bin" / "bli-memory") in line, listed
         request = turn(claude, standin, project, SECOND_PROMPT)
         assert "lantern-archive-7" in "".join(CONTEXT_BLOCK.findall(request))
         assert "lantern-archive-7" in "".join(RECALL_BLOCK.findall(request))
