@@ -1,8 +1,8 @@
 """The test suite's own layout, read from its files with `ast`.
 
 - It mirrors the package: tests/door/ (and tests/door/store/), tests/hooks/, tests/daemon/ and
-  tests/client/, plus tests/plugin/ for the host plugins (plugins/bli-memory/), with the tests of
-  the product as a whole at the top; every folder is a package (an
+  tests/client/, plus tests/plugin/ for the host plugins under plugins/, with the tests of the
+  product as a whole at the top; every folder is a package (an
   `__init__.py`), so each module is imported as `tests.…` and tests/conftest.py applies to all.
 - No module of the suite imports a test module (`test_*.py`) or a conftest: what tests share lives in
   a conftest (fixtures, found by pytest) or a helpers module (`tests/helpers.py`,
