@@ -1,15 +1,17 @@
 """A stand-in MCP server, standard library only, for when the real one cannot run yet.
 
-The plugin's MCP server lacks the `mcp` SDK on a first session (`mcp_sdk.py` is fetching it). A
-server that exits leaves the agent with a failed server and no reason; a silent one looks broken.
+The plugin's MCP server lacks the `mcp` SDK on a first session (`mcp_sdk.py` is fetching it), or
+the machine is not paired with a door yet. A server that exits leaves the agent with a failed server
+and no reason; a silent one looks broken.
 This one answers the MCP handshake over stdio (newline-delimited JSON-RPC 2.0), puts the reason in
 its instructions, and offers one tool, `memory_status`, whose description and answer say what is
-missing, what the plugin is doing about it and what to run by hand.
+missing, what the plugin is doing about it and what to run.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any
 
@@ -20,6 +22,21 @@ TOOL_NAME = "memory_status"
 #: answered when the client names none; otherwise the client's own version is echoed
 PROTOCOL_VERSION = "2025-06-18"
 METHOD_NOT_FOUND = -32601
+
+
+def unpaired_text(entry: str) -> str:
+    """What the plugin's server says before this machine is paired; `entry` is the file the plugin's
+    launcher ran (lib/bli_memory_mcp.py), beside which the launcher lives."""
+    launcher = os.path.normpath(
+        os.path.join(os.path.dirname(os.path.abspath(entry)), "..", "bin", "bli-memory")
+    )
+    return (
+        "bli-memory is installed, but this machine is not paired with a memory door yet, so nothing is "
+        "recalled or saved. For a door on this machine, run `scripts/quickstart` in a clone of the "
+        "bli-memory repository (it starts a door and pairs you); for your team's door, run "
+        f"`{launcher} login --url URL --token-stdin` with the token from that door's "
+        "`bli-memory-door pair --person NAME`. Then start a new session."
+    )
 
 
 def _answer(message: str, request: dict[str, Any]) -> dict[str, Any] | None:

@@ -159,3 +159,28 @@ def test_a_finished_venv_is_where_the_real_server_runs(tmp_path: Path, bare_pyth
     (sdk / "stamp").write_text(stamp.replace("python 3.", "python 2."))  # made for another interpreter
     names = [tool.name for tool in session(env)["tools"]]
     assert names == ["memory_status"]
+
+
+def test_before_any_pairing_the_plugins_server_says_how_to_pair(tmp_path: Path) -> None:
+    """On an interpreter with the SDK and no door: the placeholder, naming the two ways to pair and
+    the installed launcher to log in with (the server outside the plugin exits 1 instead)."""
+    folder = tmp_path / "python-bin"
+    folder.mkdir()
+    wrapper = folder / "python3"
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
+    wrapper.chmod(0o755)
+    env = environment(tmp_path, wrapper)
+    answer = session(env)["answer"]
+    assert answer is not None and answer.is_error
+    text = answer.content[0].text
+    assert "not paired" in text and "scripts/quickstart" in text
+    assert f"{LAUNCHER} login --url URL --token-stdin" in text
+    outside = subprocess.run(
+        [sys.executable, "-m", "bli_memory"],
+        input="",
+        capture_output=True,
+        text=True,
+        env={**env, "BLI_MEMORY_PLUGIN_DATA": "", "PYTHONPATH": str(REPO)},
+        timeout=60,
+    )
+    assert outside.returncode == 1 and "not paired" in outside.stderr
