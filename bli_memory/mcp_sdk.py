@@ -206,7 +206,12 @@ def serve_without_sdk() -> int:
     sdk = sdk_dir(data)
     python = ready_python(sdk)
     if python is not None:
-        os.execv(python, [python, os.path.abspath(sys.argv[0])])
+        try:
+            os.execv(python, [python, os.path.abspath(sys.argv[0])])
+        except OSError as exc:  # the venv's interpreter is gone or broken: build it again
+            sys.stderr.write(f"bli-memory-mcp: could not run {python}: {exc}\n")
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(sdk, "stamp"))
     try:
         state = start_build(sdk)
     except OSError as exc:

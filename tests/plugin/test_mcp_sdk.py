@@ -159,6 +159,14 @@ def test_a_finished_venv_is_where_the_real_server_runs(tmp_path: Path, bare_pyth
     (sdk / "stamp").write_text(stamp.replace("python 3.", "python 2."))  # made for another interpreter
     names = [tool.name for tool in session(env)["tools"]]
     assert names == ["memory_status"]
+    wait_gone(sdk / "lock")
+
+    (sdk / "failed").unlink()
+    (sdk / "stamp").write_text(stamp)
+    python.write_text("#!/nonexistent/python\n")  # the venv's interpreter is gone
+    names = [tool.name for tool in session(env)["tools"]]
+    assert names == ["memory_status"] and not (sdk / "stamp").exists()
+    wait_gone(sdk / "lock")
 
 
 def test_before_any_pairing_the_plugins_server_says_how_to_pair(tmp_path: Path) -> None:
