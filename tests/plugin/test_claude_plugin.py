@@ -38,6 +38,8 @@ CLAUDE_DEFAULT = REPO / ".venv" / "claude-code" / "node_modules" / ".bin" / "cla
 CLI_TIMEOUT_S = 60.0
 TURN_TIMEOUT_S = 90.0
 JOB_DEADLINE_S = 30.0
+#: pip with no configuration and an index on a refused loopback port: a venv build fails at once
+NO_INDEX = {"PIP_CONFIG_FILE": os.devnull, "PIP_INDEX_URL": "http://127.0.0.1:9/simple"}
 FACT = "The nightly export job writes its parquet files to the bucket lantern-archive-7."
 FIRST_PROMPT = "where does the nightly export job write its parquet files?"
 SECOND_PROMPT = "which bucket holds the nightly export's parquet output?"
@@ -132,6 +134,7 @@ class Claude:
             "GIT_CONFIG_NOSYSTEM": "1",
             "ANTHROPIC_BASE_URL": standin.url,
             "ANTHROPIC_API_KEY": STANDIN_KEY,
+            **NO_INDEX,
             **QUIET_HOST,
         }
 
@@ -315,3 +318,57 @@ def test_a_session_with_the_installed_plugin_recalls_saves_and_survives_an_upgra
         assert wait_for_jobs(door.db, 2).get("done") == 2, "the upgraded Stop hook saved the turn"
     finally:
         door.stop()
+
+
+def readme_plugin_block() -> list[tuple[str, list[str]]]:
+    """The `$ claude …` commands of the README's plugin section, each with the lines it shows."""
+    text = (REPO / "README.md").read_text()
+    section = text.split("## In Claude Code: the plugin", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```text\n", 1)[1].split("```", 1)[0]
+    commands: list[tuple[str, list[str]]] = []
+    for line in block.splitlines():
+        if line.startswith("$ "):
+            commands.append((line[2:], []))
+        elif commands:
+            commands[-1][1].append(line)
+    return [(command, shown) for command, shown in commands if command.startswith("claude ")]
+
+
+def test_the_readme_plugin_commands_print_what_the_readme_shows(tmp_path: Path) -> None:
+    """The README's plugin route, typed by `you` with a clone at ~/bli-memory (the quickstart is
+    README-tested on its own): each `claude` command prints the README's lines, HOME being
+    /home/you there."""
+    home = tmp_path / "you"
+    home.mkdir()
+    git_marketplace(home, home / "bli-memory", "0.1.0")
+    env = {
+        "HOME": str(home),
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "GIT_CONFIG_NOSYSTEM": "1",
+        # `mcp list` starts the server; on a python3 without the SDK it starts the venv's build,
+        # whose pip must reach no index
+        **NO_INDEX,
+        **QUIET_HOST,
+    }
+    commands = readme_plugin_block()
+    assert [command.split()[:3] for command, _ in commands] == [
+        ["claude", "plugin", "marketplace"],
+        ["claude", "plugin", "install"],
+        ["claude", "mcp", "list"],
+    ]
+    for command, shown in commands:
+        args = [arg.replace("~", str(home), 1) if arg.startswith("~") else arg for arg in command.split()[1:]]
+        done = subprocess.run(
+            [claude_cli(), *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=str(home),
+            timeout=CLI_TIMEOUT_S,
+            check=False,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        printed = [
+            line.rstrip() for line in (done.stdout + done.stderr).replace(str(home), "/home/you").splitlines()
+        ]
+        assert printed == [line.rstrip() for line in shown], command
