@@ -372,3 +372,16 @@ def test_the_readme_plugin_commands_print_what_the_readme_shows(tmp_path: Path) 
             line.rstrip() for line in (done.stdout + done.stderr).replace(str(home), "/home/you").splitlines()
         ]
         assert printed == [line.rstrip() for line in shown], command
+
+
+def test_the_plugin_version_is_the_package_version() -> None:
+    """One version for the plugin, its marketplace entry and the client it carries: an upgrade of the
+    plugin is then an upgrade of the client, so a daemon started from the old version's folder
+    stands down at the new hooks' first request (the daemon compares the client's version)."""
+    from bli_memory import __version__
+
+    manifest = json.loads((PLUGIN / ".claude-plugin" / "plugin.json").read_text())
+    listing = json.loads((REPO / ".claude-plugin" / "marketplace.json").read_text())
+    entry = next(plugin for plugin in listing["plugins"] if plugin["name"] == "bli-memory")
+    assert manifest["version"] == entry["version"] == __version__
+    assert entry["source"] == "./plugins/bli-memory"
