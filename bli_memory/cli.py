@@ -175,11 +175,9 @@ def _dispatch(args: list[str]) -> int:
         import importlib.util
 
         if importlib.util.find_spec("mcp") is None:
-            sys.stderr.write(
-                "bli-memory-mcp: the MCP server needs the `mcp` package "
-                "(pip install 'mcp>=2.3,<3'); hooks and the other commands work without it\n"
-            )
-            return 1
+            from bli_memory.mcp_sdk import serve_without_sdk
+
+            return serve_without_sdk()
         return _run(*SERVER, [])
     first, rest = args[0], args[1:]
     if first in ("--help", "-h", "help"):

@@ -39,7 +39,8 @@ BLI_MEMORY_DASHBOARD_URL; BLI_MEMORY_CONTAINER_TAG forces the space.
 
 
 def main(argv: list[str]) -> int:
-    """Serve MCP on stdio until stdin closes. Unpaired: one sentence on stderr, exit 1."""
+    """Serve MCP on stdio until stdin closes. Unpaired: one sentence on stderr, exit 1 (as the
+    plugin's server: the placeholder, which says how to pair)."""
     if argv and argv[0] in ("-h", "--help"):
         sys.stdout.write(USAGE)
         return 0
@@ -49,6 +50,14 @@ def main(argv: list[str]) -> int:
     settings = load_settings()
     if not settings.paired:
         sys.stderr.write(unpaired_message() + "\n")
+        from bli_memory.mcp_sdk import plugin_data_dir
+
+        if plugin_data_dir(os.environ) is not None:
+            # run by the plugin, installed before any pairing: a server that exits shows as failed
+            # with no reason, so the placeholder tells the agent what to run instead
+            from bli_memory.mcp_placeholder import serve, unpaired_text
+
+            return serve(unpaired_text(sys.argv[0]))
         return 1
     try:
         tools = open_tools(settings, project_dir(os.environ))

@@ -16,7 +16,11 @@ and reports the median wall time, its ratio to the floor, and the peak RSS of th
 `os.wait4`, so it is that process's own high-water mark, not the maximum over all children).
 Targets: trivial path ≤ 1.5× the floor; peak memory under 25 MiB.
 
-    .venv/bin/python scripts/bench_hooks.py [--rounds 15] [--embedder none|onnx]
+    .venv/bin/python scripts/bench_hooks.py [--rounds 15] [--embedder none|onnx] [--plugin]
+
+With --plugin, each hook path is also run as the Claude Code plugin's hooks run it (its launcher,
+`plugins/bli-memory/bin/bli-memory hook …`, on a copy of the plugin made as Claude Code installs it),
+in the same round-robin as the wheel venv's command, so the two are measured under the same load.
 
 It starts its own door on a temporary SQLite file (loopback, ephemeral port) and a temporary HOME,
 and stops them at the end. Each case's last receipt is printed so the path measured is the path meant.
@@ -41,6 +45,7 @@ import local_door  # scripts/local_door.py
 REPO = Path(__file__).resolve().parent.parent
 VENV_BIN = Path(sys.executable).parent
 ZIPAPP = REPO / "dist" / "bli-memory-mcp.pyz"
+PLUGIN = REPO / "plugins" / "bli-memory"
 TRANSCRIPT_BYTES = 40 * 1024 * 1024
 GNU_TIME = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
 TAG = "repo_bench__0000000000000000"
@@ -179,8 +184,18 @@ def cases(
 
 
 def bench(
-    name: str, python: str, hook_argv: list[str], home: Path, transcript: Path, door_down: str, rounds: int
+    name: str,
+    python: str,
+    hook_argv: list[str],
+    home: Path,
+    transcript: Path,
+    door_down: str,
+    rounds: int,
+    *,
+    beside: tuple[str, list[str], str] | None = None,
 ) -> None:
+    """One install's hook paths against the floor; with `beside` (a short name, another hook command
+    and a folder put first on its PATH), each path of that command too, in the same round-robin."""
     env = {
         "PATH": os.environ.get("PATH", ""),
         "HOME": str(home),
@@ -193,6 +208,10 @@ def bench(
     ]
     for label, tail, payload, extra in cases(home, transcript, door_down):
         rows.append((label, hook_argv + tail, json.dumps(payload).encode(), {**env, **extra}))
+        if beside is not None:
+            tag, other_argv, path_first = beside
+            other_env = {**env, **extra, "PATH": f"{path_first}{os.pathsep}{env['PATH']}"}
+            rows.append((f"{label} [{tag}]", other_argv + tail, json.dumps(payload).encode(), other_env))
     walls: dict[str, list[float]] = {label: [] for label, *_ in rows}
     peaks: dict[str, list[int]] = {label: [] for label, *_ in rows}
     last: dict[str, str] = {}
@@ -207,12 +226,15 @@ def bench(
     floor = statistics.median(walls["python -c pass"])
     memory = "GNU time %M" if GNU_TIME else "wait4, includes this process's RSS"
     print(f"\n{name}: {' '.join(hook_argv)}   ({rounds} rounds, round-robin; peak RSS by {memory})")
-    print(f"{'path':<30} {'median ms':>9} {'× floor':>8} {'peak MiB':>9}  last receipt")
+    if beside is not None:
+        print(f"[{beside[0]}]: {' '.join(beside[1])}, python3 first on PATH from {beside[2]}")
+    width = 40 if beside is not None else 30
+    print(f"{'path':<{width}} {'median ms':>9} {'× floor':>8} {'peak MiB':>9}  last receipt")
     for label, *_ in rows:
         median = statistics.median(walls[label])
         peak_mib = max(peaks[label]) / 1024
         print(
-            f"{label:<30} {median * 1000:9.1f} {median / floor:8.2f} {peak_mib:9.1f}  {last.get(label, '')}"
+            f"{label:<{width}} {median * 1000:9.1f} {median / floor:8.2f} {peak_mib:9.1f}  {last.get(label, '')}"
         )
 
 
@@ -253,6 +275,11 @@ def main() -> int:
         action="store_true",
         help="also measure this checkout's editable install (its import hook costs ~30 ms no user pays)",
     )
+    parser.add_argument(
+        "--plugin",
+        action="store_true",
+        help="also the Claude Code plugin's hook command (plugins/bli-memory/bin/bli-memory), side by side",
+    )
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="bench-hooks-"))
     door, url, token = start_door(workdir, args.embedder)
@@ -289,6 +316,14 @@ def main() -> int:
             check=True,
             cwd=workdir,
         ).stdout.strip()
+        beside = None
+        if args.plugin:
+            # the plugin as Claude Code installs it: a copy of plugins/bli-memory with its links made
+            # real, run through its launcher with the wheel venv's bin first on the PATH, so its
+            # python3 is the same interpreter (same startup, same site) as the wheel venv's rows
+            plugin = workdir / "plugin"
+            shutil.copytree(PLUGIN, plugin, ignore=shutil.ignore_patterns("__pycache__"))
+            beside = ("plugin", [str(plugin / "bin" / "bli-memory")], str(installed))
         bench(
             "wheel venv",
             str(installed / "python"),
@@ -297,6 +332,7 @@ def main() -> int:
             transcript,
             down,
             args.rounds,
+            beside=beside,
         )
         if ZIPAPP.exists():
             base = shutil.which("python3", path=str(Path(sys.base_prefix) / "bin")) or sys.executable
