@@ -26,7 +26,7 @@ from bli_memory.settings import ENV_TOKEN, ENV_URL, Settings, load_settings, ses
 #: itself), or a team's. `client` is how this program is reached (a plugin's launcher when
 #: `bli-memory-mcp` is not on PATH).
 UNPAIRED_HINT = (
-    "for a door on this machine run `pipx run --spec 'bli-memory[door]' bli-memory-door serve` "
+    "for a door on this machine run `scripts/quickstart` in a clone of bli-memory "
     "(it pairs you), or log in to your team's: `{client} login --url URL --token-stdin`"
 )
 #: the door is on the same machine or the LAN; a status that hangs is worse than one that says "timeout".

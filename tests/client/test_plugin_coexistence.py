@@ -263,8 +263,8 @@ def test_status_tells_an_unpaired_plugin_user_how_to_get_a_door(tmp_path: Path) 
     )
     (paired,) = [line for line in result.stdout.splitlines() if line.startswith("paired:")]
     assert paired == (
-        "paired:  no — for a door on this machine run `pipx run --spec 'bli-memory[door]' bli-memory-door "
-        f"serve` (it pairs you), or log in to your team's: `{launcher} login --url URL --token-stdin`"
+        "paired:  no — for a door on this machine run `scripts/quickstart` in a clone of bli-memory "
+        f"(it pairs you), or log in to your team's: `{launcher} login --url URL --token-stdin`"
     )
     (skill,) = [line for line in result.stdout.splitlines() if line.startswith("skill:")]
     assert skill == "skill:   from the plugin for Codex (`bli-memory-mcp install` writes it)"

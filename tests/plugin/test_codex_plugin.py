@@ -90,6 +90,11 @@ def test_the_mcp_server_runs_the_launcher_of_the_installed_copy_in_the_project_f
     assert server["command"] == "sh" and "cwd" not in server
     assert "/plugins/cache/*/bli-memory/*/" in server["args"][1]
     assert server["env_vars"] == ["CODEX_HOME"]
+    # where a python3 without the mcp package gets its venv built, as ${CLAUDE_PLUGIN_DATA} under Claude Code
+    assert (
+        'BLI_MEMORY_PLUGIN_DATA="${BLI_MEMORY_PLUGIN_DATA:-$home/plugins/data/bli-memory}"'
+        in server["args"][1]
+    )
 
 
 # --------------------------------------------------------------------------- the real Codex CLI
