@@ -353,3 +353,37 @@ def test_a_list_item_with_a_verb_stays_its_own_fact() -> None:
         "- `app.toml` now sets `workers = 4`\n- `log.toml` drops the `debug` handler"
     )
     assert "`app.toml` now sets `workers = 4`." in facts, facts
+
+
+# --- a trailing clause that points at other text -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("sentence", "kept"),
+    [
+        (
+            "`Clinic` validation: `time_zone` must be an IANA identifier, so `America/Phoenix` passes and "
+            "display names like the one above are rejected.",
+            "`Clinic` validation: `time_zone` must be an IANA identifier.",
+        ),
+        (
+            "Migrations live in `db/migrations/`, which the table below lists one by one.",
+            "Migrations live in `db/migrations/`.",
+        ),
+    ],
+)
+def test_a_trailing_clause_pointing_at_other_text_is_cut_and_the_main_clause_kept(
+    sentence: str, kept: str
+) -> None:
+    assert extract_facts(f"User: what did you change\n\nAssistant: {sentence}") == [kept]
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "The cache in `redis-2` is cold, so expect slow pages tonight.",  # the moment binds it all
+        "As shown above, `time_zone` must be an IANA identifier.",  # the main clause points at the text
+    ],
+)
+def test_a_sentence_whose_main_clause_leans_on_context_or_the_moment_leaves_nothing(sentence: str) -> None:
+    assert extract_facts(f"User: what did you change\n\nAssistant: {sentence}") == []

@@ -12,7 +12,8 @@ byte. A sentence whose pronoun comes before anything it could mean ("Set it to 3
 rewritten with a guessed subject: it joins the sentence before it in the same paragraph, whose words
 name the thing, or it is dropped. Only a demonstrative that says what it points at is replaced, and
 only when the choice is certain: "that folder" or "this file" becomes the one folder or file the
-sentence before it names in a code span. Test-run reports, moment-bound reports (line numbers, "no other
+sentence before it names in a code span. A trailing clause that points at other text (", so names like the
+one above are rejected") is cut, and the main clause kept. Test-run reports, moment-bound reports (line numbers, "no other
 hits"), thanks, re-run requests and general-knowledge answers leave nothing. The reply's direct
 answer to a user's wh-question (a bare "Why?" asks about the statement before it, and so does a
 problem report followed by "can you figure out why") carries that question when it shows that it answers it (a shared word
@@ -476,8 +477,38 @@ def _candidate(sentence: str) -> str | None:
             return None  # a one-off task ("Please fix the login bug") is not a durable fact
         sentence = _capitalise(sentence[request.end() :])
     if _CONTEXT_DEPENDENT.search(sentence):
-        return None
+        return _main_clause(sentence)
     return sentence
+
+
+#: where a sentence's main clause ends and a clause hanging on it begins: ", so …", ", which …".
+#: (entered at the comma only, so a long sentence is read once)
+_TRAILING_CLAUSE = re.compile(r",\s+(?:so|which|and so|so that|because|since|while|whereas)\s", re.IGNORECASE)
+
+
+#: words that point at other text of the exchange ("the one above"): a clause holding one leans on
+#: the text, not on the moment ("expect slow pages tonight" binds the whole sentence to the moment).
+_POINTS_AT_TEXT = re.compile(
+    r"\b(?:above|below|the following|as (?:mentioned|discussed|shown|noted)|shown here|see here)\b",
+    re.IGNORECASE,
+)
+
+
+def _main_clause(sentence: str) -> str | None:
+    """The sentence up to its trailing clause, when only that clause leans on the context and it
+    leans on other text, not on the moment: "`time_zone` must be an IANA identifier, so names like
+    the one above are rejected" keeps its rule; None when the main clause leans on the context too,
+    or says too little alone."""
+    for cut in reversed(list(_TRAILING_CLAUSE.finditer(sentence))):
+        head, tail = sentence[: cut.start()].rstrip(), sentence[cut.start() :]
+        if _CONTEXT_DEPENDENT.search(head):
+            continue
+        leaning = [m.group() for m in _CONTEXT_DEPENDENT.finditer(tail)]
+        if not leaning or any(not _POINTS_AT_TEXT.fullmatch(word) for word in leaning):
+            return None  # "…, so expect slow pages tonight": the moment binds the whole sentence
+        if len(_TOKEN.findall(head)) >= MIN_WORDS:
+            return f"{head}."
+    return None
 
 
 def extract_facts(text: str) -> list[str]:
