@@ -344,15 +344,33 @@ def _is_aside(sentence: str) -> bool:
     )
 
 
+#: a word that may be a verb a topic line has none of: "-ed", or an "-s" form ("stalls", "lags").
+_VERB_FORM = re.compile(r"^[a-z]{2,}(?:ed|(?<![su])s)$")
+
+
+def _is_topic(sentence: str) -> bool:
+    """A short line without a verb beside a question that names what the question is about ("quick C
+    question, volatile vs atomic_t in zephyr"): it states nothing, so it does not make the question
+    one about the project; the team ("we") or a path in it does."""
+    words = [_bare(w).lower() for w in _INLINE_CODE_SPAN.sub(" code ", sentence).split()]
+    return (
+        0 < len(words) <= ASIDE_MAX_WORDS
+        and not any(w in _VERBS or w in _IMPERATIVES or _VERB_FORM.match(w) for w in words)
+        and not _WE.search(sentence)
+        and not _PATH_TOKEN.search(sentence)
+    )
+
+
 def _answers_from_general_knowledge(user: str, reply: str) -> bool:
     """A question about the world ("What's the difference between X and Y?") answered without a word
     about this repository: the question names no file and says nothing of "our"/"my"/"this repo"
-    nor of how "we" stand (an aside beside it may say why it is asked), and the reply reports no action ("I …"), names no
+    nor of how "we" stand (an aside beside it may say why it is asked, a line without a verb what it is
+    about), and the reply reports no action ("I …"), names no
     path and says nothing of "our"/"your repo"."""
     question = " ".join(_prose_units(user)).strip()
     said = [s for s in (_clean(s) for s in _sentences(question)) if s]
     asked = [s for s in said if s.endswith("?") or _GENERAL_QUESTION.match(s)]
-    if not asked or not all(_is_aside(s) for s in said if s not in asked):
+    if not asked or not all(_is_aside(s) or _is_topic(s) for s in said if s not in asked):
         return False  # a statement or a task beside the question makes it about the project
     if _REQUEST.match(question) and not _ASKING_REQUEST.match(question):
         return False  # "Can you add X?" is a task; "Can you explain X?" asks
