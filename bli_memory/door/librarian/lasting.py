@@ -163,7 +163,8 @@ def _has_verb(words: list[str]) -> bool:
 #: who owns, approves or maintains what: "owned by Lars Eriksen", "needs approval from Keiko", "belong to".
 _OWNERSHIP = re.compile(
     r"\b(?:owned by|owners?|ownership|belongs? to|maintainers?|maintained by|approv(?:al|es|ed) (?:from|by)|"
-    r"sign-?off|signs? off|admins? (?:is|are)|is the (?:primary |main )?(?:owner|contact|lead)|lists \S+ \S+ for)\b",
+    r"sign-?off|signs? off|admins? (?:is|are)|is the (?:primary |main )?(?:owner|contact|lead)|lists \S+ \S+ for|"
+    r"the (?:owner|lead|maintainer|contact|approver)s? (?:is|are))\b",
     re.IGNORECASE,
 )
 #: a rule stated anywhere in the sentence: "Every model needs …", "Marts never use …", "must bump".
