@@ -55,6 +55,9 @@ def test_log_lines_test_counts_questions_and_fragments_never_enter_the_profile(f
         # a file's settings listed after its name: how the file is configured, though no verb says so
         ("`prj_release.conf`: `CONFIG_SERIAL=n`, `CONFIG_LOG=n`, `CONFIG_ASSERT=n`.", DURABLE_VERB_SCORE),
         ("`.env.ci`: `DEBUG=0`, `LOG_LEVEL=warn`.", DURABLE_VERB_SCORE),
+        # "actually" inside a sentence stresses it; only at the start does it correct (a decision)
+        ("The retries were real: a third of those sends had actually been delivered.", DURABLE_VERB_SCORE),
+        ("Actually, the broker is RabbitMQ.", DECISION_SCORE),
     ],
 )
 def test_decisions_outrank_standing_orders_outrank_how_things_are_outrank_reports(

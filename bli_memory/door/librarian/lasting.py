@@ -24,7 +24,8 @@ reason follows it), an imperative convention or a version pin (2), a statement o
 durable verb (1). A finding ("Root cause: …", "Fix: …") scores 0. An
 edit report ("`docker-compose.yml`: removed the `beat` service.") and a first-person account score
 0: kept in the profile only when nothing more lasting fills it, and so does a past event of the
-session ("The migration was applied to staging", "Then bumped `serde` …"). "Policy" is a decision
+session ("The migration was applied to staging", "Then bumped `serde` …"). "Actually" is a decision word only
+where it opens the fact (a correction); inside one it stresses ("had actually been delivered"). "Policy" is a decision
 word only when the policy is the team's ("our policy", "the policy is …"): "the bucket policy allows
 …" names a configured object, a standing fact.
 
@@ -160,6 +161,9 @@ def _has_verb(words: list[str]) -> bool:
     return any(_present_verb(padded[i - 1], padded[i], padded[i + 1]) for i in range(1, len(padded) - 1))
 
 
+#: "actually" inside a sentence stresses a fact ("had actually been delivered"); only at the start
+#: does it correct one (read from the sentence's second word on: the first is never removed).
+_EMPHASIS = re.compile(r"(?<=\S)\s+actually\b", re.IGNORECASE)
 #: who owns, approves or maintains what: "owned by Lars Eriksen", "needs approval from Keiko", "belong to".
 _OWNERSHIP = re.compile(
     r"\b(?:owned by|owners?|ownership|belongs? to|maintainers?|maintained by|approv(?:al|es|ed) (?:from|by)|"
@@ -220,7 +224,9 @@ def lasting_score(fact: str) -> int | None:
         or _NOISE_LINE.match(text)
     ):
         return None
-    if _USER_DECISION.search(_OBJECT_POLICY.sub(" ", prose)) or _DECISION_SHAPE.search(prose):
+    if _USER_DECISION.search(_EMPHASIS.sub(" ", _OBJECT_POLICY.sub(" ", prose))) or _DECISION_SHAPE.search(
+        prose
+    ):
         return DECISION_SCORE  # "From now on pnpm only." needs no verb
     statement = prose.rsplit("? ", 1)[-1]  # "How do I X? Use Y." is judged by its answer
     if _FINDING.match(statement):
