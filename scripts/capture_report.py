@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from capture_blocks import is_fragment, is_question  # scripts/capture_blocks.py
-from capture_data import Fact, Run, holds  # scripts/capture_data.py
+from capture_data import Exchange, Fact, Run, holds  # scripts/capture_data.py
 
 RECALL_BAR = 0.95
 #: what reaches the agent (the data set's bar): the prompt hook's block holds the answer this often, ...
@@ -147,15 +147,24 @@ def line_verdicts(run: Run, project: str) -> list[tuple[str, list[str]]]:
 
 
 def lasting_in_briefing(run: Run, project: str) -> list[tuple[Fact, bool]]:
-    """(lasting fact, a line of its space's session-start block holds every key) per lasting fact."""
+    """(lasting fact, a line of its space's session-start block holds every key) per lasting fact in
+    force. A lasting fact a later exchange of the project corrects (one of its keys holds a
+    `must_not` string of that exchange: "owned by Dana Whitfield" then "not Whitfield") is no
+    longer in force: the block must not show it, and the superseded count says when it does."""
     lines = run.briefings.get(project, [])
+    results = [result for result in run.exchanges if result.exchange.project == project]
     return [
         (fact, any(holds(line, fact.key) for line in lines))
-        for result in run.exchanges
-        if result.exchange.project == project
+        for index, result in enumerate(results)
         for fact in result.exchange.facts
-        if fact.lasting
+        if fact.lasting and not corrected_later(fact, [r.exchange for r in results[index + 1 :]])
     ]
+
+
+def corrected_later(fact: Fact, later: Iterable[Exchange]) -> bool:
+    """Whether one of the fact's keys holds one of `later`'s `must_not` strings (a value they retire)."""
+    keys = [key.lower() for key in fact.key]
+    return any(value.lower() in key for exchange in later for value in exchange.must_not for key in keys)
 
 
 def briefing_summary(run: Run, projects: Iterable[str]) -> Briefing:

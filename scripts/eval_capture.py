@@ -26,7 +26,9 @@ next save. Then it searches the door and scores:
   whose answer no exchange states; reported as the questions whose block showed any row.
 - the session-start block: the real `bli-memory-mcp hook session-start` of each project's space once
   every exchange is saved. Lasting facts: the share of facts marked `lasting: true` one line of which
-  holds every key ("–" when the file marks none). Its lines that hold a `must_not` string of the
+  holds every key ("–" when the file marks none), over those still in force: a lasting fact one of
+  whose keys holds a `must_not` string of a later exchange of its project was corrected, and belongs
+  out of the block (a line that still shows it counts as superseded). Its lines that hold a `must_not` string of the
   project (a superseded or wrong value), that are questions and that are fragments, as
   scripts/capture_blocks.py defines them.
 - wrong facts: the distinct results of kind `memory` that contain one of an exchange's `must_not`

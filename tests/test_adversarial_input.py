@@ -61,6 +61,7 @@ DRIVEN_MODULES = {
     "bli_memory.door.librarian.lasting": "the facts extraction or a model proposes",
     "bli_memory.door.librarian.reconcile": "a new fact and the memories close to it",
     "bli_memory.door.librarian.words": "every fact's words",
+    "bli_memory.door.librarian.tables": "a saved exchange's text, its tables read as sentences",
     "bli_memory.door.librarian.llm": "a model's answer",
     "bli_memory.door.answer_kind": "a search query and the memories it finds",
     "bli_memory.door.keyword": "every memory's text and every query",

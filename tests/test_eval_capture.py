@@ -381,3 +381,22 @@ def test_the_rewrite_stand_in_gets_a_column_whose_jobs_fall_back_to_the_determin
     assert jobs[0] == jobs[1]
     assert cells(done.stdout, "LLM answers that fell back") == ["-", "4"]
     assert cells(done.stdout, "jobs failed") == ["0 of 4", "0 of 4"]
+
+
+def test_a_lasting_fact_a_later_exchange_corrects_is_not_counted_as_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.syspath_prepend(str(REPO / "scripts"))
+    data = importlib.import_module("capture_data")
+    report = importlib.import_module("capture_report")
+    owner = data.Fact("who owns the SMS account?", ("Dana Whitfield",), lasting=True)
+    zone = data.Fact("how is a time zone stored?", ("IANA",), lasting=True)
+    first = data.Exchange("x1", "p", "User: Dana Whitfield owns it", (owner, zone), (), False)
+    correction = data.Exchange("x2", "p", "User: Emeka owns it now", (), ("Whitfield",), False)
+    other = data.Exchange("x3", "q", "User: nothing", (), ("IANA",), False)  # another project
+    run = data.Run("deterministic")
+    run.exchanges = [data.ExchangeResult(e, "t", "done") for e in (first, correction, other)]
+    run.briefings = {"p": ["Time zones are IANA identifiers."]}
+    assert report.corrected_later(owner, [correction]) and not report.corrected_later(zone, [correction])
+    assert not report.corrected_later(owner, [first])  # a must_not names a value only of its own exchange
+    assert report.lasting_in_briefing(run, "p") == [(zone, True)]

@@ -546,11 +546,21 @@ def test_the_librarian_package_is_pure_except_for_its_llm_client() -> None:
     """Extraction and reconciliation do no I/O; only the LLM client talks to the network."""
     package = Path(librarian.__file__).resolve().parent
     graph = sibling_imports(package, "bli_memory.door.librarian")
-    assert set(graph) == {"extract", "prose", "signals", "voice", "reconcile", "lasting", "llm", "words"}
+    assert set(graph) == {
+        "extract",
+        "prose",
+        "signals",
+        "voice",
+        "reconcile",
+        "lasting",
+        "llm",
+        "words",
+        "tables",
+    }
     assert all("__init__" not in siblings for siblings in graph.values())
     list(graphlib.TopologicalSorter(graph).static_order())  # raises CycleError on a cycle
     pure = {"__future__", "functools", "re", "collections.abc", "dataclasses", "typing"}
-    for name in ("extract", "prose", "signals", "voice", "reconcile", "lasting", "words"):
+    for name in ("extract", "prose", "signals", "voice", "reconcile", "lasting", "words", "tables"):
         outside = {
             m for m in imports_of(package / f"{name}.py") if not m.startswith("bli_memory.door.librarian")
         }

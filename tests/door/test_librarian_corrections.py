@@ -72,6 +72,16 @@ SUPERSEDED = [
         "Open pull requests against `master`.",
     ),
     (
+        "old ported to new",
+        "`shaders/`: all 34 `.glsl` files ported to `.hlsl`.",
+        "The SDK provides `glslc`, which compiles `shaders/*.glsl` to SPIR-V at build time.",
+    ),
+    (
+        "the same thing owned by another person, no word saying it changed",
+        "Ownership: the Snowflake account, warehouses and roles are owned by Lars Eriksen (data platform).",
+        "The Snowflake account, warehouses and roles are owned by Noor Haddad; resizes go in #snowflake-admin.",
+    ),
+    (
         "migrated from an address",
         "We migrated the docs from docs.example.dev to handbook.example.dev.",
         "The team docs live at docs.example.dev.",
@@ -110,6 +120,16 @@ KEPT = [
         "the old fact already tells of the move",
         "We moved the broker from Redis to RabbitMQ.",
         "The broker moved from Redis to RabbitMQ in May.",
+    ),
+    (
+        "another thing owned by another person",
+        "The billing service is owned by Lars Eriksen.",
+        "The search service is owned by Noor Haddad.",
+    ),
+    (
+        "ported, a plain word",
+        "The old tests were ported to pytest last year.",
+        "The old tests use unittest.",
     ),
     (
         "a longer name that holds the old one",

@@ -23,6 +23,7 @@ from bli_memory.door.librarian.lasting import (
         "2024-05-14 02:30:01 ERROR settlement job timed out",
         "`pytest tests/scheduling -q`: 6 passed.",
         "`.nvmrc`: `20.12.2`.",
+        "Only arizona.",  # two words: no subject, nothing said of it
     ],
 )
 def test_log_lines_test_counts_questions_and_fragments_never_enter_the_profile(fact: str) -> None:
@@ -48,6 +49,15 @@ def test_log_lines_test_counts_questions_and_fragments_never_enter_the_profile(f
         ("Opened #413 proposing a `tracer config path` subcommand.", 0),
         ("Turned on the ESLint rule `import/no-default-export` in `.eslintrc.cjs`.", 0),
         ("The Helm change goes out with the next deploy; expect one more restart tonight.", 0),
+        # an order, then why it is given: the first person of the reason is no account of the session
+        ("Pls stop adding force unwraps in new code, I see `!` all over your last PR.", STANDING_ORDER_SCORE),
+        ("Stop committing `.env` files, I had to rotate the keys twice.", STANDING_ORDER_SCORE),
+        # a file's settings listed after its name: how the file is configured, though no verb says so
+        ("`prj_release.conf`: `CONFIG_SERIAL=n`, `CONFIG_LOG=n`, `CONFIG_ASSERT=n`.", DURABLE_VERB_SCORE),
+        ("`.env.ci`: `DEBUG=0`, `LOG_LEVEL=warn`.", DURABLE_VERB_SCORE),
+        # "actually" inside a sentence stresses it; only at the start does it correct (a decision)
+        ("The retries were real: a third of those sends had actually been delivered.", DURABLE_VERB_SCORE),
+        ("Actually, the broker is RabbitMQ.", DECISION_SCORE),
     ],
 )
 def test_decisions_outrank_standing_orders_outrank_how_things_are_outrank_reports(

@@ -36,6 +36,11 @@ def test_a_decision_inside_a_request_is_kept_with_its_question_mark_dropped() ->
         ("From now on, name migrations with the ticket first. Can you fix mine?", "From now on"),
         ("Please don't use unwrap() in non-test code anymore.", "Don't use unwrap() in non-test code"),
         ("I prefer named exports everywhere. Fix the Button while you're at it.", "I prefer named exports"),
+        # dropping a tool is a decision, whatever the complaint beside it
+        ("I'm done with Webpack, the config breaks on every upgrade.", "I'm done with Webpack"),
+        # a kind of problem as the subject of how it is handled is a convention, not a problem report
+        ("errors go through app::Outcome (thiserror underneath).", "Errors go through app::Outcome"),
+        ("failures are reported via `Sentry.capture` in the worker.", "Failures are reported via"),
     ],
 )
 def test_decisions_and_conventions_of_the_user_are_kept(prompt: str, kept: str) -> None:
@@ -50,6 +55,7 @@ def test_decisions_and_conventions_of_the_user_are_kept(prompt: str, kept: str) 
         "Where does the gateway get its ClickHouse credentials in prod?",
         "test_refund_webhook keeps failing on CI but never locally. can you figure out why",
         "The release workflow failed on the macOS job again.",
+        "errors in `app::Error` show up twice in the log since the upgrade.",
         "Update `.nvmrc`, the engines field and CI.",
     ],
 )

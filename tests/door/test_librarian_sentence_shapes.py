@@ -353,3 +353,66 @@ def test_a_list_item_with_a_verb_stays_its_own_fact() -> None:
         "- `app.toml` now sets `workers = 4`\n- `log.toml` drops the `debug` handler"
     )
     assert "`app.toml` now sets `workers = 4`." in facts, facts
+
+
+# --- a trailing clause that points at other text -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("sentence", "kept"),
+    [
+        (
+            "`Clinic` validation: `time_zone` must be an IANA identifier, so `America/Phoenix` passes and "
+            "display names like the one above are rejected.",
+            "`Clinic` validation: `time_zone` must be an IANA identifier.",
+        ),
+        (
+            "Migrations live in `db/migrations/`, which the table below lists one by one.",
+            "Migrations live in `db/migrations/`.",
+        ),
+    ],
+)
+def test_a_trailing_clause_pointing_at_other_text_is_cut_and_the_main_clause_kept(
+    sentence: str, kept: str
+) -> None:
+    assert extract_facts(f"User: what did you change\n\nAssistant: {sentence}") == [kept]
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "The cache in `redis-2` is cold, so expect slow pages tonight.",  # the moment binds it all
+        "As shown above, `time_zone` must be an IANA identifier.",  # the main clause points at the text
+    ],
+)
+def test_a_sentence_whose_main_clause_leans_on_context_or_the_moment_leaves_nothing(sentence: str) -> None:
+    assert extract_facts(f"User: what did you change\n\nAssistant: {sentence}") == []
+
+
+# --- a line without a verb that names what a general question is about ----------------------------
+
+
+def test_a_topic_line_beside_a_general_question_leaves_the_question_general() -> None:
+    assert (
+        extract_facts(
+            "User: quick Rust question, Mutex vs RwLock. when do i need which\n\nAssistant: A `Mutex` lets "
+            "one holder in at a time; an `RwLock` lets many readers or one writer in. Use the `RwLock` when "
+            "reads far outnumber writes."
+        )
+        == []
+    )
+
+
+@pytest.mark.parametrize(
+    "user",
+    [
+        "Mutex vs RwLock in `ledger/post.rs`. when do i need which",  # a path: this project's code
+        "we have Mutex vs RwLock everywhere. when do i need which",  # the team: its own state
+        "`sync-job` stalls when the replica lags. when do i need which",  # a verb: a statement
+    ],
+)
+def test_a_line_naming_the_project_beside_the_question_keeps_it_about_the_project(user: str) -> None:
+    assert extract_facts(
+        f"User: {user}\n\nAssistant: A `Mutex` lets one holder in at a time; an `RwLock` lets many "
+        "readers or one writer in."
+    )

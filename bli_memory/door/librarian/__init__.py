@@ -4,7 +4,8 @@ The door's job worker calls it; it holds no store. `extract` (deterministic extr
 rules in `prose`, `signals` and `voice`), `lasting`
 (what lasts: the profile's ranking and the extraction contract's post-filter) and
 `reconcile` (the verdict on one fact) are pure; `llm` is the one part that does I/O, an HTTP client
-for an OpenAI-compatible chat endpoint that falls back to `extract`. `words` is their shared tokenizer.
+for an OpenAI-compatible chat endpoint that falls back to `extract`. `words` is their shared tokenizer;
+`tables` reads a table of who owns what as sentences before prose extraction.
 """
 
 from bli_memory.door.librarian.extract import MAX_FACT_CHARS, MAX_FACTS_PER_TEXT, extract_facts

@@ -12,7 +12,8 @@ byte. A sentence whose pronoun comes before anything it could mean ("Set it to 3
 rewritten with a guessed subject: it joins the sentence before it in the same paragraph, whose words
 name the thing, or it is dropped. Only a demonstrative that says what it points at is replaced, and
 only when the choice is certain: "that folder" or "this file" becomes the one folder or file the
-sentence before it names in a code span. Test-run reports, moment-bound reports (line numbers, "no other
+sentence before it names in a code span. A trailing clause that points at other text (", so names like the
+one above are rejected") is cut, and the main clause kept. Test-run reports, moment-bound reports (line numbers, "no other
 hits"), thanks, re-run requests and general-knowledge answers leave nothing. The reply's direct
 answer to a user's wh-question (a bare "Why?" asks about the statement before it, and so does a
 problem report followed by "can you figure out why") carries that question when it shows that it answers it (a shared word
@@ -343,15 +344,33 @@ def _is_aside(sentence: str) -> bool:
     )
 
 
+#: a word that may be a verb a topic line has none of: "-ed", or an "-s" form ("stalls", "lags").
+_VERB_FORM = re.compile(r"^[a-z]{2,}(?:ed|(?<![su])s)$")
+
+
+def _is_topic(sentence: str) -> bool:
+    """A short line without a verb beside a question that names what the question is about ("quick C
+    question, volatile vs atomic_t in zephyr"): it states nothing, so it does not make the question
+    one about the project; the team ("we") or a path in it does."""
+    words = [_bare(w).lower() for w in _INLINE_CODE_SPAN.sub(" code ", sentence).split()]
+    return (
+        0 < len(words) <= ASIDE_MAX_WORDS
+        and not any(w in _VERBS or w in _IMPERATIVES or _VERB_FORM.match(w) for w in words)
+        and not _WE.search(sentence)
+        and not _PATH_TOKEN.search(sentence)
+    )
+
+
 def _answers_from_general_knowledge(user: str, reply: str) -> bool:
     """A question about the world ("What's the difference between X and Y?") answered without a word
     about this repository: the question names no file and says nothing of "our"/"my"/"this repo"
-    nor of how "we" stand (an aside beside it may say why it is asked), and the reply reports no action ("I …"), names no
+    nor of how "we" stand (an aside beside it may say why it is asked, a line without a verb what it is
+    about), and the reply reports no action ("I …"), names no
     path and says nothing of "our"/"your repo"."""
     question = " ".join(_prose_units(user)).strip()
     said = [s for s in (_clean(s) for s in _sentences(question)) if s]
     asked = [s for s in said if s.endswith("?") or _GENERAL_QUESTION.match(s)]
-    if not asked or not all(_is_aside(s) for s in said if s not in asked):
+    if not asked or not all(_is_aside(s) or _is_topic(s) for s in said if s not in asked):
         return False  # a statement or a task beside the question makes it about the project
     if _REQUEST.match(question) and not _ASKING_REQUEST.match(question):
         return False  # "Can you add X?" is a task; "Can you explain X?" asks
@@ -476,8 +495,38 @@ def _candidate(sentence: str) -> str | None:
             return None  # a one-off task ("Please fix the login bug") is not a durable fact
         sentence = _capitalise(sentence[request.end() :])
     if _CONTEXT_DEPENDENT.search(sentence):
-        return None
+        return _main_clause(sentence)
     return sentence
+
+
+#: where a sentence's main clause ends and a clause hanging on it begins: ", so …", ", which …".
+#: (entered at the comma only, so a long sentence is read once)
+_TRAILING_CLAUSE = re.compile(r",\s+(?:so|which|and so|so that|because|since|while|whereas)\s", re.IGNORECASE)
+
+
+#: words that point at other text of the exchange ("the one above"): a clause holding one leans on
+#: the text, not on the moment ("expect slow pages tonight" binds the whole sentence to the moment).
+_POINTS_AT_TEXT = re.compile(
+    r"\b(?:above|below|the following|as (?:mentioned|discussed|shown|noted)|shown here|see here)\b",
+    re.IGNORECASE,
+)
+
+
+def _main_clause(sentence: str) -> str | None:
+    """The sentence up to its trailing clause, when only that clause leans on the context and it
+    leans on other text, not on the moment: "`time_zone` must be an IANA identifier, so names like
+    the one above are rejected" keeps its rule; None when the main clause leans on the context too,
+    or says too little alone."""
+    for cut in reversed(list(_TRAILING_CLAUSE.finditer(sentence))):
+        head, tail = sentence[: cut.start()].rstrip(), sentence[cut.start() :]
+        if _CONTEXT_DEPENDENT.search(head):
+            continue
+        leaning = [m.group() for m in _CONTEXT_DEPENDENT.finditer(tail)]
+        if not leaning or any(not _POINTS_AT_TEXT.fullmatch(word) for word in leaning):
+            return None  # "…, so expect slow pages tonight": the moment binds the whole sentence
+        if len(_TOKEN.findall(head)) >= MIN_WORDS:
+            return f"{head}."
+    return None
 
 
 def extract_facts(text: str) -> list[str]:

@@ -13,15 +13,19 @@ fact that never belongs in the profile:
 - a test run's report or a test count ("With 2.7.4 all 612 tests pass.", "6 passed");
 - a log line's shape (a timestamp, a level such as ``Warning``/``ERROR``, a kubelet event's age
   such as ``14m``, a stack frame);
-- a fragment without a verb ("`README.md` line 31, the "Environments" table.").
+- a fragment: two words ("Only arizona."), or no verb ("`README.md` line 31, the "Environments"
+  table."), unless it lists a file's settings ("`prj_release.conf`: `CONFIG_LOG=n`, …"), which
+  states how the file is configured.
 
 Otherwise the score adds up, highest first: a decision/convention/preference word or shape ("Plan is
 …", "Moving X to Y") and who owns or approves what (3), a rule ("… never …", "Every model needs …"),
-a standing order, an imperative convention or a version pin (2), a statement of how things are with a
+a standing order (one that opens the fact, "Stop adding force unwraps, I see …", counts whatever
+reason follows it), an imperative convention or a version pin (2), a statement of how things are with a
 durable verb (1). A finding ("Root cause: …", "Fix: …") scores 0. An
 edit report ("`docker-compose.yml`: removed the `beat` service.") and a first-person account score
 0: kept in the profile only when nothing more lasting fills it, and so does a past event of the
-session ("The migration was applied to staging", "Then bumped `serde` …"). "Policy" is a decision
+session ("The migration was applied to staging", "Then bumped `serde` …"). "Actually" is a decision word only
+where it opens the fact (a correction); inside one it stresses ("had actually been delivered"). "Policy" is a decision
 word only when the policy is the team's ("our policy", "the policy is …"): "the bucket policy allows
 …" names a configured object, a standing fact.
 
@@ -52,6 +56,8 @@ from bli_memory.door.librarian.extract import (
 )
 from bli_memory.door.librarian.words import tokens
 
+#: a fact of at most this many words is a fragment, whatever it looks like ("Only arizona.").
+FRAGMENT_MAX_WORDS = 2
 #: score of a fact that records a decision, a convention or a preference.
 DECISION_SCORE = 3
 #: score of a standing order ("never …", "don't …") or a convention stated as an instruction.
@@ -89,8 +95,13 @@ _PROBLEM_REPORT = re.compile(
 )
 #: a standing order opens the sentence: "Never …", "Don't edit … by hand" ("was always under" describes).
 _STANDING_ORDER_START = re.compile(
-    r"^\W*(?:always|never|don't|do not|make sure|remember to|prefer|only)\b", re.IGNORECASE
+    r"^\W*(?:(?:please|pls|plz)\s+)?(?:always|never|don't|do not|make sure|remember to|prefer|only|"
+    r"stop [a-z]+ing)\b",
+    re.IGNORECASE,
 )
+#: a file's settings listed after its name: "`prj_release.conf`: `CONFIG_LOG=n`, `CONFIG_ASSERT=n`."
+#: how the file is configured, a standing fact, though it holds no verb.
+_SETTINGS_LIST = re.compile(r"^`[^`\n]+`:\s*`[A-Za-z_][\w.-]*\s*[=:]\s*[^`\n]+`")
 #: a fact bound to the moment it was said: "until then the old pods keep …, expect a restart tonight".
 _MOMENT = re.compile(
     r"\b(?:tonight|today|tomorrow|this (?:morning|afternoon|evening|week|sprint)|next deploy|until then|"
@@ -150,10 +161,14 @@ def _has_verb(words: list[str]) -> bool:
     return any(_present_verb(padded[i - 1], padded[i], padded[i + 1]) for i in range(1, len(padded) - 1))
 
 
+#: "actually" inside a sentence stresses a fact ("had actually been delivered"); only at the start
+#: does it correct one (read from the sentence's second word on: the first is never removed).
+_EMPHASIS = re.compile(r"(?<=\S)\s+actually\b", re.IGNORECASE)
 #: who owns, approves or maintains what: "owned by Lars Eriksen", "needs approval from Keiko", "belong to".
 _OWNERSHIP = re.compile(
     r"\b(?:owned by|owners?|ownership|belongs? to|maintainers?|maintained by|approv(?:al|es|ed) (?:from|by)|"
-    r"sign-?off|signs? off|admins? (?:is|are)|is the (?:primary |main )?(?:owner|contact|lead)|lists \S+ \S+ for)\b",
+    r"sign-?off|signs? off|admins? (?:is|are)|is the (?:primary |main )?(?:owner|contact|lead)|lists \S+ \S+ for|"
+    r"the (?:owner|lead|maintainer|contact|approver)s? (?:is|are))\b",
     re.IGNORECASE,
 )
 #: a rule stated anywhere in the sentence: "Every model needs …", "Marts never use …", "must bump".
@@ -200,8 +215,8 @@ def lasting_score(fact: str) -> int | None:
     text = fact.strip()
     prose = _INLINE_CODE_SPAN.sub(" code ", text)
     words = tokens(prose)
-    if not words or text.endswith("?"):
-        return None
+    if len(words) < FRAGMENT_MAX_WORDS + 1 or text.endswith("?"):
+        return None  # "Only arizona.": two words name no subject and say nothing of it
     if (
         _TEST_COUNT.search(prose)
         or _is_run_report(text)
@@ -209,7 +224,9 @@ def lasting_score(fact: str) -> int | None:
         or _NOISE_LINE.match(text)
     ):
         return None
-    if _USER_DECISION.search(_OBJECT_POLICY.sub(" ", prose)) or _DECISION_SHAPE.search(prose):
+    if _USER_DECISION.search(_EMPHASIS.sub(" ", _OBJECT_POLICY.sub(" ", prose))) or _DECISION_SHAPE.search(
+        prose
+    ):
         return DECISION_SCORE  # "From now on pnpm only." needs no verb
     statement = prose.rsplit("? ", 1)[-1]  # "How do I X? Use Y." is judged by its answer
     if _FINDING.match(statement):
@@ -218,7 +235,10 @@ def lasting_score(fact: str) -> int | None:
         return DECISION_SCORE  # "On ownership, `docs/OWNERS.md`: the renderer belongs to Ingrid."
     rule = bool(_RULE.search(statement))
     if not rule and not _has_verb(words):
-        return None  # "Indexes always concurrently." is a rule without a verb
+        # "Indexes always concurrently." is a rule without a verb; a listing of settings states them
+        return DURABLE_VERB_SCORE if _SETTINGS_LIST.match(text) else None
+    if _STANDING_ORDER_START.match(prose):
+        return STANDING_ORDER_SCORE  # "Stop adding force unwraps, I see `!` everywhere": the order, then why
     if _FIRST_PERSON.search(statement) or _MOMENT_REPORT.match(statement):
         return 0
     if _PROBLEM_REPORT.search(prose):

@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from bli_memory.door.librarian.tables import role_tables_as_prose
+
 #: a fact longer than this is not atomic; it is dropped rather than cut mid-thought.
 MAX_FACT_CHARS = 500
 #: facts kept per saved text; the strongest signals win, original order is kept.
@@ -149,7 +151,7 @@ def _fold_code(lead_in: str, code_lines: list[str]) -> str:
 def _prose_units(text: str) -> list[str]:
     """Split the exchange into prose units (a line or a bullet), dropping code, noise and markup."""
     text = _CONTROL.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
-    text = _drop_tagged_blocks(text)
+    text = role_tables_as_prose(_drop_tagged_blocks(text))
     units: list[str] = []
     fence: list[str] | None = None
     fence_lang = ""

@@ -12,12 +12,14 @@ X now", "is now X") or names the value it retires ("not X", "from X", "instead o
 new address on the same site supersedes one whose host holds a word the new fact names.
 A fact that names what it retires, in one of :data:`RETIRING_SHAPES` ("moved the broker from Redis to
 RabbitMQ", "amqp://… now, not redis://…", "switched yarn for pnpm", "Jenkins is gone, use …", "no
-longer use Memcached"), updates the fact that still states the retired thing, when the two share a
+longer use Memcached", "`.glsl` files ported to `.hlsl`"), updates the fact that still states the retired thing, when the two share a
 word of their subject or the retired thing is a name no other subject shares (a URL, a path, a
 digit); "from Redis to RabbitMQ" about the broker leaves "sessions are cached in Redis" alone.
 A setting given a new value in the same place (`fly secrets set HOST=b -a app-prod` after `HOST=a -a
 app-prod`; not `.env.prod` after `.env.staging`) updates the old one, and so does a role handed to
-another person ("the Stripe owner is now Ana Lima") the fact naming the former one about the same thing.
+another person ("the Stripe owner is now Ana Lima", or with no word of change, "the Snowflake account is
+owned by Lars Eriksen" after "… owned by Noor Haddad": one thing has one owner) the fact naming the former
+one about the same thing.
 A subject moved to a new value ("We renamed the default branch to `trunk`", "the broker is now
 RabbitMQ") updates the fact that names
 every word of that subject with a value the move no longer states ("The default branch is `main`"). The old memory stays as history; when it said more
@@ -489,6 +491,18 @@ RETIRING_SHAPES: tuple[RetiringShape, ...] = (
         "yarn",
     ),
     RetiringShape(
+        "old ported to new",
+        re.compile(
+            rf"{_TERM_START}(?P<old>{_TERM})\s+(?:(?:files|sources|code|modules|calls|jobs)\s+)?"
+            r"(?:(?:is|are|was|were|has been|have been)\s+)?(?:ported|converted|rewritten|translated)\s+"
+            rf"(?:over\s+)?(?:to|into)\s+(?P<new>{_TERM})",
+            re.IGNORECASE,
+        ),
+        "named",
+        "`shaders/`: all 34 `.glsl` files ported to `.hlsl`.",
+        ".glsl",
+    ),
+    RetiringShape(
         "new, not old",
         re.compile(
             rf"{_TERM_START}(?P<new>{_TERM}),?\s+(?:now,?\s+)?not\s+(?:the\s+)?(?P<old>{_TERM})",
@@ -687,6 +701,37 @@ def _handed_over(new_text: str, old_text: str) -> str | None:
     return former[-1] if former else None
 
 
+#: a thing given to a named person by a role verb: "owned by Lars Eriksen", "maintained by Ana Lima".
+_HELD_BY = re.compile(
+    r"\b(?:owned|maintained|run|led|approved|administered)\s+by\s+(?P<who>[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+)\b"
+)
+#: words before "owned by" that may name what is owned.
+HELD_SUBJECT_WORDS = 8
+#: content words the two facts' subjects share to be about the same thing ("Snowflake account").
+HELD_SUBJECT_MIN_SHARED = 2
+
+
+def _held_subject(text: str, match: re.Match[str]) -> set[str]:
+    """The words that name what the role is held over: the anchors just before "owned by"."""
+    before = tokens(text[: match.start()])[-HELD_SUBJECT_WORDS:]
+    return {w for w in before if _is_anchor(w) and not _ROLE.fullmatch(w)}
+
+
+def _holder_replaced(new_text: str, old_text: str) -> str | None:
+    """The person the old fact names as holding a role ("… are owned by Noor Haddad") over the same
+    thing the new fact gives to another person ("… are owned by Lars Eriksen"), without a word saying
+    it changed: one thing has one owner, and the newer fact says who it is now."""
+    for new in _HELD_BY.finditer(new_text):
+        subject = _held_subject(new_text, new)
+        for old in _HELD_BY.finditer(old_text):
+            former = old.group("who")
+            if former == new.group("who") or former in new_text or new.group("who") in old_text:
+                continue
+            if len(subject & _held_subject(old_text, old)) >= HELD_SUBJECT_MIN_SHARED:
+                return former
+    return None
+
+
 _RANK: dict[Action, int] = {"unchanged": 0, "conflict": 1, "update": 2, "add": 3}
 
 
@@ -714,7 +759,7 @@ def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str
     reassigned = _reassigned(fact, neighbour.content)
     if reassigned:
         return "update", f"{reassigned[0]}: {reassigned[1]!r} -> {reassigned[2]!r} in {neighbour.id}"
-    former = _handed_over(fact, neighbour.content)
+    former = _handed_over(fact, neighbour.content) or _holder_replaced(fact, neighbour.content)
     if former:
         return "update", f"the role passes from {former!r} in {neighbour.id}"
     new_kv, old_kv = _key_value(fact), _key_value(neighbour.content)

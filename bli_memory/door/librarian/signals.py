@@ -69,10 +69,15 @@ SIGNALS: tuple[Signal, ...] = (
         "identifier",
         # (a `key=value` is read from the start of its token: from each `\b` of `v1.v1.…` it ran to the end)
         re.compile(
-            r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|\b[a-z]+[A-Z]\w*\b|\b\w+_\w+\b|\b\w+\(\)|(?<![\w.-])[\w.-]+=\S+"
+            r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|\b[a-z]+[A-Z]\w*\b|\b\w+_\w+\b|\b\w+\(\)|(?<![\w.-])[\w.-]+=\S+|"
+            r"(?<![\w:])\w+::\w+"  # a namespaced name (C++, Rust, Ruby, PHP): `ember::Result`, `Foo::Bar`
         ),
         True,
-        ("Raise MAX_POOL_SIZE when the workers grow.", "Call retryPolicy from the client."),
+        (
+            "Raise MAX_POOL_SIZE when the workers grow.",
+            "Call retryPolicy from the client.",
+            "errors go through ember::Result.",
+        ),
     ),
     Signal("url", re.compile(r"https?://\S+"), True, ("The staging API is https://api.stg.example.dev.",)),
     Signal(

@@ -189,6 +189,7 @@ _USER_DECISION = re.compile(
     r"preference|anymore|any more|no longer|correction|actually|change of plan|convention|policy|"
     r"scratch that|i was wrong|my mistake|turns out|^\W*update(?=\s*:)|"
     r"we(?:'re| are) (?:replacing|moving|switching|migrating|dropping|standardi[sz]ing|adopting|using)|"
+    r"(?:i'm|i am|we're|we are) (?:done with|dropping|ditching|getting rid of)|"
     r"we (?:moved|switched|migrated|replaced|cut|dropped|standardi[sz]ed|adopted|use|always|never)|"
     r"(?:has|have) to be|must (?:always|never|be)|should (?:always|never))\b|"
     r"^(?:always|never|only)\b|\bnot [\w.`-]+(?: [\w.`-]+)?,? but\b|,\s+not\s+v?\d[\w.]*\b",
@@ -226,6 +227,19 @@ _PROBLEM = re.compile(
     r"isn't|aren't|won't|can't|cannot|yesterday|today|this morning|last night)\b",
     re.IGNORECASE,
 )
+#: a kind of problem as the subject of how it is handled ("errors go through `Result`", "failures are
+#: reported to Sentry"): a convention about problems, not a report of one.
+_HANDLED = re.compile(
+    r"\b(?:errors?|failures?|exceptions?|crash(?:es)?|bugs?)\s+(?:go|goes|are|is|get|gets|must be|should be)\s+"
+    r"(?:through|via|into|returned|reported|handled|logged|wrapped|sent|raised)\b",
+    re.IGNORECASE,
+)
+
+
+def _reports_problem(prose: str) -> bool:
+    """Whether the user's sentence reports a problem (``_PROBLEM``), a convention about how problems
+    are handled (``_HANDLED``) left aside."""
+    return bool(_PROBLEM.search(_HANDLED.sub(" ", prose)))
 
 
 def _user_facts(units: list[str]) -> list[str]:
@@ -244,7 +258,8 @@ def _user_facts(units: list[str]) -> list[str]:
             lead = _CORRECTION_LEAD.match(raw)
             prose = _INLINE_CODE_SPAN.sub(" ", raw)
             decided = bool(
-                _USER_DECISION.search(prose) or (_STANDING_ORDER.search(prose) and not _PROBLEM.search(prose))
+                _USER_DECISION.search(prose)
+                or (_STANDING_ORDER.search(prose) and not _reports_problem(prose))
             )
             sentence = _clean(raw[lead.end() :] if lead else raw)
             if not sentence or _GREETING_OR_FILLER.match(sentence):
@@ -267,7 +282,7 @@ def _user_facts(units: list[str]) -> list[str]:
                 follows = after_decision
             elif (
                 not (request or question or first in _IMPERATIVES)
-                and not _PROBLEM.search(prose)
+                and not _reports_problem(prose)
                 and _signals(sentence)[0]
             ):
                 follows = False  # how things are: "We run Node 20 in CI"
