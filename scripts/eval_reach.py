@@ -34,8 +34,9 @@ request (the one whose last user message holds the query) is read:
 - shown in the recall block: the `<bli-memory-recall>` block (the prompt hook) of that request holds
   every key string of the fact (case-insensitive);
 - shown in the request: the recall block or the `<bli-memory-context>` block (session start) holds them;
-- lasting facts at session start: the share of facts marked `lasting` whose keys are all in the
-  `<bli-memory-context>` block of their query's request ("–" when the file marks none);
+- lasting facts at session start: the share of facts marked `lasting` and still in force (no later
+  exchange of the project retires one of their keys, as eval_capture.py counts) whose keys are all
+  in the `<bli-memory-context>` block of their query's request ("–" when the file marks none);
 - questions with nothing stored (scripts/capture_unanswered.json, or `--unanswered FILE`), asked in the
   project's folder: those whose recall block showed any row, and the rows it showed per question;
 - requests beyond the stand-in: CONNECT requests (a host beyond loopback asked through the proxy); any
@@ -70,6 +71,7 @@ from capture_data import (  # scripts/capture_data.py
     only_projects,
     projects_of,
 )
+from capture_report import corrected_later  # scripts/capture_report.py
 from eval_capture import Door, deterministic_env  # scripts/eval_capture.py
 from messages_standin import MessagesStandIn, Recorded  # scripts/messages_standin.py
 
@@ -305,6 +307,7 @@ class Asked:
     in_request: bool
     in_context: bool
     found: bool  # the turn's own request was recorded
+    in_force: bool = True  # no later exchange of the project corrects it (`capture_report.corrected_later`)
 
 
 @dataclass
@@ -374,7 +377,8 @@ def run_file(
             file=sys.stderr,
             flush=True,
         )
-        for exchange in exchanges:
+        for number, exchange in enumerate(exchanges):
+            later = [e for e in exchanges[number + 1 :] if e.project == exchange.project]
             for fact in exchange.facts:
                 own, made = host.turn(places[exchange.project], fact.query, QUESTION_REPLY)
                 count(reach, own, made)
@@ -389,6 +393,7 @@ def run_file(
                         holds(recall + "\n" + context, fact.key) if recall or context else False,
                         holds(context, fact.key) if context else False,
                         own is not None,
+                        not corrected_later(fact, later),
                     )
                 )
         for project, questions in unanswered.items():
@@ -413,7 +418,7 @@ def share(hits: int, total: int) -> str:
 
 def rows_of(reach: Reach) -> list[tuple[str, str]]:
     facts = reach.asked
-    lasting = [a for a in facts if a.fact.lasting]
+    lasting = [a for a in facts if a.fact.lasting and a.in_force]
     rows = reach.unanswered_rows
     failed = reach.jobs.get("failed", 0) + sum(
         n for s, n in reach.jobs.items() if s not in ("done", "failed")

@@ -166,3 +166,19 @@ def test_three_turns_in_the_real_host_reach_the_models_request(tmp_path: Path, h
     )
     recall = pin.split("<bli-memory-recall>", 1)[1].split("</bli-memory-recall>", 1)[0]
     assert "quill-orm" in recall and "3.8.2" in recall
+
+
+def test_a_lasting_fact_a_later_exchange_corrects_is_not_counted_at_session_start() -> None:
+    """As eval_capture.py counts: the block must not show a value a later exchange retired, so such a
+    fact is neither a miss nor a hit of the lasting share (the superseded count judges it)."""
+    from capture_data import Fact
+    from eval_reach import Asked, Reach, rows_of
+
+    reach = Reach("set")
+    kept = Fact("who owns billing?", ("Dana",), lasting=True)
+    retired = Fact("which broker?", ("redis://",), lasting=True)
+    reach.asked = [
+        Asked(kept, "p", in_recall=False, in_request=True, in_context=True, found=True),
+        Asked(retired, "p", in_recall=False, in_request=False, in_context=False, found=True, in_force=False),
+    ]
+    assert dict(rows_of(reach))["lasting facts at session start"] == "1.00 (1/1)"
