@@ -55,9 +55,13 @@ from bli_memory.door.embed import load_embedder
 from bli_memory.door.memories import MemoryService
 from bli_memory.door.model import Hit
 from bli_memory.door.store.sqlite import SqliteStore
+from bli_memory.hooks.prompt import RECALL_LIMIT
 
-PAIRS_PER_QUERY = 10
-SHOWN_TOP = 5
+#: a search's hits, and so their places and relevance, depend on how many are asked for (a stored
+#: exchange moves after its facts only when they are among the hits, `_facts_before_their_exchanges`):
+#: the pairs are the hits of a search of the prompt hook's size, as the hook sees them.
+PAIRS_PER_QUERY = RECALL_LIMIT
+SHOWN_TOP = RECALL_LIMIT
 MAX_UNRELATED_PER_PROMPT = 0.10
 MIN_EMPTY_SHARE = 0.80
 FLOOR_STEP = 0.01

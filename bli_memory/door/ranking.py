@@ -44,12 +44,6 @@ REPRESENTED_EXCHANGE_FACTOR = 0.3
 ANSWER_KIND_BOOST = 1.5
 #: rows beyond the ones asked for that a search reads to see which are stored exchanges and facts.
 EXCHANGE_WINDOW = 25
-#: a search ranks at least this many hits and then returns the ones asked for, so that the hits of a
-#: smaller limit are the first hits of this one, in the same order and with the same relevance: a
-#: stored exchange moves after its facts among the hits (and a fact lifted by its answer kind from deep
-#: in the window outranks its exchange) the same way for a search of 5 as for one of 10 (the prompt
-#: hook asks for 5; the relevance calibration was fitted on searches of 10).
-MIN_RANKING_DEPTH = 10
 
 
 @dataclass(frozen=True)

@@ -129,32 +129,3 @@ def test_an_exchange_its_job_distilled_nothing_from_is_known_and_search_says_so(
     assert not exchanges.gave_no_facts(hits["The gateway listens on 8443."].memory)
     stored = memories.store.current_by_ids(principal.team_id, [kept[0]])[kept[0]]
     assert not exchanges.gave_no_facts(stored)
-
-
-def test_a_search_of_five_is_the_first_five_of_a_search_of_ten(tmp_path: Path) -> None:
-    """The prompt hook asks for 5 rows and the relevance calibration was fitted on searches of 10: a
-    stored exchange moves after its facts among the hits the same way in both, so the hook's rows and
-    their relevance are the ones the calibration knows."""
-    memories, principal = _service(tmp_path)
-    exchange = "User: gateway review?\n\nAssistant: The gateway review: the gateway listens on 8443; gateway review done."
-    fact = memories.save(
-        principal,
-        "repo_a",
-        "The gateway listens on 8443.",
-        metadata=exchanges.fact_metadata({}, exchanges.exchange_key(exchange)),
-    )
-    for n in range(5):
-        memories.save(principal, "repo_a", f"Gateway review note {n}: the gateway review went fine.")
-    memories.save_exchange(
-        principal,
-        "repo_a",
-        exchange,
-        metadata=exchanges.document_metadata({}, "job_1", [fact.id]),
-        created_at=now_s(),
-    )
-    ten = memories.search(principal, "repo_a", "gateway review", limit=10)
-    contents = [hit.memory.content for hit in ten]
-    assert contents.index(exchange) == contents.index("The gateway listens on 8443.") + 1  # after its fact
-    five = memories.search(principal, "repo_a", "gateway review", limit=5)
-    assert [(h.memory.id, h.score) for h in five] == [(h.memory.id, h.score) for h in ten[:5]]
-    assert exchange not in [hit.memory.content for hit in five]

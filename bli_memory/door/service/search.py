@@ -68,9 +68,8 @@ class Searcher:
         the global space's rows after the project's in save order (`Spaces.scope_tags`). Pins are
         never among the hits (they are not indexed).
 
-        Each hit carries its `relevance` (`door.relevance`), which it never reorders. At least
-        `ranking.MIN_RANKING_DEPTH` hits are ranked and scored before the first `limit` are returned,
-        so a search of 5 gives the first 5 hits of a search of 10, relevance included. `keep_relevant`: `threshold` drops only rows whose relevance is below the
+        Each hit carries its `relevance` (`door.relevance`), computed over the hits returned, which
+        it never reorders. `keep_relevant`: `threshold` drops only rows whose relevance is below the
         door's floor as well, so a caller asking both never loses a row the floor keeps.
         """
         if keep_relevant and threshold > 0:
@@ -128,8 +127,7 @@ class Searcher:
                 for memory_id, score in fused.items()
                 if (sim := similarities[memory_id]) is None or sim >= threshold
             }
-        ranked = max(limit, ranking.MIN_RANKING_DEPTH)
-        window = ranking.ordered(fused, updated, position)[: ranked + ranking.EXCHANGE_WINDOW]
+        window = ranking.ordered(fused, updated, position)[: limit + ranking.EXCHANGE_WINDOW]
         rows = self.store.current_by_ids(principal.team_id, window)
         if weights.answer_kind > 0:
             lifted = ranking.lift_answer_kinds(
@@ -146,7 +144,7 @@ class Searcher:
             {memory_id: key for memory_id, row in rows.items() if (key := fact_exchange(row)) is not None},
             {memory_id: row.custom_id or "" for memory_id, row in rows.items() if is_stored_exchange(row)},
         )
-        top = order[:ranked]
+        top = order[:limit]
         vector_set = set(vector_ids)
         hits = [
             Hit(
@@ -169,7 +167,7 @@ class Searcher:
         near = [c for i in vector_ids if (c := cosines.get(i)) is not None]
         return self._with_relevance(
             hits, q, keyword_rank, worths, relevance.median(near), max(near, default=None)
-        )[:limit]
+        )
 
     def floor(self, with_vectors: bool = True) -> float | None:
         """The relevance at which the prompt hook shows a row: the floor of the embedder's
