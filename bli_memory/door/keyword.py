@@ -766,11 +766,7 @@ def search_with_feedback(indexes: Sequence[KeywordIndex], terms: Sequence[Term],
 
 
 def term_worths(indexes: Sequence[KeywordIndex], terms: Sequence[Term]) -> list[float]:
-    """Each query term's idf over the live documents of `indexes` (a phrase: its rarest stem's).
-
-    What finding the term in a row is worth: a word every memory of the space holds (the project's
-    own name) says little, a word no memory holds (the subject of a question the space cannot
-    answer) the most. The relevance of a hit weighs the terms it holds by these."""
+    """Each query term's idf in `indexes` (a phrase: its rarest stem's): what a row holding it gains."""
     live = sum(index.live for index in indexes)
     return [idf(live, min(_document_frequency(indexes, stem) for stem in term)) for term in terms]
 
