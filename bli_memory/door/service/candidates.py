@@ -79,10 +79,9 @@ class Candidates:
         indexes = [self.keyword_index(team_id, tag) for tag in tags]
         return keyword.search_with_feedback(indexes, terms, ranking.KEYWORD_CANDIDATES)
 
-    def term_worths(self, team_id: int, tags: Sequence[str], q: str) -> list[float]:
-        """The idf of each of `q`'s keyword terms in the space (`keyword.term_worths`; call under the
-        lock), in `keyword.query_terms` order."""
-        terms = keyword.query_terms(q)
+    def term_worths(self, team_id: int, tags: Sequence[str], terms: Sequence[keyword.Term]) -> list[float]:
+        """The idf of each of the query's keyword `terms` in the space, in their order
+        (`keyword.term_worths`; call under the lock)."""
         if not terms:
             return []
         return keyword.term_worths([self.keyword_index(team_id, tag) for tag in tags], terms)

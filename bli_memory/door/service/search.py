@@ -87,10 +87,11 @@ class Searcher:
         tags = self.spaces.scope_tags(principal, tag, scope)
         query_vectors = self.writer.embed([q], "query")
         query_vector = None if query_vectors is None else query_vectors[0]
+        terms = keyword.query_terms(q)
         with self.writer.lock:
             self.writer.check_outside_writes()
             keyword_ids = self.candidates.keyword_candidates(principal.team_id, tags, q)
-            worths = self.candidates.term_worths(principal.team_id, tags, q)
+            worths = self.candidates.term_worths(principal.team_id, tags, terms)
             vector_ids: list[str] = []
             similarities_of: Similarities = no_similarities
             if query_vector is not None:
@@ -166,7 +167,7 @@ class Searcher:
         hits = _facts_before_their_exchanges(hits)
         near = [c for i in vector_ids if (c := cosines.get(i)) is not None]
         return self._with_relevance(
-            hits, q, keyword_rank, worths, relevance.median(near), max(near, default=None)
+            hits, q, keyword_rank, terms, worths, relevance.median(near), max(near, default=None)
         )
 
     def floor(self, with_vectors: bool = True) -> float | None:
@@ -184,6 +185,7 @@ class Searcher:
         hits: list[Hit],
         q: str,
         keyword_rank: Mapping[str, int],
+        terms: Sequence[keyword.Term],
         worths: Sequence[float],
         background: float | None,
         best_similarity: float | None,
@@ -192,16 +194,16 @@ class Searcher:
         calibration, its relevance: the embedder's own when the vector channel took part
         (`background` is known), else keyword-only `none`'s. `background` and `best_similarity` are
         the median and the best cosine of the vector channel's candidates, not of the hits, so that
-        a hit's relevance does not depend on how many hits were asked for. `worths` are the query
-        terms' idfs in the space (`keyword.term_worths`)."""
+        a hit's relevance does not depend on how many hits were asked for. `worths` are the idfs of the
+        query's keyword `terms` in the space (`keyword.term_worths`), in their order."""
         if not hits:
             return hits
         calibration = self._calibration(background is not None)
         kinds = answer_kind.asked(q)
         best = max(hit.score for hit in hits)
-        terms = keyword.query_terms(q)
         out = []
         for rank, hit in enumerate(hits):
+            terms_held, worth_held = _held_shares(terms, worths, hit.memory.content)
             signals = relevance.HitSignals(
                 similarity=hit.similarity,
                 keyword_rank=keyword_rank.get(hit.memory.id),
@@ -212,8 +214,8 @@ class Searcher:
                 answer_kind_share=answer_kind.held_share(hit.memory.content, kinds) if kinds else None,
                 both_channels=len(hit.matched_by) == 2,
                 stored_exchange=is_stored_exchange(hit.memory),
-                query_terms_held=_terms_held(terms, hit.memory.content),
-                query_worth_held=_worth_held(terms, worths, hit.memory.content),
+                query_terms_held=terms_held,
+                query_worth_held=worth_held,
                 exchange_without_facts=gave_no_facts(hit.memory),
                 best_similarity=best_similarity,
             )
@@ -302,23 +304,17 @@ class Searcher:
         return None
 
 
-def _terms_held(terms: Sequence[keyword.Term], text: str) -> float:
-    """The share of the query's keyword terms `text` holds (a phrase: all of its stems), 0 for none."""
-    if not terms:
-        return 0.0
-    stems = set(keyword.tokens(text))
-    return sum(all(stem in stems for stem in term) for term in terms) / len(terms)
-
-
-def _worth_held(terms: Sequence[keyword.Term], worths: Sequence[float], text: str) -> float:
-    """The share of the query terms' worth (their idfs in the space) that `text` holds, 0 for none:
+def _held_shares(terms: Sequence[keyword.Term], worths: Sequence[float], text: str) -> tuple[float, float]:
+    """The shares of the query's keyword terms `text` holds (a phrase: all of its stems): of their
+    number, and of their worth (their idfs in the space, `worths`), each 0 for none. By worth,
     holding the one rare word of a question says more than holding its three common ones."""
-    total = sum(worths)
-    if not terms or total <= 0:
-        return 0.0
+    if not terms:
+        return 0.0, 0.0
     stems = set(keyword.tokens(text))
-    held = sum(w for term, w in zip(terms, worths, strict=True) if all(stem in stems for stem in term))
-    return held / total
+    held = [all(stem in stems for stem in term) for term in terms]
+    total = sum(worths)
+    worth = sum(w for w, is_held in zip(worths, held, strict=True) if is_held) / total if total > 0 else 0.0
+    return sum(held) / len(terms), worth
 
 
 def _with_vectors(hits: Sequence[Hit]) -> bool:
