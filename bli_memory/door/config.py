@@ -50,6 +50,9 @@ ENV_MAX_PAGES = "BLI_MEMORY_DOOR_MAX_PAGES"
 ENV_MIGRATE_PAUSE_S = "BLI_MEMORY_MIGRATE_PAUSE_S"
 #: the retention of stored exchanges, in days, when `serve --exchange-retention-days` does not set it.
 ENV_RETENTION_DAYS = "BLI_MEMORY_EXCHANGE_RETENTION_DAYS"
+#: a coefficients file of relevance calibrations (scripts/fit_relevance.py --out) used instead of the
+#: packaged one: a team's own fit, or a fit held out from the data a report scores.
+ENV_RELEVANCE_FILE = "BLI_MEMORY_RELEVANCE_FILE"
 
 #: the embedder when nothing chooses one: the packaged MiniLM.
 DEFAULT_EMBEDDER_SPEC = "onnx"
@@ -338,6 +341,8 @@ class DoorConfig:
     max_connections: int
     login_link_ttl_s: float
     web_session_ttl_s: float
+    #: the relevance calibrations to use instead of the packaged ones (`BLI_MEMORY_RELEVANCE_FILE`).
+    relevance_file: Path | None = None
 
     @classmethod
     def from_env(cls, args: argparse.Namespace, env: Mapping[str, str]) -> DoorConfig:
@@ -368,4 +373,21 @@ class DoorConfig:
             max_connections=args.max_connections,
             login_link_ttl_s=args.login_link_ttl,
             web_session_ttl_s=args.web_session_ttl,
+            relevance_file=_relevance_file(env),
         )
+
+
+def _relevance_file(env: Mapping[str, str]) -> Path | None:
+    """`BLI_MEMORY_RELEVANCE_FILE` checked whole (unset or empty: the packaged calibrations); a file
+    that cannot be read or holds no valid calibration is exit 2, naming it."""
+    chosen = env.get(ENV_RELEVANCE_FILE, "").strip()
+    if not chosen:
+        return None
+    from bli_memory.door import relevance
+
+    path = Path(chosen).expanduser()
+    try:
+        relevance.calibrations_in(path)
+    except ValueError as exc:
+        raise CliError(f"{ENV_RELEVANCE_FILE}: {path} {exc}", EXIT_USAGE) from None
+    return path

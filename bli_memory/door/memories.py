@@ -56,13 +56,14 @@ class MemoryService:
         embedder: Embedder | None = None,
         index_folder: Path | None = None,
         index_limits: IndexLimits | None = None,
+        relevance_file: Path | None = None,
     ) -> None:
         self.store = store
         self.writer = IndexedWriter(store, embedder, index_folder, index_limits)
         self.spaces = Spaces(self.writer)
         self.candidates = Candidates(self.writer)
         self.lifecycle = IndexLifecycle(self.writer, self.candidates)
-        self.searcher = Searcher(self.writer, self.spaces, self.candidates)
+        self.searcher = Searcher(self.writer, self.spaces, self.candidates, relevance_file)
         self.profiles = Profiles(store, self.spaces, self.searcher)
         self.stored = StoredExchanges(self.writer, self.spaces, self.candidates)
         self.pinning = Pins(self.writer, self.spaces)

@@ -132,13 +132,38 @@ def parse(entry: Mapping[str, object]) -> Calibration:
     return Calibration(tuple(float(w) for w in weights), float(intercept), float(floor))
 
 
-@cache
-def calibration_for(embedder: str) -> Calibration | None:
-    """The packaged calibration of `embedder` (its name: `onnx:all-MiniLM-L6-v2-int8`, `none`), or
-    None when it has none (another model: its hits carry no relevance and the answer no floor), or
-    when its entry was fitted for other features than these (scripts/fit_relevance.py refits it)."""
+def calibrations_in(path: Path) -> dict[str, Calibration]:
+    """Every calibration of a coefficients file by embedder name; ValueError, one sentence, when the
+    file cannot be read, is not such a file or one of its entries was fitted for other features (a
+    file a person chose: a wrong one is an error, not hits without relevance)."""
     try:
-        table = json.loads(COEFFICIENTS_FILE.read_text(encoding="utf-8"))
+        table = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ValueError(f"cannot be read ({exc.strerror or type(exc).__name__})") from None
+    except ValueError:
+        raise ValueError("is not JSON") from None
+    entries = table.get("embedders") if isinstance(table, dict) else None
+    if not isinstance(entries, dict) or not entries:
+        raise ValueError('holds no "embedders" object of calibrations')
+    out = {}
+    for name, entry in entries.items():
+        if not isinstance(entry, dict):
+            raise ValueError(f"{name}: an entry must be an object")
+        try:
+            out[str(name)] = parse(entry)
+        except ValueError as exc:
+            raise ValueError(f"{name}: {exc}") from None
+    return out
+
+
+@cache
+def calibration_for(embedder: str, path: Path = COEFFICIENTS_FILE) -> Calibration | None:
+    """The calibration of `embedder` (its name: `onnx:all-MiniLM-L6-v2-int8`, `none`) in the
+    coefficients file `path` (the packaged one unless the door was given its own), or None when it
+    has none (another model: its hits carry no relevance and the answer no floor), or when its entry
+    was fitted for other features than these (scripts/fit_relevance.py refits it)."""
+    try:
+        table = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     entry = table.get("embedders", {}).get(embedder) if isinstance(table, dict) else None

@@ -4,6 +4,8 @@ the packaged coefficients; pure, no door."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -132,9 +134,89 @@ def test_an_embedder_whose_entry_names_other_features_gets_no_calibration(
     stale["weights"] = stale["weights"][:-1]
     coefficients = tmp_path / "relevance.json"
     coefficients.write_text(json.dumps({"embedders": {"none": stale}}), encoding="utf-8")
-    monkeypatch.setattr(relevance, "COEFFICIENTS_FILE", coefficients)
-    relevance.calibration_for.cache_clear()
+    assert relevance.calibration_for("none", coefficients) is None  # no relevance: the hook's cosine rule
+    with pytest.raises(ValueError, match=r"^none: the coefficients name other features"):
+        relevance.calibrations_in(coefficients)  # a file a person chose for the door: an error
+
+
+# ------------------------------------------------------------------ a door given its own coefficients
+
+
+def _own_coefficients(folder: Path, floor: float) -> Path:
+    """The packaged keyword-only entry with every weight 0 and intercept 0: each hit's relevance 0.5."""
+    entry = json.loads(relevance.COEFFICIENTS_FILE.read_text(encoding="utf-8"))["embedders"]["none"]
+    entry = {**entry, "weights": [0.0] * len(entry["weights"]), "intercept": 0.0, "floor": floor}
+    path = folder / "own-relevance.json"
+    path.write_text(json.dumps({"embedders": {"none": entry}}), encoding="utf-8")
+    return path
+
+
+def test_a_door_given_its_own_coefficients_file_scores_and_floors_with_it(tmp_path: Path) -> None:
+    """BLI_MEMORY_RELEVANCE_FILE replaces the packaged calibrations: a team's own fit, or one held out
+    from the data a report scores. The floor it names is the one /healthz and the answer say."""
+    from tests.helpers import DoorProcess
+
+    own = _own_coefficients(tmp_path, 0.37)
+    door = DoorProcess(
+        tmp_path / "m.db", tmp_path / "home", ["--embedder", "none"], {"BLI_MEMORY_RELEVANCE_FILE": str(own)}
+    )
     try:
-        assert relevance.calibration_for("none") is None  # hits carry no relevance: the hook's cosine rule
+        status, health = door.get("/healthz", token="")
+        assert status == 200 and health["floor"] == 0.37
+        status, _ = door.post(
+            "/api/memory/save", {"content": "Webhooks retry with backoff.", "containerTag": "t"}
+        )
+        assert status == 201
+        status, answer = door.post("/api/memory/search", {"q": "webhooks retry", "containerTag": "t"})
+        assert status == 200 and answer["floor"] == 0.37
+        assert [hit["relevance"] for hit in answer["results"]] == [0.5]
     finally:
-        relevance.calibration_for.cache_clear()
+        door.stop()
+
+
+@pytest.mark.parametrize(
+    "content, says",
+    [
+        (None, "cannot be read (No such file or directory)"),
+        ("{not json", "is not JSON"),
+        ('{"embedders": {}}', 'holds no "embedders" object of calibrations'),
+        (
+            '{"embedders": {"none": {"features": ["cosine"], "weights": [1], "intercept": 0, "floor": 0.5}}}',
+            "none: the coefficients name other features than this door computes",
+        ),
+        ("own", "has no calibration for the embedder none (it has onnx:x)"),
+    ],
+)
+def test_a_coefficients_file_the_door_cannot_use_is_one_line_and_exit_2(
+    tmp_path: Path, content: str | None, says: str
+) -> None:
+    from tests.helpers import BIN
+
+    path = tmp_path / "relevance.json"
+    if content == "own":  # a valid file that calibrates another embedder only
+        table = json.loads(_own_coefficients(tmp_path, 0.4).read_text(encoding="utf-8"))
+        path.write_text(json.dumps({"embedders": {"onnx:x": table["embedders"]["none"]}}), encoding="utf-8")
+    elif content is not None:
+        path.write_text(content, encoding="utf-8")
+    home = tmp_path / "home"
+    env = {**os.environ, "HOME": str(home), "XDG_DATA_HOME": str(home / "share")}
+    env["BLI_MEMORY_RELEVANCE_FILE"] = str(path)
+    done = subprocess.run(
+        [
+            str(BIN / "bli-memory-door"),
+            "serve",
+            "--port",
+            "0",
+            "--embedder",
+            "none",
+            "--db",
+            str(tmp_path / "m.db"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == f"bli-memory-door: BLI_MEMORY_RELEVANCE_FILE: {path} {says}\n"
+    assert not (tmp_path / "m.db").exists()  # refused before the store opens

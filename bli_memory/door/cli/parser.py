@@ -84,6 +84,8 @@ stored exchanges (what the Stop hook sent, kept beside its facts):
 search, big spaces and several doors:
   BLI_MEMORY_QUERY_REWRITE           0: never search a question also as a statement (with an LLM endpoint
                                      set, a question is rewritten once, within a deadline)
+  BLI_MEMORY_RELEVANCE_FILE          relevance calibrations to use instead of the packaged ones (a team's
+                                     own fit); they must calibrate the door's embedder
   BLI_MEMORY_ANN_MIN_VECTORS         a space of this many vectors or more is searched through an
                                      approximate graph (default 50000); smaller ones exactly
   BLI_MEMORY_SNAPSHOT_MIN_MEMORIES   the indexes of spaces this big are kept in the index folder between

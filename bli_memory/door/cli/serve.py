@@ -12,12 +12,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bli_memory import __version__
 from bli_memory.door.cli.pidfile import claim_pid_file, release_pid_file, write_pid_file
 from bli_memory.door.cli.stores import open_store
-from bli_memory.door.config import DoorConfig, LlmConfig
+from bli_memory.door.config import ENV_RELEVANCE_FILE, DoorConfig, LlmConfig
 from bli_memory.errors import EXIT_USAGE, CliError
 
 if TYPE_CHECKING:
@@ -52,11 +53,19 @@ def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         raise CliError(str(exc), EXIT_USAGE) from None
     if warning:
         sys.stderr.write(f"bli-memory-door: {warning}\n")
+    if config.relevance_file is not None:
+        _check_relevance_file(config.relevance_file, embedder.name)
     store = open_store(config.store, max_pages=config.max_pages, serving=True, early_check=early_check)
     # several doors may serve one PostgreSQL database: only a SQLite file has a pid file (and `stop`);
     # every door keeps big spaces' indexes between runs in its index folder (door/indexes.py)
     db = None if location.is_postgres else location.sqlite_file()
-    memories = MemoryService(store, embedder, index_folder=config.index_dir, index_limits=config.index_limits)
+    memories = MemoryService(
+        store,
+        embedder,
+        index_folder=config.index_dir,
+        index_limits=config.index_limits,
+        relevance_file=config.relevance_file,
+    )
     pid_fd = None if db is None else claim_pid_file(db)
     stop_on_signal = _StopOnSignal()  # from here on a `stop` ends in the finally below
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -161,6 +170,20 @@ def _question_rewriter(llm: LlmConfig, *, enabled: bool) -> QuestionRewriter | N
             "bli-memory-door: questions are also searched as statements (chat endpoint rewrite)\n"
         )
     return rewriter
+
+
+def _check_relevance_file(path: Path, embedder: str) -> None:
+    """A chosen coefficients file must calibrate the door's embedder: without it every hit would go
+    without relevance, and the prompt hook back to its cosine rule, unnoticed."""
+    from bli_memory.door import relevance
+
+    names = sorted(relevance.calibrations_in(path))
+    if embedder not in names:
+        raise CliError(
+            f"{ENV_RELEVANCE_FILE}: {path} has no calibration for the embedder {embedder} "
+            f"(it has {', '.join(names)})",
+            EXIT_USAGE,
+        )
 
 
 def _bind(host: str, port: int) -> socket.socket:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bli_memory.door import answer_kind, keyword, ranking, relevance
@@ -31,7 +32,15 @@ CLOSEST_CANDIDATES = 8
 class Searcher:
     """Searches the spaces `spaces` names through the channels of `candidates`."""
 
-    def __init__(self, writer: IndexedWriter, spaces: Spaces, candidates: Candidates) -> None:
+    def __init__(
+        self,
+        writer: IndexedWriter,
+        spaces: Spaces,
+        candidates: Candidates,
+        relevance_file: Path | None = None,
+    ) -> None:
+        """`relevance_file`: the coefficients file of the hits' relevance (None: the packaged one)."""
+        self.relevance_file = relevance_file or relevance.COEFFICIENTS_FILE
         self.writer = writer
         self.store = writer.store
         self.spaces = spaces
@@ -178,7 +187,7 @@ class Searcher:
 
     def _calibration(self, with_vectors: bool) -> relevance.Calibration | None:
         model = self.writer.vector_model if with_vectors else None
-        return relevance.calibration_for(model or "none")
+        return relevance.calibration_for(model or "none", self.relevance_file)
 
     def _with_relevance(
         self,
