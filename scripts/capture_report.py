@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from capture_blocks import is_fragment, is_question  # scripts/capture_blocks.py
-from capture_data import Exchange, Fact, Run, holds  # scripts/capture_data.py
+from capture_data import Exchange, Fact, FactResult, Run, holds  # scripts/capture_data.py
 
 RECALL_BAR = 0.95
 #: what reaches the agent (the data set's bar): the prompt hook's block holds the answer this often, ...
@@ -46,11 +46,17 @@ class Briefing:
 
 @dataclass(frozen=True)
 class Summary:
+    """The figures of one column. `facts`, `found`, `as_memory`, `shown` and `mrr` count the facts in
+    force (`facts_in_force`); `all_facts` and `all_found` every fact, a corrected one included."""
+
     facts: int
     found: int
     as_memory: int
     shown: int
     mrr: float
+    all_facts: int
+    all_found: int
+    corrected_shown: int
     asked_elsewhere: int
     unrelated_rows: int
     unanswered: int
@@ -161,6 +167,33 @@ def lasting_in_briefing(run: Run, project: str) -> list[tuple[Fact, bool]]:
     ]
 
 
+def facts_in_force(run: Run, projects: Iterable[str]) -> list[FactResult]:
+    """The results of the facts of `projects` that no later exchange of their project corrects.
+
+    A corrected fact's query, asked once every exchange is saved, has the correcting exchange's
+    value as its answer (which that exchange's own fact asks for): finding the old value is no
+    success, and a librarian that supersedes it would be scored down for doing its job."""
+    wanted = set(projects)
+    out: list[FactResult] = []
+    for project in sorted(wanted):
+        results = [result for result in run.exchanges if result.exchange.project == project]
+        for index, result in enumerate(results):
+            later = [r.exchange for r in results[index + 1 :]]
+            out += [fact for fact in result.facts if not corrected_later(fact.fact, later)]
+    order = {id(fact): n for n, fact in enumerate(f for r in run.exchanges for f in r.facts)}
+    return sorted(out, key=lambda fact: order[id(fact)])
+
+
+def corrected_count(exchanges: Sequence[Exchange]) -> int:
+    """How many facts of `exchanges` a later exchange of their project corrects."""
+    return sum(
+        1
+        for index, exchange in enumerate(exchanges)
+        for fact in exchange.facts
+        if corrected_later(fact, [e for e in exchanges[index + 1 :] if e.project == exchange.project])
+    )
+
+
 def corrected_later(fact: Fact, later: Iterable[Exchange]) -> bool:
     """Whether one of the fact's keys holds one of `later`'s `must_not` strings (a value they retire)."""
     keys = [key.lower() for key in fact.key]
@@ -187,12 +220,15 @@ def summarise(run: Run, projects: Iterable[str] | None = None) -> Summary:
     wanted = set(projects) if projects is not None else {r.exchange.project for r in run.exchanges}
     exchanges = [result for result in run.exchanges if result.exchange.project in wanted]
     tags = {result.tag for result in exchanges}
-    facts = [fact for result in exchanges for fact in result.facts]
+    every = [fact for result in exchanges for fact in result.facts]
+    facts = facts_in_force(run, wanted)
+    in_force = {id(fact) for fact in facts}
+    corrected = [fact for fact in every if id(fact) not in in_force]
     noise = [result for result in exchanges if result.exchange.noise]
     ids = {result.exchange.id for result in exchanges}
     corrections = [verdict for exchange_id, _, verdict in correction_outcomes(run) if exchange_id in ids]
     wrong_ids = {memory_id for result in exchanges for memory_id in result.wrong}
-    elsewhere = [fact.unrelated for fact in facts if fact.unrelated is not None]
+    elsewhere = [fact.unrelated for fact in every if fact.unrelated is not None]
     unanswered = [rows for project in wanted for _, rows in run.unanswered.get(project, [])]
 
     def outcome(name: str) -> int:
@@ -204,6 +240,9 @@ def summarise(run: Run, projects: Iterable[str] | None = None) -> Summary:
         as_memory=sum(1 for fact in facts if fact.kind == "memory"),
         shown=sum(1 for fact in facts if fact.shown),
         mrr=sum(1 / fact.rank for fact in facts if fact.rank) / len(facts) if facts else 0.0,
+        all_facts=len(every),
+        all_found=sum(1 for fact in every if fact.rank is not None),
+        corrected_shown=sum(1 for fact in corrected if fact.shown),
         asked_elsewhere=len(elsewhere),
         unrelated_rows=sum(elsewhere),
         unanswered=len(unanswered),
@@ -253,12 +292,23 @@ def table(columns: Sequence[Column]) -> str:
     """The metrics, one column per librarian, capture file and part of its projects, as Markdown."""
     summaries = [summarise(column.run, column.projects) for column in columns]
     rows: list[tuple[str, list[str]]] = [
-        ("facts found again, top 5 (recall@5)", [_share(s.found, s.facts) for s in summaries]),
+        (
+            "facts found again, top 5 (recall@5; facts in force)",
+            [_share(s.found, s.facts) for s in summaries],
+        ),
         ("found as a distilled fact (kind memory)", [_share(s.as_memory, s.facts) for s in summaries]),
         ("MRR (top 5)", [f"{s.mrr:.3f}" for s in summaries]),
         (
-            "shown by the prompt hook (a row of its block holds every key)",
+            "shown by the prompt hook (a row of its block holds every key; facts in force)",
             [_share(s.shown, s.facts) for s in summaries],
+        ),
+        (
+            "every fact, corrected ones too: found again, top 5",
+            [_share(s.all_found, s.all_facts) for s in summaries],
+        ),
+        (
+            "corrected facts whose old value the prompt hook still shows",
+            [f"{s.corrected_shown} of {s.all_facts - s.facts}" for s in summaries],
         ),
         (
             "unrelated rows per prompt (the question asked in another project's space)",
@@ -338,6 +388,7 @@ def details(run: Run) -> str:
     then every space's current facts, each with the exchange that wrote it."""
     lines = [f"### {run.librarian}: per exchange"]
     verdicts = {(e, v): verdict for e, v, verdict in correction_outcomes(run)}
+    in_force = {id(fact) for fact in facts_in_force(run, {r.exchange.project for r in run.exchanges})}
     for result in run.exchanges:
         exchange = result.exchange
         counts = ", ".join(
@@ -358,7 +409,7 @@ def details(run: Run) -> str:
         for row in result.removed:
             lines.append(f"  - gone {_quote(row.content)}")
         for fact in result.facts:
-            keys = ", ".join(fact.fact.key)
+            keys = ", ".join(fact.fact.key) + ("" if id(fact) in in_force else "; corrected later")
             if fact.rank is None:
                 lines.append(
                     f"  MISSED [{keys}] {_quote(fact.fact.query)}; first result: {_quote(fact.top, SHOWN_CHARS)}"

@@ -11,10 +11,15 @@ order with `POST /api/memory/save {extract: true}`, as the Stop hook does, in th
 `repo_<slug>__<sha256(project)[:16]>`, waiting for each job (`GET /api/memory/jobs/{id}`) before the
 next save. Then it searches the door and scores:
 
-- recall@5: the share of facts for which one of the top 5 results for the fact's query contains every
-  key string (case-insensitive); "as a distilled fact": the first such result has kind `memory`;
-  MRR: the mean of 1/rank of that first match (0 when none is in the top 5).
-- shown by the prompt hook: the share of facts whose query, asked as a prompt, gets a recall block
+- recall@5: the share of facts in force for which one of the top 5 results for the fact's query
+  contains every key string (case-insensitive); "as a distilled fact": the first such result has kind
+  `memory`; MRR: the mean of 1/rank of that first match (0 when none is in the top 5). A fact is in
+  force unless one of its keys holds a `must_not` string of a later exchange of its project: the
+  questions are asked once every exchange is saved, when a corrected fact's old value is no longer
+  the answer (the correcting exchange's own fact asks for the new one). A row beside says recall@5
+  over every fact, corrected ones included, and another how many corrected facts' old values the
+  prompt hook still shows.
+- shown by the prompt hook: the share of facts in force whose query, asked as a prompt, gets a recall block
   one row of which holds every key. The hook is the real one, `bli-memory-mcp hook prompt` run as the
   host runs it, paired with this door, in the project's space (scripts/capture_blocks.py): what an
   agent is shown before it answers, not only what the door can find.
@@ -105,9 +110,10 @@ from capture_data import (  # scripts/capture_data.py
     space_tag,
     word_runs,
 )
-from capture_report import Column, details, table  # scripts/capture_report.py
+from capture_report import Column, corrected_count, details, table  # scripts/capture_report.py
 
-from bli_memory.door.config import ENV_LLM_KEY, ENV_LLM_MODEL, ENV_LLM_URL
+from bli_memory.door import relevance
+from bli_memory.door.config import ENV_LLM_KEY, ENV_LLM_MODEL, ENV_LLM_URL, ENV_RELEVANCE_FILE
 from bli_memory.hooks.stop import SAVE_METADATA
 
 RECALL_TOP_K = 5
@@ -376,6 +382,19 @@ def deterministic_env(env: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k not in (ENV_LLM_URL, ENV_LLM_MODEL, ENV_LLM_KEY)}
 
 
+def relevance_setting(path: Path | None) -> dict[str, str]:
+    """The door's environment for `--relevance FILE`: its relevance calibrations instead of the
+    packaged ones (fit_relevance.py --held-out writes each capture file's own, so that the other
+    file is scored held out). The file is checked here: a bad one is one line, exit 2."""
+    if path is None:
+        return {}
+    try:
+        relevance.calibrations_in(path)
+    except ValueError as exc:
+        raise EvalError(f"--relevance: {path} {exc}", 2) from None
+    return {ENV_RELEVANCE_FILE: str(path.resolve())}
+
+
 def librarians(env: Mapping[str, str]) -> list[tuple[str, dict[str, str]]]:
     """(column name, door environment): the deterministic librarian always, the LLM one when configured."""
     chosen = [("deterministic", deterministic_env(env))]
@@ -480,6 +499,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "scripts/capture_unanswered.json, our own, for the projects it names)",
     )
     parser.add_argument(
+        "--relevance",
+        type=Path,
+        metavar="FILE",
+        help="the door's relevance calibrations instead of the packaged ones (fit_relevance.py "
+        "--held-out writes each capture file's own: give one file's to score the other held out)",
+    )
+    parser.add_argument(
         "--rewrite-standin",
         action="store_true",
         help="one more column: the deterministic librarian on a door whose question rewrite asks "
@@ -493,7 +519,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             tempfile.TemporaryDirectory(prefix="bli-capture-") as folder,
             _rewrite_endpoint(args.rewrite_standin) as rewrite_url,
         ):
-            chosen = librarians(os.environ)
+            chosen = [
+                (name, {**env, **relevance_setting(args.relevance)}) for name, env in librarians(os.environ)
+            ]
             if rewrite_url is not None:
                 chosen.append(
                     (REWRITE_COLUMN, {**chosen[0][1], ENV_LLM_URL: rewrite_url, ENV_LLM_MODEL: "rule"})
@@ -523,7 +551,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         noise = sum(1 for e in exchanges if e.noise)
         print(
             f"capture: {path.name}, {len(exchanges)} exchanges ({noise} noise), {facts} facts, "
-            f"{len(projects_of(exchanges))} projects; embedder {runs[0].embedder}"
+            f"{len(projects_of(exchanges))} projects; embedder {runs[0].embedder}; "
+            f"{corrected_count(exchanges)} of the facts corrected by a later exchange"
+            + ("" if args.relevance is None else f"; relevance from {args.relevance.name}")
         )
     print(table(columns))
     if args.verbose:

@@ -32,7 +32,9 @@ turn. Then each fact's `query` is asked the same way from its project's folder, 
 request (the one whose last user message holds the query) is read:
 
 - shown in the recall block: the `<bli-memory-recall>` block (the prompt hook) of that request holds
-  every key string of the fact (case-insensitive);
+  every key string of the fact (case-insensitive); counted over the facts in force (no later exchange
+  of the project retires one of their keys, as eval_capture.py counts: a corrected fact's old value
+  is no longer the answer), and apart, how many corrected facts' old values the request still shows;
 - shown in the request: the recall block or the `<bli-memory-context>` block (session start) holds them;
 - lasting facts at session start: the share of facts marked `lasting` and still in force (no later
   exchange of the project retires one of their keys, as eval_capture.py counts) whose keys are all
@@ -72,7 +74,7 @@ from capture_data import (  # scripts/capture_data.py
     projects_of,
 )
 from capture_report import corrected_later  # scripts/capture_report.py
-from eval_capture import Door, deterministic_env  # scripts/eval_capture.py
+from eval_capture import Door, deterministic_env, relevance_setting  # scripts/eval_capture.py
 from messages_standin import MessagesStandIn, Recorded  # scripts/messages_standin.py
 
 PROG = "eval_reach"
@@ -355,12 +357,14 @@ def run_file(
     embedder: str,
     folder: Path,
     kept: Path | None = None,
+    relevance_env: Mapping[str, str] | None = None,
 ) -> Reach:
     """Play every exchange as a turn, then ask every fact's query and every question with nothing stored;
-    `kept`, when given, gets each question's own request (`dump`)."""
+    `kept`, when given, gets each question's own request (`dump`); `relevance_env` is added to the
+    door's environment (`--relevance`)."""
     reach = Reach(name)
     started = time.monotonic()
-    door = Door(folder, embedder, door_env())
+    door = Door(folder, embedder, {**door_env(), **(relevance_env or {})})
     standin = MessagesStandIn()
     try:
         host = Host.install(host_kind, program, folder, door, standin)
@@ -417,8 +421,9 @@ def share(hits: int, total: int) -> str:
 
 
 def rows_of(reach: Reach) -> list[tuple[str, str]]:
-    facts = reach.asked
-    lasting = [a for a in facts if a.fact.lasting and a.in_force]
+    facts = [a for a in reach.asked if a.in_force]
+    corrected = [a for a in reach.asked if not a.in_force]
+    lasting = [a for a in facts if a.fact.lasting]
     rows = reach.unanswered_rows
     failed = reach.jobs.get("failed", 0) + sum(
         n for s, n in reach.jobs.items() if s not in ("done", "failed")
@@ -428,10 +433,14 @@ def rows_of(reach: Reach) -> list[tuple[str, str]]:
         ("extraction jobs done / failed or unfinished", f"{reach.jobs.get('done', 0)} / {failed}"),
         ("facts shown in the recall block", share(sum(a.in_recall for a in facts), len(facts))),
         ("facts shown in the model's request", share(sum(a.in_request for a in facts), len(facts))),
+        (
+            "corrected facts whose old value the request shows",
+            share(sum(a.in_request for a in corrected), len(corrected)),
+        ),
         ("lasting facts at session start", share(sum(a.in_context for a in lasting), len(lasting))),
         ("questions with nothing stored that got rows", share(sum(1 for n in rows if n), len(rows))),
         ("rows per question with nothing stored", "–" if not rows else f"{sum(rows) / len(rows):.2f}"),
-        ("questions whose request was not recorded", str(sum(1 for a in facts if not a.found))),
+        ("questions whose request was not recorded", str(sum(1 for a in reach.asked if not a.found))),
         ("requests to the stand-in (side calls)", f"{reach.requests} ({reach.side_requests})"),
         ("requests beyond the stand-in", str(len(reach.beyond))),
     ]
@@ -498,6 +507,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--embedder", default="onnx", help="the door's embedder: onnx (default) or none")
     parser.add_argument("--verbose", action="store_true", help="list the facts that did not reach the model")
     parser.add_argument(
+        "--relevance",
+        type=Path,
+        metavar="FILE",
+        help="the door's relevance calibrations instead of the packaged ones (as eval_capture.py's)",
+    )
+    parser.add_argument(
         "--keep-requests",
         type=Path,
         default=None,
@@ -508,6 +523,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     reaches: list[Reach] = []
     try:
         program = host_program(args.host, args.program)
+        relevance_env = relevance_setting(args.relevance)
         with tempfile.TemporaryDirectory(prefix="bli-reach-") as folder:
             version = host_version(program, Path(folder))
             for number, path in enumerate(args.paths):
@@ -519,7 +535,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 kept = None if args.keep_requests is None else args.keep_requests / path.stem
                 place = Path(folder) / str(number)
                 reach = run_file(
-                    path.stem, exchanges, unanswered, args.host, program, args.embedder, place, kept
+                    path.stem,
+                    exchanges,
+                    unanswered,
+                    args.host,
+                    program,
+                    args.embedder,
+                    place,
+                    kept,
+                    relevance_env,
                 )
                 print(f"{PROG}: {path.name} done in {reach.seconds:.0f} s", file=sys.stderr, flush=True)
                 reaches.append(reach)
@@ -529,7 +553,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
-    print(f"reach: {args.host} {version}; the deterministic librarian")
+    held = "" if args.relevance is None else f"; relevance from {args.relevance.name}"
+    print(f"reach: {args.host} {version}; the deterministic librarian{held}")
     print(table(reaches))
     if args.verbose:
         for reach in reaches:

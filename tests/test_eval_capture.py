@@ -308,8 +308,10 @@ def test_several_capture_files_get_a_column_each_and_projects_name_those_of_any_
     done = run_script(tmp_path, str(first), str(second), "--embedder", "none")
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[:2] == [
-        "capture: capture.jsonl, 4 exchanges (1 noise), 3 facts, 2 projects; embedder none",
-        "capture: second.jsonl, 1 exchanges (0 noise), 1 facts, 1 projects; embedder none",
+        "capture: capture.jsonl, 4 exchanges (1 noise), 3 facts, 2 projects; embedder none; "
+        "0 of the facts corrected by a later exchange",
+        "capture: second.jsonl, 1 exchanges (0 noise), 1 facts, 1 projects; embedder none; "
+        "0 of the facts corrected by a later exchange",
     ]
     assert columns(done.stdout) == ["capture.jsonl", "second.jsonl"]
     assert cells(done.stdout, "jobs failed") == ["0 of 4", "0 of 1"]
@@ -400,3 +402,58 @@ def test_a_lasting_fact_a_later_exchange_corrects_is_not_counted_as_missing(
     assert report.corrected_later(owner, [correction]) and not report.corrected_later(zone, [correction])
     assert not report.corrected_later(owner, [first])  # a must_not names a value only of its own exchange
     assert report.lasting_in_briefing(run, "p") == [(zone, True)]
+
+
+def test_a_fact_a_later_exchange_corrects_is_scored_apart_from_the_facts_in_force(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.syspath_prepend(str(REPO / "scripts"))
+    data = importlib.import_module("capture_data")
+    report = importlib.import_module("capture_report")
+    old = data.Fact("who owns the SMS account?", ("Dana Whitfield",))
+    new = data.Fact("who owns the SMS account?", ("Emeka Obi",))
+    port = data.Fact("which port does the api listen on?", ("8443",))
+    first = data.Exchange("x1", "p", "User: Dana Whitfield owns it, port 8443", (old, port), (), False)
+    correction = data.Exchange("x2", "p", "User: Emeka Obi owns it now", (new,), ("Whitfield",), False)
+    run = data.Run("deterministic")
+    run.exchanges = [data.ExchangeResult(e, "t", "done") for e in (first, correction)]
+    # the old owner is found and shown, the new one found at 2 and not shown, the port missed
+    run.exchanges[0].facts = [
+        data.FactResult(old, 1, "memory", "", shown=True),
+        data.FactResult(port, None, None, ""),
+    ]
+    run.exchanges[1].facts = [data.FactResult(new, 2, "memory", "")]
+    assert report.corrected_count([first, correction]) == 1
+    assert [f.fact for f in report.facts_in_force(run, ["p"])] == [port, new]
+    summary = report.summarise(run)
+    assert (summary.facts, summary.found, summary.shown, summary.mrr) == (2, 1, 0, 0.25)
+    assert (summary.all_facts, summary.all_found, summary.corrected_shown) == (3, 2, 1)
+    table = report.table([report.Column("c", run, frozenset({"p"}))])
+    assert cells(table, "facts found again") == ["0.500 (1/2)"]
+    assert cells(table, "every fact, corrected ones too") == ["0.667 (2/3)"]
+    assert cells(table, "corrected facts whose old value") == ["1 of 1"]
+    assert "[Dana Whitfield; corrected later]" in report.details(run)
+
+
+def test_relevance_from_a_file_of_its_own_scores_the_run_and_a_bad_file_is_one_line(tmp_path: Path) -> None:
+    """--relevance FILE: the door scores with those calibrations (fit_relevance.py --held-out writes
+    one per capture file, so the other is scored held out); the header names the file."""
+    from bli_memory.door import relevance
+
+    entry = json.loads(relevance.COEFFICIENTS_FILE.read_text(encoding="utf-8"))["embedders"]["none"]
+    silent = tmp_path / "fit-on-other.json"  # a floor no hit reaches: the hook shows nothing
+    silent.write_text(json.dumps({"embedders": {"none": {**entry, "floor": 1.0}}}), encoding="utf-8")
+    capture = str(write_capture(tmp_path))
+    unanswered = str(write_unanswered(tmp_path))
+    done = run_script(
+        tmp_path, capture, "--embedder", "none", "--relevance", str(silent), "--unanswered", unanswered
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0].endswith("; relevance from fit-on-other.json")
+    assert cells(done.stdout, "shown by the prompt hook")[0] == "0.000 (0/3)"
+    assert cells(done.stdout, "questions with nothing stored") == [f"0 of {len(UNANSWERED[PROJECT])}"]
+    bad = tmp_path / "bad.json"
+    bad.write_text("[]", encoding="utf-8")
+    refused = run_script(tmp_path, capture, "--relevance", str(bad))
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr == f'eval_capture: --relevance: {bad} holds no "embedders" object of calibrations\n'

@@ -182,3 +182,25 @@ def test_a_lasting_fact_a_later_exchange_corrects_is_not_counted_at_session_star
         Asked(retired, "p", in_recall=False, in_request=False, in_context=False, found=True, in_force=False),
     ]
     assert dict(rows_of(reach))["lasting facts at session start"] == "1.00 (1/1)"
+
+
+def test_a_fact_a_later_exchange_corrects_is_counted_apart_from_the_facts_in_force() -> None:
+    """Asked at the end, a corrected fact's old value is no longer the answer: the shares count the
+    facts in force, and the row beside says how often the request still shows an old value."""
+    from capture_data import Fact
+    from eval_reach import Asked, Reach, rows_of
+
+    reach = Reach("set")
+    port = Fact("which port?", ("8443",))
+    old = Fact("which broker?", ("redis://",))
+    new = Fact("which broker?", ("amqp://",))
+    reach.asked = [
+        Asked(port, "p", in_recall=True, in_request=True, in_context=False, found=True),
+        Asked(old, "p", in_recall=True, in_request=True, in_context=False, found=True, in_force=False),
+        Asked(new, "p", in_recall=False, in_request=False, in_context=False, found=False),
+    ]
+    rows = dict(rows_of(reach))
+    assert rows["facts shown in the recall block"] == "0.50 (1/2)"
+    assert rows["facts shown in the model's request"] == "0.50 (1/2)"
+    assert rows["corrected facts whose old value the request shows"] == "1.00 (1/1)"
+    assert rows["questions whose request was not recorded"] == "1"

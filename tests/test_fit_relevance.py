@@ -99,13 +99,13 @@ def _capture(project_a: str, project_b: str) -> str:
 
 
 def _fit(
-    tmp_path: Path, dev: Path, dev2: Path, embedders: str, unanswered: Path, out: Path
+    tmp_path: Path, dev: Path, dev2: Path, embedders: str, unanswered: Path, out: Path, *extra: str
 ) -> subprocess.CompletedProcess[str]:
     """scripts/fit_relevance.py run as a person runs it, with a HOME of the test's own."""
     return subprocess.run(
         [
             *(sys.executable, str(SCRIPT), str(dev), str(dev2), "--embedders", embedders),
-            *("--unanswered", str(unanswered), "--out", str(out)),
+            *("--unanswered", str(unanswered), "--out", str(out), *extra),
         ],
         capture_output=True,
         text=True,
@@ -126,7 +126,7 @@ def test_a_run_fits_reports_held_out_and_writes_the_same_coefficients_twice(tmp_
     outputs = []
     for run in ("first", "second"):
         out = tmp_path / f"{run}.json"
-        done = _fit(tmp_path, dev, dev2, "none", unanswered, out)
+        done = _fit(tmp_path, dev, dev2, "none", unanswered, out, "--held-out", str(tmp_path / run))
         assert done.returncode == 0, done.stderr[-2000:]
         outputs.append((done.stdout, out.read_text(encoding="utf-8")))
     assert outputs[0] == outputs[1]
@@ -135,6 +135,14 @@ def test_a_run_fits_reports_held_out_and_writes_the_same_coefficients_twice(tmp_
     entry = json.loads(written)["embedders"]["none"]
     model = relevance.parse(entry)  # the door reads what the script writes
     assert 0.0 < model.floor <= 1.0
+    # each file's own fit, for a door that scores the other file held out, the same in both runs
+    for stem in ("dev", "dev2"):
+        own = tmp_path / "first" / f"fit-on-{stem}.json"
+        assert own.read_text(encoding="utf-8") == (tmp_path / "second" / own.name).read_text(encoding="utf-8")
+        assert set(relevance.calibrations_in(own)) == {"none"}  # what BLI_MEMORY_RELEVANCE_FILE accepts
+    assert (tmp_path / "first" / "fit-on-dev.json").read_text(encoding="utf-8") != (
+        tmp_path / "first" / "fit-on-dev2.json"
+    ).read_text(encoding="utf-8")
 
 
 def test_entries_of_the_doors_features_are_kept_and_others_dropped(tmp_path: Path) -> None:
