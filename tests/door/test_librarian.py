@@ -556,11 +556,24 @@ def test_the_librarian_package_is_pure_except_for_its_llm_client() -> None:
         "llm",
         "words",
         "tables",
+        "corrections",
+        "roles",
     }
     assert all("__init__" not in siblings for siblings in graph.values())
     list(graphlib.TopologicalSorter(graph).static_order())  # raises CycleError on a cycle
     pure = {"__future__", "functools", "re", "collections.abc", "dataclasses", "typing"}
-    for name in ("extract", "prose", "signals", "voice", "reconcile", "lasting", "words", "tables"):
+    for name in (
+        "extract",
+        "prose",
+        "signals",
+        "voice",
+        "reconcile",
+        "corrections",
+        "roles",
+        "lasting",
+        "words",
+        "tables",
+    ):
         outside = {
             m for m in imports_of(package / f"{name}.py") if not m.startswith("bli_memory.door.librarian")
         }

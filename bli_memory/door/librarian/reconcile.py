@@ -10,20 +10,28 @@ correction when it says so at its start ("actually …", "correction: …"), say
 X now", "is now X") or names the value it retires ("not X", "from X", "instead of X"); "instead of" or
 "no longer" about anything else only describes. For a correction, a URL's host names its service: a
 new address on the same site supersedes one whose host holds a word the new fact names.
+Two facts that each name their own thing in the same place ("the admin API listens on 8081", "the
+public API listens on 8080"), a fact that adds ("CI also runs …") and a value in another file are
+never a new value of the old one (`corrections.siblings`, `corrections.adds`).
 A fact that names what it retires, in one of :data:`RETIRING_SHAPES` ("moved the broker from Redis to
-RabbitMQ", "amqp://… now, not redis://…", "switched yarn for pnpm", "Jenkins is gone, use …", "no
-longer use Memcached", "`.glsl` files ported to `.hlsl`"), updates the fact that still states the retired thing, when the two share a
-word of their subject or the retired thing is a name no other subject shares (a URL, a path, a
-digit); "from Redis to RabbitMQ" about the broker leaves "sessions are cached in Redis" alone.
+RabbitMQ", "amqp://… now, not redis://…", "switched yarn for pnpm", "Sentry was replaced by
+Honeybadger", "Jenkins is gone, use …", "the Charts component is no longer requested", "`.glsl`
+files ported to `.hlsl`"), updates the fact that still states the retired thing, when the two share a
+word of their subject (stemmed: "dependency" meets "dependencies") or the retired thing is a name no
+other subject shares (a URL, a path, a digit); "from Redis to RabbitMQ" about the broker leaves
+"sessions are cached in Redis" alone. A shape that needs such a name takes any name when the old fact
+states it after the same two words ("bundled with Vite, not Webpack" after "bundled with Webpack").
+The corrections that name no retired value are read in `corrections`: a version bumped as an action
+("bumped `revision:` in `west.yml` to v2.7.0"), one argument of a quoted statement changed in the same
+file, a state said to hold no more ("not shared with BI anymore").
 A setting given a new value in the same place (`fly secrets set HOST=b -a app-prod` after `HOST=a -a
 app-prod`; not `.env.prod` after `.env.staging`) updates the old one, and so does a role handed to
-another person ("the Stripe owner is now Ana Lima", or with no word of change, "the Snowflake account is
-owned by Lars Eriksen" after "… owned by Noor Haddad": one thing has one owner) the fact naming the former
-one about the same thing.
+another person (`roles`) the fact naming the former one about the same thing.
 A subject moved to a new value ("We renamed the default branch to `trunk`", "the broker is now
-RabbitMQ") updates the fact that names
-every word of that subject with a value the move no longer states ("The default branch is `main`"). The old memory stays as history; when it said more
-than the new fact, it is kept with the new value in place (``Decision.rewrite``).
+RabbitMQ", "staging now lives at `stg.example.io`", "switched to `gofumpt` for formatting Go code")
+updates the fact that names every word of that subject with a value the move no longer states ("The
+default branch is `main`"). The old memory stays as history; when it said more than the new fact, it
+is kept with the new value in place (``Decision.rewrite``).
 """
 
 from __future__ import annotations
@@ -33,6 +41,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from bli_memory.door.librarian.corrections import (
+    adds,
+    bumped,
+    predicate_retired,
+    siblings,
+    statement_changed,
+    stems,
+)
+from bli_memory.door.librarian.roles import handed_over, holder_replaced
+from bli_memory.door.librarian.words import NOT_ANCHORS as _NOT_ANCHORS
+from bli_memory.door.librarian.words import is_anchor as _is_anchor
 from bli_memory.door.librarian.words import tokens
 
 #: cosine similarity at or above which two facts say the same thing (unless their numbers differ).
@@ -149,13 +168,6 @@ _CODE_SPAN = re.compile(r"`[^`\n]+`")
 _VALUE_TOKEN = re.compile(r"[a-z][a-z0-9+.-]*://[^\s`'\")\]>]+|[\w.:@+/-]+")
 _VERSION = re.compile(r"v?\d+(?:\.\d+)*")
 _QUANTITY = re.compile(r"\d+(?:\.\d+)?([a-z]+)")
-#: words too common to say that two values belong to the same thing.
-_NOT_ANCHORS = frozenset(
-    "a an the and or but so to of in on at by for with from into as is are was were be it its it's this that "
-    "these those they we i you our your now then also only still just not no never always all both each any "
-    "version versions v release new old set sets setting value values default defaults runs run uses use "
-    "using via per every than over under up down".split()
-)
 #: how many words before a value may name what it is the value of ("the MSRV channel in X to 1.74").
 ANCHOR_WORDS = 3
 #: a version inside an identifier: "v2", "@9.1", ":18", "==2.7", "3.11"; "service-1" numbers a sibling.
@@ -258,15 +270,6 @@ def _host_words(url: str) -> frozenset[str]:
     return frozenset(label for label in _host(url).split(".")[:-2] if _is_anchor(label) and label != "www")
 
 
-def _is_anchor(word: str) -> bool:
-    return (
-        len(word) >= 2
-        and word not in _NOT_ANCHORS
-        and not any(ch.isdigit() for ch in word)
-        and not word.endswith(("ed", "ing", "ly"))
-    )
-
-
 def _values(text: str) -> list[tuple[str, str, frozenset[str]]]:
     """(value, shape, anchors) for each value of a fact; anchors are the words just before it."""
     words = _value_tokens(text)
@@ -277,6 +280,11 @@ def _values(text: str) -> list[tuple[str, str, frozenset[str]]]:
         before = [w for w in words[max(0, index - ANCHOR_WORDS - 2) : index] if _is_anchor(w)]
         out.append((word, _shape(word), frozenset(before[-ANCHOR_WORDS:])))
     return out
+
+
+def _words_before(text: str, value: str) -> set[str]:
+    """The content words a fact says before a value: for an owner's handle, what is owned."""
+    return {w for w in tokens(text.lower().split(value, 1)[0]) if _is_anchor(w)}
 
 
 def _subject_named(old_text: str, value: str, new_text: str) -> bool:
@@ -334,6 +342,8 @@ def _new_value_for(old_text: str, new_text: str, corrects: bool) -> tuple[str, s
                     continue  # another site is another service: localhost is not staging
                 if old_anchors & (new_words if loose else new_anchors):
                     return old_value, new_value
+                if loose and old_shape == "handle" and _words_before(old_text, old_value) & new_words:
+                    return old_value, new_value  # "the billing service is owned by @x now"
                 if loose and old_shape == "url" and _host_words(old_value) & new_words:
                     return old_value, new_value  # "Grafana moved, it's https://g.example.dev now"
     return None
@@ -352,7 +362,11 @@ REWRITE_MIN_OTHER_SPANS = 2
 
 def _rewrite(old_text: str, new_text: str) -> str | None:
     """The old fact with its value replaced, when it holds other values the new fact lacks."""
-    change = _new_value_for(old_text, new_text, _corrects(new_text, old_text))
+    change = (
+        _new_value_for(old_text, new_text, _corrects(new_text, old_text))
+        or statement_changed(new_text, old_text)
+        or bumped(new_text, old_text)
+    )
     if change is None:
         return None
     before, after = change
@@ -368,22 +382,36 @@ def _rewrite(old_text: str, new_text: str) -> str | None:
     return rewritten if count else None
 
 
+#: the verbs that move a subject to a new value.
+_MOVED = r"(?:renamed|moved|migrated|switched|changed|cut over|upgraded|bumped|pointed|repointed)"
+#: the value a subject moves to: a code span or a word, after an article, and a word of it may follow
+#: ("to Node 20", "to the Terraform Cloud workspace `acme-prod`").
+_MOVE_VALUE = r"(?:(?:the|a|an)\s+)?(?P<value>`[^`]+`|[^\s,;]+)(?P<more>(?:\s+(?:`[^`]+`|[\w.@:/-]+)){0,3})"
 #: "We renamed the default branch to `trunk`", "the staging host moved to `db-3`": a subject and its
 #: new value, which a fact stating another value for every word of that subject has lost.
 #: (a subject starts and ends at a word: the spaces around it belong to the `\s` runs alone, else
 #: every split of a run of spaces was tried with every length of subject)
 _MOVE = re.compile(
     r"^(?:\W*correction:\s*)?(?:(?:we|i)(?:'ve| have)?\s+)?(?:"
-    r"(?:renamed|moved|migrated|switched|changed|cut over)\s+(?P<subject>[^,;:\s][^,;:]{1,78}?[^,;:\s])|"
-    r"(?P<mover>[^,;:\s][^,;:]{1,78}?[^,;:\s])\s+(?:has\s+|was\s+|is\s+)?(?:been\s+)?(?:renamed|moved|migrated|switched|changed)"
-    r")\s+to\s+(?P<value>`[^`]+`|[^\s,;]+)",
+    rf"{_MOVED}\s+(?P<subject>[^,;:\s][^,;:]{{1,78}}?[^,;:\s])|"
+    rf"(?P<mover>[^,;:\s][^,;:]{{1,78}}?[^,;:\s])\s+(?:has\s+|was\s+|is\s+)?(?:been\s+)?{_MOVED}"
+    rf")\s+to\s+{_MOVE_VALUE}",
     re.IGNORECASE,
 )
+#: "We switched to `gofumpt` for formatting Go code": the subject is what the new value is for.
+_MOVED_FOR = re.compile(
+    r"^(?:\W*correction:\s*)?(?:(?:we|i)(?:'ve| have)?\s+)?"
+    rf"{_MOVED}\s+(?:over\s+)?to\s+{_MOVE_VALUE}\s+for\s+(?P<subject>[^,;:\s][^,;:.]{{1,78}}[^,;:.\s])",
+    re.IGNORECASE,
+)
+#: words that end the name of a value a subject moves to ("to Ktor for API calls").
+_VALUE_ENDS = frozenset("for in on with because so since and but after before when".split())
 #: "The broker is now RabbitMQ", "Celery's broker is now `amqp://mq:5672`": a subject and the value it
 #: holds now, which a fact stating another value for every word of that subject has lost.
 _NOW_IS = re.compile(
-    r"^(?:\W*correction:\s*)?(?P<mover>[^,;:\s][^,;:]{1,78}?[^,;:\s])\s+(?:is|are)\s+now\s+"
-    r"(?:at\s+|on\s+|in\s+)?(?P<value>`[^`]+`|[^\s,;]+)",
+    r"^(?:\W*correction:\s*)?(?P<mover>[^,;:\s][^,;:]{1,78}?[^,;:\s])\s+(?:(?:is|are)\s+now|"
+    r"now\s+(?:lives?|runs?|sits?|points?|goes|go)(?:\s+(?:served|hosted|deployed))?)\s+"
+    r"(?:at\s+|on\s+|in\s+|to\s+|from\s+)?(?P<value>`[^`]+`|[^\s,;]+)",
     re.IGNORECASE,
 )
 #: words of a subject too common to name it.
@@ -393,28 +421,72 @@ SUBJECT_WORD_MIN_CHARS = 3
 
 
 def _stated_values(text: str) -> set[str]:
-    """What a fact states as values: its code spans, and its tokens with a digit, a URL or a handle."""
+    """What a fact states as values: its code spans, its tokens with a digit, a URL or a handle, and
+    the names it gives with a capital inside the sentence ("runs under Jest")."""
     spans = {span.strip("`").lower() for span in _CODE_SPAN.findall(text)}
-    return spans | {t for t in _value_tokens(text) if _is_value(t)}
+    names = {w.lower() for w in _CAPITALISED.findall(_CODE_SPAN.sub(" ", text))}
+    return spans | names | {t for t in _value_tokens(text) if _is_value(t)}
+
+
+#: a name inside a sentence: a capitalised word that does not open it.
+_CAPITALISED = re.compile(r"(?<=[\w,)] )[A-Z][\w.-]*[a-zA-Z0-9]")
 
 
 def _moved(new_text: str, old_text: str) -> tuple[str, str] | None:
     """(subject, new value) when the new fact moves a subject to a new value ("renamed the default
     branch to `trunk`") and the old fact names every word of that subject with another value
     ("The default branch is `main`."): the old value is gone from the new fact, the new one from the old."""
-    match = _MOVE.match(new_text.strip()) or _NOW_IS.match(new_text.strip())
+    text = new_text.strip()
+    match = _MOVED_FOR.match(text) or _MOVE.match(text) or _NOW_IS.match(text)
     if match is None:
         return None
     subject = match.groupdict().get("subject") or match.group("mover") or ""
     words = [w for w in tokens(subject) if len(w) >= SUBJECT_WORD_MIN_CHARS and w not in _SUBJECT_FILLER]
     value = match.group("value").strip("`.,;").lower()
-    old_words = set(tokens(old_text))
-    if not words or not all(w in old_words for w in words) or value in old_text.lower():
-        return None
+    named: list[str] = []  # the value and the words of its name: "Node 20", "Terraform Cloud workspace `x`"
+    for word in tokens(value + " " + (match.groupdict().get("more") or "")):
+        if word in _VALUE_ENDS:
+            break
+        named.append(word)
+    old_words, old_stems = set(tokens(old_text)), stems(old_text)
+    missing = [w for w in words if w not in old_words and not stems(w) <= old_stems]
+    if not words or len(missing) > (1 if _same_site(value, old_text) and len(words) > 2 else 0):
+        return None  # "the sandbox SFTP host" may be the old fact's "server" on the same site
+    if all(w in old_words or w in _SUBJECT_FILLER for w in named):
+        return None  # the old fact already names the value
     new_values = _stated_values(new_text)
     if not (_stated_values(old_text) - new_values):
         return None  # the old fact states no value the new one lost
     return " ".join(words), value
+
+
+#: a host name: labels and a dot, no scheme ("files-sbx.partner.com").
+_HOST_NAME = re.compile(r"[a-z0-9][a-z0-9-]*(?:\.[a-z0-9-]+)*\.[a-z]{2,}")
+
+
+def _same_site(value: str, old_text: str) -> bool:
+    """Whether a host name names another host of a site the old fact names (the last two labels)."""
+    if not _HOST_NAME.fullmatch(value) or _FILE_NAME.match(value):
+        return False
+    site = ".".join(value.split(".")[-2:])
+    return any(t != value and t.endswith("." + site) for t in _value_tokens(old_text))
+
+
+def _other_file(new_text: str, old_text: str) -> bool:
+    """Whether each fact names files and none the other names: another file is another setting."""
+    new_files = {t for t in _value_tokens(new_text) if _FILE_NAME.match(t) and not _HOST_NAME.fullmatch(t)}
+    old_files = {t for t in _value_tokens(old_text) if _FILE_NAME.match(t) and not _HOST_NAME.fullmatch(t)}
+    return bool(new_files) and bool(old_files) and not new_files & old_files
+
+
+def _same_place(new_text: str, old_text: str) -> bool:
+    """Whether the new fact names every file, path and identifier the old one names besides its
+    numbers: `pool_size = 25` in `config/database.yml` is the same setting as `pool_size = 10` there,
+    not as `pool_size = 5` in `config/cache.yml`."""
+    places = {
+        t for t in _specific_tokens(old_text) if not _VERSION.fullmatch(t) and not _QUANTITY.fullmatch(t)
+    }
+    return places <= _specific_tokens(new_text)
 
 
 def _key_value(text: str) -> tuple[str, str] | None:
@@ -443,6 +515,8 @@ _TERM = r"(?:`[^`\n]+`|[^\s,;`()]+)"
 #: a term that opens a shape starts at a word's start: from inside a long token the pattern was
 #: tried again at every character.
 _TERM_START = r"(?<![^\s(\"'])"
+#: a word naming what kind of thing a name is ("the Charts component"), between the name and its verb.
+_KIND = r"(?:component|module|package|library|plugin|dependency|service|step|job|target|flag|script|tool|file|option)s?"
 #: words that never name a retired thing ("from the", "not a").
 _NOT_TERMS = _WEAK_CONTEXT | _NOT_ANCHORS | frozenset("here there yet".split())
 
@@ -471,8 +545,9 @@ RETIRING_SHAPES: tuple[RetiringShape, ...] = (
         "moved from old to new",
         re.compile(
             r"\b(?:moved|moving|switched|switching|migrated|migrating|changed|changing|went|cut over|ported|"
-            r"upgraded|downgraded|bumped|raised|lowered|increased|reduced|dropped)\b[^.;]{0,60}?"
-            rf"\bfrom\s+(?:the\s+|our\s+)?(?P<old>{_TERM})\s+(?:over\s+)?(?:to|onto|into)\s+(?P<new>{_TERM})",
+            r"upgraded|downgraded|bumped|raised|lowered|increased|reduced|dropped|renamed|replaced)\b[^.;]{0,60}?"
+            rf"\bfrom\s+(?:the\s+|our\s+)?(?P<old>{_TERM}(?:\s+[A-Z][\w.-]*)?)\s+(?:over\s+)?(?:to|onto|into)\s+"
+            rf"(?P<new>{_TERM})",
             re.IGNORECASE,
         ),
         "word",
@@ -491,6 +566,17 @@ RETIRING_SHAPES: tuple[RetiringShape, ...] = (
         "yarn",
     ),
     RetiringShape(
+        "old replaced by new",
+        re.compile(
+            rf"{_TERM_START}(?P<old>{_TERM})\s+(?:(?:is|are|was|were|has been|have been|got)\s+)?"
+            rf"(?:renamed|replaced|superseded|swapped out)\s+(?:to|by|with|for)\s+(?:the\s+)?(?P<new>{_TERM})",
+            re.IGNORECASE,
+        ),
+        "named",
+        "Sentry was replaced by Honeybadger for error tracking.",
+        "sentry",
+    ),
+    RetiringShape(
         "old ported to new",
         re.compile(
             rf"{_TERM_START}(?P<old>{_TERM})\s+(?:(?:files|sources|code|modules|calls|jobs)\s+)?"
@@ -505,7 +591,8 @@ RETIRING_SHAPES: tuple[RetiringShape, ...] = (
     RetiringShape(
         "new, not old",
         re.compile(
-            rf"{_TERM_START}(?P<new>{_TERM}),?\s+(?:now,?\s+)?not\s+(?:the\s+)?(?P<old>{_TERM})",
+            rf"{_TERM_START}(?P<new>{_TERM}),?\s+(?:now,?\s+)?not\s+(?:(?:from|in|on|at|with|by|via|through|for)\s+)?"
+            rf"(?:the\s+)?(?P<old>{_TERM})",
             re.IGNORECASE,
         ),
         "specific",
@@ -534,8 +621,9 @@ RETIRING_SHAPES: tuple[RetiringShape, ...] = (
     RetiringShape(
         "old is gone",
         re.compile(
-            rf"{_TERM_START}(?P<old>{_TERM})\s+(?:is|are|was|were|has been|have been)\s+(?:now\s+)?(?:gone|retired|deprecated|"
-            r"removed|dead|decommissioned|dropped|shut down|turned off|no longer (?:used|needed|in use))\b",
+            rf"{_TERM_START}(?P<old>{_TERM})(?:\s+{_KIND})?\s+(?:(?:is|are|was|were|has been|have been)\s+)?(?:now\s+)?"
+            r"(?:gone|retired|deprecated|removed|dead|decommissioned|dropped|shut down|turned off|"
+            r"no longer (?:\w+ed|used|needed|in use|exists?|supported|available))\b",
             re.IGNORECASE,
         ),
         "named",
@@ -586,11 +674,11 @@ def _looks(raw: str, needs: str) -> bool:
     )
 
 
-def retired_terms(text: str) -> list[tuple[str, str]]:
+def retired_terms(text: str, eased: bool = False) -> list[tuple[str, str]]:
     """(retired term, new term or "") for each thing the fact names as replaced, in any of
-    :data:`RETIRING_SHAPES`."""
+    :data:`RETIRING_SHAPES`; `eased`: a shape that needs a specific name takes any name."""
     out: list[tuple[str, str]] = []
-    declared = bool(_SAYS_NOW.search(text) or _DECLARED_CORRECTION.match(text))
+    declared = eased or bool(_SAYS_NOW.search(text) or _DECLARED_CORRECTION.match(text))
     for shape in RETIRING_SHAPES:
         needs = "named" if declared and shape.needs == "specific" else shape.needs
         for match in shape.pattern.finditer(text):
@@ -611,8 +699,26 @@ def _mentions(text: str, term: str) -> bool:
     if re.search(rf"(?<![\w./-]){re.escape(term)}(?![\w/-]|\.\w)", lowered):
         return True
     if "://" in term:
+        if term.split("://", 1)[1] in {"…", "..."}:  # "not redis://…": any address of that scheme
+            return any(token.startswith(term.split("://", 1)[0] + "://") for token in _value_tokens(text))
         return any(_host(token) == _host(term) for token in _value_tokens(text) if "://" in token)
     return False
+
+
+#: stems of the words that say a thing changed: shared by a correction and its old fact, they say
+#: nothing about the two being about the same subject.
+_CHANGE_STEMS = stems("moved switched migrated replaced renamed changed ported bumped upgraded now")
+
+
+def _same_slot(new_text: str, new_term: str, old_text: str, old_term: str) -> bool:
+    """Whether the old fact states the old thing after the same two words as the new fact states the
+    new one ("bundled with Vite, not Webpack" after "bundled with Webpack")."""
+    new_words, old_words = tokens(new_text), tokens(old_text)
+    if new_term not in new_words or old_term not in old_words:
+        return False
+    before_new = new_words[max(0, new_words.index(new_term) - 2) : new_words.index(new_term)]
+    before_old = old_words[max(0, old_words.index(old_term) - 2) : old_words.index(old_term)]
+    return len(before_new) == 2 and before_new == before_old and any(w not in _NOT_TERMS for w in before_new)
 
 
 def _retires(new_text: str, old_text: str) -> str | None:
@@ -621,15 +727,16 @@ def _retires(new_text: str, old_text: str) -> str | None:
     the term is a name no other subject shares (a URL, a path, a versioned identifier) or the new
     fact retires it with nothing in its place ("Jenkins is gone": no fact about it is current).
     "From Redis to RabbitMQ" about the broker leaves "sessions are cached in Redis" alone."""
-    for old_term, new_term in retired_terms(new_text):
+    strict = retired_terms(new_text)
+    for old_term, new_term in strict + [t for t in retired_terms(new_text, eased=True) if t not in strict]:
         if not _mentions(old_text, old_term) or (new_term and _mentions(old_text, new_term)):
             continue
         if any(term == old_term for term, _new in retired_terms(old_text)):
             continue  # the old fact retires it too: history, not the current value
-        terms = {old_term, new_term}
-        shared = {w for w in tokens(new_text) if _is_anchor(w)} & {
-            w for w in tokens(old_text) if _is_anchor(w)
-        }
+        if (old_term, new_term) not in strict and not _same_slot(new_text, new_term, old_text, old_term):
+            continue  # "S3 instead of the API" leaves "the API accepts uploads" alone
+        terms = stems(f"{old_term} {new_term}")
+        shared = stems(new_text) & stems(old_text) - _CHANGE_STEMS
         if shared - terms or _specific(old_term) or not new_term:
             return old_term
     return None
@@ -670,68 +777,6 @@ def _reassigned(new_text: str, old_text: str) -> tuple[str, str, str] | None:
     return None
 
 
-#: a person's name: two or more capitalised words ("Dana Whitfield").
-_PERSON = re.compile(r"\b[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+\b")
-#: who owns, maintains or answers for a thing.
-_ROLE = re.compile(
-    r"\b(?:own(?:s|ed|er|ers|ership)?|maintain(?:s|ed|er|ers)?|lead|approver|contact|on-?call)\b",
-    re.IGNORECASE,
-)
-#: a role that now falls to a named person: "the owner is now Ana Lima", "it's Ana Lima in ops now".
-#: (each alternative opens on a fixed word: one opening on the name was tried again from every word
-#: of a long run of capitalised words)
-_ROLE_NOW = re.compile(
-    r"\b(?:is|are)\s+now\s+(?:owned\s+by\s+|maintained\s+by\s+|with\s+)?[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+\b|"
-    r"\bit's\s+[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+\b[^.;]{0,40}?\bnow\b"
-)
-
-
-def _handed_over(new_text: str, old_text: str) -> str | None:
-    """The person a role passed from: the new fact gives a role to a named person "now", the old one
-    gives the same role, about a thing both name, to a person the new fact does not name."""
-    if not (_ROLE_NOW.search(new_text) and _ROLE.search(old_text)):
-        return None
-    people = set(_PERSON.findall(new_text))
-    shared = {w for w in tokens(new_text) if _is_anchor(w)} & {w for w in tokens(old_text) if _is_anchor(w)}
-    shared -= {w.lower() for person in people for w in person.split()}
-    subject = {w for w in shared if not _ROLE.fullmatch(w)}
-    if len(subject) < 2 and not any(_specific(w) or w.title() in new_text for w in subject):
-        return None  # "the search service" and "the billing service" share only a common noun
-    former = [p for p in _PERSON.findall(old_text) if p not in people and p.split()[0] != old_text.split()[0]]
-    return former[-1] if former else None
-
-
-#: a thing given to a named person by a role verb: "owned by Lars Eriksen", "maintained by Ana Lima".
-_HELD_BY = re.compile(
-    r"\b(?:owned|maintained|run|led|approved|administered)\s+by\s+(?P<who>[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+)\b"
-)
-#: words before "owned by" that may name what is owned.
-HELD_SUBJECT_WORDS = 8
-#: content words the two facts' subjects share to be about the same thing ("Snowflake account").
-HELD_SUBJECT_MIN_SHARED = 2
-
-
-def _held_subject(text: str, match: re.Match[str]) -> set[str]:
-    """The words that name what the role is held over: the anchors just before "owned by"."""
-    before = tokens(text[: match.start()])[-HELD_SUBJECT_WORDS:]
-    return {w for w in before if _is_anchor(w) and not _ROLE.fullmatch(w)}
-
-
-def _holder_replaced(new_text: str, old_text: str) -> str | None:
-    """The person the old fact names as holding a role ("… are owned by Noor Haddad") over the same
-    thing the new fact gives to another person ("… are owned by Lars Eriksen"), without a word saying
-    it changed: one thing has one owner, and the newer fact says who it is now."""
-    for new in _HELD_BY.finditer(new_text):
-        subject = _held_subject(new_text, new)
-        for old in _HELD_BY.finditer(old_text):
-            former = old.group("who")
-            if former == new.group("who") or former in new_text or new.group("who") in old_text:
-                continue
-            if len(subject & _held_subject(old_text, old)) >= HELD_SUBJECT_MIN_SHARED:
-                return former
-    return None
-
-
 _RANK: dict[Action, int] = {"unchanged": 0, "conflict": 1, "update": 2, "add": 3}
 
 
@@ -743,7 +788,8 @@ def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str
     new_negated, new_core = _polarity(new)
     old_negated, old_core = _polarity(old)
     corrects = _corrects(fact, neighbour.content)
-    replaced = _new_value_for(neighbour.content, fact, corrects) if corrects else None
+    sibling = siblings(fact, neighbour.content)
+    replaced = _new_value_for(neighbour.content, fact, corrects) if corrects and not sibling else None
     if replaced:  # "8443, not 8080" negates the old value on purpose: a correction, not a conflict
         return "update", f"corrects {replaced[0]!r} to {replaced[1]!r} in {neighbour.id}"
     retired = _retires(fact, neighbour.content)
@@ -752,6 +798,12 @@ def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str
     moved = _moved(fact, neighbour.content)
     if moved:
         return "update", f"{moved[0]!r} moved to {moved[1]!r} in {neighbour.id}"
+    changed = statement_changed(fact, neighbour.content) or bumped(fact, neighbour.content)
+    if changed:  # `… COMPONENTS glslc)` -> `… COMPONENTS dxc)`; "bumped X in `west.yml` to v2.7.0"
+        return "update", f"changes {changed[0]!r} to {changed[1]!r} in {neighbour.id}"
+    no_more = predicate_retired(fact, neighbour.content)
+    if no_more:  # "not shared with BI anymore": the fact saying it is shared is history
+        return "update", f"{no_more!r} holds no more, which {neighbour.id} states"
     if new_negated != old_negated and (
         new_core == old_core or _jaccard(new_core, old_core) >= NEAR_DUPLICATE_OVERLAP
     ):
@@ -759,17 +811,25 @@ def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str
     reassigned = _reassigned(fact, neighbour.content)
     if reassigned:
         return "update", f"{reassigned[0]}: {reassigned[1]!r} -> {reassigned[2]!r} in {neighbour.id}"
-    former = _handed_over(fact, neighbour.content) or _holder_replaced(fact, neighbour.content)
+    former = handed_over(fact, neighbour.content) or holder_replaced(fact, neighbour.content)
     if former:
         return "update", f"the role passes from {former!r} in {neighbour.id}"
     new_kv, old_kv = _key_value(fact), _key_value(neighbour.content)
-    if new_kv and old_kv and new_kv[0] == old_kv[0] and new_kv[1] != old_kv[1]:
+    if (
+        new_kv
+        and old_kv
+        and new_kv[0] == old_kv[0]
+        and new_kv[1] != old_kv[1]
+        and _same_place(fact, neighbour.content)
+    ):
         return "update", f"{new_kv[0]}: {old_kv[1]!r} -> {new_kv[1]!r}"
-    change = _value_change(old, new) if new_negated == old_negated else None
+    # "CI also runs the tests on 3.12" replaces nothing; nor does a value in another file
+    additive = not corrects and (adds(fact) or _other_file(fact, neighbour.content))
+    change = _value_change(old, new) if new_negated == old_negated and not additive else None
     if change:
         subject, before, after = change
         return "update", f"{subject!r}: {before!r} -> {after!r}"
-    replaced = _new_value_for(neighbour.content, fact, corrects)
+    replaced = None if additive or sibling else _new_value_for(neighbour.content, fact, corrects)
     if replaced and new_negated == old_negated:
         return "update", f"new value {replaced[1]!r} for {replaced[0]!r} in {neighbour.id}"
 

@@ -28,3 +28,22 @@ def tokens(text: str) -> list[str]:
 def fact_key(fact: str) -> str:
     """Case, punctuation and markup-insensitive key used to deduplicate facts."""
     return " ".join(tokens(fact))
+
+
+#: words too common to say that two values belong to the same thing.
+NOT_ANCHORS = frozenset(
+    "a an the and or but so to of in on at by for with from into as is are was were be it its it's this that "
+    "these those they we i you our your now then also only still just not no never always all both each any "
+    "version versions v release new old set sets setting value values default defaults runs run uses use "
+    "using via per every than over under up down".split()
+)
+
+
+def is_anchor(word: str) -> bool:
+    """A word that can say what a value belongs to: not a common word, a number or a verb form."""
+    return (
+        len(word) >= 2
+        and word not in NOT_ANCHORS
+        and not any(ch.isdigit() for ch in word)
+        and not word.endswith(("ed", "ing", "ly"))
+    )

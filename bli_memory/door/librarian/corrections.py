@@ -1,0 +1,261 @@
+"""Corrections that name no retired value of their own: the shapes `reconcile` adds to its value rules.
+
+Pure (no I/O). Each function reads an old fact and a newer one and says whether the newer one makes
+the older stale, and through which value:
+
+- a change verb that gives a thing a new version (:func:`bumped`): "bumped `revision:` in `west.yml`
+  to v2.7.0", "upgraded the `go` directive in `go.mod` to 1.22", after a fact stating a version of
+  the same form about the same file or the same named thing;
+- the same code statement with one argument changed (:func:`statement_changed`):
+  `find_package(Qt6 REQUIRED COMPONENTS Charts)` -> `find_package(Qt6 … COMPONENTS Graphs)`, where
+  an ellipsis stands for what the new fact leaves out;
+- a state said to hold no more (:func:`predicate_retired`): "no longer shared with BI", "not shared
+  with BI anymore" retire the fact that says it is shared with BI;
+- and two guards the value rules consult: a fact that adds ("we also …") replaces nothing
+  (:func:`adds`), and two facts that each name their own thing in the same place ("the admin API
+  listens on 8081", "the public API listens on 8080") are siblings, not versions (:func:`siblings`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from bli_memory.door.librarian.words import tokens
+
+#: a version or a dated release, with or without its "v": 1.22, v2.7.0, 2024-06-20, 3.3.6p108 (read
+#: from the start of its token: from inside a run of digits it was tried again at every digit).
+_VERSION_VALUE = re.compile(r"(?<![\w.-])(?:v?\d+(?:[.-]\d+)+[a-z]*\d*|v\d+)")
+#: words that say a value was changed, then "to" and the new value within this many characters.
+CHANGE_SPAN_CHARS = 80
+_CHANGE_TO = re.compile(
+    r"\b(?:bumped|bump|bumping|upgraded|upgrade|upgrading|downgraded|raised|lowered|increased|reduced|"
+    r"pinned|moved|moving|went|going|go|changed|updated|switched)\b"
+    rf"(?P<thing>(?:[^.;]|\.(?=\w)){{0,{CHANGE_SPAN_CHARS}}}?)\bto\s+(?:\w+\s+)?`?(?P<value>v?\d[\w.-]*)",
+    re.IGNORECASE,
+)
+#: words that name what a version is of no more than "version" does.
+_VERSION_WORDS = frozenset("version versions release revision rev pin pinned tag channel".split())
+#: words too common to name a thing.
+_COMMON = frozenset(
+    "a an the and or but so to of in on at by for with from into as is are was were be it its this that "
+    "these those they we i you our your now then also only still just not no never all both each any new "
+    "old set run runs use uses using via per every than up down".split()
+)
+#: a fact that adds to what is stored rather than replacing it.
+_ADDS = re.compile(r"\b(?:also|as well|too|in addition|additionally|besides)\b", re.IGNORECASE)
+
+
+def _stem(word: str) -> str:
+    """A crude stem, so "shared" meets "sharing" and "dependency" meets "dependencies"."""
+    for suffix, replacement in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: len(word) - len(suffix)] + replacement
+            break
+    return word[:-1] if word.endswith("e") and len(word) > 4 else word
+
+
+def stems(text: str) -> set[str]:
+    """The stems of a fact's content words."""
+    return {_stem(w) for w in tokens(text) if len(w) >= 3 and w not in _COMMON}
+
+
+def _content(words: list[str]) -> list[str]:
+    return [w for w in words if len(w) >= 2 and w not in _COMMON and not any(ch.isdigit() for ch in w)]
+
+
+def _specific(text: str) -> set[str]:
+    """Names no other subject shares: paths and files (a dot or a slash inside)."""
+    return {w for w in tokens(text) if re.fullmatch(r"[\w-]*[./][\w./-]*[a-z][\w-]*", w)}
+
+
+def _fine_shape(value: str) -> str:
+    """A version's form: its separators and a leading "v", digits folded ("v2.6.1" -> "v#.#.#")."""
+    return re.sub(r"\d+", "#", value.lower())
+
+
+def _versions(text: str) -> list[str]:
+    return [v.lower() for v in _VERSION_VALUE.findall(text.replace("`", " "))]
+
+
+def _name_before(text: str, value: str) -> str | None:
+    """The content word just before a value, within three words: what the value is a version of."""
+    head = text.lower().replace("`", " ").split(value, 1)[0]
+    before = [w for w in _content(tokens(head))[-3:] if not w.endswith("ed") and w not in _VERSION_WORDS]
+    return before[-1] if before else None
+
+
+def adds(text: str) -> bool:
+    """Whether a fact adds to what is known ("CI also runs …", "… as well"): it replaces nothing."""
+    return _ADDS.search(text) is not None
+
+
+def bumped(new_text: str, old_text: str) -> tuple[str, str] | None:
+    """(old version, new version) when the new fact changes something to a version ("bumped X to
+    v2.7.0") and the old fact states one version of the same form, gone from the new fact, about
+    the same file or the same named thing ("`west.yml` pins the SDK at v2.6.1")."""
+    match = _CHANGE_TO.search(new_text)
+    if match is None:
+        return None
+    new_value = match.group("value").rstrip(".,;:`").lower()
+    if not _VERSION_VALUE.fullmatch(new_value):
+        return None
+    present = set(_versions(new_text))
+    candidates = {
+        v for v in _versions(old_text) if v not in present and _fine_shape(v) == _fine_shape(new_value)
+    }
+    if len(candidates) != 1:
+        return None  # none, or several the fact cannot tell apart
+    old_value = candidates.pop()
+    thing = {w for w in _content(tokens(match.group("thing"))) if w not in _VERSION_WORDS}
+    named = _name_before(old_text, old_value)
+    new_words = set(tokens(new_text))
+    old_words = set(tokens(old_text))
+    shares_file = bool(_specific(new_text) & _specific(old_text))
+    if named is not None and named not in new_words and thing - old_words - _specific(new_text):
+        return None  # "bumped axios to 1.7" after "lodash at 4.17": each names its own thing
+    if shares_file or (named is not None and named in new_words):
+        return old_value, new_value
+    return None
+
+
+#: a code span that reads as a statement: a call, a command, a declaration with its arguments.
+_CODE_SPAN = re.compile(r"`([^`\n]{8,})`")
+#: what stands for left-out arguments in a quoted statement.
+_ELLIPSIS = frozenset({"...", "…"})
+#: the fewest words two quotes of a statement share around its changed argument, the first among them.
+STATEMENT_MIN_SHARED = 3
+
+
+def _code_words(span: str) -> list[str]:
+    return re.findall(r"\.\.\.|…|[\w$.{}/-]+", span.lower())
+
+
+def _aligned_change(old: list[str], new: list[str]) -> tuple[str, str] | None:
+    """(old word, new word) when two statements differ in one word and share at least
+    :data:`STATEMENT_MIN_SHARED` others, an ellipsis in the new one standing for any run of the old
+    one's words."""
+    i = j = shared = 0
+    change: tuple[str, str] | None = None
+    while i < len(old) and j < len(new):
+        if new[j] in _ELLIPSIS:
+            j += 1
+            if j == len(new):
+                return change if shared >= STATEMENT_MIN_SHARED else None
+            while i < len(old) and old[i] != new[j]:
+                i += 1
+            continue
+        if old[i] == new[j]:
+            i += 1
+            j += 1
+            shared += 1
+            continue
+        if change is not None:
+            return None
+        change = (old[i], new[j])
+        i += 1
+        j += 1
+    if i != len(old) or j != len(new) or shared < STATEMENT_MIN_SHARED:
+        return None
+    return change
+
+
+def statement_changed(new_text: str, old_text: str) -> tuple[str, str] | None:
+    """(old argument, new argument) when both facts quote the same statement of the same file and the
+    new one changes one of its words to one the old fact never names (`... COMPONENTS glslc)` ->
+    `... COMPONENTS dxc)` in `cmake/Vulkan.cmake`); a numbered sibling ("rev-b" after "rev-c") is
+    another thing, and two commands that differ in one word were both run, not one changed."""
+    for old_span in _CODE_SPAN.findall(old_text):
+        old_words = _code_words(old_span)
+        for new_span in _CODE_SPAN.findall(new_text):
+            new_words = _code_words(new_span)
+            if not old_words or not new_words or old_words[0] != new_words[0] or old_words == new_words:
+                continue
+            change = _aligned_change(old_words, new_words)
+            if change is None:
+                continue
+            before, after = change
+            if before in new_text.lower() or after in old_text.lower() or _numbered_siblings(before, after):
+                continue
+            if not _specific(old_text.replace(old_span, " ")) & _specific(new_text.replace(new_span, " ")):
+                continue  # not said to be in the same file: two commands run, not one line changed
+            return before, after
+    return None
+
+
+def _numbered_siblings(a: str, b: str) -> bool:
+    """Two names that differ only in a short tail ("hivemon_revb", "hivemon_revc"; "db-1", "db-2")."""
+    common = 0
+    while common < min(len(a), len(b)) and a[common] == b[common]:
+        common += 1
+    return common >= 3 and max(len(a), len(b)) - common <= 2
+
+
+#: "no longer shared with BI", "not shared with BI anymore", "is no longer on the VPN".
+_NO_MORE = re.compile(
+    r"\bno longer\s+(?P<p1>[^.;,()]{3,60})|\bnot\s+(?P<p2>[^.;,()]{3,60}?)\s+(?:any ?more|any longer)\b",
+    re.IGNORECASE,
+)
+#: the fewest content words a retired state names, so "no longer needed" retires nothing by itself.
+PREDICATE_MIN_WORDS = 2
+
+
+def predicate_retired(new_text: str, old_text: str) -> str | None:
+    """The state the new fact says holds no more ("not shared with BI anymore") when the old fact
+    states it, every content word of it, without a negation of its own."""
+    lowered_old = old_text.lower()
+    if re.search(r"\b(?:not|no longer|never)\b", lowered_old):
+        return None
+    old_stems = [_stem(w) for w in tokens(old_text)]
+    for match in _NO_MORE.finditer(new_text):
+        phrase = match.group("p1") or match.group("p2") or ""
+        words = _content(tokens(phrase))[:4]
+        if len(words) >= PREDICATE_MIN_WORDS and _in_order([_stem(w) for w in words], old_stems):
+            return " ".join(words)
+    return None
+
+
+#: words the old fact may hold between two words of a retired state ("shared with the BI tool").
+PREDICATE_MAX_GAP = 2
+
+
+def _in_order(wanted: list[str], words: list[str]) -> bool:
+    """Whether `wanted` occurs in `words` in its order, at most :data:`PREDICATE_MAX_GAP` words apart."""
+    for start, word in enumerate(words):
+        if word != wanted[0]:
+            continue
+        position, found = start, 1
+        while found < len(wanted):
+            window = words[position + 1 : position + 2 + PREDICATE_MAX_GAP]
+            if wanted[found] not in window:
+                break
+            position += 1 + window.index(wanted[found])
+            found += 1
+        if found == len(wanted):
+            return True
+    return False
+
+
+def siblings(new_text: str, old_text: str) -> bool:
+    """Whether the two facts each name their own thing in the same place: a word only the old fact
+    has and one only the new fact has, each just before the same shared word, before the values
+    ("the admin API listens" / "the public API listens"; "the Go services" / "the Rust services")."""
+    old_words, new_words = tokens(old_text), tokens(new_text)
+    old_set, new_set = set(old_words), set(new_words)
+
+    def heads(words: list[str], own: set[str], other: set[str]) -> set[str]:
+        found = set()
+        for index, word in enumerate(words[:-1]):
+            if any(ch.isdigit() for ch in word) or "://" in word:
+                break  # the values start: what follows is what the fact says, not its subject
+            following = words[index + 1]
+            if (
+                word not in other
+                and word not in _COMMON
+                and len(word) >= 2
+                and following in other
+                and following not in _COMMON
+            ):
+                found.add(following)
+        return found
+
+    return bool(heads(old_words, old_set, new_set) & heads(new_words, new_set, old_set))

@@ -1,0 +1,92 @@
+"""Roles: who owns, maintains or answers for a thing, and a role handed to another person. Pure.
+
+A role handed to another person ("the Stripe owner is now Ana Lima", "Marco Bellini owns the Vault
+rotation now", or with no word of change, "the Snowflake account is owned by Lars Eriksen" after
+"... owned by Noor Haddad": one thing has one owner) makes the fact naming the former one about the
+same thing history; `reconcile` asks :func:`handed_over` and :func:`holder_replaced` for that person.
+"""
+
+from __future__ import annotations
+
+import re
+
+from bli_memory.door.librarian.words import is_anchor, tokens
+
+
+def _names_one_thing(term: str) -> bool:
+    """A URL, a path, an identifier with a digit or a dot: a name no other subject shares."""
+    return "://" in term or any(ch.isdigit() or ch in "._/@" for ch in term)
+
+
+#: a person's name: two or more capitalised words ("Dana Whitfield").
+_PERSON = re.compile(r"\b[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+\b")
+#: who owns, maintains or answers for a thing.
+_ROLE = re.compile(
+    r"\b(?:own(?:s|ed|er|ers|ership)?|maintain(?:s|ed|er|ers)?|lead|approver|contact|on-?call)\b",
+    re.IGNORECASE,
+)
+#: a role that now falls to a named person: "the owner is now Ana Lima", "it's Ana Lima in ops now".
+#: (each alternative opens on a fixed word: one opening on the name was tried again from every word
+#: of a long run of capitalised words)
+_ROLE_NOW = re.compile(
+    r"\b(?:is|are)\s+now\s+(?:owned\s+by\s+|maintained\s+by\s+|with\s+)?[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+\b|"
+    r"\bit's\s+[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+\b[^.;]{0,40}?\bnow\b"
+)
+
+
+#: a role verb right after a name that opens a fact ("Priya Nair owns …"): the name is a person's.
+_HOLDS = re.compile(r"\s+(?:owns|maintains|leads|approves|runs)\b")
+#: a role held "now" by whoever the fact names before the verb ("Marco Bellini owns … now").
+_HOLDS_NOW = re.compile(r"\b(?:owns|maintains|leads|approves)\b[^.;]{0,60}?\bnow\b")
+
+
+def handed_over(new_text: str, old_text: str) -> str | None:
+    """The person a role passed from: the new fact gives a role to a named person "now", the old one
+    gives the same role, about a thing both name, to a person the new fact does not name."""
+    holds_now = _HOLDS_NOW.search(new_text)
+    named_now = holds_now is not None and _PERSON.search(new_text[: holds_now.start()]) is not None
+    if not ((_ROLE_NOW.search(new_text) or named_now) and _ROLE.search(old_text)):
+        return None
+    people = set(_PERSON.findall(new_text))
+    shared = {w for w in tokens(new_text) if is_anchor(w)} & {w for w in tokens(old_text) if is_anchor(w)}
+    shared -= {w.lower() for person in people for w in person.split()}
+    subject = {w for w in shared if not _ROLE.fullmatch(w)}
+    if len(subject) < 2 and not any(_names_one_thing(w) or w.title() in new_text for w in subject):
+        return None  # "the search service" and "the billing service" share only a common noun
+    former = [
+        p
+        for p in _PERSON.findall(old_text)
+        if p not in people and (p.split()[0] != old_text.split()[0] or _HOLDS.match(old_text, len(p)))
+    ]
+    return former[-1] if former else None
+
+
+#: a thing given to a named person by a role verb: "owned by Lars Eriksen", "maintained by Ana Lima".
+_HELD_BY = re.compile(
+    r"\b(?:owned|maintained|run|led|approved|administered)\s+by\s+(?P<who>[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+)\b"
+)
+#: words before "owned by" that may name what is owned.
+HELD_SUBJECT_WORDS = 8
+#: content words the two facts' subjects share to be about the same thing ("Snowflake account").
+HELD_SUBJECT_MIN_SHARED = 2
+
+
+def _held_subject(text: str, match: re.Match[str]) -> set[str]:
+    """The words that name what the role is held over: the anchors just before "owned by"."""
+    before = tokens(text[: match.start()])[-HELD_SUBJECT_WORDS:]
+    return {w for w in before if is_anchor(w) and not _ROLE.fullmatch(w)}
+
+
+def holder_replaced(new_text: str, old_text: str) -> str | None:
+    """The person the old fact names as holding a role ("… are owned by Noor Haddad") over the same
+    thing the new fact gives to another person ("… are owned by Lars Eriksen"), without a word saying
+    it changed: one thing has one owner, and the newer fact says who it is now."""
+    for new in _HELD_BY.finditer(new_text):
+        subject = _held_subject(new_text, new)
+        for old in _HELD_BY.finditer(old_text):
+            former = old.group("who")
+            if former == new.group("who") or former in new_text or new.group("who") in old_text:
+                continue
+            if len(subject & _held_subject(old_text, old)) >= HELD_SUBJECT_MIN_SHARED:
+                return former
+    return None

@@ -1,0 +1,396 @@
+"""A labelled set of correction pairs: an older fact, then a newer one that replaces it (it must
+supersede the older), or a newer one that only sits beside it (it must not). Grouped by how the
+correction is phrased; every project, name and value is invented. The pure reconciliation judges
+each pair; a few are followed through a real door, saved as exchanges with extraction on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from bli_memory.door.librarian import Neighbour, decide
+from tests.helpers import DoorProcess
+
+#: (old fact, new fact) pairs, per phrase family.
+Pairs = list[tuple[str, str]]
+
+# --- pairs in which the new fact supersedes the old one ------------------------------------------
+
+IS_NOW: Pairs = [
+    (
+        "The staging database host is `pg-stage-01.internal`.",
+        "The staging database host is now `pg-stage-04.internal`.",
+    ),
+    ("The default branch of the monorepo is `master`.", "The default branch is now `trunk`."),
+    ("Celery's result backend is Redis.", "Celery's result backend is now Postgres."),
+    (
+        "The API rate limit is 600 requests per minute per key.",
+        "The rate limit is 1200 requests per minute per key now.",
+    ),
+    ("Loki keeps application logs for 14 days.", "Loki keeps application logs for 30 days now."),
+]
+
+RENAMED: Pairs = [
+    (
+        "The `orders-worker` deployment consumes the `orders` queue.",
+        "We renamed the `orders-worker` deployment to `fulfilment-worker`.",
+    ),
+    (
+        "Feature flags are read from the `FEATURE_FLAGS_URL` environment variable.",
+        "`FEATURE_FLAGS_URL` was renamed to `FLAGS_ENDPOINT` in the config loader.",
+    ),
+    (
+        "The CI job that builds the docs is called `docs-build`.",
+        "The docs CI job is renamed to `site-build`.",
+    ),
+    (
+        "The Python package is published as `acme-tools` on the internal index.",
+        "We renamed the package from `acme-tools` to `acme-cli`.",
+    ),
+]
+
+NOT_THE_OLD: Pairs = [
+    ("The metrics endpoint listens on port 9100.", "Metrics are served on port 9464, not 9100."),
+    (
+        "Releases are cut from the `release/*` branches.",
+        "Releases are cut from tags on `main`, not from the `release/*` branches.",
+    ),
+    (
+        "Nightly backups go to the `s3://orbit-backups` bucket.",
+        "The nightly backups land in `gs://orbit-backups-eu` now, not `s3://orbit-backups`.",
+    ),
+    (
+        "The storefront frontend is bundled with Webpack.",
+        "The storefront frontend is bundled with Vite, not Webpack.",
+    ),
+]
+
+MOVED_FROM: Pairs = [
+    (
+        "Background jobs are queued in Sidekiq, backed by Redis.",
+        "We migrated background jobs from Sidekiq to GoodJob.",
+    ),
+    ("The team wiki lives on Confluence.", "We moved the wiki from Confluence to Notion last sprint."),
+    (
+        "Container images are pushed to Docker Hub under `acme/`.",
+        "Container images moved from Docker Hub to GHCR (`ghcr.io/acme`).",
+    ),
+    (
+        "Terraform state is stored in the `tf-state-prod` S3 bucket.",
+        "Terraform state was migrated to the Terraform Cloud workspace `acme-prod`.",
+    ),
+]
+
+REPLACED: Pairs = [
+    ("Python dependencies are managed with Poetry.", "We replaced Poetry with uv for dependency management."),
+    ("Error tracking goes to Sentry.", "Sentry was replaced by Honeybadger for error tracking."),
+    (
+        "Transactional emails are sent through Mailgun's HTTP API.",
+        "Mailgun has been replaced with Postmark for transactional emails.",
+    ),
+    (
+        "The charting dependency is declared in `cmake/deps.cmake`: "
+        "`find_package(Qt6 6.5 REQUIRED COMPONENTS Widgets Charts)`, linked into `dashboard`.",
+        "`find_package(Qt6 6.5 REQUIRED COMPONENTS Widgets Graphs)` in `cmake/deps.cmake`; the Charts "
+        "component is no longer requested.",
+    ),
+]
+
+STATEMENT: Pairs = [
+    (
+        "`cmake/third_party.cmake` asks for `find_package(Boost 1.83 REQUIRED COMPONENTS filesystem program_options)`.",
+        "`find_package(Boost ... REQUIRED COMPONENTS filesystem cli11)` in `cmake/third_party.cmake` now.",
+    ),
+    (
+        "`docker/compose.yml` starts the queue with `command: redis-server --appendonly yes`.",
+        "`docker/compose.yml`: `command: valkey-server --appendonly yes` for the queue.",
+    ),
+    (
+        "`.github/workflows/ci.yml` lints with `uses: actions/setup-node@v3 with node-version 18`.",
+        "`.github/workflows/ci.yml` now lints with `uses: actions/setup-node@v4 with node-version 18`.",
+    ),
+]
+
+SWITCHED_TO: Pairs = [
+    ("Go code is formatted with `gofmt` before commit.", "We switched to `gofumpt` for formatting Go code."),
+    ("The mobile app talks to the API through Retrofit.", "The mobile app switched to Ktor for API calls."),
+    ("Unit tests run under Jest.", "Switched the unit tests to Vitest."),
+]
+
+BUMPED: Pairs = [
+    ("The project pins Node 18 in `.nvmrc`.", "Bumped `.nvmrc` to Node 20."),
+    (
+        "Which Go version does the service build with? Go 1.21, from the `go` directive in `go.mod`.",
+        "Upgraded the `go` directive in `go.mod` to 1.22.",
+    ),
+    (
+        "The Android app compiles against API level 33 (`compileSdk` in `build.gradle`).",
+        "Go to API level 34: `compileSdk` raised in `build.gradle`.",
+    ),
+    (
+        "Q: which Stripe API version do we call? A: `2023-10-16`, set in `stripe.ts`.",
+        "We bumped the Stripe API version in `stripe.ts` to `2024-06-20`.",
+    ),
+    ("The Helm chart `ledger` is deployed at chart version 3.4.2.", "Bumped the `ledger` chart to 3.5.0."),
+    (
+        'Which toolchain does CI use? `rust-toolchain.toml` pins `channel = "1.76"`.',
+        "Bumped the channel in `rust-toolchain.toml` to 1.78.",
+    ),
+    ("Postgres runs major version 14 on RDS.", "RDS Postgres was upgraded to 16 last night."),
+    (
+        "The `terraform` CLI is pinned at 1.5.7 in `.terraform-version`.",
+        "Pinned terraform to 1.8.2 in `.terraform-version`.",
+    ),
+]
+
+NO_LONGER: Pairs = [
+    ("Run `make lint` before pushing.", "`make lint` no longer exists; use `just lint`."),
+    (
+        "Deploys go through the `deploy.sh` script on the bastion.",
+        "`deploy.sh` is no longer used; deploys run from the GitHub Actions `release` workflow.",
+    ),
+    (
+        "Local development runs on docker-compose with `dev.yml`.",
+        "We no longer use docker-compose for local development; Tilt runs the stack.",
+    ),
+]
+
+OWNER: Pairs = [
+    (
+        "The billing service is owned by the payments team (@payments-core).",
+        "The billing service is owned by @ledger-team now.",
+    ),
+    (
+        "Priya Nair owns the Vault root token rotation.",
+        "Marco Bellini owns the Vault root token rotation now.",
+    ),
+    (
+        "The on-call contact for the ingest pipeline is Sam Ortiz.",
+        "The ingest pipeline on-call contact is now Dana Kim.",
+    ),
+    (
+        "@frontend-guild reviews every change under `web/`.",
+        "Changes under `web/` are now reviewed by @design-systems.",
+    ),
+]
+
+ADDRESS: Pairs = [
+    ("The admin API listens on port 8081.", "The admin API moved to port 9091."),
+    ("Grafana is at https://grafana.ops.acme.dev.", "Grafana moved to https://metrics.acme.dev."),
+    ("The staging site is served from `staging.shopfront.io`.", "Staging now lives at `stg.shopfront.io`."),
+    (
+        "The sandbox SFTP server is `sftp-sbx.partner.com` on port 2222.",
+        "The sandbox SFTP host changed to `files-sbx.partner.com`.",
+    ),
+    (
+        "Celery reads `CELERY_BROKER_URL=redis://queue-cache:6379/1` from `.env`.",
+        "The broker URL is `amqp://rabbit.internal:5672` now, not `redis://…`.",
+    ),
+    ("The Celery broker is Redis, on `queue-cache:6379`.", "We moved the broker from Redis to RabbitMQ."),
+    (
+        "`SHOW WAREHOUSES LIKE 'REPORTING_WH'`: size LARGE, auto-suspend 60 s, shared with the finance dashboards.",
+        "The nightly dbt build now runs on TRANSFORM_WH (no longer shared with finance).",
+    ),
+]
+
+SETTING_LINE: Pairs = [
+    ("`pool_size = 10` in `config/database.yml`.", "`pool_size = 25` in `config/database.yml`."),
+    (
+        "`timeout: 30s` in the `http` block of `envoy.yaml`.",
+        "`timeout: 45s` in the `http` block of `envoy.yaml`.",
+    ),
+    (
+        "`retention.ms=604800000` on the `audit-events` topic.",
+        "Set `retention.ms=1209600000` on the `audit-events` topic.",
+    ),
+    ("| `MAX_UPLOAD_MB` | 25 | `api/settings.py` |", "| `MAX_UPLOAD_MB` | 50 | `api/settings.py` |"),
+]
+
+SUPERSEDING: dict[str, Pairs] = {
+    "is now": IS_NOW,
+    "renamed": RENAMED,
+    "new, not old": NOT_THE_OLD,
+    "moved from": MOVED_FROM,
+    "replaced": REPLACED,
+    "one argument of a statement": STATEMENT,
+    "switched to": SWITCHED_TO,
+    "bumped": BUMPED,
+    "no longer": NO_LONGER,
+    "owner": OWNER,
+    "address": ADDRESS,
+    "setting line": SETTING_LINE,
+}
+
+# --- pairs in which the new fact sits beside the old one -----------------------------------------
+
+TWO_COMPONENTS: Pairs = [
+    ("Django is pinned at 4.2 in `requirements.txt`.", "Celery is pinned at 5.4 in `requirements.txt`."),
+    ("Bumped `lodash` to 4.17.21.", "Bumped `axios` to 1.7.2."),
+    ("The Go services build with Go 1.22.", "The Rust services build with Rust 1.78."),
+    ("`react` is pinned to 18.3.1.", "`react-router` is pinned to 6.23.1."),
+    ("The iOS app targets iOS 16.", "The watchOS extension targets watchOS 9."),
+    (
+        "The Helm chart `ledger` is deployed at chart version 3.4.2.",
+        "The `ledger-ui` chart is deployed at 1.2.0.",
+    ),
+    (
+        "The API image builds on Python 3.12.",
+        "The ML worker image builds on Python 3.10 because of its CUDA wheels.",
+    ),
+]
+
+TWO_PLACES: Pairs = [
+    (
+        "The staging database host is `pg-stage-01.internal`.",
+        "The production database host is `pg-prod-01.internal`.",
+    ),
+    ("Staging is at https://staging.shopfront.io.", "Production is at https://shopfront.io."),
+    ("The admin API listens on port 8081.", "The public API listens on port 8080."),
+    ("`pool_size = 10` in `config/database.yml`.", "`pool_size = 5` in `config/cache.yml`."),
+    ("The metrics endpoint listens on port 9100.", "The node exporter sidecar listens on port 9101."),
+]
+
+IN_PASSING: Pairs = [
+    (
+        "The admin API listens on port 8081.",
+        "The health check curls port 8081 and the admin API's `/healthz` path.",
+    ),
+    (
+        "The storefront frontend is bundled with Vite.",
+        "Unlike Webpack, Vite needs no loader config for SVG files.",
+    ),
+    ("Background jobs run in Sidekiq.", "We migrated the cron jobs from crontab to Kubernetes CronJobs."),
+    (
+        "Deploys go through the GitHub Actions `release` workflow.",
+        "The `release` workflow no longer needs a manual approval.",
+    ),
+    ("The storefront frontend is bundled with Vite.", "The docs site is built with Astro, not Vite."),
+    (
+        "Go code is formatted with `gofumpt` before commit.",
+        "We switched to `prettier` for the TypeScript code.",
+    ),
+    (
+        "The `orders-worker` deployment consumes the `orders` queue.",
+        "We renamed the `billing-worker` deployment to `invoice-worker`.",
+    ),
+]
+
+ADDITIVE: Pairs = [
+    ("We use Postgres for the orders service.", "We also use Redis for rate limiting in the orders service."),
+    ("Errors are reported to Sentry.", "Errors are also posted to the #alerts Slack channel."),
+    ("CI runs the tests on Python 3.11.", "CI also runs the tests on Python 3.12."),
+    ("Priya Nair owns the Vault root token rotation.", "Marco Bellini owns the Kafka ACL reviews now."),
+    ("The billing service is owned by @payments-core.", "The search service is owned by @discovery now."),
+]
+
+TWO_COMMANDS: Pairs = [
+    (
+        "`bin/rails g devise:install` created `config/initializers/devise.rb`.",
+        "Ran `bin/rails g pundit:install` for the policies.",
+    ),
+    (
+        "Checked with `dbt build -s fct_orders+` on the dev target.",
+        "Then `dbt build -s fct_refunds+` passed too.",
+    ),
+    (
+        "Rev B boards build with `west build -b pollen_revb app` from `firmware/`.",
+        "Rev C boards build with `west build -b pollen_revc app` from `firmware/`.",
+    ),
+]
+
+BESIDE: dict[str, Pairs] = {
+    "two components": TWO_COMPONENTS,
+    "two commands": TWO_COMMANDS,
+    "two places": TWO_PLACES,
+    "in passing": IN_PASSING,
+    "additive": ADDITIVE,
+}
+
+
+def _cases(groups: dict[str, Pairs]) -> list[Any]:
+    return [
+        pytest.param(old, new, id=f"{family}-{index}")
+        for family, pairs in groups.items()
+        for index, (old, new) in enumerate(pairs, 1)
+    ]
+
+
+def test_the_set_covers_every_family_with_enough_pairs() -> None:
+    assert sum(map(len, SUPERSEDING.values())) >= 40
+    assert sum(map(len, BESIDE.values())) >= 20
+    assert all(len(pairs) >= 3 for pairs in [*SUPERSEDING.values(), *BESIDE.values()])
+
+
+@pytest.mark.parametrize(("old", "new"), _cases(SUPERSEDING))
+def test_a_correction_supersedes_the_older_fact(old: str, new: str) -> None:
+    decision = decide(new, [Neighbour("old", old, 0.6)])
+    assert (decision.action, decision.target_id) == ("update", "old"), decision.reason
+
+
+@pytest.mark.parametrize(("old", "new"), _cases(BESIDE))
+def test_a_fact_beside_the_older_one_does_not_supersede_it(old: str, new: str) -> None:
+    decision = decide(new, [Neighbour("old", old, 0.6)])
+    assert decision.action != "update", decision.reason
+
+
+# --- through a real door: two exchanges saved with extraction on ---------------------------------
+
+THROUGH_THE_DOOR = [
+    pytest.param(
+        "User: which SDK release does the firmware build against?\n\nAssistant: `manifest.yml` pins the "
+        "Orbis SDK at `v4.2.1`, and `make setup` fetches it.",
+        "User: we need the new radio fixes, go to Orbis SDK 4.3.0\n\nAssistant: Bumped `revision:` in "
+        "`manifest.yml` to `v4.3.0` and ran `make setup`; both boards build.",
+        "which Orbis SDK release is pinned in the manifest",
+        "v4.2.1",
+        id="a version bumped as an action, after a question and its answer",
+    ),
+    pytest.param(
+        "User: how is the charting library pulled in?\n\nAssistant: `cmake/deps.cmake` declares it: "
+        "`find_package(Qt6 6.5 REQUIRED COMPONENTS Widgets Charts)`, and `dashboard` links it.",
+        "User: we're moving the plots to Qt Graphs\n\nAssistant: `cmake/deps.cmake`: `find_package(Qt6 6.5 "
+        "REQUIRED COMPONENTS Widgets Graphs)`; the Charts component is no longer requested.",
+        "which Qt components does cmake request",
+        "Widgets Charts",
+        id="a component replaced inside a longer statement",
+    ),
+    pytest.param(
+        "User: why is the nightly build slow?\n\nAssistant: `show warehouses like 'REPORTING_WH'`: size LARGE, "
+        "auto-suspend 60 s, and it's shared with the finance dashboards, which refresh at 06:00 while our "
+        "run is still going.",
+        "User: platform split the compute last week\n\nAssistant: The nightly dbt build now runs on "
+        "TRANSFORM_WH (size MEDIUM, not shared with finance anymore).",
+        "which warehouse does the nightly dbt build run on",
+        "REPORTING_WH",
+        id="a resource moved, its old state said to hold no more",
+    ),
+]
+
+
+def _saved(door: DoorProcess, tag: str, content: str) -> dict[str, Any]:
+    status, body = door.post("/api/memory/save", {"content": content, "containerTag": tag, "extract": True})
+    assert status == 202, body
+    job: dict[str, Any] = door.wait_job(str(body["jobId"]))
+    assert job["status"] == "done", job
+    return job
+
+
+@pytest.mark.parametrize(("first", "second", "query", "old_value"), THROUGH_THE_DOOR)
+def test_the_second_exchange_leaves_the_old_value_out_of_the_current_facts(
+    door_onnx: DoorProcess, tag: str, first: str, second: str, query: str, old_value: str
+) -> None:
+    before = _saved(door_onnx, tag, first)
+    assert before["outcome"]["added"] >= 1, before
+    status, body = door_onnx.post("/api/memory/search", {"q": query, "containerTag": tag, "limit": 20})
+    assert status == 200, body
+    assert any(
+        old_value in row["content"] for row in body["results"] if row.get("kind", "memory") == "memory"
+    )
+    after = _saved(door_onnx, tag, second)
+    assert after["outcome"]["updated"] >= 1, after
+    status, body = door_onnx.post("/api/memory/search", {"q": query, "containerTag": tag, "limit": 20})
+    assert status == 200, body
+    current = [row["content"] for row in body["results"] if row.get("kind", "memory") == "memory"]
+    assert current and not any(old_value in content for content in current), current
