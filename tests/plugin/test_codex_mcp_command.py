@@ -83,7 +83,7 @@ def launcher(root: Path) -> str:
 
 @pytest.mark.parametrize("shell", SHELLS)
 def test_the_server_starts_0_10_0_not_the_lexically_last_0_9_0(tmp_path: Path, shell: str) -> None:
-    codex_home = tmp_path / "codex"
+    codex_home = tmp_path / "codex home"  # a space in the path stays one argument
     copy(codex_home, "bli-memory", "0.9.0")
     newest = copy(codex_home, "bli-memory", "0.10.0")
     configure(codex_home, **{"bli-memory": True})
