@@ -12,7 +12,10 @@ host to find out: each host records its plugins in files, read here read-only.
   `$CLAUDE_CONFIG_DIR` when that is set.
 - Codex (`codex plugin add bli-memory@<marketplace>`): `[plugins."<name>@<marketplace>"]` with
   `enabled = true` in `$CODEX_HOME/config.toml`, and the copy Codex runs in
-  `$CODEX_HOME/plugins/cache/<marketplace>/<name>/<version>/`.
+  `$CODEX_HOME/plugins/cache/<marketplace>/<name>/<version>/`. With several version folders there
+  (a leftover beside the new one) Codex runs `local` if present, else the highest by semantic-version
+  order (0.10.0 after 0.9.0; names that are not versions by bytes): `codex_active_version`, the
+  same rule the plugin's MCP server command (`.codex-mcp.json`) applies in sh.
 
 The plugin's Codex hooks are trusted like any other (`codex_trust`), under keys
 `<name>@<marketplace>:hooks/codex-hooks.json:<event>:<group>:<handler>`. Codex stores two hashes per
@@ -26,7 +29,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +40,13 @@ PLUGIN_NAME = "bli-memory"
 #: the plugin's Codex hooks file, relative to its root (`.codex-plugin/plugin.json` names it)
 CODEX_PLUGIN_HOOKS = "hooks/codex-hooks.json"
 HOSTS = ("claude", "codex")
+#: the version folder Codex prefers to any other: a plugin whose manifest names no version
+CODEX_LOCAL_VERSION = "local"
+#: what Codex accepts as a version folder's name
+_VERSION_NAME = re.compile(r"[0-9A-Za-z_.+-]+")
+_SEMVER = re.compile(
+    r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(?:-([0-9A-Za-z.-]+))?(?:\+[0-9A-Za-z.-]+)?"
+)
 
 
 @dataclass(frozen=True)
@@ -111,6 +122,60 @@ def claude_plugin(env: Mapping[str, str]) -> PluginState:
     return found or PluginState("claude")
 
 
+def _order(left: Any, right: Any) -> int:
+    return int(left > right) - int(left < right)
+
+
+def _prerelease_order(left: str, right: str) -> int:
+    """Semantic-version precedence of two pre-release tags ("" is a release, above any tag)."""
+    if not left or not right:
+        return _order(not left, not right)
+    lefts, rights = left.split("."), right.split(".")
+    for a, b in zip(lefts, rights, strict=False):
+        if a.isdigit() and b.isdigit():
+            found = _order(int(a), int(b))
+        elif a.isdigit() or b.isdigit():
+            found = -1 if a.isdigit() else 1  # numeric identifiers sort below alphanumeric ones
+        else:
+            found = _order(a, b)
+        if found:
+            return found
+    return _order(len(lefts), len(rights))
+
+
+def codex_version_order(left: str, right: str) -> int:
+    """-1, 0 or 1 as Codex orders two version folders: `local` above all, two semantic versions by
+    precedence (build metadata ignored), anything else by bytes."""
+    if CODEX_LOCAL_VERSION in (left, right):
+        return _order(left == CODEX_LOCAL_VERSION, right == CODEX_LOCAL_VERSION)
+    a, b = _SEMVER.fullmatch(left), _SEMVER.fullmatch(right)
+    if a is None or b is None:
+        return _order(left.encode(), right.encode())
+    core = _order(tuple(int(a[i]) for i in (1, 2, 3)), tuple(int(b[i]) for i in (1, 2, 3)))
+    return core or _prerelease_order(a[4] or "", b[4] or "")
+
+
+def codex_active_version(names: Iterable[str]) -> str | None:
+    """The version folder Codex runs among `names`, None when none is a valid one: lexical order
+    would take 0.9.0 over 0.10.0, and hooks and MCP server must run the same copy."""
+    best: str | None = None
+    for name in sorted(names):
+        if not _VERSION_NAME.fullmatch(name) or name in (".", ".."):
+            continue
+        if best is None or codex_version_order(name, best) > 0:
+            best = name
+    return best
+
+
+def _preferred(state: PluginState, found: PluginState) -> bool:
+    """Whether `state` is the Codex copy to report rather than `found`: an enabled one over a
+    disabled one, and among enabled ones (several marketplaces) the highest version, the copy the
+    plugin's MCP server command starts."""
+    if state.enabled != found.enabled:
+        return state.enabled
+    return state.enabled and codex_version_order(state.version or "", found.version or "") > 0
+
+
 def codex_plugin(env: Mapping[str, str]) -> PluginState:
     """The plugin as Codex recorded it: its config table and the cached copy it runs."""
     from bli_memory.install.codex_trust import parse_config
@@ -126,25 +191,28 @@ def codex_plugin(env: Mapping[str, str]) -> PluginState:
     except (OSError, UnicodeDecodeError, TomlShapeError):
         return PluginState("codex", reason=f"cannot read {paths.codex_config}")
     found: PluginState | None = None
-    for key, table in config.plugins.items():
+    for key in sorted(config.plugins):  # marketplaces in the order the server's command globs them
+        table = config.plugins[key]
         if not _is_ours(key):
             continue
         marketplace = key.partition("@")[2]
         base = os.path.join(codex_dir, "plugins", "cache", marketplace, PLUGIN_NAME)
         try:
-            versions = sorted(name for name in os.listdir(base) if os.path.isdir(os.path.join(base, name)))
+            version = codex_active_version(
+                name for name in os.listdir(base) if os.path.isdir(os.path.join(base, name))
+            )
         except OSError:
-            versions = []
-        if not versions:
+            version = None
+        if version is None:
             continue  # configured but not in Codex's cache: Codex reports it "not installed"
         state = PluginState(
             "codex",
             key=key,
             enabled=table.get("enabled", True) is not False,
-            version=versions[-1],
-            root=os.path.join(base, versions[-1]),
+            version=version,
+            root=os.path.join(base, version),
         )
-        if found is None or (state.enabled and not found.enabled):
+        if found is None or _preferred(state, found):
             found = state
     return found or PluginState("codex")
 

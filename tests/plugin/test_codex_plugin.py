@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -209,3 +210,50 @@ def test_an_upgrade_runs_the_new_copy_and_codex_asks_for_the_trust_again(
     trust_like_codex(home, hooks)
     ran = codex_exec(home, model_api)
     assert hook_runs(home) == {"session-start": 1, "prompt": 1}, ran.stderr
+
+
+#: the launcher of a copy Codex does not run: were the MCP server started from it, it would fail
+WRONG_COPY = "#!/bin/sh\necho 'bli-memory: started from a copy Codex does not run' >&2\nexit 3\n"
+
+
+def test_the_mcp_server_runs_the_copy_codex_runs_the_hooks_from(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    write_session("http://127.0.0.1:9", "bli_test_token", env={"HOME": str(home)})
+    add_plugin(home, plugin_marketplace(tmp_path / "marketplace", version="0.10.0"))
+    cache = home / ".codex" / "plugins" / "cache"
+    ours = cache / "bli-memory" / "bli-memory" / "0.10.0"
+    # a leftover 0.9.0 beside it, last in a glob's (lexical) order
+    shutil.copytree(ours, ours.parent / "0.9.0")
+    (ours.parent / "0.9.0" / "bin" / "bli-memory").write_text(WRONG_COPY)
+    # a second marketplace's copy, higher and globbed last, added and then disabled
+    team = plugin_marketplace(tmp_path / "team", version="1.0.0")
+    listing = team / ".agents" / "plugins" / "marketplace.json"
+    listing.write_text(json.dumps({**load(listing), "name": "zz-team"}))
+    (team / "plugins" / "bli-memory" / "bin" / "bli-memory").write_text(WRONG_COPY)
+    assert codex_run(home, "plugin", "marketplace", "add", str(team)).returncode == 0
+    assert codex_run(home, "plugin", "add", "bli-memory@zz-team").returncode == 0
+    assert (cache / "zz-team" / "bli-memory" / "1.0.0" / "bin" / "bli-memory").read_text() == WRONG_COPY
+    server = AppServer(home)
+    try:
+        edit = {"keyPath": 'plugins."bli-memory@zz-team".enabled', "value": False, "mergeStrategy": "replace"}
+        assert server.call("config/batchWrite", {"edits": [edit], "reloadUserConfig": True})["status"] == "ok"
+    finally:
+        server.close()
+
+    # Codex runs the hooks from 0.10.0 (semantic-version order, the enabled marketplace) ...
+    hooks = [hook for hook in codex_hooks(home) if hook["pluginId"] == KEY]
+    assert [hook["command"] for hook in hooks] == [
+        f'"{ours}/bin/bli-memory" hook {spec.subcommand} --host codex' for spec in HOOKS
+    ]
+    # ... and the MCP server Codex starts comes from the same copy: from another it would fail
+    server = AppServer(home)
+    try:
+        servers = server.call("mcpServerStatus/list", {})["data"]
+    finally:
+        server.close()
+    (found,) = [entry for entry in servers if entry["name"] == "bli-memory"]
+    assert found["pluginId"] == KEY and found.get("toolsError") is None, found.get("toolsError")
+    assert "search_memory" in found["tools"]
+    status = json.loads(run_in_home(home, "status", "--json", extra_env={"BLI_MEMORY_DAEMON": "0"}).stdout)
+    assert status["hooks"]["codex"]["plugin"]["root"] == str(ours)
