@@ -316,7 +316,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         for train, test in ((sets[0], sets[1]), (sets[1], sets[0])):
             print("\n".join(report(train, test)))
         shipped = fitted(sets)
-        print(f"shipped: fitted on both, floor {shipped.floor:.2f} (meets the bars on each half of each file)")
+        print(
+            f"shipped: fitted on both, floor {shipped.floor:.2f} (meets the bars on each half of each file)"
+        )
         for data in sets:
             bar = bar_at(data, shipped, shipped.floor)
             print(
