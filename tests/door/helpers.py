@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bli_memory.door.memories import MemoryService
 from bli_memory.door.model import hash_text, now_s
@@ -86,3 +86,12 @@ def new_version(
         vector_model=None if vector is None else model,
         previous=previous,
     )
+
+
+def saved_with_extract(door: DoorProcess, tag: str, content: str) -> dict[str, Any]:
+    """Save `content` in extract mode, as the Stop hook does, and wait for its job to be done."""
+    status, body = door.post("/api/memory/save", {"content": content, "containerTag": tag, "extract": True})
+    assert status == 202, body
+    job: dict[str, Any] = door.wait_job(str(body["jobId"]))
+    assert job["status"] == "done", job
+    return job

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from bli_memory.door.librarian import Neighbour, decide
+from tests.door.helpers import saved_with_extract
 from tests.helpers import DoorProcess
 
 #: (old fact, new fact) pairs, per phrase family.
@@ -369,26 +370,18 @@ THROUGH_THE_DOOR = [
 ]
 
 
-def _saved(door: DoorProcess, tag: str, content: str) -> dict[str, Any]:
-    status, body = door.post("/api/memory/save", {"content": content, "containerTag": tag, "extract": True})
-    assert status == 202, body
-    job: dict[str, Any] = door.wait_job(str(body["jobId"]))
-    assert job["status"] == "done", job
-    return job
-
-
 @pytest.mark.parametrize(("first", "second", "query", "old_value"), THROUGH_THE_DOOR)
 def test_the_second_exchange_leaves_the_old_value_out_of_the_current_facts(
     door_onnx: DoorProcess, tag: str, first: str, second: str, query: str, old_value: str
 ) -> None:
-    before = _saved(door_onnx, tag, first)
+    before = saved_with_extract(door_onnx, tag, first)
     assert before["outcome"]["added"] >= 1, before
     status, body = door_onnx.post("/api/memory/search", {"q": query, "containerTag": tag, "limit": 20})
     assert status == 200, body
     assert any(
         old_value in row["content"] for row in body["results"] if row.get("kind", "memory") == "memory"
     )
-    after = _saved(door_onnx, tag, second)
+    after = saved_with_extract(door_onnx, tag, second)
     assert after["outcome"]["updated"] >= 1, after
     status, body = door_onnx.post("/api/memory/search", {"q": query, "containerTag": tag, "limit": 20})
     assert status == 200, body

@@ -6,12 +6,11 @@ through a real door.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from bli_memory.door.librarian import Neighbour, decide
 from bli_memory.door.librarian.reconcile import RETIRING_SHAPES, RetiringShape, retired_terms
+from tests.door.helpers import saved_with_extract
 from tests.helpers import DoorProcess
 
 # --- the shapes, as data ------------------------------------------------------------------------
@@ -152,24 +151,16 @@ def test_a_bare_negation_stays_a_conflict_for_a_person_to_settle() -> None:
 # --- through a real door ------------------------------------------------------------------------
 
 
-def _saved(door: DoorProcess, tag: str, content: str) -> dict[str, Any]:
-    status, body = door.post("/api/memory/save", {"content": content, "containerTag": tag, "extract": True})
-    assert status == 202, body
-    job: dict[str, Any] = door.wait_job(str(body["jobId"]))
-    assert job["status"] == "done", job
-    return job
-
-
 def test_a_move_and_a_later_address_both_leave_the_old_broker_behind(
     door_onnx: DoorProcess, tag: str
 ) -> None:
-    _saved(
+    saved_with_extract(
         door_onnx,
         tag,
         "User: where does the worker get its jobs from?\n\nAssistant: The Celery broker is Redis: "
         "`CELERY_BROKER_URL` is `redis://cache:6379/0` in `config/celery.py`.",
     )
-    moved = _saved(
+    moved = saved_with_extract(
         door_onnx,
         tag,
         "User: We moved the broker from Redis to RabbitMQ yesterday, keep that in mind.\n\nAssistant: Noted.",
