@@ -321,6 +321,8 @@ class Reach:
     jobs: dict[str, int] = field(default_factory=dict)
     asked: list[Asked] = field(default_factory=list)
     unanswered_rows: list[int] = field(default_factory=list)
+    #: (project, question, the recall block's rows) for each question with nothing stored that got rows
+    unanswered_shown: list[tuple[str, str, list[str]]] = field(default_factory=list)
     requests: int = 0
     side_requests: int = 0
     beyond: list[str] = field(default_factory=list)
@@ -405,7 +407,10 @@ def run_file(
                 own, made = host.turn(places[project], question, QUESTION_REPLY)
                 count(reach, own, made)
                 dump(kept, question, own)
-                reach.unanswered_rows.append(len(recall_rows("\n".join(blocks(own, RECALL_BLOCK)))))
+                rows = recall_rows("\n".join(blocks(own, RECALL_BLOCK)))
+                reach.unanswered_rows.append(len(rows))
+                if rows:
+                    reach.unanswered_shown.append((project, question, rows))
     finally:
         standin.close()
         door.stop()
@@ -463,6 +468,15 @@ def table(reaches: Sequence[Reach]) -> str:
     return "\n".join(lines)
 
 
+#: how much of a row the verbose list of rows shown for questions with nothing stored prints.
+ROW_CHARS = 160
+
+
+def _clip(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= ROW_CHARS else flat[: ROW_CHARS - 1] + "…"
+
+
 def details(reach: Reach) -> str:
     lines = [f"{reach.name}: facts not shown in the model's request"]
     for asked in reach.asked:
@@ -472,6 +486,10 @@ def details(reach: Reach) -> str:
     for asked in reach.asked:
         if asked.in_request and not asked.in_recall:
             lines.append(f"  [{asked.project}] {asked.fact.query} (keys {', '.join(asked.fact.key)})")
+    lines.append(f"{reach.name}: questions with nothing stored that got rows")
+    for project, question, rows in reach.unanswered_shown:
+        lines.append(f"  [{project}] {question}")
+        lines += [f"    row: {_clip(row)}" for row in rows]
     if reach.beyond:
         lines.append(f"{reach.name}: beyond the stand-in: {', '.join(reach.beyond)}")
     return "\n".join(lines)
@@ -505,7 +523,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "(default: scripts/capture_unanswered.json)",
     )
     parser.add_argument("--embedder", default="onnx", help="the door's embedder: onnx (default) or none")
-    parser.add_argument("--verbose", action="store_true", help="list the facts that did not reach the model")
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="list the facts that did not reach the model and the rows shown for questions with nothing stored",
+    )
     parser.add_argument(
         "--relevance",
         type=Path,

@@ -204,3 +204,14 @@ def test_a_fact_a_later_exchange_corrects_is_counted_apart_from_the_facts_in_for
     assert rows["facts shown in the model's request"] == "0.50 (1/2)"
     assert rows["corrected facts whose old value the request shows"] == "1.00 (1/1)"
     assert rows["questions whose request was not recorded"] == "1"
+
+
+def test_the_verbose_list_names_the_rows_shown_for_questions_with_nothing_stored() -> None:
+    from eval_reach import Reach, details
+
+    reach = Reach("set")
+    reach.unanswered_shown = [("p", "who designed the audit log?", ["User: who owns billing? " + "x " * 200])]
+    text = details(reach)
+    assert "set: questions with nothing stored that got rows\n  [p] who designed the audit log?\n" in text
+    row = next(line for line in text.splitlines() if line.startswith("    row: "))
+    assert row.startswith("    row: User: who owns billing? x x") and row.endswith("…") and len(row) < 200
