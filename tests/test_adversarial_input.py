@@ -73,6 +73,7 @@ DRIVEN_MODULES = {
     "bli_memory.importers.instructions": "an imported CLAUDE.md/AGENTS.md",
     "bli_memory.importers.records": "an imported JSON export",
     "bli_memory.install.edits": "a settings.json that other tools also write",
+    "bli_memory.install.plugin_state": "the names of the version folders in Codex's plugin cache",
 }
 #: modules that use `re` on nothing untrusted, or whose patterns another test drives: why.
 OTHER_MODULES = {

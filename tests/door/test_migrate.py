@@ -296,14 +296,23 @@ def _count_rows(url: str, table: str) -> int:
 
 
 def _start_slow(home: Path, source: str, dest: str) -> subprocess.Popen[str]:
-    """A migration that sleeps after each batch of 2 rows (the test hook), its stderr in a file."""
+    """A migration that sleeps after each batch of 2 rows (the test hook), its stderr in a file.
+
+    Its SIGINT is set back to the default first: a suite started in the background by a shell
+    (`cmd &`) inherits SIGINT ignored, and Python then installs no Ctrl-C handler, so the migration
+    would run to its end instead of stopping as a person's Ctrl-C stops it."""
     return subprocess.Popen(
         [str(BIN / "bli-memory-door"), "migrate", "--from", source, "--to", dest, "--batch", "2"],
         stdout=subprocess.PIPE,
         stderr=(home / "slow.err").open("w"),
         text=True,
         env=_env(home, **{PAUSE_ENV: "0.2"}),
+        preexec_fn=_interruptible,
     )
+
+
+def _interruptible() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _wait_for_part_of_the_memories(dest: str, total: int, process: subprocess.Popen[str]) -> int:
