@@ -9,6 +9,7 @@ import json
 import sqlite3
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -110,3 +111,30 @@ def test_rows_saved_without_a_model_get_vectors_when_one_is_loaded(
     assert found["results"][0]["id"] == saved["id"] and found["results"][0]["similarity"] > 0.3
     model = sqlite3.connect(door.db).execute("SELECT embedding_model FROM memories").fetchone()[0]
     assert model.startswith("onnx:")
+
+
+def test_a_door_given_its_own_coefficients_scores_an_outage_with_the_packaged_keyword_calibration(
+    start_door: Callable[..., DoorProcess], embeddings: tuple[str, type[_Embeddings]], tmp_path: Path
+) -> None:
+    """BLI_MEMORY_RELEVANCE_FILE must calibrate the door's embedder, not `none`: while the embedder is
+    down the hits are scored by the packaged keyword-only calibration instead of going without."""
+    from bli_memory.door import relevance
+
+    url, handler = embeddings
+    env = {"BLI_MEMORY_EMBED_URL": url, "BLI_MEMORY_EMBED_MODEL": "m"}
+    probe = start_door("--embedder", "openai", env=env, folder="probe")
+    name = probe.get("/healthz", token="")[1]["embedder"]  # the name the file must calibrate
+    probe.stop()
+    packaged = json.loads(relevance.COEFFICIENTS_FILE.read_text(encoding="utf-8"))["embedders"]["none"]
+    own = tmp_path / "own.json"
+    own.write_text(json.dumps({"embedders": {name: {**packaged, "floor": 0.33}}}), encoding="utf-8")
+    door = start_door("--embedder", "openai", env={**env, "BLI_MEMORY_RELEVANCE_FILE": str(own)})
+    status, _ = door.post("/api/memory/save", {"content": "alpha beta gamma", "containerTag": "t"})
+    assert status == 201
+    status, found = door.post("/api/memory/search", {"q": "alpha", "containerTag": "t"})
+    assert status == 200 and found["floor"] == 0.33  # the file's calibration of the door's embedder
+    handler.up = False
+    status, found = door.post("/api/memory/search", {"q": "alpha", "containerTag": "t"})
+    keyword_only = relevance.calibration_for("none")
+    assert keyword_only is not None and found["floor"] == keyword_only.floor
+    assert found["results"] and all(0.0 <= hit["relevance"] <= 1.0 for hit in found["results"])

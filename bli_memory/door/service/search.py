@@ -186,8 +186,15 @@ class Searcher:
         return None if calibration is None else calibration.floor
 
     def _calibration(self, with_vectors: bool) -> relevance.Calibration | None:
-        model = self.writer.vector_model if with_vectors else None
-        return relevance.calibration_for(model or "none", self.relevance_file)
+        """The embedder's calibration, or keyword-only `none`'s when the query had no vector. A door
+        given its own coefficients file takes `none` from the packaged one when the file has none:
+        the file must calibrate the door's embedder, and an outage of it should not leave the hits
+        without relevance."""
+        name = (self.writer.vector_model if with_vectors else None) or "none"
+        own = relevance.calibration_for(name, self.relevance_file)
+        if own is None and name == "none":
+            return relevance.calibration_for(name)
+        return own
 
     def _with_relevance(
         self,
