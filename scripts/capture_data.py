@@ -195,6 +195,26 @@ def holds(content: str, needles: Iterable[str]) -> bool:
     return all(needle.lower() in lowered for needle in needles)
 
 
+def corrected_later(fact: Fact, later: Iterable[Exchange]) -> bool:
+    """Whether one of the fact's keys holds one of `later`'s `must_not` strings (a value they retire)."""
+    keys = [key.lower() for key in fact.key]
+    return any(value.lower() in key for exchange in later for value in exchange.must_not for key in keys)
+
+
+def in_force_flags(exchanges: Sequence[Exchange]) -> list[tuple[bool, ...]]:
+    """Per exchange of `exchanges`, in order, one flag per fact: whether it is in force, no later
+    exchange of its project correcting it (`corrected_later`: "owned by Dana Whitfield", then "not
+    Whitfield"). Asked once every exchange is saved, a corrected fact's question has the correcting
+    exchange's value as its answer, which that exchange's own fact asks for."""
+    return [
+        tuple(
+            not corrected_later(fact, [e for e in exchanges[index + 1 :] if e.project == exchange.project])
+            for fact in exchange.facts
+        )
+        for index, exchange in enumerate(exchanges)
+    ]
+
+
 def corrected_values(exchanges: Sequence[Exchange]) -> dict[str, list[str]]:
     """exchange id -> its must_not strings that appear in an earlier exchange of the same project."""
     out: dict[str, list[str]] = {}

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from capture_blocks import is_fragment, is_question  # scripts/capture_blocks.py
-from capture_data import Exchange, Fact, FactResult, Run, holds  # scripts/capture_data.py
+from capture_data import Exchange, Fact, FactResult, Run, holds, in_force_flags  # scripts/capture_data.py
 
 RECALL_BAR = 0.95
 #: what reaches the agent (the data set's bar): the prompt hook's block holds the answer this often, ...
@@ -158,46 +158,40 @@ def lasting_in_briefing(run: Run, project: str) -> list[tuple[Fact, bool]]:
     `must_not` string of that exchange: "owned by Dana Whitfield" then "not Whitfield") is no
     longer in force: the block must not show it, and the superseded count says when it does."""
     lines = run.briefings.get(project, [])
-    results = [result for result in run.exchanges if result.exchange.project == project]
+    flags = in_force_flags([result.exchange for result in run.exchanges])
     return [
         (fact, any(holds(line, fact.key) for line in lines))
-        for index, result in enumerate(results)
-        for fact in result.exchange.facts
-        if fact.lasting and not corrected_later(fact, [r.exchange for r in results[index + 1 :]])
+        for result, in_force in zip(run.exchanges, flags, strict=True)
+        if result.exchange.project == project
+        for fact, fact_in_force in zip(result.exchange.facts, in_force, strict=True)
+        if fact.lasting and fact_in_force
     ]
 
 
 def facts_in_force(run: Run, projects: Iterable[str]) -> list[FactResult]:
-    """The results of the facts of `projects` that no later exchange of their project corrects.
+    """The results of the facts of `projects` in force (`capture_data.in_force_flags`), in run order.
 
-    A corrected fact's query, asked once every exchange is saved, has the correcting exchange's
-    value as its answer (which that exchange's own fact asks for): finding the old value is no
-    success, and a librarian that supersedes it would be scored down for doing its job."""
+    Finding a corrected fact's old value is no success, and a librarian that supersedes it would be
+    scored down for doing its job."""
     wanted = set(projects)
-    out: list[FactResult] = []
-    for project in sorted(wanted):
-        results = [result for result in run.exchanges if result.exchange.project == project]
-        for index, result in enumerate(results):
-            later = [r.exchange for r in results[index + 1 :]]
-            out += [fact for fact in result.facts if not corrected_later(fact.fact, later)]
-    order = {id(fact): n for n, fact in enumerate(f for r in run.exchanges for f in r.facts)}
-    return sorted(out, key=lambda fact: order[id(fact)])
+    flags = in_force_flags([result.exchange for result in run.exchanges])
+    in_force = {
+        id(fact): fact_in_force
+        for result, exchange_flags in zip(run.exchanges, flags, strict=True)
+        for fact, fact_in_force in zip(result.exchange.facts, exchange_flags, strict=True)
+    }
+    return [
+        fact
+        for result in run.exchanges
+        if result.exchange.project in wanted
+        for fact in result.facts
+        if in_force[id(fact.fact)]
+    ]
 
 
 def corrected_count(exchanges: Sequence[Exchange]) -> int:
     """How many facts of `exchanges` a later exchange of their project corrects."""
-    return sum(
-        1
-        for index, exchange in enumerate(exchanges)
-        for fact in exchange.facts
-        if corrected_later(fact, [e for e in exchanges[index + 1 :] if e.project == exchange.project])
-    )
-
-
-def corrected_later(fact: Fact, later: Iterable[Exchange]) -> bool:
-    """Whether one of the fact's keys holds one of `later`'s `must_not` strings (a value they retire)."""
-    keys = [key.lower() for key in fact.key]
-    return any(value.lower() in key for exchange in later for value in exchange.must_not for key in keys)
+    return sum(not fact_in_force for flags in in_force_flags(exchanges) for fact_in_force in flags)
 
 
 def briefing_summary(run: Run, projects: Iterable[str]) -> Briefing:

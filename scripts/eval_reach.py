@@ -68,12 +68,12 @@ from capture_data import (  # scripts/capture_data.py
     Exchange,
     Fact,
     holds,
+    in_force_flags,
     load_exchanges,
     load_unanswered,
     only_projects,
     projects_of,
 )
-from capture_report import corrected_later  # scripts/capture_report.py
 from eval_capture import Door, deterministic_env, relevance_setting  # scripts/eval_capture.py
 from messages_standin import MessagesStandIn, Recorded  # scripts/messages_standin.py
 
@@ -309,7 +309,7 @@ class Asked:
     in_request: bool
     in_context: bool
     found: bool  # the turn's own request was recorded
-    in_force: bool = True  # no later exchange of the project corrects it (`capture_report.corrected_later`)
+    in_force: bool = True  # no later exchange of the project corrects it (`capture_data.in_force_flags`)
 
 
 @dataclass
@@ -383,9 +383,8 @@ def run_file(
             file=sys.stderr,
             flush=True,
         )
-        for number, exchange in enumerate(exchanges):
-            later = [e for e in exchanges[number + 1 :] if e.project == exchange.project]
-            for fact in exchange.facts:
+        for exchange, flags in zip(exchanges, in_force_flags(exchanges), strict=True):
+            for fact, in_force in zip(exchange.facts, flags, strict=True):
                 own, made = host.turn(places[exchange.project], fact.query, QUESTION_REPLY)
                 count(reach, own, made)
                 dump(kept, fact.query, own)
@@ -399,7 +398,7 @@ def run_file(
                         holds(recall + "\n" + context, fact.key) if recall or context else False,
                         holds(context, fact.key) if context else False,
                         own is not None,
-                        not corrected_later(fact, later),
+                        in_force,
                     )
                 )
         for project, questions in unanswered.items():

@@ -399,8 +399,9 @@ def test_a_lasting_fact_a_later_exchange_corrects_is_not_counted_as_missing(
     run = data.Run("deterministic")
     run.exchanges = [data.ExchangeResult(e, "t", "done") for e in (first, correction, other)]
     run.briefings = {"p": ["Time zones are IANA identifiers."]}
-    assert report.corrected_later(owner, [correction]) and not report.corrected_later(zone, [correction])
-    assert not report.corrected_later(owner, [first])  # a must_not names a value only of its own exchange
+    assert data.corrected_later(owner, [correction]) and not data.corrected_later(zone, [correction])
+    assert not data.corrected_later(owner, [first])  # a must_not names a value only of its own exchange
+    assert data.in_force_flags([first, correction, other]) == [(False, True), (), ()]
     assert report.lasting_in_briefing(run, "p") == [(zone, True)]
 
 
