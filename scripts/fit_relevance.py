@@ -45,14 +45,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from capture_data import (  # scripts/capture_data.py
     Exchange,
     corrected_values,
+    halves,
     holds,
+    in_force_flags,
     load_exchanges,
     load_unanswered,
     other_project,
     projects_of,
     space_tag,
 )
-from capture_report import corrected_later  # scripts/capture_report.py
 from eval_capture import UNANSWERED_FILE, Door, save_and_wait  # scripts/eval_capture.py
 
 from bli_memory.door import relevance
@@ -124,12 +125,11 @@ def replay(path: Path, embedder: str, unanswered_file: Path, folder: Path) -> La
     assert principal is not None
     queries: list[Query] = []
     try:
-        for index, exchange in enumerate(exchanges):
+        for exchange, flags in zip(exchanges, in_force_flags(exchanges), strict=True):
             tag = space_tag(exchange.project)
             other = other_project(projects, exchange.project)
-            later = [e for e in exchanges[index + 1 :] if e.project == exchange.project]
-            for fact in exchange.facts:
-                if corrected_later(fact, later):  # its old value is no longer the answer: no label
+            for fact, in_force in zip(exchange.facts, flags, strict=True):
+                if not in_force:  # its old value is no longer the answer: no label
                     continue
                 hits = memories.search(principal, tag, fact.query, limit=PAIRS_PER_QUERY, scope="all")
                 queries.append(Query("fact", labelled(hits, fact.key), exchange.project))
@@ -178,14 +178,14 @@ def _score(model: relevance.Calibration, features: Sequence[float]) -> float:
     return 1.0 / (1.0 + math.exp(-z))
 
 
-def halves(data: Labelled) -> list[Labelled]:
-    """`data`'s queries split by project: the first half of its projects in order of appearance (the
-    larger when odd) and the rest, as eval_capture.py --halves splits a file. A set whose queries
+def project_halves(data: Labelled) -> list[Labelled]:
+    """`data`'s queries split by project: the first half of its projects in order of appearance and
+    the rest (`capture_data.halves`, as eval_capture.py --halves splits a file). A set whose queries
     name no project stays whole."""
     projects = list(dict.fromkeys(query.project for query in data.queries))
     if len(projects) < 2:
         return [data]
-    first = set(projects[: (len(projects) + 1) // 2])
+    first = set(halves(projects)[0])
     return [
         Labelled(f"{data.name}, first half", [q for q in data.queries if q.project in first]),
         Labelled(f"{data.name}, second half", [q for q in data.queries if q.project not in first]),
@@ -208,7 +208,7 @@ def pick_floor(datasets: Sequence[Labelled], model: relevance.Calibration) -> fl
     By halves, not whole files: a floor that holds only on the whole of the projects it was picked
     on did not hold on projects it had not seen (picked on one capture file, it left 0.71 of the
     other's questions with nothing stored empty; picked on each half, 0.89)."""
-    parts = [part for data in datasets for part in halves(data)]
+    parts = [part for data in datasets for part in project_halves(data)]
     steps = round(1 / FLOOR_STEP)
     for step in range(1, steps):
         floor = round(step * FLOOR_STEP, 2)
@@ -242,8 +242,8 @@ def log_loss(data: Labelled, model: relevance.Calibration) -> float:
     return total / max(len(y), 1)
 
 
-def report(train: Labelled, test: Labelled) -> list[str]:
-    model = fitted([train])
+def report(train: Labelled, model: relevance.Calibration, test: Labelled) -> list[str]:
+    """The held-out report of `model`, fitted on `train` alone, on `test`."""
     x, y = test.rows()
     predicted = [_score(model, f) for f in x]
     base_rate = sum(y) / max(len(y), 1)
@@ -313,8 +313,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             ]
         name = load_embedder(embedder, {})[0].name
         print(f"## {name}")
-        for train, test in ((sets[0], sets[1]), (sets[1], sets[0])):
-            print("\n".join(report(train, test)))
+        own = [fitted([data]) for data in sets]  # each file's fit alone: its held-out report and file
+        for train, model, test in ((sets[0], own[0], sets[1]), (sets[1], own[1], sets[0])):
+            print("\n".join(report(train, model, test)))
         shipped = fitted(sets)
         print(
             f"shipped: fitted on both, floor {shipped.floor:.2f} (meets the bars on each half of each file)"
@@ -326,8 +327,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"{bar.unrelated_per_prompt:.2f}, questions with nothing stored left empty {bar.empty_share:.2f}"
             )
         table[name] = entry(shipped)
-        for path, data in zip((args.dev, args.dev2), sets, strict=True):
-            held_out.setdefault(path.stem, {})[name] = entry(fitted([data]))
+        for path, model in zip((args.dev, args.dev2), own, strict=True):
+            held_out.setdefault(path.stem, {})[name] = entry(model)
     write_table(args.out, table)
     if args.held_out is not None:
         args.held_out.mkdir(parents=True, exist_ok=True)

@@ -71,8 +71,8 @@ def test_the_floor_must_hold_on_each_half_of_the_projects_it_is_picked_on() -> N
     ]
     loud = [fit.Query("unanswered", [(_features(0.6), 0)], "c") for _ in range(2)]  # relevance 0.73
     data = fit.Labelled("set", [*quiet, *loud, fit.Query("fact", [(_features(0.8), 1)], "c")])
-    assert [part.name for part in fit.halves(data)] == ["set, first half", "set, second half"]
-    assert [len(part.queries) for part in fit.halves(data)] == [8, 3]  # projects a, b | c
+    assert [part.name for part in fit.project_halves(data)] == ["set, first half", "set, second half"]
+    assert [len(part.queries) for part in fit.project_halves(data)] == [8, 3]  # projects a, b | c
     # pooled, 8 of 10 questions stay empty at any floor; c's half alone needs its questions' rows gone
     assert fit.pick_floor([data], model) == 0.74
     # a half whose projects ask no question with nothing stored is not held to that bar
@@ -80,7 +80,7 @@ def test_the_floor_must_hold_on_each_half_of_the_projects_it_is_picked_on() -> N
     assert fit.pick_floor([facts_only], model) == 0.05  # above the quiet rows, not 1.0
     whole = fit.Labelled("set", [fit.Query(q.purpose, q.pairs) for q in data.queries])  # no projects named
     assert (
-        fit.halves(whole) == [whole] and fit.pick_floor([whole], model) == 0.05
+        fit.project_halves(whole) == [whole] and fit.pick_floor([whole], model) == 0.05
     )  # above the quiet rows (0.047)
 
 
