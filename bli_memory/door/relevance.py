@@ -132,10 +132,9 @@ def parse(entry: Mapping[str, object]) -> Calibration:
     return Calibration(tuple(float(w) for w in weights), float(intercept), float(floor))
 
 
-def calibrations_in(path: Path) -> dict[str, Calibration]:
-    """Every calibration of a coefficients file by embedder name; ValueError, one sentence, when the
-    file cannot be read, is not such a file or one of its entries was fitted for other features (a
-    file a person chose: a wrong one is an error, not hits without relevance)."""
+def _entries(path: Path) -> dict[str, object]:
+    """The `embedders` object of a coefficients file; ValueError, one sentence, when the file cannot
+    be read or holds none."""
     try:
         table = json.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
@@ -145,8 +144,15 @@ def calibrations_in(path: Path) -> dict[str, Calibration]:
     entries = table.get("embedders") if isinstance(table, dict) else None
     if not isinstance(entries, dict) or not entries:
         raise ValueError('holds no "embedders" object of calibrations')
+    return entries
+
+
+def calibrations_in(path: Path) -> dict[str, Calibration]:
+    """Every calibration of a coefficients file by embedder name; ValueError, one sentence, when the
+    file cannot be read, is not such a file or one of its entries was fitted for other features (a
+    file a person chose: a wrong one is an error, not hits without relevance)."""
     out = {}
-    for name, entry in entries.items():
+    for name, entry in _entries(path).items():
         if not isinstance(entry, dict):
             raise ValueError(f"{name}: an entry must be an object")
         try:
@@ -163,15 +169,9 @@ def calibration_for(embedder: str, path: Path = COEFFICIENTS_FILE) -> Calibratio
     has none (another model: its hits carry no relevance and the answer no floor), or when its entry
     was fitted for other features than these (scripts/fit_relevance.py refits it)."""
     try:
-        table = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    entry = table.get("embedders", {}).get(embedder) if isinstance(table, dict) else None
-    if not isinstance(entry, dict):
-        return None
-    try:
-        return parse(entry)
-    except ValueError:  # fitted for other features: scoring with it would be wrong, not merely off
+        entry = _entries(path).get(embedder)
+        return parse(entry) if isinstance(entry, dict) else None
+    except ValueError:  # no such file, or fitted for other features: wrong to score with, not merely off
         return None
 
 

@@ -71,9 +71,11 @@ class Candidates:
             found[memory_id] = (len(tags), 0)
         return found
 
-    def keyword_candidates(self, team_id: int, tags: Sequence[str], q: str) -> list[str]:
-        """Ids of the best BM25 matches in the space, best first (call under the lock)."""
-        terms = keyword.query_terms(q)
+    def keyword_candidates(
+        self, team_id: int, tags: Sequence[str], terms: Sequence[keyword.Term]
+    ) -> list[str]:
+        """Ids of the best BM25 matches in the space for a query's keyword `terms`
+        (`keyword.query_terms`), best first (call under the lock)."""
         if not terms:
             return []
         indexes = [self.keyword_index(team_id, tag) for tag in tags]

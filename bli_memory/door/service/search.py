@@ -99,7 +99,7 @@ class Searcher:
         terms = keyword.query_terms(q)
         with self.writer.lock:
             self.writer.check_outside_writes()
-            keyword_ids = self.candidates.keyword_candidates(principal.team_id, tags, q)
+            keyword_ids = self.candidates.keyword_candidates(principal.team_id, tags, terms)
             worths = self.candidates.term_worths(principal.team_id, tags, terms)
             vector_ids: list[str] = []
             similarities_of: Similarities = no_similarities

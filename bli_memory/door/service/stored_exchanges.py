@@ -13,7 +13,7 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from bli_memory.door import exchanges
+from bli_memory.door import exchanges, keyword
 from bli_memory.door.exchanges import is_stored_exchange
 from bli_memory.door.model import Job, JobOutcome, Memory, Principal
 from bli_memory.door.service.candidates import Candidates
@@ -148,7 +148,8 @@ class StoredExchanges:
             return
         own = exchanges.exchange_of(memory.metadata)
         tags = self.spaces.space_tags(principal, memory.container_tag)
-        candidates = self.candidates.keyword_candidates(principal.team_id, tags, memory.content)
+        terms = keyword.query_terms(memory.content)
+        candidates = self.candidates.keyword_candidates(principal.team_id, tags, terms)
         rows = self.store.current_by_ids(principal.team_id, candidates)
         for memory_id in candidates:
             document = rows.get(memory_id)
