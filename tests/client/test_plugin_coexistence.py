@@ -111,13 +111,15 @@ def our_claude_hooks(home: Path) -> int:
 # --------------------------------------------------------------------------- Claude Code
 
 
+def add_claude_plugin(home: Path, folder: Path) -> None:
+    assert claude(home, "plugin", "marketplace", "add", str(claude_marketplace(folder))).returncode == 0
+    assert claude(home, "plugin", "install", KEY).returncode == 0
+
+
 def test_claude_install_leaves_an_enabled_plugin_alone_unless_forced(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
-    assert (
-        claude(home, "plugin", "marketplace", "add", str(claude_marketplace(tmp_path / "m"))).returncode == 0
-    )
-    assert claude(home, "plugin", "install", KEY).returncode == 0
+    add_claude_plugin(home, tmp_path / "m")
 
     lines, data = status_of(home)
     assert lines["claude"] == f"claude:  hooks from the plugin {KEY} 0.1.0"
@@ -143,10 +145,7 @@ def test_claude_install_leaves_an_enabled_plugin_alone_unless_forced(tmp_path: P
 def test_claude_uninstall_keeps_the_plugin_and_removing_the_plugin_keeps_install(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
-    assert (
-        claude(home, "plugin", "marketplace", "add", str(claude_marketplace(tmp_path / "m"))).returncode == 0
-    )
-    assert claude(home, "plugin", "install", KEY).returncode == 0
+    add_claude_plugin(home, tmp_path / "m")
     assert cli(home, "install", "--host", "claude", "--force").returncode == 0
 
     removed = cli(home, "uninstall", "--host", "claude")
@@ -170,10 +169,7 @@ def test_claude_uninstall_keeps_the_plugin_and_removing_the_plugin_keeps_install
 def test_a_disabled_claude_plugin_does_not_hold_install_back(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
-    assert (
-        claude(home, "plugin", "marketplace", "add", str(claude_marketplace(tmp_path / "m"))).returncode == 0
-    )
-    assert claude(home, "plugin", "install", KEY).returncode == 0
+    add_claude_plugin(home, tmp_path / "m")
     assert claude(home, "plugin", "disable", KEY).returncode == 0
     installed = cli(home, "install", "--host", "claude")
     assert installed.returncode == 0 and "installed and enabled" not in installed.stdout
