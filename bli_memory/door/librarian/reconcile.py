@@ -474,9 +474,13 @@ def _same_site(value: str, old_text: str) -> bool:
 
 def _other_file(new_text: str, old_text: str) -> bool:
     """Whether each fact names files and none the other names: another file is another setting."""
-    new_files = {t for t in _value_tokens(new_text) if _FILE_NAME.match(t) and not _HOST_NAME.fullmatch(t)}
-    old_files = {t for t in _value_tokens(old_text) if _FILE_NAME.match(t) and not _HOST_NAME.fullmatch(t)}
+    new_files, old_files = _files(new_text), _files(old_text)
     return bool(new_files) and bool(old_files) and not new_files & old_files
+
+
+def _files(text: str) -> set[str]:
+    """The file names a fact says (not host names, which look alike)."""
+    return {t for t in _value_tokens(text) if _FILE_NAME.match(t) and not _HOST_NAME.fullmatch(t)}
 
 
 def _same_place(new_text: str, old_text: str) -> bool:
@@ -728,10 +732,13 @@ def _retires(new_text: str, old_text: str) -> str | None:
     fact retires it with nothing in its place ("Jenkins is gone": no fact about it is current).
     "From Redis to RabbitMQ" about the broker leaves "sessions are cached in Redis" alone."""
     strict = retired_terms(new_text)
+    retired_by_old: set[str] | None = None  # what the old fact retires itself, read once when needed
     for old_term, new_term in strict + [t for t in retired_terms(new_text, eased=True) if t not in strict]:
         if not _mentions(old_text, old_term) or (new_term and _mentions(old_text, new_term)):
             continue
-        if any(term == old_term for term, _new in retired_terms(old_text)):
+        if retired_by_old is None:
+            retired_by_old = {term for term, _new in retired_terms(old_text)}
+        if old_term in retired_by_old:
             continue  # the old fact retires it too: history, not the current value
         if (old_term, new_term) not in strict and not _same_slot(new_text, new_term, old_text, old_term):
             continue  # "S3 instead of the API" leaves "the API accepts uploads" alone
