@@ -52,7 +52,7 @@ from bli_memory.door.librarian.corrections import (
 from bli_memory.door.librarian.roles import handed_over, holder_replaced
 from bli_memory.door.librarian.words import NOT_ANCHORS as _NOT_ANCHORS
 from bli_memory.door.librarian.words import is_anchor as _is_anchor
-from bli_memory.door.librarian.words import tokens
+from bli_memory.door.librarian.words import names_one_thing, tokens
 
 #: cosine similarity at or above which two facts say the same thing (unless their numbers differ).
 NEAR_DUPLICATE_SIMILARITY = 0.92
@@ -658,19 +658,14 @@ def _term(raw: str) -> str:
 _SAYS_NOW = re.compile(r"\bnow\b|^\W*actually\b", re.IGNORECASE)
 
 
-def _specific(term: str) -> bool:
-    """A URL, a path, an identifier with a digit or a dot: a name no other subject shares."""
-    return "://" in term or any(ch.isdigit() or ch in "._/@" for ch in term)
-
-
 def _looks(raw: str, needs: str) -> bool:
     """Whether a retired thing looks as its shape needs: any word; a name (a code span, or a token
-    with a digit, a capital or punctuation inside); or a specific name (:func:`_specific`)."""
+    with a digit, a capital or punctuation inside); or a specific name (`words.names_one_thing`)."""
     bare = raw.rstrip(".,;:!?)'\"")
     if needs == "word":
         return True
     if needs == "specific":
-        return _specific(_term(raw))
+        return names_one_thing(_term(raw))
     return (
         bare.startswith("`")
         or any(ch.isdigit() or ch.isupper() for ch in bare)
@@ -744,7 +739,7 @@ def _retires(new_text: str, old_text: str) -> str | None:
             continue  # "S3 instead of the API" leaves "the API accepts uploads" alone
         terms = stems(f"{old_term} {new_term}")
         shared = stems(new_text) & stems(old_text) - _CHANGE_STEMS
-        if shared - terms or _specific(old_term) or not new_term:
+        if shared - terms or names_one_thing(old_term) or not new_term:
             return old_term
     return None
 

@@ -10,13 +10,7 @@ from __future__ import annotations
 
 import re
 
-from bli_memory.door.librarian.words import is_anchor, tokens
-
-
-def _names_one_thing(term: str) -> bool:
-    """A URL, a path, an identifier with a digit or a dot: a name no other subject shares."""
-    return "://" in term or any(ch.isdigit() or ch in "._/@" for ch in term)
-
+from bli_memory.door.librarian.words import is_anchor, names_one_thing, tokens
 
 #: a person's name: two or more capitalised words ("Dana Whitfield").
 _PERSON = re.compile(r"\b[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+\b")
@@ -51,7 +45,7 @@ def handed_over(new_text: str, old_text: str) -> str | None:
     shared = {w for w in tokens(new_text) if is_anchor(w)} & {w for w in tokens(old_text) if is_anchor(w)}
     shared -= {w.lower() for person in people for w in person.split()}
     subject = {w for w in shared if not _ROLE.fullmatch(w)}
-    if len(subject) < 2 and not any(_names_one_thing(w) or w.title() in new_text for w in subject):
+    if len(subject) < 2 and not any(names_one_thing(w) or w.title() in new_text for w in subject):
         return None  # "the search service" and "the billing service" share only a common noun
     former = [
         p

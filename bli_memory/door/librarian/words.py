@@ -47,3 +47,8 @@ def is_anchor(word: str) -> bool:
         and not any(ch.isdigit() for ch in word)
         and not word.endswith(("ed", "ing", "ly"))
     )
+
+
+def names_one_thing(term: str) -> bool:
+    """A URL, a path, an identifier with a digit or a dot: a name no other subject shares."""
+    return "://" in term or any(ch.isdigit() or ch in "._/@" for ch in term)
