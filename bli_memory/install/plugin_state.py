@@ -32,9 +32,12 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bli_memory.install.files import Paths
+
+if TYPE_CHECKING:
+    from bli_memory.install.codex_trust import CodexConfig
 
 PLUGIN_NAME = "bli-memory"
 #: the plugin's Codex hooks file, relative to its root (`.codex-plugin/plugin.json` names it)
@@ -85,6 +88,20 @@ def _read_json(path: str) -> Any:
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        raise ValueError(f"cannot read {path}") from None
+
+
+def _read_codex_config(path: str) -> CodexConfig | None:
+    """Codex's parsed config.toml, None when absent; ValueError (one line) when unreadable."""
+    from bli_memory.install.codex_trust import parse_config
+    from bli_memory.install.tomledit import TomlShapeError
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return parse_config(handle.read())
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError, TomlShapeError):
         raise ValueError(f"cannot read {path}") from None
 
 
@@ -178,18 +195,14 @@ def _preferred(state: PluginState, found: PluginState) -> bool:
 
 def codex_plugin(env: Mapping[str, str]) -> PluginState:
     """The plugin as Codex recorded it: its config table and the cached copy it runs."""
-    from bli_memory.install.codex_trust import parse_config
-    from bli_memory.install.tomledit import TomlShapeError
-
     paths = Paths.from_env(env)
     codex_dir = os.path.dirname(paths.codex_config)
     try:
-        with open(paths.codex_config, encoding="utf-8") as handle:
-            config = parse_config(handle.read())
-    except FileNotFoundError:
+        config = _read_codex_config(paths.codex_config)
+    except ValueError as exc:
+        return PluginState("codex", reason=str(exc))
+    if config is None:
         return PluginState("codex")
-    except (OSError, UnicodeDecodeError, TomlShapeError):
-        return PluginState("codex", reason=f"cannot read {paths.codex_config}")
     found: PluginState | None = None
     for key in sorted(config.plugins):  # marketplaces in the order the server's command globs them
         table = config.plugins[key]
@@ -239,16 +252,16 @@ def codex_plugin_trust(state: PluginState, env: Mapping[str, str]) -> PluginTrus
     when Codex's `trusted_hash` equals the hook's identity hash; the folder fingerprint beside it is
     Codex's own check (see the module's docstring).
     """
-    from bli_memory.install.codex_trust import EVENT_LABELS, hook_hash, hook_status, parse_config
-    from bli_memory.install.tomledit import TomlShapeError
+    from bli_memory.install.codex_trust import EVENT_LABELS, hook_hash, hook_status
 
     if state.key is None or state.root is None:
         return None
     try:
         hooks_doc = _read_json(os.path.join(state.root, CODEX_PLUGIN_HOOKS))
-        with open(Paths.from_env(env).codex_config, encoding="utf-8") as handle:
-            config = parse_config(handle.read())
-    except (ValueError, OSError, UnicodeDecodeError, TomlShapeError):
+        config = _read_codex_config(Paths.from_env(env).codex_config)
+    except ValueError:
+        return None
+    if config is None:
         return None
     events = hooks_doc.get("hooks") if isinstance(hooks_doc, dict) else None
     statuses: list[str] = []
