@@ -133,7 +133,6 @@ TRUST_HINT_TEXT = "run codex, open /hooks and trust them"
 #: Codex also fingerprints the plugin's folder and asks for the trust again after an upgrade, which
 #: status cannot recompute (`install.plugin_state`): it says so rather than promise more.
 UPGRADE_NOTE = "Codex asks again after each plugin upgrade"
-NAMED = {"claude": "Claude Code", "codex": "Codex"}
 
 
 def client_command(routes: Mapping[str, Any]) -> str:
@@ -265,6 +264,8 @@ def _experience_lines(status: Mapping[str, Any]) -> list[str]:
         detail = queue_line(queue).split("; ", 1)[1]
         lines.append(f"sync:    {queue['queued']} experience entries queued; {detail}")
     if "skill" in status:
+        from bli_memory.install.plugin_state import HOST_NAMES
+
         skill = status["skill"]
         routes = status.get("hooks", {})
         plugged = [
@@ -275,10 +276,9 @@ def _experience_lines(status: Mapping[str, Any]) -> list[str]:
             for host in ("claude", "codex")
             if skill.get(host, {}).get("installed") and host not in plugged
         ]
-        named = {"claude": "Claude Code", "codex": "Codex"}
-        parts = [f"installed for {', '.join(named[host] for host in hosts)}"] if hosts else []
+        parts = [f"installed for {', '.join(HOST_NAMES[host] for host in hosts)}"] if hosts else []
         if plugged:  # the plugin carries the skill
-            parts.append(f"from the plugin for {', '.join(named[host] for host in plugged)}")
+            parts.append(f"from the plugin for {', '.join(HOST_NAMES[host] for host in plugged)}")
         text = "; ".join(parts) or "not installed"
         lines.append(
             "skill:   "

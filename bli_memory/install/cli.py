@@ -80,7 +80,6 @@ PLUGIN_SKIPPED_NOTE = (
 PLUGIN_KEPT_NOTE = (
     "{host}: the bli-memory plugin ({key}) stays installed; uninstall removes only what install wrote"
 )
-HOST_NAMES = {"claude": "Claude Code", "codex": "Codex"}
 
 SERVER_SKIPPED_NOTE = (
     "MCP server not registered: {python} cannot import the `mcp` package, so the server could not "
@@ -214,7 +213,7 @@ def run(verb: str, argv: Sequence[str], env: Mapping[str, str] | None = None) ->
 def beside_plugins(verb: str, options: Options, env: Mapping[str, str]) -> tuple[str, ...]:
     """The hosts to plan: install leaves out a host whose bli-memory plugin is enabled (unless
     --force), saying so in one line; uninstall plans every host and says the plugin stays."""
-    from bli_memory.install.plugin_state import plugin_state
+    from bli_memory.install.plugin_state import HOST_NAMES, plugin_state
 
     hosts: list[str] = []
     for host in options.hosts:

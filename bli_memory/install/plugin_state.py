@@ -43,6 +43,8 @@ PLUGIN_NAME = "bli-memory"
 #: the plugin's Codex hooks file, relative to its root (`.codex-plugin/plugin.json` names it)
 CODEX_PLUGIN_HOOKS = "hooks/codex-hooks.json"
 HOSTS = ("claude", "codex")
+#: the hosts as a person names them
+HOST_NAMES = {"claude": "Claude Code", "codex": "Codex"}
 #: the version folder Codex prefers to any other: a plugin whose manifest names no version
 CODEX_LOCAL_VERSION = "local"
 #: what Codex accepts as a version folder's name
