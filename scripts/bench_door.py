@@ -541,9 +541,7 @@ class ScaleDoor:
 
     def memory_mib(self) -> tuple[float, float]:
         """(resident, peak resident) MiB of the door process."""
-        status = Path(f"/proc/{self.process.pid}/status").read_text()
-        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
-        return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
+        return local_door.memory_mib(self.process)
 
     def stop(self) -> float:
         """SIGTERM, and how long it took to stop (the snapshots are written then)."""

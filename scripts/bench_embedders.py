@@ -38,6 +38,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import local_door  # scripts/local_door.py
 from bench_embed import synthetic_texts  # scripts/bench_embed.py
 from eval_capture import Door, EvalError  # scripts/eval_capture.py
 
@@ -179,12 +180,11 @@ def door_figures(spec: str, memories: int, texts: Sequence[str]) -> dict[str, fl
                 _timed_ms(lambda q=question: door.search(tag, q, 5))
                 for question in [q for q, _ in OWN_PAIRS] * (DOOR_SEARCHES // len(OWN_PAIRS) + 1)
             ][:DOOR_SEARCHES]
-            status_text = Path(f"/proc/{door.process.pid}/status").read_text()
-            fields = dict(line.split(":", 1) for line in status_text.splitlines() if ":" in line)
+            rss_mib, peak_rss_mib = local_door.memory_mib(door.process)
             return {
                 "search_ms_p50": statistics.median(searches),
-                "rss_mib": int(fields["VmRSS"].split()[0]) / 1024,
-                "peak_rss_mib": int(fields["VmHWM"].split()[0]) / 1024,
+                "rss_mib": rss_mib,
+                "peak_rss_mib": peak_rss_mib,
             }
         finally:
             door.stop()

@@ -106,3 +106,10 @@ def stop_door(process: subprocess.Popen[str], timeout_s: float = 15.0) -> None:
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait(timeout_s)
+
+
+def memory_mib(process: subprocess.Popen[str]) -> tuple[float, float]:
+    """(resident, peak resident) MiB of a door process, from /proc (Linux)."""
+    status = Path(f"/proc/{process.pid}/status").read_text()
+    fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+    return int(fields["VmRSS"].split()[0]) / 1024, int(fields["VmHWM"].split()[0]) / 1024
