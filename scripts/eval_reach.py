@@ -3,7 +3,7 @@ it sends.
 
 Usage: .venv/bin/python scripts/eval_reach.py PATH [PATH ...] [--host claude|codex] [--program PROGRAM]
        [--projects A,B]
-       [--unanswered FILE] [--embedder onnx|none] [--keep-requests DIR] [--verbose]
+       [--unanswered FILE] [--embedder onnx|none] [--relevance FILE] [--keep-requests DIR] [--verbose]
 
 Each PATH is a capture file, as scripts/eval_capture.py reads it (`{id, project, exchange, facts:
 [{query, key: [...], lasting}], must_not, noise}`). scripts/eval_capture.py runs the hooks by hand; this

