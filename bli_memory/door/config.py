@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,6 +25,7 @@ from bli_memory.paths import data_home
 
 if TYPE_CHECKING:
     from bli_memory.door.indexes import IndexLimits
+    from bli_memory.door.relevance import Calibration
 
 ENV_EMBEDDER = "BLI_MEMORY_EMBEDDER"
 ENV_MODEL_DIR = "BLI_MEMORY_MODEL_DIR"
@@ -341,8 +342,10 @@ class DoorConfig:
     max_connections: int
     login_link_ttl_s: float
     web_session_ttl_s: float
-    #: the relevance calibrations to use instead of the packaged ones (`BLI_MEMORY_RELEVANCE_FILE`).
+    #: the relevance calibrations to use instead of the packaged ones (`BLI_MEMORY_RELEVANCE_FILE`),
+    #: read once at start, by embedder name; None: the packaged ones.
     relevance_file: Path | None = None
+    own_calibrations: Mapping[str, Calibration] | None = None
 
     @classmethod
     def from_env(cls, args: argparse.Namespace, env: Mapping[str, str]) -> DoorConfig:
@@ -352,7 +355,7 @@ class DoorConfig:
 
         # a bad --db file name is said before any bad variable, as when the store opened first
         index_dir = index_folder(args.index_dir, args.db, env)
-        return cls(
+        config = cls(
             store=StoreConfig.from_env(DbLocation.from_env(args.db, env), env),
             max_pages=int(env[ENV_MAX_PAGES]) if env.get(ENV_MAX_PAGES, "").isdigit() else None,
             index_dir=index_dir,
@@ -373,21 +376,22 @@ class DoorConfig:
             max_connections=args.max_connections,
             login_link_ttl_s=args.login_link_ttl,
             web_session_ttl_s=args.web_session_ttl,
-            relevance_file=_relevance_file(env),
         )
+        relevance_file, own_calibrations = _relevance_file(env)  # the last to be said, as before
+        return replace(config, relevance_file=relevance_file, own_calibrations=own_calibrations)
 
 
-def _relevance_file(env: Mapping[str, str]) -> Path | None:
-    """`BLI_MEMORY_RELEVANCE_FILE` checked whole (unset or empty: the packaged calibrations); a file
-    that cannot be read or holds no valid calibration is exit 2, naming it."""
+def _relevance_file(env: Mapping[str, str]) -> tuple[Path | None, Mapping[str, Calibration] | None]:
+    """`BLI_MEMORY_RELEVANCE_FILE` and its calibrations, read whole once (unset or empty: None, the
+    packaged calibrations); a file that cannot be read or holds no valid calibration is exit 2, naming
+    it. The door scores with what was checked here: a file changed or removed later changes nothing."""
     chosen = env.get(ENV_RELEVANCE_FILE, "").strip()
     if not chosen:
-        return None
+        return None, None
     from bli_memory.door import relevance
 
     path = Path(chosen).expanduser()
     try:
-        relevance.calibrations_in(path)
+        return path, relevance.calibrations_in(path)
     except ValueError as exc:
         raise CliError(f"{ENV_RELEVANCE_FILE}: {path} {exc}", EXIT_USAGE) from None
-    return path

@@ -13,7 +13,7 @@ how they stay consistent with the store and with other doors.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from bli_memory.door.embed import Embedder, Kind
+    from bli_memory.door.relevance import Calibration
     from bli_memory.door.rewrite import QuestionRewriter
 
 
@@ -56,14 +57,14 @@ class MemoryService:
         embedder: Embedder | None = None,
         index_folder: Path | None = None,
         index_limits: IndexLimits | None = None,
-        relevance_file: Path | None = None,
+        own_calibrations: Mapping[str, Calibration] | None = None,
     ) -> None:
         self.store = store
         self.writer = IndexedWriter(store, embedder, index_folder, index_limits)
         self.spaces = Spaces(self.writer)
         self.candidates = Candidates(self.writer)
         self.lifecycle = IndexLifecycle(self.writer, self.candidates)
-        self.searcher = Searcher(self.writer, self.spaces, self.candidates, relevance_file)
+        self.searcher = Searcher(self.writer, self.spaces, self.candidates, own_calibrations)
         self.profiles = Profiles(store, self.spaces, self.searcher)
         self.stored = StoredExchanges(self.writer, self.spaces, self.candidates)
         self.pinning = Pins(self.writer, self.spaces)

@@ -23,6 +23,7 @@ from bli_memory.errors import EXIT_USAGE, CliError
 
 if TYPE_CHECKING:
     from bli_memory.door.memories import MemoryService
+    from bli_memory.door.relevance import Calibration
     from bli_memory.door.rewrite import QuestionRewriter
     from bli_memory.door.store.roles import Store
 
@@ -53,8 +54,8 @@ def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         raise CliError(str(exc), EXIT_USAGE) from None
     if warning:
         sys.stderr.write(f"bli-memory-door: {warning}\n")
-    if config.relevance_file is not None:
-        _check_relevance_file(config.relevance_file, embedder.name)
+    if config.relevance_file is not None and config.own_calibrations is not None:
+        _check_relevance_file(config.relevance_file, config.own_calibrations, embedder.name)
     store = open_store(config.store, max_pages=config.max_pages, serving=True, early_check=early_check)
     # several doors may serve one PostgreSQL database: only a SQLite file has a pid file (and `stop`);
     # every door keeps big spaces' indexes between runs in its index folder (door/indexes.py)
@@ -64,7 +65,7 @@ def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         embedder,
         index_folder=config.index_dir,
         index_limits=config.index_limits,
-        relevance_file=config.relevance_file,
+        own_calibrations=config.own_calibrations,
     )
     pid_fd = None if db is None else claim_pid_file(db)
     stop_on_signal = _StopOnSignal()  # from here on a `stop` ends in the finally below
@@ -172,12 +173,10 @@ def _question_rewriter(llm: LlmConfig, *, enabled: bool) -> QuestionRewriter | N
     return rewriter
 
 
-def _check_relevance_file(path: Path, embedder: str) -> None:
+def _check_relevance_file(path: Path, calibrations: Mapping[str, Calibration], embedder: str) -> None:
     """A chosen coefficients file must calibrate the door's embedder: without it every hit would go
     without relevance, and the prompt hook back to its cosine rule, unnoticed."""
-    from bli_memory.door import relevance
-
-    names = sorted(relevance.calibrations_in(path))
+    names = sorted(calibrations)
     if embedder not in names:
         raise CliError(
             f"{ENV_RELEVANCE_FILE}: {path} has no calibration for the embedder {embedder} "

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bli_memory.door import answer_kind, keyword, ranking, relevance
@@ -37,10 +36,11 @@ class Searcher:
         writer: IndexedWriter,
         spaces: Spaces,
         candidates: Candidates,
-        relevance_file: Path | None = None,
+        own_calibrations: Mapping[str, relevance.Calibration] | None = None,
     ) -> None:
-        """`relevance_file`: the coefficients file of the hits' relevance (None: the packaged one)."""
-        self.relevance_file = relevance_file or relevance.COEFFICIENTS_FILE
+        """`own_calibrations`: the hits' relevance calibrations by embedder name, read from a file the
+        door was given (None: the packaged ones)."""
+        self.own_calibrations = own_calibrations
         self.writer = writer
         self.store = writer.store
         self.spaces = spaces
@@ -191,7 +191,9 @@ class Searcher:
         the file must calibrate the door's embedder, and an outage of it should not leave the hits
         without relevance."""
         name = (self.writer.vector_model if with_vectors else None) or "none"
-        own = relevance.calibration_for(name, self.relevance_file)
+        if self.own_calibrations is None:
+            return relevance.calibration_for(name)
+        own = self.own_calibrations.get(name)
         if own is None and name == "none":
             return relevance.calibration_for(name)
         return own
