@@ -197,14 +197,20 @@ def _preferred(state: PluginState, found: PluginState) -> bool:
 
 def codex_plugin(env: Mapping[str, str]) -> PluginState:
     """The plugin as Codex recorded it: its config table and the cached copy it runs."""
+    return _codex_plugin_and_config(env)[0]
+
+
+def _codex_plugin_and_config(env: Mapping[str, str]) -> tuple[PluginState, CodexConfig | None]:
+    """The plugin's state and Codex's config.toml it was read from (None when absent or unreadable),
+    so that its hooks' trust is judged on the same reading of the file."""
     paths = Paths.from_env(env)
     codex_dir = os.path.dirname(paths.codex_config)
     try:
         config = _read_codex_config(paths.codex_config)
     except ValueError as exc:
-        return PluginState("codex", reason=str(exc))
+        return PluginState("codex", reason=str(exc)), None
     if config is None:
-        return PluginState("codex")
+        return PluginState("codex"), None
     found: PluginState | None = None
     for key in sorted(config.plugins):  # marketplaces in the order the server's command globs them
         table = config.plugins[key]
@@ -229,7 +235,7 @@ def codex_plugin(env: Mapping[str, str]) -> PluginState:
         )
         if found is None or _preferred(state, found):
             found = state
-    return found or PluginState("codex")
+    return found or PluginState("codex"), config
 
 
 def plugin_state(host: str, env: Mapping[str, str]) -> PluginState:
@@ -247,8 +253,9 @@ class PluginTrust:
     disabled: int = 0
 
 
-def codex_plugin_trust(state: PluginState, env: Mapping[str, str]) -> PluginTrust | None:
-    """How many of the plugin's Codex hooks carry the person's trust for their current identity.
+def codex_plugin_trust(state: PluginState, config: CodexConfig) -> PluginTrust | None:
+    """How many of the plugin's Codex hooks carry the person's trust for their current identity, as
+    `config` (Codex's config.toml) records it.
 
     None when the plugin is not installed or its hooks file cannot be read. A hook counts as trusted
     when Codex's `trusted_hash` equals the hook's identity hash; the folder fingerprint beside it is
@@ -260,10 +267,7 @@ def codex_plugin_trust(state: PluginState, env: Mapping[str, str]) -> PluginTrus
         return None
     try:
         hooks_doc = _read_json(os.path.join(state.root, CODEX_PLUGIN_HOOKS))
-        config = _read_codex_config(Paths.from_env(env).codex_config)
     except ValueError:
-        return None
-    if config is None:
         return None
     events = hooks_doc.get("hooks") if isinstance(hooks_doc, dict) else None
     statuses: list[str] = []
@@ -307,13 +311,17 @@ def hook_routes(env: Mapping[str, str]) -> dict[str, dict[str, Any]]:
     runs twice) or "none", with the plugin's state and, for Codex, its hooks' trust."""
     routes: dict[str, dict[str, Any]] = {}
     for host in HOSTS:
-        state = plugin_state(host, env)
+        codex_config = None
+        if host == "codex":
+            state, codex_config = _codex_plugin_and_config(env)
+        else:
+            state = plugin_state(host, env)
         install = install_hooks_present(host, env)
         routes_by = {(True, True): "both", (True, False): "plugin", (False, True): "install"}
         route = routes_by.get((state.active, install), "none")
         plugin = state.as_json()
-        if host == "codex":
-            trust = codex_plugin_trust(state, env)
+        if codex_config is not None:
+            trust = codex_plugin_trust(state, codex_config)
             if trust is not None:
                 plugin["hooks"] = {
                     "trusted": trust.trusted,
