@@ -93,10 +93,18 @@ def run_job(memories: MemoryService, job: Job, extract: Extractor) -> JobOutcome
         with memories.transaction():
             if not memories.job_may_write(job):  # revoked meanwhile: final under this transaction
                 return None
-            root = _apply_fact(memories, principal, job, fact, metadata, outcome, written)
+            root = _apply_fact(memories, principal, job, fact, metadata, outcome, written, progress.replaced)
             progress.advance(root, written, outcome)
             memories.keep_job_progress(job.id, progress.to_json())
         time.sleep(BETWEEN_FACTS_S)  # a request waiting for the lock takes it now, not after the job
+    if progress.replaced:  # in one transaction: a job resumed after a crash does it again, whole
+        with memories.transaction():
+            if not memories.job_may_write(job):
+                return None
+            for replaced in progress.replaced:
+                _restate_elsewhere(
+                    memories, principal, job.container_tag, replaced, metadata, outcome, written
+                )
     if not memories.finish_job(principal, job, progress.roots, exchange_vector, outcome, started):
         return None
     return outcome
@@ -113,6 +121,8 @@ class JobProgress:
     roots: list[str] = field(default_factory=list)
     written: list[str] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
+    #: (old value, new value, fact) of each update whose value the job restates in other facts.
+    replaced: list[list[str]] = field(default_factory=list)
 
     def outcome(self) -> JobOutcome:
         return JobOutcome(
@@ -143,6 +153,7 @@ class JobProgress:
             "roots": self.roots,
             "written": self.written,
             "counts": self.counts,
+            "replaced": self.replaced,
         }
 
 
@@ -160,10 +171,12 @@ def _resumed_progress(job: Job) -> JobProgress | None:
             roots=[str(root) for root in kept.get("roots", [])],
             written=[str(memory_id) for memory_id in kept.get("written", [])],
             counts={str(key): int(value) for key, value in dict(kept.get("counts", {})).items()},
+            replaced=[[str(part) for part in entry][:3] for entry in kept.get("replaced", [])],
         )
     except (KeyError, TypeError, ValueError):
         return None
-    return progress if 0 <= progress.applied <= len(progress.facts) else None
+    whole = all(len(entry) == 3 for entry in progress.replaced)
+    return progress if whole and 0 <= progress.applied <= len(progress.facts) else None
 
 
 def _neighbours(memories: MemoryService, principal: Principal, tag: str, fact: str) -> list[Hit]:
@@ -177,6 +190,37 @@ def _neighbours(memories: MemoryService, principal: Principal, tag: str, fact: s
     ]
 
 
+def _restate_elsewhere(
+    memories: MemoryService,
+    principal: Principal,
+    tag: str,
+    replaced: list[str],
+    metadata: dict[str, Any],
+    outcome: JobOutcome,
+    written: set[str],
+) -> None:
+    """After an update replaced a specific value (a version, a host), the other facts of the space
+    that still state it get the new one in its place, each as a new version: one correction
+    ("flutter is on 3.22.2 now") leaves no fact saying 3.19.6 current, however many said it, where
+    the update itself reaches only the one fact closest to the correcting one. Run once every fact
+    of the job is applied, so that a later fact of the same exchange that updates one of them with
+    its own words does so first; the job's own facts are never restated."""
+    old_value, new_value, fact = replaced
+    for hit in memories.search(principal, tag, old_value, limit=RECONCILE_READ, context=False):
+        stale = hit.memory
+        if stale.kind != "memory" or stale.pinned or stale.id in written:
+            continue
+        text = librarian.restated(stale.content, old_value, new_value, fact)
+        if text is None:
+            continue
+        relinked = {
+            **(stale.metadata or {}),
+            exchanges.FACT_EXCHANGE_FIELD: metadata[exchanges.FACT_EXCHANGE_FIELD],
+        }
+        written.add(memories.update(principal, stale.id, text, metadata=relinked).id)
+        outcome.updated += 1
+
+
 def _apply_fact(
     memories: MemoryService,
     principal: Principal,
@@ -185,11 +229,14 @@ def _apply_fact(
     metadata: dict[str, Any],
     outcome: JobOutcome,
     written: set[str],
+    replaced: list[list[str]],
 ) -> str | None:
     """Reconcile one fact and write what that decides; the root id of the fact that now holds it.
 
     `written` holds the ids this job wrote so far (and gains the new ones): a fact is never
-    compared with its own exchange's other facts, so none of them supersedes another."""
+    compared with its own exchange's other facts, so none of them supersedes another. `replaced`
+    gains (old value, new value, fact) for an update that replaced a value other facts may state too
+    (`_restate_elsewhere`, once every fact of the job is applied)."""
     hits = [
         hit
         for hit in _neighbours(memories, principal, job.container_tag, fact)
@@ -215,6 +262,8 @@ def _apply_fact(
             joined = memories.save(principal, job.container_tag, fact, metadata=metadata)
             written.add(joined.id)
             outcome.added += 1
+        if decision.values is not None and librarian.carried_over(*decision.values):
+            replaced.append([*decision.values, fact])
         return updated.root_id
     if decision.action == "conflict":
         flagged = {**metadata, "conflicted": True, "conflictsWith": decision.target_id}

@@ -354,7 +354,7 @@ def test_decide(fact: str, neighbours: list[Neighbour], action: str, target: str
 
 def test_decide_reason_names_the_old_and_new_value() -> None:
     decision = decide("We use Postgres 16.", [Neighbour("a", "We use Postgres 15.", None)])
-    assert decision == Decision("update", "a", "'we use postgres': '15' -> '16'")
+    assert decision == Decision("update", "a", "'we use postgres': '15' -> '16'", values=("15", "16"))
 
 
 # --- the LLM extractor against a stand-in endpoint ---------------------------------------------------

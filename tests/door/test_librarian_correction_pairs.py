@@ -175,6 +175,15 @@ OWNER: Pairs = [
         "@frontend-guild reviews every change under `web/`.",
         "Changes under `web/` are now reviewed by @design-systems.",
     ),
+    (
+        "Before anyone edits the tokenizer settings, note that search belongs to Ilse Varga; she must "
+        "approve tokenizer changes.",
+        "Tomas Reyes owns product search now, tokenizer changes and reindexes go through him.",
+    ),
+    (
+        "Schema changes to the ledger tables need the approval of Kofi Mensah.",
+        "Wanjiru Kamau approves ledger schema changes now.",
+    ),
 ]
 
 ADDRESS: Pairs = [
@@ -370,6 +379,20 @@ THROUGH_THE_DOOR = [
 ]
 
 
+THROUGH_THE_DOOR.append(
+    pytest.param(
+        "User: from now on every new page uses the design tokens. also pin node with volta, we are on "
+        "20.11.1, people keep building with random versions\n\nAssistant: Pinned: `package.json` now has "
+        '`"volta": {"node": "20.11.1"}`, and `.nvmrc` says `20.11.1`.',
+        "User: the volta pin is outdated, bump it to the current LTS\n\nAssistant: Done: `package.json` "
+        'now has `"volta": {"node": "22.3.0"}`, and `.nvmrc` says `22.3.0`.',
+        "which node version is the repo pinned to",
+        "20.11.1",
+        id="a version replaced in one fact is replaced in every fact that still states it",
+    )
+)
+
+
 @pytest.mark.parametrize(("first", "second", "query", "old_value"), THROUGH_THE_DOOR)
 def test_the_second_exchange_leaves_the_old_value_out_of_the_current_facts(
     door_onnx: DoorProcess, tag: str, first: str, second: str, query: str, old_value: str
@@ -387,3 +410,65 @@ def test_the_second_exchange_leaves_the_old_value_out_of_the_current_facts(
     assert status == 200, body
     current = [row["content"] for row in body["results"] if row.get("kind", "memory") == "memory"]
     assert current and not any(old_value in content for content in current), current
+
+
+# --- one value replaced, restated in the other facts that state it ----------------------------------
+
+from bli_memory.door.librarian import carried_over, restated  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("3.19.6", "3.22.2"),
+        ("`build-02.rack.lan`", "`build-05.rack.lan`"),
+        ("https://a.example.dev", "https://b.example.dev"),
+        ("2022.3.21f1", "6000.0.23f1"),
+    ],
+)
+def test_a_specific_value_is_carried_over_to_other_facts(old: str, new: str) -> None:
+    assert carried_over(old, new)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("7", "14"),
+        ("512", "2048"),
+        ("1.2", "1.3"),
+        ("redis", "rabbitmq"),
+        ("3.19.6", "3.19.6"),
+        ("main", "trunk"),
+    ],
+)
+def test_a_bare_number_a_short_version_or_a_word_is_never_carried_over(old: str, new: str) -> None:
+    """ "7" or "main" can be many things in one space: only the fact the correction reached changes."""
+    assert not carried_over(old, new)
+
+
+def test_restated_replaces_the_old_value_as_the_correction_writes_the_new_one() -> None:
+    assert (
+        restated(
+            "Pin flutter with fvm, we are on 3.19.6, ppl keep building.",
+            "3.19.6",
+            "3.22.2",
+            "Moved to 3.22.2.",
+        )
+        == "Pin flutter with fvm, we are on 3.22.2, ppl keep building."
+    )
+    assert restated(
+        "Hosts: BUILD-02.rack.lan only.", "build-02.rack.lan", "build-05.rack.lan", "Now `Build-05.rack.lan`."
+    ) == ("Hosts: Build-05.rack.lan only.")
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "Upgraded from 3.19.6 to 3.22.2 last week.",  # states the new value too: a history
+        "The SDK is 3.19.60 on the old boards.",  # another value that starts the same
+        "Release 13.19.6 of the tool.",
+        "The API is at v3.19.6.1.",
+    ],
+)
+def test_restated_leaves_a_history_or_another_value_alone(content: str) -> None:
+    assert restated(content, "3.19.6", "3.22.2", "Moved to 3.22.2.") is None

@@ -8,6 +8,7 @@ for an OpenAI-compatible chat endpoint that falls back to `extract`. `words` is 
 `tables` reads a table of who owns what as sentences before prose extraction.
 """
 
+from bli_memory.door.librarian.corrections import carried_over, restated
 from bli_memory.door.librarian.extract import MAX_FACT_CHARS, MAX_FACTS_PER_TEXT, extract_facts
 from bli_memory.door.librarian.llm import (
     ExtractorName,
@@ -26,7 +27,9 @@ __all__ = [
     "LibrarianError",
     "LlmExtractor",
     "Neighbour",
+    "carried_over",
     "decide",
     "extract_facts",
     "extractor_for",
+    "restated",
 ]

@@ -11,6 +11,9 @@ the older stale, and through which value:
   an ellipsis stands for what the new fact leaves out;
 - a state said to hold no more (:func:`predicate_retired`): "no longer shared with BI", "not shared
   with BI anymore" retire the fact that says it is shared with BI;
+- a value replaced in one fact, restated in every other fact that still states it
+  (:func:`carried_over`, :func:`restated`): after `.fvmrc` pins 3.22.2 instead of 3.19.6, "we are on
+  3.19.6" in the request that set the pin is stale too;
 - and two guards the value rules consult: a fact that adds ("we also …") replaces nothing
   (:func:`adds`), and two facts that each name their own thing in the same place ("the admin API
   listens on 8081", "the public API listens on 8080") are siblings, not versions (:func:`siblings`).
@@ -259,3 +262,47 @@ def siblings(new_text: str, old_text: str) -> bool:
         return found
 
     return bool(heads(old_words, old_set, new_set) & heads(new_words, new_set, old_set))
+
+
+# --------------------------------------------------------------------------- one value, every fact
+
+#: a value specific enough to mean the same thing in every fact of a space that states it: a version
+#: or an identifier with a digit and a separator (`3.19.6`, `2022.3.21f1`, `build-02.rack.lan`), a URL,
+#: or a host name. A bare number ("7", "512") or a word could be anything, and is never carried over.
+_SPECIFIC_VALUE = re.compile(
+    r"(?=[\w.:/@+-]*\d)[\w@+]+(?:[.:/-][\w@+]+)+"
+    r"|[a-z][a-z0-9+.-]*://\S+"
+    r"|[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}",
+    re.IGNORECASE,
+)
+#: the shortest value carried over: "1.2" is too common to stand for one thing.
+CARRIED_VALUE_MIN_CHARS = 5
+
+
+def _bare(value: str) -> str:
+    return value.strip("`'\".,;:()[]")
+
+
+def carried_over(old_value: str, new_value: str) -> bool:
+    """Whether a value one update replaced (`3.19.6` -> `3.22.2`) is specific enough that any other
+    fact of the space still stating it states the old value of the same thing."""
+    old, new = _bare(old_value), _bare(new_value)
+    return (
+        old.lower() != new.lower()
+        and len(old) >= CARRIED_VALUE_MIN_CHARS
+        and _SPECIFIC_VALUE.fullmatch(old) is not None
+        and _SPECIFIC_VALUE.fullmatch(new) is not None
+    )
+
+
+def restated(content: str, old_value: str, new_value: str, source: str) -> str | None:
+    """`content` with `old_value` replaced by `new_value` as `source` (the correcting fact) writes it,
+    or None when `content` does not state the old value as a whole token, or states the new one too
+    (a history: "upgraded from 3.19.6 to 3.22.2")."""
+    old, new = _bare(old_value), _bare(new_value)
+    found = re.compile(rf"(?<![\w.-]){re.escape(old)}(?![\w-]|\.\w)", re.IGNORECASE)
+    if found.search(content) is None or new.lower() in content.lower():
+        return None
+    at = source.lower().find(new.lower())
+    written = source[at : at + len(new)] if at >= 0 else new
+    return found.sub(lambda _: written, content)

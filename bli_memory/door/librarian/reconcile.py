@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from bli_memory.door.librarian.corrections import (
@@ -87,12 +87,15 @@ class Decision:
     ``rewrite``, on an update only: the target's own text with its old value replaced, when it says
     more than the new fact (other paths, identifiers or values); the target becomes that text and the
     fact is added beside it, so nothing else the target said is lost. None: the target becomes the fact.
+    ``values``, on an update that replaced one value with another: (old value, new value), so that the
+    job can bring other facts still stating the old value up to date (`corrections.restated`).
     """
 
     action: Action
     target_id: str | None
     reason: str
     rewrite: str | None = None
+    values: tuple[str, str] | None = None
 
 
 _NEGATIONS = frozenset({"not", "no", "never"})
@@ -782,40 +785,45 @@ def _reassigned(new_text: str, old_text: str) -> tuple[str, str, str] | None:
 _RANK: dict[Action, int] = {"unchanged": 0, "conflict": 1, "update": 2, "add": 3}
 
 
-def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str]:
-    """The verdict of one fact against one neighbour, with its reason."""
+def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str, tuple[str, str] | None]:
+    """The verdict of one fact against one neighbour, with its reason and, for a value replaced by
+    another, (old value, new value)."""
     old = tokens(neighbour.content)
     if old == new:
-        return "unchanged", f"same text as {neighbour.id}"
+        return "unchanged", f"same text as {neighbour.id}", None
     new_negated, new_core = _polarity(new)
     old_negated, old_core = _polarity(old)
     corrects = _corrects(fact, neighbour.content)
     sibling = siblings(fact, neighbour.content)
     replaced = _new_value_for(neighbour.content, fact, corrects) if corrects and not sibling else None
     if replaced:  # "8443, not 8080" negates the old value on purpose: a correction, not a conflict
-        return "update", f"corrects {replaced[0]!r} to {replaced[1]!r} in {neighbour.id}"
+        return "update", f"corrects {replaced[0]!r} to {replaced[1]!r} in {neighbour.id}", replaced
     retired = _retires(fact, neighbour.content)
     if retired:  # "from Redis to RabbitMQ", "amqp://… now, not redis://…": the old fact is history
-        return "update", f"retires {retired!r}, which {neighbour.id} states"
+        return "update", f"retires {retired!r}, which {neighbour.id} states", None
     moved = _moved(fact, neighbour.content)
     if moved:
-        return "update", f"{moved[0]!r} moved to {moved[1]!r} in {neighbour.id}"
+        return "update", f"{moved[0]!r} moved to {moved[1]!r} in {neighbour.id}", None
     changed = statement_changed(fact, neighbour.content) or bumped(fact, neighbour.content)
     if changed:  # `… COMPONENTS glslc)` -> `… COMPONENTS dxc)`; "bumped X in `west.yml` to v2.7.0"
-        return "update", f"changes {changed[0]!r} to {changed[1]!r} in {neighbour.id}"
+        return "update", f"changes {changed[0]!r} to {changed[1]!r} in {neighbour.id}", changed
     no_more = predicate_retired(fact, neighbour.content)
     if no_more:  # "not shared with BI anymore": the fact saying it is shared is history
-        return "update", f"{no_more!r} holds no more, which {neighbour.id} states"
+        return "update", f"{no_more!r} holds no more, which {neighbour.id} states", None
     if new_negated != old_negated and (
         new_core == old_core or _jaccard(new_core, old_core) >= NEAR_DUPLICATE_OVERLAP
     ):
-        return "conflict", f"negates {neighbour.id}; both kept for a person to settle"
+        return "conflict", f"negates {neighbour.id}; both kept for a person to settle", None
     reassigned = _reassigned(fact, neighbour.content)
     if reassigned:
-        return "update", f"{reassigned[0]}: {reassigned[1]!r} -> {reassigned[2]!r} in {neighbour.id}"
+        return (
+            "update",
+            f"{reassigned[0]}: {reassigned[1]!r} -> {reassigned[2]!r} in {neighbour.id}",
+            (reassigned[1], reassigned[2]),
+        )
     former = handed_over(fact, neighbour.content) or holder_replaced(fact, neighbour.content)
     if former:
-        return "update", f"the role passes from {former!r} in {neighbour.id}"
+        return "update", f"the role passes from {former!r} in {neighbour.id}", None
     new_kv, old_kv = _key_value(fact), _key_value(neighbour.content)
     if (
         new_kv
@@ -824,33 +832,41 @@ def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str
         and new_kv[1] != old_kv[1]
         and _same_place(fact, neighbour.content)
     ):
-        return "update", f"{new_kv[0]}: {old_kv[1]!r} -> {new_kv[1]!r}"
+        return "update", f"{new_kv[0]}: {old_kv[1]!r} -> {new_kv[1]!r}", (old_kv[1], new_kv[1])
     # "CI also runs the tests on 3.12" replaces nothing; nor does a value in another file
     additive = not corrects and (adds(fact) or _other_file(fact, neighbour.content))
     change = _value_change(old, new) if new_negated == old_negated and not additive else None
     if change:
         subject, before, after = change
-        return "update", f"{subject!r}: {before!r} -> {after!r}"
+        return "update", f"{subject!r}: {before!r} -> {after!r}", (before, after)
     replaced = None if additive or sibling else _new_value_for(neighbour.content, fact, corrects)
     if replaced and new_negated == old_negated:
-        return "update", f"new value {replaced[1]!r} for {replaced[0]!r} in {neighbour.id}"
+        return "update", f"new value {replaced[1]!r} for {replaced[0]!r} in {neighbour.id}", replaced
 
     same_numbers = sorted(_numbers(old)) == sorted(_numbers(new))
     similarity = neighbour.similarity
     if new_negated != old_negated:
-        return "add", "the opposite polarity of a different statement"
+        return "add", "the opposite polarity of a different statement", None
     if similarity is not None and similarity >= NEAR_DUPLICATE_SIMILARITY and same_numbers:
-        return "unchanged", f"similarity {similarity:.3f} >= {NEAR_DUPLICATE_SIMILARITY} with {neighbour.id}"
+        return (
+            "unchanged",
+            f"similarity {similarity:.3f} >= {NEAR_DUPLICATE_SIMILARITY} with {neighbour.id}",
+            None,
+        )
     overlap = _jaccard(old, new)
     if overlap >= NEAR_DUPLICATE_OVERLAP and same_numbers:
-        return "unchanged", f"word overlap {overlap:.2f} >= {NEAR_DUPLICATE_OVERLAP} with {neighbour.id}"
+        return (
+            "unchanged",
+            f"word overlap {overlap:.2f} >= {NEAR_DUPLICATE_OVERLAP} with {neighbour.id}",
+            None,
+        )
     old_set, new_set = set(old), set(new)
     if min(len(old), len(new)) / max(len(old), len(new), 1) >= CONTAINMENT_MIN_LENGTH_RATIO:
         if len(new) >= CONTAINMENT_MIN_WORDS and new_set <= old_set:
-            return "unchanged", f"already contained in {neighbour.id}"
+            return "unchanged", f"already contained in {neighbour.id}", None
         if len(old) >= CONTAINMENT_MIN_WORDS and old_set <= new_set:
-            return "update", f"adds detail to {neighbour.id}"
-    return "add", "no stored fact says the same or the opposite"
+            return "update", f"adds detail to {neighbour.id}", None
+    return "add", "no stored fact says the same or the opposite", None
 
 
 def decide(fact: str, neighbours: Sequence[Neighbour]) -> Decision:
@@ -863,11 +879,11 @@ def decide(fact: str, neighbours: Sequence[Neighbour]) -> Decision:
     new = tokens(fact)
     best: tuple[int, float, int, Decision] | None = None
     for index, neighbour in enumerate(neighbours):
-        action, reason = _judge(fact, new, neighbour)
+        action, reason, values = _judge(fact, new, neighbour)
         if action == "add":
             continue
         similarity = neighbour.similarity if neighbour.similarity is not None else -1.0
-        key = (_RANK[action], -similarity, index, Decision(action, neighbour.id, reason))
+        key = (_RANK[action], -similarity, index, Decision(action, neighbour.id, reason, values=values))
         if best is None or key[:3] < best[:3]:
             best = key
     if best is None:
@@ -877,5 +893,5 @@ def decide(fact: str, neighbours: Sequence[Neighbour]) -> Decision:
         target = next(n for n in neighbours if n.id == decision.target_id)
         rewrite = _rewrite(target.content, fact)
         if rewrite is not None:
-            return Decision("update", decision.target_id, decision.reason + "; the rest of it kept", rewrite)
+            return replace(decision, reason=decision.reason + "; the rest of it kept", rewrite=rewrite)
     return decision

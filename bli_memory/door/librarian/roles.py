@@ -16,7 +16,8 @@ from bli_memory.door.librarian.words import is_anchor, names_one_thing, tokens
 _PERSON = re.compile(r"\b[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+\b")
 #: who owns, maintains or answers for a thing.
 _ROLE = re.compile(
-    r"\b(?:own(?:s|ed|er|ers|ership)?|maintain(?:s|ed|er|ers)?|lead|approver|contact|on-?call)\b",
+    r"\b(?:own(?:s|ed|er|ers|ership)?|maintain(?:s|ed|er|ers)?|lead|approv(?:e|es|ed|er|ers|al)|contact|"
+    r"on-?call|belong(?:s|ed)?\s+to)\b",
     re.IGNORECASE,
 )
 #: a role that now falls to a named person: "the owner is now Ana Lima", "it's Ana Lima in ops now".
