@@ -92,6 +92,7 @@ DYNAMIC_PATTERNS = {
     ): "the fact's words, escaped, joined by \\s+: literals between runs of space",
     ("bli_memory.door.librarian.reconcile", "_rewrite"): "one escaped literal between look-arounds",
     ("bli_memory.door.librarian.reconcile", "_mentions"): "one escaped literal between look-arounds",
+    ("bli_memory.door.librarian.corrections", "restated"): "one escaped literal between look-arounds",
     (
         "bli_memory.door.librarian.prose",
         "_sentences",
