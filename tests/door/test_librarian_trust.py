@@ -158,6 +158,32 @@ def test_general_knowledge_with_a_kind_of_file_an_example_or_my_experience_leave
 
 
 @pytest.mark.parametrize(
+    "user",
+    [
+        "quick one, not about our code: what's the difference between a mutex and a semaphore?",
+        "unrelated to this repo, what's the difference between a mutex and a semaphore?",
+        "what's the difference between a mutex and a semaphore? nothing to do with our project",
+    ],
+)
+def test_a_question_its_asker_says_is_not_about_the_project_leaves_nothing(user: str) -> None:
+    reply = (
+        "Both guard shared state, but differently:\n\n- a **mutex** is owned by the thread that locked it: "
+        "`std::lock_guard<std::mutex> lock(m);` releases it at the end of the scope.\n- a **semaphore** counts "
+        "permits and any thread may release one: `sem.release()` after `sem.acquire()`.\n\nRules of thumb: "
+        "exclusive access → mutex; bounding concurrency → semaphore."
+    )
+    assert extract_facts(f"User: {user}\n\nAssistant: {reply}") == []
+
+
+def test_our_code_named_in_a_question_still_ties_it_to_the_project() -> None:
+    text = (
+        "User: what's the difference between our retry helper and the one in the SDK?\n\nAssistant: "
+        "`lib/retry.ts` retries 3 times with jitter; the SDK's helper retries once."
+    )
+    assert extract_facts(text) != []
+
+
+@pytest.mark.parametrize(
     "aside",
     ["reviewing a PR and want to be sure", "asking for a friend", "it came up in code review"],
 )

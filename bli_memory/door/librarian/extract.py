@@ -100,6 +100,14 @@ _USER_ROLES = frozenset({"user", "human", "h"})
 _OWN_WORDS = re.compile(
     r"\b(?:our|ours|my|mine|here|this (?:repo|project|codebase|service|app))\b", re.IGNORECASE
 )
+#: the asker saying the question is not about the project ("not about our code", "unrelated to this
+#: repo"): the "our" in it ties nothing to the project.
+_NOT_OURS = re.compile(
+    r"\b(?:not|nothing)\s+(?:about|related to|specific to|to do with)\s+(?:our|my|this)\s+"
+    r"(?:code|codebase|repo|repository|project|app|service|stack)\b|"
+    r"\bunrelated to\s+(?:our|my|this)\s+(?:code|codebase|repo|repository|project|app|service|stack)\b",
+    re.IGNORECASE,
+)
 #: words of a reply that did something or looked at the project ("I'd use X" is advice, not an action).
 _ACTOR_WORDS = re.compile(
     r"\bI(?:'ve| have)?\s+(?:also\s+|just\s+|then\s+)?(?:[a-z]+ed|ran|made|set|wrote|found|put|took|saw|got|"
@@ -365,9 +373,9 @@ def _answers_from_general_knowledge(user: str, reply: str) -> bool:
     """A question about the world ("What's the difference between X and Y?") answered without a word
     about this repository: the question names no file and says nothing of "our"/"my"/"this repo"
     nor of how "we" stand (an aside beside it may say why it is asked, a line without a verb what it is
-    about), and the reply reports no action ("I …"), names no
+    about; "not about our code" says so), and the reply reports no action ("I …"), names no
     path and says nothing of "our"/"your repo"."""
-    question = " ".join(_prose_units(user)).strip()
+    question = _NOT_OURS.sub(" ", " ".join(_prose_units(user))).strip()
     said = [s for s in (_clean(s) for s in _sentences(question)) if s]
     asked = [s for s in said if s.endswith("?") or _GENERAL_QUESTION.match(s)]
     if not asked or not all(_is_aside(s) or _is_topic(s) for s in said if s not in asked):
