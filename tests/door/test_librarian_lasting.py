@@ -24,6 +24,7 @@ from bli_memory.door.librarian.lasting import (
         "`pytest tests/scheduling -q`: 6 passed.",
         "`.nvmrc`: `20.12.2`.",
         "Only arizona.",  # two words: no subject, nothing said of it
+        "`Dockerfile`, base image `node:20-alpine` (line 1).",  # an image's name is not a setting
     ],
 )
 def test_log_lines_test_counts_questions_and_fragments_never_enter_the_profile(fact: str) -> None:
@@ -55,6 +56,18 @@ def test_log_lines_test_counts_questions_and_fragments_never_enter_the_profile(f
         # a file's settings listed after its name: how the file is configured, though no verb says so
         ("`prj_release.conf`: `CONFIG_SERIAL=n`, `CONFIG_LOG=n`, `CONFIG_ASSERT=n`.", DURABLE_VERB_SCORE),
         ("`.env.ci`: `DEBUG=0`, `LOG_LEVEL=warn`.", DURABLE_VERB_SCORE),
+        # a setting given its value anywhere, or a YAML key and its items: how something is configured
+        (
+            "`MACOSX_DEPLOYMENT_TARGET = 13.0` in `App.xcodeproj/project.pbxproj` (Debug and Release).",
+            DURABLE_VERB_SCORE,
+        ),
+        (
+            "`roles/dns/defaults/main.yml`: `resolvers:`, then `- 10.0.0.53`, then `- 10.0.1.53`.",
+            DURABLE_VERB_SCORE,
+        ),
+        # who is paged for what is ownership
+        ("Aiko Tanaka is primary for the billing escalation policy.", DECISION_SCORE),
+        ("Ravi is the on-call engineer for ingest this quarter.", DECISION_SCORE),
         # "actually" inside a sentence stresses it; only at the start does it correct (a decision)
         ("The retries were real: a third of those sends had actually been delivered.", DURABLE_VERB_SCORE),
         ("Actually, the broker is RabbitMQ.", DECISION_SCORE),

@@ -14,8 +14,9 @@ fact that never belongs in the profile:
 - a log line's shape (a timestamp, a level such as ``Warning``/``ERROR``, a kubelet event's age
   such as ``14m``, a stack frame);
 - a fragment: two words ("Only arizona."), or no verb ("`README.md` line 31, the "Environments"
-  table."), unless it lists a file's settings ("`prj_release.conf`: `CONFIG_LOG=n`, …"), which
-  states how the file is configured.
+  table."), unless it lists a file's settings ("`prj_release.conf`: `CONFIG_LOG=n`, …") or gives a
+  setting its value ("`DEPLOYMENT_TARGET = 14.0` in `project.pbxproj`"), which states how something
+  is configured.
 
 Otherwise the score adds up, highest first: a decision/convention/preference word or shape ("Plan is
 …", "Moving X to Y") and who owns or approves what (3), a rule ("… never …", "Every model needs …"),
@@ -102,6 +103,10 @@ _STANDING_ORDER_START = re.compile(
 #: a file's settings listed after its name: "`prj_release.conf`: `CONFIG_LOG=n`, `CONFIG_ASSERT=n`."
 #: how the file is configured, a standing fact, though it holds no verb.
 _SETTINGS_LIST = re.compile(r"^`[^`\n]+`:\s*`[A-Za-z_][\w.-]*\s*[=:]\s*[^`\n]+`")
+#: a setting given its value in a code span anywhere in a fact without a verb ("`DEPLOYMENT_TARGET = 14.0`
+#: in `project.pbxproj`", "`ntp.yml`: `servers:`, then `- ntp1.lan`"): how something is configured. A
+#: colon is a setting's only before a space or at the end (`node:20-alpine` is an image's name).
+_SETTING_SPAN = re.compile(r"`[A-Za-z_][\w.-]*\s*(?:=\s*[^`\n]+|:(?:\s[^`\n]*)?)`")
 #: a fact bound to the moment it was said: "until then the old pods keep …, expect a restart tonight".
 _MOMENT = re.compile(
     r"\b(?:tonight|today|tomorrow|this (?:morning|afternoon|evening|week|sprint)|next deploy|until then|"
@@ -168,6 +173,7 @@ _EMPHASIS = re.compile(r"(?<=\S)\s+actually\b", re.IGNORECASE)
 _OWNERSHIP = re.compile(
     r"\b(?:owned by|owners?|ownership|belongs? to|maintainers?|maintained by|approv(?:al|es|ed) (?:from|by)|"
     r"sign-?off|signs? off|admins? (?:is|are)|is the (?:primary |main )?(?:owner|contact|lead)|lists \S+ \S+ for|"
+    r"is (?:the )?(?:primary|secondary|on-?call)(?: \w+)? (?:for|on)|"
     r"the (?:owner|lead|maintainer|contact|approver)s? (?:is|are))\b",
     re.IGNORECASE,
 )
@@ -236,7 +242,7 @@ def lasting_score(fact: str) -> int | None:
     rule = bool(_RULE.search(statement))
     if not rule and not _has_verb(words):
         # "Indexes always concurrently." is a rule without a verb; a listing of settings states them
-        return DURABLE_VERB_SCORE if _SETTINGS_LIST.match(text) else None
+        return DURABLE_VERB_SCORE if _SETTINGS_LIST.match(text) or _SETTING_SPAN.search(text) else None
     if _STANDING_ORDER_START.match(prose):
         return STANDING_ORDER_SCORE  # "Stop adding force unwraps, I see `!` everywhere": the order, then why
     if _FIRST_PERSON.search(statement) or _MOMENT_REPORT.match(statement):
