@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 
-from bli_memory.door.librarian.words import tokens
+from bli_memory.door.librarian.words import stem, tokens
 
 #: a version or a dated release, with or without its "v": 1.22, v2.7.0, 2024-06-20, 3.3.6p108 (read
 #: from the start of its token: from inside a run of digits it was tried again at every digit).
@@ -48,18 +48,9 @@ _COMMON = frozenset(
 _ADDS = re.compile(r"\b(?:also|as well|too|in addition|additionally|besides)\b", re.IGNORECASE)
 
 
-def _stem(word: str) -> str:
-    """A crude stem, so "shared" meets "sharing" and "dependency" meets "dependencies"."""
-    for suffix, replacement in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            word = word[: len(word) - len(suffix)] + replacement
-            break
-    return word[:-1] if word.endswith("e") and len(word) > 4 else word
-
-
 def stems(text: str) -> set[str]:
     """The stems of a fact's content words."""
-    return {_stem(w) for w in tokens(text) if len(w) >= 3 and w not in _COMMON}
+    return {stem(w) for w in tokens(text) if len(w) >= 3 and w not in _COMMON}
 
 
 def _content(words: list[str]) -> list[str]:
@@ -208,11 +199,11 @@ def predicate_retired(new_text: str, old_text: str) -> str | None:
     lowered_old = old_text.lower()
     if re.search(r"\b(?:not|no longer|never)\b", lowered_old):
         return None
-    old_stems = [_stem(w) for w in tokens(old_text)]
+    old_stems = [stem(w) for w in tokens(old_text)]
     for match in _NO_MORE.finditer(new_text):
         phrase = match.group("p1") or match.group("p2") or ""
         words = _content(tokens(phrase))[:4]
-        if len(words) >= PREDICATE_MIN_WORDS and _in_order([_stem(w) for w in words], old_stems):
+        if len(words) >= PREDICATE_MIN_WORDS and _in_order([stem(w) for w in words], old_stems):
             return " ".join(words)
     return None
 

@@ -84,6 +84,7 @@ from bli_memory.door.librarian.voice import (
     _USER_DECISION as _USER_DECISION,
 )
 from bli_memory.door.librarian.words import fact_key
+from bli_memory.door.librarian.words import stem as stem_of
 
 # =====================================================================================================
 # the whole exchange
@@ -244,17 +245,9 @@ ANSWER_WORD_MIN_CHARS = 3
 
 
 _WORD_PART = re.compile(r"[^\W_]+")
+
+
 #: endings cut before two words are compared, so that "configs" meets "config" and "failing" "fail".
-_ENDINGS = ("ing", "ed", "es", "s")
-
-
-def _stem(word: str) -> str:
-    for ending in _ENDINGS:
-        if word.endswith(ending) and len(word) - len(ending) >= ANSWER_WORD_MIN_CHARS:
-            return word[: -len(ending)]
-    return word
-
-
 def _content_stems(text: str) -> set[str]:
     """The stems of the words of `text` that can name something (identifiers split at `_ . / -`)."""
     return {
@@ -262,7 +255,7 @@ def _content_stems(text: str) -> set[str]:
         for word in _WORD_PART.findall(text.lower())
         if len(word) >= ANSWER_WORD_MIN_CHARS
         and not word.isdigit()
-        and (stem := _stem(word)) not in _GENERIC_WORDS
+        and (stem := stem_of(word)) not in _GENERIC_WORDS
         and word not in _GENERIC_WORDS
     }
 

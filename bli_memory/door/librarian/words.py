@@ -25,6 +25,20 @@ def tokens(text: str) -> list[str]:
     return out
 
 
+#: the shortest stem a suffix is taken off to leave ("uses" stays, "caches" becomes "cach").
+STEM_MIN_CHARS = 3
+
+
+def stem(word: str) -> str:
+    """A crude stem of a lower-case word, so "shared" meets "sharing", "cache" meets "cached" and
+    "dependency" meets "dependencies": the one both extraction and reconciliation compare words by."""
+    for suffix, replacement in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= STEM_MIN_CHARS:
+            word = word[: len(word) - len(suffix)] + replacement
+            break
+    return word[:-1] if word.endswith("e") and len(word) > STEM_MIN_CHARS + 1 else word
+
+
 def fact_key(fact: str) -> str:
     """Case, punctuation and markup-insensitive key used to deduplicate facts."""
     return " ".join(tokens(fact))
