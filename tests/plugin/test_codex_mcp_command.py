@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -51,13 +52,13 @@ def configure(codex_home: Path, **enabled: bool) -> None:
 
 
 def start(
-    tmp_path: Path, *, shell: str = "sh", codex_home: Path | None = None
+    tmp_path: Path, *, shell: str = "sh", codex_home: Path | None = None, path: str | None = None
 ) -> subprocess.CompletedProcess[str]:
     """The server's command and arguments from the JSON file, as Codex spawns it (plus one argument
-    of ours), in a project folder, with $CODEX_HOME set when given."""
+    of ours), in a project folder, with $CODEX_HOME set when given (and `path` as $PATH)."""
     project = tmp_path / "project"
     project.mkdir(exist_ok=True)
-    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path / "home")}
+    env = {"PATH": path or os.environ["PATH"], "HOME": str(tmp_path / "home")}
     if codex_home is not None:
         env["CODEX_HOME"] = str(codex_home)
     command = shell if SERVER["command"] == "sh" else SERVER["command"]
@@ -93,6 +94,41 @@ def test_the_server_starts_0_10_0_not_the_lexically_last_0_9_0(tmp_path: Path, s
         "serve",
         str(codex_home / "plugins" / "data" / "bli-memory"),
     ]
+
+
+#: the awks a machine may have as `awk`: Debian's default (mawk), GNU awk, BusyBox's (Alpine's);
+#: `.ci/run` installs the last two.
+AWKS = {"mawk": ["mawk"], "gawk": ["gawk"], "busybox": ["busybox", "awk"]}
+
+
+def awk_first_on_path(tmp_path: Path, name: str) -> str:
+    """$PATH with a folder first whose `awk` runs the awk `name`."""
+    program = AWKS[name]
+    found = shutil.which(program[0])
+    assert found, f"{program[0]} is not installed (.ci/run installs it): this test runs the launcher with it"
+    folder = tmp_path / f"awk-{name}"
+    folder.mkdir()
+    (folder / "awk").write_text(f'#!/bin/sh\n: > "{folder}/ran"\nexec {found} {" ".join(program[1:])} "$@"\n')
+    (folder / "awk").chmod(0o755)
+    return f"{folder}{os.pathsep}{os.environ['PATH']}"
+
+
+@pytest.mark.parametrize("awk", sorted(AWKS))
+def test_every_common_awk_picks_the_version_codex_picks(tmp_path: Path, awk: str) -> None:
+    """The launcher's version order is awk code: mawk, gawk and BusyBox must read it alike, numeric
+    pre-release identifiers by number (rc.10 after rc.2), a disabled marketplace passed over."""
+    codex_home = tmp_path / "codex"
+    versions = ["0.9.0", "0.10.0", "1.0.0-rc.2", "1.0.0-rc.10"]
+    for version in versions:
+        copy(codex_home, "bli-memory", version)
+    copy(codex_home, "other", "2.0.0")
+    configure(codex_home, **{"bli-memory": True, "other": False})
+    assert codex_active_version(versions) == "1.0.0-rc.10"
+    result = start(tmp_path, codex_home=codex_home, path=awk_first_on_path(tmp_path, awk))
+    assert (tmp_path / f"awk-{awk}" / "ran").exists()  # this awk, not another, read the versions
+    assert started(result) == launcher(
+        codex_home / "plugins" / "cache" / "bli-memory" / "bli-memory" / "1.0.0-rc.10"
+    )
 
 
 def test_a_disabled_marketplace_is_passed_over_whatever_its_version(tmp_path: Path) -> None:
