@@ -439,9 +439,12 @@ def test_a_specific_value_is_carried_over_to_other_facts(old: str, new: str) -> 
         ("redis", "rabbitmq"),
         ("3.19.6", "3.19.6"),
         ("main", "trunk"),
+        ("settings/v1.py", "settings/v2.py"),  # files live side by side
+        ("schema_v2.sql", "schema_v3.sql"),
+        ("docs/runbook.md", "docs/oncall.md"),
     ],
 )
-def test_a_bare_number_a_short_version_or_a_word_is_never_carried_over(old: str, new: str) -> None:
+def test_a_bare_number_a_short_version_or_a_word_or_a_file_is_never_carried_over(old: str, new: str) -> None:
     """ "7" or "main" can be many things in one space: only the fact the correction reached changes."""
     assert not carried_over(old, new)
 

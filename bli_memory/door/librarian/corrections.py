@@ -268,6 +268,13 @@ _SPECIFIC_VALUE = re.compile(
 )
 #: the shortest value carried over: "1.2" is too common to stand for one thing.
 CARRIED_VALUE_MIN_CHARS = 5
+#: a file's name or path: files live side by side, so one in place of another in one fact says nothing
+#: of the others (a host may end in `.md` or `.sh` too, and is then not carried over either).
+_FILE_LIKE = re.compile(
+    r"^(?![a-z][a-z0-9+.-]*://).*/|\.(?:py|md|rst|txt|json|ya?ml|toml|ini|cfg|conf|lock|env|js|mjs|ts|tsx|jsx|"
+    r"rb|go|rs|java|kt|kts|swift|cs|c|h|cc|cpp|hpp|sh|bash|sql|tf|hcl|xml|html|css|gradle|dart|ex|exs|lua)$",
+    re.IGNORECASE,
+)
 
 
 def _bare(value: str) -> str:
@@ -283,6 +290,7 @@ def carried_over(old_value: str, new_value: str) -> bool:
         and len(old) >= CARRIED_VALUE_MIN_CHARS
         and _SPECIFIC_VALUE.fullmatch(old) is not None
         and _SPECIFIC_VALUE.fullmatch(new) is not None
+        and not (_FILE_LIKE.search(old) or _FILE_LIKE.search(new))
     )
 
 
