@@ -104,3 +104,22 @@ def test_numbered_siblings_are_two_facts_not_one_said_twice() -> None:
     assert same_fact(
         "Builds run on the `large` runner pool of team one.", "Builds run on the `large` runner pool."
     )
+
+
+@pytest.mark.parametrize(
+    "fact",
+    [
+        '`playwright.config.ts` now uses `baseURL: process.env.E2E_BASE_URL ?? "https://stg.example.dev"`.',
+        "`lib/pick.ts` returns `ok ? Left(a) : Right(b)` for every caller.",
+    ],
+)
+def test_a_question_mark_inside_a_code_span_ends_no_leading_question(fact: str) -> None:
+    """`a ?? b` read as "a question, then its answer" left the briefing a line of `"https://…"`.`."""
+    assert briefing_text(fact) == fact
+
+
+def test_a_leading_question_before_its_answer_is_still_dropped() -> None:
+    assert (
+        briefing_text("Which SDK do we require? The pin lives in `west.yml`.")
+        == "The pin lives in `west.yml`."
+    )

@@ -295,8 +295,11 @@ def briefing_text(fact: str) -> str:
     """The fact as the briefing states it: a question it restates first ("Which SDK do we require?
     The pin lives in …") is dropped, so the line is the answer."""
     text = fact.strip()
-    answer = _LEADING_QUESTION.sub("", text, count=1)
-    return answer if answer and answer != text and not answer.endswith("?") else text
+    # a "?" inside a code span (`a ?? b`, `ok ? x : y`) ends no question: spans are masked, same length
+    masked = _INLINE_CODE_SPAN.sub(lambda span: "`" + "x" * (len(span.group(0)) - 2) + "`", text)
+    leading = _LEADING_QUESTION.match(masked)
+    answer = text[leading.end() :] if leading else ""
+    return answer if answer and not answer.endswith("?") else text
 
 
 @functools.lru_cache(maxsize=LASTING_CACHE_MAX)
