@@ -171,11 +171,11 @@ def _resumed_progress(job: Job) -> JobProgress | None:
             roots=[str(root) for root in kept.get("roots", [])],
             written=[str(memory_id) for memory_id in kept.get("written", [])],
             counts={str(key): int(value) for key, value in dict(kept.get("counts", {})).items()},
-            replaced=[[str(part) for part in entry][:3] for entry in kept.get("replaced", [])],
+            replaced=[[str(part) for part in entry] for entry in kept.get("replaced", [])],
         )
     except (KeyError, TypeError, ValueError):
         return None
-    whole = all(len(entry) == 3 for entry in progress.replaced)
+    whole = all(len(entry) == 3 for entry in progress.replaced)  # (old value, new value, fact)
     return progress if whole and 0 <= progress.applied <= len(progress.facts) else None
 
 

@@ -247,9 +247,9 @@ ANSWER_WORD_MIN_CHARS = 3
 _WORD_PART = re.compile(r"[^\W_]+")
 
 
-#: endings cut before two words are compared, so that "configs" meets "config" and "failing" "fail".
 def _content_stems(text: str) -> set[str]:
-    """The stems of the words of `text` that can name something (identifiers split at `_ . / -`)."""
+    """The stems of the words of `text` that can name something (identifiers split at `_ . / -`),
+    by `words.stem`, so that "configs" meets "config" and "failing" "fail"."""
     return {
         stem
         for word in _WORD_PART.findall(text.lower())
