@@ -61,6 +61,7 @@ DRIVEN_MODULES = {
     "bli_memory.door.librarian.lasting": "the facts extraction or a model proposes",
     "bli_memory.door.librarian.reconcile": "a new fact and the memories close to it",
     "bli_memory.door.librarian.corrections": "a new fact and the memories close to it",
+    "bli_memory.door.librarian.values": "a new fact and the memories close to it",
     "bli_memory.door.librarian.roles": "a new fact and the memories close to it",
     "bli_memory.door.librarian.words": "every fact's words",
     "bli_memory.door.librarian.tables": "a saved exchange's text, its tables read as sentences",

@@ -262,8 +262,8 @@ def _apply_fact(
             joined = memories.save(principal, job.container_tag, fact, metadata=metadata)
             written.add(joined.id)
             outcome.added += 1
-        if decision.values is not None and librarian.carried_over(*decision.values):
-            replaced.append([*decision.values, fact])
+        if decision.values is not None:
+            replaced.extend([old, new, fact] for old, new in librarian.carried_pairs(*decision.values))
         return updated.root_id
     if decision.action == "conflict":
         flagged = {**metadata, "conflicted": True, "conflictsWith": decision.target_id}

@@ -414,7 +414,7 @@ def test_the_second_exchange_leaves_the_old_value_out_of_the_current_facts(
 
 # --- one value replaced, restated in the other facts that state it ----------------------------------
 
-from bli_memory.door.librarian import carried_over, restated  # noqa: E402
+from bli_memory.door.librarian import carried_over, carried_pairs, restated  # noqa: E402
 
 
 @pytest.mark.parametrize(
@@ -475,3 +475,51 @@ def test_restated_replaces_the_old_value_as_the_correction_writes_the_new_one() 
 )
 def test_restated_leaves_a_history_or_another_value_alone(content: str) -> None:
     assert restated(content, "3.19.6", "3.22.2", "Moved to 3.22.2.") is None
+
+
+# --- which value of the old fact a correction replaces ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "rewrite"),
+    [
+        # the words before both values meet on "service" too: the nearest word ("Gradle") decides
+        (
+            "The service runs on JDK 17 with Gradle 8.5.",
+            "Actually the service needs Gradle 8.7 now.",
+            "The service runs on JDK 17 with Gradle 8.7.",
+        ),
+        ("The minimum is Android 7.0 (API 24).", "The minimum android is now API 26.", "(API 26)"),
+    ],
+)
+def test_a_correction_replaces_the_value_named_by_the_same_nearest_word(
+    old: str, new: str, rewrite: str
+) -> None:
+    decision = decide(new, [Neighbour("old", old, 0.6)])
+    assert decision.action == "update", decision.reason
+    assert decision.rewrite is not None and rewrite in decision.rewrite
+
+
+def test_a_subject_moved_to_a_new_host_hands_its_old_address_and_host_to_the_restatement() -> None:
+    """ "staging moved to a new host, X": the old fact is history, and the other facts naming the old
+    address, with or without its scheme, are restated with the new one."""
+    old = "Staging: https://staging.quill-app.dev, deployed from `main` on every merge."
+    new = "Staging moved to a new host, https://stg.quill.run, since we left the old domain."
+    decision = decide(new, [Neighbour("old", old, 0.6)])
+    assert (decision.action, decision.values) == (
+        "update",
+        ("https://staging.quill-app.dev", "https://stg.quill.run"),
+    )
+    assert carried_pairs(*decision.values) == [
+        ("https://staging.quill-app.dev", "https://stg.quill.run"),
+        ("staging.quill-app.dev", "stg.quill.run"),
+    ]
+    assert (
+        restated(
+            "Summary: staging at `staging.quill-app.dev` from `main`.",
+            "staging.quill-app.dev",
+            "stg.quill.run",
+            new,
+        )
+        == "Summary: staging at `stg.quill.run` from `main`."
+    )

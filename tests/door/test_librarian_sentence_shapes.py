@@ -416,3 +416,38 @@ def test_a_line_naming_the_project_beside_the_question_keeps_it_about_the_projec
         f"User: {user}\n\nAssistant: A `Mutex` lets one holder in at a time; an `RwLock` lets many "
         "readers or one writer in."
     )
+
+
+# --- markdown emphasis -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("user", "kept", "gone"),
+    [
+        # underscores inside a name are part of it (CommonMark opens no emphasis inside a word)
+        ("orders__shopify__daily has to run at 04:00 UTC from now on.", "orders__shopify__daily", None),
+        # a dunder is Python's name, not a word in bold
+        (
+            "from now on every package needs an `__init__.py`, and __init__ stays empty.",
+            "__init__ stays",
+            None,
+        ),
+        # emphasis around words is still markup
+        ("from now on we __always run__ **the linter** before pushing.", "we always run the linter", "**"),
+    ],
+)
+def test_emphasis_is_markup_only_around_words(user: str, kept: str, gone: str | None) -> None:
+    facts = extract_facts(f"User: {user}\n\nAssistant: Done, noted in `CONTRIBUTING.md`.")
+    text = " ".join(facts)
+    assert kept in text, facts
+    if gone:
+        assert gone not in text
+
+
+@pytest.mark.parametrize("lead", ["First, ", "Second, ", "Secondly: ", "Finally, ", "Heads up: "])
+def test_an_ordinal_or_heads_up_lead_is_dropped_so_the_fact_opens_with_its_subject(lead: str) -> None:
+    facts = extract_facts(
+        f"User: {lead}staging moved to a new host, https://stg.quill.run, since we left the old domain."
+        "\n\nAssistant: Updated `playwright.config.ts`."
+    )
+    assert facts[0].startswith("Staging moved to a new host"), facts

@@ -4,11 +4,12 @@ The door's job worker calls it; it holds no store. `extract` (deterministic extr
 rules in `prose`, `signals` and `voice`), `lasting`
 (what lasts: the profile's ranking and the extraction contract's post-filter) and
 `reconcile` (the verdict on one fact) are pure; `llm` is the one part that does I/O, an HTTP client
-for an OpenAI-compatible chat endpoint that falls back to `extract`. `words` is their shared tokenizer;
+for an OpenAI-compatible chat endpoint that falls back to `extract`. `words` is their shared tokenizer,
+`values` reads the values a fact states (for `reconcile`),
 `tables` reads a table of who owns what as sentences before prose extraction.
 """
 
-from bli_memory.door.librarian.corrections import carried_over, restated
+from bli_memory.door.librarian.corrections import carried_over, carried_pairs, restated
 from bli_memory.door.librarian.extract import MAX_FACT_CHARS, MAX_FACTS_PER_TEXT, extract_facts
 from bli_memory.door.librarian.llm import (
     ExtractorName,
@@ -28,6 +29,7 @@ __all__ = [
     "LlmExtractor",
     "Neighbour",
     "carried_over",
+    "carried_pairs",
     "decide",
     "extract_facts",
     "extractor_for",

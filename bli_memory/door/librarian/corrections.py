@@ -294,6 +294,21 @@ def carried_over(old_value: str, new_value: str) -> bool:
     )
 
 
+def carried_pairs(old_value: str, new_value: str) -> list[tuple[str, str]]:
+    """The values one update replaced that other facts may still state: the pair itself when it is
+    carried over, and for two URLs their hosts as well (a summary names "`staging.example.dev`"
+    without its scheme)."""
+    if not carried_over(old_value, new_value):
+        return []
+    pairs = [(old_value, new_value)]
+    old, new = _bare(old_value), _bare(new_value)
+    if "://" in old and "://" in new:
+        old_host, new_host = (v.split("://", 1)[1].split("/", 1)[0].split(":", 1)[0] for v in (old, new))
+        if old_host != new_host and carried_over(old_host, new_host):
+            pairs.append((old_host, new_host))
+    return pairs
+
+
 def restated(content: str, old_value: str, new_value: str, source: str) -> str | None:
     """`content` with `old_value` replaced by `new_value` as `source` (the correcting fact) writes it,
     or None when `content` does not state the old value as a whole token, or states the new one too

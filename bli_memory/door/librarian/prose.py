@@ -327,7 +327,13 @@ def _sentences(unit: str) -> list[str]:
     return [unmask(p).strip() for p in _SENTENCE_END.split(masked) if p.strip()]
 
 
-_MARKDOWN_EMPHASIS = re.compile(r"(\*\*|__)(.+?)\1")
+#: `**bold**` anywhere, `__bold__` only between non-word characters and around more than one word: as
+#: in CommonMark, the underscores inside `orders__shopify__daily` are part of the name, and `__init__`
+#: in a coding chat is Python's name, not emphasis. The text inside never crosses another marker, so each
+#: opening marker reads on to the next one at most.
+_MARKDOWN_EMPHASIS = re.compile(
+    r"\*\*(?=\S)((?:(?!\*\*).)+?)(?<=\S)\*\*|(?<!\w)__(?=\S)(?!\w+__(?!\w))((?:(?!__).)+?)(?<=\S)__(?!\w)"
+)
 #: a link's text and address hold no `[` (from each `[` of a run the rest of the text was read again)
 _LINK = re.compile(r"\[([^\[\]]+)\]\((https?://[^)\s\[]+)\)")
 _LEADING_JUNK = re.compile(r"^[^\w`\"'(~./\[]+")
@@ -337,7 +343,7 @@ _DISCOURSE = re.compile(
     r"(?:ok|okay|alright|right|yes|yeah|yep|no|nope|great|perfect|awesome|excellent|nice|cool|sure|"
     r"certainly|absolutely|of course|got it|understood|sounds good|makes sense|good|done|noted|thanks|"
     r"thank you|found it|found the (?:cause|culprit|bug|problem)|root cause found|fixed|updated|migrated|"
-    r"ported|changes|changed)\s*[,.:;!–—-]+\s*)",
+    r"ported|changes|changed|first(?:ly)?|second(?:ly)?|third(?:ly)?|finally|lastly|heads up)\s*[,.:;!–—-]+\s*)",
     re.IGNORECASE,
 )
 _GREETING_OR_FILLER = re.compile(
@@ -385,10 +391,14 @@ def _outside_code(text: str, change: Callable[[str], str]) -> str:
     return "".join(parts)
 
 
+def _emphasised(match: re.Match[str]) -> str:
+    return match.group(1) if match.group(1) is not None else match.group(2)
+
+
 def _clean(sentence: str) -> str:
     """Strip markdown, leading glyphs and discourse markers; the wording itself is kept."""
     sentence = _outside_code(
-        sentence, lambda prose: _LINK.sub(r"\1 (\2)", _MARKDOWN_EMPHASIS.sub(r"\2", prose))
+        sentence, lambda prose: _LINK.sub(r"\1 (\2)", _MARKDOWN_EMPHASIS.sub(_emphasised, prose))
     )
     sentence = _LEADING_JUNK.sub("", sentence.strip())
     previous = None

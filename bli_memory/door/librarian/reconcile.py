@@ -50,6 +50,39 @@ from bli_memory.door.librarian.corrections import (
     stems,
 )
 from bli_memory.door.librarian.roles import handed_over, holder_replaced
+from bli_memory.door.librarian.values import (
+    QUANTITY as _QUANTITY,
+)
+from bli_memory.door.librarian.values import (
+    VERSION as _VERSION,
+)
+from bli_memory.door.librarian.values import (
+    domain as _domain,
+)
+from bli_memory.door.librarian.values import (
+    host as _host,
+)
+from bli_memory.door.librarian.values import (
+    host_words as _host_words,
+)
+from bli_memory.door.librarian.values import (
+    is_value as _is_value,
+)
+from bli_memory.door.librarian.values import (
+    nearest_anchor as _nearest_anchor,
+)
+from bli_memory.door.librarian.values import (
+    shape as _shape,
+)
+from bli_memory.door.librarian.values import (
+    value_tokens as _value_tokens,
+)
+from bli_memory.door.librarian.values import (
+    values as _values,
+)
+from bli_memory.door.librarian.values import (
+    words_before as _words_before,
+)
 from bli_memory.door.librarian.words import NOT_ANCHORS as _NOT_ANCHORS
 from bli_memory.door.librarian.words import is_anchor as _is_anchor
 from bli_memory.door.librarian.words import names_one_thing, tokens
@@ -168,11 +201,6 @@ def _value_change(old: list[str], new: list[str]) -> tuple[str, str, str] | None
 
 
 _CODE_SPAN = re.compile(r"`[^`\n]+`")
-_VALUE_TOKEN = re.compile(r"[a-z][a-z0-9+.-]*://[^\s`'\")\]>]+|[\w.:@+/-]+")
-_VERSION = re.compile(r"v?\d+(?:\.\d+)*")
-_QUANTITY = re.compile(r"\d+(?:\.\d+)?([a-z]+)")
-#: how many words before a value may name what it is the value of ("the MSRV channel in X to 1.74").
-ANCHOR_WORDS = 3
 #: a version inside an identifier: "v2", "@9.1", ":18", "==2.7", "3.11"; "service-1" numbers a sibling.
 _VERSIONED = re.compile(r"(?:\bv|[a-z]v|[@:=])\d|\d\.\d")
 #: letters an identifier needs, besides its digits, to be its own subject ("events.raw.v2").
@@ -229,67 +257,6 @@ def _corrects(new_text: str, old_text: str) -> bool:
     return bool(_retired(_value_tokens(new_text)) & set(_value_tokens(old_text)))
 
 
-def _value_tokens(text: str) -> list[str]:
-    return [t.strip(".,;:'\"()[]{}+=") for t in _VALUE_TOKEN.findall(text.lower().replace("`", " "))]
-
-
-def _is_value(word: str) -> bool:
-    """A value a fact can state and a later one change: a URL, anything with a digit, or a handle
-    ("@team-ledger": an owner is a value of who owns)."""
-    return "://" in word or any(ch.isdigit() for ch in word) or _HANDLE.fullmatch(word) is not None
-
-
-#: a person's or a team's handle.
-_HANDLE = re.compile(r"@[a-z][\w.-]*(?:/[\w.-]+)?")
-
-
-def _shape(value: str) -> str:
-    """What kind of value: a URL, a handle, a number or version, a quantity with its unit, or an
-    identifier's stem."""
-    if "://" in value:
-        return "url"
-    if _HANDLE.fullmatch(value):
-        return "handle"
-    if _VERSION.fullmatch(value):
-        return "number"
-    quantity = _QUANTITY.fullmatch(value)
-    if quantity:
-        return f"quantity:{quantity.group(1)}"
-    return "id:" + re.sub(r"\d+", "#", value)
-
-
-def _host(url: str) -> str:
-    return url.split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0]
-
-
-def _domain(url: str) -> str:
-    """The last two labels of a URL's host ("api.stg.acmepay.dev" -> "acmepay.dev")."""
-    return ".".join(_host(url).split(".")[-2:])
-
-
-def _host_words(url: str) -> frozenset[str]:
-    """The words a URL's host names its service with, before the site's own two labels
-    ("https://grafana.ops.example.dev/d/1" -> grafana, ops)."""
-    return frozenset(label for label in _host(url).split(".")[:-2] if _is_anchor(label) and label != "www")
-
-
-def _values(text: str) -> list[tuple[str, str, frozenset[str]]]:
-    """(value, shape, anchors) for each value of a fact; anchors are the words just before it."""
-    words = _value_tokens(text)
-    out = []
-    for index, word in enumerate(words):
-        if not _is_value(word):
-            continue
-        before = [w for w in words[max(0, index - ANCHOR_WORDS - 2) : index] if _is_anchor(w)]
-        out.append((word, _shape(word), frozenset(before[-ANCHOR_WORDS:])))
-    return out
-
-
-def _words_before(text: str, value: str) -> set[str]:
-    """The content words a fact says before a value: for an owner's handle, what is owned."""
-    return {w for w in tokens(text.lower().split(value, 1)[0]) if _is_anchor(w)}
-
-
 def _subject_named(old_text: str, value: str, new_text: str) -> bool:
     """Whether the new fact names every word the old one says before `value` (its subject): "the
     staging host is `db-2`" -> "the staging host is now `db-3`", not "the production host …"."""
@@ -330,6 +297,7 @@ def _new_value_for(old_text: str, new_text: str, corrects: bool) -> tuple[str, s
     # the words right before both values meet first ("JDK 17" -> "JDK 21", not "Gradle 7.6" -> "21");
     # a correction's looser rule (any word of the old value's context) only when none does
     for loose in (False, True) if corrects else (False,):
+        met: list[tuple[int, int, tuple[str, str]]] = []
         for old_value, old_shape, old_anchors in old_values:
             if old_value in present:
                 continue
@@ -343,12 +311,21 @@ def _new_value_for(old_text: str, new_text: str, corrects: bool) -> tuple[str, s
                     return old_value, new_value  # "events.raw.v2" -> "events.raw.v3"; not "service-1" -> "-2"
                 if old_shape == "url" and _domain(old_value) != _domain(new_value):
                     continue  # another site is another service: localhost is not staging
-                if old_anchors & (new_words if loose else new_anchors):
-                    return old_value, new_value
-                if loose and old_shape == "handle" and _words_before(old_text, old_value) & new_words:
-                    return old_value, new_value  # "the billing service is owned by @x now"
-                if loose and old_shape == "url" and _host_words(old_value) & new_words:
-                    return old_value, new_value  # "Grafana moved, it's https://g.example.dev now"
+                shared = old_anchors & (new_words if loose else new_anchors)
+                if shared:
+                    # "Android 7.0 (API 24)" -> "API 26": the pair whose nearest words are the same wins
+                    nearest = _nearest_anchor(old_text, old_value) == _nearest_anchor(new_text, new_value)
+                    met.append((int(nearest and not loose), len(shared), (old_value, new_value)))
+                elif loose and old_shape == "handle" and _words_before(old_text, old_value) & new_words:
+                    met.append((0, 0, (old_value, new_value)))  # "the billing service is owned by @x now"
+                elif loose and old_shape == "url" and _host_words(old_value) & new_words:
+                    met.append(
+                        (0, 0, (old_value, new_value))
+                    )  # "Grafana moved, it's https://g.example.dev now"
+        if met:
+            # the best-met pair; of equals, the first in the old fact's order, then the new one's
+            best = max(range(len(met)), key=lambda i: (met[i][0], met[i][1], -i))
+            return met[best][2]
     return None
 
 
@@ -387,9 +364,9 @@ def _rewrite(old_text: str, new_text: str) -> str | None:
 
 #: the verbs that move a subject to a new value.
 _MOVED = r"(?:renamed|moved|migrated|switched|changed|cut over|upgraded|bumped|pointed|repointed)"
-#: the value a subject moves to: a code span or a word, after an article, and a word of it may follow
-#: ("to Node 20", "to the Terraform Cloud workspace `acme-prod`").
-_MOVE_VALUE = r"(?:(?:the|a|an)\s+)?(?P<value>`[^`]+`|[^\s,;]+)(?P<more>(?:\s+(?:`[^`]+`|[\w.@:/-]+)){0,3})"
+#: the value a subject moves to: a code span or a word, after an article or "a new host," and a word of
+#: it may follow ("to Node 20", "to the Terraform Cloud workspace `acme-prod`", "to a new host, X").
+_MOVE_VALUE = r"(?:(?:the|a|an)\s+)?(?:new\s+\w+\s*[,:]\s*)?(?P<value>`[^`]+`|[^\s,;]+)(?P<more>(?:\s+(?:`[^`]+`|[\w.@:/-]+)){0,3})"
 #: "We renamed the default branch to `trunk`", "the staging host moved to `db-3`": a subject and its
 #: new value, which a fact stating another value for every word of that subject has lost.
 #: (a subject starts and ends at a word: the spaces around it belong to the `\s` runs alone, else
@@ -461,6 +438,16 @@ def _moved(new_text: str, old_text: str) -> tuple[str, str] | None:
     if not (_stated_values(old_text) - new_values):
         return None  # the old fact states no value the new one lost
     return " ".join(words), value
+
+
+def _moved_from(old_text: str, new_text: str, value: str) -> tuple[str, str] | None:
+    """(old value, new value) for a subject moved to `value` when the old fact states one value of
+    its kind the new fact lacks ("Staging: https://staging.example.dev" before "staging moved to a
+    new host, https://stg.example.run"); None when it states none or several."""
+    present = set(_value_tokens(new_text))
+    kind = _shape(value)
+    old = {v for v, shape, _anchors in _values(old_text) if shape == kind and v not in present}
+    return (old.pop(), value) if len(old) == 1 else None
 
 
 #: a host name: labels and a dot, no scheme ("files-sbx.partner.com").
@@ -803,7 +790,11 @@ def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str
         return "update", f"retires {retired!r}, which {neighbour.id} states", None
     moved = _moved(fact, neighbour.content)
     if moved:
-        return "update", f"{moved[0]!r} moved to {moved[1]!r} in {neighbour.id}", None
+        return (
+            "update",
+            f"{moved[0]!r} moved to {moved[1]!r} in {neighbour.id}",
+            _moved_from(neighbour.content, fact, moved[1]),
+        )
     changed = statement_changed(fact, neighbour.content) or bumped(fact, neighbour.content)
     if changed:  # `… COMPONENTS glslc)` -> `… COMPONENTS dxc)`; "bumped X in `west.yml` to v2.7.0"
         return "update", f"changes {changed[0]!r} to {changed[1]!r} in {neighbour.id}", changed

@@ -1,0 +1,93 @@
+"""The values a fact states, and the words that name what each is the value of. Pure (no I/O).
+
+A value is what one fact can state and a later one change: a URL, a handle (``@team-ledger``), a
+number or version, a quantity with its unit, or an identifier with a digit. Its anchors are the content
+words just before it ("the MSRV channel in X to 1.74"): two values of the same shape whose anchors meet
+are values of the same thing. `reconcile` pairs an old fact's value with a new fact's through them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from bli_memory.door.librarian.words import is_anchor, tokens
+
+#: a token that may be a value: a URL whole, or a run of word characters and the marks inside
+#: versions, paths, hosts and handles.
+VALUE_TOKEN = re.compile(r"[a-z][a-z0-9+.-]*://[^\s`'\")\]>]+|[\w.:@+/-]+")
+VERSION = re.compile(r"v?\d+(?:\.\d+)*")
+#: a number with its unit ("512mb", "30s").
+QUANTITY = re.compile(r"\d+(?:\.\d+)?([a-z]+)")
+#: how many words before a value may name what it is the value of ("the MSRV channel in X to 1.74").
+ANCHOR_WORDS = 3
+
+
+def value_tokens(text: str) -> list[str]:
+    """A fact's tokens, lowercased, code spans opened and the punctuation around each stripped."""
+    return [t.strip(".,;:'\"()[]{}+=") for t in VALUE_TOKEN.findall(text.lower().replace("`", " "))]
+
+
+def is_value(word: str) -> bool:
+    """A value a fact can state and a later one change: a URL, anything with a digit, or a handle
+    ("@team-ledger": an owner is a value of who owns)."""
+    return "://" in word or any(ch.isdigit() for ch in word) or HANDLE.fullmatch(word) is not None
+
+
+#: a person's or a team's handle.
+HANDLE = re.compile(r"@[a-z][\w.-]*(?:/[\w.-]+)?")
+
+
+def shape(value: str) -> str:
+    """What kind of value: a URL, a handle, a number or version, a quantity with its unit, or an
+    identifier's stem."""
+    if "://" in value:
+        return "url"
+    if HANDLE.fullmatch(value):
+        return "handle"
+    if VERSION.fullmatch(value):
+        return "number"
+    quantity = QUANTITY.fullmatch(value)
+    if quantity:
+        return f"quantity:{quantity.group(1)}"
+    return "id:" + re.sub(r"\d+", "#", value)
+
+
+def host(url: str) -> str:
+    return url.split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0]
+
+
+def domain(url: str) -> str:
+    """The last two labels of a URL's host ("api.stg.acmepay.dev" -> "acmepay.dev")."""
+    return ".".join(host(url).split(".")[-2:])
+
+
+def host_words(url: str) -> frozenset[str]:
+    """The words a URL's host names its service with, before the site's own two labels
+    ("https://grafana.ops.example.dev/d/1" -> grafana, ops)."""
+    return frozenset(label for label in host(url).split(".")[:-2] if is_anchor(label) and label != "www")
+
+
+def values(text: str) -> list[tuple[str, str, frozenset[str]]]:
+    """(value, shape, anchors) for each value of a fact; anchors are the words just before it."""
+    words = value_tokens(text)
+    out = []
+    for index, word in enumerate(words):
+        if not is_value(word):
+            continue
+        before = [w for w in words[max(0, index - ANCHOR_WORDS - 2) : index] if is_anchor(w)]
+        out.append((word, shape(word), frozenset(before[-ANCHOR_WORDS:])))
+    return out
+
+
+def words_before(text: str, value: str) -> set[str]:
+    """The content words a fact says before a value: for an owner's handle, what is owned."""
+    return {w for w in tokens(text.lower().split(value, 1)[0]) if is_anchor(w)}
+
+
+def nearest_anchor(text: str, value: str) -> str | None:
+    """The content word right before a value's first mention ("API" in "Android 7.0 (API 24)")."""
+    words = value_tokens(text)
+    if value not in words:
+        return None
+    before = [w for w in words[: words.index(value)] if is_anchor(w)]
+    return before[-1] if before else None
