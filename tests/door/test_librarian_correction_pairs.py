@@ -393,6 +393,30 @@ THROUGH_THE_DOOR.append(
 )
 
 
+THROUGH_THE_DOOR += [
+    pytest.param(
+        "User: wire the refund webhooks to the refunds table. Ines Moreau owns everything payments, ask her "
+        "before touching the stripe account settings.\n\nAssistant: Added the endpoint. I did not change "
+        "anything in the Stripe dashboard; the endpoint still needs registering there, which per your note "
+        "is Ines Moreau's call.",
+        "User: heads up: our payments lead left last week. Tomasz Wójcik owns payments + the stripe account "
+        "now, he's the one to ask.\n\nAssistant: Updated `CODEOWNERS` and `docs/payments.md`.",
+        "who do I ask before changing the stripe account",
+        "Ines Moreau",
+        id="a role handed to a person with an accented name, in every fact about what passed",
+    ),
+    pytest.param(
+        "User: how do I deploy to staging?\n\nAssistant: Staging: https://staging.quayside-app.dev, "
+        "deployed from `main`. The smoke tests read `staging.quayside-app.dev` from `e2e/config.ts`.",
+        "User: Second, staging moved to a new host, https://stg.quayside.run, since we left the old "
+        "domain.\n\nAssistant: Updated `e2e/config.ts`; the smoke tests pass against it.",
+        "where is staging",
+        "staging.quayside-app.dev",
+        id="a subject moved to a new host, its old host gone from every fact",
+    ),
+]
+
+
 @pytest.mark.parametrize(("first", "second", "query", "old_value"), THROUGH_THE_DOOR)
 def test_the_second_exchange_leaves_the_old_value_out_of_the_current_facts(
     door_onnx: DoorProcess, tag: str, first: str, second: str, query: str, old_value: str
@@ -522,4 +546,56 @@ def test_a_subject_moved_to_a_new_host_hands_its_old_address_and_host_to_the_res
             new,
         )
         == "Summary: staging at `stg.quill.run` from `main`."
+    )
+
+
+def test_a_subject_now_deployed_to_another_host_hands_the_old_host_on() -> None:
+    """A host name without a digit is the same kind of value as one with: the move hands it on."""
+    old = "To push `kamal deploy -d staging` to staging; that targets `staging.quayside.internal`."
+    new = "Staging now deploys to `stg-eu1.quayside.io`; no references to the retired host remain."
+    decision = decide(new, [Neighbour("old", old, 0.6)])
+    assert (decision.action, decision.values) == (
+        "update",
+        ("staging.quayside.internal", "stg-eu1.quayside.io"),
+    )
+
+
+# --- a role handed over, restated in the other facts about the same thing ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "former", "successor"),
+    [
+        (
+            "Ines Moreau owns everything payments, ask her before touching the stripe account settings.",
+            "Tomasz Wójcik owns payments + the stripe account now, he's the one to ask.",
+            "Ines Moreau",
+            "Tomasz Wójcik",
+        ),
+        (
+            "Access to the warehouse is granted by Lucía Ferreira, who owns the IAM bindings.",
+            "Łukasz Nowak owns the warehouse IAM bindings now.",
+            "Lucía Ferreira",
+            "Łukasz Nowak",
+        ),
+    ],
+)
+def test_a_role_handed_to_a_person_with_accented_names_passes_both_names_on(
+    old: str, new: str, former: str, successor: str
+) -> None:
+    decision = decide(new, [Neighbour("old", old, 0.6)])
+    assert (decision.action, decision.values) == ("update", (former, successor)), decision.reason
+    assert carried_pairs(former, successor) == [(former, successor)]
+
+
+def test_the_new_holder_replaces_the_former_only_in_facts_about_what_passed() -> None:
+    source = "Tomasz Wójcik owns payments + the stripe account now, he's the one to ask."
+    about = "The Stripe endpoint still needs registering in the dashboard, which is Ines Moreau's call."
+    assert restated(about, "Ines Moreau", "Tomasz Wójcik", source) == (
+        "The Stripe endpoint still needs registering in the dashboard, which is Tomasz Wójcik's call."
+    )
+    # the same person's other role is hers still
+    assert (
+        restated("Ines Moreau also runs the booking calendar sync.", "Ines Moreau", "Tomasz Wójcik", source)
+        is None
     )

@@ -12,8 +12,9 @@ the older stale, and through which value:
 - a state said to hold no more (:func:`predicate_retired`): "no longer shared with BI", "not shared
   with BI anymore" retire the fact that says it is shared with BI;
 - a value replaced in one fact, restated in every other fact that still states it
-  (:func:`carried_over`, :func:`restated`): after `.fvmrc` pins 3.22.2 instead of 3.19.6, "we are on
-  3.19.6" in the request that set the pin is stale too;
+  (:func:`carried_pairs`, :func:`restated`): after `.fvmrc` pins 3.22.2 instead of 3.19.6, "we are on
+  3.19.6" in the request that set the pin is stale too; a URL's host goes with it, and a role's
+  former holder is replaced only in the facts about what passed;
 - and two guards the value rules consult: a fact that adds ("we also …") replaces nothing
   (:func:`adds`), and two facts that each name their own thing in the same place ("the admin API
   listens on 8081", "the public API listens on 8080") are siblings, not versions (:func:`siblings`).
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import re
 
+from bli_memory.door.librarian.roles import about_the_same_thing, is_person
 from bli_memory.door.librarian.words import stem, tokens
 
 #: a version or a dated release, with or without its "v": 1.22, v2.7.0, 2024-06-20, 3.3.6p108 (read
@@ -298,6 +300,8 @@ def carried_pairs(old_value: str, new_value: str) -> list[tuple[str, str]]:
     """The values one update replaced that other facts may still state: the pair itself when it is
     carried over, and for two URLs their hosts as well (a summary names "`staging.example.dev`"
     without its scheme)."""
+    if is_person(old_value) and is_person(new_value):
+        return [(old_value, new_value)]  # a role handed over: `restated` asks for the same subject
     if not carried_over(old_value, new_value):
         return []
     pairs = [(old_value, new_value)]
@@ -314,6 +318,8 @@ def restated(content: str, old_value: str, new_value: str, source: str) -> str |
     or None when `content` does not state the old value as a whole token, or states the new one too
     (a history: "upgraded from 3.19.6 to 3.22.2")."""
     old, new = _bare(old_value), _bare(new_value)
+    if is_person(old) and not about_the_same_thing(content, source, (old, new)):
+        return None  # a person holds other roles: only a fact about what passed names the new holder
     found = re.compile(rf"(?<![\w.-]){re.escape(old)}(?![\w-]|\.\w)", re.IGNORECASE)
     if found.search(content) is None or new.lower() in content.lower():
         return None

@@ -49,39 +49,19 @@ from bli_memory.door.librarian.corrections import (
     statement_changed,
     stems,
 )
-from bli_memory.door.librarian.roles import handed_over, holder_replaced
+from bli_memory.door.librarian.roles import handed_over, holder_replaced, newcomer
 from bli_memory.door.librarian.values import (
-    QUANTITY as _QUANTITY,
-)
-from bli_memory.door.librarian.values import (
-    VERSION as _VERSION,
-)
-from bli_memory.door.librarian.values import (
-    domain as _domain,
-)
-from bli_memory.door.librarian.values import (
-    host as _host,
-)
-from bli_memory.door.librarian.values import (
-    host_words as _host_words,
-)
-from bli_memory.door.librarian.values import (
-    is_value as _is_value,
-)
-from bli_memory.door.librarian.values import (
-    nearest_anchor as _nearest_anchor,
-)
-from bli_memory.door.librarian.values import (
-    shape as _shape,
-)
-from bli_memory.door.librarian.values import (
-    value_tokens as _value_tokens,
-)
-from bli_memory.door.librarian.values import (
-    values as _values,
-)
-from bli_memory.door.librarian.values import (
-    words_before as _words_before,
+    QUANTITY,
+    VERSION,
+    domain_of,
+    host_of,
+    host_words,
+    is_value,
+    nearest_anchor,
+    shape_of,
+    value_tokens,
+    values_of,
+    words_before,
 )
 from bli_memory.door.librarian.words import NOT_ANCHORS as _NOT_ANCHORS
 from bli_memory.door.librarian.words import is_anchor as _is_anchor
@@ -226,7 +206,7 @@ def _retired(words: list[str]) -> set[str]:
     for index, word in enumerate(words):
         if word in _RETIRING or (word == "of" and index > 0 and words[index - 1] == "instead"):
             for following in words[index + 1 : index + 3]:
-                if _is_value(following):
+                if is_value(following):
                     out.add(following)
                     break
     return out
@@ -254,7 +234,7 @@ def _corrects(new_text: str, old_text: str) -> bool:
         return False
     if _DECLARED_CORRECTION.match(new_text):
         return True
-    return bool(_retired(_value_tokens(new_text)) & set(_value_tokens(old_text)))
+    return bool(_retired(value_tokens(new_text)) & set(value_tokens(old_text)))
 
 
 def _subject_named(old_text: str, value: str, new_text: str) -> bool:
@@ -273,16 +253,16 @@ def _new_value_for(old_text: str, new_text: str, corrects: bool) -> tuple[str, s
     channel 1.75"); for a correction, when any word of the old fact's value context appears in it.
     The old value must be gone from the new fact, and both values of the same kind.
     """
-    new_values = _values(new_text)
+    new_values = values_of(new_text)
     if not new_values:
         return None
-    words = _value_tokens(new_text)
+    words = value_tokens(new_text)
     # a value the correction names as the old one ("not 8080", "from 18") is not one it states
     retired = _retired(words) if _CORRECTION_WORDS.search(new_text) else set()
     present = set(words) - retired
     new_values = [v for v in new_values if v[0] not in retired]
     new_words = {w for w in words if _is_anchor(w)}
-    old_values = _values(old_text)
+    old_values = values_of(old_text)
     new_shapes = {shape for value, shape, _anchors in new_values if shape.startswith("id:")}
     if any(
         shape in new_shapes
@@ -309,16 +289,16 @@ def _new_value_for(old_text: str, new_text: str, corrects: bool) -> tuple[str, s
                     old_value
                 ):
                     return old_value, new_value  # "events.raw.v2" -> "events.raw.v3"; not "service-1" -> "-2"
-                if old_shape == "url" and _domain(old_value) != _domain(new_value):
+                if old_shape == "url" and domain_of(old_value) != domain_of(new_value):
                     continue  # another site is another service: localhost is not staging
                 shared = old_anchors & (new_words if loose else new_anchors)
                 if shared:
                     # "Android 7.0 (API 24)" -> "API 26": the pair whose nearest words are the same wins
-                    nearest = _nearest_anchor(old_text, old_value) == _nearest_anchor(new_text, new_value)
+                    nearest = nearest_anchor(old_text, old_value) == nearest_anchor(new_text, new_value)
                     met.append((int(nearest and not loose), len(shared), (old_value, new_value)))
-                elif loose and old_shape == "handle" and _words_before(old_text, old_value) & new_words:
+                elif loose and old_shape == "handle" and words_before(old_text, old_value) & new_words:
                     met.append((0, 0, (old_value, new_value)))  # "the billing service is owned by @x now"
-                elif loose and old_shape == "url" and _host_words(old_value) & new_words:
+                elif loose and old_shape == "url" and host_words(old_value) & new_words:
                     met.append(
                         (0, 0, (old_value, new_value))
                     )  # "Grafana moved, it's https://g.example.dev now"
@@ -350,8 +330,8 @@ def _rewrite(old_text: str, new_text: str) -> str | None:
     if change is None:
         return None
     before, after = change
-    present = set(_value_tokens(new_text))
-    other_values = {v for v, _shape, _anchors in _values(old_text) if v != before and v not in present}
+    present = set(value_tokens(new_text))
+    other_values = {v for v, _form, _anchors in values_of(old_text) if v != before and v not in present}
     other_spans = {span for span in _CODE_SPAN.findall(old_text.lower()) if before not in span} - {
         span for span in _CODE_SPAN.findall(new_text.lower())
     }
@@ -390,7 +370,7 @@ _VALUE_ENDS = frozenset("for in on with because so since and but after before wh
 #: holds now, which a fact stating another value for every word of that subject has lost.
 _NOW_IS = re.compile(
     r"^(?:\W*correction:\s*)?(?P<mover>[^,;:\s][^,;:]{1,78}?[^,;:\s])\s+(?:(?:is|are)\s+now|"
-    r"now\s+(?:lives?|runs?|sits?|points?|goes|go)(?:\s+(?:served|hosted|deployed))?)\s+"
+    r"now\s+(?:lives?|runs?|sits?|points?|goes|go|deploys?)(?:\s+(?:served|hosted|deployed))?)\s+"
     r"(?:at\s+|on\s+|in\s+|to\s+|from\s+)?(?P<value>`[^`]+`|[^\s,;]+)",
     re.IGNORECASE,
 )
@@ -405,7 +385,7 @@ def _stated_values(text: str) -> set[str]:
     the names it gives with a capital inside the sentence ("runs under Jest")."""
     spans = {span.strip("`").lower() for span in _CODE_SPAN.findall(text)}
     names = {w.lower() for w in _CAPITALISED.findall(_CODE_SPAN.sub(" ", text))}
-    return spans | names | {t for t in _value_tokens(text) if _is_value(t)}
+    return spans | names | {t for t in value_tokens(text) if is_value(t)}
 
 
 #: a name inside a sentence: a capitalised word that does not open it.
@@ -444,10 +424,19 @@ def _moved_from(old_text: str, new_text: str, value: str) -> tuple[str, str] | N
     """(old value, new value) for a subject moved to `value` when the old fact states one value of
     its kind the new fact lacks ("Staging: https://staging.example.dev" before "staging moved to a
     new host, https://stg.example.run"); None when it states none or several."""
-    present = set(_value_tokens(new_text))
-    kind = _shape(value)
-    old = {v for v, shape, _anchors in _values(old_text) if shape == kind and v not in present}
+    present = set(value_tokens(new_text))
+    kind = _kind(value)
+    old = {
+        v
+        for v in value_tokens(old_text)
+        if (is_value(v) or kind == "host") and _kind(v) == kind and v not in present
+    }
     return (old.pop(), value) if len(old) == 1 else None
+
+
+def _kind(value: str) -> str:
+    """A value's shape, with every host name one kind ("staging.example.internal", "stg-eu1.example.io")."""
+    return "host" if _HOST_NAME.fullmatch(value) and not _FILE_NAME.match(value) else shape_of(value)
 
 
 #: a host name: labels and a dot, no scheme ("files-sbx.partner.com").
@@ -459,7 +448,7 @@ def _same_site(value: str, old_text: str) -> bool:
     if not _HOST_NAME.fullmatch(value) or _FILE_NAME.match(value):
         return False
     site = ".".join(value.split(".")[-2:])
-    return any(t != value and t.endswith("." + site) for t in _value_tokens(old_text))
+    return any(t != value and t.endswith("." + site) for t in value_tokens(old_text))
 
 
 def _other_file(new_text: str, old_text: str) -> bool:
@@ -470,16 +459,14 @@ def _other_file(new_text: str, old_text: str) -> bool:
 
 def _files(text: str) -> set[str]:
     """The file names a fact says (not host names, which look alike)."""
-    return {t for t in _value_tokens(text) if _FILE_NAME.match(t) and not _HOST_NAME.fullmatch(t)}
+    return {t for t in value_tokens(text) if _FILE_NAME.match(t) and not _HOST_NAME.fullmatch(t)}
 
 
 def _same_place(new_text: str, old_text: str) -> bool:
     """Whether the new fact names every file, path and identifier the old one names besides its
     numbers: `pool_size = 25` in `config/database.yml` is the same setting as `pool_size = 10` there,
     not as `pool_size = 5` in `config/cache.yml`."""
-    places = {
-        t for t in _specific_tokens(old_text) if not _VERSION.fullmatch(t) and not _QUANTITY.fullmatch(t)
-    }
+    places = {t for t in _specific_tokens(old_text) if not VERSION.fullmatch(t) and not QUANTITY.fullmatch(t)}
     return places <= _specific_tokens(new_text)
 
 
@@ -689,8 +676,8 @@ def _mentions(text: str, term: str) -> bool:
         return True
     if "://" in term:
         if term.split("://", 1)[1] in {"…", "..."}:  # "not redis://…": any address of that scheme
-            return any(token.startswith(term.split("://", 1)[0] + "://") for token in _value_tokens(text))
-        return any(_host(token) == _host(term) for token in _value_tokens(text) if "://" in token)
+            return any(token.startswith(term.split("://", 1)[0] + "://") for token in value_tokens(text))
+        return any(host_of(token) == host_of(term) for token in value_tokens(text) if "://" in token)
     return False
 
 
@@ -749,7 +736,7 @@ def _specific_tokens(text: str) -> set[str]:
     assigned = {part for pair in _assignments(text).items() for part in pair}
     return {
         t
-        for t in _value_tokens(text)
+        for t in value_tokens(text)
         if t not in assigned and len(t) > 2 and any(ch.isdigit() or ch in "._/@-" for ch in t.strip("-"))
     }
 
@@ -814,7 +801,9 @@ def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str
         )
     former = handed_over(fact, neighbour.content) or holder_replaced(fact, neighbour.content)
     if former:
-        return "update", f"the role passes from {former!r} in {neighbour.id}", None
+        successor = newcomer(fact, neighbour.content)
+        passed = (former, successor) if successor else None
+        return "update", f"the role passes from {former!r} in {neighbour.id}", passed
     new_kv, old_kv = _key_value(fact), _key_value(neighbour.content)
     if (
         new_kv

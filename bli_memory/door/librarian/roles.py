@@ -3,7 +3,9 @@
 A role handed to another person ("the Stripe owner is now Ana Lima", "Marco Bellini owns the Vault
 rotation now", or with no word of change, "the Snowflake account is owned by Lars Eriksen" after
 "... owned by Noor Haddad": one thing has one owner) makes the fact naming the former one about the
-same thing history; `reconcile` asks :func:`handed_over` and :func:`holder_replaced` for that person.
+same thing history; `reconcile` asks :func:`handed_over` and :func:`holder_replaced` for that person,
+and :func:`newcomer` for the one it passed to, so the job can name the new holder in the other facts
+:func:`about_the_same_thing`. A name is two or more capitalised words, accented Latin letters included.
 """
 
 from __future__ import annotations
@@ -12,8 +14,11 @@ import re
 
 from bli_memory.door.librarian.words import is_anchor, names_one_thing, tokens
 
-#: a person's name: two or more capitalised words ("Dana Whitfield").
-_PERSON = re.compile(r"\b[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+\b")
+#: a capitalised word of a name, Latin letters with their accents ("Wójcik", "Lucía", "Łukasz").
+_NAME_WORD = "[A-Z\u00c0-\u00d6\u00d8-\u00de\u0100-\u017f][a-z\u00df-\u00f6\u00f8-\u00ff\u0100-\u017f]+"
+#: a person's name: two or more capitalised words ("Dana Whitfield", "Tomasz Wójcik").
+_NAME = rf"{_NAME_WORD}(?:[ -]{_NAME_WORD})+"
+_PERSON = re.compile(rf"\b{_NAME}\b")
 #: who owns, maintains or answers for a thing.
 _ROLE = re.compile(
     r"\b(?:own(?:s|ed|er|ers|ership)?|maintain(?:s|ed|er|ers)?|lead|approv(?:e|es|ed|er|ers|al)|contact|"
@@ -24,8 +29,8 @@ _ROLE = re.compile(
 #: (each alternative opens on a fixed word: one opening on the name was tried again from every word
 #: of a long run of capitalised words)
 _ROLE_NOW = re.compile(
-    r"\b(?:is|are)\s+now\s+(?:owned\s+by\s+|maintained\s+by\s+|with\s+)?[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+\b|"
-    r"\bit's\s+[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+\b[^.;]{0,40}?\bnow\b"
+    rf"\b(?:is|are)\s+now\s+(?:owned\s+by\s+|maintained\s+by\s+|with\s+)?{_NAME}\b|"
+    rf"\bit's\s+{_NAME}\b[^.;]{{0,40}}?\bnow\b"
 )
 
 
@@ -57,9 +62,7 @@ def handed_over(new_text: str, old_text: str) -> str | None:
 
 
 #: a thing given to a named person by a role verb: "owned by Lars Eriksen", "maintained by Ana Lima".
-_HELD_BY = re.compile(
-    r"\b(?:owned|maintained|run|led|approved|administered)\s+by\s+(?P<who>[A-Z][a-z]+(?:[ -][A-Z][a-z]+)+)\b"
-)
+_HELD_BY = re.compile(rf"\b(?:owned|maintained|run|led|approved|administered)\s+by\s+(?P<who>{_NAME})\b")
 #: words before "owned by" that may name what is owned.
 HELD_SUBJECT_WORDS = 8
 #: content words the two facts' subjects share to be about the same thing ("Snowflake account").
@@ -85,3 +88,26 @@ def holder_replaced(new_text: str, old_text: str) -> str | None:
             if len(subject & _held_subject(old_text, old)) >= HELD_SUBJECT_MIN_SHARED:
                 return former
     return None
+
+
+def newcomer(new_text: str, old_text: str) -> str | None:
+    """The one person the new fact names and the old one does not: who a role passed to."""
+    people = {p for p in _PERSON.findall(new_text) if p not in old_text}
+    return people.pop() if len(people) == 1 else None
+
+
+def is_person(value: str) -> bool:
+    """Whether a value is a person's name as roles read one ("Tomasz Wójcik")."""
+    return _PERSON.fullmatch(value) is not None
+
+
+def about_the_same_thing(content: str, source: str, people: tuple[str, ...]) -> bool:
+    """Whether two facts share a word of what a role is held over, beyond the people's names and the
+    role words: the former holder named in "the endpoint … is Ines Moreau's call" about Stripe is the
+    Stripe owner there, and not in "Ines Moreau also runs the booking calendar"."""
+    names = {w.lower() for person in people for w in person.split()}
+
+    def subject(text: str) -> set[str]:
+        return {w for w in tokens(text) if is_anchor(w) and not _ROLE.fullmatch(w) and w not in names}
+
+    return bool(subject(content) & subject(source))

@@ -37,7 +37,7 @@ def is_value(word: str) -> bool:
 HANDLE = re.compile(r"@[a-z][\w.-]*(?:/[\w.-]+)?")
 
 
-def shape(value: str) -> str:
+def shape_of(value: str) -> str:
     """What kind of value: a URL, a handle, a number or version, a quantity with its unit, or an
     identifier's stem."""
     if "://" in value:
@@ -52,22 +52,22 @@ def shape(value: str) -> str:
     return "id:" + re.sub(r"\d+", "#", value)
 
 
-def host(url: str) -> str:
+def host_of(url: str) -> str:
     return url.split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0]
 
 
-def domain(url: str) -> str:
+def domain_of(url: str) -> str:
     """The last two labels of a URL's host ("api.stg.acmepay.dev" -> "acmepay.dev")."""
-    return ".".join(host(url).split(".")[-2:])
+    return ".".join(host_of(url).split(".")[-2:])
 
 
 def host_words(url: str) -> frozenset[str]:
     """The words a URL's host names its service with, before the site's own two labels
     ("https://grafana.ops.example.dev/d/1" -> grafana, ops)."""
-    return frozenset(label for label in host(url).split(".")[:-2] if is_anchor(label) and label != "www")
+    return frozenset(label for label in host_of(url).split(".")[:-2] if is_anchor(label) and label != "www")
 
 
-def values(text: str) -> list[tuple[str, str, frozenset[str]]]:
+def values_of(text: str) -> list[tuple[str, str, frozenset[str]]]:
     """(value, shape, anchors) for each value of a fact; anchors are the words just before it."""
     words = value_tokens(text)
     out = []
@@ -75,7 +75,7 @@ def values(text: str) -> list[tuple[str, str, frozenset[str]]]:
         if not is_value(word):
             continue
         before = [w for w in words[max(0, index - ANCHOR_WORDS - 2) : index] if is_anchor(w)]
-        out.append((word, shape(word), frozenset(before[-ANCHOR_WORDS:])))
+        out.append((word, shape_of(word), frozenset(before[-ANCHOR_WORDS:])))
     return out
 
 
