@@ -218,7 +218,17 @@ SETTING_LINE: Pairs = [
     ("| `MAX_UPLOAD_MB` | 25 | `api/settings.py` |", "| `MAX_UPLOAD_MB` | 50 | `api/settings.py` |"),
 ]
 
+MOVED_IT_IS: Pairs = [
+    (
+        "`kamal deploy -d staging` targets `staging.quayside.internal` as set in `config/deploy.staging.yml`.",
+        "Infra moved staging, its stg-eu1.quayside.io now.",
+    ),
+    ("The broker URL is `redis://cache:6379/0`.", "The broker moved: it is `amqp://mq.internal:5672` now."),
+    ("Grafana is served from `grafana.ops.quayside.dev`.", "We moved Grafana, it's `dash.quayside.io` now."),
+]
+
 SUPERSEDING: dict[str, Pairs] = {
+    "moved, it is now": MOVED_IT_IS,
     "is now": IS_NOW,
     "renamed": RENAMED,
     "new, not old": NOT_THE_OLD,

@@ -451,3 +451,23 @@ def test_an_ordinal_or_heads_up_lead_is_dropped_so_the_fact_opens_with_its_subje
         "\n\nAssistant: Updated `playwright.config.ts`."
     )
     assert facts[0].startswith("Staging moved to a new host"), facts
+
+
+@pytest.mark.parametrize(
+    ("reply", "kept"),
+    [
+        ("The new one is dispatch.quayside.com, the old one only redirects until June.", None),
+        (
+            "Added a `--alias-swap` flag so the new index is built next to the old one and the alias is switched.",
+            "next to the old one",
+        ),
+    ],
+)
+def test_one_of_a_kind_named_only_before_the_sentence_leans_on_it(reply: str, kept: str | None) -> None:
+    """ "The new one is X": new what? The sentence does not say. "next to the old one" after "the new
+    index" says it within the sentence."""
+    facts = extract_facts(f"User: can you update the links?\n\nAssistant: Done. {reply}")
+    if kept is None:
+        assert not any("new one" in fact for fact in facts), facts
+    else:
+        assert any(kept in fact for fact in facts), facts

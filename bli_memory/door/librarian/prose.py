@@ -500,11 +500,16 @@ def _leans_on_context(sentence: str) -> bool:
     word after a modal is a verb, not a name: "You can watch it at …" leans on what came before.
     """
     tokens = _TOKEN.findall(sentence)
-    named = False
+    named = named_before = False  # named_before: before the previous word
     for index, token in enumerate(tokens):
         word = _bare(token)
         if index == 0 and word in _IMPERATIVES:
             continue  # "Pin it back": the verb of an instruction names nothing
+        if word in {"one", "ones"} and index > 0 and _bare(tokens[index - 1]) in _ONE_OF_KIND:
+            if not named_before:
+                return True  # "The new one is …": one of a kind named before the sentence
+            continue
+        named_before = named
         if word in _REFERRING and not token.startswith("`"):
             following = _bare(tokens[index + 1]) if index + 1 < len(tokens) else ""
             if word in _DEMONSTRATIVES and following in _SPACE_NOUNS:
@@ -519,6 +524,10 @@ def _leans_on_context(sentence: str) -> bool:
         after_modal = index > 0 and _bare(tokens[index - 1]) in _MODALS
         named = named or (_names_something(token) and not after_modal)
     return False
+
+
+#: the words that make "one" stand for a thing of a kind named elsewhere ("the new one", "the other one").
+_ONE_OF_KIND = frozenset("new old other previous current same first second last".split())
 
 
 #: the auxiliaries whose next word is a verb: "You can watch it at …" names nothing before its "it".

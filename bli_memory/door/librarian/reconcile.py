@@ -364,6 +364,14 @@ _MOVED_FOR = re.compile(
     rf"{_MOVED}\s+(?:over\s+)?to\s+{_MOVE_VALUE}\s+for\s+(?P<subject>[^,;:\s][^,;:.]{{1,78}}[^,;:.\s])",
     re.IGNORECASE,
 )
+#: "infra moved staging, it's `stg-eu1.example.io` now", "the broker moved: it is `amqp://mq` now": a
+#: move, then the subject's new value after a comma and "it's" (or "its", as typed in a hurry).
+_MOVED_NOW = re.compile(
+    r"^(?:\W*correction:\s*)?(?:(?:we|i|[\w-]+)\s+)?(?:"
+    rf"{_MOVED}\s+(?P<subject>[^,;:\s][^,;:]{{0,78}}?)|(?P<mover>[^,;:\s][^,;:]{{0,78}}?)\s+(?:has\s+|was\s+)?{_MOVED}"
+    r")\s*[,;:]\s*(?:it'?s|it\s+is|now\s+(?:at|on|in))\s+(?P<value>`[^`]+`|[^\s,;]+)",
+    re.IGNORECASE,
+)
 #: words that end the name of a value a subject moves to ("to Ktor for API calls").
 _VALUE_ENDS = frozenset("for in on with because so since and but after before when".split())
 #: "The broker is now RabbitMQ", "Celery's broker is now `amqp://mq:5672`": a subject and the value it
@@ -397,7 +405,7 @@ def _moved(new_text: str, old_text: str) -> tuple[str, str] | None:
     branch to `trunk`") and the old fact names every word of that subject with another value
     ("The default branch is `main`."): the old value is gone from the new fact, the new one from the old."""
     text = new_text.strip()
-    match = _MOVED_FOR.match(text) or _MOVE.match(text) or _NOW_IS.match(text)
+    match = _MOVED_FOR.match(text) or _MOVE.match(text) or _NOW_IS.match(text) or _MOVED_NOW.match(text)
     if match is None:
         return None
     subject = match.groupdict().get("subject") or match.group("mover") or ""

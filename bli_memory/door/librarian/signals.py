@@ -23,6 +23,14 @@ _COMMANDS = (
 )
 
 
+#: the extensions that make a dotted name a file's rather than a host's.
+_FILE_EXTENSIONS = (
+    "py|pyi|ts|tsx|js|jsx|mjs|cjs|json|jsonl|toml|yaml|yml|md|rs|go|java|kt|kts|rb|sh|sql|cfg|ini|env|lock|"
+    "txt|html|css|scss|vue|svelte|c|h|cpp|hpp|cs|swift|php|proto|tf|db|sqlite|xml|gradle|properties|conf|"
+    "log|csv|exs|ex|dart|lua|zip|gz|tar|tgz|png|jpg|svg|pdf|bak|tmp|old|orig|dll|exe|so|dylib|jar|war|class"
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Signal:
     """One kind of durable signal: a strong one lets a short sentence through; `examples` are
@@ -80,6 +88,18 @@ SIGNALS: tuple[Signal, ...] = (
         ),
     ),
     Signal("url", re.compile(r"https?://\S+"), True, ("The staging API is https://api.stg.example.dev.",)),
+    Signal(
+        "host",
+        # a host name without its scheme: three labels or more, the last all letters and no file's extension
+        re.compile(
+            r"(?<![\w./@-])[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)+\.(?!(?:"
+            + _FILE_EXTENSIONS
+            + r")\b)[a-z]{2,12}(?![\w/@-]|\.\w)",
+            re.IGNORECASE,
+        ),
+        True,
+        ("infra moved staging, it's stg-eu1.example.io now.", "The database is on pg-3.db.internal."),
+    ),
     Signal(
         "handle",
         re.compile(r"(?:^|\s)[#@][A-Za-z][\w-]+"),
