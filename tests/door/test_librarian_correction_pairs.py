@@ -609,3 +609,12 @@ def test_the_new_holder_replaces_the_former_only_in_facts_about_what_passed() ->
         restated("Ines Moreau also runs the booking calendar sync.", "Ines Moreau", "Tomasz Wójcik", source)
         is None
     )
+
+
+def test_a_role_over_a_compound_name_meets_the_same_words_apart() -> None:
+    """ "Stripe-webhook related" and "the Stripe webhooks": one thing, whatever the hyphen and plural."""
+    old = "For anything Stripe-webhook related, Ana Lima owns it, so don't touch app/api/stripe/ without her."
+    new = "Our billing engineer moved to the mobile team — Dara Quinn owns the Stripe webhooks now."
+    decision = decide(new, [Neighbour("old", old, 0.6)])
+    assert (decision.action, decision.values) == ("update", ("Ana Lima", "Dara Quinn")), decision.reason
+    assert restated(old, "Ana Lima", "Dara Quinn", new) == old.replace("Ana Lima", "Dara Quinn")

@@ -471,3 +471,33 @@ def test_one_of_a_kind_named_only_before_the_sentence_leans_on_it(reply: str, ke
         assert not any("new one" in fact for fact in facts), facts
     else:
         assert any(kept in fact for fact in facts), facts
+
+
+# --- what a user's sentence states --------------------------------------------------------------------
+
+
+def test_a_list_after_a_lead_in_starts_at_its_first_item_and_a_trailing_please_is_cut() -> None:
+    facts = extract_facts(
+        "User: Two housekeeping updates, please, so the docs stay true: first, heads up that our billing "
+        "engineer moved to the mobile team — Dara Quinn owns the Stripe webhooks now, please update "
+        "CODEOWNERS.\n\nAssistant: Updated `.github/CODEOWNERS`."
+    )
+    assert (
+        facts[0] == "Our billing engineer moved to the mobile team — Dara Quinn owns the Stripe webhooks now."
+    ), facts
+
+
+@pytest.mark.parametrize(
+    ("user", "fact"),
+    [
+        # a statement keeps nothing of the request hanging on it
+        ("We use pnpm only, please delete the package-lock.json someone committed.", "We use pnpm only."),
+        # a request stays whole, for the rules that read requests (the choice it carries)
+        (
+            "Please move the nightly job to APScheduler instead, please keep the cron file.",
+            "Move the nightly job to APScheduler instead, please keep the cron file.",
+        ),
+    ],
+)
+def test_a_trailing_please_is_cut_from_a_statement_and_kept_in_a_request(user: str, fact: str) -> None:
+    assert extract_facts(f"User: {user}\n\nAssistant: Done.") == [fact]

@@ -338,7 +338,7 @@ _MARKDOWN_EMPHASIS = re.compile(
 _LINK = re.compile(r"\[([^\[\]]+)\]\((https?://[^)\s\[]+)\)")
 _LEADING_JUNK = re.compile(r"^[^\w`\"'(~./\[]+")
 _DISCOURSE = re.compile(
-    r"^(?:(?:so|and|but|also|then|now|actually|anyway|btw|by the way|fyi|note that|note|remember that|"
+    r"^(?:(?:so|and|but|also|then|now|actually|anyway|btw|by the way|fyi|note that|note|remember that|heads up that|"
     r"remember|important|just so you know|for the record)\b[\s,:;–—-]*|"
     r"(?:ok|okay|alright|right|yes|yeah|yep|no|nope|great|perfect|awesome|excellent|nice|cool|sure|"
     r"certainly|absolutely|of course|got it|understood|sounds good|makes sense|good|done|noted|thanks|"

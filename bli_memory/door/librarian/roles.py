@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from bli_memory.door.librarian.words import is_anchor, names_one_thing, tokens
+from bli_memory.door.librarian.words import is_anchor, names_one_thing, stem, tokens
 
 #: a capitalised word of a name, Latin letters with their accents ("Wójcik", "Lucía", "Łukasz").
 _NAME_WORD = "[A-Z\u00c0-\u00d6\u00d8-\u00de\u0100-\u017f][a-z\u00df-\u00f6\u00f8-\u00ff\u0100-\u017f]+"
@@ -48,9 +48,8 @@ def handed_over(new_text: str, old_text: str) -> str | None:
     if not ((_ROLE_NOW.search(new_text) or named_now) and _ROLE.search(old_text)):
         return None
     people = set(_PERSON.findall(new_text))
-    shared = {w for w in tokens(new_text) if is_anchor(w)} & {w for w in tokens(old_text) if is_anchor(w)}
-    shared -= {w.lower() for person in people for w in person.split()}
-    subject = {w for w in shared if not _ROLE.fullmatch(w)}
+    shared = _subject_words(new_text) & _subject_words(old_text)
+    subject = shared - {stem(w.lower()) for person in people for w in person.split()}
     if len(subject) < 2 and not any(names_one_thing(w) or w.title() in new_text for w in subject):
         return None  # "the search service" and "the billing service" share only a common noun
     former = [
@@ -59,6 +58,13 @@ def handed_over(new_text: str, old_text: str) -> str | None:
         if p not in people and (p.split()[0] != old_text.split()[0] or _HOLDS.match(old_text, len(p)))
     ]
     return former[-1] if former else None
+
+
+def _subject_words(text: str) -> set[str]:
+    """A fact's content words but its role words, stemmed, and the parts of its compounds
+    ("Stripe-webhook" meets "the Stripe webhooks")."""
+    words = {part for word in tokens(text) for part in [word, *re.split(r"[-/_.]", word)]}
+    return {stem(w) for w in words if is_anchor(w) and not _ROLE.fullmatch(w)}
 
 
 #: a thing given to a named person by a role verb: "owned by Lars Eriksen", "maintained by Ana Lima".
@@ -105,9 +111,5 @@ def about_the_same_thing(content: str, source: str, people: tuple[str, ...]) -> 
     """Whether two facts share a word of what a role is held over, beyond the people's names and the
     role words: the former holder named in "the endpoint … is Ines Moreau's call" about Stripe is the
     Stripe owner there, and not in "Ines Moreau also runs the booking calendar"."""
-    names = {w.lower() for person in people for w in person.split()}
-
-    def subject(text: str) -> set[str]:
-        return {w for w in tokens(text) if is_anchor(w) and not _ROLE.fullmatch(w) and w not in names}
-
-    return bool(subject(content) & subject(source))
+    names = {stem(w.lower()) for person in people for w in person.split()}
+    return bool((_subject_words(content) & _subject_words(source)) - names)

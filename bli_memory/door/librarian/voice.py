@@ -242,6 +242,21 @@ def _reports_problem(prose: str) -> bool:
     return bool(_PROBLEM.search(_HANDLED.sub(" ", prose)))
 
 
+#: a lead-in, a colon and the first of a list: "Two housekeeping updates, please: first, …".
+_ENUMERATION = re.compile(r":\s+(?=(?:first(?:ly)?|1[.)]|one)\b)", re.IGNORECASE)
+#: a request hanging on a statement: "Marcus owns the webhooks now, please update CODEOWNERS".
+_TRAILING_REQUEST = re.compile(r",\s+(?:please|pls|plz)\s+[^,;?]*$", re.IGNORECASE)
+
+
+def _stated_part(sentence: str) -> str:
+    """What a user's sentence states: a list opened after a lead-in starts at its first item (the
+    lead-in, "Two updates, please:", frames it), and a request hanging on a statement is cut ("…
+    owns the webhooks now, please update CODEOWNERS"); a sentence that is a request stays whole."""
+    found = _ENUMERATION.search(sentence)
+    item = sentence[found.end() :] if found else sentence
+    return item if _REQUEST.match(item) else _TRAILING_REQUEST.sub(".", item)
+
+
 def _user_facts(units: list[str]) -> list[str]:
     """What the user states: a decision, a convention, a preference, a correction, how things are.
 
@@ -254,7 +269,7 @@ def _user_facts(units: list[str]) -> list[str]:
     parts: list[str] = []
     after_decision = False
     for unit in units:
-        for raw in _sentences(unit):
+        for raw in map(_stated_part, _sentences(unit)):
             lead = _CORRECTION_LEAD.match(raw)
             prose = _INLINE_CODE_SPAN.sub(" ", raw)
             decided = bool(
