@@ -618,3 +618,19 @@ def test_a_role_over_a_compound_name_meets_the_same_words_apart() -> None:
     decision = decide(new, [Neighbour("old", old, 0.6)])
     assert (decision.action, decision.values) == ("update", ("Ana Lima", "Dara Quinn")), decision.reason
     assert restated(old, "Ana Lima", "Dara Quinn", new) == old.replace("Ana Lima", "Dara Quinn")
+
+
+def test_a_short_version_is_restated_only_where_the_same_words_name_what_it_versions() -> None:
+    """ "1.75" alone could be anything's version: it is carried over, and each fact gets the new one
+    only when a word before it there meets one before the new value in the correcting fact."""
+    source = '`Cargo.toml`: `[package]`, then `rust-version = "1.80"`.'
+    assert carried_pairs("1.75", "1.80") == [("1.75", "1.80")]
+    assert (
+        restated(
+            "Our minimum supported Rust version should be 1.75, for Debian users.", "1.75", "1.80", source
+        )
+        == "Our minimum supported Rust version should be 1.80, for Debian users."
+    )
+    assert restated("The cache TTL multiplier is 1.75 for hot keys.", "1.75", "1.80", source) is None
+    assert carried_pairs("7", "14") == []  # a bare number, never
+    assert carried_pairs("1.75", "1.80.1") == []  # not the same form

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 
 from bli_memory.door.librarian.roles import about_the_same_thing, is_person
-from bli_memory.door.librarian.words import stem, tokens
+from bli_memory.door.librarian.words import is_anchor, stem, tokens
 
 #: a version or a dated release, with or without its "v": 1.22, v2.7.0, 2024-06-20, 3.3.6p108 (read
 #: from the start of its token: from inside a run of digits it was tried again at every digit).
@@ -302,6 +302,8 @@ def carried_pairs(old_value: str, new_value: str) -> list[tuple[str, str]]:
     without its scheme)."""
     if is_person(old_value) and is_person(new_value):
         return [(old_value, new_value)]  # a role handed over: `restated` asks for the same subject
+    if _short_versions(old_value, new_value):
+        return [(old_value, new_value)]  # "1.75" -> "1.80": `restated` asks for the same words before it
     if not carried_over(old_value, new_value):
         return []
     pairs = [(old_value, new_value)]
@@ -313,6 +315,35 @@ def carried_pairs(old_value: str, new_value: str) -> list[tuple[str, str]]:
     return pairs
 
 
+#: a version too short to be specific alone ("1.75"): two or three parts of at most four digits each.
+_SHORT_VERSION = re.compile(r"v?\d{1,4}(?:\.\d{1,4}){1,2}")
+#: how many content words before a value may name what it is the version of.
+VERSION_CONTEXT_WORDS = 5
+
+
+def _short_versions(old_value: str, new_value: str) -> bool:
+    """Two versions of as many parts, neither specific enough alone ("1.75" -> "1.80")."""
+    old, new = _bare(old_value), _bare(new_value)
+    return (
+        old != new
+        and _SHORT_VERSION.fullmatch(old) is not None
+        and _SHORT_VERSION.fullmatch(new) is not None
+        and old.count(".") == new.count(".")
+        and not carried_over(old, new)
+    )
+
+
+def _context_before(text: str, value: str) -> set[str]:
+    """The content words, stemmed and with compounds split, in the words before a value's first
+    mention ("rust-version" -> rust, version)."""
+    at = re.search(rf"(?<![\w.-]){re.escape(value)}(?![\w-]|\.\w)", text, re.IGNORECASE)
+    if at is None:
+        return set()
+    words = tokens(text[: at.start()])[-VERSION_CONTEXT_WORDS:]
+    parts = {part for word in words for part in [word, *re.split(r"[-/_.]", word)]}
+    return {stem(part) for part in parts if is_anchor(part)}
+
+
 def restated(content: str, old_value: str, new_value: str, source: str) -> str | None:
     """`content` with `old_value` replaced by `new_value` as `source` (the correcting fact) writes it,
     or None when `content` does not state the old value as a whole token, or states the new one too
@@ -320,6 +351,8 @@ def restated(content: str, old_value: str, new_value: str, source: str) -> str |
     old, new = _bare(old_value), _bare(new_value)
     if is_person(old) and not about_the_same_thing(content, source, (old, new)):
         return None  # a person holds other roles: only a fact about what passed names the new holder
+    if _short_versions(old, new) and not _context_before(content, old) & _context_before(source, new):
+        return None  # "1.75" is many things' version: only where the same words name what it versions
     found = re.compile(rf"(?<![\w.-]){re.escape(old)}(?![\w-]|\.\w)", re.IGNORECASE)
     if found.search(content) is None or new.lower() in content.lower():
         return None
