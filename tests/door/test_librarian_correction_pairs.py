@@ -634,3 +634,28 @@ def test_a_short_version_is_restated_only_where_the_same_words_name_what_it_vers
     assert restated("The cache TTL multiplier is 1.75 for hot keys.", "1.75", "1.80", source) is None
     assert carried_pairs("7", "14") == []  # a bare number, never
     assert carried_pairs("1.75", "1.80.1") == []  # not the same form
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        "Small refactor request: we renamed the pool service to ObjectPoolRegistry because it also handles VFX.",
+        "We renamed the pool service to ObjectPoolRegistry.",
+    ],
+)
+def test_a_class_renamed_by_the_words_of_its_name_keeps_the_rule_under_the_new_name(new: str) -> None:
+    """ "the pool service" is `PoolService` word for word: the rule about it holds under its new name,
+    and the rename is handed on to the other facts naming the class."""
+    old = "For coins and obstacles always use PoolService, not Instantiate."
+    decision = decide(new, [Neighbour("old", old, 0.6)])
+    assert (decision.action, decision.values) == ("update", ("PoolService", "ObjectPoolRegistry")), (
+        decision.reason
+    )
+    assert decision.rewrite == "For coins and obstacles always use ObjectPoolRegistry, not Instantiate."
+    assert carried_pairs("PoolService", "ObjectPoolRegistry") == [("PoolService", "ObjectPoolRegistry")]
+
+
+def test_a_rename_of_words_that_name_no_class_of_the_old_fact_hands_nothing_on() -> None:
+    old = "For coins and obstacles always use PoolService, not Instantiate."
+    decision = decide("We renamed the spawn service to SpawnRegistry.", [Neighbour("old", old, 0.6)])
+    assert decision.values is None or decision.values[0] != "PoolService", decision

@@ -302,6 +302,8 @@ def carried_pairs(old_value: str, new_value: str) -> list[tuple[str, str]]:
     without its scheme)."""
     if is_person(old_value) and is_person(new_value):
         return [(old_value, new_value)]  # a role handed over: `restated` asks for the same subject
+    if _NAME_IN_CAMEL_CASE.fullmatch(old_value) and _NAME_IN_CAMEL_CASE.fullmatch(new_value):
+        return [(old_value, new_value)]  # a class renamed: "PoolService" names one thing in a space
     if _short_versions(old_value, new_value):
         return [(old_value, new_value)]  # "1.75" -> "1.80": `restated` asks for the same words before it
     if not carried_over(old_value, new_value):
@@ -315,6 +317,8 @@ def carried_pairs(old_value: str, new_value: str) -> list[tuple[str, str]]:
     return pairs
 
 
+#: a name in CamelCase, two capitalised parts or more: a class or a component, one thing in a space.
+_NAME_IN_CAMEL_CASE = re.compile(r"[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+")
 #: a version too short to be specific alone ("1.75"): two or three parts of at most four digits each.
 _SHORT_VERSION = re.compile(r"v?\d{1,4}(?:\.\d{1,4}){1,2}")
 #: how many content words before a value may name what it is the version of.

@@ -45,20 +45,27 @@ from bli_memory.door.librarian.corrections import (
     adds,
     bumped,
     predicate_retired,
+    restated,
     siblings,
     statement_changed,
     stems,
 )
 from bli_memory.door.librarian.roles import handed_over, holder_replaced, newcomer
 from bli_memory.door.librarian.values import (
+    CAMEL_CASE,
+    CODE_SPAN,
+    FILE_NAME,
+    HOST_NAME,
     QUANTITY,
     VERSION,
+    camel_parts,
     domain_of,
     host_of,
     host_words,
     is_value,
     nearest_anchor,
     shape_of,
+    stated_values,
     value_tokens,
     values_of,
     words_before,
@@ -180,7 +187,6 @@ def _value_change(old: list[str], new: list[str]) -> tuple[str, str, str] | None
     return " ".join(old[:prefix]), " ".join(old_span), " ".join(new_span)
 
 
-_CODE_SPAN = re.compile(r"`[^`\n]+`")
 #: a version inside an identifier: "v2", "@9.1", ":18", "==2.7", "3.11"; "service-1" numbers a sibling.
 _VERSIONED = re.compile(r"(?:\bv|[a-z]v|[@:=])\d|\d\.\d")
 #: letters an identifier needs, besides its digits, to be its own subject ("events.raw.v2").
@@ -299,21 +305,13 @@ def _new_value_for(old_text: str, new_text: str, corrects: bool) -> tuple[str, s
                 elif loose and old_shape == "handle" and words_before(old_text, old_value) & new_words:
                     met.append((0, 0, (old_value, new_value)))  # "the billing service is owned by @x now"
                 elif loose and old_shape == "url" and host_words(old_value) & new_words:
-                    met.append(
-                        (0, 0, (old_value, new_value))
-                    )  # "Grafana moved, it's https://g.example.dev now"
+                    # "Grafana moved, it's https://g.example.dev now"
+                    met.append((0, 0, (old_value, new_value)))
         if met:
             # the best-met pair; of equals, the first in the old fact's order, then the new one's
             best = max(range(len(met)), key=lambda i: (met[i][0], met[i][1], -i))
             return met[best][2]
     return None
-
-
-_FILE_NAME = re.compile(
-    r".*\.(?:json|jsonc|ya?ml|toml|py|pyi|ts|tsx|js|jsx|mjs|cjs|md|txt|cfg|ini|env|lock|rs|go|java|kt|rb|sh|"
-    r"sql|tf|xml|gradle|properties|mod|sum|html|css|conf|lua|php|cs|swift)$|.*/.*",
-    re.IGNORECASE,
-)
 
 
 #: code spans (paths, identifiers) an old fact must hold beyond the new fact's to be kept, rewritten.
@@ -332,8 +330,8 @@ def _rewrite(old_text: str, new_text: str) -> str | None:
     before, after = change
     present = set(value_tokens(new_text))
     other_values = {v for v, _form, _anchors in values_of(old_text) if v != before and v not in present}
-    other_spans = {span for span in _CODE_SPAN.findall(old_text.lower()) if before not in span} - {
-        span for span in _CODE_SPAN.findall(new_text.lower())
+    other_spans = {span for span in CODE_SPAN.findall(old_text.lower()) if before not in span} - {
+        span for span in CODE_SPAN.findall(new_text.lower())
     }
     if not other_values and len(other_spans) < REWRITE_MIN_OTHER_SPANS:
         return None  # the old fact says little else: the new one replaces it
@@ -388,29 +386,18 @@ _SUBJECT_FILLER = _WEAK_CONTEXT | frozenset("our its their all every each now".s
 SUBJECT_WORD_MIN_CHARS = 3
 
 
-def _stated_values(text: str) -> set[str]:
-    """What a fact states as values: its code spans, its tokens with a digit, a URL or a handle, and
-    the names it gives with a capital inside the sentence ("runs under Jest")."""
-    spans = {span.strip("`").lower() for span in _CODE_SPAN.findall(text)}
-    names = {w.lower() for w in _CAPITALISED.findall(_CODE_SPAN.sub(" ", text))}
-    return spans | names | {t for t in value_tokens(text) if is_value(t)}
-
-
-#: a name inside a sentence: a capitalised word that does not open it.
-_CAPITALISED = re.compile(r"(?<=[\w,)] )[A-Z][\w.-]*[a-zA-Z0-9]")
-
-
 def _moved(new_text: str, old_text: str) -> tuple[str, str] | None:
     """(subject, new value) when the new fact moves a subject to a new value ("renamed the default
     branch to `trunk`") and the old fact names every word of that subject with another value
     ("The default branch is `main`."): the old value is gone from the new fact, the new one from the old."""
-    text = new_text.strip()
+    text = _LABEL.sub("", new_text.strip())
     match = _MOVED_FOR.match(text) or _MOVE.match(text) or _NOW_IS.match(text) or _MOVED_NOW.match(text)
     if match is None:
         return None
     subject = match.groupdict().get("subject") or match.group("mover") or ""
     words = [w for w in tokens(subject) if len(w) >= SUBJECT_WORD_MIN_CHARS and w not in _SUBJECT_FILLER]
     value = match.group("value").strip("`.,;").lower()
+    old_text = " ".join([old_text, *(" ".join(camel_parts(name)) for name in CAMEL_CASE.findall(old_text))])
     named: list[str] = []  # the value and the words of its name: "Node 20", "Terraform Cloud workspace `x`"
     for word in tokens(value + " " + (match.groupdict().get("more") or "")):
         if word in _VALUE_ENDS:
@@ -422,10 +409,31 @@ def _moved(new_text: str, old_text: str) -> tuple[str, str] | None:
         return None  # "the sandbox SFTP host" may be the old fact's "server" on the same site
     if all(w in old_words or w in _SUBJECT_FILLER for w in named):
         return None  # the old fact already names the value
-    new_values = _stated_values(new_text)
-    if not (_stated_values(old_text) - new_values):
+    new_values = stated_values(new_text)
+    if not (stated_values(old_text) - new_values):
         return None  # the old fact states no value the new one lost
     return " ".join(words), value
+
+
+#: a short label before a move its writer reports ("Small refactor request: we renamed …").
+_LABEL = re.compile(r"^[a-z][\w ]{0,40}?:\s+(?=(?:we|i)\s)", re.IGNORECASE)
+
+
+def _renamed(old_text: str, subject: str, new_text: str, value: str) -> tuple[str, str] | None:
+    """(old name, new name) when the subject a fact renames is, word for word, a CamelCase name the old
+    fact states ("renamed the pool service to ObjectPoolRegistry" after "always use PoolService"), and
+    the new name is one too."""
+    new_names = [name for name in CAMEL_CASE.findall(new_text) if name.lower() == value]
+    old_names = [name for name in CAMEL_CASE.findall(old_text) if camel_parts(name) == subject.split()]
+    return (old_names[0], new_names[0]) if new_names and old_names else None
+
+
+def _renamed_in(old_text: str, values: tuple[str, str] | None, new_text: str) -> str | None:
+    """The old fact with a renamed CamelCase name in place: it states a rule about the thing, which
+    holds under its new name ("always use PoolService" -> "always use ObjectPoolRegistry")."""
+    if values is None or not all(CAMEL_CASE.fullmatch(v) for v in values):
+        return None
+    return restated(old_text, *values, new_text)
 
 
 def _moved_from(old_text: str, new_text: str, value: str) -> tuple[str, str] | None:
@@ -444,16 +452,12 @@ def _moved_from(old_text: str, new_text: str, value: str) -> tuple[str, str] | N
 
 def _kind(value: str) -> str:
     """A value's shape, with every host name one kind ("staging.example.internal", "stg-eu1.example.io")."""
-    return "host" if _HOST_NAME.fullmatch(value) and not _FILE_NAME.match(value) else shape_of(value)
-
-
-#: a host name: labels and a dot, no scheme ("files-sbx.partner.com").
-_HOST_NAME = re.compile(r"[a-z0-9][a-z0-9-]*(?:\.[a-z0-9-]+)*\.[a-z]{2,}")
+    return "host" if HOST_NAME.fullmatch(value) and not FILE_NAME.match(value) else shape_of(value)
 
 
 def _same_site(value: str, old_text: str) -> bool:
     """Whether a host name names another host of a site the old fact names (the last two labels)."""
-    if not _HOST_NAME.fullmatch(value) or _FILE_NAME.match(value):
+    if not HOST_NAME.fullmatch(value) or FILE_NAME.match(value):
         return False
     site = ".".join(value.split(".")[-2:])
     return any(t != value and t.endswith("." + site) for t in value_tokens(old_text))
@@ -467,7 +471,7 @@ def _other_file(new_text: str, old_text: str) -> bool:
 
 def _files(text: str) -> set[str]:
     """The file names a fact says (not host names, which look alike)."""
-    return {t for t in value_tokens(text) if _FILE_NAME.match(t) and not _HOST_NAME.fullmatch(t)}
+    return {t for t in value_tokens(text) if FILE_NAME.match(t) and not HOST_NAME.fullmatch(t)}
 
 
 def _same_place(new_text: str, old_text: str) -> bool:
@@ -481,7 +485,7 @@ def _same_place(new_text: str, old_text: str) -> bool:
 def _key_value(text: str) -> tuple[str, str] | None:
     match = _KEY_VALUE_HEAD.match(text)
     value = None if match is None else _setting_value(text[match.end() :])
-    if match is None or value is None or _FILE_NAME.match(match.group(1)):
+    if match is None or value is None or FILE_NAME.match(match.group(1)):
         return None  # "`package.json`: added …" names a file that changed, not a setting
     return match.group(1).lower(), value.strip().lower()
 
@@ -788,7 +792,8 @@ def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str
         return (
             "update",
             f"{moved[0]!r} moved to {moved[1]!r} in {neighbour.id}",
-            _moved_from(neighbour.content, fact, moved[1]),
+            _renamed(neighbour.content, moved[0], fact, moved[1])
+            or _moved_from(neighbour.content, fact, moved[1]),
         )
     changed = statement_changed(fact, neighbour.content) or bumped(fact, neighbour.content)
     if changed:  # `… COMPONENTS glslc)` -> `… COMPONENTS dxc)`; "bumped X in `west.yml` to v2.7.0"
@@ -879,7 +884,7 @@ def decide(fact: str, neighbours: Sequence[Neighbour]) -> Decision:
     decision = best[3]
     if decision.action == "update":
         target = next(n for n in neighbours if n.id == decision.target_id)
-        rewrite = _rewrite(target.content, fact)
+        rewrite = _rewrite(target.content, fact) or _renamed_in(target.content, decision.values, fact)
         if rewrite is not None:
             return replace(decision, reason=decision.reason + "; the rest of it kept", rewrite=rewrite)
     return decision

@@ -12,6 +12,16 @@ import re
 
 from bli_memory.door.librarian.words import is_anchor, tokens
 
+#: a file's name or path (another file is another setting, never a new value of the same one).
+FILE_NAME = re.compile(
+    r".*\.(?:json|jsonc|ya?ml|toml|py|pyi|ts|tsx|js|jsx|mjs|cjs|md|txt|cfg|ini|env|lock|rs|go|java|kt|rb|sh|"
+    r"sql|tf|xml|gradle|properties|mod|sum|html|css|conf|lua|php|cs|swift)$|.*/.*",
+    re.IGNORECASE,
+)
+#: a host name: labels and a dot, no scheme ("files-sbx.partner.com").
+HOST_NAME = re.compile(r"[a-z0-9][a-z0-9-]*(?:\.[a-z0-9-]+)*\.[a-z]{2,}")
+#: a span of code in a fact: `…`.
+CODE_SPAN = re.compile(r"`[^`\n]+`")
 #: a token that may be a value: a URL whole, or a run of word characters and the marks inside
 #: versions, paths, hosts and handles.
 VALUE_TOKEN = re.compile(r"[a-z][a-z0-9+.-]*://[^\s`'\")\]>]+|[\w.:@+/-]+")
@@ -91,3 +101,24 @@ def nearest_anchor(text: str, value: str) -> str | None:
         return None
     before = [w for w in words[: words.index(value)] if is_anchor(w)]
     return before[-1] if before else None
+
+
+#: a name in CamelCase: two capitalised parts or more ("PoolService", "ObjectPoolRegistry").
+CAMEL_CASE = re.compile(r"\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+\b")
+
+
+def camel_parts(name: str) -> list[str]:
+    """The words a CamelCase name joins, lower-cased ("PoolService" -> pool, service)."""
+    return [part.lower() for part in re.findall(r"[A-Z][a-z0-9]+", name)]
+
+
+#: a name inside a sentence: a capitalised word that does not open it.
+_CAPITALISED = re.compile(r"(?<=[\w,)] )[A-Z][\w.-]*[a-zA-Z0-9]")
+
+
+def stated_values(text: str) -> set[str]:
+    """What a fact states as values: its code spans, its tokens with a digit, a URL or a handle, and
+    the names it gives with a capital inside the sentence ("runs under Jest")."""
+    spans = {span.strip("`").lower() for span in CODE_SPAN.findall(text)}
+    names = {w.lower() for w in _CAPITALISED.findall(CODE_SPAN.sub(" ", text))}
+    return spans | names | {t for t in value_tokens(text) if is_value(t)}
