@@ -54,14 +54,14 @@ from bli_memory.door.librarian.roles import handed_over, holder_replaced, newcom
 from bli_memory.door.librarian.values import (
     CAMEL_CASE,
     CODE_SPAN,
-    FILE_NAME,
-    HOST_NAME,
     QUANTITY,
     VERSION,
     camel_parts,
     domain_of,
     host_of,
     host_words,
+    is_file,
+    is_host,
     is_value,
     nearest_anchor,
     shape_of,
@@ -452,12 +452,12 @@ def _moved_from(old_text: str, new_text: str, value: str) -> tuple[str, str] | N
 
 def _kind(value: str) -> str:
     """A value's shape, with every host name one kind ("staging.example.internal", "stg-eu1.example.io")."""
-    return "host" if HOST_NAME.fullmatch(value) and not FILE_NAME.match(value) else shape_of(value)
+    return "host" if is_host(value) and not is_file(value) else shape_of(value)
 
 
 def _same_site(value: str, old_text: str) -> bool:
     """Whether a host name names another host of a site the old fact names (the last two labels)."""
-    if not HOST_NAME.fullmatch(value) or FILE_NAME.match(value):
+    if not is_host(value) or is_file(value):
         return False
     site = ".".join(value.split(".")[-2:])
     return any(t != value and t.endswith("." + site) for t in value_tokens(old_text))
@@ -471,7 +471,7 @@ def _other_file(new_text: str, old_text: str) -> bool:
 
 def _files(text: str) -> set[str]:
     """The file names a fact says (not host names, which look alike)."""
-    return {t for t in value_tokens(text) if FILE_NAME.match(t) and not HOST_NAME.fullmatch(t)}
+    return {t for t in value_tokens(text) if is_file(t) and not is_host(t)}
 
 
 def _same_place(new_text: str, old_text: str) -> bool:
@@ -485,7 +485,7 @@ def _same_place(new_text: str, old_text: str) -> bool:
 def _key_value(text: str) -> tuple[str, str] | None:
     match = _KEY_VALUE_HEAD.match(text)
     value = None if match is None else _setting_value(text[match.end() :])
-    if match is None or value is None or FILE_NAME.match(match.group(1)):
+    if match is None or value is None or is_file(match.group(1)):
         return None  # "`package.json`: added …" names a file that changed, not a setting
     return match.group(1).lower(), value.strip().lower()
 

@@ -13,13 +13,13 @@ import re
 from bli_memory.door.librarian.words import is_anchor, tokens
 
 #: a file's name or path (another file is another setting, never a new value of the same one).
-FILE_NAME = re.compile(
+_FILE_NAME = re.compile(
     r".*\.(?:json|jsonc|ya?ml|toml|py|pyi|ts|tsx|js|jsx|mjs|cjs|md|txt|cfg|ini|env|lock|rs|go|java|kt|rb|sh|"
     r"sql|tf|xml|gradle|properties|mod|sum|html|css|conf|lua|php|cs|swift)$|.*/.*",
     re.IGNORECASE,
 )
 #: a host name: labels and a dot, no scheme ("files-sbx.partner.com").
-HOST_NAME = re.compile(r"[a-z0-9][a-z0-9-]*(?:\.[a-z0-9-]+)*\.[a-z]{2,}")
+_HOST_NAME = re.compile(r"[a-z0-9][a-z0-9-]*(?:\.[a-z0-9-]+)*\.[a-z]{2,}")
 #: a span of code in a fact: `…`.
 CODE_SPAN = re.compile(r"`[^`\n]+`")
 #: a token that may be a value: a URL whole, or a run of word characters and the marks inside
@@ -122,3 +122,13 @@ def stated_values(text: str) -> set[str]:
     spans = {span.strip("`").lower() for span in CODE_SPAN.findall(text)}
     names = {w.lower() for w in _CAPITALISED.findall(CODE_SPAN.sub(" ", text))}
     return spans | names | {t for t in value_tokens(text) if is_value(t)}
+
+
+def is_file(value: str) -> bool:
+    """Whether a value is a file's name or a path."""
+    return _FILE_NAME.match(value) is not None
+
+
+def is_host(value: str) -> bool:
+    """Whether a value is a host name (labels and a dot, no scheme)."""
+    return _HOST_NAME.fullmatch(value) is not None
