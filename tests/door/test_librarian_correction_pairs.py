@@ -478,8 +478,11 @@ def test_a_specific_value_is_carried_over_to_other_facts(old: str, new: str) -> 
         ("docs/runbook.md", "docs/oncall.md"),
     ],
 )
-def test_a_bare_number_a_short_version_or_a_word_or_a_file_is_never_carried_over(old: str, new: str) -> None:
-    """ "7" or "main" can be many things in one space: only the fact the correction reached changes."""
+def test_a_bare_number_a_short_version_or_a_word_or_a_file_is_never_carried_over_alone(
+    old: str, new: str
+) -> None:
+    """ "7" or "main" can be many things in one space: not carried over on its own (a number or a
+    short version is, only where the same words name it: the tests below)."""
     assert not carried_over(old, new)
 
 
@@ -632,8 +635,19 @@ def test_a_short_version_is_restated_only_where_the_same_words_name_what_it_vers
         == "Our minimum supported Rust version should be 1.80, for Debian users."
     )
     assert restated("The cache TTL multiplier is 1.75 for hot keys.", "1.75", "1.80", source) is None
-    assert carried_pairs("7", "14") == []  # a bare number, never
     assert carried_pairs("1.75", "1.80.1") == []  # not the same form
+
+
+def test_a_bare_number_is_restated_only_after_the_same_word_about_the_same_thing() -> None:
+    source = "And minimum android is now API 26 (the producer says under 1% of users are below it)."
+    assert carried_pairs("24", "26") == [("24", "26")]
+    assert restated("Summary: 60 fps by default, minimum Android API 24.", "24", "26", source) == (
+        "Summary: 60 fps by default, minimum Android API 26."
+    )
+    assert restated("The nightly job retries 24 times.", "24", "26", source) is None  # another word before
+    # the same word before, and another thing named beside it
+    moved = "The admin API moved to port 9090."
+    assert restated("The public API listens on port 8080.", "8080", "9090", moved) is None
 
 
 @pytest.mark.parametrize(

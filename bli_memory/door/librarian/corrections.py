@@ -304,7 +304,7 @@ def carried_pairs(old_value: str, new_value: str) -> list[tuple[str, str]]:
         return [(old_value, new_value)]  # a role handed over: `restated` asks for the same subject
     if _NAME_IN_CAMEL_CASE.fullmatch(old_value) and _NAME_IN_CAMEL_CASE.fullmatch(new_value):
         return [(old_value, new_value)]  # a class renamed: "PoolService" names one thing in a space
-    if _short_versions(old_value, new_value):
+    if _short_versions(old_value, new_value) or _bare_numbers(old_value, new_value):
         return [(old_value, new_value)]  # "1.75" -> "1.80": `restated` asks for the same words before it
     if not carried_over(old_value, new_value):
         return []
@@ -337,15 +337,40 @@ def _short_versions(old_value: str, new_value: str) -> bool:
     )
 
 
-def _context_before(text: str, value: str) -> set[str]:
+#: a bare number: "API 24", "port 8080".
+_BARE_NUMBER = re.compile(r"\d{1,5}")
+#: context words a bare number's two mentions share, the word right before it among them.
+BARE_NUMBER_MIN_SHARED = 2
+
+
+def _bare_numbers(old_value: str, new_value: str) -> bool:
+    """Two bare numbers ("24" -> "26"): `restated` asks for the same word right before each."""
+    old, new = _bare(old_value), _bare(new_value)
+    return old != new and _BARE_NUMBER.fullmatch(old) is not None and _BARE_NUMBER.fullmatch(new) is not None
+
+
+def _context_before(text: str, value: str) -> list[str]:
     """The content words, stemmed and with compounds split, in the words before a value's first
-    mention ("rust-version" -> rust, version)."""
+    mention ("rust-version" -> rust, version), the nearest last."""
     at = re.search(rf"(?<![\w.-]){re.escape(value)}(?![\w-]|\.\w)", text, re.IGNORECASE)
     if at is None:
-        return set()
+        return []
     words = tokens(text[: at.start()])[-VERSION_CONTEXT_WORDS:]
-    parts = {part for word in words for part in [word, *re.split(r"[-/_.]", word)]}
-    return {stem(part) for part in parts if is_anchor(part)}
+    parts = [part for word in words for part in [*re.split(r"[-/_.]", word), word] if part]
+    return [stem(part) for part in dict.fromkeys(parts) if is_anchor(part)]
+
+
+def _same_thing(content: str, old: str, source: str, new: str) -> bool:
+    """Whether a version or a number names the same thing in a fact as the new one does in the
+    correcting fact: a word before each meets; for a bare number, the word right before each is the
+    same and another meets too ("minimum Android API 24" and "minimum android is now API 26")."""
+    before_old, before_new = _context_before(content, old), _context_before(source, new)
+    shared = set(before_old) & set(before_new)
+    if not _bare_numbers(old, new):
+        return bool(shared)
+    nearest = before_old[-1:] == before_new[-1:] != []
+    # "the admin API moved to port 9090" is no news of "the public API listens on port 8080"
+    return nearest and len(shared) >= BARE_NUMBER_MIN_SHARED and not siblings(source, content)
 
 
 def restated(content: str, old_value: str, new_value: str, source: str) -> str | None:
@@ -355,7 +380,7 @@ def restated(content: str, old_value: str, new_value: str, source: str) -> str |
     old, new = _bare(old_value), _bare(new_value)
     if is_person(old) and not about_the_same_thing(content, source, (old, new)):
         return None  # a person holds other roles: only a fact about what passed names the new holder
-    if _short_versions(old, new) and not _context_before(content, old) & _context_before(source, new):
+    if (_short_versions(old, new) or _bare_numbers(old, new)) and not _same_thing(content, old, source, new):
         return None  # "1.75" is many things' version: only where the same words name what it versions
     found = re.compile(rf"(?<![\w.-]){re.escape(old)}(?![\w-]|\.\w)", re.IGNORECASE)
     if found.search(content) is None or new.lower() in content.lower():
