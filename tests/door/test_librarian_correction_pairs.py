@@ -673,3 +673,29 @@ def test_a_rename_of_words_that_name_no_class_of_the_old_fact_hands_nothing_on()
     old = "For coins and obstacles always use PoolService, not Instantiate."
     decision = decide("We renamed the spawn service to SpawnRegistry.", [Neighbour("old", old, 0.6)])
     assert decision.values is None or decision.values[0] != "PoolService", decision
+
+
+def test_a_summary_label_and_a_negation_in_another_clause_do_not_hide_a_new_version() -> None:
+    """ "Summary:" names no thing of its own (no sibling of "The project"), and "wasn't set" belongs
+    to another clause than the version it replaces."""
+    old = (
+        "The project requires Qt 6.7.2 — `CMakeLists.txt` has `find_package(Qt6 6.7.2 REQUIRED COMPONENTS "
+        "Widgets Gui)`, and CMake found Qt 5 first because `CMAKE_PREFIX_PATH` wasn't set."
+    )
+    decision = decide("Summary: Qt pinned at `6.8.1` in CMake and presets.", [Neighbour("old", old, 0.6)])
+    assert (decision.action, decision.values) == ("update", ("6.7.2", "6.8.1")), decision.reason
+
+
+def test_a_bare_number_in_a_negated_fact_is_not_replaced_across_clauses() -> None:
+    old = "Bench result on rev C, 500 readings with BLE connected and notifying: sigma 6 g, no outliers."
+    new = "The app can override the intervals over BLE, persisted in settings: `WEIGHT_INTERVAL_S=600`."
+    assert decide(new, [Neighbour("old", old, 0.6)]).action == "add"
+
+
+def test_an_admin_a_change_goes_through_is_a_role_handed_over() -> None:
+    old = "App registration changes (scopes, secrets, redirect URIs) go through Fatima Al-Sayed, the tenant admin."
+    new = "Our tenant admin left last week, Daniel Osei owns the Entra app registration now."
+    decision = decide(new, [Neighbour("old", old, 0.6)])
+    assert (decision.action, decision.values) == ("update", ("Fatima Al-Sayed", "Daniel Osei")), (
+        decision.reason
+    )

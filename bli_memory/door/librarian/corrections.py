@@ -15,6 +15,8 @@ the older stale, and through which value:
   (:func:`carried_pairs`, :func:`restated`): after `.fvmrc` pins 3.22.2 instead of 3.19.6, "we are on
   3.19.6" in the request that set the pin is stale too; a URL's host goes with it, and a role's
   former holder is replaced only in the facts about what passed;
+- a class renamed by the words of its name (:func:`renamed`, :func:`renamed_in`): "we renamed the
+  pool service to ObjectPoolRegistry" after "always use PoolService" keeps the rule, renamed;
 - and two guards the value rules consult: a fact that adds ("we also …") replaces nothing
   (:func:`adds`), and two facts that each name their own thing in the same place ("the admin API
   listens on 8081", "the public API listens on 8080") are siblings, not versions (:func:`siblings`).
@@ -25,6 +27,7 @@ from __future__ import annotations
 import re
 
 from bli_memory.door.librarian.roles import about_the_same_thing, is_person
+from bli_memory.door.librarian.values import CAMEL_CASE, camel_parts
 from bli_memory.door.librarian.words import is_anchor, stem, tokens
 
 #: a version or a dated release, with or without its "v": 1.22, v2.7.0, 2024-06-20, 3.3.6p108 (read
@@ -44,7 +47,9 @@ _VERSION_WORDS = frozenset("version versions release revision rev pin pinned tag
 _COMMON = frozenset(
     "a an the and or but so to of in on at by for with from into as is are was were be it its this that "
     "these those they we i you our your now then also only still just not no never all both each any new "
-    "old set run runs use uses using via per every than up down".split()
+    "old set run runs use uses using via per every than up down "
+    # the labels a reply opens a line with ("Summary: Qt pinned at 6.8.1") name no thing of their own
+    "summary note update fyi result tldr".split()
 )
 #: a fact that adds to what is stored rather than replacing it.
 _ADDS = re.compile(r"\b(?:also|as well|too|in addition|additionally|besides)\b", re.IGNORECASE)
@@ -371,6 +376,23 @@ def _same_thing(content: str, old: str, source: str, new: str) -> bool:
     nearest = before_old[-1:] == before_new[-1:] != []
     # "the admin API moved to port 9090" is no news of "the public API listens on port 8080"
     return nearest and len(shared) >= BARE_NUMBER_MIN_SHARED and not siblings(source, content)
+
+
+def renamed(old_text: str, subject: str, new_text: str, value: str) -> tuple[str, str] | None:
+    """(old name, new name) when the subject a fact renames is, word for word, a CamelCase name the old
+    fact states ("renamed the pool service to ObjectPoolRegistry" after "always use PoolService"), and
+    the new name is one too."""
+    new_names = [name for name in CAMEL_CASE.findall(new_text) if name.lower() == value]
+    old_names = [name for name in CAMEL_CASE.findall(old_text) if camel_parts(name) == subject.split()]
+    return (old_names[0], new_names[0]) if new_names and old_names else None
+
+
+def renamed_in(old_text: str, values: tuple[str, str] | None, new_text: str) -> str | None:
+    """The old fact with a renamed CamelCase name in place: it states a rule about the thing, which
+    holds under its new name ("always use PoolService" -> "always use ObjectPoolRegistry")."""
+    if values is None or not all(CAMEL_CASE.fullmatch(v) for v in values):
+        return None
+    return restated(old_text, *values, new_text)
 
 
 def restated(content: str, old_value: str, new_value: str, source: str) -> str | None:

@@ -45,7 +45,8 @@ from bli_memory.door.librarian.corrections import (
     adds,
     bumped,
     predicate_retired,
-    restated,
+    renamed,
+    renamed_in,
     siblings,
     statement_changed,
     stems,
@@ -419,23 +420,6 @@ def _moved(new_text: str, old_text: str) -> tuple[str, str] | None:
 _LABEL = re.compile(r"^[a-z][\w ]{0,40}?:\s+(?=(?:we|i)\s)", re.IGNORECASE)
 
 
-def _renamed(old_text: str, subject: str, new_text: str, value: str) -> tuple[str, str] | None:
-    """(old name, new name) when the subject a fact renames is, word for word, a CamelCase name the old
-    fact states ("renamed the pool service to ObjectPoolRegistry" after "always use PoolService"), and
-    the new name is one too."""
-    new_names = [name for name in CAMEL_CASE.findall(new_text) if name.lower() == value]
-    old_names = [name for name in CAMEL_CASE.findall(old_text) if camel_parts(name) == subject.split()]
-    return (old_names[0], new_names[0]) if new_names and old_names else None
-
-
-def _renamed_in(old_text: str, values: tuple[str, str] | None, new_text: str) -> str | None:
-    """The old fact with a renamed CamelCase name in place: it states a rule about the thing, which
-    holds under its new name ("always use PoolService" -> "always use ObjectPoolRegistry")."""
-    if values is None or not all(CAMEL_CASE.fullmatch(v) for v in values):
-        return None
-    return restated(old_text, *values, new_text)
-
-
 def _moved_from(old_text: str, new_text: str, value: str) -> tuple[str, str] | None:
     """(old value, new value) for a subject moved to `value` when the old fact states one value of
     its kind the new fact lacks ("Staging: https://staging.example.dev" before "staging moved to a
@@ -792,7 +776,7 @@ def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str
         return (
             "update",
             f"{moved[0]!r} moved to {moved[1]!r} in {neighbour.id}",
-            _renamed(neighbour.content, moved[0], fact, moved[1])
+            renamed(neighbour.content, moved[0], fact, moved[1])
             or _moved_from(neighbour.content, fact, moved[1]),
         )
     changed = statement_changed(fact, neighbour.content) or bumped(fact, neighbour.content)
@@ -833,7 +817,10 @@ def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str
         subject, before, after = change
         return "update", f"{subject!r}: {before!r} -> {after!r}", (before, after)
     replaced = None if additive or sibling else _new_value_for(neighbour.content, fact, corrects)
-    if replaced and new_negated == old_negated:
+    # a negation in another clause of the old fact says nothing of its version; one in the new fact does
+    if replaced and (
+        new_negated == old_negated or _version_in_a_clause(neighbour.content, replaced, new_negated)
+    ):
         return "update", f"new value {replaced[1]!r} for {replaced[0]!r} in {neighbour.id}", replaced
 
     same_numbers = sorted(_numbers(old)) == sorted(_numbers(new))
@@ -862,6 +849,24 @@ def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str
     return "add", "no stored fact says the same or the opposite", None
 
 
+#: where one clause of a fact ends and the next begins.
+_CLAUSE_END = re.compile(r"[;—–]|,\s")
+
+
+def _version_in_a_clause(old_text: str, change: tuple[str, str], new_negated: bool) -> bool:
+    """Whether a version is replaced by one of its form ("6.7.2" -> "6.8.1") and the old fact's clause
+    stating it has the new fact's polarity ("requires Qt 6.7.2 …, and CMake found Qt 5 because
+    `CMAKE_PREFIX_PATH` wasn't set": the negation is another clause's). A bare number is not trusted
+    across clauses: "sigma 6 g, no outliers" is no old value of an interval of 600 s."""
+    before, after = change
+    if not (VERSION.fullmatch(before) and VERSION.fullmatch(after) and "." in before):
+        return False
+    if before.count(".") != after.count("."):
+        return False
+    clause = next((c for c in _CLAUSE_END.split(old_text) if before in value_tokens(c)), old_text)
+    return _polarity(tokens(clause))[0] == new_negated
+
+
 def decide(fact: str, neighbours: Sequence[Neighbour]) -> Decision:
     """Reconcile one fact with its nearest stored neighbours.
 
@@ -884,7 +889,7 @@ def decide(fact: str, neighbours: Sequence[Neighbour]) -> Decision:
     decision = best[3]
     if decision.action == "update":
         target = next(n for n in neighbours if n.id == decision.target_id)
-        rewrite = _rewrite(target.content, fact) or _renamed_in(target.content, decision.values, fact)
+        rewrite = _rewrite(target.content, fact) or renamed_in(target.content, decision.values, fact)
         if rewrite is not None:
             return replace(decision, reason=decision.reason + "; the rest of it kept", rewrite=rewrite)
     return decision

@@ -22,7 +22,7 @@ _PERSON = re.compile(rf"\b{_NAME}\b")
 #: who owns, maintains or answers for a thing.
 _ROLE = re.compile(
     r"\b(?:own(?:s|ed|er|ers|ership)?|maintain(?:s|ed|er|ers)?|lead|approv(?:e|es|ed|er|ers|al)|contact|"
-    r"on-?call|belong(?:s|ed)?\s+to)\b",
+    r"admin(?:s|istrators?)?|on-?call|belong(?:s|ed)?\s+to|go(?:es)?\s+through)\b",
     re.IGNORECASE,
 )
 #: a role that now falls to a named person: "the owner is now Ana Lima", "it's Ana Lima in ops now".
