@@ -492,6 +492,15 @@ def test_a_list_after_a_lead_in_starts_at_its_first_item_and_a_trailing_please_i
     [
         # a statement keeps nothing of the request hanging on it
         ("We use pnpm only, please delete the package-lock.json someone committed.", "We use pnpm only."),
+        # a standing order said with a please is the statement's rule, not a one-off request
+        (
+            "We manage Python dependencies with uv only, please no pip install or poetry commands in docs.",
+            "We manage Python dependencies with uv only, please no pip install or poetry commands in docs.",
+        ),
+        (
+            "Rule from security review, pls apply everywhere from now on: no secret values in Pulumi config.",
+            "Rule from security review, pls apply everywhere from now on: no secret values in Pulumi config.",
+        ),
         # a request stays whole, for the rules that read requests (the choice it carries)
         (
             "Please move the nightly job to APScheduler instead, please keep the cron file.",

@@ -244,8 +244,14 @@ def _reports_problem(prose: str) -> bool:
 
 #: a lead-in, a colon and the first of a list: "Two housekeeping updates, please: first, …".
 _ENUMERATION = re.compile(r":\s+(?=(?:first(?:ly)?|1[.)]|one)\b)", re.IGNORECASE)
-#: a request hanging on a statement: "Marcus owns the webhooks now, please update CODEOWNERS".
-_TRAILING_REQUEST = re.compile(r",\s+(?:please|pls|plz)\s+[^,;?]*$", re.IGNORECASE)
+#: a one-off request hanging on a statement: "Marcus owns the webhooks now, please update CODEOWNERS";
+#: not a standing order said with a please ("…, please no pip install", "…, pls apply everywhere from
+#: now on: no secrets in config"), which is the statement's rule.
+_TRAILING_REQUEST = re.compile(
+    r",\s+(?:please|pls|plz)\s+(?!(?:no|not|don'?t|do not|never|always|only|keep|use|avoid|stick)\b)"
+    r"(?![^,;:?]*\b(?:from now on|going forward|everywhere|always|never)\b)[^,;:?]*$",
+    re.IGNORECASE,
+)
 
 
 def _stated_part(sentence: str) -> str:
