@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 
 from bli_memory.door.librarian.roles import about_the_same_thing, is_person
-from bli_memory.door.librarian.values import CAMEL_CASE, camel_parts
+from bli_memory.door.librarian.values import CAMEL_CASE, FILE_EXTENSIONS, HOST_NAME_PATTERN, camel_parts
 from bli_memory.door.librarian.words import is_anchor, stem, tokens
 
 #: a version or a dated release, with or without its "v": 1.22, v2.7.0, 2024-06-20, 3.3.6p108 (read
@@ -270,18 +270,14 @@ def siblings(new_text: str, old_text: str) -> bool:
 _SPECIFIC_VALUE = re.compile(
     r"(?=[\w.:/@+-]*\d)[\w@+]+(?:[.:/-][\w@+]+)+"
     r"|[a-z][a-z0-9+.-]*://\S+"
-    r"|[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,}",
+    rf"|{HOST_NAME_PATTERN}",
     re.IGNORECASE,
 )
 #: the shortest value carried over: "1.2" is too common to stand for one thing.
 CARRIED_VALUE_MIN_CHARS = 5
 #: a file's name or path: files live side by side, so one in place of another in one fact says nothing
 #: of the others (a host may end in `.md` or `.sh` too, and is then not carried over either).
-_FILE_LIKE = re.compile(
-    r"^(?![a-z][a-z0-9+.-]*://).*/|\.(?:py|md|rst|txt|json|ya?ml|toml|ini|cfg|conf|lock|env|js|mjs|ts|tsx|jsx|"
-    r"rb|go|rs|java|kt|kts|swift|cs|c|h|cc|cpp|hpp|sh|bash|sql|tf|hcl|xml|html|css|gradle|dart|ex|exs|lua)$",
-    re.IGNORECASE,
-)
+_FILE_LIKE = re.compile(rf"^(?![a-z][a-z0-9+.-]*://).*/|\.(?:{FILE_EXTENSIONS})$", re.IGNORECASE)
 
 
 def _bare(value: str) -> str:

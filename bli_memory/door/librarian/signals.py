@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from bli_memory.door.librarian.values import FILE_EXTENSIONS
+
 # =====================================================================================================
 # signals
 # =====================================================================================================
@@ -20,14 +22,6 @@ _COMMANDS = (
     "terraform|ansible|brew|apt|apt-get|systemctl|journalctl|curl|wget|just|nox|tox|gradle|gradlew|mvn|"
     "dotnet|psql|sqlite3|alembic|rails|bundle|rake|composer|php|java|ssh|scp|rsync|tar|gh|aws|gcloud|az|"
     "bli-memory-mcp|bli-memory-door|claude|codex|vite|next|jest|vitest|playwright|cmake|ninja|bazel"
-)
-
-
-#: the extensions that make a dotted name a file's rather than a host's.
-_FILE_EXTENSIONS = (
-    "py|pyi|ts|tsx|js|jsx|mjs|cjs|json|jsonl|toml|yaml|yml|md|rs|go|java|kt|kts|rb|sh|sql|cfg|ini|env|lock|"
-    "txt|html|css|scss|vue|svelte|c|h|cpp|hpp|cs|swift|php|proto|tf|db|sqlite|xml|gradle|properties|conf|"
-    "log|csv|exs|ex|dart|lua|zip|gz|tar|tgz|png|jpg|svg|pdf|bak|tmp|old|orig|dll|exe|so|dylib|jar|war|class"
 )
 
 
@@ -93,7 +87,7 @@ SIGNALS: tuple[Signal, ...] = (
         # a host name without its scheme: three labels or more, the last all letters and no file's extension
         re.compile(
             r"(?<![\w./@-])[a-z][a-z0-9-]*(?:\.[a-z0-9-]+)+\.(?!(?:"
-            + _FILE_EXTENSIONS
+            + FILE_EXTENSIONS
             + r")\b)[a-z]{2,12}(?![\w/@-]|\.\w)",
             re.IGNORECASE,
         ),

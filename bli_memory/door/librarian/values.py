@@ -12,14 +12,20 @@ import re
 
 from bli_memory.door.librarian.words import is_anchor, tokens
 
-#: a file's name or path (another file is another setting, never a new value of the same one).
-_FILE_NAME = re.compile(
-    r".*\.(?:json|jsonc|ya?ml|toml|py|pyi|ts|tsx|js|jsx|mjs|cjs|md|txt|cfg|ini|env|lock|rs|go|java|kt|rb|sh|"
-    r"sql|tf|xml|gradle|properties|mod|sum|html|css|conf|lua|php|cs|swift)$|.*/.*",
-    re.IGNORECASE,
+#: the extensions that make a dotted name a file's rather than a host's (one list for the librarian:
+#: extraction's host signal, reconciliation's "another file is another setting", the values never
+#: carried over to other facts).
+FILE_EXTENSIONS = (
+    "py|pyi|ipynb|ts|tsx|js|jsx|mjs|cjs|json|jsonc|jsonl|toml|ya?ml|md|rst|txt|rs|go|mod|sum|java|kt|kts|"
+    "rb|sh|bash|sql|cfg|ini|env|lock|html|css|scss|vue|svelte|c|h|cc|cpp|hpp|cs|swift|dart|ex|exs|lua|php|"
+    "proto|tf|hcl|db|sqlite|xml|gradle|properties|conf|log|csv|zip|gz|tar|tgz|png|jpg|svg|pdf|bak|tmp|old|"
+    "orig|dll|exe|so|dylib|jar|war|class"
 )
+#: a file's name or path (another file is another setting, never a new value of the same one).
+_FILE_NAME = re.compile(rf".*\.(?:{FILE_EXTENSIONS})$|.*/.*", re.IGNORECASE)
 #: a host name: labels and a dot, no scheme ("files-sbx.partner.com").
-_HOST_NAME = re.compile(r"[a-z0-9][a-z0-9-]*(?:\.[a-z0-9-]+)*\.[a-z]{2,}")
+HOST_NAME_PATTERN = r"[a-z0-9][a-z0-9-]*(?:\.[a-z0-9-]+)*\.[a-z]{2,}"
+_HOST_NAME = re.compile(HOST_NAME_PATTERN)
 #: a span of code in a fact: `…`.
 CODE_SPAN = re.compile(r"`[^`\n]+`")
 #: a token that may be a value: a URL whole, or a run of word characters and the marks inside
