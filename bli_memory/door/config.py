@@ -343,9 +343,8 @@ class DoorConfig:
     login_link_ttl_s: float
     web_session_ttl_s: float
     #: the relevance calibrations to use instead of the packaged ones (`BLI_MEMORY_RELEVANCE_FILE`),
-    #: read once at start, by embedder name; None: the packaged ones.
-    relevance_file: Path | None = None
-    own_calibrations: Mapping[str, Calibration] | None = None
+    #: read once at start; None: the packaged ones.
+    relevance_file: RelevanceFile | None = None
 
     @classmethod
     def from_env(cls, args: argparse.Namespace, env: Mapping[str, str]) -> DoorConfig:
@@ -377,21 +376,29 @@ class DoorConfig:
             login_link_ttl_s=args.login_link_ttl,
             web_session_ttl_s=args.web_session_ttl,
         )
-        relevance_file, own_calibrations = _relevance_file(env)  # the last to be said, as before
-        return replace(config, relevance_file=relevance_file, own_calibrations=own_calibrations)
+        return replace(config, relevance_file=_relevance_file(env))  # the last to be said, as before
 
 
-def _relevance_file(env: Mapping[str, str]) -> tuple[Path | None, Mapping[str, Calibration] | None]:
+@dataclass(frozen=True)
+class RelevanceFile:
+    """The calibrations a team fitted itself (`BLI_MEMORY_RELEVANCE_FILE`): by embedder name, and the
+    file they came from, for messages."""
+
+    path: Path
+    calibrations: Mapping[str, Calibration]
+
+
+def _relevance_file(env: Mapping[str, str]) -> RelevanceFile | None:
     """`BLI_MEMORY_RELEVANCE_FILE` and its calibrations, read whole once (unset or empty: None, the
     packaged calibrations); a file that cannot be read or holds no valid calibration is exit 2, naming
     it. The door scores with what was checked here: a file changed or removed later changes nothing."""
     chosen = env.get(ENV_RELEVANCE_FILE, "").strip()
     if not chosen:
-        return None, None
+        return None
     from bli_memory.door import relevance
 
     path = Path(chosen).expanduser()
     try:
-        return path, relevance.calibrations_in(path)
+        return RelevanceFile(path, relevance.calibrations_in(path))
     except ValueError as exc:
         raise CliError(f"{ENV_RELEVANCE_FILE}: {path} {exc}", EXIT_USAGE) from None

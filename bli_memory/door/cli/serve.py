@@ -54,8 +54,8 @@ def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         raise CliError(str(exc), EXIT_USAGE) from None
     if warning:
         sys.stderr.write(f"bli-memory-door: {warning}\n")
-    if config.relevance_file is not None and config.own_calibrations is not None:
-        _check_relevance_file(config.relevance_file, config.own_calibrations, embedder.name)
+    if config.relevance_file is not None:
+        _check_relevance_file(config.relevance_file.path, config.relevance_file.calibrations, embedder.name)
     store = open_store(config.store, max_pages=config.max_pages, serving=True, early_check=early_check)
     # several doors may serve one PostgreSQL database: only a SQLite file has a pid file (and `stop`);
     # every door keeps big spaces' indexes between runs in its index folder (door/indexes.py)
@@ -65,7 +65,7 @@ def serve(args: argparse.Namespace, env: Mapping[str, str]) -> int:
         embedder,
         index_folder=config.index_dir,
         index_limits=config.index_limits,
-        own_calibrations=config.own_calibrations,
+        own_calibrations=None if config.relevance_file is None else config.relevance_file.calibrations,
     )
     pid_fd = None if db is None else claim_pid_file(db)
     stop_on_signal = _StopOnSignal()  # from here on a `stop` ends in the finally below
