@@ -699,3 +699,43 @@ def test_an_admin_a_change_goes_through_is_a_role_handed_over() -> None:
     assert (decision.action, decision.values) == ("update", ("Fatima Al-Sayed", "Daniel Osei")), (
         decision.reason
     )
+
+
+# --- an address moved to another site -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "values"),
+    [
+        (
+            "1) The staging environment is https://hr-stg.quillcorp.azurewebsites.net.",
+            "Staging moved off App Service to our AKS cluster, the new URL is https://hr-staging.quillcorp.net.",
+            ("https://hr-stg.quillcorp.azurewebsites.net", "https://hr-staging.quillcorp.net"),
+        ),
+        (
+            "Builds run only on `build-02.rack.lan` (it has the vSphere network path), never from laptops.",
+            "Image builds moved to build-05.rack.lan, it's already got the vsphere route.",
+            ("build-02.rack.lan", "build-05.rack.lan"),
+        ),
+    ],
+)
+def test_a_service_given_a_new_address_supersedes_its_old_one(
+    old: str, new: str, values: tuple[str, str]
+) -> None:
+    """The new fact says the address is new, the two hosts share two words of their names and the
+    facts a word of what they are about."""
+    decision = decide(new, [Neighbour("old", old, 0.6)])
+    assert (decision.action, decision.values) == ("update", values), decision.reason
+
+
+@pytest.mark.parametrize(
+    "old",
+    [
+        "The staging database is at https://db-stg.quillcorp-data.io.",  # one shared word: the company's
+        "Grafana for staging is https://grafana.ops-tools.io.",  # no shared word
+        "Production is https://hr.quillcorp.net.",  # another thing
+    ],
+)
+def test_another_service_on_another_site_is_left_alone(old: str) -> None:
+    new = "Staging moved off App Service to our AKS cluster, the new URL is https://hr-staging.quillcorp.net."
+    assert decide(new, [Neighbour("old", old, 0.6)]).action == "add"

@@ -27,7 +27,14 @@ from __future__ import annotations
 import re
 
 from bli_memory.door.librarian.roles import about_the_same_thing, is_person
-from bli_memory.door.librarian.values import CAMEL_CASE, FILE_EXTENSIONS, HOST_NAME_PATTERN, camel_parts
+from bli_memory.door.librarian.values import (
+    CAMEL_CASE,
+    FILE_EXTENSIONS,
+    HOST_NAME_PATTERN,
+    camel_parts,
+    is_host,
+    value_tokens,
+)
 from bli_memory.door.librarian.words import is_anchor, stem, tokens
 
 #: a version or a dated release, with or without its "v": 1.22, v2.7.0, 2024-06-20, 3.3.6p108 (read
@@ -260,6 +267,58 @@ def siblings(new_text: str, old_text: str) -> bool:
         return found
 
     return bool(heads(old_words, old_set, new_set) & heads(new_words, new_set, old_set))
+
+
+# --------------------------------------------------------------------------- an address moved to another site
+
+#: words that say an address is new: "the new URL is …", "moved to our AKS cluster", "is now …".
+_NEW_ADDRESS = re.compile(
+    r"\bnew\s+(?:url|host|address|endpoint|domain|location|base\s*url)\b|\b(?:moved|migrated|now)\b",
+    re.IGNORECASE,
+)
+#: words two hosts' names share to be one service's old and new address ("atlas-hr-stg…" and
+#: "hr-staging.atlas-corp…"): one ("atlas") is often only the company's name, which all its hosts share.
+SHARED_HOST_WORDS_MIN = 2
+#: host labels that name no service: the web's prefixes and the sites' last labels.
+_GENERIC_LABELS = frozenset("www com net org io dev app co uk de internal local lan svc cluster".split())
+
+
+def _addresses(text: str) -> list[str]:
+    return [t for t in value_tokens(text) if "://" in t or is_host(t)]
+
+
+def _host_parts(address: str) -> set[str]:
+    host = address.split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0]
+    labels = host.split(".")[:-1]  # the last label is the site's kind, not its name
+    return {
+        part for label in labels for part in label.split("-") if part not in _GENERIC_LABELS and len(part) > 1
+    }
+
+
+def address_moved(new_text: str, old_text: str) -> tuple[str, str] | None:
+    """(old address, new address) when a fact gives a service a new address on another site ("Staging
+    moved off App Service to our AKS cluster, the new URL is https://hr-staging.atlas-corp.net") and
+    the old fact states the one address of the same thing ("The staging environment is
+    https://atlas-hr-stg.azurewebsites.net"): the new fact says the address is new, the two hosts
+    share two words of their names ("atlas", "hr"), and the facts share a word of what they are about
+    beyond those ("staging"). Another site is otherwise another service."""
+    if not _NEW_ADDRESS.search(new_text):
+        return None
+    new_addresses, old_addresses = _addresses(new_text), _addresses(old_text)
+    if len(set(old_addresses)) != 1 or len(set(new_addresses)) != 1:
+        return None
+    old, new = old_addresses[0], new_addresses[0]
+    shared_host = _host_parts(old) & _host_parts(new)
+    if old == new or len(shared_host) < SHARED_HOST_WORDS_MIN or old in new_text.lower():
+        return None
+    about = (stems(_without_addresses(old_text)) & stems(_without_addresses(new_text))) - {
+        stem(part) for part in shared_host
+    }
+    return (old, new) if any(is_anchor(word) for word in about) else None
+
+
+def _without_addresses(text: str) -> str:
+    return " ".join(t for t in value_tokens(text) if not ("://" in t or is_host(t)))
 
 
 # --------------------------------------------------------------------------- one value, every fact

@@ -42,6 +42,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from bli_memory.door.librarian.corrections import (
+    address_moved,
     adds,
     bumped,
     predicate_retired,
@@ -779,6 +780,11 @@ def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str
             renamed(neighbour.content, moved[0], fact, moved[1])
             or _moved_from(neighbour.content, fact, moved[1]),
         )
+    readdressed = address_moved(fact, neighbour.content)
+    if (
+        readdressed
+    ):  # "the new URL is https://hr-staging.atlas-corp.net" after "… atlas-hr-stg.azurewebsites.net"
+        return "update", f"{readdressed[0]!r} moved to {readdressed[1]!r} in {neighbour.id}", readdressed
     changed = statement_changed(fact, neighbour.content) or bumped(fact, neighbour.content)
     if changed:  # `… COMPONENTS glslc)` -> `… COMPONENTS dxc)`; "bumped X in `west.yml` to v2.7.0"
         return "update", f"changes {changed[0]!r} to {changed[1]!r} in {neighbour.id}", changed
@@ -855,9 +861,8 @@ _CLAUSE_END = re.compile(r"[;—–]|,\s")
 
 def _version_in_a_clause(old_text: str, change: tuple[str, str], new_negated: bool) -> bool:
     """Whether a version is replaced by one of its form ("6.7.2" -> "6.8.1") and the old fact's clause
-    stating it has the new fact's polarity ("requires Qt 6.7.2 …, and CMake found Qt 5 because
-    `CMAKE_PREFIX_PATH` wasn't set": the negation is another clause's). A bare number is not trusted
-    across clauses: "sigma 6 g, no outliers" is no old value of an interval of 600 s."""
+    stating it has the new fact's polarity ("requires Qt 6.7.2 …, and … wasn't set"). Not a bare
+    number: "sigma 6 g, no outliers" is no old value of an interval of 600 s."""
     before, after = change
     if not (VERSION.fullmatch(before) and VERSION.fullmatch(after) and "." in before):
         return False
