@@ -739,3 +739,24 @@ def test_a_service_given_a_new_address_supersedes_its_old_one(
 def test_another_service_on_another_site_is_left_alone(old: str) -> None:
     new = "Staging moved off App Service to our AKS cluster, the new URL is https://hr-staging.quillcorp.net."
     assert decide(new, [Neighbour("old", old, 0.6)]).action == "add"
+
+
+def test_a_bucket_renamed_to_a_kebab_case_name_hands_the_old_name_on() -> None:
+    """ "the attachments bucket" is the setting `ATTACHMENTS_BUCKET` word for word, and the two names
+    are one bucket's: as many parts, one shared. A label before the move ("Quick update …:") is no
+    part of it."""
+    old = '`config/runtime.exs`: `bucket: System.get_env("ATTACHMENTS_BUCKET", "quill-attachments-prod")`.'
+    new = "Quick update for the uploads: infra renamed the attachments bucket, it's quill-files-prod now."
+    decision = decide(new, [Neighbour("old", old, 0.6)])
+    assert (decision.action, decision.values) == ("update", ("quill-attachments-prod", "quill-files-prod"))
+    assert carried_pairs("quill-attachments-prod", "quill-files-prod") == [
+        ("quill-attachments-prod", "quill-files-prod")
+    ]
+
+
+def test_a_kebab_case_name_holding_a_renamed_word_is_its_own_thing() -> None:
+    decision = decide(
+        "We renamed `billing` to `ledger`.",
+        [Neighbour("old", "The `billing-reports` job runs at 04:00.", 0.6)],
+    )
+    assert decision.action != "update", decision.reason

@@ -364,6 +364,8 @@ def carried_pairs(old_value: str, new_value: str) -> list[tuple[str, str]]:
         return [(old_value, new_value)]  # a role handed over: `restated` asks for the same subject
     if _NAME_IN_CAMEL_CASE.fullmatch(old_value) and _NAME_IN_CAMEL_CASE.fullmatch(new_value):
         return [(old_value, new_value)]  # a class renamed: "PoolService" names one thing in a space
+    if _KEBAB.fullmatch(_bare(old_value)) and _KEBAB.fullmatch(_bare(new_value)):
+        return [(old_value, new_value)]  # a bucket or a project renamed: one thing in a space too
     if _short_versions(old_value, new_value) or _bare_numbers(old_value, new_value):
         return [(old_value, new_value)]  # "1.75" -> "1.80": `restated` asks for the same words before it
     if not carried_over(old_value, new_value):
@@ -448,6 +450,29 @@ def renamed_in(old_text: str, values: tuple[str, str] | None, new_text: str) -> 
     if values is None or not all(CAMEL_CASE.fullmatch(v) for v in values):
         return None
     return restated(old_text, *values, new_text)
+
+
+#: a kebab-case name of three parts or more: a bucket, a project, a queue ("orbit-files-prod").
+_KEBAB = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+){2,}")
+
+
+def kebab_renamed(old_text: str, new_text: str, value: str) -> tuple[str, str] | None:
+    """(old name, new name) when a subject moved to a kebab-case name and the old fact states one name
+    of as many parts sharing a part with it, which the new fact does not ("the attachments bucket,
+    it's orbit-files-prod now" after `"orbit-attachments-prod"`)."""
+    if not _KEBAB.fullmatch(value):
+        return None
+    parts = set(value.split("-"))
+    present = set(value_tokens(new_text))
+    old = {
+        t
+        for t in value_tokens(old_text)
+        if _KEBAB.fullmatch(t)
+        and t not in present
+        and t.count("-") == value.count("-")
+        and parts & set(t.split("-"))
+    }
+    return (old.pop(), value) if len(old) == 1 else None
 
 
 def restated(content: str, old_value: str, new_value: str, source: str) -> str | None:

@@ -45,6 +45,7 @@ from bli_memory.door.librarian.corrections import (
     address_moved,
     adds,
     bumped,
+    kebab_renamed,
     predicate_retired,
     renamed,
     renamed_in,
@@ -54,17 +55,16 @@ from bli_memory.door.librarian.corrections import (
 )
 from bli_memory.door.librarian.roles import handed_over, holder_replaced, newcomer
 from bli_memory.door.librarian.values import (
-    CAMEL_CASE,
     CODE_SPAN,
     QUANTITY,
     VERSION,
-    camel_parts,
     domain_of,
     host_of,
     host_words,
     is_file,
     is_host,
     is_value,
+    name_parts,
     nearest_anchor,
     shape_of,
     stated_values,
@@ -399,7 +399,7 @@ def _moved(new_text: str, old_text: str) -> tuple[str, str] | None:
     subject = match.groupdict().get("subject") or match.group("mover") or ""
     words = [w for w in tokens(subject) if len(w) >= SUBJECT_WORD_MIN_CHARS and w not in _SUBJECT_FILLER]
     value = match.group("value").strip("`.,;").lower()
-    old_text = " ".join([old_text, *(" ".join(camel_parts(name)) for name in CAMEL_CASE.findall(old_text))])
+    old_text = " ".join([old_text, *name_parts(old_text)])  # "PoolService": pool service too
     named: list[str] = []  # the value and the words of its name: "Node 20", "Terraform Cloud workspace `x`"
     for word in tokens(value + " " + (match.groupdict().get("more") or "")):
         if word in _VALUE_ENDS:
@@ -417,8 +417,8 @@ def _moved(new_text: str, old_text: str) -> tuple[str, str] | None:
     return " ".join(words), value
 
 
-#: a short label before a move its writer reports ("Small refactor request: we renamed …").
-_LABEL = re.compile(r"^[a-z][\w ]{0,40}?:\s+(?=(?:we|i)\s)", re.IGNORECASE)
+#: a short label before a move ("Small refactor request: we renamed …", "Quick update: infra renamed …").
+_LABEL = re.compile(rf"^[a-z][\w ]{{0,40}}?:\s+(?=(?:we|i)\s|[\w-]+\s+{_MOVED}\s)", re.IGNORECASE)
 
 
 def _moved_from(old_text: str, new_text: str, value: str) -> tuple[str, str] | None:
@@ -778,12 +778,11 @@ def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str
             "update",
             f"{moved[0]!r} moved to {moved[1]!r} in {neighbour.id}",
             renamed(neighbour.content, moved[0], fact, moved[1])
+            or kebab_renamed(neighbour.content, fact, moved[1])
             or _moved_from(neighbour.content, fact, moved[1]),
         )
     readdressed = address_moved(fact, neighbour.content)
-    if (
-        readdressed
-    ):  # "the new URL is https://hr-staging.atlas-corp.net" after "… atlas-hr-stg.azurewebsites.net"
+    if readdressed:  # "the new URL is https://hr-staging.example.net" after "hr-stg.example.azure…"
         return "update", f"{readdressed[0]!r} moved to {readdressed[1]!r} in {neighbour.id}", readdressed
     changed = statement_changed(fact, neighbour.content) or bumped(fact, neighbour.content)
     if changed:  # `… COMPONENTS glslc)` -> `… COMPONENTS dxc)`; "bumped X in `west.yml` to v2.7.0"

@@ -72,13 +72,18 @@ SIGNALS: tuple[Signal, ...] = (
         # (a `key=value` is read from the start of its token: from each `\b` of `v1.v1.…` it ran to the end)
         re.compile(
             r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]+\b|\b[a-z]+[A-Z]\w*\b|\b\w+_\w+\b|\b\w+\(\)|(?<![\w.-])[\w.-]+=\S+|"
-            r"(?<![\w:])\w+::\w+"  # a namespaced name (C++, Rust, Ruby, PHP): `ember::Result`, `Foo::Bar`
+            r"(?<![\w:])\w+::\w+|"  # a namespaced name (C++, Rust, Ruby, PHP): `ember::Result`, `Foo::Bar`
+            # a kebab-case name of three parts or more, none a joining word ("orbit-files-prod"; not
+            # "end-to-end", "up-to-date")
+            r"(?<![\w.-])(?![\w-]*-(?:to|of|the|and|a|an|in|on|by|for|or|at)-)(?!(?:to|of|the)-)"
+            r"[a-z][a-z0-9]*(?:-[a-z0-9]+){2,}(?![\w.-])"
         ),
         True,
         (
             "Raise MAX_POOL_SIZE when the workers grow.",
             "Call retryPolicy from the client.",
             "errors go through ember::Result.",
+            "infra renamed the attachments bucket, it's orbit-files-prod now.",
         ),
     ),
     Signal("url", re.compile(r"https?://\S+"), True, ("The staging API is https://api.stg.example.dev.",)),

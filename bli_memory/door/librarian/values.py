@@ -138,3 +138,12 @@ def is_file(value: str) -> bool:
 def is_host(value: str) -> bool:
     """Whether a value is a host name (labels and a dot, no scheme)."""
     return _HOST_NAME.fullmatch(value) is not None
+
+
+def name_parts(text: str) -> list[str]:
+    """The words a fact's class and setting names join: "PoolService" -> pool service,
+    "ATTACHMENTS_BUCKET" -> attachments bucket. (Not a kebab-case name: `billing-reports` is its own
+    thing, not the billing one.)"""
+    camel = [" ".join(camel_parts(name)) for name in CAMEL_CASE.findall(text)]
+    settings = [name.replace("_", " ") for name in re.findall(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b", text)]
+    return camel + settings
