@@ -68,8 +68,12 @@ def test_a_door_benchmark_runs_on_two_versions_side_by_side() -> None:
     columns = {line.split("|")[2].strip() for line in rows}
     assert {"search p50", "save p50"} <= columns
     for line in rows:
-        old, new, ratio = (cell.strip() for cell in line.strip("|").split("|")[2:5])
-        assert float(old) > 0 and float(new) > 0 and float(ratio) > 0
+        column, old, new, ratio = (cell.strip() for cell in line.strip("|").split("|")[1:5])
+        if "CPU" in column:
+            # the door's CPU per call is counted in the clock's ticks: a short run may count none
+            assert float(old) >= 0 and float(new) >= 0 and (ratio == "–" or float(ratio) >= 0), line
+        else:
+            assert float(old) > 0 and float(new) > 0 and float(ratio) > 0, line
     assert "== round 1/1: old" in done.stderr and "== round 1/1: new" in done.stderr
 
 
