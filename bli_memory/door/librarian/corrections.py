@@ -16,7 +16,11 @@ the older stale, and through which value:
   3.19.6" in the request that set the pin is stale too; a URL's host goes with it, and a role's
   former holder is replaced only in the facts about what passed;
 - a class renamed by the words of its name (:func:`renamed`, :func:`renamed_in`): "we renamed the
-  pool service to ObjectPoolRegistry" after "always use PoolService" keeps the rule, renamed;
+  pool service to ObjectPoolRegistry" after "always use PoolService" keeps the rule, renamed; a
+  kebab-case name likewise (:func:`kebab_renamed`: "the attachments bucket, it's orbit-files-prod
+  now");
+- a service given an address on another site (:func:`address_moved`): "the new URL is
+  https://hr-staging.atlas-corp.net" after "staging is https://atlas-hr-stg.azurewebsites.net";
 - and two guards the value rules consult: a fact that adds ("we also …") replaces nothing
   (:func:`adds`), and two facts that each name their own thing in the same place ("the admin API
   listens on 8081", "the public API listens on 8080") are siblings, not versions (:func:`siblings`).
@@ -359,7 +363,8 @@ def carried_over(old_value: str, new_value: str) -> bool:
 def carried_pairs(old_value: str, new_value: str) -> list[tuple[str, str]]:
     """The values one update replaced that other facts may still state: the pair itself when it is
     carried over, and for two URLs their hosts as well (a summary names "`staging.example.dev`"
-    without its scheme)."""
+    without its scheme). A role's holders, a renamed CamelCase class or kebab-case name, a short
+    version and a bare number are carried too; `restated` then asks each fact for the same subject."""
     if is_person(old_value) and is_person(new_value):
         return [(old_value, new_value)]  # a role handed over: `restated` asks for the same subject
     if _NAME_IN_CAMEL_CASE.fullmatch(old_value) and _NAME_IN_CAMEL_CASE.fullmatch(new_value):
