@@ -8,8 +8,8 @@ version, number, quantity, handle (``@team-ledger``) or URL (same site) after th
 follows the same words as the new one ("JDK 17" -> "JDK 21" before "Gradle 7.6" -> "21"). A fact is a
 correction when it says so at its start ("actually …", "correction: …"), says a value holds now ("it's
 X now", "is now X") or names the value it retires ("not X", "from X", "instead of X"); "instead of" or
-"no longer" about anything else only describes. For a correction, a URL's host names its service: a
-new address on the same site supersedes one whose host holds a word the new fact names.
+"no longer" about anything else only describes. For a correction, a URL's host names its service (one
+on the same site; on another, a new address of hosts sharing two name words: `corrections.address_moved`).
 Two facts that each name their own thing in the same place ("the admin API listens on 8081", "the
 public API listens on 8080"), a fact that adds ("CI also runs …") and a value in another file are
 never a new value of the old one (`corrections.siblings`, `corrections.adds`).
