@@ -36,10 +36,11 @@ from bli_memory.door.librarian.values import (
     FILE_EXTENSIONS,
     HOST_NAME_PATTERN,
     camel_parts,
+    host_of,
     is_host,
     value_tokens,
 )
-from bli_memory.door.librarian.words import is_anchor, stem, tokens
+from bli_memory.door.librarian.words import compound_parts, is_anchor, stem, tokens
 
 #: a version or a dated release, with or without its "v": 1.22, v2.7.0, 2024-06-20, 3.3.6p108 (read
 #: from the start of its token: from inside a run of digits it was tried again at every digit).
@@ -292,8 +293,7 @@ def _addresses(text: str) -> list[str]:
 
 
 def _host_parts(address: str) -> set[str]:
-    host = address.split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0]
-    labels = host.split(".")[:-1]  # the last label is the site's kind, not its name
+    labels = host_of(address).split(".")[:-1]  # the last label is the site's kind, not its name
     return {
         part for label in labels for part in label.split("-") if part not in _GENERIC_LABELS and len(part) > 1
     }
@@ -367,7 +367,7 @@ def carried_pairs(old_value: str, new_value: str) -> list[tuple[str, str]]:
     version and a bare number are carried too; `restated` then asks each fact for the same subject."""
     if is_person(old_value) and is_person(new_value):
         return [(old_value, new_value)]  # a role handed over: `restated` asks for the same subject
-    if _NAME_IN_CAMEL_CASE.fullmatch(old_value) and _NAME_IN_CAMEL_CASE.fullmatch(new_value):
+    if CAMEL_CASE.fullmatch(old_value) and CAMEL_CASE.fullmatch(new_value):
         return [(old_value, new_value)]  # a class renamed: "PoolService" names one thing in a space
     if _KEBAB.fullmatch(_bare(old_value)) and _KEBAB.fullmatch(_bare(new_value)):
         return [(old_value, new_value)]  # a bucket or a project renamed: one thing in a space too
@@ -378,14 +378,12 @@ def carried_pairs(old_value: str, new_value: str) -> list[tuple[str, str]]:
     pairs = [(old_value, new_value)]
     old, new = _bare(old_value), _bare(new_value)
     if "://" in old and "://" in new:
-        old_host, new_host = (v.split("://", 1)[1].split("/", 1)[0].split(":", 1)[0] for v in (old, new))
+        old_host, new_host = host_of(old), host_of(new)
         if old_host != new_host and carried_over(old_host, new_host):
             pairs.append((old_host, new_host))
     return pairs
 
 
-#: a name in CamelCase, two capitalised parts or more: a class or a component, one thing in a space.
-_NAME_IN_CAMEL_CASE = re.compile(r"[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+")
 #: a version too short to be specific alone ("1.75"): two or three parts of at most four digits each.
 _SHORT_VERSION = re.compile(r"v?\d{1,4}(?:\.\d{1,4}){1,2}")
 #: how many content words before a value may name what it is the version of.
@@ -423,7 +421,7 @@ def _context_before(text: str, value: str) -> list[str]:
     if at is None:
         return []
     words = tokens(text[: at.start()])[-VERSION_CONTEXT_WORDS:]
-    parts = [part for word in words for part in [*re.split(r"[-/_.]", word), word] if part]
+    parts = [part for word in words for part in [*compound_parts(word), word] if part]
     return [stem(part) for part in dict.fromkeys(parts) if is_anchor(part)]
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from bli_memory.door.librarian.words import is_anchor, names_one_thing, stem, tokens
+from bli_memory.door.librarian.words import compound_parts, is_anchor, names_one_thing, stem, tokens
 
 #: a capitalised word of a name, Latin letters with their accents ("Wójcik", "Lucía", "Łukasz").
 _NAME_WORD = "[A-Z\u00c0-\u00d6\u00d8-\u00de\u0100-\u017f][a-z\u00df-\u00f6\u00f8-\u00ff\u0100-\u017f]+"
@@ -63,7 +63,7 @@ def handed_over(new_text: str, old_text: str) -> str | None:
 def _subject_words(text: str) -> set[str]:
     """A fact's content words but its role words, stemmed, and the parts of its compounds
     ("Stripe-webhook" meets "the Stripe webhooks")."""
-    words = {part for word in tokens(text) for part in [word, *re.split(r"[-/_.]", word)]}
+    words = {part for word in tokens(text) for part in [word, *compound_parts(word)]}
     return {stem(w) for w in words if is_anchor(w) and not _ROLE.fullmatch(w)}
 
 

@@ -39,6 +39,15 @@ def stem(word: str) -> str:
     return word[:-1] if word.endswith("e") and len(word) > STEM_MIN_CHARS + 1 else word
 
 
+#: the marks a compound name is split at ("rust-version", "app/api", "ATTACHMENTS_BUCKET", "Orbit.Storage").
+_COMPOUND_MARK = re.compile(r"[-/_.]")
+
+
+def compound_parts(word: str) -> list[str]:
+    """The parts of a compound name, split at `- / _ .` ("stripe-webhook" -> stripe, webhook)."""
+    return _COMPOUND_MARK.split(word)
+
+
 def fact_key(fact: str) -> str:
     """Case, punctuation and markup-insensitive key used to deduplicate facts."""
     return " ".join(tokens(fact))
