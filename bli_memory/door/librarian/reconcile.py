@@ -30,7 +30,9 @@ another person (`roles`) the fact naming the former one about the same thing.
 A subject moved to a new value ("We renamed the default branch to `trunk`", "the broker is now
 RabbitMQ", "staging now lives at `stg.example.io`", "switched to `gofumpt` for formatting Go code")
 updates the fact that names every word of that subject with a value the move no longer states ("The
-default branch is `main`"). The old memory stays as history; when it said more than the new fact, it
+default branch is `main`": `moves`). A job's schedule said to have changed ("the reminder job moved
+to 06:15" after "every day at 07:30", "redrive now runs every 5 min" after `rate(15 minutes)`)
+updates the fact stating that job's one schedule of the same kind (`schedules`). The old memory stays as history; when it said more than the new fact, it
 is kept with the new value in place (``Decision.rewrite``).
 """
 
@@ -53,7 +55,9 @@ from bli_memory.door.librarian.corrections import (
     statement_changed,
     stems,
 )
+from bli_memory.door.librarian.moves import SUBJECT_FILLER, SUBJECT_WORD_MIN_CHARS, moved, moved_from
 from bli_memory.door.librarian.roles import handed_over, holder_replaced, newcomer
+from bli_memory.door.librarian.schedules import reschedule, rescheduled
 from bli_memory.door.librarian.values import (
     CODE_SPAN,
     QUANTITY,
@@ -64,10 +68,7 @@ from bli_memory.door.librarian.values import (
     is_file,
     is_host,
     is_value,
-    name_parts,
     nearest_anchor,
-    shape_of,
-    stated_values,
     value_tokens,
     values_of,
     words_before,
@@ -249,7 +250,7 @@ def _subject_named(old_text: str, value: str, new_text: str) -> bool:
     """Whether the new fact names every word the old one says before `value` (its subject): "the
     staging host is `db-2`" -> "the staging host is now `db-3`", not "the production host …"."""
     before = tokens(old_text.lower().split(value, 1)[0])
-    subject = {w for w in before if len(w) >= SUBJECT_WORD_MIN_CHARS and w not in _SUBJECT_FILLER}
+    subject = {w for w in before if len(w) >= SUBJECT_WORD_MIN_CHARS and w not in SUBJECT_FILLER}
     return bool(subject) and subject <= set(tokens(new_text))
 
 
@@ -300,9 +301,11 @@ def _new_value_for(old_text: str, new_text: str, corrects: bool) -> tuple[str, s
                 if old_shape == "url" and domain_of(old_value) != domain_of(new_value):
                     continue  # another site is another service: localhost is not staging
                 shared = old_anchors & (new_words if loose else new_anchors)
+                nearest = nearest_anchor(old_text, old_value) == nearest_anchor(new_text, new_value)
+                if old_shape == "number" and old_value.count(".") != new_value.count(".") and not nearest:
+                    continue  # "invoices 7+ days" is no old value of "invoices render with … ^1.5"
                 if shared:
                     # "Android 7.0 (API 24)" -> "API 26": the pair whose nearest words are the same wins
-                    nearest = nearest_anchor(old_text, old_value) == nearest_anchor(new_text, new_value)
                     met.append((int(nearest and not loose), len(shared), (old_value, new_value)))
                 elif loose and old_shape == "handle" and words_before(old_text, old_value) & new_words:
                     met.append((0, 0, (old_value, new_value)))  # "the billing service is owned by @x now"
@@ -330,122 +333,30 @@ def _rewrite(old_text: str, new_text: str) -> str | None:
     if change is None:
         return None
     before, after = change
-    present = set(value_tokens(new_text))
-    other_values = {v for v, _form, _anchors in values_of(old_text) if v != before and v not in present}
-    other_spans = {span for span in CODE_SPAN.findall(old_text.lower()) if before not in span} - {
-        span for span in CODE_SPAN.findall(new_text.lower())
-    }
-    if not other_values and len(other_spans) < REWRITE_MIN_OTHER_SPANS:
+    if not _says_more(old_text, new_text, before):
         return None  # the old fact says little else: the new one replaces it
     pattern = re.compile(rf"(?<![\w.]){re.escape(before)}(?![\w]|\.\d)", re.IGNORECASE)
     rewritten, count = pattern.subn(after, old_text)
     return rewritten if count else None
 
 
-#: the verbs that move a subject to a new value.
-_MOVED = r"(?:renamed|moved|migrated|switched|changed|cut over|upgraded|bumped|pointed|repointed)"
-#: the value a subject moves to: a code span or a word, after an article or "a new host," and a word of
-#: it may follow ("to Node 20", "to the Terraform Cloud workspace `acme-prod`", "to a new host, X").
-_MOVE_VALUE = r"(?:(?:the|a|an)\s+)?(?:new\s+\w+\s*[,:]\s*)?(?P<value>`[^`]+`|[^\s,;]+)(?P<more>(?:\s+(?:`[^`]+`|[\w.@:/-]+)){0,3})"
-#: "We renamed the default branch to `trunk`", "the staging host moved to `db-3`": a subject and its
-#: new value, which a fact stating another value for every word of that subject has lost.
-#: (a subject starts and ends at a word: the spaces around it belong to the `\s` runs alone, else
-#: every split of a run of spaces was tried with every length of subject)
-_MOVE = re.compile(
-    r"^(?:\W*correction:\s*)?(?:(?:we|i)(?:'ve| have)?\s+)?(?:"
-    rf"{_MOVED}\s+(?P<subject>[^,;:\s][^,;:]{{1,78}}?[^,;:\s])|"
-    rf"(?P<mover>[^,;:\s][^,;:]{{1,78}}?[^,;:\s])\s+(?:has\s+|was\s+|is\s+)?(?:been\s+)?{_MOVED}"
-    rf")\s+to\s+{_MOVE_VALUE}",
-    re.IGNORECASE,
-)
-#: "We switched to `gofumpt` for formatting Go code": the subject is what the new value is for.
-_MOVED_FOR = re.compile(
-    r"^(?:\W*correction:\s*)?(?:(?:we|i)(?:'ve| have)?\s+)?"
-    rf"{_MOVED}\s+(?:over\s+)?to\s+{_MOVE_VALUE}\s+for\s+(?P<subject>[^,;:\s][^,;:.]{{1,78}}[^,;:.\s])",
-    re.IGNORECASE,
-)
-#: "infra moved staging, it's `stg-eu1.example.io` now", "the broker moved: it is `amqp://mq` now": a
-#: move, then the subject's new value after a comma and "it's" (or "its", as typed in a hurry).
-_MOVED_NOW = re.compile(
-    r"^(?:\W*correction:\s*)?(?:(?:we|i|[\w-]+)\s+)?(?:"
-    rf"{_MOVED}\s+(?P<subject>[^,;:\s][^,;:]{{0,78}}?)|(?P<mover>[^,;:\s][^,;:]{{0,78}}?)\s+(?:has\s+|was\s+)?{_MOVED}"
-    r")\s*[,;:]\s*(?:it'?s|it\s+is|now\s+(?:at|on|in))\s+(?P<value>`[^`]+`|[^\s,;]+)",
-    re.IGNORECASE,
-)
-#: words that end the name of a value a subject moves to ("to Ktor for API calls").
-_VALUE_ENDS = frozenset("for in on with because so since and but after before when".split())
-#: "The broker is now RabbitMQ", "Celery's broker is now `amqp://mq:5672`": a subject and the value it
-#: holds now, which a fact stating another value for every word of that subject has lost.
-_NOW_IS = re.compile(
-    r"^(?:\W*correction:\s*)?(?P<mover>[^,;:\s][^,;:]{1,78}?[^,;:\s])\s+(?:(?:is|are)\s+now|"
-    r"now\s+(?:lives?|runs?|sits?|points?|goes|go|deploys?)(?:\s+(?:served|hosted|deployed))?)\s+"
-    r"(?:at\s+|on\s+|in\s+|to\s+|from\s+)?(?P<value>`[^`]+`|[^\s,;]+)",
-    re.IGNORECASE,
-)
-#: words of a subject too common to name it.
-_SUBJECT_FILLER = _WEAK_CONTEXT | frozenset("our its their all every each now".split())
-#: letters a word of the subject needs to count.
-SUBJECT_WORD_MIN_CHARS = 3
-
-
-def _moved(new_text: str, old_text: str) -> tuple[str, str] | None:
-    """(subject, new value) when the new fact moves a subject to a new value ("renamed the default
-    branch to `trunk`") and the old fact names every word of that subject with another value
-    ("The default branch is `main`."): the old value is gone from the new fact, the new one from the old."""
-    text = _LABEL.sub("", new_text.strip())
-    match = _MOVED_FOR.match(text) or _MOVE.match(text) or _NOW_IS.match(text) or _MOVED_NOW.match(text)
-    if match is None:
-        return None
-    subject = match.groupdict().get("subject") or match.group("mover") or ""
-    words = [w for w in tokens(subject) if len(w) >= SUBJECT_WORD_MIN_CHARS and w not in _SUBJECT_FILLER]
-    value = match.group("value").strip("`.,;").lower()
-    old_text = " ".join([old_text, *name_parts(old_text)])  # "PoolService": pool service too
-    named: list[str] = []  # the value and the words of its name: "Node 20", "Terraform Cloud workspace `x`"
-    for word in tokens(value + " " + (match.groupdict().get("more") or "")):
-        if word in _VALUE_ENDS:
-            break
-        named.append(word)
-    old_words, old_stems = set(tokens(old_text)), stems(old_text)
-    missing = [w for w in words if w not in old_words and not stems(w) <= old_stems]
-    if not words or len(missing) > (1 if _same_site(value, old_text) and len(words) > 2 else 0):
-        return None  # "the sandbox SFTP host" may be the old fact's "server" on the same site
-    if all(w in old_words or w in _SUBJECT_FILLER for w in named):
-        return None  # the old fact already names the value
-    new_values = stated_values(new_text)
-    if not (stated_values(old_text) - new_values):
-        return None  # the old fact states no value the new one lost
-    return " ".join(words), value
-
-
-#: a short label before a move ("Small refactor request: we renamed …", "Quick update: infra renamed …").
-_LABEL = re.compile(rf"^[a-z][\w ]{{0,40}}?:\s+(?=(?:we|i)\s|[\w-]+\s+{_MOVED}\s)", re.IGNORECASE)
-
-
-def _moved_from(old_text: str, new_text: str, value: str) -> tuple[str, str] | None:
-    """(old value, new value) for a subject moved to `value` when the old fact states one value of
-    its kind the new fact lacks ("Staging: https://staging.example.dev" before "staging moved to a
-    new host, https://stg.example.run"); None when it states none or several."""
+def _says_more(old_text: str, new_text: str, before: str) -> bool:
+    """Whether the old fact states other values than `before` that the new fact lacks, or other
+    code spans (paths, identifiers): then it is kept with its value replaced."""
     present = set(value_tokens(new_text))
-    kind = _kind(value)
-    old = {
-        v
-        for v in value_tokens(old_text)
-        if (is_value(v) or kind == "host") and _kind(v) == kind and v not in present
+    other_values = {v for v, _form, _anchors in values_of(old_text) if v != before and v not in present}
+    other_spans = {span for span in CODE_SPAN.findall(old_text.lower()) if before not in span} - {
+        span for span in CODE_SPAN.findall(new_text.lower())
     }
-    return (old.pop(), value) if len(old) == 1 else None
+    return bool(other_values) or len(other_spans) >= REWRITE_MIN_OTHER_SPANS
 
 
-def _kind(value: str) -> str:
-    """A value's shape, with every host name one kind ("staging.example.internal", "stg-eu1.example.io")."""
-    return "host" if is_host(value) and not is_file(value) else shape_of(value)
-
-
-def _same_site(value: str, old_text: str) -> bool:
-    """Whether a host name names another host of a site the old fact names (the last two labels)."""
-    if not is_host(value) or is_file(value):
-        return False
-    site = ".".join(value.split(".")[-2:])
-    return any(t != value and t.endswith("." + site) for t in value_tokens(old_text))
+def _rescheduled_text(old_text: str, new_text: str) -> str | None:
+    """The old fact with its job's schedule moved (`schedules.reschedule`), when it says more."""
+    moved = rescheduled(new_text, old_text)
+    if moved is None or not _says_more(old_text, new_text, moved[1][0].text.lower()):
+        return None
+    return reschedule(old_text, new_text)
 
 
 def _other_file(new_text: str, old_text: str) -> bool:
@@ -772,18 +683,27 @@ def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str
     retired = _retires(fact, neighbour.content)
     if retired:  # "from Redis to RabbitMQ", "amqp://… now, not redis://…": the old fact is history
         return "update", f"retires {retired!r}, which {neighbour.id} states", None
-    moved = _moved(fact, neighbour.content)
-    if moved:
+    move = moved(fact, neighbour.content)
+    if move:
         return (
             "update",
-            f"{moved[0]!r} moved to {moved[1]!r} in {neighbour.id}",
-            renamed(neighbour.content, moved[0], fact, moved[1])
-            or kebab_renamed(neighbour.content, fact, moved[1])
-            or _moved_from(neighbour.content, fact, moved[1]),
+            f"{move[0]!r} moved to {move[1]!r} in {neighbour.id}",
+            renamed(neighbour.content, move[0], fact, move[1])
+            or kebab_renamed(neighbour.content, fact, move[1])
+            or moved_from(neighbour.content, fact, move[1]),
         )
     readdressed = address_moved(fact, neighbour.content)
     if readdressed:  # "the new URL is https://hr-staging.example.net" after "hr-stg.example.azure…"
         return "update", f"{readdressed[0]!r} moved to {readdressed[1]!r} in {neighbour.id}", readdressed
+    schedule = rescheduled(fact, neighbour.content)
+    if schedule:  # "the reminder job moved to 06:15" after "send them every day at 07:30"
+        new_schedule, old_mentions = schedule
+        moved_schedule = (old_mentions[0].text, new_schedule.text)
+        return (
+            "update",
+            f"schedule {moved_schedule[0]!r} moved to {moved_schedule[1]!r} in {neighbour.id}",
+            moved_schedule,
+        )
     changed = statement_changed(fact, neighbour.content) or bumped(fact, neighbour.content)
     if changed:  # `… COMPONENTS glslc)` -> `… COMPONENTS dxc)`; "bumped X in `west.yml` to v2.7.0"
         return "update", f"changes {changed[0]!r} to {changed[1]!r} in {neighbour.id}", changed
@@ -893,7 +813,11 @@ def decide(fact: str, neighbours: Sequence[Neighbour]) -> Decision:
     decision = best[3]
     if decision.action == "update":
         target = next(n for n in neighbours if n.id == decision.target_id)
-        rewrite = _rewrite(target.content, fact) or renamed_in(target.content, decision.values, fact)
+        rewrite = (
+            _rescheduled_text(target.content, fact)
+            if rescheduled(fact, target.content)
+            else _rewrite(target.content, fact) or renamed_in(target.content, decision.values, fact)
+        )
         if rewrite is not None:
             return replace(decision, reason=decision.reason + "; the rest of it kept", rewrite=rewrite)
     return decision
