@@ -122,3 +122,32 @@ def test_a_policy_is_a_decision_only_when_it_is_the_team_s(fact: str, score: int
 )
 def test_a_past_event_of_the_session_ranks_last_in_the_profile(fact: str) -> None:
     assert lasting_score(fact) == 0
+
+
+@pytest.mark.parametrize(
+    ("fact", "score"),
+    [
+        # a base verb after a plural subject is a verb: the fact is a statement, not a fragment
+        (
+            "Summary: colours come only from `src/theme/tokens.ts`; hex literals elsewhere fail lint.",
+            DURABLE_VERB_SCORE,
+        ),
+        # a list of pins names what is in force, though it holds no verb
+        ("Kotlin 1.9.24, Spring Boot 3.2.5.", DURABLE_VERB_SCORE),
+        # "for now" hedges a pin or a rule; it does not make it a moment's report
+        ("We stay on Quarkus 3.8.4 for now, do not bump the platform BOM.", STANDING_ORDER_SCORE),
+    ],
+)
+def test_verbless_pins_settings_and_hedged_rules_enter_the_profile(fact: str, score: int) -> None:
+    assert lasting_score(fact) == score
+
+
+@pytest.mark.parametrize(
+    "fact",
+    [
+        "The staging deploy is paused for now.",  # how things are at the moment, no rule nor pin
+        "The e2e suite runs nightly for now, until the flaky upload test is fixed.",
+    ],
+)
+def test_for_now_outside_a_rule_or_a_pin_is_the_moment_s(fact: str) -> None:
+    assert lasting_score(fact) == 0

@@ -510,3 +510,68 @@ def test_a_list_after_a_lead_in_starts_at_its_first_item_and_a_trailing_please_i
 )
 def test_a_trailing_please_is_cut_from_a_statement_and_kept_in_a_request(user: str, fact: str) -> None:
     assert extract_facts(f"User: {user}\n\nAssistant: Done.") == [fact]
+
+
+# --- a list after a lead-in that frames it -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("user", "fact"),
+    [
+        (
+            "Some ground rules we settled in the guild, please follow them: we stay on Gradle 8.7 for now, "
+            "and every module must declare its own `namespace`.",
+            "We stay on Gradle 8.7 for now, and every module must declare its own `namespace`.",
+        ),
+        (
+            "Three things the team agreed on, keep them in mind: the events topic is `ingest.raw.v2` and "
+            "our consumer group has to be called `indexer-main`.",
+            "The events topic is `ingest.raw.v2` and our consumer group has to be called `indexer-main`.",
+        ),
+    ],
+)
+def test_a_list_after_a_lead_in_that_frames_it_is_kept_without_the_lead_in(user: str, fact: str) -> None:
+    assert extract_facts(f"User: {user}\n\nAssistant: Noted, nothing to change yet.") == [fact]
+
+
+@pytest.mark.parametrize(
+    "user",
+    [
+        "For now, skip the flaky upload test on CI.",  # a task bound to the moment stays out
+        "The staging deploy is paused for now.",  # how things are at the moment, no decision
+    ],
+)
+def test_for_now_binds_a_sentence_that_decides_nothing_to_the_moment(user: str) -> None:
+    assert extract_facts(f"User: {user}\n\nAssistant: Done.") == []
+
+
+# --- a general question with an aside, and a problem asked to be fixed ------------------------------
+
+
+@pytest.mark.parametrize(
+    "user",
+    [
+        "Quick general Rust question, not about our parser really: what's the difference between `Box<dyn T>` "
+        "and `impl T`? I always mix them up.",
+        "Not about our workers: what's the difference between a thread and a green thread? I never remember "
+        "which one is cheaper.",
+    ],
+)
+def test_a_general_question_with_the_asker_s_own_habit_beside_it_leaves_nothing(user: str) -> None:
+    reply = (
+        "Assistant: `Box<dyn T>` is a trait object: one type, dispatched at run time through a vtable. `impl T` "
+        "is one concrete type the compiler picks, dispatched statically, so it is usually faster."
+    )
+    assert extract_facts(f"User: {user}\n\n{reply}") == []
+
+
+@pytest.mark.parametrize(
+    "user",
+    [
+        'the empty state on the inbox says "No mesages", fix pls',
+        "The footer still shows 2024 as the copyright year, please fix.",
+    ],
+)
+def test_a_sentence_asking_to_fix_what_it_describes_is_a_problem_report(user: str) -> None:
+    facts = extract_facts(f"User: {user}\n\nAssistant: Fixed it in `src/ui/strings.ts`.")
+    assert not any("mesages" in fact or "2024" in fact for fact in facts), facts

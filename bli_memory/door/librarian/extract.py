@@ -104,8 +104,7 @@ _OWN_WORDS = re.compile(
 #: the asker saying the question is not about the project ("not about our code", "unrelated to this
 #: repo"): the "our" in it ties nothing to the project.
 _NOT_OURS = re.compile(
-    r"\b(?:not|nothing)\s+(?:about|related to|specific to|to do with)\s+(?:our|my|this)\s+"
-    r"(?:code|codebase|repo|repository|project|app|service|stack)\b|"
+    r"\b(?:not|nothing)\s+(?:about|related to|specific to|to do with)\s+(?:our|my|this)\s+[\w-]+(?:\s+really)?|"
     r"\bunrelated to\s+(?:our|my|this)\s+(?:code|codebase|repo|repository|project|app|service|stack)\b",
     re.IGNORECASE,
 )
@@ -334,12 +333,21 @@ _ASKS_OUR_STATE = re.compile(
 )
 
 
+#: the asker's own habit with the things asked about: "I always mix them up", "I never remember which".
+_PERSONAL_ASIDE = re.compile(
+    r"^I\s+(?:always|never|keep|often|usually|sometimes|still)\s+(?:[a-z]+\s+){0,3}?"
+    r"(?:them|it|these|those|which|both|the two)\b",
+    re.IGNORECASE,
+)
+
+
 def _is_aside(sentence: str) -> bool:
     """A short sentence beside a question that says why it is asked, nothing about the project: no
-    durable signal, no request, not the team as its subject."""
+    durable signal (the asker's habit with the things asked about is none: "I always mix them up"),
+    no request, not the team as its subject."""
     return (
         len(sentence.split()) <= ASIDE_MAX_WORDS
-        and _signals(sentence)[0] == 0
+        and (_signals(sentence)[0] == 0 or _PERSONAL_ASIDE.match(sentence) is not None)
         and not _REQUEST.match(sentence)
         and not _WE.search(sentence)
     )

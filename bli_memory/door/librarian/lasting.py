@@ -107,12 +107,16 @@ _SETTINGS_LIST = re.compile(r"^`[^`\n]+`:\s*`[A-Za-z_][\w.-]*\s*[=:]\s*[^`\n]+`"
 #: in `project.pbxproj`", "`ntp.yml`: `servers:`, then `- ntp1.lan`"): how something is configured. A
 #: colon is a setting's only before a space or at the end (`node:20-alpine` is an image's name).
 _SETTING_SPAN = re.compile(r"`[A-Za-z_][\w.-]*\s*(?:=\s*[^`\n]+|:(?:\s[^`\n]*)?)`")
+#: versions a fact without a verb names to be a list of pins ("Kotlin 1.9.24, boot 3.2.5.").
+PIN_LIST_MIN_VERSIONS = 2
 #: a fact bound to the moment it was said: "until then the old pods keep …, expect a restart tonight".
 _MOMENT = re.compile(
     r"\b(?:tonight|today|tomorrow|this (?:morning|afternoon|evening|week|sprint)|next deploy|until then|"
     r"for now|right now|at the moment)\b",
     re.IGNORECASE,
 )
+#: "for now" hedges a rule or a pin ("we stay on 3.8.4 for now"); elsewhere it binds to the moment.
+_FOR_NOW = re.compile(r"\bfor now\b", re.IGNORECASE)
 #: irregular past forms that open a report of what the session did ("Wrote that down in …").
 _PAST_IRREGULAR = frozenset(
     "ran re-ran made wrote put left built rebuilt took found saw got kept cut".split()
@@ -157,13 +161,41 @@ def _present_verb(previous: str, word: str, following: str) -> bool:
     )
 
 
+#: the base forms of the librarian's -s verbs ("comes" -> come, "fails" -> fail, "goes" -> go).
+def _base_form(verb: str) -> str:
+    if verb.endswith("ies"):
+        return verb[:-3] + "y"
+    return verb[:-2] if verb.endswith(("shes", "xes", "oes", "sses")) else verb[:-1]
+
+
+_BASE_VERBS = frozenset(
+    base
+    for base in (_base_form(verb) for verb in _VERBS if verb.endswith("s") and not verb.endswith("ss"))
+    if len(base) >= 3 or base in {"go", "do"}
+)
+
+
+def _plural_subject(previous: str, word: str) -> bool:
+    """ "colors come", "literals fail": a base verb after a plural noun."""
+    return (
+        word in _BASE_VERBS
+        and len(previous) > 3
+        and previous.endswith("s")
+        and not previous.endswith(("ss", "us", "is"))
+        and previous not in _DETERMINERS
+    )
+
+
 def _has_verb(words: list[str]) -> bool:
-    """Whether the words hold a verb: the librarian's verbs and imperatives, a regular past form, or a
-    present-tense form placed as a verb."""
+    """Whether the words hold a verb: the librarian's verbs and imperatives, a regular past form, a
+    present-tense form placed as a verb, or a base form after a plural subject."""
     if any(w in _VERBS or w in _IMPERATIVES or _PAST_FORM.match(w) for w in words):
         return True
     padded = ["", *words, ""]
-    return any(_present_verb(padded[i - 1], padded[i], padded[i + 1]) for i in range(1, len(padded) - 1))
+    return any(
+        _present_verb(padded[i - 1], padded[i], padded[i + 1]) or _plural_subject(padded[i - 1], padded[i])
+        for i in range(1, len(padded) - 1)
+    )
 
 
 #: "actually" inside a sentence stresses a fact ("had actually been delivered"); only at the start
@@ -242,7 +274,9 @@ def lasting_score(fact: str) -> int | None:
     rule = bool(_RULE.search(statement))
     if not rule and not _has_verb(words):
         # "Indexes always concurrently." is a rule without a verb; a listing of settings states them
-        return DURABLE_VERB_SCORE if _SETTINGS_LIST.match(text) or _SETTING_SPAN.search(text) else None
+        listed = _SETTINGS_LIST.match(text) or _SETTING_SPAN.search(text)
+        pins = len(VERSION.findall(text)) >= PIN_LIST_MIN_VERSIONS  # "Kotlin 1.9.24, boot 3.2.5."
+        return DURABLE_VERB_SCORE if listed or pins else None
     if _STANDING_ORDER_START.match(prose):
         return STANDING_ORDER_SCORE  # "Stop adding force unwraps, I see `!` everywhere": the order, then why
     if _FIRST_PERSON.search(statement) or _MOMENT_REPORT.match(statement):
@@ -250,11 +284,13 @@ def lasting_score(fact: str) -> int | None:
     if _PROBLEM_REPORT.search(prose):
         return 0
     opening = next((w for w in words if w not in _REPORT_OPENERS), words[0])
-    if _MOMENT.search(prose) or _PAST_FORM.match(opening) or opening in _PAST_IRREGULAR:
+    pinned = rule or (VERSION.search(text) and _PIN_WORDS.search(statement))
+    moment = _MOMENT.search(_FOR_NOW.sub(" ", prose) if pinned else prose)  # "stay on 3.8.4 for now"
+    if moment or _PAST_FORM.match(opening) or opening in _PAST_IRREGULAR:
         return 0  # "Opened #413 …", "Then turned on the rule …": what the session did, its subject dropped
     if _PASSIVE_PAST.search(prose):
         return 0  # "The migration was applied to staging": an event of the session, not how things are
-    if rule or (VERSION.search(text) and _PIN_WORDS.search(statement)):
+    if pinned:
         return STANDING_ORDER_SCORE
     if _EDIT_REPORT.match(text):
         return DURABLE_VERB_SCORE if _NOW_STATE.search(statement) else 0  # "`x.cmake`: the target now adds …"

@@ -236,14 +236,29 @@ _HANDLED = re.compile(
 )
 
 
+#: a request to fix what the sentence describes: 'the tooltip says "Exposre", fix pls'.
+_FIX_REQUEST = re.compile(
+    r"\b(?:fix|correct|repair)\s+(?:it|this|that|them|pls|please|plz|asap)\b|\b(?:please|pls|plz)\s+fix\b",
+    re.IGNORECASE,
+)
+
+
 def _reports_problem(prose: str) -> bool:
-    """Whether the user's sentence reports a problem (``_PROBLEM``), a convention about how problems
-    are handled (``_HANDLED``) left aside."""
-    return bool(_PROBLEM.search(_HANDLED.sub(" ", prose)))
+    """Whether the user's sentence reports a problem (``_PROBLEM``, or what it asks to have fixed), a
+    convention about how problems are handled (``_HANDLED``) left aside."""
+    return bool(_PROBLEM.search(_HANDLED.sub(" ", prose)) or _FIX_REQUEST.search(prose))
 
 
 #: a lead-in, a colon and the first of a list: "Two housekeeping updates, please: first, …".
 _ENUMERATION = re.compile(r":\s+(?=(?:first(?:ly)?|1[.)]|one)\b)", re.IGNORECASE)
+#: a lead-in that frames a list of what follows its colon: "A few things we agreed, please respect
+#: them: …", "Some rules for this repo: …" (three words or more, a plural of what a list holds, no
+#: value of its own; "Decisions: …" is a label, which stays).
+_LIST_LEAD = re.compile(
+    r"^(?=(?:[^\s:]+\s+){2})[^:`\d]{0,120}?\b(?:things|rules|points|decisions|conventions|notes|updates|changes|constraints|"
+    r"requirements|agreements|ground rules|basics)\b[^:`\d]{0,80}:\s+(?=\S)",
+    re.IGNORECASE,
+)
 #: a one-off request hanging on a statement: "Marcus owns the webhooks now, please update CODEOWNERS";
 #: not a standing order said with a please ("…, please no pip install", "…, pls apply everywhere from
 #: now on: no secrets in config"), which is the statement's rule.
@@ -258,9 +273,24 @@ def _stated_part(sentence: str) -> str:
     """What a user's sentence states: a list opened after a lead-in starts at its first item (the
     lead-in, "Two updates, please:", frames it), and a request hanging on a statement is cut ("…
     owns the webhooks now, please update CODEOWNERS"); a sentence that is a request stays whole."""
-    found = _ENUMERATION.search(sentence)
+    found = _ENUMERATION.search(sentence) or _LIST_LEAD.match(sentence)
     item = sentence[found.end() :] if found else sentence
     return item if _REQUEST.match(item) else _TRAILING_REQUEST.sub(".", item)
+
+
+#: a lead-in naming what it lists as standing: "Some ground rules: …", "Two conventions we keep: …".
+_STANDING_LEAD = re.compile(r"\b(?:rules|conventions|decisions|agreements|policies)\b", re.IGNORECASE)
+
+
+def _lead(sentence: str) -> str:
+    """The lead-in ``_stated_part`` leaves out ("A few things we have agreed:"): a decision it names
+    is the list's."""
+    found = _ENUMERATION.search(sentence) or _LIST_LEAD.match(sentence)
+    return sentence[: found.end()] if found else ""
+
+
+#: "for now" in a user's decision hedges it; elsewhere it binds a sentence to the moment.
+_FOR_NOW = re.compile(r"\bfor now\b", re.IGNORECASE)
 
 
 def _user_facts(units: list[str]) -> list[str]:
@@ -275,11 +305,14 @@ def _user_facts(units: list[str]) -> list[str]:
     parts: list[str] = []
     after_decision = False
     for unit in units:
-        for raw in map(_stated_part, _sentences(unit)):
+        for said in _sentences(unit):
+            raw = _stated_part(said)
             lead = _CORRECTION_LEAD.match(raw)
             prose = _INLINE_CODE_SPAN.sub(" ", raw)
             decided = bool(
                 _USER_DECISION.search(prose)
+                or _USER_DECISION.search(_lead(said))
+                or _STANDING_LEAD.search(_lead(said))
                 or (_STANDING_ORDER.search(prose) and not _reports_problem(prose))
             )
             sentence = _clean(raw[lead.end() :] if lead else raw)
@@ -310,7 +343,9 @@ def _user_facts(units: list[str]) -> list[str]:
             else:
                 after_decision = False
                 continue
-            if _CONTEXT_DEPENDENT.search(sentence) or (not follows and _leans_on_context(sentence)):
+            # "we stay on Quarkus 3.8.4 for now": a decision in force until changed, not a moment's
+            bound = _CONTEXT_DEPENDENT.search(_FOR_NOW.sub(" ", sentence) if decided else sentence)
+            if bound or (not follows and _leans_on_context(sentence)):
                 after_decision = False
                 continue
             sentence = _finish(sentence)
