@@ -760,3 +760,63 @@ def test_a_kebab_case_name_holding_a_renamed_word_is_its_own_thing() -> None:
         [Neighbour("old", "The `billing-reports` job runs at 04:00.", 0.6)],
     )
     assert decision.action != "update", decision.reason
+
+
+# --- a thing said to be gone, and a name like its own given for it ------------------------------------
+
+from bli_memory.door.librarian.corrections import gone_for  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "pair"),
+    [
+        (
+            "Exports land in `larch-prod-lake.exports.daily`, read by the finance notebooks.",
+            "The old lake project was decommissioned on Friday, use `larch-lake-prd` from now on.",
+            ("larch-prod-lake", "larch-lake-prd"),
+        ),
+        (
+            "Uploads go to the `quill-media-eu` bucket through the signed-URL endpoint.",
+            "That bucket is gone since the migration; it's `quill-eu-media` now, same layout.",
+            ("quill-media-eu", "quill-eu-media"),
+        ),
+    ],
+)
+def test_a_name_said_to_be_gone_gives_way_to_the_like_name_given_for_it(
+    old: str, new: str, pair: tuple[str, str]
+) -> None:
+    assert gone_for(new, old) == pair
+    decision = decide(new, [Neighbour("old", old, 0.5)])
+    assert (decision.action, decision.values) == ("update", pair), decision
+    assert decision.rewrite == old.replace(*pair)
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        # a sibling shares one part: another bucket, not the same one renamed
+        (
+            "Logs go to `orbit-logs-prod` for 30 days.",
+            "The old media bucket was deleted, use `orbit-files-prod` for uploads.",
+        ),
+        # nothing is said to be gone
+        (
+            "Exports land in `larch-prod-lake.exports.daily`.",
+            "The new reporting project is `larch-lake-prd`, for the dashboards.",
+        ),
+        # two like names in the old fact: which one went is not said
+        (
+            "Staging reads `larch-stg-lake` and production `larch-prod-lake`.",
+            "The old lake project was decommissioned, use `larch-lake-prd`.",
+        ),
+    ],
+)
+def test_a_name_is_not_replaced_without_being_gone_or_by_a_sibling_s(old: str, new: str) -> None:
+    assert gone_for(new, old) is None
+
+
+def test_switched_everything_names_no_subject_to_move() -> None:
+    """A bug fixed: "Switched everything to `x`" replaced a root cause that said "selected everything"."""
+    old = "Two tries appended the same files twice to `raw.orders`, and `stg_orders.sql` selected everything."
+    decision = decide("Switched everything to `harbor-dw-prd`.", [Neighbour("old", old, 0.6)])
+    assert decision.action == "add", decision

@@ -451,9 +451,12 @@ def renamed(old_text: str, subject: str, new_text: str, value: str) -> tuple[str
 
 
 def renamed_in(old_text: str, values: tuple[str, str] | None, new_text: str) -> str | None:
-    """The old fact with a renamed CamelCase name in place: it states a rule about the thing, which
-    holds under its new name ("always use PoolService" -> "always use ObjectPoolRegistry")."""
-    if values is None or not all(CAMEL_CASE.fullmatch(v) for v in values):
+    """The old fact with a renamed CamelCase or kebab-case name in place: it states a rule about the
+    thing, which holds under its new name ("always use PoolService" -> "always use ObjectPoolRegistry",
+    "data lands in `harbor-prod-dw.raw`" -> "… `harbor-dw-prd.raw`")."""
+    if values is None:
+        return None
+    if not (all(CAMEL_CASE.fullmatch(v) for v in values) or all(_KEBAB.fullmatch(_bare(v)) for v in values)):
         return None
     return restated(old_text, *values, new_text)
 
@@ -481,6 +484,55 @@ def kebab_renamed(old_text: str, new_text: str, value: str) -> tuple[str, str] |
     return (old.pop(), value) if len(old) == 1 else None
 
 
+#: a thing said to be gone: "was decommissioned", "it's gone", "has been shut down".
+_GONE = re.compile(
+    r"\b(?:decommissioned|retired|(?:is|it's|it is|are) gone|(?:was|were|been) (?:removed|deleted|shut down)|"
+    r"no longer exists?)\b",
+    re.IGNORECASE,
+)
+#: a kebab-case name anywhere, the head of a dotted name too ("harbor-prod-dw" in `harbor-prod-dw.raw`).
+_KEBAB_NAME = re.compile(r"(?<![\w.-])[a-z][a-z0-9]*(?:-[a-z0-9]+){2,}(?![\w-])")
+
+
+def _abbreviates(short: str, long: str) -> bool:
+    """ "prd" for "prod", "stg" for "staging": the same first letter, the rest in order."""
+    if not short or short[0] != long[:1]:
+        return False
+    letters = iter(long)
+    return all(ch in letters for ch in short)
+
+
+def _reworded(old: str, new: str) -> bool:
+    """Whether two kebab-case names are one name reworded: as many parts, the same parts in another
+    order, or a part abbreviated ("harbor-prod-dw" -> "harbor-dw-prd"); "orbit-logs-prod" and
+    "orbit-files-prod" are two siblings."""
+    old_parts, new_parts = old.split("-"), new.split("-")
+    if len(old_parts) != len(new_parts) or old == new:
+        return False
+    left = sorted(p for p in old_parts if p not in new_parts)
+    right = sorted(p for p in new_parts if p not in old_parts)
+    if len(left) != len(right):
+        return False
+    return all(_abbreviates(min(a, b, key=len), max(a, b, key=len)) for a, b in zip(left, right, strict=True))
+
+
+def gone_for(new_text: str, old_text: str) -> tuple[str, str] | None:
+    """(old name, new name) when the new fact says a thing is gone and gives one kebab-case name the old
+    fact lacks, and the old fact states one name that is that name reworded (``_reworded``), which the
+    new fact does not: "the old warehouse project was decommissioned, use `harbor-dw-prd`" after
+    "raw data lands in `harbor-prod-dw.raw_shopify`"."""
+    if not _GONE.search(new_text):
+        return None
+    new_names = set(_KEBAB_NAME.findall(new_text.lower()))
+    old_names = set(_KEBAB_NAME.findall(old_text.lower()))
+    given = new_names - old_names
+    if len(given) != 1:
+        return None
+    value = given.pop()
+    old = {name for name in old_names - new_names if _reworded(name, value)}
+    return (old.pop(), value) if len(old) == 1 else None
+
+
 def restated(content: str, old_value: str, new_value: str, source: str) -> str | None:
     """`content` with `old_value` replaced by `new_value` as `source` (the correcting fact) writes it,
     or None when `content` does not state the old value as a whole token, or states the new one too
@@ -492,7 +544,9 @@ def restated(content: str, old_value: str, new_value: str, source: str) -> str |
         return None  # a person holds other roles: only a fact about what passed names the new holder
     if (_short_versions(old, new) or _bare_numbers(old, new)) and not _same_thing(content, old, source, new):
         return None  # "1.75" is many things' version: only where the same words name what it versions
-    found = re.compile(rf"(?<![\w.-]){re.escape(old)}(?![\w-]|\.\w)", re.IGNORECASE)
+    # a kebab-case name heads a dotted one ("harbor-prod-dw.raw_shopify"); a version never does
+    after = r"(?![\w-])" if _KEBAB.fullmatch(old.lower()) else r"(?![\w-]|\.\w)"
+    found = re.compile(rf"(?<![\w.-]){re.escape(old)}{after}", re.IGNORECASE)
     if found.search(content) is None or new.lower() in content.lower():
         return None
     at = source.lower().find(new.lower())

@@ -66,7 +66,7 @@ _NOW_IS = re.compile(
 )
 #: words of a subject too common to name it.
 SUBJECT_FILLER = frozenset(
-    "it this that we i you they the a an is are to of our its their all every each now".split()
+    "it this that we i you they the a an is are to of our its their all every each now everything everyone anything something".split()
 )
 #: letters a word of the subject needs to count.
 SUBJECT_WORD_MIN_CHARS = 3

@@ -47,6 +47,7 @@ from bli_memory.door.librarian.corrections import (
     address_moved,
     adds,
     bumped,
+    gone_for,
     kebab_renamed,
     predicate_retired,
     renamed,
@@ -695,6 +696,9 @@ def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str
     readdressed = address_moved(fact, neighbour.content)
     if readdressed:  # "the new URL is https://hr-staging.example.net" after "hr-stg.example.azure…"
         return "update", f"{readdressed[0]!r} moved to {readdressed[1]!r} in {neighbour.id}", readdressed
+    gone = gone_for(fact, neighbour.content)
+    if gone:  # "the old project was decommissioned, use `harbor-dw-prd`" after "`harbor-prod-dw`"
+        return "update", f"{gone[0]!r} is gone for {gone[1]!r} in {neighbour.id}", gone
     schedule = rescheduled(fact, neighbour.content)
     if schedule:  # "the reminder job moved to 06:15" after "send them every day at 07:30"
         new_schedule, old_mentions = schedule
