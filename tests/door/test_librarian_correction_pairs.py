@@ -820,3 +820,14 @@ def test_switched_everything_names_no_subject_to_move() -> None:
     old = "Two tries appended the same files twice to `raw.orders`, and `stg_orders.sql` selected everything."
     decision = decide("Switched everything to `harbor-dw-prd`.", [Neighbour("old", old, 0.6)])
     assert decision.action == "add", decision
+
+
+def test_a_value_both_facts_state_is_no_new_value_of_another() -> None:
+    """A bug fixed: "Delta 3.1.0 and Scala 2.13.12 are compatible" rewrote "sbt 1.9.9" as "sbt 2.13.12"
+    in a summary that states Scala 2.13.12 too."""
+    old = "Summary: Spark 3.5.1 (provided), Scala 2.13.12, sbt 1.9.9, Delta 3.1.0 bundled in the fat jar."
+    decision = decide(
+        "Nothing else needed changing: Delta 3.1.0 and Scala 2.13.12 are compatible with it.",
+        [Neighbour("old", old, 0.6)],
+    )
+    assert decision.action != "update", decision

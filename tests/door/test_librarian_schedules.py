@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from bli_memory.door.librarian import Neighbour, decide, restated
+from bli_memory.door.librarian import Neighbour, decide, extract_facts, restated
 from bli_memory.door.librarian.schedules import reschedule, rescheduled, schedules
 from tests.door.helpers import saved_with_extract
 from tests.helpers import DoorProcess
@@ -134,12 +134,20 @@ def test_the_old_fact_keeps_the_rest_with_each_mention_written_in_its_own_form(
     assert decision.rewrite == expected
 
 
-def test_a_moved_schedule_is_restated_only_in_facts_about_the_same_job() -> None:
-    source = "The digest job moved to 09:10 Paris time."
-    same_job = "Summary: the digest (`DigestMailer`) goes out at 08:00 Paris time."
-    other_job = "Summary: standup is at 08:00 in the Lyon room."
-    assert restated(same_job, "08:00", "09:10", source) == same_job.replace("08:00", "09:10")
-    assert restated(other_job, "08:00", "09:10", source) is None
+def test_a_moved_interval_is_restated_only_in_facts_about_the_same_job() -> None:
+    source = "The sweeper now runs every 10 min, finance wants fresher balances."
+    same_job = "Summary: `ledger-sweeper` settles transfers every 30 minutes; failures page #payments."
+    other_job = "Summary: the thumbnail worker polls every 30 minutes."
+    assert restated(same_job, "30 minutes", "10 min", source) == same_job.replace("30 minutes", "10 minutes")
+    assert restated(other_job, "30 minutes", "10 min", source) is None
+
+
+def test_a_moved_time_of_day_is_carried_like_any_specific_value() -> None:
+    """A time of day names one moment of a space's schedules: a summary that restates the old one
+    without the job's own words is brought up to date too."""
+    source = "Summary: the runbook shows the 05:00 UTC start."
+    stale = "Prod job `nightly_prod`, 01:30 UTC daily, steps `dbt source freshness` then `dbt build`."
+    assert restated(stale, "01:30", "05:00", source) == stale.replace("01:30", "05:00")
 
 
 def test_a_count_is_not_the_old_value_of_a_version_after_a_shared_word() -> None:
@@ -180,3 +188,29 @@ def test_through_the_door_the_old_time_leaves_the_current_facts(door_onnx: DoorP
     current = [row["content"] for row in body["results"] if row.get("kind") == "memory"]
     assert current and not any("08:00" in content for content in current), current
     assert any("09:10" in content for content in current), current
+
+
+def test_a_schedule_said_to_hold_now_is_a_fact_of_its_own() -> None:
+    """A time of day is an extraction signal: "overnight run is 04:30 UTC now" was dropped, as
+    saying nothing durable."""
+    facts = extract_facts(
+        "User: feed slipped to ~03:10 UTC. overnight run is 04:00 UTC now. upd the dag\n\n"
+        "Assistant: Updated `dags/nightly.py`."
+    )
+    assert "Overnight run is 04:00 UTC now." in facts, facts
+
+
+def test_a_schedule_moved_with_no_job_named_moves_the_space_s_one_at_that_schedule() -> None:
+    old = "Summary: DAG `meter_rollup` runs daily at `0 2 * * *` UTC on `emr-prod`, 40 executors."
+    decision = decide("Overnight run is 04:30 UTC now.", [Neighbour("old", old, 0.5)])
+    assert decision.rewrite == old.replace("0 2 * * *", "30 4 * * *"), decision
+
+
+def test_the_job_a_schedule_belongs_to_is_named_in_the_schedule_s_own_clause() -> None:
+    """ "No `timezone:` option is set: the job now runs at 01:40 UTC" moves the space's job at 03:15;
+    the option named in the first clause is not the job's name."""
+    new = "No `timezone:` option is set, so the cron runs in UTC: the job now runs at 01:40 UTC."
+    decision = decide(new, [Neighbour("old", "The rebuild still fires at 03:15 UTC.", 0.5)])
+    assert (decision.action, decision.values) == ("update", ("03:15", "01:40")), decision
+    other = "Nightly backups of `orders-db` run at 03:15 UTC; the report mail goes at 07:00."
+    assert rescheduled("The report mail goes at 08:00 now: finance asked.", other) is None  # two times

@@ -575,3 +575,26 @@ def test_a_general_question_with_the_asker_s_own_habit_beside_it_leaves_nothing(
 def test_a_sentence_asking_to_fix_what_it_describes_is_a_problem_report(user: str) -> None:
     facts = extract_facts(f"User: {user}\n\nAssistant: Fixed it in `src/ui/strings.ts`.")
     assert not any("mesages" in fact or "2024" in fact for fact in facts), facts
+
+
+def test_a_problem_named_after_a_dash_is_the_reason_for_a_statement_not_a_report() -> None:
+    facts = extract_facts(
+        "User: flink is now 1.19.1 — the checkpoint bug we hit on the big topics is fixed there. rebuild "
+        "and run the tests\n\nAssistant: Bumped `flink.version` in `pom.xml`; the tests pass."
+    )
+    assert facts and facts[0].startswith("Flink is now 1.19.1"), facts
+
+
+def test_a_problem_in_the_main_clause_is_still_a_report() -> None:
+    facts = extract_facts(
+        "User: the ingest job fails again on the big topics — no idea why\n\nAssistant: Looking at it."
+    )
+    assert facts == [], facts
+
+
+def test_no_before_a_code_span_opens_a_statement_not_an_answer() -> None:
+    facts = extract_facts(
+        "User: which timezone does the scheduler use\n\nAssistant: No `timezone:` option is set in "
+        "`config/config.exs`, so Oban Cron evaluates every expression in UTC."
+    )
+    assert any(fact.startswith("No `timezone:` option is set") for fact in facts), facts

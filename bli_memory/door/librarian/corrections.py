@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 
 from bli_memory.door.librarian.roles import about_the_same_thing, is_person
-from bli_memory.door.librarian.schedules import reschedule, schedules
+from bli_memory.door.librarian.schedules import is_schedule, reschedule
 from bli_memory.door.librarian.values import (
     CAMEL_CASE,
     FILE_EXTENSIONS,
@@ -372,8 +372,8 @@ def carried_pairs(old_value: str, new_value: str) -> list[tuple[str, str]]:
         return [(old_value, new_value)]  # a class renamed: "PoolService" names one thing in a space
     if _KEBAB.fullmatch(_bare(old_value)) and _KEBAB.fullmatch(_bare(new_value)):
         return [(old_value, new_value)]  # a bucket or a project renamed: one thing in a space too
-    if schedules(old_value) and schedules(new_value):
-        return [(old_value, new_value)]  # "07:30" -> "06:15": `restated` asks for the same job
+    if _schedules_only(old_value, new_value):
+        return [(old_value, new_value)]  # `rate(15 minutes)` -> 5: `restated` asks for the same job
     if _short_versions(old_value, new_value) or _bare_numbers(old_value, new_value):
         return [(old_value, new_value)]  # "1.75" -> "1.80": `restated` asks for the same words before it
     if not carried_over(old_value, new_value):
@@ -533,13 +533,19 @@ def gone_for(new_text: str, old_text: str) -> tuple[str, str] | None:
     return (old.pop(), value) if len(old) == 1 else None
 
 
+def _schedules_only(old_value: str, new_value: str) -> bool:
+    """Two schedules too plain to be carried over alone ("15 minutes", a cron line); a time of day
+    ("01:30") is, like any specific value."""
+    return is_schedule(old_value) and is_schedule(new_value) and not carried_over(old_value, new_value)
+
+
 def restated(content: str, old_value: str, new_value: str, source: str) -> str | None:
     """`content` with `old_value` replaced by `new_value` as `source` (the correcting fact) writes it,
     or None when `content` does not state the old value as a whole token, or states the new one too
     (a history: "upgraded from 3.19.6 to 3.22.2")."""
     old, new = _bare(old_value), _bare(new_value)
-    if schedules(old) and schedules(new):
-        return reschedule(content, source)  # "07:30" is many jobs' time: only the same job's moves
+    if _schedules_only(old, new):
+        return reschedule(content, source)  # "15 minutes" is many jobs' interval: only the same job's
     if is_person(old) and not about_the_same_thing(content, source, (old, new)):
         return None  # a person holds other roles: only a fact about what passed names the new holder
     if (_short_versions(old, new) or _bare_numbers(old, new)) and not _same_thing(content, old, source, new):

@@ -349,7 +349,7 @@ _DISCOURSE = re.compile(
 _GREETING_OR_FILLER = re.compile(
     r"^(?:hi|hello|hey|howdy|good (?:morning|afternoon|evening)|thanks|thank you|thx|cheers|sure|"
     r"certainly|absolutely|of course|great|perfect|awesome|excellent|nice|cool|ok|okay|alright|got it|"
-    r"understood|sounds good|no problem|you're welcome|you are welcome|happy to help|done|yes|yep|no|"
+    r"understood|sounds good|no problem|you're welcome|you are welcome|happy to help|done|yes|yep|no(?!\s+`)|"
     r"nope|right|let me|let's|lemme|let us|i'll|i will|i'm going to|i am going to|i'm gonna|i need to|"
     r"i should|i can|i could|i see|i notice|i understand|i think|i believe|i'm not sure|i am not sure|"
     r"now i'll|now let me|first,? (?:let me|i'll)|next,? (?:let me|i'll)|looking at|checking|reading|"

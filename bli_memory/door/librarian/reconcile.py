@@ -273,6 +273,7 @@ def _new_value_for(old_text: str, new_text: str, corrects: bool) -> tuple[str, s
     new_values = [v for v in new_values if v[0] not in retired]
     new_words = {w for w in words if _is_anchor(w)}
     old_values = values_of(old_text)
+    stated_before = {value for value, _shape, _anchors in old_values}
     new_shapes = {shape for value, shape, _anchors in new_values if shape.startswith("id:")}
     if any(
         shape in new_shapes
@@ -292,8 +293,8 @@ def _new_value_for(old_text: str, new_text: str, corrects: bool) -> tuple[str, s
             if old_value in present:
                 continue
             for new_value, new_shape, new_anchors in new_values:
-                if new_value == old_value or new_shape != old_shape:
-                    continue
+                if new_value == old_value or new_shape != old_shape or new_value in stated_before:
+                    continue  # a value the old fact states too is no new one ("Scala 2.13.12" in both)
                 stem = old_shape[3:] if old_shape.startswith("id:") else ""
                 if sum(ch.isalpha() for ch in stem) >= IDENTIFIER_MIN_LETTERS and _VERSIONED.search(
                     old_value

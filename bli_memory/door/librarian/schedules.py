@@ -38,6 +38,7 @@ _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 #: words every schedule has: they say nothing of which job it is.
 _SCHEDULE_WORDS = frozenset(
     "job jobs task tasks run runs running ran schedule scheduled cron crontab time times timer daily nightly "
+    "overnight "
     "weekly hourly every each day days night morning evening afternoon slot window utc gmt cet cest local "
     "minute minutes min mins hour hours second seconds now from on at to the a an it its is are was were be "
     "this that we our will should must has have had moved move changed change instead go goes out kick "
@@ -93,6 +94,34 @@ def schedules(text: str) -> list[Schedule]:
     return [schedule for _start, schedule in sorted(found, key=lambda pair: pair[0])]
 
 
+#: any schedule, for extraction's signal: a time of day, an hour with am/pm, a cron line, an interval.
+SCHEDULE = re.compile(
+    "|".join(f"(?:{p.pattern})" for p in (_CLOCK, _HOUR_AM_PM, _CRON, _EVERY)), re.IGNORECASE
+)
+
+
+def is_schedule(value: str) -> bool:
+    """Whether a value, as a correction's pair names it, is one schedule: "07:30", "15 minutes",
+    `30 2 * * *`."""
+    found = schedules(value) or schedules(f"every {value}")
+    return len(found) == 1 and found[0].text == value.strip()
+
+
+#: where one clause of a fact ends: a colon, a semicolon, a dash between spaces.
+_CLAUSE_END = re.compile(r":\s|;\s|\s[—–]\s")
+
+
+def _clause_of(text: str, mention: Schedule) -> str:
+    """The clause of a fact that states a schedule: "No `timezone:` option is set: the job now runs at
+    01:40" names its job in "the job now runs at 01:40"."""
+    at = text.find(mention.text)
+    if at < 0:
+        return text
+    starts = [m.end() for m in _CLAUSE_END.finditer(text) if m.end() <= at]
+    ends = [m.start() for m in _CLAUSE_END.finditer(text) if m.start() >= at + len(mention.text)]
+    return text[(starts[-1] if starts else 0) : (ends[0] if ends else len(text))]
+
+
 def _subject(text: str) -> set[str]:
     """The stems of the words a fact names its job with: compounds split, schedule words left out."""
     words = [part for word in tokens(text) for part in [word, *compound_parts(word)] if part]
@@ -102,8 +131,9 @@ def _subject(text: str) -> set[str]:
 def rescheduled(new_text: str, old_text: str) -> tuple[Schedule, list[Schedule]] | None:
     """(the new schedule, the old fact's mentions of the one it replaces) when the new fact says the
     schedule of the old fact's job changed: it says so ("now", "moved", "instead" …), the old fact
-    states one schedule of a kind and the new one one other of that kind, and the two share a word
-    of their subject."""
+    states one schedule of a kind and the new one one other of that kind, and the clauses stating them
+    share a word of their subject (or the new one names none beyond its schedule: "the overnight run
+    is 04:30 UTC now")."""
     if not _CHANGE.search(new_text):
         return None
     new_found, old_found = schedules(new_text), schedules(old_text)
@@ -113,8 +143,11 @@ def rescheduled(new_text: str, old_text: str) -> tuple[Schedule, list[Schedule]]
         new = [s for s in new_found if s.kind == kind and s.value not in old_values]
         if len(old_values) != 1 or len({s.value for s in new}) != 1:
             continue
-        if _subject(new_text) & _subject(old_text):
-            return new[0], [s for s in old_found if s.kind == kind]
+        old_mentions = [s for s in old_found if s.kind == kind]
+        subject = _subject(_clause_of(new_text, new[0]))
+        # "overnight run is 04:30 UTC now" names no job but the run: the space's one at that schedule
+        if not subject or subject & _subject(_clause_of(old_text, old_mentions[0])):
+            return new[0], old_mentions
     return None
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from bli_memory.door.librarian.schedules import SCHEDULE
 from bli_memory.door.librarian.values import FILE_EXTENSIONS
 
 # =====================================================================================================
@@ -87,6 +88,12 @@ SIGNALS: tuple[Signal, ...] = (
         ),
     ),
     Signal("url", re.compile(r"https?://\S+"), True, ("The staging API is https://api.stg.example.dev.",)),
+    Signal(
+        "schedule",
+        SCHEDULE,
+        True,
+        ("The overnight run is 04:30 UTC now.", "The poller runs every 10 minutes.", "Cron `0 2 * * *`."),
+    ),
     Signal(
         "host",
         # a host name without its scheme: three labels or more, the last all letters and no file's extension
