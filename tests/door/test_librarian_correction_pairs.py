@@ -831,3 +831,16 @@ def test_a_value_both_facts_state_is_no_new_value_of_another() -> None:
         [Neighbour("old", old, 0.6)],
     )
     assert decision.action != "update", decision
+
+
+def test_a_file_name_is_no_address_a_service_moves_from() -> None:
+    """`hr-staging.md` matches the shape of a host name; it is a file, and the old fact's one address
+    is the URL beside it."""
+    from bli_memory.door.librarian.corrections import address_moved
+
+    old = "The staging environment is https://atlas-hr-stg.azurewebsites.net, see `hr-staging.md`."
+    new = "Staging moved to our cluster, the new URL is https://hr-staging.atlas-corp.net."
+    assert address_moved(new, old) == (
+        "https://atlas-hr-stg.azurewebsites.net",
+        "https://hr-staging.atlas-corp.net",
+    )

@@ -38,6 +38,7 @@ from bli_memory.door.librarian.values import (
     HOST_NAME_PATTERN,
     camel_parts,
     host_of,
+    is_file,
     is_host,
     value_tokens,
 )
@@ -290,7 +291,8 @@ _GENERIC_LABELS = frozenset("www com net org io dev app co uk de internal local 
 
 
 def _addresses(text: str) -> list[str]:
-    return [t for t in value_tokens(text) if "://" in t or is_host(t)]
+    """A fact's URLs and host names; a file's name (`readme.md`) is neither."""
+    return [t for t in value_tokens(text) if "://" in t or (is_host(t) and not is_file(t))]
 
 
 def _host_parts(address: str) -> set[str]:
