@@ -844,3 +844,38 @@ def test_a_file_name_is_no_address_a_service_moves_from() -> None:
         "https://atlas-hr-stg.azurewebsites.net",
         "https://hr-staging.atlas-corp.net",
     )
+
+
+# --- shapes read on set f ------------------------------------------------------------------------------
+
+
+def test_an_arrow_before_the_subject_does_not_make_two_facts_siblings() -> None:
+    """A bug fixed: "fixes -> ctrl-runtime is on v0.18.4 now" read "->" as a word naming another
+    ctrl-runtime than the one "Pin ctrl-runtime v0.17.3" pins."""
+    decision = decide(
+        "Need the cache fixes -> libfoo is on v2.4.1 now, libbar v0.9.0.",
+        [Neighbour("old", "Pin libfoo v2.3.7, go 1.22.", 0.5)],
+    )
+    assert (decision.action, decision.values) == ("update", ("v2.3.7", "v2.4.1")), decision
+
+
+def test_a_role_held_by_a_first_name_alone_passes_to_the_new_holder() -> None:
+    decision = decide(
+        "Mateo Rossi owns the deploy scripts now, route deploy PRs to him.",
+        [Neighbour("old", "Ingrid owns the deploy scripts, dont touch deploy/ w/o her ok.", 0.5)],
+    )
+    assert (decision.action, decision.values) == ("update", ("Ingrid", "Mateo Rossi")), decision
+
+
+@pytest.mark.parametrize(
+    "new",
+    [
+        "Other thing: the message broker has moved, new host is mq.tidewater.io, the old one is off.",
+        "The message broker moved, its new address is mq.tidewater.io.",
+    ],
+)
+def test_a_subject_moved_with_its_new_host_named_after_it(new: str) -> None:
+    old = "Workers connect on port 5671 with TLS; the message broker is RabbitMQ at mq.tide-internal.net."
+    decision = decide(new, [Neighbour("old", old, 0.5)])
+    assert decision.values == ("mq.tide-internal.net", "mq.tidewater.io"), decision
+    assert decision.rewrite == old.replace("mq.tide-internal.net", "mq.tidewater.io")

@@ -266,7 +266,7 @@ def siblings(new_text: str, old_text: str) -> bool:
             if (
                 word not in other
                 and word not in _COMMON
-                and len(word) >= 2
+                and any(ch.isalpha() for ch in word)  # "fixes -> ctrl-runtime": an arrow names nothing
                 and following in other
                 and following not in _COMMON
             ):
@@ -453,12 +453,18 @@ def renamed(old_text: str, subject: str, new_text: str, value: str) -> tuple[str
 
 
 def renamed_in(old_text: str, values: tuple[str, str] | None, new_text: str) -> str | None:
-    """The old fact with a renamed CamelCase or kebab-case name in place: it states a rule about the
-    thing, which holds under its new name ("always use PoolService" -> "always use ObjectPoolRegistry",
-    "data lands in `harbor-prod-dw.raw`" -> "… `harbor-dw-prd.raw`")."""
+    """The old fact with a renamed CamelCase or kebab-case name, or a moved host, in place: it states
+    more about the thing, which holds under its new name ("always use PoolService" -> "always use
+    ObjectPoolRegistry", "data lands in `harbor-prod-dw.raw`" -> "… `harbor-dw-prd.raw`", "port 7,
+    EU868, the network server at lns.old.net" -> "… at lns.new.io")."""
     if values is None:
         return None
-    if not (all(CAMEL_CASE.fullmatch(v) for v in values) or all(_KEBAB.fullmatch(_bare(v)) for v in values)):
+    names = (
+        all(CAMEL_CASE.fullmatch(v) for v in values)
+        or all(_KEBAB.fullmatch(_bare(v)) for v in values)
+        or all(is_host(_bare(v)) and not is_file(_bare(v)) for v in values)
+    )
+    if not names:
         return None
     return restated(old_text, *values, new_text)
 

@@ -51,7 +51,8 @@ _MOVED_FOR = re.compile(
 _MOVED_NOW = re.compile(
     r"^(?:\W*correction:\s*)?(?:(?:we|i|[\w-]+)\s+)?(?:"
     rf"{_MOVED}\s+(?P<subject>[^,;:\s][^,;:]{{0,78}}?)|(?P<mover>[^,;:\s][^,;:]{{0,78}}?)\s+(?:has\s+|was\s+)?{_MOVED}"
-    r")\s*[,;:]\s*(?:it'?s|it\s+is|now\s+(?:at|on|in))\s+(?P<value>`[^`]+`|[^\s,;]+)",
+    r")\s*[,;:]\s*(?:(?:the\s+|its\s+)?new\s+(?:host|url|address|endpoint|domain)\s+is|it'?s|it\s+is|now\s+(?:at|on|in))"
+    r"\s+(?P<value>`[^`]+`|[^\s,;]+)",
     re.IGNORECASE,
 )
 #: words that end the name of a value a subject moves to ("to Ktor for API calls").
@@ -101,8 +102,12 @@ def moved(new_text: str, old_text: str) -> tuple[str, str] | None:
     return " ".join(words), value
 
 
-#: a short label before a move ("Small refactor request: we renamed …", "Quick update: infra renamed …").
-_LABEL = re.compile(rf"^[a-z][\w ]{{0,40}}?:\s+(?=(?:we|i)\s|[\w-]+\s+{_MOVED}\s)", re.IGNORECASE)
+#: a short label before a move ("Small refactor request: we renamed …", "Quick update: infra renamed …",
+#: "Other thing: the network server has moved, …").
+_LABEL = re.compile(
+    rf"^[a-z][\w ]{{0,40}}?:\s+(?=(?:we|i)\s|(?:the\s+)?[\w-]+(?:\s+[\w-]+){{0,2}}\s+(?:has\s+|was\s+)?{_MOVED}\b)",
+    re.IGNORECASE,
+)
 
 
 def moved_from(old_text: str, new_text: str, value: str) -> tuple[str, str] | None:

@@ -36,6 +36,8 @@ _ROLE_NOW = re.compile(
 
 #: a role verb right after a name that opens a fact ("Priya Nair owns …"): the name is a person's.
 _HOLDS = re.compile(r"\s+(?:owns|maintains|leads|approves|runs)\b")
+#: a first name alone that opens a fact by holding a role: "Priya owns helm chart, …".
+_FIRST_NAME_HOLDS = re.compile(rf"^({_NAME_WORD})(?=\s+(?:owns|maintains|leads|approves)\b)")
 #: a role held "now" by whoever the fact names before the verb ("Marco Bellini owns … now").
 _HOLDS_NOW = re.compile(r"\b(?:owns|maintains|leads|approves)\b[^.;]{0,60}?\bnow\b")
 
@@ -57,6 +59,9 @@ def handed_over(new_text: str, old_text: str) -> str | None:
         for p in _PERSON.findall(old_text)
         if p not in people and (p.split()[0] != old_text.split()[0] or _HOLDS.match(old_text, len(p)))
     ]
+    opening = _FIRST_NAME_HOLDS.match(old_text)  # "Priya owns helm chart": a first name alone
+    if not former and opening and opening.group(1) not in new_text:
+        former = [opening.group(1)]
     return former[-1] if former else None
 
 
