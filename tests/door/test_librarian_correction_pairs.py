@@ -879,3 +879,36 @@ def test_a_subject_moved_with_its_new_host_named_after_it(new: str) -> None:
     decision = decide(new, [Neighbour("old", old, 0.5)])
     assert decision.values == ("mq.tide-internal.net", "mq.tidewater.io"), decision
     assert decision.rewrite == old.replace("mq.tide-internal.net", "mq.tidewater.io")
+
+
+# --- shapes read on set h ------------------------------------------------------------------------------
+
+
+def test_a_fact_that_changes_two_values_rewrites_both_in_the_old_one() -> None:
+    old = "Gradle we keep on 8.5, the Android plugin on 8.2.1, and Ktor 2.3.9 for the network."
+    new = "We go up to Gradle 8.7 now, the Android plugin then must be 8.3.2."
+    decision = decide(new, [Neighbour("old", old, 0.5)])
+    assert (
+        decision.rewrite
+        == "Gradle we keep on 8.7, the Android plugin on 8.3.2, and Ktor 2.3.9 for the network."
+    )
+
+
+def test_the_person_to_go_to_from_now_on_takes_the_role_over() -> None:
+    decision = decide(
+        "The billing API has changed hands: Oskar Lind is the person to go to from now on for the invoice schema.",
+        [
+            Neighbour(
+                "old", "Mira Castell owns the billing API, so invoice schema changes go through her.", 0.5
+            )
+        ],
+    )
+    assert (decision.action, decision.values) == ("update", ("Mira Castell", "Oskar Lind")), decision
+
+
+def test_now_before_a_url_says_the_url_holds_now() -> None:
+    decision = decide(
+        "Dashboard + API now https://ops.quarry.io only.",
+        [Neighbour("old", "Record envs: the dashboard https://grafana.quarry.io (sso via okta).", 0.5)],
+    )
+    assert decision.values == ("https://grafana.quarry.io", "https://ops.quarry.io"), decision

@@ -222,12 +222,14 @@ def _retired(words: list[str]) -> set[str]:
     return out
 
 
-#: a value said to hold now, so not before: "it's https://x.dev now", "30 snapshots now", "is now `db3`".
+#: a value said to hold now, so not before: "it's https://x.dev now", "30 snapshots now", "is now `db3`",
+#: "UI + grpc now https://cd.example.io only".
 #: (a value with a digit is entered at the start of its token, up to its first digit: from each
 #: character of a long token the token was read again)
 _NOW_VALUE = re.compile(
     r"(?:https?://[^\s`]+|`[^`\n]+`|(?<![^\s`])[^\s`\d]*\d[^\s`]*|@[\w.-]+)(?:\s+[a-z]+)?\s+now\s*(?:[.,;:!)]|$)|"
-    r"\b(?:is|are|it's|that's)\s+now\s+(?:at\s+|on\s+|in\s+)?(?:https?://|`|[^\s`]*\d|@)",
+    r"\b(?:is|are|it's|that's)\s+now\s+(?:at\s+|on\s+|in\s+)?(?:https?://|`|[^\s`]*\d|@)|"
+    r"\bnow\s+(?:at\s+|on\s+)?https?://",
     re.IGNORECASE,
 )
 
@@ -337,8 +339,27 @@ def _rewrite(old_text: str, new_text: str) -> str | None:
     before, after = change
     if not _says_more(old_text, new_text, before):
         return None  # the old fact says little else: the new one replaces it
+    rewritten = _replaced(old_text, before, after)
+    corrects = _corrects(new_text, old_text)
+    for _more in range(REWRITE_MAX_PAIRS - 1):
+        # "Kotlin 2.0.0 …, Compose then 1.6.11" changes two values of "Kotlin 1.9.23, Compose 1.6.1"
+        further = _new_value_for(rewritten, new_text, corrects) if rewritten else None
+        if further is None:
+            break
+        rewritten = _replaced(rewritten, *further)
+    return rewritten
+
+
+#: values one new fact may replace in the old fact it rewrites.
+REWRITE_MAX_PAIRS = 3
+
+
+def _replaced(text: str | None, before: str, after: str) -> str | None:
+    """`text` with the value `before` replaced by `after` as a whole token; None when it is absent."""
+    if text is None:
+        return None
     pattern = re.compile(rf"(?<![\w.]){re.escape(before)}(?![\w]|\.\d)", re.IGNORECASE)
-    rewritten, count = pattern.subn(after, old_text)
+    rewritten, count = pattern.subn(after, text)
     return rewritten if count else None
 
 

@@ -38,8 +38,12 @@ _ROLE_NOW = re.compile(
 _HOLDS = re.compile(r"\s+(?:owns|maintains|leads|approves|runs)\b")
 #: a first name alone that opens a fact by holding a role: "Priya owns helm chart, …".
 _FIRST_NAME_HOLDS = re.compile(rf"^({_NAME_WORD})(?=\s+(?:owns|maintains|leads|approves)\b)")
-#: a role held "now" by whoever the fact names before the verb ("Marco Bellini owns … now").
-_HOLDS_NOW = re.compile(r"\b(?:owns|maintains|leads|approves)\b[^.;]{0,60}?\bnow\b")
+#: a role held "now" by whoever the fact names before the verb ("Marco Bellini owns … now", "Bartek
+#: Nowak is the person to go to from now on").
+_HOLDS_NOW = re.compile(
+    r"\b(?:owns|maintains|leads|approves|is the (?:person|one|contact|people) to (?:go to|ask|talk to))\b"
+    r"[^.;]{0,60}?\bnow\b"
+)
 
 
 def handed_over(new_text: str, old_text: str) -> str | None:
