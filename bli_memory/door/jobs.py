@@ -101,9 +101,10 @@ def run_job(memories: MemoryService, job: Job, extract: Extractor) -> JobOutcome
         with memories.transaction():
             if not memories.job_may_write(job):
                 return None
+            restated: set[str] = set()  # a fact two values of one update restate takes both
             for replaced in progress.replaced:
                 _restate_elsewhere(
-                    memories, principal, job.container_tag, replaced, metadata, outcome, written
+                    memories, principal, job.container_tag, replaced, metadata, outcome, written, restated
                 )
     if not memories.finish_job(principal, job, progress.roots, exchange_vector, outcome, started):
         return None
@@ -198,17 +199,19 @@ def _restate_elsewhere(
     metadata: dict[str, Any],
     outcome: JobOutcome,
     written: set[str],
+    restated: set[str],
 ) -> None:
     """After an update replaced a specific value (a version, a host), the other facts of the space
     that still state it get the new one in its place, each as a new version: one correction
     ("flutter is on 3.22.2 now") leaves no fact saying 3.19.6 current, however many said it, where
     the update itself reaches only the one fact closest to the correcting one. Run once every fact
     of the job is applied, so that a later fact of the same exchange that updates one of them with
-    its own words does so first; the job's own facts are never restated."""
+    its own words does so first; the job's own facts are never restated, and a fact restated for one
+    value (`restated`, the versions written so) is for the next ("Gradle 8.7 …, the plugin 8.3.2")."""
     old_value, new_value, fact = replaced
     for hit in memories.search(principal, tag, old_value, limit=RECONCILE_READ, context=False):
         stale = hit.memory
-        if stale.kind != "memory" or stale.pinned or stale.id in written:
+        if stale.kind != "memory" or stale.pinned or (stale.id in written and stale.id not in restated):
             continue
         text = librarian.restated(stale.content, old_value, new_value, fact)
         if text is None:
@@ -217,7 +220,9 @@ def _restate_elsewhere(
             **(stale.metadata or {}),
             exchanges.FACT_EXCHANGE_FIELD: metadata[exchanges.FACT_EXCHANGE_FIELD],
         }
-        written.add(memories.update(principal, stale.id, text, metadata=relinked).id)
+        version = memories.update(principal, stale.id, text, metadata=relinked).id
+        written.add(version)
+        restated.add(version)
         outcome.updated += 1
 
 
@@ -262,8 +267,8 @@ def _apply_fact(
             joined = memories.save(principal, job.container_tag, fact, metadata=metadata)
             written.add(joined.id)
             outcome.added += 1
-        if decision.values is not None:
-            replaced.extend([old, new, fact] for old, new in librarian.carried_pairs(*decision.values))
+        for pair in (decision.values, *decision.more_values) if decision.values is not None else ():
+            replaced.extend([old, new, fact] for old, new in librarian.carried_pairs(*pair))
         return updated.root_id
     if decision.action == "conflict":
         flagged = {**metadata, "conflicted": True, "conflictsWith": decision.target_id}

@@ -912,3 +912,26 @@ def test_now_before_a_url_says_the_url_holds_now() -> None:
         [Neighbour("old", "Record envs: the dashboard https://grafana.quarry.io (sso via okta).", 0.5)],
     )
     assert decision.values == ("https://grafana.quarry.io", "https://ops.quarry.io"), decision
+
+
+def test_through_the_door_both_values_one_fact_changes_leave_every_current_fact(
+    door_onnx: DoorProcess, tag: str
+) -> None:
+    first = (
+        "User: for the app we fix the versions now. Gradle we keep on 8.5, the Android plugin on 8.2.1, "
+        "and for network we take Ktor 2.3.9.\n\nAssistant: Declared them in `gradle/libs.versions.toml`.\n\n"
+        "Summary: Gradle 8.5, Android plugin 8.2.1 and Ktor 2.3.9 are now declared only in the version catalog."
+    )
+    second = (
+        "User: We go up to Gradle 8.7 now, the Android plugin then must be 8.3.2.\n\nAssistant: Bumped both "
+        "in `gradle/libs.versions.toml`; the build is green."
+    )
+    saved_with_extract(door_onnx, tag, first)
+    after = saved_with_extract(door_onnx, tag, second)
+    assert after["outcome"]["updated"] >= 1, after
+    status, body = door_onnx.post(
+        "/api/memory/search", {"q": "gradle android plugin versions", "containerTag": tag, "limit": 20}
+    )
+    assert status == 200, body
+    current = [row["content"] for row in body["results"] if row.get("kind", "memory") == "memory"]
+    assert current and not any("8.5" in c.replace("8.5.", "") or "8.2.1" in c for c in current), current

@@ -112,7 +112,9 @@ class Decision:
     more than the new fact (other paths, identifiers or values); the target becomes that text and the
     fact is added beside it, so nothing else the target said is lost. None: the target becomes the fact.
     ``values``, on an update that replaced one value with another: (old value, new value), so that the
-    job can bring other facts still stating the old value up to date (`corrections.restated`).
+    job can bring other facts still stating the old value up to date (`corrections.restated`);
+    ``more_values``, the other values the same fact changed in the target ("Kotlin 2.0.0 …, Compose
+    then 1.6.11"), for the same.
     """
 
     action: Action
@@ -120,6 +122,7 @@ class Decision:
     reason: str
     rewrite: str | None = None
     values: tuple[str, str] | None = None
+    more_values: tuple[tuple[str, str], ...] = ()
 
 
 _NEGATIONS = frozenset({"not", "no", "never"})
@@ -340,14 +343,24 @@ def _rewrite(old_text: str, new_text: str) -> str | None:
     if not _says_more(old_text, new_text, before):
         return None  # the old fact says little else: the new one replaces it
     rewritten = _replaced(old_text, before, after)
+    for pair in _more_changes(old_text, new_text, change):
+        rewritten = _replaced(rewritten, *pair)
+    return rewritten
+
+
+def _more_changes(old_text: str, new_text: str, first: tuple[str, str]) -> list[tuple[str, str]]:
+    """The values besides `first` that the new fact changes in the old one: "Kotlin 2.0.0 …, Compose
+    then 1.6.11" changes two values of "Kotlin 1.9.23, Compose 1.6.1"."""
     corrects = _corrects(new_text, old_text)
+    text = _replaced(old_text, *first)
+    pairs: list[tuple[str, str]] = []
     for _more in range(REWRITE_MAX_PAIRS - 1):
-        # "Kotlin 2.0.0 …, Compose then 1.6.11" changes two values of "Kotlin 1.9.23, Compose 1.6.1"
-        further = _new_value_for(rewritten, new_text, corrects) if rewritten else None
+        further = _new_value_for(text, new_text, corrects) if text else None
         if further is None:
             break
-        rewritten = _replaced(rewritten, *further)
-    return rewritten
+        pairs.append(further)
+        text = _replaced(text, *further)
+    return pairs
 
 
 #: values one new fact may replace in the old fact it rewrites.
@@ -839,6 +852,9 @@ def decide(fact: str, neighbours: Sequence[Neighbour]) -> Decision:
     decision = best[3]
     if decision.action == "update":
         target = next(n for n in neighbours if n.id == decision.target_id)
+        first = decision.values
+        if first is not None and all(is_value(value) for value in first):  # a version, a URL; not a person
+            decision = replace(decision, more_values=tuple(_more_changes(target.content, fact, first)))
         rewrite = (
             _rescheduled_text(target.content, fact)
             if rescheduled(fact, target.content)
