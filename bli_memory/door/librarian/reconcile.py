@@ -376,6 +376,15 @@ def _replaced(text: str | None, before: str, after: str) -> str | None:
     return rewritten if count else None
 
 
+def _renamed_in(old_text: str, values: tuple[str, str] | None, new_text: str) -> str | None:
+    """The old fact with a renamed name in place (`corrections.renamed_in`); for a host, only when
+    the old fact says more than its address ("port 7, EU868, the network server at lns.old.net"),
+    else the new fact replaces it ("The staging host is `db-2…`" after "staging moved to `db-3…`")."""
+    if values is not None and is_host(values[0].strip("`")) and not _says_more(old_text, new_text, values[0]):
+        return None
+    return renamed_in(old_text, values, new_text)
+
+
 def _says_more(old_text: str, new_text: str, before: str) -> bool:
     """Whether the old fact states other values than `before` that the new fact lacks, or other
     code spans (paths, identifiers): then it is kept with its value replaced."""
@@ -858,7 +867,7 @@ def decide(fact: str, neighbours: Sequence[Neighbour]) -> Decision:
         rewrite = (
             _rescheduled_text(target.content, fact)
             if rescheduled(fact, target.content)
-            else _rewrite(target.content, fact) or renamed_in(target.content, decision.values, fact)
+            else _rewrite(target.content, fact) or _renamed_in(target.content, decision.values, fact)
         )
         if rewrite is not None:
             return replace(decision, reason=decision.reason + "; the rest of it kept", rewrite=rewrite)

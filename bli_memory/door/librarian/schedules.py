@@ -24,9 +24,10 @@ Kind = Literal["time", "interval"]
 _CLOCK = re.compile(r"(?<![\w:.+-])([01]?\d|2[0-3]):([0-5]\d)(?![\d:])(?:\s*([ap])\.?m\b)?", re.IGNORECASE)
 #: "3am", "11 p.m.".
 _HOUR_AM_PM = re.compile(r"(?<![\d:.])(1[0-2]|0?[1-9])\s?([ap])\.?m\b", re.IGNORECASE)
-#: a cron line's five fields, at least one of them "*" ("30 2 * * *", "*/15 * * * *", "0 4 * * 1-5").
+#: a cron line's five fields ("30 2 * * *", "*/15 * * * *", "0 4 * * 1-5"); `schedules` keeps those
+#: with a "*" (a look-ahead for one scanned the rest of the line from every position: quadratic).
 _CRON = re.compile(
-    r"(?<![\w*/,-])(?=[^\n`\"']*\*)([\d*/,-]+) ([\d*/,-]+) ([\d*/,?LW-]+) ([\d*/,a-z-]+) ([\d*/,a-z?L#-]+)(?![\w*/,-])",
+    r"(?<![\w*/,-])([\d*/,-]+) ([\d*/,-]+) ([\d*/,?LW-]+) ([\d*/,a-z-]+) ([\d*/,a-z?L#-]+)(?![\w*/,-])",
     re.IGNORECASE,
 )
 #: "every 15 minutes", "every 5 min", "every 2h", `rate(15 minutes)`.
@@ -73,6 +74,8 @@ def schedules(text: str) -> list[Schedule]:
     found: list[tuple[int, Schedule]] = []
     taken: list[range] = []
     for match in _CRON.finditer(text):
+        if "*" not in match.group(0):
+            continue  # five numbers in a row are no cron line
         minute, hour = match.group(1), match.group(2)
         taken.append(range(match.start(), match.end()))
         if minute.isdigit() and hour.isdigit() and int(minute) < 60 and int(hour) < 24:
@@ -94,10 +97,9 @@ def schedules(text: str) -> list[Schedule]:
     return [schedule for _start, schedule in sorted(found, key=lambda pair: pair[0])]
 
 
-#: any schedule, for extraction's signal: a time of day, an hour with am/pm, a cron line, an interval.
-SCHEDULE = re.compile(
-    "|".join(f"(?:{p.pattern})" for p in (_CLOCK, _HOUR_AM_PM, _CRON, _EVERY)), re.IGNORECASE
-)
+#: any schedule, for extraction's signal: a time of day, an hour with am/pm, an interval (a cron line
+#: is written in a code span, a signal of its own).
+SCHEDULE = re.compile("|".join(f"(?:{p.pattern})" for p in (_CLOCK, _HOUR_AM_PM, _EVERY)), re.IGNORECASE)
 
 
 def is_schedule(value: str) -> bool:

@@ -92,7 +92,7 @@ SIGNALS: tuple[Signal, ...] = (
         "schedule",
         SCHEDULE,
         True,
-        ("The overnight run is 04:30 UTC now.", "The poller runs every 10 minutes.", "Cron `0 2 * * *`."),
+        ("The overnight run is 04:30 UTC now.", "The poller runs every 10 minutes.", "Backups run at 3am."),
     ),
     Signal(
         "host",
