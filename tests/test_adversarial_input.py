@@ -94,7 +94,7 @@ DYNAMIC_PATTERNS = {
         "cut_fact",
     ): "the fact's words, escaped, joined by \\s+: literals between runs of space",
     ("bli_memory.door.librarian.reconcile", "_replaced"): "one escaped literal between look-arounds",
-    ("bli_memory.door.librarian.schedules", "reschedule"): "one escaped literal between look-arounds",
+    ("bli_memory.door.librarian.schedules", "moved_in"): "one escaped literal between look-arounds",
     ("bli_memory.door.librarian.reconcile", "_mentions"): "one escaped literal between look-arounds",
     ("bli_memory.door.librarian.corrections", "restated"): "one escaped literal between look-arounds",
     ("bli_memory.door.librarian.corrections", "_context_before"): "one escaped literal between look-arounds",

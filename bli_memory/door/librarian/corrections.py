@@ -499,7 +499,7 @@ _GONE = re.compile(
     re.IGNORECASE,
 )
 #: a kebab-case name anywhere, the head of a dotted name too ("harbor-prod-dw" in `harbor-prod-dw.raw`).
-_KEBAB_NAME = re.compile(r"(?<![\w.-])[a-z][a-z0-9]*(?:-[a-z0-9]+){2,}(?![\w-])")
+_KEBAB_NAME = re.compile(rf"(?<![\w.-]){_KEBAB.pattern}(?![\w-])")
 
 
 def _abbreviates(short: str, long: str) -> bool:

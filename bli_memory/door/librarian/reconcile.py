@@ -58,7 +58,7 @@ from bli_memory.door.librarian.corrections import (
 )
 from bli_memory.door.librarian.moves import SUBJECT_FILLER, SUBJECT_WORD_MIN_CHARS, moved, moved_from
 from bli_memory.door.librarian.roles import handed_over, holder_replaced, newcomer
-from bli_memory.door.librarian.schedules import reschedule, rescheduled
+from bli_memory.door.librarian.schedules import Schedule, moved_in, rescheduled
 from bli_memory.door.librarian.values import (
     CODE_SPAN,
     QUANTITY,
@@ -396,12 +396,11 @@ def _says_more(old_text: str, new_text: str, before: str) -> bool:
     return bool(other_values) or len(other_spans) >= REWRITE_MIN_OTHER_SPANS
 
 
-def _rescheduled_text(old_text: str, new_text: str) -> str | None:
-    """The old fact with its job's schedule moved (`schedules.reschedule`), when it says more."""
-    moved = rescheduled(new_text, old_text)
-    if moved is None or not _says_more(old_text, new_text, moved[1][0].text.lower()):
-        return None
-    return reschedule(old_text, new_text)
+def _rescheduled_text(old_text: str, new_text: str, moved: tuple[Schedule, list[Schedule]]) -> str | None:
+    """The old fact with its job's schedule moved (`schedules.rescheduled` found `moved`), when it
+    says more."""
+    new, old = moved
+    return moved_in(old_text, new, old) if _says_more(old_text, new_text, old[0].text.lower()) else None
 
 
 def _other_file(new_text: str, old_text: str) -> bool:
@@ -864,9 +863,10 @@ def decide(fact: str, neighbours: Sequence[Neighbour]) -> Decision:
         first = decision.values
         if first is not None and all(is_value(value) for value in first):  # a version, a URL; not a person
             decision = replace(decision, more_values=tuple(_more_changes(target.content, fact, first)))
+        schedule = rescheduled(fact, target.content)
         rewrite = (
-            _rescheduled_text(target.content, fact)
-            if rescheduled(fact, target.content)
+            _rescheduled_text(target.content, fact, schedule)
+            if schedule
             else _rewrite(target.content, fact) or _renamed_in(target.content, decision.values, fact)
         )
         if rewrite is not None:

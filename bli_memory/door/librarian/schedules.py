@@ -173,12 +173,14 @@ def _written_as(new: Schedule, old: Schedule) -> str:
 
 
 def reschedule(old_text: str, new_text: str) -> str | None:
-    """The old fact with its schedule moved as the new fact says (:func:`rescheduled`), each mention
-    written in its own form ("`30 2 * * *` (02:30 UTC)" -> "`0 4 * * *` (04:00 UTC)"), or None."""
+    """The old fact with its schedule moved as the new fact says (:func:`rescheduled`), or None."""
     found = rescheduled(new_text, old_text)
-    if found is None:
-        return None
-    new, old = found
+    return None if found is None else moved_in(old_text, *found)
+
+
+def moved_in(old_text: str, new: Schedule, old: list[Schedule]) -> str | None:
+    """The old fact with its mentions `old` of a schedule moved to `new`, each written in its own form
+    ("`30 2 * * *` (02:30 UTC)" -> "`0 4 * * *` (04:00 UTC)"), or None when nothing changed."""
     out = old_text
     for mention in sorted(old, key=lambda s: -len(s.text)):
         pattern = re.compile(rf"(?<![\w:*/]){re.escape(mention.text)}(?![\w:*/])")
