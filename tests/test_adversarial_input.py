@@ -97,7 +97,7 @@ DYNAMIC_PATTERNS = {
     ("bli_memory.door.librarian.schedules", "moved_in"): "one escaped literal between look-arounds",
     ("bli_memory.door.librarian.reconcile", "_mentions"): "one escaped literal between look-arounds",
     ("bli_memory.door.librarian.corrections", "restated"): "one escaped literal between look-arounds",
-    ("bli_memory.door.librarian.corrections", "_context_before"): "one escaped literal between look-arounds",
+    ("bli_memory.door.librarian.corrections", "_mention"): "one escaped literal between look-arounds",
     (
         "bli_memory.door.librarian.prose",
         "_sentences",

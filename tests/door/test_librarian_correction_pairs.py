@@ -935,3 +935,80 @@ def test_through_the_door_both_values_one_fact_changes_leave_every_current_fact(
     assert status == 200, body
     current = [row["content"] for row in body["results"] if row.get("kind", "memory") == "memory"]
     assert current and not any("8.5" in c.replace("8.5.", "") or "8.2.1" in c for c in current), current
+
+
+# --- the value's own unit, a host inside a setting, a host named by its first label -----------------
+
+
+def test_a_bare_number_is_restated_where_its_unit_or_the_word_beside_it_meets() -> None:
+    """The word beside a number may follow it ("48 kHz", "port 5353 answer"), and word order varies
+    between writers: the nearest word on either side meets, and another word around it or a third in
+    the two facts says it is the same thing."""
+    source = "The mixer ran hot, so lower the rate: 44 kHz is plenty for the voice channel."
+    assert restated("The capture rate must 48 kHz be for every channel.", "48", "44", source) == (
+        "The capture rate must 44 kHz be for every channel."
+    )
+    moved = "The default port collided with the printer daemon, answer on 6060 by default from today."
+    assert restated(
+        "The daemon should on TCP port 5353 answer, with a --port flag.", "5353", "6060", moved
+    ) == ("The daemon should on TCP port 6060 answer, with a --port flag.")
+    # the same unit, but the clause stating each number names its own thing
+    sampled = "The mixer ran hot, so the sample rate goes lower: 44 kHz is plenty."
+    assert restated("The capture rate must 48 kHz be for every channel.", "48", "44", sampled) is None
+    assert (
+        restated(
+            "The public API times out after 30 seconds.",
+            "30",
+            "60",
+            "The admin API times out after 60 seconds now.",
+        )
+        is None
+    )
+    assert (
+        restated(
+            "Workers retry 3 times before giving up.",
+            "3",
+            "5",
+            "The deploy script now waits 5 seconds between retries.",
+        )
+        is None
+    )
+
+
+def test_a_host_inside_a_changed_setting_is_handed_on() -> None:
+    """`ProxyJump=bastion.lab.example.org` -> `ProxyJump=ops@gate.lab.example.org:2200`: the fact that
+    names the bastion in prose gets the new host too."""
+    old = "`group_vars/all.yml`: `ssh_args: '-o ProxyJump=bastion.lab.example.org'`."
+    new = "`group_vars/all.yml`: `ssh_args: '-o ProxyJump=ops@gate.lab.example.org:2200'`."
+    decision = decide(new, [Neighbour("old", old, 0.6)])
+    assert decision.action == "update" and decision.values is not None, decision.reason
+    assert carried_pairs(*decision.values) == [("bastion.lab.example.org", "gate.lab.example.org")]
+    assert carried_pairs("timeout=30", "timeout=60") == []
+
+
+def test_a_host_retired_by_its_first_label_is_superseded_and_handed_on() -> None:
+    """ "moved from ledger-db to pgx-2.acct.internal" names the old host by its first label."""
+    new = "The accounting db moved from ledger-db to pgx-2.acct.internal:5432, no pooler anymore."
+    old = "The accounting db is ledger-db.acct.internal:6432 behind the pooler."
+    decision = decide(new, [Neighbour("old", old, 0.6)])
+    assert (decision.action, decision.values) == (
+        "update",
+        ("ledger-db.acct.internal", "pgx-2.acct.internal"),
+    )
+    assert decision.rewrite is None  # the old fact's pooler went with its host
+    # another host of the same domain is not named by that label
+    other = decide(new, [Neighbour("old", "Reports read from ledger-ro.acct.internal.", 0.6)])
+    assert other.action != "update", other.reason
+
+
+def test_a_person_who_took_over_a_role_replaces_the_former_holder_in_a_summary_s_clause() -> None:
+    old = "Summary: invoices go out on the 1st; VAT questions go to Henrike Solberg per the owners page."
+    new = "Anton Varga has graciously taken over the VAT filings, so from now on VAT things go to him."
+    decision = decide(new, [Neighbour("old", old, 0.6)])
+    assert (decision.action, decision.values) == ("update", ("Henrike Solberg", "Anton Varga")), (
+        decision.reason
+    )
+    assert decision.rewrite == old.replace("Henrike Solberg", "Anton Varga")
+    # a role over another thing stays with its holder
+    unrelated = decide(new, [Neighbour("old", "Henrike Solberg owns the shipping labels.", 0.6)])
+    assert unrelated.action != "update", unrelated.reason

@@ -598,3 +598,16 @@ def test_no_before_a_code_span_opens_a_statement_not_an_answer() -> None:
         "`config/config.exs`, so Oban Cron evaluates every expression in UTC."
     )
     assert any(fact.startswith("No `timezone:` option is set") for fact in facts), facts
+
+
+def test_a_bound_on_a_quantity_the_user_states_is_kept_and_below_a_number_points_at_no_text() -> None:
+    """ "at most 90 days", "below 20% charge": a limit the user sets is a rule; "below" before a
+    number is a bound, not "see below"."""
+    facts = extract_facts(
+        "User: Hello, two rules from the board for the loans. First, a tool can be borrowed for at most 14 "
+        "days; after that a reminder goes out. Second, drills below 20% charge must not be lent at all."
+        "\n\nAssistant: Both are settings now, in `config/loans.toml`."
+    )
+    assert any(fact.startswith("A tool can be borrowed for at most 14 days") for fact in facts), facts
+    assert any(fact.startswith("Drills below 20% charge must not be lent") for fact in facts), facts
+    assert extract_facts("User: see the table below\n\nAssistant: Looking at it.") == []

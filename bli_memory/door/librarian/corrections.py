@@ -379,6 +379,9 @@ def carried_pairs(old_value: str, new_value: str) -> list[tuple[str, str]]:
     if _short_versions(old_value, new_value) or _bare_numbers(old_value, new_value):
         return [(old_value, new_value)]  # "1.75" -> "1.80": `restated` asks for the same words before it
     if not carried_over(old_value, new_value):
+        inside = _host_inside(old_value), _host_inside(new_value)
+        if inside[0] and inside[1] and carried_over(inside[0], inside[1]):
+            return [(inside[0], inside[1])]  # `ProxyJump=jump.lab.example.edu` -> `…=ops@gate.lab…:2222`
         return []
     pairs = [(old_value, new_value)]
     old, new = _bare(old_value), _bare(new_value)
@@ -387,6 +390,13 @@ def carried_pairs(old_value: str, new_value: str) -> list[tuple[str, str]]:
         if old_host != new_host and carried_over(old_host, new_host):
             pairs.append((old_host, new_host))
     return pairs
+
+
+def _host_inside(value: str) -> str | None:
+    """The one host name a setting or an address states inside its token ("proxyjump=ops@gate.lab.edu:2222"
+    -> "gate.lab.edu"), or None."""
+    hosts = [part for part in re.split(r"[=@:/'\"]", _bare(value)) if is_host(part) and not is_file(part)]
+    return hosts[0] if len(hosts) == 1 and hosts[0] != _bare(value) else None
 
 
 #: a version too short to be specific alone ("1.75"): two or three parts of at most four digits each.
@@ -419,28 +429,69 @@ def _bare_numbers(old_value: str, new_value: str) -> bool:
     return old != new and _BARE_NUMBER.fullmatch(old) is not None and _BARE_NUMBER.fullmatch(new) is not None
 
 
-def _context_before(text: str, value: str) -> list[str]:
-    """The content words, stemmed and with compounds split, in the words before a value's first
-    mention ("rust-version" -> rust, version), the nearest last."""
-    at = re.search(rf"(?<![\w.-]){re.escape(value)}(?![\w-]|\.\w)", text, re.IGNORECASE)
-    if at is None:
-        return []
-    words = tokens(text[: at.start()])[-VERSION_CONTEXT_WORDS:]
+def _mention(text: str, value: str) -> re.Match[str] | None:
+    """A value's first mention as a whole token."""
+    return re.search(rf"(?<![\w.-]){re.escape(value)}(?![\w-]|\.\w)", text, re.IGNORECASE)
+
+
+def _anchors(words: list[str]) -> list[str]:
+    """The content words among `words`, stemmed and with compounds split ("rust-version" -> rust,
+    version), in order and once each."""
     parts = [part for word in words for part in [*compound_parts(word), word] if part]
     return [stem(part) for part in dict.fromkeys(parts) if is_anchor(part)]
 
 
+def _context_before(text: str, value: str) -> list[str]:
+    """The content words in the words before a value's first mention, the nearest last."""
+    at = _mention(text, value)
+    return [] if at is None else _anchors(tokens(text[: at.start()])[-VERSION_CONTEXT_WORDS:])
+
+
+def _unit_after(text: str, value: str) -> list[str]:
+    """The content word right after a value's first mention, within two words: its unit or what it
+    counts ("60 Hz", "port 7777 listen"), or nothing."""
+    at = _mention(text, value)
+    after = [] if at is None else _anchors(tokens(text[at.end() :])[:NUMBER_AFTER_WORDS])
+    return after[:1]
+
+
+#: the words after a bare number read for its unit or what it counts.
+NUMBER_AFTER_WORDS = 2
+#: content words two whole facts share for a bare number in one to be the other's, when the words
+#: around the numbers share fewer than `BARE_NUMBER_MIN_SHARED`.
+BARE_NUMBER_MIN_SHARED_FACT = 3
+
+
 def _same_thing(content: str, old: str, source: str, new: str) -> bool:
     """Whether a version or a number names the same thing in a fact as the new one does in the
-    correcting fact: a word before each meets; for a bare number, the word right before each is the
-    same and another meets too ("minimum Android API 24" and "minimum android is now API 26")."""
+    correcting fact: a word before each meets. For a bare number, a word right beside each (before,
+    or after: its unit) is the same, and another word meets around them or a third in the two
+    facts: "minimum Android API 24" and "minimum android is now API 26", "The tick rate must 60 Hz
+    be" and "the simulation rate lower: 30 Hz", "the server should on UDP port 7777 listen" and "the
+    default port clashes with the other server, listen on 24600"."""
     before_old, before_new = _context_before(content, old), _context_before(source, new)
     shared = set(before_old) & set(before_new)
     if not _bare_numbers(old, new):
         return bool(shared)
-    nearest = before_old[-1:] == before_new[-1:] != []
-    # "the admin API moved to port 9090" is no news of "the public API listens on port 8080"
-    return nearest and len(shared) >= BARE_NUMBER_MIN_SHARED and not siblings(source, content)
+    after_old, after_new = _unit_after(content, old), _unit_after(source, new)
+    beside = {*before_old[-1:], *after_old} & {*before_new[-1:], *after_new}
+    around = shared | (set(after_old) & set(after_new))
+    # the word beside is often a unit ("min"), which many things are counted in: others must meet too
+    together = len(around - beside) >= BARE_NUMBER_MIN_SHARED - 1 or (
+        len(stems(content) & stems(source) - beside) >= BARE_NUMBER_MIN_SHARED_FACT - 1
+    )
+    # "the admin API moved to port 9090" is no news of "the public API listens on port 8080": each
+    # names its own thing in the clause that states the number (another clause says something else)
+    return bool(beside) and together and not siblings(_clause_of(source, new), _clause_of(content, old))
+
+
+#: where one clause of a fact ends and the next begins.
+_CLAUSE_END = re.compile(r"[;\u2014\u2013]|,\s")
+
+
+def _clause_of(text: str, value: str) -> str:
+    """The clause of a fact that mentions a value, or the whole fact."""
+    return next((clause for clause in _CLAUSE_END.split(text) if _mention(clause, value)), text)
 
 
 def renamed(old_text: str, subject: str, new_text: str, value: str) -> tuple[str, str] | None:

@@ -370,7 +370,8 @@ _STANDING_ORDER = re.compile(
     re.IGNORECASE,
 )
 _CONTEXT_DEPENDENT = re.compile(
-    r"\b(?:above|below|the following|as (?:mentioned|discussed|shown|noted)|shown here|see here|"
+    # "above"/"below" point at other text, but not before a number: "below 15% battery" is a bound
+    r"\b(?:(?:above|below)(?!\s+~?\d)|the following|as (?:mentioned|discussed|shown|noted)|shown here|see here|"
     r"the previous|earlier|just now|right now|for now|this session|this conversation|accordingly|"
     r"as requested|the same (?:way|thing|as before)|this time|since the last|last run|"
     r"line \d+|lines \d+|typos?|misspel\w*|no (?:other )?(?:hits|matches|diff|changes)|working tree|nothing (?:new )?to commit|"

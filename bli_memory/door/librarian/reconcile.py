@@ -52,12 +52,13 @@ from bli_memory.door.librarian.corrections import (
     predicate_retired,
     renamed,
     renamed_in,
+    restated,
     siblings,
     statement_changed,
     stems,
 )
 from bli_memory.door.librarian.moves import SUBJECT_FILLER, SUBJECT_WORD_MIN_CHARS, moved, moved_from
-from bli_memory.door.librarian.roles import handed_over, holder_replaced, newcomer
+from bli_memory.door.librarian.roles import handed_over, holder_replaced, is_person, newcomer
 from bli_memory.door.librarian.schedules import Schedule, moved_in, rescheduled
 from bli_memory.door.librarian.values import (
     CODE_SPAN,
@@ -75,8 +76,8 @@ from bli_memory.door.librarian.values import (
     words_before,
 )
 from bli_memory.door.librarian.words import NOT_ANCHORS as _NOT_ANCHORS
+from bli_memory.door.librarian.words import compound_parts, names_one_thing, tokens
 from bli_memory.door.librarian.words import is_anchor as _is_anchor
-from bli_memory.door.librarian.words import names_one_thing, tokens
 
 #: cosine similarity at or above which two facts say the same thing (unless their numbers differ).
 NEAR_DUPLICATE_SIMILARITY = 0.92
@@ -382,7 +383,26 @@ def _renamed_in(old_text: str, values: tuple[str, str] | None, new_text: str) ->
     else the new fact replaces it ("The staging host is `db-2…`" after "staging moved to `db-3…`")."""
     if values is not None and is_host(values[0].strip("`")) and not _says_more(old_text, new_text, values[0]):
         return None
+    if values is not None and all(is_person(v) for v in values):
+        # a role handed over in one clause of a summary: its other clauses still hold ("reminders fire
+        # at 16:30; SMS questions go to Marisol Okafor" -> "…; SMS questions go to Tobias Lindqvist"), unless
+        # one is about what passed ("…; resize requests go in #snowflake-admin"), which may have changed too
+        clauses = [c for c in _CLAUSE_END.split(old_text) if values[0] not in c]
+        others = [c for c in clauses if len(tokens(c)) >= _CLAUSE_MIN_WORDS]
+        about = stems(new_text) - stems(" ".join(values))
+        if not others or any(_compound_stems(c) & about for c in clauses):
+            return None
+        return restated(old_text, *values, new_text)
     return renamed_in(old_text, values, new_text)
+
+
+def _compound_stems(text: str) -> set[str]:
+    """The stems of a text's words and of their compounds' parts (`#snowflake-admin` -> snowflake, admin)."""
+    return stems(" ".join(part for word in tokens(text) for part in [word, *compound_parts(word)]))
+
+
+#: words a clause of a fact holds to say something of its own.
+_CLAUSE_MIN_WORDS = 4
 
 
 def _says_more(old_text: str, new_text: str, before: str) -> bool:
@@ -649,7 +669,22 @@ def _same_slot(new_text: str, new_term: str, old_text: str, old_term: str) -> bo
     return len(before_new) == 2 and before_new == before_old and any(w not in _NOT_TERMS for w in before_new)
 
 
-def _retires(new_text: str, old_text: str) -> str | None:
+def _host_named_by_label(old_text: str, term: str, new_term: str) -> str | None:
+    """The host of the old fact that a retired term names by its first label, when the new term is a
+    host of the same parent domain: "moved from pg-staging to db-stg.spokes.internal" retires
+    `pg-staging.spokes.internal`."""
+    new_host = host_of(new_term)
+    if not is_host(new_host) or "." in term or not term.replace("-", "").isalnum():
+        return None
+    parent = new_host.split(".", 1)[-1]
+    for token in value_tokens(old_text):
+        host = host_of(token)
+        if is_host(host) and not is_file(host) and host.split(".", 1) == [term, parent]:
+            return host
+    return None
+
+
+def _retires(new_text: str, old_text: str) -> tuple[str, str] | None:
     """The term the new fact retires that the old fact still states as current: the old fact names
     it, does not name its replacement, and the two share a word of their subject ("broker") unless
     the term is a name no other subject shares (a URL, a path, a versioned identifier) or the new
@@ -657,19 +692,22 @@ def _retires(new_text: str, old_text: str) -> str | None:
     "From Redis to RabbitMQ" about the broker leaves "sessions are cached in Redis" alone."""
     strict = retired_terms(new_text)
     retired_by_old: set[str] | None = None  # what the old fact retires itself, read once when needed
-    for old_term, new_term in strict + [t for t in retired_terms(new_text, eased=True) if t not in strict]:
+    for said, new_term in strict + [t for t in retired_terms(new_text, eased=True) if t not in strict]:
+        old_term = (
+            said if _mentions(old_text, said) else _host_named_by_label(old_text, said, new_term) or said
+        )
         if not _mentions(old_text, old_term) or (new_term and _mentions(old_text, new_term)):
             continue
         if retired_by_old is None:
             retired_by_old = {term for term, _new in retired_terms(old_text)}
         if old_term in retired_by_old:
             continue  # the old fact retires it too: history, not the current value
-        if (old_term, new_term) not in strict and not _same_slot(new_text, new_term, old_text, old_term):
+        if (said, new_term) not in strict and not _same_slot(new_text, new_term, old_text, old_term):
             continue  # "S3 instead of the API" leaves "the API accepts uploads" alone
         terms = stems(f"{old_term} {new_term}")
         shared = stems(new_text) & stems(old_text) - _CHANGE_STEMS
         if shared - terms or names_one_thing(old_term) or not new_term:
-            return old_term
+            return old_term, new_term
     return None
 
 
@@ -708,6 +746,9 @@ def _reassigned(new_text: str, old_text: str) -> tuple[str, str, str] | None:
     return None
 
 
+#: how the reason of an update by a fact that retires the old thing opens.
+_RETIRES = "retires "
+
 _RANK: dict[Action, int] = {"unchanged": 0, "conflict": 1, "update": 2, "add": 3}
 
 
@@ -726,7 +767,9 @@ def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str
         return "update", f"corrects {replaced[0]!r} to {replaced[1]!r} in {neighbour.id}", replaced
     retired = _retires(fact, neighbour.content)
     if retired:  # "from Redis to RabbitMQ", "amqp://… now, not redis://…": the old fact is history
-        return "update", f"retires {retired!r}, which {neighbour.id} states", None
+        hosts = (retired[0], host_of(retired[1]))  # other facts naming the old host get the new one
+        moved_host = hosts if all(is_host(h) and not is_file(h) for h in hosts) else None
+        return "update", f"{_RETIRES}{retired[0]!r}, which {neighbour.id} states", moved_host
     move = moved(fact, neighbour.content)
     if move:
         return (
@@ -867,7 +910,13 @@ def decide(fact: str, neighbours: Sequence[Neighbour]) -> Decision:
         rewrite = (
             _rescheduled_text(target.content, fact, schedule)
             if schedule
-            else _rewrite(target.content, fact) or _renamed_in(target.content, decision.values, fact)
+            else _rewrite(target.content, fact)
+            # a fact that retires a thing says what holds now; the old one's other words held with it
+            or (
+                None
+                if decision.reason.startswith(_RETIRES)
+                else _renamed_in(target.content, decision.values, fact)
+            )
         )
         if rewrite is not None:
             return replace(decision, reason=decision.reason + "; the rest of it kept", rewrite=rewrite)

@@ -46,17 +46,27 @@ _HOLDS_NOW = re.compile(
 )
 
 
+#: a role a named person took from another: "Tobias Lindqvist has kindly taken over the Twilio account".
+_TAKES_OVER = re.compile(
+    r"\b(?:has|have|had|is|will)?\s*(?:\w+ly\s+)?(?:taken|took|takes|taking|take)\s+over\b"
+)
+
+
 def handed_over(new_text: str, old_text: str) -> str | None:
-    """The person a role passed from: the new fact gives a role to a named person "now", the old one
-    gives the same role, about a thing both name, to a person the new fact does not name."""
-    holds_now = _HOLDS_NOW.search(new_text)
+    """The person a role passed from: the new fact gives a role to a named person "now" (or says the
+    person took it over), the old one gives the same role, about a thing both name, to a person the
+    new fact does not name."""
+    holds_now = _HOLDS_NOW.search(new_text) or _TAKES_OVER.search(new_text)
     named_now = holds_now is not None and _PERSON.search(new_text[: holds_now.start()]) is not None
     if not ((_ROLE_NOW.search(new_text) or named_now) and _ROLE.search(old_text)):
         return None
     people = set(_PERSON.findall(new_text))
     shared = _subject_words(new_text) & _subject_words(old_text)
     subject = shared - {stem(w.lower()) for person in people for w in person.split()}
-    if len(subject) < 2 and not any(names_one_thing(w) or w.title() in new_text for w in subject):
+    # a capitalised word or an acronym of the new fact ("Stripe", "SMS") names one thing
+    if len(subject) < 2 and not any(
+        names_one_thing(w) or w.title() in new_text or w.upper() in new_text for w in subject
+    ):
         return None  # "the search service" and "the billing service" share only a common noun
     former = [
         p

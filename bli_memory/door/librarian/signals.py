@@ -95,6 +95,23 @@ SIGNALS: tuple[Signal, ...] = (
         ("The overnight run is 04:30 UTC now.", "The poller runs every 10 minutes.", "Backups run at 3am."),
     ),
     Signal(
+        "limit",
+        # a bound on a quantity: "at most 120 minutes", "capped at 25 MB", "below 15% battery" (not "min":
+        # "9 min 40 s" is a duration)
+        re.compile(
+            r"\b(?:at most|at least|no (?:more|fewer|less) than|up to|maximum(?: of)?|minimum(?: of)?|max|"
+            r"capped at|caps? (?:of|at)|limit(?:ed)? (?:of|to|at)|below|above|under|over|(?:more|less|fewer|"
+            r"longer|shorter) than)\s+~?\d[\d,.]*\s?(?:%|[a-z]{1,12}\b)",
+            re.IGNORECASE,
+        ),
+        False,
+        (
+            "A ride can last at most 120 minutes.",
+            "Uploads are capped at 25 MB per file.",
+            "E-bikes below 15% battery cannot be rented.",
+        ),
+    ),
+    Signal(
         "host",
         # a host name without its scheme: three labels or more, the last all letters and no file's extension
         re.compile(
