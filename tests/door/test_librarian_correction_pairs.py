@@ -1012,3 +1012,46 @@ def test_a_person_who_took_over_a_role_replaces_the_former_holder_in_a_summary_s
     # a role over another thing stays with its holder
     unrelated = decide(new, [Neighbour("old", "Henrike Solberg owns the shipping labels.", 0.6)])
     assert unrelated.action != "update", unrelated.reason
+
+
+def test_a_correction_naming_another_thing_after_the_same_noun_supersedes_the_old_one() -> None:
+    """ "… bucket cn-archive-b2 now" after "… to the bucket harbour-archive": the noun says what the
+    names are, a word of the subject ("restic") says it is the same thing."""
+    old = "Restic backups run nightly at 01:00 to the bucket harbour-archive (eu-west-2)."
+    new = "Restic target is B2 now: bucket cn-archive-b2, endpoint s3.eu-central-003.backblazeb2.com."
+    decision = decide(new, [Neighbour("old", old, 0.6)])
+    assert (decision.action, decision.values) == ("update", ("harbour-archive", "cn-archive-b2")), (
+        decision.reason
+    )
+    # another subject's bucket stays
+    other = decide(
+        "Uploads go to bucket media-prod-2 now.",
+        [Neighbour("old", "Thumbnails are written to bucket thumbs-prod.", 0.6)],
+    )
+    assert other.action != "update", other.reason
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "values"),
+    [
+        (
+            "`io.ktor.server` is left at 2.3.7 in `build.gradle.kts`; nothing else changes.",
+            "Ktor server goes to 2.3.12, Kotlin with it to 1.9.24.",
+            ("2.3.7", "2.3.12"),
+        ),
+        (
+            "Pin redis-py 4.6.0, 5.0 broke our sentinel setup.",
+            "Upstream fixed the sentinel bug in 5.0.4 -> go to 5.0.4 and drop the pin.",
+            ("4.6.0", "5.0.4"),
+        ),
+    ],
+)
+def test_a_value_said_to_go_to_another_is_a_correction(old: str, new: str, values: tuple[str, str]) -> None:
+    decision = decide(new, [Neighbour("old", old, 0.6)])
+    assert (decision.action, decision.values) == ("update", values), decision.reason
+
+
+def test_questions_that_go_to_a_channel_change_no_value() -> None:
+    old = "Summary: handlers on nodejs20.x with 512 MB, SDK v3."
+    new = "Summary: the redrive job runs on a `rate(15 minutes)` schedule; alarms go to `#team-oncall`."
+    assert decide(new, [Neighbour("old", old, 0.6)]).action != "update"

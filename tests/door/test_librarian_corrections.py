@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from bli_memory.door.librarian import Neighbour, decide
-from bli_memory.door.librarian.reconcile import RETIRING_SHAPES, RetiringShape, retired_terms
+from bli_memory.door.librarian.retiring import RETIRING_SHAPES, RetiringShape, retired_terms
 from tests.door.helpers import saved_with_extract
 from tests.helpers import DoorProcess
 

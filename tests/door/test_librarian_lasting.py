@@ -151,3 +151,28 @@ def test_verbless_pins_settings_and_hedged_rules_enter_the_profile(fact: str, sc
 )
 def test_for_now_outside_a_rule_or_a_pin_is_the_moment_s(fact: str) -> None:
     assert lasting_score(fact) == 0
+
+
+@pytest.mark.parametrize(
+    "fact",
+    [
+        "Set up the convention and applied it to the three endpoints.",
+        "I've just left the planning meeting and we have made a decision I'd like you to carry out.",
+        "Made a decision on the cache and wired it in.",
+    ],
+)
+def test_a_decision_named_only_by_its_noun_in_a_report_is_no_decision(fact: str) -> None:
+    assert lasting_score(fact) == 0
+
+
+@pytest.mark.parametrize(
+    "fact",
+    [
+        "I would be grateful if we could stick to uv for every Python task.",
+        "We'd rather keep the monolith until the summer.",
+        "Please make it a standing rule: amounts are stored in cents.",
+        "The convention is that every tenant gets its own namespace.",
+    ],
+)
+def test_a_preference_or_a_rule_said_in_the_first_person_is_a_decision(fact: str) -> None:
+    assert lasting_score(fact) == DECISION_SCORE

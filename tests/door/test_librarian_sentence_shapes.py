@@ -611,3 +611,14 @@ def test_a_bound_on_a_quantity_the_user_states_is_kept_and_below_a_number_points
     assert any(fact.startswith("A tool can be borrowed for at most 14 days") for fact in facts), facts
     assert any(fact.startswith("Drills below 20% charge must not be lent") for fact in facts), facts
     assert extract_facts("User: see the table below\n\nAssistant: Looking at it.") == []
+
+
+def test_a_sentence_that_only_announces_a_change_is_no_fact() -> None:
+    facts = extract_facts(
+        "User: Change of plan. The nightly export now starts at 05:10 from now on, Oslo time."
+        "\n\nAssistant: Moved the schedule in `export/scheduler.py`."
+    )
+    assert facts and not any("change of plan" in fact.lower() and len(fact.split()) < 5 for fact in facts), (
+        facts
+    )
+    assert any("05:10" in fact for fact in facts), facts

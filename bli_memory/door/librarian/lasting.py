@@ -242,6 +242,23 @@ _FINDING = re.compile(
 )
 
 
+#: a decision named as a thing, not stated: "the convention", "a decision".
+_DECISION_NOUN = re.compile(r"decisions?|conventions?|polic(?:y|ies)|preferences?", re.IGNORECASE)
+
+
+def _reports_the_decision(prose: str, words: list[str]) -> bool:
+    """Whether a fact that names a decision only by its noun reports what the session did with it
+    ("Set up the convention and applied it to both RPCs") or that one was made ("I've just come out
+    of the meeting and we have made a decision"), instead of saying what was decided."""
+    opening = next((w for w in words if w not in _REPORT_OPENERS), words[0])
+    return bool(
+        _PAST_FORM.match(opening)
+        or opening in _PAST_IRREGULAR
+        or opening in {"set", "made"}
+        or _FIRST_PERSON.search(prose)
+    )
+
+
 #: distinct facts whose score is remembered; the profile scores the same newest rows on every session start.
 LASTING_CACHE_MAX = 8192
 
@@ -262,9 +279,10 @@ def lasting_score(fact: str) -> int | None:
         or _NOISE_LINE.match(text)
     ):
         return None
-    if _USER_DECISION.search(_EMPHASIS.sub(" ", _OBJECT_POLICY.sub(" ", prose))) or _DECISION_SHAPE.search(
-        prose
-    ):
+    decided = _USER_DECISION.search(_EMPHASIS.sub(" ", _OBJECT_POLICY.sub(" ", prose)))
+    if decided and _DECISION_NOUN.fullmatch(decided.group()) and _reports_the_decision(prose, words):
+        return 0  # "Set up the convention and applied it", "we have made a decision I'd like you to …"
+    if decided or _DECISION_SHAPE.search(prose):
         return DECISION_SCORE  # "From now on pnpm only." needs no verb
     statement = prose.rsplit("? ", 1)[-1]  # "How do I X? Use Y." is judged by its answer
     if _FINDING.match(statement):

@@ -13,14 +13,12 @@ on the same site; on another, a new address of hosts sharing two name words: `co
 Two facts that each name their own thing in the same place ("the admin API listens on 8081", "the
 public API listens on 8080"), a fact that adds ("CI also runs …") and a value in another file are
 never a new value of the old one (`corrections.siblings`, `corrections.adds`).
-A fact that names what it retires, in one of :data:`RETIRING_SHAPES` ("moved the broker from Redis to
-RabbitMQ", "amqp://… now, not redis://…", "switched yarn for pnpm", "Sentry was replaced by
-Honeybadger", "Jenkins is gone, use …", "the Charts component is no longer requested", "`.glsl`
-files ported to `.hlsl`"), updates the fact that still states the retired thing, when the two share a
-word of their subject (stemmed: "dependency" meets "dependencies") or the retired thing is a name no
-other subject shares (a URL, a path, a digit); "from Redis to RabbitMQ" about the broker leaves
-"sessions are cached in Redis" alone. A shape that needs such a name takes any name when the old fact
-states it after the same two words ("bundled with Vite, not Webpack" after "bundled with Webpack").
+A fact that names what it retires ("moved the broker from Redis to RabbitMQ", "Jenkins is gone, use
+…") updates the fact that still states the retired thing about the same subject (`retiring`).
+A correction that names another thing right after the same noun as the old fact ("Velero target is
+B2 now: bucket cn-vault-b2" after "… to wasabi bucket coopnest-velero") updates it when a word of
+their subject meets beyond that noun. A value said to change "to" another ("Spring Boot goes to
+3.3.1") is a correction too.
 The corrections that name no retired value are read in `corrections`: a version bumped as an action
 ("bumped `revision:` in `west.yml` to v2.7.0"), one argument of a quoted statement changed in the same
 file, a state said to hold no more ("not shared with BI anymore").
@@ -58,10 +56,12 @@ from bli_memory.door.librarian.corrections import (
     stems,
 )
 from bli_memory.door.librarian.moves import SUBJECT_FILLER, SUBJECT_WORD_MIN_CHARS, moved, moved_from
+from bli_memory.door.librarian.retiring import CHANGE_STEMS, DECLARED_CORRECTION, WEAK_CONTEXT, retires
 from bli_memory.door.librarian.roles import handed_over, holder_replaced, is_person, newcomer
 from bli_memory.door.librarian.schedules import Schedule, moved_in, rescheduled
 from bli_memory.door.librarian.values import (
     CODE_SPAN,
+    JOINED_NAME,
     QUANTITY,
     VERSION,
     domain_of,
@@ -71,12 +71,13 @@ from bli_memory.door.librarian.values import (
     is_host,
     is_value,
     nearest_anchor,
+    shape_of,
+    slots,
     value_tokens,
     values_of,
     words_before,
 )
-from bli_memory.door.librarian.words import NOT_ANCHORS as _NOT_ANCHORS
-from bli_memory.door.librarian.words import compound_parts, names_one_thing, tokens
+from bli_memory.door.librarian.words import compound_parts, tokens
 from bli_memory.door.librarian.words import is_anchor as _is_anchor
 
 #: cosine similarity at or above which two facts say the same thing (unless their numbers differ).
@@ -130,7 +131,6 @@ _NEGATIONS = frozenset({"not", "no", "never"})
 _POLARITY_MARKERS = _NEGATIONS | {"always"}
 _DO_AUX = frozenset({"do", "does", "did"})
 _VALUE_LEADS = frozenset("is are was were be = : to at on of as with via using equals uses use runs".split())
-_WEAK_CONTEXT = frozenset("it this that we i you they the a an is are to of".split())
 _NUMBER = re.compile(r"\d")
 #: a setting and its value ("`timeout` = 30", "retries: 3."): the key is read by this pattern, the
 #: value's closing backtick, full stop and spaces are cut in Python (`(.+?)`?\s*\.?\s*$` was cubic
@@ -184,7 +184,7 @@ def _value_change(old: list[str], new: list[str]) -> tuple[str, str, str] | None
     if prefix == 0 or (prefix + suffix) / max(len(old), len(new)) < VALUE_CONTEXT_MIN_RATIO:
         return None
     context = old[:prefix] + old[len(old) - suffix :]
-    if all(t in _WEAK_CONTEXT or t in _VALUE_LEADS for t in context):
+    if all(t in WEAK_CONTEXT or t in _VALUE_LEADS for t in context):
         return None
     numeric = bool(_numbers(old_span)) or bool(_numbers(new_span))
     if not numeric:
@@ -209,8 +209,6 @@ _CORRECTION_WORDS = re.compile(
 
 
 _RETIRING = frozenset({"not", "from", "replacing"})
-#: a fact that opens by saying it corrects something: "Correction: …", "Actually, …", "Change of plan: …".
-_DECLARED_CORRECTION = re.compile(r"^\W*(?:actually|correction|to correct|change of plan)\b", re.IGNORECASE)
 
 
 def _retired(words: list[str]) -> set[str]:
@@ -238,17 +236,29 @@ _NOW_VALUE = re.compile(
 )
 
 
+#: a value something is said to change to: "Spring Boot goes to 3.3.1", "go to v1.64.0", "bumped the
+#: chart to `2.4.0`", "moved the job to 04:15".
+_CHANGED_TO = re.compile(
+    # "go to" a version only: "questions go to `#oncall`" routes, it changes nothing
+    r"\b(?:goes|go|going|went)\s+(?:[\w.`-]+\s+){0,2}?to\s+v?\d|"
+    r"\b(?:moves?|moved|bump(?:s|ed)?|upgrad(?:e|es|ed)|rais(?:e|es|ed)|lower(?:s|ed)?|chang(?:e|es|ed))"
+    r"\s+(?:[\w.`-]+\s+){0,2}?to\s+(?:v?\d|`|https?://|@)",
+    re.IGNORECASE,
+)
+
+
 def _corrects(new_text: str, old_text: str) -> bool:
     """Whether the new fact is a correction of the old one: it says so at its start ("Correction: …",
     "Actually …"), it says a value holds "now" ("it's https://x.dev now", "is now `db-3`": the value
-    before it no longer does), or it names a value of the old fact as the one it retires ("from 8080",
+    before it no longer does) or changes to ("goes to 3.3.1"), or it names a value of the old fact as
+    the one it retires ("from 8080",
     "not 18", "instead of 1.74"). "Instead of" or "no longer" about anything else ("requests queued
     instead of failing") describes, it does not correct."""
-    if _NOW_VALUE.search(new_text):
+    if _NOW_VALUE.search(new_text) or _CHANGED_TO.search(new_text):
         return True
     if not _CORRECTION_WORDS.search(new_text):
         return False
-    if _DECLARED_CORRECTION.match(new_text):
+    if DECLARED_CORRECTION.match(new_text):
         return True
     return bool(_retired(value_tokens(new_text)) & set(value_tokens(old_text)))
 
@@ -308,7 +318,8 @@ def _new_value_for(old_text: str, new_text: str, corrects: bool) -> tuple[str, s
                     return old_value, new_value  # "events.raw.v2" -> "events.raw.v3"; not "service-1" -> "-2"
                 if old_shape == "url" and domain_of(old_value) != domain_of(new_value):
                     continue  # another site is another service: localhost is not staging
-                shared = old_anchors & (new_words if loose else new_anchors)
+                # loosely, a part of a compound anchor meets too ("org.springframework.boot" … "Spring Boot")
+                shared = old_anchors & new_anchors if not loose else _with_parts(old_anchors) & new_words
                 nearest = nearest_anchor(old_text, old_value) == nearest_anchor(new_text, new_value)
                 if old_shape == "number" and old_value.count(".") != new_value.count(".") and not nearest:
                     continue  # "invoices 7+ days" is no old value of "invoices render with … ^1.5"
@@ -325,6 +336,11 @@ def _new_value_for(old_text: str, new_text: str, corrects: bool) -> tuple[str, s
             best = max(range(len(met)), key=lambda i: (met[i][0], met[i][1], -i))
             return met[best][2]
     return None
+
+
+def _with_parts(words: frozenset[str]) -> set[str]:
+    """Words and the anchor parts of their compounds ("grpc-go" -> grpc-go, grpc, go)."""
+    return {part for word in words for part in [word, *compound_parts(word)] if _is_anchor(part)}
 
 
 #: code spans (paths, identifiers) an old fact must hold beyond the new fact's to be kept, rewritten.
@@ -463,254 +479,6 @@ def _setting_value(rest: str) -> str | None:
     return value if value and "\n" not in value else None
 
 
-#: one named thing a correction can retire or bring: a code span, or one token (a URL, a name).
-_TERM = r"(?:`[^`\n]+`|[^\s,;`()]+)"
-#: a term that opens a shape starts at a word's start: from inside a long token the pattern was
-#: tried again at every character.
-_TERM_START = r"(?<![^\s(\"'])"
-#: a word naming what kind of thing a name is ("the Charts component"), between the name and its verb.
-_KIND = r"(?:component|module|package|library|plugin|dependency|service|step|job|target|flag|script|tool|file|option)s?"
-#: words that never name a retired thing ("from the", "not a").
-_NOT_TERMS = _WEAK_CONTEXT | _NOT_ANCHORS | frozenset("here there yet".split())
-
-
-@dataclass(frozen=True, slots=True)
-class RetiringShape:
-    """A sentence shape in which a fact names a thing it retires (`old`) and, mostly, what replaces
-    it (`new`). `needs` says what the old thing must look like, because some shapes also contrast
-    without retiring: "word" (any word: the verb says it changed), "named" (a code span, a digit, a
-    capital or punctuation inside: "tests run in CI, not locally" retires nothing) or "specific" (a
-    URL, a path, a digit: "uploads go through S3 instead of the API" leaves the API in place), eased
-    to "named" when the fact also says it is a correction ("now", "actually"). `example` is a fact of
-    that shape, and `retires` what it retires."""
-
-    name: str
-    pattern: re.Pattern[str]
-    needs: Literal["word", "named", "specific"]
-    example: str
-    retires: str
-
-
-#: the shapes of a correction that names what it replaces, however the correction is worded; the
-#: tests iterate the examples.
-RETIRING_SHAPES: tuple[RetiringShape, ...] = (
-    RetiringShape(
-        "moved from old to new",
-        re.compile(
-            r"\b(?:moved|moving|switched|switching|migrated|migrating|changed|changing|went|cut over|ported|"
-            r"upgraded|downgraded|bumped|raised|lowered|increased|reduced|dropped|renamed|replaced)\b[^.;]{0,60}?"
-            rf"\bfrom\s+(?:the\s+|our\s+)?(?P<old>{_TERM}(?:\s+[A-Z][\w.-]*)?)\s+(?:over\s+)?(?:to|onto|into)\s+"
-            rf"(?P<new>{_TERM})",
-            re.IGNORECASE,
-        ),
-        "word",
-        "We moved the message broker from Redis to RabbitMQ last week.",
-        "redis",
-    ),
-    RetiringShape(
-        "renamed old to new",
-        re.compile(
-            rf"\b(?:renamed|replaced|swapped|switched|traded|exchanged)\s+(?:the\s+|our\s+)?(?P<old>{_TERM})\s+"
-            rf"(?:to|with|for|by)\s+(?P<new>{_TERM})",
-            re.IGNORECASE,
-        ),
-        "word",
-        "We switched yarn for pnpm in every package.",
-        "yarn",
-    ),
-    RetiringShape(
-        "old replaced by new",
-        re.compile(
-            rf"{_TERM_START}(?P<old>{_TERM})\s+(?:(?:is|are|was|were|has been|have been|got)\s+)?"
-            rf"(?:renamed|replaced|superseded|swapped out)\s+(?:to|by|with|for)\s+(?:the\s+)?(?P<new>{_TERM})",
-            re.IGNORECASE,
-        ),
-        "named",
-        "Sentry was replaced by Honeybadger for error tracking.",
-        "sentry",
-    ),
-    RetiringShape(
-        "old ported to new",
-        re.compile(
-            rf"{_TERM_START}(?P<old>{_TERM})\s+(?:(?:files|sources|code|modules|calls|jobs)\s+)?"
-            r"(?:(?:is|are|was|were|has been|have been)\s+)?(?:ported|converted|rewritten|translated)\s+"
-            rf"(?:over\s+)?(?:to|into)\s+(?P<new>{_TERM})",
-            re.IGNORECASE,
-        ),
-        "named",
-        "`shaders/`: all 34 `.glsl` files ported to `.hlsl`.",
-        ".glsl",
-    ),
-    RetiringShape(
-        "new, not old",
-        re.compile(
-            rf"{_TERM_START}(?P<new>{_TERM}),?\s+(?:now,?\s+)?not\s+(?:(?:from|in|on|at|with|by|via|through|for)\s+)?"
-            rf"(?:the\s+)?(?P<old>{_TERM})",
-            re.IGNORECASE,
-        ),
-        "specific",
-        "The broker URL is amqp://mq.internal:5672 now, not redis://cache:6379/0.",
-        "redis://cache:6379/0",
-    ),
-    RetiringShape(
-        "not old but new",
-        re.compile(
-            rf"\bnot\s+(?:the\s+)?(?P<old>{_TERM}),?\s+but\s+(?:the\s+)?(?P<new>{_TERM})", re.IGNORECASE
-        ),
-        "named",
-        "The default branch is not `master` but `main`.",
-        "master",
-    ),
-    RetiringShape(
-        "new instead of old",
-        re.compile(
-            rf"{_TERM_START}(?P<new>{_TERM})\s+(?:instead of|rather than|in place of|replacing)\s+(?:the\s+)?(?P<old>{_TERM})",
-            re.IGNORECASE,
-        ),
-        "specific",
-        "Deploys now go through ArgoCD instead of Jenkins.",
-        "jenkins",
-    ),
-    RetiringShape(
-        "old is gone",
-        re.compile(
-            rf"{_TERM_START}(?P<old>{_TERM})(?:\s+{_KIND})?\s+(?:(?:is|are|was|were|has been|have been)\s+)?(?:now\s+)?"
-            r"(?:gone|retired|deprecated|removed|dead|decommissioned|dropped|shut down|turned off|"
-            r"no longer (?:\w+ed|used|needed|in use|exists?|supported|available))\b",
-            re.IGNORECASE,
-        ),
-        "named",
-        "Jenkins is gone, use the GitHub Actions workflow.",
-        "jenkins",
-    ),
-    RetiringShape(
-        "no longer uses old",
-        re.compile(
-            r"\b(?:no longer (?:use|uses|using|run|runs|need|needs)|stopped using|got rid of)\s+"
-            rf"(?:the\s+|our\s+)?(?P<old>{_TERM})",
-            re.IGNORECASE,
-        ),
-        "named",
-        "We no longer use Memcached; sessions live in Postgres.",
-        "memcached",
-    ),
-)
-
-
-def _term(raw: str) -> str:
-    """A term as compared: lower case, without its backticks and the punctuation that closed the
-    sentence around it."""
-    return raw.strip("`").rstrip(".,;:!?)'\"").lower()
-
-
-#: a fact that says it states how things are now: "… is X now", "now uses X", "actually".
-_SAYS_NOW = re.compile(r"\bnow\b|^\W*actually\b", re.IGNORECASE)
-
-
-def _looks(raw: str, needs: str) -> bool:
-    """Whether a retired thing looks as its shape needs: any word; a name (a code span, or a token
-    with a digit, a capital or punctuation inside); or a specific name (`words.names_one_thing`)."""
-    bare = raw.rstrip(".,;:!?)'\"")
-    if needs == "word":
-        return True
-    if needs == "specific":
-        return names_one_thing(_term(raw))
-    return (
-        bare.startswith("`")
-        or any(ch.isdigit() or ch.isupper() for ch in bare)
-        or any(ch in "._-/:@#" for ch in bare.strip("`")[1:-1])
-    )
-
-
-def retired_terms(text: str, eased: bool = False) -> list[tuple[str, str]]:
-    """(retired term, new term or "") for each thing the fact names as replaced, in any of
-    :data:`RETIRING_SHAPES`; `eased`: a shape that needs a specific name takes any name."""
-    out: list[tuple[str, str]] = []
-    declared = eased or bool(_SAYS_NOW.search(text) or _DECLARED_CORRECTION.match(text))
-    for shape in RETIRING_SHAPES:
-        needs = "named" if declared and shape.needs == "specific" else shape.needs
-        for match in shape.pattern.finditer(text):
-            raw_old = match.group("old")
-            old = _term(raw_old)
-            if len(old) < 2 or old in _NOT_TERMS or not _looks(raw_old, needs):
-                continue
-            new = _term(match.groupdict().get("new") or "")
-            if old != new and (old, new) not in out:
-                out.append((old, new if new not in _NOT_TERMS else ""))
-    return out
-
-
-def _mentions(text: str, term: str) -> bool:
-    """Whether a fact names the term as a whole (not inside a longer name), or, for a URL, a URL of
-    the same host."""
-    lowered = text.lower()
-    if re.search(rf"(?<![\w./-]){re.escape(term)}(?![\w/-]|\.\w)", lowered):
-        return True
-    if "://" in term:
-        if term.split("://", 1)[1] in {"…", "..."}:  # "not redis://…": any address of that scheme
-            return any(token.startswith(term.split("://", 1)[0] + "://") for token in value_tokens(text))
-        return any(host_of(token) == host_of(term) for token in value_tokens(text) if "://" in token)
-    return False
-
-
-#: stems of the words that say a thing changed: shared by a correction and its old fact, they say
-#: nothing about the two being about the same subject.
-_CHANGE_STEMS = stems("moved switched migrated replaced renamed changed ported bumped upgraded now")
-
-
-def _same_slot(new_text: str, new_term: str, old_text: str, old_term: str) -> bool:
-    """Whether the old fact states the old thing after the same two words as the new fact states the
-    new one ("bundled with Vite, not Webpack" after "bundled with Webpack")."""
-    new_words, old_words = tokens(new_text), tokens(old_text)
-    if new_term not in new_words or old_term not in old_words:
-        return False
-    before_new = new_words[max(0, new_words.index(new_term) - 2) : new_words.index(new_term)]
-    before_old = old_words[max(0, old_words.index(old_term) - 2) : old_words.index(old_term)]
-    return len(before_new) == 2 and before_new == before_old and any(w not in _NOT_TERMS for w in before_new)
-
-
-def _host_named_by_label(old_text: str, term: str, new_term: str) -> str | None:
-    """The host of the old fact that a retired term names by its first label, when the new term is a
-    host of the same parent domain: "moved from pg-staging to db-stg.spokes.internal" retires
-    `pg-staging.spokes.internal`."""
-    new_host = host_of(new_term)
-    if not is_host(new_host) or "." in term or not term.replace("-", "").isalnum():
-        return None
-    parent = new_host.split(".", 1)[-1]
-    for token in value_tokens(old_text):
-        host = host_of(token)
-        if is_host(host) and not is_file(host) and host.split(".", 1) == [term, parent]:
-            return host
-    return None
-
-
-def _retires(new_text: str, old_text: str) -> tuple[str, str] | None:
-    """The term the new fact retires that the old fact still states as current: the old fact names
-    it, does not name its replacement, and the two share a word of their subject ("broker") unless
-    the term is a name no other subject shares (a URL, a path, a versioned identifier) or the new
-    fact retires it with nothing in its place ("Jenkins is gone": no fact about it is current).
-    "From Redis to RabbitMQ" about the broker leaves "sessions are cached in Redis" alone."""
-    strict = retired_terms(new_text)
-    retired_by_old: set[str] | None = None  # what the old fact retires itself, read once when needed
-    for said, new_term in strict + [t for t in retired_terms(new_text, eased=True) if t not in strict]:
-        old_term = (
-            said if _mentions(old_text, said) else _host_named_by_label(old_text, said, new_term) or said
-        )
-        if not _mentions(old_text, old_term) or (new_term and _mentions(old_text, new_term)):
-            continue
-        if retired_by_old is None:
-            retired_by_old = {term for term, _new in retired_terms(old_text)}
-        if old_term in retired_by_old:
-            continue  # the old fact retires it too: history, not the current value
-        if (said, new_term) not in strict and not _same_slot(new_text, new_term, old_text, old_term):
-            continue  # "S3 instead of the API" leaves "the API accepts uploads" alone
-        terms = stems(f"{old_term} {new_term}")
-        shared = stems(new_text) & stems(old_text) - _CHANGE_STEMS
-        if shared - terms or names_one_thing(old_term) or not new_term:
-            return old_term, new_term
-    return None
-
-
 #: a setting given its value inside a sentence or a command: `PHX_HOST=app.example.com`, `retries=3`
 #: (read from the start of its token: from inside a long token it was tried again at every character).
 _ASSIGNMENT = re.compile(r"(?<![\w.=-])([A-Za-z_][\w.-]*)=([^\s`,;)\]]+)")
@@ -765,7 +533,7 @@ def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str
     replaced = _new_value_for(neighbour.content, fact, corrects) if corrects and not sibling else None
     if replaced:  # "8443, not 8080" negates the old value on purpose: a correction, not a conflict
         return "update", f"corrects {replaced[0]!r} to {replaced[1]!r} in {neighbour.id}", replaced
-    retired = _retires(fact, neighbour.content)
+    retired = retires(fact, neighbour.content)
     if retired:  # "from Redis to RabbitMQ", "amqp://… now, not redis://…": the old fact is history
         hosts = (retired[0], host_of(retired[1]))  # other facts naming the old host get the new one
         moved_host = hosts if all(is_host(h) and not is_file(h) for h in hosts) else None
@@ -816,6 +584,9 @@ def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str
         successor = newcomer(fact, neighbour.content)
         passed = (former, successor) if successor else None
         return "update", f"the role passes from {former!r} in {neighbour.id}", passed
+    slot = _slot_value(neighbour.content, fact) if corrects and not sibling else None
+    if slot:  # "Velero target is B2 now: bucket cn-vault-b2" after "… to wasabi bucket coopnest-velero"
+        return "update", f"the {slot[0]} {slot[1]!r} is now {slot[2]!r} in {neighbour.id}", slot[1:]
     new_kv, old_kv = _key_value(fact), _key_value(neighbour.content)
     if (
         new_kv
@@ -862,6 +633,33 @@ def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str
         if len(old) >= CONTAINMENT_MIN_WORDS and old_set <= new_set:
             return "update", f"adds detail to {neighbour.id}", None
     return "add", "no stored fact says the same or the opposite", None
+
+
+def _slot_value(old_text: str, new_text: str) -> tuple[str, str, str] | None:
+    """(noun, old name, new name) when a correction names another thing right after the same noun as
+    the old fact ("bucket cn-vault-b2 now" after "bucket coopnest-velero"), neither fact naming the
+    other's, both of one kind (two values of one shape, or two joined names)."""
+    new_slots, old_slots = slots(new_text), slots(old_text)
+    new_words, old_words = set(value_tokens(new_text)), set(value_tokens(old_text))
+    for noun, new_name in new_slots.items():
+        old_name = old_slots.get(noun)
+        if old_name is None or old_name == new_name or old_name in new_words or new_name in old_words:
+            continue
+        values = is_value(old_name), is_value(new_name)
+        if (
+            all(values)
+            and shape_of(old_name) != shape_of(new_name)
+            and not all(JOINED_NAME.fullmatch(n) for n in (old_name, new_name))
+        ):
+            continue
+        if values[0] != values[1] and not all(JOINED_NAME.fullmatch(n) for n in (old_name, new_name)):
+            continue
+        # the two are about one thing: a word of their subject meets beyond the noun and the names
+        # ("Velero … bucket"), so "uploads go to bucket b now" leaves "thumbnails … bucket a" alone
+        named = _compound_stems(f"{noun} {old_name} {new_name}") | CHANGE_STEMS
+        if _compound_stems(new_text) & _compound_stems(old_text) - named:
+            return noun, old_name, new_name
+    return None
 
 
 #: where one clause of a fact ends and the next begins.

@@ -96,12 +96,14 @@ SIGNALS: tuple[Signal, ...] = (
     ),
     Signal(
         "limit",
-        # a bound on a quantity: "at most 120 minutes", "capped at 25 MB", "below 15% battery" (not "min":
+        # a bound on a quantity or a rate: "at most 120 minutes", "capped at 25 MB", "below 15% battery" (not "min":
         # "9 min 40 s" is a duration)
         re.compile(
             r"\b(?:at most|at least|no (?:more|fewer|less) than|up to|maximum(?: of)?|minimum(?: of)?|max|"
             r"capped at|caps? (?:of|at)|limit(?:ed)? (?:of|to|at)|below|above|under|over|(?:more|less|fewer|"
-            r"longer|shorter) than)\s+~?\d[\d,.]*\s?(?:%|[a-z]{1,12}\b)",
+            r"longer|shorter) than)\s+~?\d[\d,.]*\s?(?:%|[a-z]{1,12}\b)|"
+            # a rate taken off or added to a price: "20% off the full price", "a 3% fee"
+            r"\b\d+(?:\.\d+)?\s?%\s+(?:off|discount|fee|markup|surcharge|commission|tax|vat)\b",
             re.IGNORECASE,
         ),
         False,
@@ -109,6 +111,7 @@ SIGNALS: tuple[Signal, ...] = (
             "A ride can last at most 120 minutes.",
             "Uploads are capped at 25 MB per file.",
             "E-bikes below 15% battery cannot be rented.",
+            "Members get 10% off the day pass.",
         ),
     ),
     Signal(

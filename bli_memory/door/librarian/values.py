@@ -9,6 +9,7 @@ are values of the same thing. `reconcile` pairs an old fact's value with a new f
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 
 from bli_memory.door.librarian.words import is_anchor, tokens
 
@@ -147,3 +148,19 @@ def name_parts(text: str) -> list[str]:
     camel = [" ".join(camel_parts(name)) for name in CAMEL_CASE.findall(text)]
     settings = [name.replace("_", " ") for name in re.findall(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b", text)]
     return camel + settings
+
+
+#: a name of parts joined by "-", "_" or "." ("coopnest-velero", "raw_events"): what a slot may hold
+#: besides a value.
+JOINED_NAME = re.compile(r"[a-z][a-z0-9]*(?:[-_.][a-z0-9]+)+")
+
+
+def slots(text: str) -> dict[str, str]:
+    """The names a fact gives right after a noun that says what they are ("bucket cn-vault-b2",
+    "`bucket: coopnest-velero`"): noun -> the first name after it. A file is no slot's value."""
+    words = value_tokens(text)
+    out: dict[str, str] = {}
+    for noun, name in pairwise(words):
+        if is_anchor(noun) and (is_value(name) or JOINED_NAME.fullmatch(name)) and not is_file(name):
+            out.setdefault(noun, name)
+    return out

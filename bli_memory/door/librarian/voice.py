@@ -187,7 +187,8 @@ def _is_run_report(sentence: str) -> bool:
 _USER_DECISION = re.compile(
     r"\b(?:decided|decide|decision|agreed|agree|from now on|going forward|in future|from here on|prefer|"
     r"preference|anymore|any more|no longer|correction|actually|change of plan|convention|policy|"
-    r"scratch that|i was wrong|my mistake|turns out|^\W*update(?=\s*:)|"
+    r"scratch that|i was wrong|my mistake|turns out|^\W*update(?=\s*:)|standing rule|stick(?:ing)? (?:to|with)|"
+    r"(?:i|we)(?:'d| would) rather|"
     r"we(?:'re| are) (?:replacing|moving|switching|migrating|dropping|standardi[sz]ing|adopting|using)|"
     r"(?:i'm|i am|we're|we are) (?:done with|dropping|ditching|getting rid of)|"
     r"we (?:moved|switched|migrated|replaced|cut|dropped|standardi[sz]ed|adopted|use|always|never)|"
@@ -201,6 +202,8 @@ _CORRECTION_LEAD = re.compile(
     r"(?:it )?turns out(?: that)?|update(?=\s*:))\b[\s,:;–—-]*",
     re.IGNORECASE,
 )
+#: a sentence that only announces a change: "Change of plan.", "Correction:".
+_ONLY_A_LEAD = re.compile(r"^\W*(?:change of plan|correction|update)\W*$", re.IGNORECASE)
 _CORRECTION = re.compile(
     r"^\W*(?:actually|correction|to correct|change of plan|scratch that|I was wrong|my mistake|"
     r"(?:it )?turns out|update(?=\s*:))\b",
@@ -323,8 +326,8 @@ def _user_facts(units: list[str]) -> list[str]:
                 or (_STANDING_ORDER.search(prose) and not _reports_problem(prose))
             )
             sentence = _clean(raw[lead.end() :] if lead else raw)
-            if not sentence or _GREETING_OR_FILLER.match(sentence):
-                continue
+            if not sentence or _GREETING_OR_FILLER.match(sentence) or _ONLY_A_LEAD.match(sentence):
+                continue  # "Change of plan." says a correction follows, and nothing of it
             request = _REQUEST.match(sentence)
             if request:
                 sentence = _capitalise(sentence[request.end() :])
