@@ -65,6 +65,7 @@ DRIVEN_MODULES = {
     "bli_memory.door.librarian.roles": "a new fact and the memories close to it",
     "bli_memory.door.librarian.moves": "a new fact and the memories close to it",
     "bli_memory.door.librarian.retiring": "a new fact and the memories close to it",
+    "bli_memory.door.librarian.nearest": "a new fact and the memories close to it",
     "bli_memory.door.librarian.schedules": "a new fact and the memories close to it, each sentence of an exchange",
     "bli_memory.door.librarian.words": "every fact's words",
     "bli_memory.door.librarian.tables": "a saved exchange's text, its tables read as sentences",
@@ -97,6 +98,7 @@ DYNAMIC_PATTERNS = {
     ("bli_memory.door.librarian.reconcile", "_replaced"): "one escaped literal between look-arounds",
     ("bli_memory.door.librarian.schedules", "moved_in"): "one escaped literal between look-arounds",
     ("bli_memory.door.librarian.retiring", "mentions"): "one escaped literal between look-arounds",
+    ("bli_memory.door.librarian.reconcile", "_nearest_changed"): "one escaped literal between look-arounds",
     ("bli_memory.door.librarian.corrections", "restated"): "one escaped literal between look-arounds",
     ("bli_memory.door.librarian.corrections", "_mention"): "one escaped literal between look-arounds",
     (

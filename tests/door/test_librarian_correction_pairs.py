@@ -1055,3 +1055,32 @@ def test_questions_that_go_to_a_channel_change_no_value() -> None:
     old = "Summary: handlers on nodejs20.x with 512 MB, SDK v3."
     new = "Summary: the redrive job runs on a `rate(15 minutes)` schedule; alarms go to `#team-oncall`."
     assert decide(new, [Neighbour("old", old, 0.6)]).action != "update"
+
+
+def test_a_host_said_gone_by_its_first_label_retires_its_urls_and_hands_on_the_new_host() -> None:
+    new = (
+        "Staging lives on Render now: https://quill-staging.onrender.com, the old api-stg subdomain is gone."
+    )
+    old = "Staging API is https://api-stg.quill.app, creds are in the vault under quill-staging."
+    decision = decide(new, [Neighbour("old", old, 0.6)])
+    assert (decision.action, decision.values) == (
+        "update",
+        ("api-stg.quill.app", "quill-staging.onrender.com"),
+    )
+    assert decide(new, [Neighbour("old", "Production API is https://api.quill.app.", 0.6)]).action != "update"
+
+
+def test_a_build_target_renamed_after_the_same_noun_supersedes_the_old_one() -> None:
+    """A compound's part is no word of its own: "the billing svc" and "Pay-billing svc" name one thing."""
+    new = "Heads up: the billing svc got renamed, it's pay_ledger now, tgt //services/pay_ledger:PayLedger."
+    old = "Pay-billing svc tgt = //services/pay_billing:PayBilling."
+    decision = decide(new, [Neighbour("old", old, 0.6)])
+    assert decision.action == "update" and decision.values is not None, decision.reason
+    assert decision.values[1] == "//services/pay_ledger:payledger"
+
+
+def test_a_thing_said_to_be_with_a_person_now_hands_the_role_over() -> None:
+    new = "The signing keys are now with Maren Holt, Bo moved to the web team."
+    old = "Bo Lindgren owns the signing keys for the release builds."
+    decision = decide(new, [Neighbour("old", old, 0.6)])
+    assert (decision.action, decision.values) == ("update", ("Bo Lindgren", "Maren Holt")), decision.reason

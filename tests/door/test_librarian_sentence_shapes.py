@@ -622,3 +622,26 @@ def test_a_sentence_that_only_announces_a_change_is_no_fact() -> None:
         facts
     )
     assert any("05:10" in fact for fact in facts), facts
+
+
+@pytest.mark.parametrize(
+    ("user", "kept"),
+    [
+        (
+            "ops moved us off the old box to the managed cache last night, new broker is "
+            "rediss://jobs-broker.abc123.cache.example.net:6380/0 (TLS). update the default pls",
+            "rediss://jobs-broker.abc123.cache.example.net:6380/0",
+        ),
+        ("The signing keys are with Maren Holt from this week, Bo moved to the web team.", "Maren Holt"),
+        ("also cut the retry window to 3 hours, the growers asked for it.", "3 hours"),
+    ],
+)
+def test_a_change_said_with_when_it_happened_or_as_a_new_setting_is_kept(user: str, kept: str) -> None:
+    """ "last night" says when the change happened, not that something broke, when the sentence gives
+    the new value; "from this week" starts a rule; "cut X to 3 hours" sets a value that stays."""
+    facts = extract_facts(f"User: {user}\n\nAssistant: Updated `config/settings.py`.")
+    assert any(kept in fact for fact in facts), facts
+
+
+def test_a_time_of_day_in_a_problem_report_still_makes_it_one() -> None:
+    assert extract_facts("User: the import broke last night again\n\nAssistant: Looking at it.") == []

@@ -255,7 +255,9 @@ def siblings(new_text: str, old_text: str) -> bool:
     has and one only the new fact has, each just before the same shared word, before the values
     ("the admin API listens" / "the public API listens"; "the Go services" / "the Rust services")."""
     old_words, new_words = tokens(old_text), tokens(new_text)
-    old_set, new_set = set(old_words), set(new_words)
+    # a word of one fact is the other's too when it is a part of its compound ("ingest", "scan-ingest")
+    old_set = set(old_words) | {part for word in old_words for part in compound_parts(word)}
+    new_set = set(new_words) | {part for word in new_words for part in compound_parts(word)}
 
     def heads(words: list[str], own: set[str], other: set[str]) -> set[str]:
         found = set()

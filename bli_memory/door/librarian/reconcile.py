@@ -56,7 +56,14 @@ from bli_memory.door.librarian.corrections import (
     stems,
 )
 from bli_memory.door.librarian.moves import SUBJECT_FILLER, SUBJECT_WORD_MIN_CHARS, moved, moved_from
-from bli_memory.door.librarian.retiring import CHANGE_STEMS, DECLARED_CORRECTION, WEAK_CONTEXT, retires
+from bli_memory.door.librarian.nearest import changed_nearest
+from bli_memory.door.librarian.retiring import (
+    CHANGE_STEMS,
+    DECLARED_CORRECTION,
+    WEAK_CONTEXT,
+    retired_terms,
+    retires,
+)
 from bli_memory.door.librarian.roles import handed_over, holder_replaced, is_person, newcomer
 from bli_memory.door.librarian.schedules import Schedule, moved_in, rescheduled
 from bli_memory.door.librarian.values import (
@@ -231,7 +238,8 @@ def _retired(words: list[str]) -> set[str]:
 _NOW_VALUE = re.compile(
     r"(?:https?://[^\s`]+|`[^`\n]+`|(?<![^\s`])[^\s`\d]*\d[^\s`]*|@[\w.-]+)(?:\s+[a-z]+)?\s+now\s*(?:[.,;:!)]|$)|"
     r"\b(?:is|are|it's|that's)\s+now\s+(?:at\s+|on\s+|in\s+)?(?:https?://|`|[^\s`]*\d|@)|"
-    r"\bnow\s+(?:at\s+|on\s+)?https?://",
+    r"\bnow\s+(?:at\s+|on\s+)?https?://|"
+    r"\bit's\s+[a-z][\w-]*[_-][\w-]+\s+now\b",  # "it's scan_intake now": a joined name
     re.IGNORECASE,
 )
 
@@ -535,7 +543,8 @@ def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str
         return "update", f"corrects {replaced[0]!r} to {replaced[1]!r} in {neighbour.id}", replaced
     retired = retires(fact, neighbour.content)
     if retired:  # "from Redis to RabbitMQ", "amqp://… now, not redis://…": the old fact is history
-        hosts = (retired[0], host_of(retired[1]))  # other facts naming the old host get the new one
+        # other facts naming the old host get the new one ("… is gone": the one host the fact names)
+        hosts = (host_of(retired[0]), host_of(retired[1]) if retired[1] else _only_host(fact))
         moved_host = hosts if all(is_host(h) and not is_file(h) for h in hosts) else None
         return "update", f"{_RETIRES}{retired[0]!r}, which {neighbour.id} states", moved_host
     move = moved(fact, neighbour.content)
@@ -697,7 +706,9 @@ def decide(fact: str, neighbours: Sequence[Neighbour]) -> Decision:
         if best is None or key[:3] < best[:3]:
             best = key
     if best is None:
-        return Decision("add", None, "no stored fact says the same or the opposite")
+        return _nearest_changed(fact, neighbours) or Decision(
+            "add", None, "no stored fact says the same or the opposite"
+        )
     decision = best[3]
     if decision.action == "update":
         target = next(n for n in neighbours if n.id == decision.target_id)
@@ -719,3 +730,33 @@ def decide(fact: str, neighbours: Sequence[Neighbour]) -> Decision:
         if rewrite is not None:
             return replace(decision, reason=decision.reason + "; the rest of it kept", rewrite=rewrite)
     return decision
+
+
+def _only_host(text: str) -> str:
+    """The one host a fact names, bare or in a URL, or "" when it names none or several."""
+    hosts = {host_of(t) for t in value_tokens(text) if "://" in t or (is_host(t) and not is_file(t))}
+    return hosts.pop() if len(hosts) == 1 else ""
+
+
+def _nearest_changed(fact: str, neighbours: Sequence[Neighbour]) -> Decision | None:
+    """The update `nearest.changed_nearest` finds when no rule pairs the fact with a neighbour: the
+    nearest fact's one value of a kind replaced; the old fact is kept with the new value in place
+    when it says more and states the old value once."""
+    if retired_terms(fact):
+        return None  # "moved from ledger-db to …" says which thing it retires: its rule has spoken
+    found = changed_nearest(fact, [(n.id, n.content, n.similarity) for n in neighbours])
+    if found is None:
+        return None
+    target_id, before, after = found
+    target = next(n for n in neighbours if n.id == target_id)
+    decision = Decision("update", target_id, f"{before!r} is now {after!r} in the nearest fact, {target_id}")
+    mentions = re.findall(rf"(?<![\w.:]){re.escape(before)}(?![\w:]|\.\d)", target.content, re.IGNORECASE)
+    # the old fact says more: other values, or a path or an identifier the new one lacks ("certs in
+    # /etc/medroute/tls" beside the host that moved)
+    more = _specific_tokens(target.content) - _specific_tokens(fact) - {before}
+    if len(mentions) == 1 and (_says_more(target.content, fact, before) or more):
+        rewrite = _replaced(target.content, before, after)
+        return replace(
+            decision, reason=decision.reason + "; the rest of it kept", rewrite=rewrite, values=found[1:]
+        )
+    return replace(decision, values=found[1:])

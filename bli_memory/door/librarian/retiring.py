@@ -34,7 +34,10 @@ _TERM = r"(?:`[^`\n]+`|[^\s,;`()]+)"
 #: tried again at every character.
 _TERM_START = r"(?<![^\s(\"'])"
 #: a word naming what kind of thing a name is ("the Charts component"), between the name and its verb.
-_KIND = r"(?:component|module|package|library|plugin|dependency|service|step|job|target|flag|script|tool|file|option)s?"
+_KIND = (
+    r"(?:component|module|package|library|plugin|dependency|service|step|job|target|flag|script|tool|file|option|"
+    r"subdomain|domain|host|hostname|server|endpoint|url|bucket|cluster|instance)s?"
+)
 #: words that never name a retired thing ("from the", "not a").
 _NOT_TERMS = WEAK_CONTEXT | _NOT_ANCHORS | frozenset("here there yet".split())
 
@@ -235,17 +238,22 @@ def _same_slot(new_text: str, new_term: str, old_text: str, old_term: str) -> bo
 
 
 def _host_named_by_label(old_text: str, term: str, new_term: str) -> str | None:
-    """The host of the old fact that a retired term names by its first label, when the new term is a
-    host of the same parent domain: "moved from pg-staging to db-stg.spokes.internal" retires
-    `pg-staging.spokes.internal`."""
-    new_host = host_of(new_term)
-    if not is_host(new_host) or "." in term or not term.replace("-", "").isalnum():
+    """The host of the old fact that a retired term names by its first label: "moved from pg-staging to
+    db-stg.spokes.internal" retires `pg-staging.spokes.internal` (a new host on the same parent
+    domain), "the old api-staging subdomain is gone" retires `api-staging.tandemtalk.app` (a label with a
+    hyphen or a digit names one host alone)."""
+    if "." in term or not term.replace("-", "").isalnum():
         return None
-    parent = new_host.split(".", 1)[-1]
+    new_host = host_of(new_term)
+    # a new host on the same parent domain, or a label specific enough alone ("api-staging is gone")
+    parent = new_host.split(".", 1)[-1] if is_host(new_host) else None
+    if parent is None and not any(ch == "-" or ch.isdigit() for ch in term):
+        return None
     for token in value_tokens(old_text):
         host = host_of(token)
-        if is_host(host) and not is_file(host) and host.split(".", 1) == [term, parent]:
-            return host
+        named = is_host(host) and not is_file(host) and host.split(".", 1)[0] == term
+        if named and (parent is None or host.split(".", 1)[1] == parent or "-" in term):
+            return token if "://" in token else host  # a URL is retired whole, as `mentions` reads one
     return None
 
 

@@ -19,6 +19,16 @@ _NAME_WORD = "[A-Z\u00c0-\u00d6\u00d8-\u00de\u0100-\u017f][a-z\u00df-\u00f6\u00f
 #: a person's name: two or more capitalised words ("Dana Whitfield", "Tomasz Wójcik").
 _NAME = rf"{_NAME_WORD}(?:[ -]{_NAME_WORD})+"
 _PERSON = re.compile(rf"\b{_NAME}\b")
+#: a person's name as other modules read one.
+PERSON = _PERSON
+
+
+def names_a_role(text: str) -> bool:
+    """Whether a fact says who owns, maintains or answers for something ("owns", "contact", "is with
+    Ana Lima"): a person it names there is a role's holder, not an author."""
+    return bool(_ROLE.search(text) or _IS_WITH_ROLE.search(text))
+
+
 #: who owns, maintains or answers for a thing.
 _ROLE = re.compile(
     r"\b(?:own(?:s|ed|er|ers|ership)?|maintain(?:s|ed|er|ers)?|lead|approv(?:e|es|ed|er|ers|al)|contact|"
@@ -52,11 +62,17 @@ _TAKES_OVER = re.compile(
 )
 
 
+#: a thing held by a named person: "the push keys are with Lucía Ortega".
+_IS_WITH_ROLE = re.compile(r"\b(?:is|are)\s+(?:now\s+)?with\s+[A-Z\u00c0-\u017f]")
+#: a thing now held by a named person: "the push keys are with Lucía Ortega from this week".
+_IS_WITH = re.compile(rf"\b(?:is|are)\s+(?:now\s+)?with\s+(?={_NAME}\b)")
+
+
 def handed_over(new_text: str, old_text: str) -> str | None:
     """The person a role passed from: the new fact gives a role to a named person "now" (or says the
     person took it over), the old one gives the same role, about a thing both name, to a person the
     new fact does not name."""
-    holds_now = _HOLDS_NOW.search(new_text) or _TAKES_OVER.search(new_text)
+    holds_now = _HOLDS_NOW.search(new_text) or _TAKES_OVER.search(new_text) or _IS_WITH.search(new_text)
     named_now = holds_now is not None and _PERSON.search(new_text[: holds_now.start()]) is not None
     if not ((_ROLE_NOW.search(new_text) or named_now) and _ROLE.search(old_text)):
         return None

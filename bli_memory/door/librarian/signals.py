@@ -87,7 +87,17 @@ SIGNALS: tuple[Signal, ...] = (
             "infra renamed the attachments bucket, it's orbit-files-prod now.",
         ),
     ),
-    Signal("url", re.compile(r"https?://\S+"), True, ("The staging API is https://api.stg.example.dev.",)),
+    Signal(
+        "url",
+        # any scheme: `rediss://…`, `amqp://…`, `s3://…` (a scheme is short: from each letter of a long
+        # run of `v1.v1.…` an unbounded one was read to the run's end)
+        re.compile(r"(?<![\w+.-])[a-z][a-z0-9+.-]{0,15}://\S+", re.IGNORECASE),
+        True,
+        (
+            "The staging API is https://api.stg.example.dev.",
+            "The new broker is rediss://cache.example.net:6380/0.",
+        ),
+    ),
     Signal(
         "schedule",
         SCHEDULE,

@@ -155,12 +155,18 @@ def name_parts(text: str) -> list[str]:
 JOINED_NAME = re.compile(r"[a-z][a-z0-9]*(?:[-_.][a-z0-9]+)+")
 
 
+#: a build target: `//services/scan_ingest:ScanIngest`, `//pkg/api:server`.
+_TARGET = re.compile(r"//[\w./-]+:[\w.-]+")
+
+
 def slots(text: str) -> dict[str, str]:
     """The names a fact gives right after a noun that says what they are ("bucket cn-vault-b2",
-    "`bucket: coopnest-velero`"): noun -> the first name after it. A file is no slot's value."""
+    "`bucket: coopnest-velero`", "tgt //services/scan_ingest:ScanIngest"): noun -> the first name after
+    it. A file is no slot's value (files live side by side), but a build target is."""
     words = value_tokens(text)
     out: dict[str, str] = {}
     for noun, name in pairwise(words):
-        if is_anchor(noun) and (is_value(name) or JOINED_NAME.fullmatch(name)) and not is_file(name):
+        named = (is_value(name) or JOINED_NAME.fullmatch(name)) and not is_file(name)
+        if is_anchor(noun) and (named or _TARGET.fullmatch(name)):
             out.setdefault(noun, name)
     return out

@@ -188,7 +188,10 @@ _USER_DECISION = re.compile(
     r"\b(?:decided|decide|decision|agreed|agree|from now on|going forward|in future|from here on|prefer|"
     r"preference|anymore|any more|no longer|correction|actually|change of plan|convention|policy|"
     r"scratch that|i was wrong|my mistake|turns out|^\W*update(?=\s*:)|standing rule|stick(?:ing)? (?:to|with)|"
-    r"(?:i|we)(?:'d| would) rather|"
+    r"(?:i|we)(?:'d| would) rather|from (?:this|next) (?:week|month|sprint|release)|as of (?:today|this week)|"
+    r"starting (?:today|this week|next week)|"
+    # a setting changed to a value: "drop the dedupe window to 2 hours", "raise the limit to 50"
+    r"(?:drop|lower|raise|reduce|increase|cut|shorten|extend)\s+(?:the\s+)?(?:[\w-]+\s+){0,4}?to\s+~?\d|"
     r"we(?:'re| are) (?:replacing|moving|switching|migrating|dropping|standardi[sz]ing|adopting|using)|"
     r"(?:i'm|i am|we're|we are) (?:done with|dropping|ditching|getting rid of)|"
     r"we (?:moved|switched|migrated|replaced|cut|dropped|standardi[sz]ed|adopted|use|always|never)|"
@@ -256,7 +259,18 @@ def _reports_problem(prose: str) -> bool:
     to have fixed), a convention about how problems are handled (``_HANDLED``) left aside; the reason
     after a dash ("spark is now 3.5.3 — the skew-join bug is fixed there") reports none."""
     main = _ASIDE_MARK.split(prose, 1)[0]
+    if _NEW_STATE.search(main):  # "… migrated last night, new broker is X": when it changed, not a fault
+        main = _EVENT_TIME.sub(" ", main)
     return bool(_PROBLEM.search(_HANDLED.sub(" ", main)) or _FIX_REQUEST.search(prose))
+
+
+#: a sentence that gives something its new value: "new broker is rediss://…", "staging is now …".
+_NEW_STATE = re.compile(
+    r"\bnew\s+[\w-]+(?:\s+[\w-]+)?\s+(?:is|are|lives)\b|\b(?:is|are|lives)\s+now\b|\bnow\s+(?:is|are|lives)\b",
+    re.IGNORECASE,
+)
+#: when a change happened, which says nothing of a problem when the sentence states the new value.
+_EVENT_TIME = re.compile(r"\b(?:yesterday|today|this morning|last night)\b", re.IGNORECASE)
 
 
 #: a lead-in, a colon and the first of a list: "Two housekeeping updates, please: first, …".

@@ -1,0 +1,164 @@
+"""A change said of the nearest fact: the one value of a kind it states, replaced. Pure.
+
+The correction rules in `reconcile` pair an old fact with a new one by their words: the same words
+before a value, a retired name, a moved subject. Writers name a thing differently from one week to the
+next ("the hold" / "seats stay reserved"), so a correction often shares no word of its subject with
+the fact it corrects, while the door's embedder still finds that fact nearest. :func:`changed_nearest`
+takes that evidence: a fact that says something changed ("now", "from now on", "moved", "bumped", …)
+in the clause stating exactly one value of a kind (a quantity in one unit, a time of day, a
+version, a port, a host, a person) replaces that kind's one value in the most similar stored fact, when that
+fact is close enough (closer still when no word of their subjects meets), names no other thing in
+the same place (`corrections.siblings`), and states no value of the kind the new one does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from bli_memory.door.librarian.corrections import siblings, stems
+from bli_memory.door.librarian.retiring import CHANGE_STEMS
+from bli_memory.door.librarian.roles import PERSON as _PERSON
+from bli_memory.door.librarian.roles import names_a_role
+from bli_memory.door.librarian.values import HOST_NAME_PATTERN, is_file, value_tokens
+
+#: where one clause of a fact ends and the next begins.
+_CLAUSE_END = re.compile(r"[;\u2014\u2013]|,\s")
+
+#: the lowest cosine similarity at which the nearest fact may be about the same thing: when the two
+#: share a word of their subject ...
+NEAREST_MIN_SIMILARITY = 0.55
+#: ... or, when they share none, this close.
+NEAREST_ALONE_SIMILARITY = 0.65
+#: the neighbours, most similar first, read for the one that states a value of the kind.
+NEAREST_READ = 2
+
+#: words that say something changed, read in the new fact.
+CHANGE_SIGNAL = re.compile(
+    r"\b(?:now|from now on|going forward|anymore|any more|no longer|instead|moved|moving|switched|"
+    r"changed|bump(?:ed)?|upgraded|raised|lowered|renamed|replaced|decommissioned|retired|as of|"
+    r"change of plan|correction|actually|from (?:this|next) (?:week|month)|"
+    r"(?:drop|lower|raise|reduce|increase|cut|shorten|extend)\w*\s+(?:the\s+)?(?:[\w-]+\s+){0,4}?to\s+~?\d)\b",
+    re.IGNORECASE,
+)
+#: a number and the unit after it ("12 minutes", "30 Hz", "512 MB"), one token or two.
+_QUANTITY = re.compile(r"(?<![\w.:-])(\d+(?:\.\d+)?)\s?(%|[a-z]{1,12}\b)", re.IGNORECASE)
+#: units written differently that count the same thing.
+_UNIT_FAMILIES = {
+    "s": "seconds",
+    "sec": "seconds",
+    "secs": "seconds",
+    "second": "seconds",
+    "seconds": "seconds",
+    "min": "minutes",
+    "mins": "minutes",
+    "minute": "minutes",
+    "minutes": "minutes",
+    "m": "minutes",
+    "h": "hours",
+    "hr": "hours",
+    "hrs": "hours",
+    "hour": "hours",
+    "hours": "hours",
+    "d": "days",
+    "day": "days",
+    "days": "days",
+    "ms": "ms",
+    "millisecond": "ms",
+    "milliseconds": "ms",
+    "%": "percent",
+    "percent": "percent",
+    "hz": "hz",
+    "khz": "khz",
+    "mb": "mb",
+    "gb": "gb",
+    "kb": "kb",
+    "tb": "tb",
+    "mib": "mb",
+    "gib": "gb",
+    "rps": "rps",
+    "req": "requests",
+    "requests": "requests",
+    "retries": "retries",
+    "attempts": "retries",
+    "times": "times",
+    "workers": "workers",
+    "replicas": "replicas",
+    "connections": "connections",
+    "threads": "threads",
+}
+#: a time of day ("04:15", "18:00").
+_TIME = re.compile(r"(?<![\d:])(?:[01]?\d|2[0-3]):[0-5]\d(?![\d:])")
+#: a version of two parts or more ("3.3.1", "v1.64.0").
+_VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)*(?![\w%]|\.\d)")
+#: dots a host name holds at least to be read as one ("geo.county.gov", not "prj.conf").
+HOST_MIN_DOTS = 2
+#: a port: "port 7777", "listen on 24600", "listens on port 8080".
+_PORT = re.compile(r"\b(?:port|listen(?:s|ing)?\s+on(?:\s+port)?)\s+(\d{2,5})\b", re.IGNORECASE)
+#: a host name, with its port when it has one ("db-2.internal:5432" moves whole).
+_HOST = re.compile(rf"(?<![\w./@-])({HOST_NAME_PATTERN}(?::\d{{2,5}})?)(?![\w/-]|\.\w)")
+
+
+def kinds(text: str) -> dict[str, set[str]]:
+    """The values a fact states, by kind: a quantity's unit family ("quantity:minutes"), "time",
+    "version", "port", "host", "person" (two capitalised words, in a fact naming a role). Values are compared as written, lower case (a unit's spelling aside)."""
+    lowered = text.lower().replace("`", " ")
+    out: dict[str, set[str]] = {}
+    for number, unit in _QUANTITY.findall(lowered):
+        family = _UNIT_FAMILIES.get(unit)
+        if family:
+            out.setdefault(f"quantity:{family}", set()).add(number)
+    for time in _TIME.findall(lowered):
+        out.setdefault("time", set()).add(time.zfill(5))
+    for version in _VERSION.findall(lowered):
+        if not _QUANTITY.match(lowered, lowered.find(version)) or version.count(".") > 1:
+            out.setdefault("version", set()).add(version.lstrip("v"))
+    if names_a_role(text):  # "Tom Reyes wrote the service" names an author, no holder of a role
+        for person in _PERSON.findall(text.replace("`", " ")):
+            out.setdefault("person", set()).add(person.lower())
+    for port in _PORT.findall(lowered):
+        out.setdefault("port", set()).add(port)
+    for found in _HOST.findall(lowered):
+        host = found.split(":", 1)[0]
+        # three labels or more, and no file's name: `prj.conf` and `board.yml` are files
+        if host.count(".") >= HOST_MIN_DOTS and not is_file(host) and not host.replace(".", "").isdigit():
+            out.setdefault("host", set()).add(found)
+    return out
+
+
+def changed_nearest(
+    fact: str, neighbours: Sequence[tuple[str, str, float | None]]
+) -> tuple[str, str, str] | None:
+    """(neighbour id, old value, new value) when `fact` says a change and states one value of a kind
+    that the most similar neighbour (of the first NEAREST_READ, at NEAREST_MIN_SIMILARITY or more)
+    states another one value of, and neither states the other's; `neighbours` are (id, text,
+    cosine similarity)."""
+    # the change is said where the new value is: "no longer warmed at boot; it fills within 30 s"
+    # changes the warming, not a time
+    said = [clause for clause in _CLAUSE_END.split(fact) if CHANGE_SIGNAL.search(clause)]
+    if not said:
+        return None
+    new_kinds = {kind: values for kind, values in kinds(" ; ".join(said)).items() if len(values) == 1}
+    new_kinds = {kind: values for kind, values in new_kinds.items() if len(kinds(fact).get(kind, ())) == 1}
+    if not new_kinds:
+        return None
+    present = set(value_tokens(fact))
+    ranked = sorted(
+        (n for n in neighbours if n[2] is not None and n[2] >= NEAREST_MIN_SIMILARITY),
+        key=lambda n: -(n[2] or 0.0),
+    )
+    for ident, text, similarity in ranked[:NEAREST_READ]:
+        if siblings(" ; ".join(said), text):
+            continue  # "the production host is now …" beside "the staging host is …"
+        if not (stems(fact) & stems(text) - CHANGE_STEMS) and (similarity or 0.0) < NEAREST_ALONE_SIMILARITY:
+            continue
+        old_kinds = kinds(text)
+        for kind, (new_value,) in ((k, tuple(v)) for k, v in new_kinds.items()):
+            old_values = old_kinds.get(kind, set())
+            if len(old_values) != 1:
+                continue
+            (old_value,) = tuple(old_values)
+            if old_value == new_value or old_value in present or new_value in text.lower():
+                continue
+            return ident, old_value, new_value
+    return None

@@ -1,0 +1,91 @@
+"""A change said of the nearest fact (`door/librarian/nearest.py`): a correction that shares few words
+with the fact it corrects, paired by the embedder's similarity and the one value of a kind both state."""
+
+from __future__ import annotations
+
+import pytest
+
+from bli_memory.door.librarian import Neighbour, decide
+from bli_memory.door.librarian.nearest import changed_nearest, kinds
+
+
+def test_kinds_reads_quantities_by_unit_family_times_versions_ports_and_hosts() -> None:
+    text = "From 04:30 the sync waits 15 mins, listens on port 8443 at sync.lab.example.org, and needs 2.4.1."
+    assert kinds(text) == {
+        "quantity:minutes": {"15"},
+        "time": {"04:30"},
+        "port": {"8443"},
+        "host": {"sync.lab.example.org"},
+        "version": {"2.4.1"},
+    }
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "values"),
+    [
+        (
+            "Carts are kept for 20 minutes and then emptied by the sweeper.",
+            "From now on a basket stays reserved for 35 minutes while the buyer pays.",
+            ("20", "35"),
+        ),
+        (
+            "The reconcile job runs at 01:30 Oslo time.",
+            "Because the export finishes later, our job starts at 05:45 from now on.",
+            ("01:30", "05:45"),
+        ),
+        (
+            "The game server should on UDP port 7000 listen, with a --port flag to override.",
+            "The default port clashed with the voice chat, so listen on 27015 by default from now.",
+            ("7000", "27015"),
+        ),
+    ],
+)
+def test_a_change_of_the_one_value_of_a_kind_supersedes_the_nearest_fact(
+    old: str, new: str, values: tuple[str, str]
+) -> None:
+    decision = decide(new, [Neighbour("old", old, 0.7)])
+    assert (decision.action, decision.values) == ("update", values), decision.reason
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "similarity"),
+    [
+        # no change said where the value is
+        (
+            "Boot takes 45 s because the cache is warmed.",
+            "The cache is no longer warmed at boot; it fills within 30 s.",
+            0.7,
+        ),
+        # too far apart, and no word of the subject shared
+        (
+            "The nightly backup of the orders database runs at 02:00.",
+            "The invoice report email now goes out at 07:00.",
+            0.6,
+        ),
+        # each names its own thing in the same place
+        ("The staging host is `db-2.internal`.", "The production host is now `db-3.internal`.", 0.8),
+        # two values of the kind in the old fact: which one changed is not known
+        ("The sync runs at 01:00 and at 13:00.", "The sync now runs at 04:00.", 0.8),
+        # not near enough
+        ("Carts are kept for 20 minutes.", "A basket now stays reserved for 35 minutes.", 0.4),
+    ],
+)
+def test_the_nearest_fact_is_left_alone_without_the_evidence(old: str, new: str, similarity: float) -> None:
+    assert changed_nearest(new, [("old", old, similarity)]) is None
+
+
+def test_only_the_nearest_two_are_read_most_similar_first() -> None:
+    new = "From now on a basket stays reserved for 35 minutes while the buyer pays."
+    far = ("far", "Baskets are emptied after 20 minutes.", 0.56)
+    near = [
+        ("a", "The basket page shows a timer.", 0.8),
+        ("b", "Carts are kept for 25 minutes, then emptied.", 0.7),
+    ]
+    assert changed_nearest(new, [far, *near]) == ("b", "25", "35")
+    assert changed_nearest(new, [far, *near, ("c", "The basket page is white.", 0.75)]) is None
+
+
+def test_a_file_s_name_is_no_host() -> None:
+    assert "host" not in kinds(
+        "Moved `CONFIG_I2C=y` from `prj.conf` to `boards/revc.conf`, now in board.yml."
+    )
