@@ -89,3 +89,12 @@ def test_a_file_s_name_is_no_host() -> None:
     assert "host" not in kinds(
         "Moved `CONFIG_I2C=y` from `prj.conf` to `boards/revc.conf`, now in board.yml."
     )
+
+
+def test_a_role_s_new_holder_is_written_as_the_correction_writes_the_name() -> None:
+    old = "Deploy approvals: the contact is Kenji Watanabe; builds are signed on `ci-mac-02`."
+    new = "As of today the contact for deploy sign-off is Lucía Ortega."
+    decision = decide(new, [Neighbour("old", old, 0.7)])
+    assert "in the nearest fact" in decision.reason
+    assert (decision.action, decision.values) == ("update", ("Kenji Watanabe", "Lucía Ortega")), decision.reason
+    assert decision.rewrite == old.replace("Kenji Watanabe", "Lucía Ortega")

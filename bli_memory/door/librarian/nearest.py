@@ -2,13 +2,14 @@
 
 The correction rules in `reconcile` pair an old fact with a new one by their words: the same words
 before a value, a retired name, a moved subject. Writers name a thing differently from one week to the
-next ("the hold" / "seats stay reserved"), so a correction often shares no word of its subject with
-the fact it corrects, while the door's embedder still finds that fact nearest. :func:`changed_nearest`
-takes that evidence: a fact that says something changed ("now", "from now on", "moved", "bumped", …)
-in the clause stating exactly one value of a kind (a quantity in one unit, a time of day, a
-version, a port, a host, a person) replaces that kind's one value in the most similar stored fact, when that
-fact is close enough (closer still when no word of their subjects meets), names no other thing in
-the same place (`corrections.siblings`), and states no value of the kind the new one does.
+next ("carts are kept for 20 minutes" / "a basket now stays reserved for 35 minutes"), so a correction
+often shares no word of its subject with the fact it corrects, while the door's embedder still finds
+that fact nearest. :func:`changed_nearest` takes that evidence: a fact that says something changed
+("now", "from now on", "as of", "drop … to 2 hours", …) in the clause stating exactly one value of a
+kind (a quantity in one unit, a time of day, a version, a port, a host, a role's holder) replaces that
+kind's one value in the most similar stored fact, when that fact is close enough (closer still when
+no word of their subjects meets), names no other thing in the same place (`corrections.siblings`),
+and states no value of the kind the new one does.
 """
 
 from __future__ import annotations
@@ -101,7 +102,8 @@ _HOST = re.compile(rf"(?<![\w./@-])({HOST_NAME_PATTERN}(?::\d{{2,5}})?)(?![\w/-]
 
 def kinds(text: str) -> dict[str, set[str]]:
     """The values a fact states, by kind: a quantity's unit family ("quantity:minutes"), "time",
-    "version", "port", "host", "person" (two capitalised words, in a fact naming a role). Values are compared as written, lower case (a unit's spelling aside)."""
+    "version", "port", "host", "person" (two capitalised words, in a fact naming a role). Values are
+    compared as written, lower case (a unit's spelling aside)."""
     lowered = text.lower().replace("`", " ")
     out: dict[str, set[str]] = {}
     for number, unit in _QUANTITY.findall(lowered):
@@ -138,8 +140,13 @@ def changed_nearest(
     said = [clause for clause in _CLAUSE_END.split(fact) if CHANGE_SIGNAL.search(clause)]
     if not said:
         return None
-    new_kinds = {kind: values for kind, values in kinds(" ; ".join(said)).items() if len(values) == 1}
-    new_kinds = {kind: values for kind, values in new_kinds.items() if len(kinds(fact).get(kind, ())) == 1}
+    # one value of the kind in the clause that says the change, and in the whole fact
+    whole = kinds(fact)
+    new_kinds = {
+        kind: values
+        for kind, values in kinds(" ; ".join(said)).items()
+        if len(values) == 1 and len(whole.get(kind, ())) == 1
+    }
     if not new_kinds:
         return None
     present = set(value_tokens(fact))

@@ -738,6 +738,12 @@ def _only_host(text: str) -> str:
     return hosts.pop() if len(hosts) == 1 else ""
 
 
+def _as_written(text: str, value: str) -> str:
+    """`value` as `text` writes it, found without regard to case; `value` itself when absent."""
+    at = text.lower().find(value.lower())
+    return text[at : at + len(value)] if at >= 0 else value
+
+
 def _nearest_changed(fact: str, neighbours: Sequence[Neighbour]) -> Decision | None:
     """The update `nearest.changed_nearest` finds when no rule pairs the fact with a neighbour: the
     nearest fact's one value of a kind replaced; the old fact is kept with the new value in place
@@ -749,6 +755,9 @@ def _nearest_changed(fact: str, neighbours: Sequence[Neighbour]) -> Decision | N
         return None
     target_id, before, after = found
     target = next(n for n in neighbours if n.id == target_id)
+    # each value as its fact writes it ("Kenji Watanabe", not the lower case the kinds compare)
+    before, after = _as_written(target.content, before), _as_written(fact, after)
+    found = (target_id, before, after)
     decision = Decision("update", target_id, f"{before!r} is now {after!r} in the nearest fact, {target_id}")
     mentions = re.findall(rf"(?<![\w.:]){re.escape(before)}(?![\w:]|\.\d)", target.content, re.IGNORECASE)
     # the old fact says more: other values, or a path or an identifier the new one lacks ("certs in
