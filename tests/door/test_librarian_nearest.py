@@ -96,5 +96,7 @@ def test_a_role_s_new_holder_is_written_as_the_correction_writes_the_name() -> N
     new = "As of today the contact for deploy sign-off is Lucía Ortega."
     decision = decide(new, [Neighbour("old", old, 0.7)])
     assert "in the nearest fact" in decision.reason
-    assert (decision.action, decision.values) == ("update", ("Kenji Watanabe", "Lucía Ortega")), decision.reason
+    assert (decision.action, decision.values) == ("update", ("Kenji Watanabe", "Lucía Ortega")), (
+        decision.reason
+    )
     assert decision.rewrite == old.replace("Kenji Watanabe", "Lucía Ortega")
