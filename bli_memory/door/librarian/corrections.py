@@ -487,13 +487,13 @@ def _same_thing(content: str, old: str, source: str, new: str) -> bool:
     return bool(beside) and together and not siblings(_clause_of(source, new), _clause_of(content, old))
 
 
-#: where one clause of a fact ends and the next begins.
-_CLAUSE_END = re.compile(r"[;\u2014\u2013]|,\s")
+#: where one clause of a fact ends and the next begins (`reconcile` and `nearest` read it too).
+CLAUSE_END = re.compile(r"[;\u2014\u2013]|,\s")
 
 
 def _clause_of(text: str, value: str) -> str:
     """The clause of a fact that mentions a value, or the whole fact."""
-    return next((clause for clause in _CLAUSE_END.split(text) if _mention(clause, value)), text)
+    return next((clause for clause in CLAUSE_END.split(text) if _mention(clause, value)), text)
 
 
 def renamed(old_text: str, subject: str, new_text: str, value: str) -> tuple[str, str] | None:
@@ -600,6 +600,12 @@ def _schedules_only(old_value: str, new_value: str) -> bool:
     return is_schedule(old_value) and is_schedule(new_value) and not carried_over(old_value, new_value)
 
 
+def as_written(text: str, value: str) -> str:
+    """`value` as `text` writes it, found without regard to case; `value` itself when absent."""
+    at = text.lower().find(value.lower())
+    return text[at : at + len(value)] if at >= 0 else value
+
+
 def restated(content: str, old_value: str, new_value: str, source: str) -> str | None:
     """`content` with `old_value` replaced by `new_value` as `source` (the correcting fact) writes it,
     or None when `content` does not state the old value as a whole token, or states the new one too
@@ -616,6 +622,5 @@ def restated(content: str, old_value: str, new_value: str, source: str) -> str |
     found = re.compile(rf"(?<![\w.-]){re.escape(old)}{after}", re.IGNORECASE)
     if found.search(content) is None or new.lower() in content.lower():
         return None
-    at = source.lower().find(new.lower())
-    written = source[at : at + len(new)] if at >= 0 else new
+    written = as_written(source, new)
     return found.sub(lambda _: written, content)

@@ -254,7 +254,7 @@ def _reports_the_decision(prose: str, words: list[str]) -> bool:
     return bool(
         _PAST_FORM.match(opening)
         or opening in _PAST_IRREGULAR
-        or opening in {"set", "made"}
+        or opening == "set"
         or _FIRST_PERSON.search(prose)
     )
 

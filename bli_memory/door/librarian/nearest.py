@@ -17,14 +17,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from bli_memory.door.librarian.corrections import siblings, stems
+from bli_memory.door.librarian.corrections import CLAUSE_END, siblings, stems
 from bli_memory.door.librarian.retiring import CHANGE_STEMS
 from bli_memory.door.librarian.roles import PERSON as _PERSON
 from bli_memory.door.librarian.roles import names_a_role
 from bli_memory.door.librarian.values import HOST_NAME_PATTERN, is_file, value_tokens
-
-#: where one clause of a fact ends and the next begins.
-_CLAUSE_END = re.compile(r"[;\u2014\u2013]|,\s")
+from bli_memory.door.librarian.words import SETTING_VERBS
 
 #: the lowest cosine similarity at which the nearest fact may be about the same thing: when the two
 #: share a word of their subject ...
@@ -39,7 +37,7 @@ CHANGE_SIGNAL = re.compile(
     r"\b(?:now|from now on|going forward|anymore|any more|no longer|instead|moved|moving|switched|"
     r"changed|bump(?:ed)?|upgraded|raised|lowered|renamed|replaced|decommissioned|retired|as of|"
     r"change of plan|correction|actually|from (?:this|next) (?:week|month)|"
-    r"(?:drop|lower|raise|reduce|increase|cut|shorten|extend)\w*\s+(?:the\s+)?(?:[\w-]+\s+){0,4}?to\s+~?\d)\b",
+    rf"(?:{SETTING_VERBS})\w*\s+(?:the\s+)?(?:[\w-]+\s+){{0,4}}?to\s+~?\d)\b",
     re.IGNORECASE,
 )
 #: a number and the unit after it ("12 minutes", "30 Hz", "512 MB"), one token or two.
@@ -137,7 +135,7 @@ def changed_nearest(
     cosine similarity)."""
     # the change is said where the new value is: "no longer warmed at boot; it fills within 30 s"
     # changes the warming, not a time
-    said = [clause for clause in _CLAUSE_END.split(fact) if CHANGE_SIGNAL.search(clause)]
+    said = [clause for clause in CLAUSE_END.split(fact) if CHANGE_SIGNAL.search(clause)]
     if not said:
         return None
     # one value of the kind in the clause that says the change, and in the whole fact

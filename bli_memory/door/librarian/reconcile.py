@@ -42,8 +42,10 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from bli_memory.door.librarian.corrections import (
+    CLAUSE_END,
     address_moved,
     adds,
+    as_written,
     bumped,
     gone_for,
     kebab_renamed,
@@ -411,7 +413,7 @@ def _renamed_in(old_text: str, values: tuple[str, str] | None, new_text: str) ->
         # a role handed over in one clause of a summary: its other clauses still hold ("reminders fire
         # at 16:30; SMS questions go to Marisol Okafor" -> "…; SMS questions go to Tobias Lindqvist"), unless
         # one is about what passed ("…; resize requests go in #snowflake-admin"), which may have changed too
-        clauses = [c for c in _CLAUSE_END.split(old_text) if values[0] not in c]
+        clauses = [c for c in CLAUSE_END.split(old_text) if values[0] not in c]
         others = [c for c in clauses if len(tokens(c)) >= _CLAUSE_MIN_WORDS]
         about = stems(new_text) - stems(" ".join(values))
         if not others or any(_compound_stems(c) & about for c in clauses):
@@ -654,14 +656,11 @@ def _slot_value(old_text: str, new_text: str) -> tuple[str, str, str] | None:
         old_name = old_slots.get(noun)
         if old_name is None or old_name == new_name or old_name in new_words or new_name in old_words:
             continue
-        values = is_value(old_name), is_value(new_name)
-        if (
-            all(values)
-            and shape_of(old_name) != shape_of(new_name)
-            and not all(JOINED_NAME.fullmatch(n) for n in (old_name, new_name))
-        ):
-            continue
-        if values[0] != values[1] and not all(JOINED_NAME.fullmatch(n) for n in (old_name, new_name)):
+        # two values of one shape, or two joined names ("coopnest-velero", "cn-vault-b2")
+        joined = all(JOINED_NAME.fullmatch(n) for n in (old_name, new_name))
+        old_value, new_value = is_value(old_name), is_value(new_name)
+        unlike = old_value != new_value or (old_value and shape_of(old_name) != shape_of(new_name))
+        if unlike and not joined:
             continue
         # the two are about one thing: a word of their subject meets beyond the noun and the names
         # ("Velero … bucket"), so "uploads go to bucket b now" leaves "thumbnails … bucket a" alone
@@ -669,10 +668,6 @@ def _slot_value(old_text: str, new_text: str) -> tuple[str, str, str] | None:
         if _compound_stems(new_text) & _compound_stems(old_text) - named:
             return noun, old_name, new_name
     return None
-
-
-#: where one clause of a fact ends and the next begins.
-_CLAUSE_END = re.compile(r"[;—–]|,\s")
 
 
 def _version_in_a_clause(old_text: str, change: tuple[str, str], new_negated: bool) -> bool:
@@ -684,7 +679,7 @@ def _version_in_a_clause(old_text: str, change: tuple[str, str], new_negated: bo
         return False
     if before.count(".") != after.count("."):
         return False
-    clause = next((c for c in _CLAUSE_END.split(old_text) if before in value_tokens(c)), old_text)
+    clause = next((c for c in CLAUSE_END.split(old_text) if before in value_tokens(c)), old_text)
     return _polarity(tokens(clause))[0] == new_negated
 
 
@@ -738,12 +733,6 @@ def _only_host(text: str) -> str:
     return hosts.pop() if len(hosts) == 1 else ""
 
 
-def _as_written(text: str, value: str) -> str:
-    """`value` as `text` writes it, found without regard to case; `value` itself when absent."""
-    at = text.lower().find(value.lower())
-    return text[at : at + len(value)] if at >= 0 else value
-
-
 def _nearest_changed(fact: str, neighbours: Sequence[Neighbour]) -> Decision | None:
     """The update `nearest.changed_nearest` finds when no rule pairs the fact with a neighbour: the
     nearest fact's one value of a kind replaced; the old fact is kept with the new value in place
@@ -756,7 +745,7 @@ def _nearest_changed(fact: str, neighbours: Sequence[Neighbour]) -> Decision | N
     target_id, before, after = found
     target = next(n for n in neighbours if n.id == target_id)
     # each value as its fact writes it ("Kenji Watanabe", not the lower case the kinds compare)
-    before, after = _as_written(target.content, before), _as_written(fact, after)
+    before, after = as_written(target.content, before), as_written(fact, after)
     found = (target_id, before, after)
     decision = Decision("update", target_id, f"{before!r} is now {after!r} in the nearest fact, {target_id}")
     mentions = re.findall(rf"(?<![\w.:]){re.escape(before)}(?![\w:]|\.\d)", target.content, re.IGNORECASE)

@@ -34,7 +34,7 @@ from bli_memory.door.librarian.prose import (
 from bli_memory.door.librarian.signals import (
     _signals,
 )
-from bli_memory.door.librarian.words import tokens
+from bli_memory.door.librarian.words import SETTING_VERBS, tokens
 
 # =====================================================================================================
 # the assistant's voice: first person out, test runs out
@@ -191,7 +191,7 @@ _USER_DECISION = re.compile(
     r"(?:i|we)(?:'d| would) rather|from (?:this|next) (?:week|month|sprint|release)|as of (?:today|this week)|"
     r"starting (?:today|this week|next week)|"
     # a setting changed to a value: "drop the dedupe window to 2 hours", "raise the limit to 50"
-    r"(?:drop|lower|raise|reduce|increase|cut|shorten|extend)\s+(?:the\s+)?(?:[\w-]+\s+){0,4}?to\s+~?\d|"
+    rf"(?:{SETTING_VERBS})\s+(?:the\s+)?(?:[\w-]+\s+){{0,4}}?to\s+~?\d|"
     r"we(?:'re| are) (?:replacing|moving|switching|migrating|dropping|standardi[sz]ing|adopting|using)|"
     r"(?:i'm|i am|we're|we are) (?:done with|dropping|ditching|getting rid of)|"
     r"we (?:moved|switched|migrated|replaced|cut|dropped|standardi[sz]ed|adopted|use|always|never)|"

@@ -53,6 +53,9 @@ def fact_key(fact: str) -> str:
     return " ".join(tokens(fact))
 
 
+#: verbs that set a quantity to a new value ("drop the window to 2 hours", "raise the limit to 50").
+SETTING_VERBS = "drop|lower|raise|reduce|increase|cut|shorten|extend"
+
 #: words too common to say that two values belong to the same thing.
 NOT_ANCHORS = frozenset(
     "a an the and or but so to of in on at by for with from into as is are was were be it its it's this that "
