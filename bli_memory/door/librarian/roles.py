@@ -64,15 +64,13 @@ _TAKES_OVER = re.compile(
 
 #: a thing held by a named person: "the push keys are with Lucía Ortega".
 _IS_WITH_ROLE = re.compile(r"\b(?:is|are)\s+(?:now\s+)?with\s+[A-Z\u00c0-\u017f]")
-#: a thing now held by a named person: "the push keys are with Lucía Ortega from this week".
-_IS_WITH = re.compile(rf"\b(?:is|are)\s+(?:now\s+)?with\s+(?={_NAME}\b)")
 
 
 def handed_over(new_text: str, old_text: str) -> str | None:
     """The person a role passed from: the new fact gives a role to a named person "now" (or says the
     person took it over), the old one gives the same role, about a thing both name, to a person the
     new fact does not name."""
-    holds_now = _HOLDS_NOW.search(new_text) or _TAKES_OVER.search(new_text) or _IS_WITH.search(new_text)
+    holds_now = _HOLDS_NOW.search(new_text) or _TAKES_OVER.search(new_text)
     named_now = holds_now is not None and _PERSON.search(new_text[: holds_now.start()]) is not None
     if not ((_ROLE_NOW.search(new_text) or named_now) and _ROLE.search(old_text)):
         return None
