@@ -320,6 +320,25 @@ def test_a_block_of_log_lines_after_a_lead_in_is_output_not_a_command() -> None:
     assert facts == ["`make docs` renders the site into `site/`."]
 
 
+def test_a_terminal_session_after_a_lead_in_gives_its_commands_not_their_output() -> None:
+    facts = extract_facts(
+        "User: Add the linter to CI.\n\nAssistant: The CI job is in `.github/workflows/lint.yml`. The same "
+        "check runs locally with:\n\n```\n$ cargo clippy --workspace -- -D warnings\n"
+        "    Checking tally-core v0.4.1\n    Finished dev [unoptimized] target(s) in 9.87s\n```"
+    )
+    assert any("`cargo clippy --workspace -- -D warnings`" in fact for fact in facts), facts
+    assert all("Checking" not in fact and "Finished" not in fact for fact in facts), facts
+
+
+def test_a_terminal_session_introduced_as_a_report_gives_no_command() -> None:
+    facts = extract_facts(
+        "User: Is the migration fine?\n\nAssistant: Ran it against a copy of staging:\n\n```\n"
+        "$ ./manage.py migrate --plan\nPlanned operations:\n  orders.0042_backfill_totals\n```\n\n"
+        "The migration only adds the `total_cents` column."
+    )
+    assert all("migrate --plan" not in fact for fact in facts), facts
+
+
 def test_a_heading_between_a_block_and_a_paragraph_ends_what_the_lead_in_leads() -> None:
     facts = extract_facts(
         "User: Build the docs.\n\nAssistant: `make docs` renders the site into `site/`:\n\n```\n"

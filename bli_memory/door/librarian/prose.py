@@ -167,7 +167,11 @@ def _prose_units(text: str) -> list[str]:
             if closing and not closing.group(2):
                 body = [ln.strip() for ln in fence if ln.strip()]
                 lead_in = _sentences(units[lead_in_index])[-1] if lead_in_index is not None else ""
-                if (lead_in_index is not None or opening_block) and _is_command_block(
+                prompted = _prompted_commands(fence_lang, body, lead_in)
+                if lead_in_index is not None and prompted:
+                    # "the exact command to run locally:" + `$ cargo clippy …` and its output: the commands
+                    units[lead_in_index] = _fold_code(units[lead_in_index], prompted)
+                elif (lead_in_index is not None or opening_block) and _is_command_block(
                     fence_lang, body, lead_in
                 ):
                     if fence_lang in _SHELL_LANGS:
@@ -286,6 +290,26 @@ def _is_command_block(lang: str, body: list[str], lead_in: str) -> bool:
     return not any(
         _OUTPUT_LINE.search(ln) or _LOG_LINE.match(ln) or "`" in ln or len(ln) > 200 for ln in body
     )
+
+
+#: a shell prompt opening a line of a terminal session: what follows it is a command, the rest its output.
+_PROMPT = re.compile(r"^\$\s+(?=\S)")
+
+
+def _prompted_commands(lang: str, body: list[str], lead_in: str) -> list[str]:
+    """The commands of a terminal session shown after a lead-in ("Production is a manual step:" +
+    ``$ pulumi up --stack prod`` and what it printed): the lines a ``$`` prompt opens, at most
+    :data:`CODE_BLOCK_MAX_LINES` of them, without their output. A session introduced as a report of
+    what was run ("Ran the suite:") gives none, nor one whose commands hold backticks or run long."""
+    if lang not in _SHELL_LANGS or _REPORT_LEAD_IN.match(lead_in):
+        return []
+    commands = [_PROMPT.sub("", line) for line in body if _PROMPT.match(line)]
+    if len(commands) == len(body) or not 0 < len(commands) <= CODE_BLOCK_MAX_LINES:
+        return []  # a block of commands alone is the short block's (``_is_command_block``)
+        return []
+    if any("`" in command or len(command) > 200 for command in commands):
+        return []
+    return commands
 
 
 #: a log line: a level tag or a time stamp first ("INFO - Built in 2.3 s", "[12:01:33] …"); output, no command.
