@@ -24,6 +24,7 @@ from bli_memory.door.librarian.lasting import (
         "`pytest tests/scheduling -q`: 6 passed.",
         "`.nvmrc`: `20.12.2`.",
         "Only arizona.",  # two words: no subject, nothing said of it
+        "Default ns platform-system.",  # no verb, no setting: a note, not a statement
         "`Dockerfile`, base image `node:20-alpine` (line 1).",  # an image's name is not a setting
     ],
 )
@@ -136,6 +137,13 @@ def test_a_past_event_of_the_session_ranks_last_in_the_profile(fact: str) -> Non
         ("Kotlin 1.9.24, Spring Boot 3.2.5.", DURABLE_VERB_SCORE),
         # "for now" hedges a pin or a rule; it does not make it a moment's report
         ("We stay on Quarkus 3.8.4 for now, do not bump the platform BOM.", STANDING_ORDER_SCORE),
+        # a verb known by its place, in no word list: after "we", after "now" after a noun, before "the"
+        ("The humidity sensor we poll on bus I2C1 at address 0x44.", DURABLE_VERB_SCORE),
+        ("Field units now sample the line every 30 seconds.", DURABLE_VERB_SCORE),
+        ("Package the release bundle with `mix release gateway`.", DURABLE_VERB_SCORE),
+        # one setting given its value, in a file or in prose, states how something is configured
+        ("`deploy/canary.yml`: `weight: 10`.", DURABLE_VERB_SCORE),
+        ("Queue grp = billing.events, partitions 12, retention 7d.", DURABLE_VERB_SCORE),
     ],
 )
 def test_verbless_pins_settings_and_hedged_rules_enter_the_profile(fact: str, score: int) -> None:

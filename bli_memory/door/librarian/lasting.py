@@ -46,6 +46,7 @@ import re
 from bli_memory.door.librarian.extract import (
     _CONTEXT_DEPENDENT,
     _CONVENTION_VERBS,
+    _FUNCTION_WORDS,
     _GREETING_OR_FILLER,
     _IMPERATIVES,
     _INLINE_CODE_SPAN,
@@ -107,6 +108,8 @@ _SETTINGS_LIST = re.compile(r"^`[^`\n]+`:\s*`[A-Za-z_][\w.-]*\s*[=:]\s*[^`\n]+`"
 #: in `project.pbxproj`", "`ntp.yml`: `servers:`, then `- ntp1.lan`"): how something is configured. A
 #: colon is a setting's only before a space or at the end (`node:20-alpine` is an image's name).
 _SETTING_SPAN = re.compile(r"`[A-Za-z_][\w.-]*\s*(?:=\s*[^`\n]+|:(?:\s[^`\n]*)?)`")
+#: a setting given its value in prose, outside a code span: "CRD grp = cache.kestrel.io, ver v1alpha1".
+_PROSE_SETTING = re.compile(r"\b[A-Za-z][\w.-]*\s=\s*[\w`\"'./:-]")
 #: versions a fact without a verb names to be a list of pins ("Kotlin 1.9.24, boot 3.2.5.").
 PIN_LIST_MIN_VERSIONS = 2
 #: a fact bound to the moment it was said: "until then the old pods keep …, expect a restart tonight".
@@ -186,15 +189,43 @@ def _plural_subject(previous: str, word: str) -> bool:
     )
 
 
+#: a subject pronoun: the word after it (or after an adverb after it) is its verb ("we read", "they
+#: still run").
+_SUBJECT_PRONOUNS = frozenset("we they you he she".split())
+#: adverbs that stand between a subject and its verb ("devices now read", "we always tag").
+_MID_ADVERBS = frozenset("now still also always never usually automatically".split())
+#: determiners that open an object: a word right before one, that is no function word, is a verb
+#: ("Build the jar", "tags every release"); "that" and "no" also join clauses and are left out.
+_OBJECT_DETERMINERS = frozenset(
+    "the a an every each all our your their its this these those any some".split()
+)
+
+
+def _placed_as_verb(before: str, previous: str, word: str, following: str) -> bool:
+    """A verb known by its place, not by a word list: after a subject pronoun ("we read"), after an
+    adverb that follows a noun ("devices now read"), or right before a determiner ("Build the jar")."""
+    if not word.isalpha() or word in _FUNCTION_WORDS or word in _DETERMINERS or word in _MID_ADVERBS:
+        return False
+    after_subject = before.isalpha() and before not in _FUNCTION_WORDS and before not in _DETERMINERS
+    return (
+        previous in _SUBJECT_PRONOUNS
+        or (previous in _MID_ADVERBS and after_subject and following != "")
+        or following in _OBJECT_DETERMINERS
+    )
+
+
 def _has_verb(words: list[str]) -> bool:
     """Whether the words hold a verb: the librarian's verbs and imperatives, a regular past form, a
-    present-tense form placed as a verb, or a base form after a plural subject."""
+    present-tense form placed as a verb, a base form after a plural subject, or a word placed as a
+    verb (``_placed_as_verb``)."""
     if any(w in _VERBS or w in _IMPERATIVES or _PAST_FORM.match(w) for w in words):
         return True
-    padded = ["", *words, ""]
+    padded = ["", "", *words, ""]
     return any(
-        _present_verb(padded[i - 1], padded[i], padded[i + 1]) or _plural_subject(padded[i - 1], padded[i])
-        for i in range(1, len(padded) - 1)
+        _present_verb(padded[i - 1], padded[i], padded[i + 1])
+        or _plural_subject(padded[i - 1], padded[i])
+        or _placed_as_verb(padded[i - 2], padded[i - 1], padded[i], padded[i + 1])
+        for i in range(2, len(padded) - 1)
     )
 
 
@@ -270,7 +301,7 @@ def lasting_score(fact: str) -> int | None:
     text = fact.strip()
     prose = _INLINE_CODE_SPAN.sub(" code ", text)
     words = tokens(prose)
-    if len(words) < FRAGMENT_MAX_WORDS + 1 or text.endswith("?"):
+    if text.endswith("?") or (len(words) < FRAGMENT_MAX_WORDS + 1 and not _SETTINGS_LIST.match(text)):
         return None  # "Only arizona.": two words name no subject and say nothing of it
     if (
         _TEST_COUNT.search(prose)
@@ -292,7 +323,7 @@ def lasting_score(fact: str) -> int | None:
     rule = bool(_RULE.search(statement))
     if not rule and not _has_verb(words):
         # "Indexes always concurrently." is a rule without a verb; a listing of settings states them
-        listed = _SETTINGS_LIST.match(text) or _SETTING_SPAN.search(text)
+        listed = _SETTINGS_LIST.match(text) or _SETTING_SPAN.search(text) or _PROSE_SETTING.search(prose)
         pins = len(VERSION.findall(text)) >= PIN_LIST_MIN_VERSIONS  # "Kotlin 1.9.24, boot 3.2.5."
         return DURABLE_VERB_SCORE if listed or pins else None
     if _STANDING_ORDER_START.match(prose):
