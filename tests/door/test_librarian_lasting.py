@@ -66,8 +66,13 @@ def test_log_lines_test_counts_questions_and_fragments_never_enter_the_profile(f
             "`roles/dns/defaults/main.yml`: `resolvers:`, then `- 10.0.0.53`, then `- 10.0.1.53`.",
             DURABLE_VERB_SCORE,
         ),
-        # who is paged for what is ownership
+        # a file described by the edit that made it, after a dash as after a colon, is a changelog line
+        ("`src/jobs/purge.ts` (new) — selects rows older than 30 days and deletes them in batches.", 0),
+        ("`PhotoGrid.swift` — the picker and the camera both call `MediaStore.save(_:)`.", 0),
+        # who is paged for what, who owns or administers what, is ownership
         ("Aiko Tanaka is primary for the billing escalation policy.", DECISION_SCORE),
+        ("Lena Brandt owns the payments backend, so API questions go to her.", DECISION_SCORE),
+        ("The Play Console account is administered by Ravi Menon.", DECISION_SCORE),
         ("Ravi is the on-call engineer for ingest this quarter.", DECISION_SCORE),
         # "actually" inside a sentence stresses it; only at the start does it correct (a decision)
         ("The retries were real: a third of those sends had actually been delivered.", DURABLE_VERB_SCORE),

@@ -83,8 +83,8 @@ _TEST_COUNT = re.compile(
 )
 #: the first person of the one who answered ("I pinned", "I'll", "my"): an account, not a fact.
 _FIRST_PERSON = re.compile(r"\b(?:I|I'm|I've|I'll|I'd|me|my|mine|myself)\b")
-#: "`file`: added …", "`file`: `value`" — what one edit did, a changelog line.
-_EDIT_REPORT = re.compile(r"^`[^`]+`(?:\s+\S+)?:\s")
+#: "`file`: added …", "`file` (new) — loads the slots …": what one edit did, a changelog line.
+_EDIT_REPORT = re.compile(r"^`[^`]+`(?:\s+\S+)?(?::|\s+(?:—|–|--))\s")
 #: a report of what was done or seen in the session: "Ran 1,000 tasks …", "Checked: …".
 _MOMENT_REPORT = re.compile(
     r"^\W*(?:ran|re-?ran|checked|verified|confirmed|tested|tried|reproduced|looked)\b", re.IGNORECASE
@@ -234,7 +234,7 @@ def _has_verb(words: list[str]) -> bool:
 _EMPHASIS = re.compile(r"(?<=\S)\s+actually\b", re.IGNORECASE)
 #: who owns, approves or maintains what: "owned by Lars Eriksen", "needs approval from Keiko", "belong to".
 _OWNERSHIP = re.compile(
-    r"\b(?:owned by|owners?|ownership|belongs? to|maintainers?|maintained by|approv(?:al|es|ed) (?:from|by)|"
+    r"\b(?:owned by|owners?|owns|ownership|belongs? to|administered by|maintainers?|maintained by|approv(?:al|es|ed) (?:from|by)|"
     r"sign-?off|signs? off|admins? (?:is|are)|is the (?:primary |main )?(?:owner|contact|lead)|lists \S+ \S+ for|"
     r"is (?:the )?(?:primary|secondary|on-?call)(?: \w+)? (?:for|on)|"
     r"the (?:owner|lead|maintainer|contact|approver)s? (?:is|are))\b",
