@@ -611,6 +611,19 @@ def test_a_problem_in_the_main_clause_is_still_a_report() -> None:
     assert facts == [], facts
 
 
+def test_a_problem_given_as_the_reason_for_a_standing_choice_is_no_report() -> None:
+    facts = extract_facts(
+        "User: two things. marshmallow 4.0 broke our nested schemas, so pin marshmallow to 3.21.3 until "
+        "the rewrite.\n\nAssistant: Pinned it in `requirements.txt`."
+    )
+    assert any("pin marshmallow to 3.21.3" in fact for fact in facts), facts
+
+
+def test_a_problem_followed_by_a_request_to_fix_it_is_still_a_report() -> None:
+    facts = extract_facts("User: the export breaks on large files, so fix it please\n\nAssistant: Looking.")
+    assert facts == [], facts
+
+
 def test_no_before_a_code_span_opens_a_statement_not_an_answer() -> None:
     facts = extract_facts(
         "User: which timezone does the scheduler use\n\nAssistant: No `timezone:` option is set in "

@@ -145,12 +145,12 @@ SIGNALS: tuple[Signal, ...] = (
     Signal(
         "ownership",
         re.compile(
-            r"\b(?:owns?|owners?|ownership|maintain(?:s|ed|er|ers)|handled by|responsible|on-?call|channel|"
+            r"\b(?:owns?|owners?|ownership|maintain(?:s|ed|er|ers)|handled by|responsible|on-?call|channel|decides|"
             r"lead|reviewers?|sign-?off|approv(?:e|es|al))\b",
             re.IGNORECASE,
         ),
         False,
-        ("Priya owns the billing module.",),
+        ("Priya owns the billing module.", "The retention periods decides Ana from legal, not us."),
     ),
     Signal(
         "decision",

@@ -254,10 +254,21 @@ _FIX_REQUEST = re.compile(
 _ASIDE_MARK = re.compile(r"\s[—–]\s|;\s")
 
 
+#: a problem given as the reason for a standing choice: "pydantic 2.8 broke our validators, so pin
+#: pydantic to 2.7.4" (the order after "so" holds until changed; "…, so fix it" is a one-off task).
+_SO_CHOICE = re.compile(
+    r",\s+so\s+(?:(?:please|pls|plz|let's|we)\s+)?(?:pin|use|keep|stay|stick|hold|switch|avoid|prefer|lock)\b",
+    re.IGNORECASE,
+)
+
+
 def _reports_problem(prose: str) -> bool:
     """Whether the user's sentence reports a problem in its main clause (``_PROBLEM``, or what it asks
     to have fixed), a convention about how problems are handled (``_HANDLED``) left aside; the reason
-    after a dash ("spark is now 3.5.3 — the skew-join bug is fixed there") reports none."""
+    after a dash ("spark is now 3.5.3 — the skew-join bug is fixed there") reports none, nor a problem
+    given as the reason for a standing choice after it (``_SO_CHOICE``)."""
+    if _SO_CHOICE.search(prose):
+        return False
     main = _ASIDE_MARK.split(prose, 1)[0]
     if _NEW_STATE.search(main):  # "… migrated last night, new broker is X": when it changed, not a fault
         main = _EVENT_TIME.sub(" ", main)
