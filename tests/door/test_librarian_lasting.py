@@ -181,6 +181,24 @@ def test_a_decision_named_only_by_its_noun_in_a_report_is_no_decision(fact: str)
 @pytest.mark.parametrize(
     "fact",
     [
+        # the decision named by its noun, then stated after a colon
+        "I'd like to set a convention for logging from now on, if that's fine: every service logs JSON to stdout.",
+        # what the one who asks wants only one way, or never another
+        "I want releases only from tags on main, never from a branch.",
+        "We would like migrations to always run before the new pods start.",
+    ],
+)
+def test_a_decision_stated_in_the_first_person_is_a_decision(fact: str) -> None:
+    assert lasting_score(fact) == DECISION_SCORE
+
+
+def test_a_wish_without_a_rule_is_a_request_not_a_decision() -> None:
+    assert lasting_score("I want a button that exports the table.") == 0
+
+
+@pytest.mark.parametrize(
+    "fact",
+    [
         "I would be grateful if we could stick to uv for every Python task.",
         "We'd rather keep the monolith until the summer.",
         "Please make it a standing rule: amounts are stored in cents.",

@@ -277,6 +277,14 @@ _FINDING = re.compile(
 _DECISION_NOUN = re.compile(r"decisions?|conventions?|polic(?:y|ies)|preferences?", re.IGNORECASE)
 
 
+#: what was decided, stated after a colon: "a convention for errors going forward: the library uses …".
+_STATED_AFTER_COLON = re.compile(r":\s+\S+(?:\s+\S+){3}")
+#: the one who asks wants something only one way, or never another: "I want deploys only via …".
+_WANTED_RULE = re.compile(
+    r"\b(?:i|we)\s+(?:want|'d like|would like)\b[^.;]{0,80}?\b(?:only|never|always)\b", re.IGNORECASE
+)
+
+
 def _reports_the_decision(prose: str, words: list[str]) -> bool:
     """Whether a fact that names a decision only by its noun reports what the session did with it
     ("Set up the convention and applied it to both RPCs") or that one was made ("I've just come out
@@ -311,9 +319,14 @@ def lasting_score(fact: str) -> int | None:
     ):
         return None
     decided = _USER_DECISION.search(_EMPHASIS.sub(" ", _OBJECT_POLICY.sub(" ", prose)))
-    if decided and _DECISION_NOUN.fullmatch(decided.group()) and _reports_the_decision(prose, words):
+    if (
+        decided
+        and _DECISION_NOUN.fullmatch(decided.group())
+        and _reports_the_decision(prose, words)
+        and not _STATED_AFTER_COLON.search(prose[decided.end() :])
+    ):
         return 0  # "Set up the convention and applied it", "we have made a decision I'd like you to …"
-    if decided or _DECISION_SHAPE.search(prose):
+    if decided or _DECISION_SHAPE.search(prose) or _WANTED_RULE.search(prose):
         return DECISION_SCORE  # "From now on pnpm only." needs no verb
     statement = prose.rsplit("? ", 1)[-1]  # "How do I X? Use Y." is judged by its answer
     if _FINDING.match(statement):
