@@ -225,6 +225,18 @@ def test_a_setting_given_a_new_value_in_the_same_place_supersedes_the_old_one(
         ("The payments service owner is now Ana Lima.", "The search service is owned by Tom Reyes.", "add"),
         # no role in the old fact
         ("The payments service owner is now Ana Lima.", "Tom Reyes wrote the payments service.", "add"),
+        # the holder named by a first name left, and another person looks after it from now on
+        (
+            "Sad news: Tomas has left the company, and Mei Lin will look after the billing jobs from now on.",
+            "Billing jobs run at 01:00 and their alerts go to Tomas (he owns billing).",
+            "update",
+        ),
+        # a person who left a comment has left no role
+        (
+            "Tomas left a comment on the PR; the retry count is now 3.",
+            "Billing jobs run at 01:00 and their alerts go to Tomas (he owns billing).",
+            "add",
+        ),
     ],
 )
 def test_a_role_handed_to_another_person_supersedes_the_fact_naming_the_former_one(
@@ -232,6 +244,25 @@ def test_a_role_handed_to_another_person_supersedes_the_fact_naming_the_former_o
 ) -> None:
     decision = decide(fact, [Neighbour("old", old, 0.6)])
     assert decision.action == action, decision.reason
+
+
+def test_a_role_passed_on_by_a_first_name_keeps_the_old_fact_s_other_clauses() -> None:
+    old = "The nightly job runs at 01:00, retries twice, and failure mails go to Tomas (he owns the finance area)."
+    decision = decide(
+        "Tomas has moved on from the company, and Mei Lin looks after finance from now on.",
+        [Neighbour("old", old, 0.6)],
+    )
+    assert decision.action == "update", decision.reason
+    assert decision.rewrite == old.replace("Tomas", "Mei Lin"), decision.rewrite
+
+
+def test_a_version_beside_a_name_is_no_new_value_of_the_port_the_name_listens_on() -> None:
+    # "Angular 18" names a release; "Angular on 4200" a port: the old fact must stay as it is
+    old = "Local dev: the API on 3100, Angular on 4200, `/api` proxied from web to the API."
+    decision = decide(
+        "We standardise on Node 20.11.1 (needed for the Angular 18 upgrade).", [Neighbour("old", old, 0.6)]
+    )
+    assert decision.action == "add", decision.reason
 
 
 # --- a subject said to hold another value now ----------------------------------------------------

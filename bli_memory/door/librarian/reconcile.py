@@ -66,7 +66,13 @@ from bli_memory.door.librarian.retiring import (
     retired_terms,
     retires,
 )
-from bli_memory.door.librarian.roles import handed_over, holder_replaced, is_person, newcomer
+from bli_memory.door.librarian.roles import (
+    departed_holder,
+    handed_over,
+    holder_replaced,
+    is_person,
+    newcomer,
+)
 from bli_memory.door.librarian.schedules import Schedule, moved_in, rescheduled
 from bli_memory.door.librarian.values import (
     CODE_SPAN,
@@ -281,6 +287,18 @@ def _subject_named(old_text: str, value: str, new_text: str) -> bool:
     return bool(subject) and subject <= set(tokens(new_text))
 
 
+#: two whole numbers this many times apart count different things, not one setting changed.
+NUMBER_MAX_RATIO = 100
+
+
+def _orders_apart(old: str, new: str) -> bool:
+    """Whether two whole numbers are NUMBER_MAX_RATIO times apart or more ("4200" and "18")."""
+    if not (old.isdigit() and new.isdigit()):
+        return False
+    low, high = sorted((int(old), int(new)))
+    return low == 0 or high >= NUMBER_MAX_RATIO * low
+
+
 def _new_value_for(old_text: str, new_text: str, corrects: bool) -> tuple[str, str] | None:
     """(old value, new value) when the new fact gives the same subject another value.
 
@@ -333,6 +351,8 @@ def _new_value_for(old_text: str, new_text: str, corrects: bool) -> tuple[str, s
                 nearest = nearest_anchor(old_text, old_value) == nearest_anchor(new_text, new_value)
                 if old_shape == "number" and old_value.count(".") != new_value.count(".") and not nearest:
                     continue  # "invoices 7+ days" is no old value of "invoices render with … ^1.5"
+                if old_shape == "number" and _orders_apart(old_value, new_value):
+                    continue  # "Angular 18" (a version) is no new value of "Angular on 4200" (a port)
                 if shared:
                     # "Android 7.0 (API 24)" -> "API 26": the pair whose nearest words are the same wins
                     met.append((int(nearest and not loose), len(shared), (old_value, new_value)))
@@ -403,13 +423,21 @@ def _replaced(text: str | None, before: str, after: str) -> str | None:
     return rewritten if count else None
 
 
+#: a person named by a first name alone ("failure emails go to Kwame").
+_FIRST_NAME = re.compile(r"[A-Z\u00c0-\u017f][a-z\u00df-\u017f]+")
+
+
 def _renamed_in(old_text: str, values: tuple[str, str] | None, new_text: str) -> str | None:
     """The old fact with a renamed name in place (`corrections.renamed_in`); for a host, only when
     the old fact says more than its address ("port 7, EU868, the network server at lns.old.net"),
     else the new fact replaces it ("The staging host is `db-2…`" after "staging moved to `db-3…`")."""
     if values is not None and is_host(values[0].strip("`")) and not _says_more(old_text, new_text, values[0]):
         return None
-    if values is not None and all(is_person(v) for v in values):
+    if (
+        values is not None
+        and is_person(values[1])
+        and (is_person(values[0]) or _FIRST_NAME.fullmatch(values[0]))
+    ):
         # a role handed over in one clause of a summary: its other clauses still hold ("reminders fire
         # at 16:30; SMS questions go to Marisol Okafor" -> "…; SMS questions go to Tobias Lindqvist"), unless
         # one is about what passed ("…; resize requests go in #snowflake-admin"), which may have changed too
@@ -590,7 +618,11 @@ def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str
             f"{reassigned[0]}: {reassigned[1]!r} -> {reassigned[2]!r} in {neighbour.id}",
             (reassigned[1], reassigned[2]),
         )
-    former = handed_over(fact, neighbour.content) or holder_replaced(fact, neighbour.content)
+    former = (
+        handed_over(fact, neighbour.content)
+        or holder_replaced(fact, neighbour.content)
+        or departed_holder(fact, neighbour.content)
+    )
     if former:
         successor = newcomer(fact, neighbour.content)
         passed = (former, successor) if successor else None

@@ -129,6 +129,30 @@ def holder_replaced(new_text: str, old_text: str) -> str | None:
     return None
 
 
+#: a person who left: "Kwame has moved on from the company", "Dmitri left last week".
+_DEPARTED = re.compile(
+    rf"\b(?P<who>{_NAME_WORD})(?:\s+{_NAME_WORD})?\s+(?:has\s+|have\s+|had\s+)?"
+    r"(?:left(?!\s+(?:a|an|it|them|some|comments?|notes?)\b)|moved\s+on|is\s+leaving|quit|retired)\b"
+)
+#: the role passing to someone now: "… will be looking after the pipelines from now on".
+_PASSES_NOW = re.compile(r"\b(?:now|from now on|going forward|take[sn]?\s+over|took\s+over)\b", re.IGNORECASE)
+
+
+def departed_holder(new_text: str, old_text: str) -> str | None:
+    """The person who left and whose role the new fact gives to another one, now ("Kwame has moved on
+    from the company, and Inès Duarte will be looking after the finance pipelines from now on"), when
+    the old fact names that person in a role or as whom something goes to ("failure emails go to Kwame")."""
+    if not _PASSES_NOW.search(new_text) or newcomer(new_text, old_text) is None:
+        return None
+    for found in _DEPARTED.finditer(new_text):
+        who = found.group("who")
+        if not re.search(rf"\b{re.escape(who)}\b", old_text):
+            continue
+        if _ROLE.search(old_text) or re.search(rf"\bto\s+{re.escape(who)}\b", old_text):
+            return who
+    return None
+
+
 def newcomer(new_text: str, old_text: str) -> str | None:
     """The one person the new fact names and the old one does not: who a role passed to."""
     people = {p for p in _PERSON.findall(new_text) if p not in old_text}
