@@ -38,6 +38,13 @@ def test_kinds_reads_quantities_by_unit_family_times_versions_ports_and_hosts() 
             "The default port clashed with the voice chat, so listen on 27015 by default from now.",
             ("7000", "27015"),
         ),
+        # a speed is its own unit, not minutes beside the "3.5 m" of the aisles; the docking speed is
+        # another setting, in a clause that says no change
+        (
+            "Aisles are 3.5 m wide, so the forklift drives at most 1.2 m/s between the racks.",
+            "Safety review: from now the top speed is 0.8 m/s between the racks, and docking stays slow, 0.3 m/s.",
+            ("1.2", "0.8"),
+        ),
     ],
 )
 def test_a_change_of_the_one_value_of_a_kind_supersedes_the_nearest_fact(

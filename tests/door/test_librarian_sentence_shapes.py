@@ -624,6 +624,15 @@ def test_a_problem_followed_by_a_request_to_fix_it_is_still_a_report() -> None:
     assert facts == [], facts
 
 
+def test_an_interjection_opening_a_user_s_statement_is_dropped_and_the_statement_kept() -> None:
+    facts = extract_facts(
+        "User: ok the importer is rewritten so we go to Postgres 17 now. update the compose file\n\n"
+        "Assistant: Updated `compose.yaml` to `postgres:17`."
+    )
+    assert facts[0] == "The importer is rewritten so we go to Postgres 17 now.", facts
+    assert extract_facts("User: ok thanks\n\nAssistant: You're welcome.") == []
+
+
 def test_no_before_a_code_span_opens_a_statement_not_an_answer() -> None:
     facts = extract_facts(
         "User: which timezone does the scheduler use\n\nAssistant: No `timezone:` option is set in "

@@ -41,9 +41,13 @@ CHANGE_SIGNAL = re.compile(
     re.IGNORECASE,
 )
 #: a number and the unit after it ("12 minutes", "30 Hz", "512 MB"), one token or two.
-_QUANTITY = re.compile(r"(?<![\w.:-])(\d+(?:\.\d+)?)\s?(%|[a-z]{1,12}\b)", re.IGNORECASE)
+#: (a rate's unit is read whole: "0.6 m/s" is a speed, not 0.6 minutes)
+_QUANTITY = re.compile(r"(?<![\w.:-])(\d+(?:\.\d+)?)\s?(%|[a-z]{1,12}(?:/[a-z]{1,3})?\b)", re.IGNORECASE)
 #: units written differently that count the same thing.
 _UNIT_FAMILIES = {
+    "m/s": "metres per second",
+    "km/h": "kilometres per hour",
+    "mph": "miles per hour",
     "s": "seconds",
     "sec": "seconds",
     "secs": "seconds",
@@ -138,13 +142,9 @@ def changed_nearest(
     said = [clause for clause in CLAUSE_END.split(fact) if CHANGE_SIGNAL.search(clause)]
     if not said:
         return None
-    # one value of the kind in the clause that says the change, and in the whole fact
-    whole = kinds(fact)
-    new_kinds = {
-        kind: values
-        for kind, values in kinds(" ; ".join(said)).items()
-        if len(values) == 1 and len(whole.get(kind, ())) == 1
-    }
+    # one value of the kind in the clauses that say the change ("from now maximum 0.4 m/s inside the
+    # rows, and the turn … 0.25 m/s": the turn's speed is another setting, said in a clause of its own)
+    new_kinds = {kind: values for kind, values in kinds(" ; ".join(said)).items() if len(values) == 1}
     if not new_kinds:
         return None
     present = set(value_tokens(fact))

@@ -328,6 +328,14 @@ def _lead(sentence: str) -> str:
 _FOR_NOW = re.compile(r"\bfor now\b", re.IGNORECASE)
 
 
+#: an interjection opening a user's sentence that goes on to say something ("ok level loader is ported,
+#: so we go to 4.3 now"): the rest is the statement; alone ("ok", "ok thanks") it is filler.
+_INTERJECTION = re.compile(
+    r"^(?:ok(?:ay)?|alright|all right|great|cool|nice|perfect|right|good)\b[,!.]?(?:\s+so\b,?)?\s+(?=\S+(?:\s+\S+){3})",
+    re.IGNORECASE,
+)
+
+
 def _user_facts(units: list[str]) -> list[str]:
     """What the user states: a decision, a convention, a preference, a correction, how things are.
 
@@ -350,7 +358,7 @@ def _user_facts(units: list[str]) -> list[str]:
                 or _STANDING_LEAD.search(_lead(said))
                 or (_STANDING_ORDER.search(prose) and not _reports_problem(prose))
             )
-            sentence = _clean(raw[lead.end() :] if lead else raw)
+            sentence = _INTERJECTION.sub("", _clean(raw[lead.end() :] if lead else raw))
             if not sentence or _GREETING_OR_FILLER.match(sentence) or _ONLY_A_LEAD.match(sentence):
                 continue  # "Change of plan." says a correction follows, and nothing of it
             request = _REQUEST.match(sentence)
