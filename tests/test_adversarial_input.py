@@ -100,6 +100,7 @@ DYNAMIC_PATTERNS = {
     ("bli_memory.door.librarian.retiring", "mentions"): "one escaped literal between look-arounds",
     ("bli_memory.door.librarian.reconcile", "_nearest_changed"): "one escaped literal between look-arounds",
     ("bli_memory.door.librarian.corrections", "restated"): "one escaped literal between look-arounds",
+    ("bli_memory.door.librarian.roles", "departed_holder"): "one escaped name between word boundaries",
     ("bli_memory.door.librarian.corrections", "_mention"): "one escaped literal between look-arounds",
     (
         "bli_memory.door.librarian.prose",
