@@ -118,13 +118,29 @@ def correction_outcomes(run: Run) -> list[tuple[str, str, str]]:
     for result in run.exchanges:
         for value, was_current in result.old_current_before.items():
             now = run.spaces.get(result.tag, {}).values()
-            if any(row.kind == "memory" and holds(row.content, [value]) for row in now):
+            # a fact the correcting exchange itself added may name the old value it retires ("Kwame
+            # has moved on, Inès looks after it now"): that is not the old fact still current
+            retiring = {row.id for row in result.added}
+            if any(
+                row.kind == "memory" and row.id not in retiring and holds(row.content, [value]) for row in now
+            ):
                 verdict = "still current"
             elif was_current:
                 verdict = "superseded"
             else:
                 verdict = "never stored"
             out.append((result.exchange.id, value, verdict))
+    return out
+
+
+def _retiring_facts(run: Run, project: str) -> dict[str, list[str]]:
+    """Each `must_not` string of the project -> the facts its correcting exchange added, which may
+    name the old value they retire ("Tomas has left; Mei Lin looks after billing now")."""
+    out: dict[str, list[str]] = {}
+    for result in run.exchanges:
+        if result.exchange.project == project:
+            for value in result.exchange.must_not:
+                out.setdefault(value, []).extend(row.content for row in result.added)
     return out
 
 
@@ -139,10 +155,15 @@ def line_verdicts(run: Run, project: str) -> list[tuple[str, list[str]]]:
     """Each line of the project's session-start block and what is wrong with it: superseded (it holds
     a `must_not` string of the project), question, fragment (scripts/capture_blocks.py says how)."""
     values = wrong_values(run, project)
+    retiring = _retiring_facts(run, project)
     out = []
     for line in run.briefings.get(project, []):
         verdicts = []
-        if any(holds(line, [value]) for value in values):
+        shown = line.removesuffix("…")
+        if any(
+            holds(line, [value]) and not any(fact.startswith(shown) for fact in retiring.get(value, ()))
+            for value in values
+        ):
             verdicts.append("superseded")
         if is_question(line):
             verdicts.append("question")

@@ -436,6 +436,35 @@ def test_a_fact_a_later_exchange_corrects_is_scored_apart_from_the_facts_in_forc
     assert "[Dana Whitfield; corrected later]" in report.details(run)
 
 
+def test_a_fact_the_correcting_exchange_adds_may_name_the_old_value_it_retires(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.syspath_prepend(str(REPO / "scripts"))
+    data = importlib.import_module("capture_data")
+    report = importlib.import_module("capture_report")
+    first = data.Exchange("x1", "p", "User: alerts go to Kwame", (), (), False)
+    correction = data.Exchange("x2", "p", "User: Kwame left, Ines Duarte owns it now", (), ("Kwame",), False)
+
+    def row(memory_id: str, content: str) -> object:
+        return data.Row(memory_id, content, "memory", 1, None, False)
+
+    old, retiring = row("m1", "Alerts go to Kwame."), row("m2", "Kwame left, Ines Duarte owns alerts now.")
+    run = data.Run("deterministic")
+    run.exchanges = [data.ExchangeResult(e, "t", "done") for e in (first, correction)]
+    run.exchanges[1].added = [retiring]
+    run.exchanges[1].old_current_before = {"Kwame": True}
+    run.briefings = {"p": ["Kwame left, Ines Duarte owns alerts now."]}
+    # the retiring fact alone: superseded, and its line is no superseded value
+    run.spaces = {"t": {"m2": retiring}}
+    assert report.correction_outcomes(run) == [("x2", "Kwame", "superseded")]
+    assert report.line_verdicts(run, "p") == [("Kwame left, Ines Duarte owns alerts now.", [])]
+    # the old fact still current beside it: still current
+    run.spaces = {"t": {"m1": old, "m2": retiring}}
+    assert report.correction_outcomes(run) == [("x2", "Kwame", "still current")]
+    run.briefings = {"p": ["Alerts go to Kwame."]}
+    assert report.line_verdicts(run, "p") == [("Alerts go to Kwame.", ["superseded"])]
+
+
 def test_relevance_from_a_file_of_its_own_scores_the_run_and_a_bad_file_is_one_line(tmp_path: Path) -> None:
     """--relevance FILE: the door scores with those calibrations (fit_relevance.py --held-out writes
     one per capture file, so the other is scored held out); the header names the file."""
