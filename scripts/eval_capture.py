@@ -321,9 +321,8 @@ def score(door: Door, hooks: Hooks, projects: Sequence[str], result: ExchangeRes
         unrelated = None if other is None else len(ask_hook(hooks, space_tag(other), fact.query))
         result.facts.append(FactResult(fact, rank, kind, top, shown, unrelated))
     if exchange.must_not:
-        retiring = {
-            row.id for row in result.added
-        }  # the correcting exchange's own facts may name the old value
+        # the correcting exchange's own facts may name the old value they retire
+        retiring = {row.id for row in result.added}
         for query in [fact.query for fact in exchange.facts] + list(exchange.must_not):
             for hit in door.search(tag, query, WRONG_LIMIT):
                 content = str(hit.get("content", ""))

@@ -195,10 +195,9 @@ _SUBJECT_PRONOUNS = frozenset("we they you he she".split())
 #: adverbs that stand between a subject and its verb ("devices now read", "we always tag").
 _MID_ADVERBS = frozenset("now still also always never usually automatically".split())
 #: determiners that open an object: a word right before one, that is no function word, is a verb
-#: ("Build the jar", "tags every release"); "that" and "no" also join clauses and are left out.
-_OBJECT_DETERMINERS = frozenset(
-    "the a an every each all our your their its this these those any some".split()
-)
+#: ("Build the jar", "tags every release"): the determiners above but "that" and "no", which also
+#: join clauses, and "many" and "few" (measured without them); with "our" and "your".
+_OBJECT_DETERMINERS = (_DETERMINERS - {"that", "no", "many", "few"}) | {"our", "your"}
 
 
 def _placed_as_verb(before: str, previous: str, word: str, following: str) -> bool:

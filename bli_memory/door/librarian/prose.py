@@ -306,7 +306,6 @@ def _prompted_commands(lang: str, body: list[str], lead_in: str) -> list[str]:
     commands = [_PROMPT.sub("", line) for line in body if _PROMPT.match(line)]
     if len(commands) == len(body) or not 0 < len(commands) <= CODE_BLOCK_MAX_LINES:
         return []  # a block of commands alone is the short block's (``_is_command_block``)
-        return []
     if any("`" in command or len(command) > 200 for command in commands):
         return []
     return commands

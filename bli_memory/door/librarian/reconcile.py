@@ -70,6 +70,7 @@ from bli_memory.door.librarian.roles import (
     departed_holder,
     handed_over,
     holder_replaced,
+    is_first_name,
     is_person,
     newcomer,
 )
@@ -423,10 +424,6 @@ def _replaced(text: str | None, before: str, after: str) -> str | None:
     return rewritten if count else None
 
 
-#: a person named by a first name alone ("failure emails go to Kwame").
-_FIRST_NAME = re.compile(r"[A-Z\u00c0-\u017f][a-z\u00df-\u017f]+")
-
-
 def _renamed_in(old_text: str, values: tuple[str, str] | None, new_text: str) -> str | None:
     """The old fact with a renamed name in place (`corrections.renamed_in`); for a host, only when
     the old fact says more than its address ("port 7, EU868, the network server at lns.old.net"),
@@ -436,7 +433,7 @@ def _renamed_in(old_text: str, values: tuple[str, str] | None, new_text: str) ->
     if (
         values is not None
         and is_person(values[1])
-        and (is_person(values[0]) or _FIRST_NAME.fullmatch(values[0]))
+        and (is_person(values[0]) or is_first_name(values[0]))  # "failure emails go to Kwame"
     ):
         # a role handed over in one clause of a summary: its other clauses still hold ("reminders fire
         # at 16:30; SMS questions go to Marisol Okafor" -> "…; SMS questions go to Tobias Lindqvist"), unless

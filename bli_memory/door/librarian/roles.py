@@ -159,6 +159,14 @@ def newcomer(new_text: str, old_text: str) -> str | None:
     return people.pop() if len(people) == 1 else None
 
 
+_FIRST_NAME = re.compile(_NAME_WORD)
+
+
+def is_first_name(value: str) -> bool:
+    """Whether a value is one capitalised word as a name reads ("Kwame"): a holder named by a first name."""
+    return _FIRST_NAME.fullmatch(value) is not None
+
+
 def is_person(value: str) -> bool:
     """Whether a value is a person's name as roles read one ("Tomasz Wójcik")."""
     return _PERSON.fullmatch(value) is not None
