@@ -263,6 +263,16 @@ class ExchangeResult:
     wrong: dict[str, str] = field(default_factory=dict)  # id -> content
     noise_kept: dict[str, str] = field(default_factory=dict)
 
+    def own_statements(self) -> list[Row]:
+        """The facts this exchange's job wrote in the exchange's own words: every one it added, and
+        each new version of an older fact whose words all come from the exchange ("we're not on 2.8.1
+        any more: ... 2.9.2" written over "Airflow 2.8.1 on MWAA"). A correcting exchange's own
+        statement may name the old value it retires; an older fact rewritten with a value replaced
+        keeps words of its own exchange, and is judged as any other fact."""
+        said = set(_WORD.findall(self.exchange.text.lower()))
+        rewritten = [new for _old, new in self.updated if set(_WORD.findall(new.content.lower())) <= said]
+        return self.added + rewritten
+
 
 @dataclass
 class Run:

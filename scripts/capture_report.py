@@ -118,9 +118,9 @@ def correction_outcomes(run: Run) -> list[tuple[str, str, str]]:
     for result in run.exchanges:
         for value, was_current in result.old_current_before.items():
             now = run.spaces.get(result.tag, {}).values()
-            # a fact the correcting exchange itself added may name the old value it retires ("Kwame
-            # has moved on, Inès looks after it now"): that is not the old fact still current
-            retiring = {row.id for row in result.added}
+            # the correcting exchange's own statement may name the old value it retires ("Kwame has
+            # moved on, Inès looks after it now"): that is not the old fact still current
+            retiring = {row.id for row in result.own_statements()}
             if any(
                 row.kind == "memory" and row.id not in retiring and holds(row.content, [value]) for row in now
             ):
@@ -134,13 +134,14 @@ def correction_outcomes(run: Run) -> list[tuple[str, str, str]]:
 
 
 def _retiring_facts(run: Run, project: str) -> dict[str, list[str]]:
-    """Each `must_not` string of the project -> the facts its correcting exchange added, which may
-    name the old value they retire ("Tomas has left; Mei Lin looks after billing now")."""
+    """Each `must_not` string of the project -> the facts its correcting exchange wrote in its own
+    words, which may name the old value they retire ("Tomas has left; Mei Lin looks after billing
+    now")."""
     out: dict[str, list[str]] = {}
     for result in run.exchanges:
         if result.exchange.project == project:
             for value in result.exchange.must_not:
-                out.setdefault(value, []).extend(row.content for row in result.added)
+                out.setdefault(value, []).extend(row.content for row in result.own_statements())
     return out
 
 

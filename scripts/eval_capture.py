@@ -46,9 +46,9 @@ next save. Then it searches the door and scores:
   exchange was saved and none is current at the end (the other outcomes: the old fact is still current,
   or the old value was never stored as a fact).
 
-A fact the correcting exchange itself added may name the old value it retires ("Kwame has moved on,
-and Inès looks after the pipelines now"): it is neither a wrong fact, nor the old fact still current,
-nor a superseded line of the block.
+A fact the correcting exchange itself wrote in its own words, added or as a new version of an older
+fact, may name the old value it retires ("Kwame has moved on, and Inès looks after the pipelines
+now"): it is neither a wrong fact, nor the old fact still current, nor a superseded line of the block.
 
 A stored exchange (kind `document`) counts neither as noise kept nor as a wrong fact. The bars, each
 marked met or not met: recall@5 of at least 0.95, no wrong fact, no failed job; shown by the prompt
@@ -321,8 +321,8 @@ def score(door: Door, hooks: Hooks, projects: Sequence[str], result: ExchangeRes
         unrelated = None if other is None else len(ask_hook(hooks, space_tag(other), fact.query))
         result.facts.append(FactResult(fact, rank, kind, top, shown, unrelated))
     if exchange.must_not:
-        # the correcting exchange's own facts may name the old value they retire
-        retiring = {row.id for row in result.added}
+        # the correcting exchange's own statements may name the old value they retire
+        retiring = {row.id for row in result.own_statements()}
         for query in [fact.query for fact in exchange.facts] + list(exchange.must_not):
             for hit in door.search(tag, query, WRONG_LIMIT):
                 content = str(hit.get("content", ""))

@@ -465,6 +465,38 @@ def test_a_fact_the_correcting_exchange_adds_may_name_the_old_value_it_retires(
     assert report.line_verdicts(run, "p") == [("Alerts go to Kwame.", ["superseded"])]
 
 
+def test_a_version_the_correcting_exchange_writes_in_its_own_words_is_its_statement(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The job may write the correcting statement as a new version of the old fact, not beside it: in
+    the exchange's own words it is the exchange's statement all the same; a rewrite of the old fact
+    (its own words kept) that still names the old value is not."""
+    monkeypatch.syspath_prepend(str(REPO / "scripts"))
+    data = importlib.import_module("capture_data")
+    report = importlib.import_module("capture_report")
+    first = data.Exchange("x1", "p", "User: we run Airflow 2.8.1 on MWAA", (), (), False)
+    text = "User: checked, we're not on 2.8.1 any more: MWAA has 2.9.2"
+    correction = data.Exchange("x2", "p", text, (), ("2.8.1",), False)
+
+    def row(memory_id: str, content: str, previous: str | None = None) -> object:
+        return data.Row(memory_id, content, "memory", 1, previous, False)
+
+    old = row("m1", "We run Airflow 2.8.1 on MWAA.")
+    own = row("m2", "Checked, we're not on 2.8.1 any more: MWAA has 2.9.2.", "m1")
+    rewritten = row("m3", "We run Airflow 2.9.2 on MWAA, constraints 2.8.1.", "m1")
+    result = data.ExchangeResult(correction, "t", "done", updated=[(old, own)])
+    assert result.own_statements() == [own]
+    run = data.Run("deterministic")
+    run.exchanges = [data.ExchangeResult(first, "t", "done"), result]
+    result.old_current_before = {"2.8.1": True}
+    run.spaces = {"t": {"m2": own}}
+    assert report.correction_outcomes(run) == [("x2", "2.8.1", "superseded")]
+    result.updated = [(old, rewritten)]
+    assert result.own_statements() == []
+    run.spaces = {"t": {"m3": rewritten}}
+    assert report.correction_outcomes(run) == [("x2", "2.8.1", "still current")]
+
+
 def test_relevance_from_a_file_of_its_own_scores_the_run_and_a_bad_file_is_one_line(tmp_path: Path) -> None:
     """--relevance FILE: the door scores with those calibrations (fit_relevance.py --held-out writes
     one per capture file, so the other is scored held out); the header names the file."""
