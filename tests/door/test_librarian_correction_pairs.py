@@ -651,6 +651,43 @@ def test_a_bare_number_is_restated_only_after_the_same_word_about_the_same_thing
 
 
 @pytest.mark.parametrize(
+    "content",
+    [
+        "`web/proxy.conf.json` proxies `/api` to `http://localhost:4000`.",
+        "`server/main.ts` reads `PORT` (default 4000).",
+        "Start it with `node server.js --port 4000`.",
+        "The API is served on port 4000 in dev.",
+    ],
+)
+def test_a_port_is_restated_where_this_machine_names_it(content: str) -> None:
+    """A port moved ("listens on 4100 now") is a port wherever this machine's address, the word
+    "port" or a binding verb names it, whatever words stand around it."""
+    source = "The API listens on 4100 these days; something else grabbed the old port."
+    assert restated(content, "4000", "4100", source) == content.replace("4000", "4100")
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "Postgres for prod is at db.internal port 4000.",  # another host's port
+        "The import takes 4000 ms on the CI runner.",  # no port
+        "Workers run on 4000 MB of memory.",  # a unit after it
+        "Angular dev server on 4200, cache on 4000.",  # no word says port: the same-words rule decides
+    ],
+)
+def test_a_port_is_not_restated_where_it_is_another_host_s_or_no_port(content: str) -> None:
+    source = "The API listens on 4100 these days; something else grabbed the old port."
+    assert restated(content, "4000", "4100", source) is None
+
+
+def test_a_version_is_never_read_as_a_port() -> None:
+    """Below PORT_MIN no number is a port: "Node 20, not 18" leaves "Angular 18" alone."""
+    assert (
+        restated("Local dev: Angular 18 on port 4200.", "18", "20", "Node 20 on port 4200, not 18.") is None
+    )
+
+
+@pytest.mark.parametrize(
     "new",
     [
         "Small refactor request: we renamed the pool service to ObjectPoolRegistry because it also handles VFX.",
@@ -667,6 +704,22 @@ def test_a_class_renamed_by_the_words_of_its_name_keeps_the_rule_under_the_new_n
     )
     assert decision.rewrite == "For coins and obstacles always use ObjectPoolRegistry, not Instantiate."
     assert carried_pairs("PoolService", "ObjectPoolRegistry") == [("PoolService", "ObjectPoolRegistry")]
+
+
+def test_a_class_named_in_the_subject_renamed_to_one_word_keeps_the_rest_under_the_new_name() -> None:
+    """ "the AudioBus singleton" names `AudioBus` as a word of the subject; the new name may be one
+    capitalised word. The old fact's rule holds under the new name, and the rename is handed on."""
+    old = "Sound effects go through the AudioBus singleton, never `AudioStreamPlayer` directly."
+    new = "I renamed the AudioBus singleton to Mixer (file is autoload/mixer.gd now)."
+    decision = decide(new, [Neighbour("old", old, 0.6)])
+    assert (decision.action, decision.values) == ("update", ("AudioBus", "Mixer")), decision.reason
+    assert (
+        decision.rewrite
+        == "Sound effects go through the Mixer singleton, never `AudioStreamPlayer` directly."
+    )
+    assert restated("`level_exit.gd` calls `AudioBus.stop_all()`.", "AudioBus", "Mixer", new) == (
+        "`level_exit.gd` calls `Mixer.stop_all()`."
+    )
 
 
 def test_a_rename_of_words_that_name_no_class_of_the_old_fact_hands_nothing_on() -> None:

@@ -13,11 +13,13 @@ the older stale, and through which value:
   with BI anymore" retire the fact that says it is shared with BI;
 - a value replaced in one fact, restated in every other fact that still states it
   (:func:`carried_pairs`, :func:`restated`): after `.fvmrc` pins 3.22.2 instead of 3.19.6, "we are on
-  3.19.6" in the request that set the pin is stale too; a URL's host goes with it, and a role's
-  former holder is replaced only in the facts about what passed;
-- a class renamed by the words of its name (:func:`renamed`, :func:`renamed_in`): "we renamed the
-  pool service to ObjectPoolRegistry" after "always use PoolService" keeps the rule, renamed; a
-  kebab-case name likewise (:func:`kebab_renamed`: "the attachments bucket, it's orbit-files-prod
+  3.19.6" in the request that set the pin is stale too; a URL's host goes with it, a role's
+  former holder is replaced only in the facts about what passed, and a port wherever this machine's
+  address, the word "port" or a binding verb names it (`localhost:3333`, "`PORT` (default 3333)");
+- a class renamed by the words of its name or by its name in the subject (:func:`renamed`,
+  :func:`renamed_in`): "we renamed the pool service to ObjectPoolRegistry" after "always use
+  PoolService", "renamed the SaveManager autoload to Persistence" after "autoload SaveManager" keep
+  the rule, renamed; a kebab-case name likewise (:func:`kebab_renamed`: "the attachments bucket, it's orbit-files-prod
   now");
 - a service given an address on another site (:func:`address_moved`): "the new URL is
   https://hr-staging.atlas-corp.net" after "staging is https://atlas-hr-stg.azurewebsites.net";
@@ -487,6 +489,49 @@ def _same_thing(content: str, old: str, source: str, new: str) -> bool:
     return bool(beside) and together and not siblings(_clause_of(source, new), _clause_of(content, old))
 
 
+#: the lowest port a service is given by choice: "18" or "443" are no port a correction moves.
+PORT_MIN = 1024
+#: what stands right before a number that is a port: a local host and a colon ("localhost:3333"), or
+#: the word "port" with at most one word between ("`PORT` (default 3333)", "--port 8080", "port=8080"),
+#: or a verb that binds one ("listens on 3100").
+_PORT_BEFORE = re.compile(
+    r"(?:(?:\blocalhost|\b127\.0\.0\.1|\b0\.0\.0\.0|\[::1\]):"
+    r"|\bports?\b\W{0,3}(?:\w+\W{1,3})?"
+    r"|\b(?:listens?|listening|bound|binds?|served|serves|runs?|running)\s+(?:on|to)\s+(?:port\s+)?)$",
+    re.IGNORECASE,
+)
+#: the hosts a port on this machine goes with: a fact naming another host may be about that host's port.
+_LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "0.0.0.0", "::1"})
+
+
+def _port_at(text: str, value: str) -> bool:
+    """Whether a whole number of PORT_MIN or more is named as a port in `text`, at any mention."""
+    if not value.isdigit() or not PORT_MIN <= int(value) <= 65535:
+        return False
+    mentions = re.finditer(rf"(?<![\w.-]){re.escape(value)}(?![\w-]|\.\w)", text)
+    return any(
+        _PORT_BEFORE.search(text[max(0, m.start() - 40) : m.start()]) and not _UNIT_AFTER.match(text, m.end())
+        for m in mentions
+    )
+
+
+#: a unit right after a number: "runs on 2048 MB" is memory, not a port.
+_UNIT_AFTER = re.compile(
+    r"\s?(?:ms|s|sec|secs|seconds?|mb|gb|kb|mib|gib|kib|%|rpm|hz|px|rows|items)\b", re.IGNORECASE
+)
+
+
+def _local_port_at(content: str, value: str, source: str) -> bool:
+    """Whether `content` names `value` as a port, and names no host (but this machine's) that the
+    correcting fact does not: "localhost:3333" and "`PORT` (default 3333)" take the API's new port;
+    "db.internal port 5432" keeps its own when the local database moves to 5433."""
+    if not _port_at(content, value):
+        return False
+    hosts = {host_of(t) for t in value_tokens(content) if "://" in t or (is_host(t) and not is_file(t))}
+    named = {host_of(t) for t in value_tokens(source) if "://" in t or (is_host(t) and not is_file(t))}
+    return not (hosts - _LOCAL_HOSTS - named)
+
+
 #: where one clause of a fact ends and the next begins (`reconcile` and `nearest` read it too).
 CLAUSE_END = re.compile(r"[;\u2014\u2013]|,\s")
 
@@ -497,23 +542,34 @@ def _clause_of(text: str, value: str) -> str:
 
 
 def renamed(old_text: str, subject: str, new_text: str, value: str) -> tuple[str, str] | None:
-    """(old name, new name) when the subject a fact renames is, word for word, a CamelCase name the old
-    fact states ("renamed the pool service to ObjectPoolRegistry" after "always use PoolService"), and
-    the new name is one too."""
-    new_names = [name for name in CAMEL_CASE.findall(new_text) if name.lower() == value]
-    old_names = [name for name in CAMEL_CASE.findall(old_text) if camel_parts(name) == subject.split()]
+    """(old name, new name) when the subject a fact renames is a CamelCase name the old fact states,
+    word for word ("renamed the pool service to ObjectPoolRegistry" after "always use PoolService") or
+    as one word of the subject ("renamed the SaveManager autoload to Persistence" after "autoload
+    SaveManager"), and the new name is a CamelCase name or one capitalised word."""
+    new_names = [name for name in _CAPITALISED_NAME.findall(new_text) if name.lower() == value]
+    words = subject.split()
+    old_names = [
+        name for name in CAMEL_CASE.findall(old_text) if camel_parts(name) == words or name.lower() in words
+    ]
     return (old_names[0], new_names[0]) if new_names and old_names else None
+
+
+#: a name a thing is renamed to: a CamelCase name or one capitalised word ("Persistence").
+_CAPITALISED_NAME = re.compile(r"\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)*\b")
 
 
 def renamed_in(old_text: str, values: tuple[str, str] | None, new_text: str) -> str | None:
     """The old fact with a renamed CamelCase or kebab-case name, or a moved host, in place: it states
     more about the thing, which holds under its new name ("always use PoolService" -> "always use
-    ObjectPoolRegistry", "data lands in `harbor-prod-dw.raw`" -> "… `harbor-dw-prd.raw`", "port 7,
+    ObjectPoolRegistry", "autoload SaveManager" -> "autoload Persistence", "data lands in `harbor-prod-dw.raw`" -> "… `harbor-dw-prd.raw`", "port 7,
     EU868, the network server at lns.old.net" -> "… at lns.new.io")."""
     if values is None:
         return None
     names = (
         all(CAMEL_CASE.fullmatch(v) for v in values)
+        or (
+            CAMEL_CASE.fullmatch(values[0]) is not None and _CAPITALISED_NAME.fullmatch(values[1]) is not None
+        )
         or all(_KEBAB.fullmatch(_bare(v)) for v in values)
         or all(is_host(_bare(v)) and not is_file(_bare(v)) for v in values)
     )
@@ -615,10 +671,21 @@ def restated(content: str, old_value: str, new_value: str, source: str) -> str |
         return reschedule(content, source)  # "15 minutes" is many jobs' interval: only the same job's
     if is_person(old) and not about_the_same_thing(content, source, (old, new)):
         return None  # a person holds other roles: only a fact about what passed names the new holder
-    if (_short_versions(old, new) or _bare_numbers(old, new)) and not _same_thing(content, old, source, new):
+    moved_port = (
+        _bare_numbers(old, new)
+        and _port_at(source, new)
+        and _local_port_at(content, old, source)
+        # "the admin API moved to port 9090" says nothing of "the public API listens on port 8080"
+        and not siblings(_clause_of(source, new), _clause_of(content, old))
+    )
+    if (_short_versions(old, new) or _bare_numbers(old, new)) and not (
+        moved_port or _same_thing(content, old, source, new)
+    ):
         return None  # "1.75" is many things' version: only where the same words name what it versions
-    # a kebab-case name heads a dotted one ("harbor-prod-dw.raw_shopify"); a version never does
-    after = r"(?![\w-])" if _KEBAB.fullmatch(old.lower()) else r"(?![\w-]|\.\w)"
+    # a kebab-case name heads a dotted one ("harbor-prod-dw.raw_shopify"), a class its members
+    # ("AudioBus.stop_all"); a version never does
+    named = _KEBAB.fullmatch(old.lower()) or CAMEL_CASE.fullmatch(old)
+    after = r"(?![\w-])" if named else r"(?![\w-]|\.\w)"
     found = re.compile(rf"(?<![\w.-]){re.escape(old)}{after}", re.IGNORECASE)
     if found.search(content) is None or new.lower() in content.lower():
         return None
