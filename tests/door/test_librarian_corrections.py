@@ -81,6 +81,11 @@ SUPERSEDED = [
         "The Snowflake account, warehouses and roles are owned by Noor Haddad; resizes go in #snowflake-admin.",
     ),
     (
+        "the same thing's owner named in another wording, no word saying it changed",
+        "`CODEOWNERS` names @kfischer (Katrin Fischer) as the payments gateway owner.",
+        "Tomas Berg owns the payments gateway and its webhooks; ask him before changing retries.",
+    ),
+    (
         "migrated from an address",
         "We migrated the docs from docs.example.dev to handbook.example.dev.",
         "The team docs live at docs.example.dev.",
@@ -124,6 +129,11 @@ KEPT = [
         "another thing owned by another person",
         "The billing service is owned by Lars Eriksen.",
         "The search service is owned by Noor Haddad.",
+    ),
+    (
+        "another thing's owner, in another wording",
+        "Katrin Fischer is the search index owner.",
+        "Tomas Berg owns the payments gateway and its webhooks.",
     ),
     (
         "ported, a plain word",

@@ -2,7 +2,8 @@
 
 A role handed to another person ("the Stripe owner is now Ana Lima", "Marco Bellini owns the Vault
 rotation now", or with no word of change, "the Snowflake account is owned by Lars Eriksen" after
-"... owned by Noor Haddad": one thing has one owner) makes the fact naming the former one about the
+"... owned by Noor Haddad", "… (Marcus Lindqvist) as the feed contract owner" after "Priya Raman owns
+the feed contract": one thing has one owner) makes the fact naming the former one about the
 same thing history; `reconcile` asks :func:`handed_over` and :func:`holder_replaced` for that person,
 and :func:`newcomer` for the one it passed to, so the job can name the new holder in the other facts
 :func:`about_the_same_thing`. A name is two or more capitalised words, accented Latin letters included.
@@ -12,7 +13,14 @@ from __future__ import annotations
 
 import re
 
-from bli_memory.door.librarian.words import compound_parts, is_anchor, names_one_thing, stem, tokens
+from bli_memory.door.librarian.words import (
+    NOT_ANCHORS,
+    compound_parts,
+    is_anchor,
+    names_one_thing,
+    stem,
+    tokens,
+)
 
 #: a capitalised word of a name, Latin letters with their accents ("Wójcik", "Lucía", "Łukasz").
 _NAME_WORD = "[A-Z\u00c0-\u00d6\u00d8-\u00de\u0100-\u017f][a-z\u00df-\u00f6\u00f8-\u00ff\u0100-\u017f]+"
@@ -115,18 +123,47 @@ def _held_subject(text: str, match: re.Match[str]) -> set[str]:
 
 
 def holder_replaced(new_text: str, old_text: str) -> str | None:
-    """The person the old fact names as holding a role ("… are owned by Noor Haddad") over the same
-    thing the new fact gives to another person ("… are owned by Lars Eriksen"), without a word saying
-    it changed: one thing has one owner, and the newer fact says who it is now."""
-    for new in _HELD_BY.finditer(new_text):
-        subject = _held_subject(new_text, new)
-        for old in _HELD_BY.finditer(old_text):
-            former = old.group("who")
-            if former == new.group("who") or former in new_text or new.group("who") in old_text:
+    """The person the old fact names as holding a role ("… are owned by Noor Haddad", "Priya Raman
+    owns the feed contract") over the same thing the new fact gives to another person ("… are owned
+    by Lars Eriksen", "@mlindqvist (Marcus Lindqvist) as the feed contract owner"), without a word
+    saying it changed: one thing has one owner, and the newer fact says who it is now."""
+    for who, subject in _holders(new_text):
+        for former, held in _holders(old_text):
+            if former == who or former in new_text or who in old_text:
                 continue
-            if len(subject & _held_subject(old_text, old)) >= HELD_SUBJECT_MIN_SHARED:
+            if len(subject & held) >= HELD_SUBJECT_MIN_SHARED:
                 return former
     return None
+
+
+#: a person holding a thing by a verb after the name: "Priya Raman owns the feed contract with …".
+_HOLDS_THING = re.compile(
+    rf"\b(?P<who>{_NAME})\s+(?:(?:now|still|also)\s+)?(?:owns|maintains|leads)\s+(?P<thing>[^.;,()]{{1,60}})"
+)
+#: a person named as a thing's owner: "Marcus Lindqvist (is|as) the feed contract owner".
+_OWNER_OF = re.compile(
+    rf"\b(?P<who>{_NAME})\)?\s+(?:is\s+(?:now\s+)?|as\s+)(?:the\s+)?(?P<thing>[\w -]{{1,40}}?)\s+"
+    r"(?:owner|maintainer|lead)\b"
+)
+
+
+def _holders(text: str) -> list[tuple[str, set[str]]]:
+    """(person, the words of what they hold) for each role a fact gives a named person: "owned by …",
+    "… owns …" and "… as the … owner" read alike, so either wording replaces the other."""
+    out = [(match.group("who"), _held_subject(text, match)) for match in _HELD_BY.finditer(text)]
+    for match in (*_HOLDS_THING.finditer(text), *_OWNER_OF.finditer(text)):
+        out.append((match.group("who"), _thing_words(match.group("thing"))))
+    return out
+
+
+def _thing_words(phrase: str) -> set[str]:
+    """The content words of the noun phrase a role is held over: no verb stands there, so a word
+    ending in "-ed" is a noun too ("the feed contract")."""
+    return {
+        w
+        for w in tokens(phrase)
+        if len(w) >= 2 and w not in NOT_ANCHORS and not w.isdigit() and not _ROLE.fullmatch(w)
+    }
 
 
 #: a person who left: "Kwame has moved on from the company", "Dmitri left last week".
