@@ -136,15 +136,18 @@ def holder_replaced(new_text: str, old_text: str) -> str | None:
     return None
 
 
-#: a person holding a thing by a verb after the name: "Priya Raman owns the feed contract with …".
-_HOLDS_THING = re.compile(
-    rf"\b(?P<who>{_NAME})\s+(?:(?:now|still|also)\s+)?(?:owns|maintains|leads)\s+(?P<thing>[^.;,()]{{1,60}})"
-)
-#: a person named as a thing's owner: "Marcus Lindqvist (is|as) the feed contract owner".
+#: a thing held by the person named just before the verb: "Priya Raman owns the feed contract with …".
+#: (each opens on a fixed word, the name read back from there: opening on the name, the pattern was
+#: tried again from every word of a long run of capitalised words)
+_HOLDS_THING = re.compile(r"\b(?:(?:now|still|also)\s+)?(?:owns|maintains|leads)\s+(?P<thing>[^.;,()]{1,60})")
+#: a thing whose owner is the person named just before: "Marcus Lindqvist (is|as) the feed contract owner".
 _OWNER_OF = re.compile(
-    rf"\b(?P<who>{_NAME})\)?\s+(?:is\s+(?:now\s+)?|as\s+)(?:the\s+)?(?P<thing>[\w -]{{1,40}}?)\s+"
-    r"(?:owner|maintainer|lead)\b"
+    r"\b(?:is\s+(?:now\s+)?|as\s+)(?:the\s+)?(?P<thing>[\w -]{1,40}?)\s+(?:owner|maintainer|lead)\b"
 )
+#: one capitalised word of a name, read word by word.
+_NAME_WORD_ALONE = re.compile(_NAME_WORD)
+#: how far back from its verb a holder's name may start.
+HOLDER_NAME_MAX_CHARS = 60
 
 
 def _holders(text: str) -> list[tuple[str, set[str]]]:
@@ -152,8 +155,23 @@ def _holders(text: str) -> list[tuple[str, set[str]]]:
     "… owns …" and "… as the … owner" read alike, so either wording replaces the other."""
     out = [(match.group("who"), _held_subject(text, match)) for match in _HELD_BY.finditer(text)]
     for match in (*_HOLDS_THING.finditer(text), *_OWNER_OF.finditer(text)):
-        out.append((match.group("who"), _thing_words(match.group("thing"))))
+        named = _name_at_end(text[max(0, match.start() - HOLDER_NAME_MAX_CHARS) : match.start()])
+        if named:
+            out.append((named, _thing_words(match.group("thing"))))
     return out
+
+
+def _name_at_end(text: str) -> str | None:
+    """The person's name (two capitalised words or more) that ends `text`, a closing bracket aside."""
+    words = text.rstrip().rstrip(")").split(" ")
+    name: list[str] = []
+    for word in reversed(words):
+        if not _NAME_WORD_ALONE.fullmatch(word.lstrip("(")):
+            break
+        name.insert(0, word.lstrip("("))
+        if word.startswith("("):
+            break  # "(Marcus Lindqvist)": the name opens with its bracket
+    return " ".join(name) if len(name) >= 2 else None
 
 
 def _thing_words(phrase: str) -> set[str]:
