@@ -675,6 +675,11 @@ def test_a_sentence_that_only_announces_a_change_is_no_fact() -> None:
         ),
         ("The signing keys are with Maren Holt from this week, Bo moved to the web team.", "Maren Holt"),
         ("also cut the retry window to 3 hours, the growers asked for it.", "3 hours"),
+        (
+            "The vendor moved the webhook endpoint — it's https://hooks.vendor.example/v3/events now, the old "
+            "one was switched off this morning which is why nothing arrives.",
+            "https://hooks.vendor.example/v3/events",
+        ),
     ],
 )
 def test_a_change_said_with_when_it_happened_or_as_a_new_setting_is_kept(user: str, kept: str) -> None:
@@ -686,3 +691,16 @@ def test_a_change_said_with_when_it_happened_or_as_a_new_setting_is_kept(user: s
 
 def test_a_time_of_day_in_a_problem_report_still_makes_it_one() -> None:
     assert extract_facts("User: the import broke last night again\n\nAssistant: Looking at it.") == []
+
+
+def test_a_value_that_holds_now_is_kept_without_the_clause_that_says_when() -> None:
+    """ "this morning" binds a report to the moment; after a value said to hold now it says when the
+    value changed, and only the clause before it is kept."""
+    facts = extract_facts(
+        "User: The vendor moved the webhook endpoint — it's https://hooks.vendor.example/v3/events now, "
+        "the old one was switched off this morning.\n\nAssistant: Updated `config/hooks.py`."
+    )
+    assert "The vendor moved the webhook endpoint — it's https://hooks.vendor.example/v3/events now." in facts
+    assert not any("this morning" in fact for fact in facts), facts
+    # no value said to hold now: the moment still binds the whole sentence
+    assert extract_facts("User: The cache is cold, so expect slow pages tonight.\n\nAssistant: Ok.") == []

@@ -61,6 +61,7 @@ from bli_memory.door.librarian.prose import (
     _prose_units,
     _resolve_demonstrative,
     _sentences,
+    held_now,
 )
 from bli_memory.door.librarian.prose import (
     _NOISE_LINE as _NOISE_LINE,
@@ -535,7 +536,7 @@ def _main_clause(sentence: str) -> str | None:
             return None  # "…, so expect slow pages tonight": the moment binds the whole sentence
         if len(_TOKEN.findall(head)) >= MIN_WORDS:
             return f"{head}."
-    return None
+    return held_now(sentence)
 
 
 def extract_facts(text: str) -> list[str]:

@@ -403,6 +403,37 @@ _CONTEXT_DEPENDENT = re.compile(
 )
 
 
+#: a comma between two clauses.
+_CLAUSE_COMMA = re.compile(r",\s")
+#: the fewest words a clause kept alone has.
+HELD_NOW_MIN_WORDS = 4
+
+
+def _holds_now(clause: str) -> bool:
+    """Whether a clause ends by giving a value that holds now: "it's https://gtfs.example/v2 now"
+    (a URL, a code span or a token with a digit, then "now"), "the default is now 3.2"."""
+    words = clause.split()
+    if len(words) >= 2 and words[-1].lower() == "now":
+        value = words[-2]
+        return "://" in value or value.endswith("`") or any(ch.isdigit() for ch in value)
+    return len(words) >= 3 and words[-3].lower() in ("is", "are") and words[-2].lower() == "now"
+
+
+def held_now(sentence: str) -> str | None:
+    """The sentence up to the clause that binds it to the moment, when what comes before gives a value
+    that holds now: the moment says when it changed, not that the sentence is the moment's ("it's
+    https://gtfs.example/v2 now, old one is switched off as of this morning"). None otherwise."""
+    for cut in reversed(list(_CLAUSE_COMMA.finditer(sentence))):
+        head = sentence[: cut.start()].rstrip()
+        if (
+            not _CONTEXT_DEPENDENT.search(head)
+            and _holds_now(head)
+            and len(head.split()) >= HELD_NOW_MIN_WORDS
+        ):
+            return f"{head}."
+    return None
+
+
 def _outside_code(text: str, change: Callable[[str], str]) -> str:
     """Apply ``change`` to the prose between code spans; a code span is kept byte for byte."""
     parts: list[str] = []

@@ -30,6 +30,7 @@ from bli_memory.door.librarian.prose import (
     _is_question,
     _leans_on_context,
     _sentences,
+    held_now,
 )
 from bli_memory.door.librarian.signals import (
     _signals,
@@ -388,6 +389,9 @@ def _user_facts(units: list[str]) -> list[str]:
                 continue
             # "we stay on Quarkus 3.8.4 for now": a decision in force until changed, not a moment's
             bound = _CONTEXT_DEPENDENT.search(_FOR_NOW.sub(" ", sentence) if decided else sentence)
+            held = held_now(sentence) if bound else None
+            if held:  # "it's X now, the old one is off as of this morning": when it changed
+                sentence, bound = held, None
             if bound or (not follows and _leans_on_context(sentence)):
                 after_decision = False
                 continue
