@@ -1137,3 +1137,19 @@ def test_a_thing_said_to_be_with_a_person_now_hands_the_role_over() -> None:
     old = "Bo Lindgren owns the signing keys for the release builds."
     decision = decide(new, [Neighbour("old", old, 0.6)])
     assert (decision.action, decision.values) == ("update", ("Bo Lindgren", "Maren Holt")), decision.reason
+
+
+def test_a_thing_given_a_new_address_keeps_what_else_the_old_fact_said() -> None:
+    """ "images now come from <registry path>" after "… container images come from gcr.io/acme-prod":
+    one thing has one address; the region and the state bucket the old fact also states still hold,
+    and the move is handed on to the other facts naming the old address."""
+    old = "Decisions: region europe-west4, state in gs://acme-state, and container images come from gcr.io/acme-prod."
+    new = "Summary: images now come from `europe-west4-docker.pkg.dev/acme-prod/services`."
+    decision = decide(new, [Neighbour("old", old, 0.6)])
+    assert decision.values == ("gcr.io/acme-prod", "europe-west4-docker.pkg.dev/acme-prod/services")
+    assert decision.rewrite == old.replace(
+        "gcr.io/acme-prod", "europe-west4-docker.pkg.dev/acme-prod/services"
+    )
+    assert restated("CI pushes to gcr.io/acme-prod on merge.", *decision.values, new) == (
+        "CI pushes to europe-west4-docker.pkg.dev/acme-prod/services on merge."
+    )

@@ -86,6 +86,16 @@ SUPERSEDED = [
         "Tomas Berg owns the payments gateway and its webhooks; ask him before changing retries.",
     ),
     (
+        "a new address on another site for the same thing, named just before it",
+        "Small change for the dashboard: the charts we host now ourselves, from https://charts.acme-ops.net/v4/ .",
+        "For the dashboard we embed hosted charts from the vendor: https://embed.chartvendor.com/acme/v3/ .",
+    ),
+    (
+        "a registry with a path moved, the rest of the old fact kept",
+        "Summary: images now come from `europe-west4-docker.pkg.dev/acme-prod/services`.",
+        "Decisions: region europe-west4, state in gs://acme-state, and container images come from gcr.io/acme-prod.",
+    ),
+    (
         "migrated from an address",
         "We migrated the docs from docs.example.dev to handbook.example.dev.",
         "The team docs live at docs.example.dev.",
@@ -134,6 +144,21 @@ KEPT = [
         "another thing's owner, in another wording",
         "Katrin Fischer is the search index owner.",
         "Tomas Berg owns the payments gateway and its webhooks.",
+    ),
+    (
+        "a new address of another thing, the same verb before each",
+        "Grafana now lives at https://grafana.ops.example.io.",
+        "Prometheus lives at https://prom.metrics.example.net.",
+    ),
+    (
+        "a call on an object is code, not an address",
+        "The booking action now calls `supabase.rpc('book_slot')` and maps `slot_full` to a 409.",
+        "The booking action checks `await locals.safeGetSession()` first.",
+    ),
+    (
+        "a deployed address and this machine's are two places",
+        "Correction: the reports API is at https://reports.stg.example.dev now.",
+        "The reports API came up on http://localhost:8040/docs.",
     ),
     (
         "ported, a plain word",
@@ -271,6 +296,23 @@ def test_a_version_beside_a_name_is_no_new_value_of_the_port_the_name_listens_on
     old = "Local dev: the API on 3100, Angular on 4200, `/api` proxied from web to the API."
     decision = decide(
         "We standardise on Node 20.11.1 (needed for the Angular 18 upgrade).", [Neighbour("old", old, 0.6)]
+    )
+    assert decision.action == "add", decision.reason
+
+
+@pytest.mark.parametrize(
+    "old",
+    [
+        "`jobs/reminders.ts` selects bookings whose session starts between now + 24 hours and now + 25 hours.",
+        "`book.ts` read the count and inserted in two requests; two submits 15 ms apart both got in.",
+    ],
+)
+def test_numbers_that_count_different_things_are_no_old_and_new_value(old: str) -> None:
+    """ "8 climbers" is no new value of "24 hours", nor "14 days" of "15 ms", though both facts talk
+    of sessions: the word after each number says what it counts."""
+    decision = decide(
+        "Each session now takes up to 8 climbers, and reservations open two weeks (14 days) ahead.",
+        [Neighbour("old", old, 0.6)],
     )
     assert decision.action == "add", decision.reason
 

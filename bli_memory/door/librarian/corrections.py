@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import re
 
+from bli_memory.door.librarian.prose import _VERBS
 from bli_memory.door.librarian.roles import about_the_same_thing, is_person
 from bli_memory.door.librarian.schedules import is_schedule, reschedule
 from bli_memory.door.librarian.values import (
@@ -295,8 +296,9 @@ _GENERIC_LABELS = frozenset("www com net org io dev app co uk de internal local 
 
 
 def _addresses(text: str) -> list[str]:
-    """A fact's URLs and host names; a file's name (`readme.md`) is neither."""
-    return [t for t in value_tokens(text) if "://" in t or (is_host(t) and not is_file(t))]
+    """A fact's URLs and host names, a host with a path too (`gcr.io/acme-prod`); a file's name
+    (`readme.md`) is neither."""
+    return [t for t in value_tokens(text) if "://" in t or (is_host(host_of(t)) and not is_file(host_of(t)))]
 
 
 def _host_parts(address: str) -> set[str]:
@@ -326,6 +328,77 @@ def address_moved(new_text: str, old_text: str) -> tuple[str, str] | None:
         stem(part) for part in shared_host
     }
     return (old, new) if any(is_anchor(word) for word in about) else None
+
+
+#: the words before an address that say what it is the address of ("tiles … from", "images now come from").
+ADDRESS_SLOT_WORDS = 6
+
+
+def address_replaced(new_text: str, old_text: str) -> tuple[str, str] | None:
+    """(old address, new address) when a fact says one thing's address is new ("the tiles we serve now
+    ourselves, from https://maps.example.app/v3/…") and the old fact gives the same thing another
+    host ("vector tiles from our tile server: https://tiles.example.app/v2/…"), on any site: a word
+    of what each address is for, in the words just before it, meets ("tiles", "images"), neither fact
+    names the other's host, and the two do not each name their own thing there ("the staging API",
+    "the prod API": `siblings`). One thing has one address; the newer fact says which."""
+    if not _NEW_ADDRESS.search(new_text):
+        return None
+    new_addresses = _site_addresses(new_text)
+    if len({host_of(a) for a in new_addresses}) != 1:
+        return None
+    new = new_addresses[0]
+    new_slot = _address_slot(new_text, new)
+    for old in dict.fromkeys(_site_addresses(old_text)):
+        if (
+            host_of(old) == host_of(new)
+            or host_of(old) in new_text.lower()
+            or host_of(new) in old_text.lower()
+        ):
+            continue
+        if (host_of(old) in _LOCAL_HOSTS) != (host_of(new) in _LOCAL_HOSTS):
+            continue  # a service on this machine and one deployed are two places, not one moved
+        if not (new_slot & _address_slot(old_text, old)):
+            continue
+        if siblings(_clause_of(new_text, new), _clause_of(old_text, old)):
+            continue
+        return old, new
+    return None
+
+
+#: the last labels of a site's host names: `supabase.rpc` and `locals.getSession` are code, not hosts.
+_SITE_SUFFIXES = frozenset(
+    "com net org io dev app cloud ai co uk de fr eu nl se no fi es it ch at be pl cz jp in au ca us "
+    "internal local lan svc example test studio fit so sh gg me xyz tech run site page pages host "
+    "services systems digital online store shop".split()
+)
+
+
+def _site_addresses(text: str) -> list[str]:
+    """The addresses of sites a fact names: URLs, and host names (a path after them or not) whose
+    last label is a site's and that no call follows ("`supabase.rpc('book_slot')`" is code)."""
+    lowered = text.lower()
+    found = []
+    for address in _addresses(text):
+        host = host_of(address)
+        if "://" not in address and (
+            host.rsplit(".", 1)[-1] not in _SITE_SUFFIXES or f"{address}(" in lowered.replace("`", "")
+        ):
+            continue
+        found.append(address)
+    return found
+
+
+def _address_slot(text: str, address: str) -> set[str]:
+    """The stemmed content words of the few words before an address in its clause: what it is for."""
+    at = text.lower().find(address.lower())
+    if at < 0:
+        return set()
+    words = tokens(re.split(r"[;\u2014\u2013]", text[:at])[-1])[-ADDRESS_SLOT_WORDS:]
+    return {stem(w) for w in words if is_anchor(w) and w not in _VERBS} - CHANGE_WORD_STEMS
+
+
+#: stems of the words that say a thing changed: shared by two facts, they say nothing of one subject.
+CHANGE_WORD_STEMS = frozenset(stem(w) for w in "moved switched migrated replaced now new old".split())
 
 
 def _without_addresses(text: str) -> str:
@@ -571,7 +644,7 @@ def renamed_in(old_text: str, values: tuple[str, str] | None, new_text: str) -> 
             CAMEL_CASE.fullmatch(values[0]) is not None and _CAPITALISED_NAME.fullmatch(values[1]) is not None
         )
         or all(_KEBAB.fullmatch(_bare(v)) for v in values)
-        or all(is_host(_bare(v)) and not is_file(_bare(v)) for v in values)
+        or all(is_host(host_of(_bare(v))) and not is_file(host_of(_bare(v))) for v in values)
     )
     if not names:
         return None

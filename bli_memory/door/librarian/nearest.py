@@ -102,6 +102,30 @@ _PORT = re.compile(r"\b(?:port|listen(?:s|ing)?\s+on(?:\s+port)?)\s+(\d{2,5})\b"
 _HOST = re.compile(rf"(?<![\w./@-])({HOST_NAME_PATTERN}(?::\d{{2,5}})?)(?![\w/-]|\.\w)")
 
 
+#: the word right after a number: its unit, or what it counts ("8 climbers").
+_WORD_AFTER = re.compile(r"\s?(%|[a-z]{1,12}(?:/[a-z]{1,3})?)\b")
+
+
+def counts_apart(old_text: str, old: str, new_text: str, new: str) -> bool:
+    """Whether two numbers count different things by the word right after each: one is a quantity of
+    a unit family ("24 hours", "15 ms") and the other is followed by a word of another family or of
+    none ("8 climbers", "14 days"). A number with no word after it ("on 3333,") may be either."""
+    after_old, after_new = _word_after(old_text, old), _word_after(new_text, new)
+    if after_old is None or after_new is None:
+        return False
+    family_old, family_new = _UNIT_FAMILIES.get(after_old), _UNIT_FAMILIES.get(after_new)
+    return (family_old is not None or family_new is not None) and family_old != family_new
+
+
+def _word_after(text: str, number: str) -> str | None:
+    lowered = text.lower().replace("`", " ")
+    at = re.search(rf"(?<![\w.:-]){re.escape(number)}(?![\w]|\.\d)", lowered)
+    if at is None:
+        return None
+    found = _WORD_AFTER.match(lowered, at.end())
+    return found.group(1) if found else None
+
+
 def kinds(text: str) -> dict[str, set[str]]:
     """The values a fact states, by kind: a quantity's unit family ("quantity:minutes"), "time",
     "version", "port", "host", "person" (two capitalised words, in a fact naming a role). Values are

@@ -9,7 +9,10 @@ follows the same words as the new one ("JDK 17" -> "JDK 21" before "Gradle 7.6" 
 correction when it says so at its start ("actually …", "correction: …"), says a value holds now ("it's
 X now", "is now X") or names the value it retires ("not X", "from X", "instead of X"); "instead of" or
 "no longer" about anything else only describes. For a correction, a URL's host names its service (one
-on the same site; on another, a new address of hosts sharing two name words: `corrections.address_moved`).
+on the same site; on another, a new address of hosts sharing two name words: `corrections.address_moved`,
+or of the thing named just before both addresses, "images now come from X" after "images come from Y":
+`corrections.address_replaced`). Two numbers whose next words are of different unit families ("24
+hours", "8 climbers") count different things and are never one value's old and new.
 Two facts that each name their own thing in the same place ("the admin API listens on 8081", "the
 public API listens on 8080"), a fact that adds ("CI also runs …") and a value in another file are
 never a new value of the old one (`corrections.siblings`, `corrections.adds`).
@@ -44,6 +47,7 @@ from typing import Literal
 from bli_memory.door.librarian.corrections import (
     CLAUSE_END,
     address_moved,
+    address_replaced,
     adds,
     as_written,
     bumped,
@@ -58,7 +62,7 @@ from bli_memory.door.librarian.corrections import (
     stems,
 )
 from bli_memory.door.librarian.moves import SUBJECT_FILLER, SUBJECT_WORD_MIN_CHARS, moved, moved_from
-from bli_memory.door.librarian.nearest import changed_nearest
+from bli_memory.door.librarian.nearest import changed_nearest, counts_apart
 from bli_memory.door.librarian.retiring import (
     CHANGE_STEMS,
     DECLARED_CORRECTION,
@@ -354,6 +358,8 @@ def _new_value_for(old_text: str, new_text: str, corrects: bool) -> tuple[str, s
                     continue  # "invoices 7+ days" is no old value of "invoices render with … ^1.5"
                 if old_shape == "number" and _orders_apart(old_value, new_value):
                     continue  # "Angular 18" (a version) is no new value of "Angular on 4200" (a port)
+                if old_shape == "number" and counts_apart(old_text, old_value, new_text, new_value):
+                    continue  # "8 climbers" is no new value of "24 hours", nor "14 days" of "15 ms"
                 if shared:
                     # "Android 7.0 (API 24)" -> "API 26": the pair whose nearest words are the same wins
                     met.append((int(nearest and not loose), len(shared), (old_value, new_value)))
@@ -583,7 +589,7 @@ def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str
             or kebab_renamed(neighbour.content, fact, move[1])
             or moved_from(neighbour.content, fact, move[1]),
         )
-    readdressed = address_moved(fact, neighbour.content)
+    readdressed = address_moved(fact, neighbour.content) or address_replaced(fact, neighbour.content)
     if readdressed:  # "the new URL is https://hr-staging.example.net" after "hr-stg.example.azure…"
         return "update", f"{readdressed[0]!r} moved to {readdressed[1]!r} in {neighbour.id}", readdressed
     gone = gone_for(fact, neighbour.content)
