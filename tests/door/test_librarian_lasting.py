@@ -38,6 +38,12 @@ def test_log_lines_test_counts_questions_and_fragments_never_enter_the_profile(f
         ("We decided to stop using Celery beat; the schedule moves into the worker.", DECISION_SCORE),
         ("From now on pnpm only.", DECISION_SCORE),
         ("I prefer named exports everywhere.", DECISION_SCORE),
+        # a first-person preference for a thing, and who decides a thing, with no verb the lists know
+        ("For the bundle I want esbuild with the svg plugin, and strict TypeScript.", DECISION_SCORE),
+        ("Please keep the cache in memory, I don't want another service.", DECISION_SCORE),
+        ("The alert thresholds per region decides Mara Ilic from operations, not us.", DECISION_SCORE),
+        ("I want you to fix the login page.", 0),  # a task, not a preference
+        ("I want the login page to show an error.", 0),
         ("Don't edit `src/lib/api/generated/` by hand: every run overwrites it.", STANDING_ORDER_SCORE),
         ("CI runs with `.env.ci`, which sets `STRIPE_WEBHOOK_TOLERANCE=5`.", DURABLE_VERB_SCORE),
         (

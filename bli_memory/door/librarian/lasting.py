@@ -236,7 +236,7 @@ _OWNERSHIP = re.compile(
     r"\b(?:owned by|owners?|owns|ownership|belongs? to|administered by|maintainers?|maintained by|approv(?:al|es|ed) (?:from|by)|"
     r"sign-?off|signs? off|admins? (?:is|are)|is the (?:primary |main )?(?:owner|contact|lead)|lists \S+ \S+ for|"
     r"is (?:the )?(?:primary|secondary|on-?call)(?: \w+)? (?:for|on)|"
-    r"the (?:owner|lead|maintainer|contact|approver)s? (?:is|are))\b",
+    r"the (?:owner|lead|maintainer|contact|approver)s? (?:is|are)|decides)\b",
     re.IGNORECASE,
 )
 #: a rule stated anywhere in the sentence: "Every model needs …", "Marts never use …", "must bump".
@@ -282,6 +282,14 @@ _STATED_AFTER_COLON = re.compile(r":\s+\S+(?:\s+\S+){3}")
 _WANTED_RULE = re.compile(
     r"\b(?:i|we)\s+(?:want|'d like|would like)\b[^.;]{0,80}?\b(?:only|never|always)\b", re.IGNORECASE
 )
+#: a first-person preference for a named thing, not a task or a feature asked for: "For build I want
+#: Vite with crxjs plugin", "I don't want big dependency" (not "I want you to …", "I want the page to
+#: show …", "I want a button that exports …").
+_WANTED_THING = re.compile(
+    r"\b(?:i|we)\s+(?:really\s+)?(?:(?:want|prefer)\s+(?!a\b|an\b|the\b|some\b|more\b)|(?:don't|do not)\s+want\s+)"
+    r"(?!to\b|you\b|u\b|it\b|this\b|that\b|them\b|him\b|her\b)(?![^.;,]{0,60}\bto\s+[a-z])",
+    re.IGNORECASE,
+)
 
 
 def _reports_the_decision(prose: str, words: list[str]) -> bool:
@@ -325,7 +333,7 @@ def lasting_score(fact: str) -> int | None:
         and not _STATED_AFTER_COLON.search(prose[decided.end() :])
     ):
         return 0  # "Set up the convention and applied it", "we have made a decision I'd like you to …"
-    if decided or _DECISION_SHAPE.search(prose) or _WANTED_RULE.search(prose):
+    if decided or _DECISION_SHAPE.search(prose) or _WANTED_RULE.search(prose) or _WANTED_THING.search(prose):
         return DECISION_SCORE  # "From now on pnpm only." needs no verb
     statement = prose.rsplit("? ", 1)[-1]  # "How do I X? Use Y." is judged by its answer
     if _FINDING.match(statement):
