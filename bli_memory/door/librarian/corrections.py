@@ -19,8 +19,8 @@ the older stale, and through which value:
 - a class renamed by the words of its name or by its name in the subject (:func:`renamed`,
   :func:`renamed_in`): "we renamed the pool service to ObjectPoolRegistry" after "always use
   PoolService", "renamed the SaveManager autoload to Persistence" after "autoload SaveManager" keep
-  the rule, renamed; a kebab-case name likewise (:func:`kebab_renamed`: "the attachments bucket, it's orbit-files-prod
-  now");
+  the rule, renamed; a kebab-case name likewise (:func:`kebab_renamed`: "the attachments bucket,
+  it's orbit-files-prod now");
 - a service given an address on another site (:func:`address_moved`): "the new URL is
   https://hr-staging.atlas-corp.net" after "staging is https://atlas-hr-stg.azurewebsites.net";
 - and two guards the value rules consult: a fact that adds ("we also …") replaces nothing
@@ -330,6 +330,8 @@ def address_moved(new_text: str, old_text: str) -> tuple[str, str] | None:
     return (old, new) if any(is_anchor(word) for word in about) else None
 
 
+#: this machine's host names: a port or an address on them is local, never a deployed one.
+_LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "0.0.0.0", "::1"})
 #: the words before an address that say what it is the address of ("tiles … from", "images now come from").
 ADDRESS_SLOT_WORDS = 6
 
@@ -573,8 +575,6 @@ _PORT_BEFORE = re.compile(
     r"|\b(?:listens?|listening|bound|binds?|served|serves|runs?|running)\s+(?:on|to)\s+(?:port\s+)?)$",
     re.IGNORECASE,
 )
-#: the hosts a port on this machine goes with: a fact naming another host may be about that host's port.
-_LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "0.0.0.0", "::1"})
 
 
 def _port_at(text: str, value: str) -> bool:
@@ -600,9 +600,8 @@ def _local_port_at(content: str, value: str, source: str) -> bool:
     "db.internal port 5432" keeps its own when the local database moves to 5433."""
     if not _port_at(content, value):
         return False
-    hosts = {host_of(t) for t in value_tokens(content) if "://" in t or (is_host(t) and not is_file(t))}
-    named = {host_of(t) for t in value_tokens(source) if "://" in t or (is_host(t) and not is_file(t))}
-    return not (hosts - _LOCAL_HOSTS - named)
+    hosts = {host_of(address) for address in _addresses(content)}
+    return not (hosts - _LOCAL_HOSTS - {host_of(address) for address in _addresses(source)})
 
 
 #: where one clause of a fact ends and the next begins (`reconcile` and `nearest` read it too).
@@ -634,8 +633,9 @@ _CAPITALISED_NAME = re.compile(r"\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)*\b")
 def renamed_in(old_text: str, values: tuple[str, str] | None, new_text: str) -> str | None:
     """The old fact with a renamed CamelCase or kebab-case name, or a moved host, in place: it states
     more about the thing, which holds under its new name ("always use PoolService" -> "always use
-    ObjectPoolRegistry", "autoload SaveManager" -> "autoload Persistence", "data lands in `harbor-prod-dw.raw`" -> "… `harbor-dw-prd.raw`", "port 7,
-    EU868, the network server at lns.old.net" -> "… at lns.new.io")."""
+    ObjectPoolRegistry", "autoload SaveManager" -> "autoload Persistence", "data lands in
+    `harbor-prod-dw.raw`" -> "… `harbor-dw-prd.raw`", "port 7, EU868, the network server at
+    lns.old.net" -> "… at lns.new.io")."""
     if values is None:
         return None
     names = (

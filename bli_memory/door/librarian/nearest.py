@@ -118,6 +118,7 @@ def counts_apart(old_text: str, old: str, new_text: str, new: str) -> bool:
 
 
 def _word_after(text: str, number: str) -> str | None:
+    """The word right after a number's first mention as a whole token, lower case, or None."""
     lowered = text.lower().replace("`", " ")
     at = re.search(rf"(?<![\w.:-]){re.escape(number)}(?![\w]|\.\d)", lowered)
     if at is None:
