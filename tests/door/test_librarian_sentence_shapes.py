@@ -704,3 +704,27 @@ def test_a_value_that_holds_now_is_kept_without_the_clause_that_says_when() -> N
     assert not any("this morning" in fact for fact in facts), facts
     # no value said to hold now: the moment still binds the whole sentence
     assert extract_facts("User: The cache is cold, so expect slow pages tonight.\n\nAssistant: Ok.") == []
+
+
+@pytest.mark.parametrize(
+    "user",
+    [
+        "unrelated q. pluck vs map in lodash, why does every style guide push map",
+        "Random one while webpack chews through a cold build (why is it so slow). I keep getting bitten by "
+        "this: why does `Array.prototype.sort` mutate but `toSorted` does not?",
+        "q unrelated: diff betw let, const, var in js? always mix up",
+        "quick one, not about the codebase: whats the difference between `for in` and `for of`, when do i use which",
+    ],
+)
+def test_a_question_said_to_be_off_the_project_s_topic_leaves_nothing(user: str) -> None:
+    """The asker says the question is unrelated ("unrelated q", "random one", "q unrelated", "not about
+    the codebase"), the mark may be missing ("…, why does X"), and the reply answers from general
+    knowledge: the exchange is noise, as a general question always was."""
+    reply = "Because `map` returns a new array and states the shape; `pluck` guesses it from the keys."
+    assert extract_facts(f"User: {user}\n\nAssistant: {reply}") == []
+
+
+def test_a_question_about_what_the_session_did_is_no_general_question() -> None:
+    """ "what did you change" and "how do we deploy" ask about the project: the reply stays."""
+    facts = extract_facts("User: what did you change\n\nAssistant: `config/app.toml` now sets `workers = 4`.")
+    assert facts == ["`config/app.toml` now sets `workers = 4`."]

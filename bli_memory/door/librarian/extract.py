@@ -106,7 +106,23 @@ _OWN_WORDS = re.compile(
 #: repo"): the "our" in it ties nothing to the project.
 _NOT_OURS = re.compile(
     r"\b(?:not|nothing)\s+(?:about|related to|specific to|to do with)\s+(?:our|my|this)\s+[\w-]+(?:\s+really)?|"
-    r"\bunrelated to\s+(?:our|my|this)\s+(?:code|codebase|repo|repository|project|app|service|stack)\b",
+    r"\b(?:not|nothing)\s+(?:about|related to|specific to|to do with)\s+the\s+"
+    r"(?:code|codebase|repo|repository|project|app|service|stack)\b|"
+    r"\bunrelated to\s+(?:our|my|this)\s+(?:code|codebase|repo|repository|project|app|service|stack)\b|"
+    r"\b(?:unrelated|random|off[- ]topic|side|general)\s+(?:q|qs|question|one)\b|\bq\s+unrelated\b",
+    re.IGNORECASE,
+)
+#: a sentence that opens by saying the question is off the project's topic: "Random one while cargo
+#: chews through a clean build (…)": what follows it says why it is asked, nothing of the project.
+_OFF_TOPIC_LEAD = re.compile(
+    r"^\W*(?:quick\s+)?(?:unrelated|random|off[- ]topic|side|general)\s+(?:q|qs|question|one)\b",
+    re.IGNORECASE,
+)
+#: a question asked without its mark, in the clause that ends a sentence: "vapply vs sapply, why does
+#: every style guide push vapply".
+_UNMARKED_QUESTION = re.compile(
+    r"(?:^|,\s)(?:why|how|what|when|which|where)\s+(?:does|do|is|are|should|would|can)\s"
+    r"(?!(?:you|u|we|i)\b)[^,?]*$",  # "what did you change", "how do we deploy": about the session
     re.IGNORECASE,
 )
 #: words of a reply that did something or looked at the project ("I'd use X" is advice, not an action).
@@ -337,7 +353,8 @@ _ASKS_OUR_STATE = re.compile(
 #: the asker's own habit with the things asked about: "I always mix them up", "I never remember which".
 _PERSONAL_ASIDE = re.compile(
     r"^I\s+(?:always|never|keep|often|usually|sometimes|still)\s+(?:[a-z]+\s+){0,3}?"
-    r"(?:them|it|these|those|which|both|the two)\b",
+    r"(?:them|it|these|those|which|both|the two)\b|"
+    r"^(?:I\s+)?(?:always|keep|often)\s+(?:mix(?:ing)?|confus(?:e|ing)|forget(?:ting)?)\b",  # "always mix up"
     re.IGNORECASE,
 )
 
@@ -377,9 +394,19 @@ def _answers_from_general_knowledge(user: str, reply: str) -> bool:
     nor of how "we" stand (an aside beside it may say why it is asked, a line without a verb what it is
     about; "not about our code" says so), and the reply reports no action ("I …"), names no
     path and says nothing of "our"/"your repo"."""
-    question = _NOT_OURS.sub(" ", " ".join(_prose_units(user))).strip()
+    units = " ".join(_prose_units(user))
+    said = [s for s in (_clean(s) for s in _sentences(units)) if s]
+    off_topic = [s for s in said if _OFF_TOPIC_LEAD.match(s)]  # "Random one while the build runs (…)."
+    question = _NOT_OURS.sub(" ", " ".join(s for s in said if s not in off_topic)).strip()
     said = [s for s in (_clean(s) for s in _sentences(question)) if s]
-    asked = [s for s in said if s.endswith("?") or _GENERAL_QUESTION.match(s)]
+    asked = [
+        s
+        for s in said
+        if s.endswith("?")
+        or _GENERAL_QUESTION.match(s)
+        or _GENERAL_QUESTION.match(s.rsplit(": ", 1)[-1])  # "Quick one: whats the difference …"
+        or _UNMARKED_QUESTION.search(s)
+    ]
     if not asked or not all(_is_aside(s) or _is_topic(s) for s in said if s not in asked):
         return False  # a statement or a task beside the question makes it about the project
     if _REQUEST.match(question) and not _ASKING_REQUEST.match(question):
