@@ -17,6 +17,7 @@ import sys
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -385,12 +386,23 @@ def test_the_rewrite_stand_in_gets_a_column_whose_jobs_fall_back_to_the_determin
     assert cells(done.stdout, "jobs failed") == ["0 of 4", "0 of 4"]
 
 
-def test_a_lasting_fact_a_later_exchange_corrects_is_not_counted_as_missing(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+@pytest.fixture
+def capture(monkeypatch: pytest.MonkeyPatch) -> tuple[ModuleType, ModuleType]:
+    """The report's data and scoring modules (scripts/capture_data.py, capture_report.py), imported as
+    eval_capture.py imports them, for tests that build a run by hand."""
     monkeypatch.syspath_prepend(str(REPO / "scripts"))
-    data = importlib.import_module("capture_data")
-    report = importlib.import_module("capture_report")
+    return importlib.import_module("capture_data"), importlib.import_module("capture_report")
+
+
+def _row(data: ModuleType, memory_id: str, content: str, previous: str | None = None) -> object:
+    """One current memory row as the door's database holds it."""
+    return data.Row(memory_id, content, "memory", 1, previous, False)
+
+
+def test_a_lasting_fact_a_later_exchange_corrects_is_not_counted_as_missing(
+    capture: tuple[ModuleType, ModuleType],
+) -> None:
+    data, report = capture
     owner = data.Fact("who owns the SMS account?", ("Dana Whitfield",), lasting=True)
     zone = data.Fact("how is a time zone stored?", ("IANA",), lasting=True)
     first = data.Exchange("x1", "p", "User: Dana Whitfield owns it", (owner, zone), (), False)
@@ -406,11 +418,9 @@ def test_a_lasting_fact_a_later_exchange_corrects_is_not_counted_as_missing(
 
 
 def test_a_fact_a_later_exchange_corrects_is_scored_apart_from_the_facts_in_force(
-    monkeypatch: pytest.MonkeyPatch,
+    capture: tuple[ModuleType, ModuleType],
 ) -> None:
-    monkeypatch.syspath_prepend(str(REPO / "scripts"))
-    data = importlib.import_module("capture_data")
-    report = importlib.import_module("capture_report")
+    data, report = capture
     old = data.Fact("who owns the SMS account?", ("Dana Whitfield",))
     new = data.Fact("who owns the SMS account?", ("Emeka Obi",))
     port = data.Fact("which port does the api listen on?", ("8443",))
@@ -437,18 +447,14 @@ def test_a_fact_a_later_exchange_corrects_is_scored_apart_from_the_facts_in_forc
 
 
 def test_a_fact_the_correcting_exchange_adds_may_name_the_old_value_it_retires(
-    monkeypatch: pytest.MonkeyPatch,
+    capture: tuple[ModuleType, ModuleType],
 ) -> None:
-    monkeypatch.syspath_prepend(str(REPO / "scripts"))
-    data = importlib.import_module("capture_data")
-    report = importlib.import_module("capture_report")
+    data, report = capture
     first = data.Exchange("x1", "p", "User: alerts go to Kwame", (), (), False)
     correction = data.Exchange("x2", "p", "User: Kwame left, Ines Duarte owns it now", (), ("Kwame",), False)
 
-    def row(memory_id: str, content: str) -> object:
-        return data.Row(memory_id, content, "memory", 1, None, False)
-
-    old, retiring = row("m1", "Alerts go to Kwame."), row("m2", "Kwame left, Ines Duarte owns alerts now.")
+    old = _row(data, "m1", "Alerts go to Kwame.")
+    retiring = _row(data, "m2", "Kwame left, Ines Duarte owns alerts now.")
     run = data.Run("deterministic")
     run.exchanges = [data.ExchangeResult(e, "t", "done") for e in (first, correction)]
     run.exchanges[1].added = [retiring]
@@ -466,24 +472,19 @@ def test_a_fact_the_correcting_exchange_adds_may_name_the_old_value_it_retires(
 
 
 def test_a_version_the_correcting_exchange_writes_in_its_own_words_is_its_statement(
-    monkeypatch: pytest.MonkeyPatch,
+    capture: tuple[ModuleType, ModuleType],
 ) -> None:
     """The job may write the correcting statement as a new version of the old fact, not beside it: in
     the exchange's own words it is the exchange's statement all the same; a rewrite of the old fact
     (its own words kept) that still names the old value is not."""
-    monkeypatch.syspath_prepend(str(REPO / "scripts"))
-    data = importlib.import_module("capture_data")
-    report = importlib.import_module("capture_report")
+    data, report = capture
     first = data.Exchange("x1", "p", "User: we run Airflow 2.8.1 on MWAA", (), (), False)
     text = "User: checked, we're not on 2.8.1 any more: MWAA has 2.9.2"
     correction = data.Exchange("x2", "p", text, (), ("2.8.1",), False)
 
-    def row(memory_id: str, content: str, previous: str | None = None) -> object:
-        return data.Row(memory_id, content, "memory", 1, previous, False)
-
-    old = row("m1", "We run Airflow 2.8.1 on MWAA.")
-    own = row("m2", "Checked, we're not on 2.8.1 any more: MWAA has 2.9.2.", "m1")
-    rewritten = row("m3", "We run Airflow 2.9.2 on MWAA, constraints 2.8.1.", "m1")
+    old = _row(data, "m1", "We run Airflow 2.8.1 on MWAA.")
+    own = _row(data, "m2", "Checked, we're not on 2.8.1 any more: MWAA has 2.9.2.", "m1")
+    rewritten = _row(data, "m3", "We run Airflow 2.9.2 on MWAA, constraints 2.8.1.", "m1")
     result = data.ExchangeResult(correction, "t", "done", updated=[(old, own)])
     assert result.own_statements() == [own]
     run = data.Run("deterministic")
