@@ -378,16 +378,13 @@ _SITE_SUFFIXES = frozenset(
 def _site_addresses(text: str) -> list[str]:
     """The addresses of sites a fact names: URLs, and host names (a path after them or not) whose
     last label is a site's and that no call follows ("`supabase.rpc('book_slot')`" is code)."""
-    lowered = text.lower()
-    found = []
-    for address in _addresses(text):
-        host = host_of(address)
-        if "://" not in address and (
-            host.rsplit(".", 1)[-1] not in _SITE_SUFFIXES or f"{address}(" in lowered.replace("`", "")
-        ):
-            continue
-        found.append(address)
-    return found
+    bare = text.lower().replace("`", "")
+    return [
+        address
+        for address in _addresses(text)
+        if "://" in address
+        or (host_of(address).rsplit(".", 1)[-1] in _SITE_SUFFIXES and f"{address}(" not in bare)
+    ]
 
 
 def _address_slot(text: str, address: str) -> set[str]:
