@@ -469,6 +469,10 @@ def _entry_texts() -> dict[str, str]:
     texts = {f"run of {unit!r}": _fill(unit, HOSTILE_CHARS) for unit in ENTRY_UNITS}
     texts["a heading line of spaces ending badly"] = "# a" + " " * HOSTILE_CHARS + "\x00"
     texts["words without a stop"] = _fill("the gateway uses port 8080 because ", HOSTILE_CHARS)
+    # text that reaches a replacement must never be read as a template: "\\c" raised re.error
+    texts["commands full of backslashes after a lead-in"] = _fill(
+        "Run this:\n```\nGet-ChildItem C:\\Users\\ci\\Logs \\g<0> \\1 \\O\n```\n", HOSTILE_CHARS
+    )
     return texts
 
 

@@ -1153,3 +1153,15 @@ def test_a_thing_given_a_new_address_keeps_what_else_the_old_fact_said() -> None
     assert restated("CI pushes to gcr.io/acme-prod on merge.", *decision.values, new) == (
         "CI pushes to europe-west4-docker.pkg.dev/acme-prod/services on merge."
     )
+
+
+# --- a new value is written as it is ---------------------------------------------------------------------
+
+from bli_memory.door.librarian.reconcile import _replaced  # noqa: E402
+
+
+@pytest.mark.parametrize("after", [r"D:\ci\logs", r"E:\agent\new", r"\\nas\builds\g<0>"])
+def test_a_value_holding_backslashes_replaces_the_old_one_as_written(after: str) -> None:
+    """The new value was read as a replacement template: "\\l" raised, "\\n" became a line break."""
+    old = r"The runner keeps its logs in C:\runner\logs and uploads them nightly."
+    assert _replaced(old, r"C:\runner\logs", after) == old.replace(r"C:\runner\logs", after)

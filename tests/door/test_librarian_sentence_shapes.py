@@ -196,6 +196,23 @@ def test_a_reply_opening_with_commands_answers_the_how_to_with_them() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        r"grep -rn '\bTODO\b' src/",
+        r"grep -E '\d+ ERROR \(\w+\)' /var/log/php-fpm.log",
+        r"rg '\buser_id\b' app/",
+    ],
+)
+def test_a_command_holding_backslashes_is_folded_into_its_lead_in_as_written(command: str) -> None:
+    """The command was read as a replacement template: "\\c" or "\\O" raised, and the job kept nothing."""
+    facts = extract_facts(
+        "User: where do the runner's logs end up?\n\nAssistant: The runner writes one log per job. "
+        f"List them with this:\n```\n{command}\n```\n"
+    )
+    assert any(f"`{command}`" in fact for fact in facts), facts
+
+
 def test_a_reply_opening_with_output_keeps_nothing_of_it() -> None:
     facts = extract_facts(
         "User: How do I run the unit tests for the parser?\n\nAssistant: ```\n$ pytest tests/parser -q\n"

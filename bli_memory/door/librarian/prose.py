@@ -142,7 +142,8 @@ def _fold_code(lead_in: str, code_lines: list[str]) -> str:
     head, sep, tail = lead_in.rstrip().rpartition(". ")
     last = tail if sep else lead_in.rstrip()
     last = last.rstrip(":").rstrip()
-    folded, count = _LEAD_IN_PRONOUN.subn(spans, last, count=1)
+    # a function, not a template: the commands are data (`C:\Tools`, `grep -E '\d+'` hold backslashes)
+    folded, count = _LEAD_IN_PRONOUN.subn(lambda _: spans, last, count=1)
     if not count:
         folded = f"{last}: {spans}"
     return f"{head}{sep}{folded}." if sep else f"{folded}."

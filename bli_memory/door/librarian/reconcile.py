@@ -426,7 +426,7 @@ def _replaced(text: str | None, before: str, after: str) -> str | None:
     if text is None:
         return None
     pattern = re.compile(rf"(?<![\w.]){re.escape(before)}(?![\w]|\.\d)", re.IGNORECASE)
-    rewritten, count = pattern.subn(after, text)
+    rewritten, count = pattern.subn(lambda _: after, text)  # a value, never a template (`C:\new`)
     return rewritten if count else None
 
 
