@@ -70,6 +70,7 @@ DRIVEN_MODULES = {
     "bli_memory.door.librarian.words": "every fact's words",
     "bli_memory.door.librarian.tables": "a saved exchange's text, its tables read as sentences",
     "bli_memory.door.librarian.llm": "a model's answer",
+    "bli_memory.door.librarian.anchors": "the saved exchanges and facts of a space, for the briefing",
     "bli_memory.door.answer_kind": "a search query and the memories it finds",
     "bli_memory.door.keyword": "every memory's text and every query",
     "bli_memory.door.exchanges": "an exchange and the facts cut out of it",
@@ -481,7 +482,7 @@ ENTRY_TEXTS = _entry_texts()
 
 def _entries() -> dict[str, Callable[[str], object]]:
     from bli_memory.door import answer_kind, exchanges, keyword, rewrite
-    from bli_memory.door.librarian import extract, lasting, reconcile, words
+    from bli_memory.door.librarian import anchors, extract, lasting, reconcile, words
     from bli_memory.importers import instructions, mem0
     from bli_memory.importers.records import keyed_array
     from bli_memory.redact import redact
@@ -495,6 +496,9 @@ def _entries() -> dict[str, Callable[[str], object]]:
         "score a fact": lambda text: (lasting.lasting_score(text), lasting.breaks_contract(text)),
         "reconcile a fact": decide,
         "a fact's words": words.fact_key,
+        "judge a space's exchanges": lambda text: anchors.loose_sources(
+            [(f"exchange:{number}", text) for number in range(anchors.LOOSE_MIN_SOURCES)]
+        ),
         "read a question": lambda text: answer_kind.held_share(text, answer_kind.asked(text)),
         "search terms": keyword.query_terms,
         "rewrite a search": lambda text: (

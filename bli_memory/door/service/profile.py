@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 
 from bli_memory.door import exchanges
 from bli_memory.door.exchanges import is_stored_exchange
+from bli_memory.door.librarian.anchors import loose_sources
 from bli_memory.door.librarian.lasting import (
     SHARED_MIN_WORDS,
     briefing_text,
@@ -69,7 +70,9 @@ class Profiles:
         preferences and who owns what, then rules, standing orders and version pins, then how things are;
         newest first among equals); a question, a test count, a log line or a fragment without a verb
         is left out of all three, and so are stored exchanges (they are history, and each would fill the
-        block with a whole turn), and a fact a newer one restates or gives another version of."""
+        block with a whole turn), a fact a newer one restates or gives another version of, and the
+        briefing and the latest memories leave out the facts of a saved exchange about none of the
+        space's parts (``librarian.anchors``: a general question answered from general knowledge)."""
         tags = self.spaces.scope_tags(principal, tag, "all")
         pinned = self.store.pinned(principal.team_id, tags)
         read = self.store.recent(principal.team_id, tags, max(PROFILE_POOL_COUNT, PROFILE_RECENT_COUNT))
@@ -77,7 +80,15 @@ class Profiles:
             (memory, lasting_score(memory.content)) for memory in read if not is_stored_exchange(memory)
         ]
         current = _current(scored)
-        kept = [(memory, score) for memory, score in current if score is not None]
+        # an exchange about none of the space's parts (``librarian.anchors``) briefs nothing
+        loose = {
+            source
+            for source in loose_sources((_source(memory), memory.content) for memory in read)
+            if source.startswith(exchanges.EXCHANGE_KEY_PREFIX)  # a memory saved by hand is meant
+        }
+        kept = [
+            (memory, score) for memory, score in current if score is not None and _source(memory) not in loose
+        ]
         hidden = {memory.id for memory, _score in scored} - {memory.id for memory, _score in current}
         if q:
             hits = self.searcher.search(
@@ -163,6 +174,14 @@ def _recent(scored: list[tuple[Memory, int]]) -> list[Memory]:
     ]
 
 
+def _source(memory: Memory) -> str:
+    """The saved exchange a row belongs to: a stored exchange's key, the one a distilled fact came
+    from, or the row itself for a memory saved on its own."""
+    if is_stored_exchange(memory) and memory.custom_id:
+        return memory.custom_id
+    return str((memory.metadata or {}).get(exchanges.FACT_EXCHANGE_FIELD) or memory.id)
+
+
 def _most_lasting(scored: list[tuple[Memory, int]]) -> list[Memory]:
     """Newest-first (memory, lasting score) pairs ordered by score, newest first among equals; at most
     PROFILE_FACTS_PER_EXCHANGE facts of one saved exchange come before the others' facts, so one long
@@ -173,7 +192,7 @@ def _most_lasting(scored: list[tuple[Memory, int]]) -> list[Memory]:
     later: list[Memory] = []
     for index in order:
         memory = scored[index][0]
-        source = str((memory.metadata or {}).get(exchanges.FACT_EXCHANGE_FIELD) or memory.id)
+        source = _source(memory)
         taken[source] = taken.get(source, 0) + 1
         (first if taken[source] <= PROFILE_FACTS_PER_EXCHANGE else later).append(memory)
     return first + later

@@ -1,0 +1,97 @@
+"""Which saved exchanges of a space are about none of its parts. Pure.
+
+A project's standing parts come up again and again: its host, its database, its pipeline's folder, the
+person who owns the workers, the pinned version. An exchange that names one of them, or a path of the
+repository, is about the project. An exchange that names no path and nothing any other exchange of the
+space names is about something else: a general question answered from general knowledge ("why does
+0.1 + 0.2 give 0.30000000000000004", "mutex or semaphore"), which however it is worded leaves facts
+that read like rules ("a mutex has an owner"). Its facts stay searchable; the session-start briefing
+leaves them out. On the capture sets this marks about two in five of the exchanges written as off the
+project's topic and none of those about it (docs/evaluation.md, "Exchanges about nothing of the
+project").
+
+The names are read by shape, not from a word list: a token with a letter and a digit, or one of
+``. _ / : @ -`` inside (`tidemark-pg`, `lf-build01`, `192.168.20.53`, `fly.staging.toml`, `09:00`), a number of
+IDENTIFIER_NUMBER_MIN_DIGITS digits or more (an app id, a port), and a capitalised word that does not
+open a sentence, a line or a label (a person, a product: "Priya", "Databricks"). Plain words are no
+anchor: "the build" is in every exchange of every space.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from bli_memory.door.librarian.extract import _PATH_TOKEN
+from bli_memory.door.librarian.prose import _FUNCTION_WORDS, _IMPERATIVES, _VERBS
+
+#: a token: word characters, with the punctuation of hosts, paths and versions inside it.
+_TOKEN = re.compile(r"\w[\w./:@-]*\w|\w")
+#: what marks a token as a value's name rather than a word.
+_VALUE_MARK = re.compile(r"\w[._/:@-]\w")
+_LETTER_AND_DIGIT = re.compile(r"^(?=.*[^\W\d_])(?=.*\d)")
+#: the characters an anchor has at least: "s3" or "v2" name too little to tie two exchanges together.
+IDENTIFIER_MIN_CHARS = 3
+#: the digits a bare number needs to name something (an app id, a port): "12" or "200" is a quantity.
+IDENTIFIER_NUMBER_MIN_DIGITS = 4
+#: the saved exchanges a space needs before one of them can be judged loose.
+LOOSE_MIN_SOURCES = 4
+#: what ends a sentence: the word after it is capitalised by grammar, not because it is a name.
+_SENTENCE_END = (".", "!", "?", ":")
+#: words a capital letter does not make a name ("Use the pool", "Fix: Bumped …").
+_PLAIN_WORDS = _FUNCTION_WORDS | _VERBS | _IMPERATIVES | frozenset({"true", "false", "none", "null"})
+
+
+def words(text: str) -> frozenset[str]:
+    """Every token of `text`, lower-cased: what a name of another fact is looked up in."""
+    return frozenset(token.lower() for token in _TOKEN.findall(text))
+
+
+def identifiers(text: str) -> frozenset[str]:
+    """The tokens of `text` that name a thing (see the module's docstring), lower-cased."""
+    found: set[str] = set()
+    opens_sentence = True  # the first token, and each after a full stop, is capitalised by grammar
+    previous_end = 0
+    for match in _TOKEN.finditer(text):
+        token = match.group()
+        between = text[previous_end : match.start()]
+        gap = between.strip(" \t\n\"'`(*[")
+        opens_sentence = (opens_sentence and not gap) or gap.endswith(_SENTENCE_END) or "\n" in between
+        previous_end = match.end()
+        if len(token) < IDENTIFIER_MIN_CHARS:
+            pass
+        elif _VALUE_MARK.search(token) or _LETTER_AND_DIGIT.match(token):
+            found.add(token.lower())
+        elif token.isdigit():
+            if len(token) >= IDENTIFIER_NUMBER_MIN_DIGITS:
+                found.add(token)
+        elif token[:1].isupper() and not opens_sentence and token.lower() not in _PLAIN_WORDS:
+            found.add(token.lower())
+        opens_sentence = False
+    return frozenset(found)
+
+
+def loose_sources(texts: Iterable[tuple[str, str]]) -> frozenset[str]:
+    """The saved exchanges of a space that are about none of its parts, from (source, text) pairs
+    (each saved exchange, and the facts drawn from it, under the exchange's key): those that name no
+    path and none of whose names another exchange holds. Judged only among LOOSE_MIN_SOURCES
+    exchanges or more: the first exchanges of a space have nothing to share yet."""
+    held: dict[str, set[str]] = {}
+    names: dict[str, set[str]] = {}
+    pathed: set[str] = set()
+    for source, text in texts:
+        held.setdefault(source, set()).update(words(text))
+        names.setdefault(source, set()).update(identifiers(text))
+        if _PATH_TOKEN.search(text.replace("`", " ")):
+            pathed.add(source)
+    if len(held) < LOOSE_MIN_SOURCES:
+        return frozenset()
+    holders: dict[str, set[str]] = {}  # a word: the sources that hold it
+    for source, found in held.items():
+        for word in found:
+            holders.setdefault(word, set()).add(source)
+    return frozenset(
+        source
+        for source, found in names.items()
+        if source not in pathed and not any(holders[name] - {source} for name in found)
+    )

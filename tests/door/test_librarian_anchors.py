@@ -1,0 +1,109 @@
+"""The saved exchanges about none of their space's parts (``librarian.anchors``), pure, and the
+briefing that leaves their facts out, through a real door."""
+
+from __future__ import annotations
+
+import pytest
+
+from bli_memory.door.librarian.anchors import LOOSE_MIN_SOURCES, identifiers, loose_sources
+from tests.door.helpers import saved_with_extract
+from tests.helpers import DoorProcess
+
+
+@pytest.mark.parametrize(
+    ("fact", "names"),
+    [
+        ("The pve box is pve-hearth on 192.168.20.5.", {"pve-hearth", "192.168.20.5"}),
+        ("Our app id is 2718290; 443 is a quantity's size.", {"2718290"}),
+        ("Handoff is at 09:00, then Priya Raghunathan takes the pager.", {"09:00", "priya", "raghunathan"}),
+        (
+            "Jars go to `/Volumes/gristmill/artifacts/jars` before the job runs.",
+            {"volumes/gristmill/artifacts/jars"},
+        ),
+        ("Java 17. Spark 4 drops Java 8/11, so the build targets 17.", {"java", "8/11"}),
+        (
+            "Built `lf-build01` with Unity 2022.3.41f1 for the Steam depot.",
+            {"lf-build01", "unity", "2022.3.41f1", "steam"},
+        ),
+    ],
+)
+def test_a_name_is_read_by_its_shape(fact: str, names: set[str]) -> None:
+    assert identifiers(fact) == names
+
+
+@pytest.mark.parametrize(
+    "fact",
+    [
+        "Mutex: a lock with *ownership*.",
+        "A binary semaphore looks like a mutex but anyone can release it.",
+        "Use the pool. Fix: Bumped the limit after the run.",  # a capital opening a sentence or a plain word
+        "There are two high tides a day because the moon pulls on both sides of the earth.",
+    ],
+)
+def test_plain_words_name_nothing(fact: str) -> None:
+    assert identifiers(fact) == frozenset()
+
+
+SPACE = [
+    ("exchange:1", "User: the db is tidemark-pg on fly, region lhr.\n\nAssistant: Attached it."),
+    ("exchange:1", "The database is `tidemark-pg`, attached on Fly."),  # a fact drawn from it
+    ("exchange:2", "User: staging gets its own cluster, not tidemark-pg.\n\nAssistant: Done."),
+    ("exchange:3", "User: Rangi owns the workers.\n\nAssistant: Noted in CODEOWNERS for Rangi."),
+    (
+        "exchange:4",
+        "User: reminders go out at 17:00 UK time.\n\nAssistant: The cron that Rangi owns now says so.",
+    ),
+    ("exchange:5", "User: why are there two tides a day?\n\nAssistant: The Moon pulls the near side more."),
+    (
+        "exchange:6",
+        "User: no hex colours in components from now on.\n\nAssistant: Lint rule added in `src/theme/tokens.ts`.",
+    ),
+]
+
+
+def test_an_exchange_naming_nothing_the_others_name_and_no_path_is_loose() -> None:
+    # the tides share no name with the project; the colour rule shares none either, but names a path
+    assert loose_sources(SPACE) == {"exchange:5"}
+
+
+def test_a_name_the_exchange_alone_holds_anchors_nothing() -> None:
+    alone = [("exchange:1", "User: Ask Moira.\n\nAssistant: Moira knows."), *SPACE[2:5]]
+    assert "exchange:1" in loose_sources(alone)
+
+
+def test_a_space_of_few_exchanges_judges_none_loose() -> None:
+    few = [pair for pair in SPACE if pair[0] in {"exchange:1", "exchange:5"}]
+    assert len({source for source, _ in few}) < LOOSE_MIN_SOURCES
+    assert loose_sources(few) == frozenset()
+
+
+EXCHANGES = [
+    "User: the harbour app's db is tidemark-pg on Fly, region lhr. Rangi owns the Oban workers.\n\n"
+    'Assistant: Attached `tidemark-pg`; `primary_region = "lhr"` is in fly.toml.',
+    "User: arrival reminders go out at 17:00 UK time, Rangi wants the cron in Oban.\n\n"
+    "Assistant: The Oban cron entry runs `ArrivalReminder` at 17:00 Europe/London.",
+    "User: staging should get its own cluster, not tidemark-pg.\n\n"
+    "Assistant: Created tidemark-pg-staging on Fly; staging deploys with `fly deploy -c fly.staging.toml`.",
+    # worded so that extraction keeps a fact of it: only the space can tell it is about nothing here
+    "User: side thing, my nephew asked me yesterday why bread dough has to rest before baking and i had "
+    "no good answer. whats going on in there\n\nAssistant: Resting lets two things happen. The yeast "
+    "keeps fermenting, so carbon dioxide builds up in the dough and it rises. The gluten network also "
+    "relaxes: kneading stretches the protein strands tight, and a rest lets them loosen. A longer, colder "
+    "rest also gives enzymes time to break starch into sugars, which is where most of the flavour comes from.",
+]
+
+
+def test_the_briefing_leaves_out_what_a_general_question_left(door: DoorProcess, tag: str) -> None:
+    for exchange in EXCHANGES:
+        saved_with_extract(door, tag, exchange)
+    status, found = door.post(
+        "/api/memory/search", {"q": "where does the flavour of bread come from", "containerTag": tag}
+    )
+    assert status == 200, found
+    tides = [hit for hit in found["results"] if hit["kind"] == "memory" and "starch" in hit["content"]]
+    assert tides, found  # the fact is kept, and found …
+    status, answer = door.post("/api/memory/v4/profile", {"containerTag": tag})
+    assert status == 200
+    shown = answer["profile"]["dynamic"] + [row["content"] for row in answer["recent"]]
+    assert any("tidemark-pg" in line for line in shown), shown
+    assert not any("starch" in line or "dough" in line for line in shown), shown  # … but never briefs
