@@ -23,6 +23,10 @@ MAX_FACTS_PER_TEXT = 12
 #: a fenced block with more non-empty lines than this is a code dump and is dropped whole; a shorter
 #: one that follows a line ending in ":" is folded into that line as inline code (a command).
 CODE_BLOCK_MAX_LINES = 3
+#: a paragraph a fenced block interrupts and a leaning line continues ("… writes `out.json`:" + block +
+#: "I copied it to …") grows to this at most: longer, it is a chain of blocks, not one thought (and
+#: each block re-read it whole).
+CONTINUED_PARAGRAPH_MAX_CHARS = 4 * MAX_FACT_CHARS
 #: words a sentence needs when its only signal is a code span, a path or a version.
 MIN_WORDS_STRONG = 2
 #: words a sentence needs otherwise.
@@ -238,7 +242,12 @@ def _prose_units(text: str) -> list[str]:
             continue
         elif commands and not units and not bullet:
             units.append(f"{commands} {content.strip()}")  # "`make seed`. That loads …": what "That" means
-        elif block_lead_in is not None and not bullet and _opens_leaning(content):
+        elif (
+            block_lead_in is not None
+            and not bullet
+            and len(units[block_lead_in]) + len(content) < CONTINUED_PARAGRAPH_MAX_CHARS
+            and _opens_leaning(content)
+        ):
             # "… writes `out.json`:" + its output + "I copied it to …": the block did not end the thought
             lead_in = units[block_lead_in].rstrip().rstrip(":").rstrip()
             units[block_lead_in] = f"{lead_in}. {content.strip()}"
