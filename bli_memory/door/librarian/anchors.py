@@ -20,7 +20,7 @@ anchor: "the build" is in every exchange of every space.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 
 from bli_memory.door.librarian.extract import _PATH_TOKEN
 from bli_memory.door.librarian.prose import _FUNCTION_WORDS, _IMPERATIVES, _VERBS
@@ -71,27 +71,37 @@ def identifiers(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
-def loose_sources(texts: Iterable[tuple[str, str]]) -> frozenset[str]:
-    """The saved exchanges of a space that are about none of its parts, from (source, text) pairs
-    (each saved exchange, and the facts drawn from it, under the exchange's key): those that name no
-    path and none of whose names another exchange holds. Judged only among LOOSE_MIN_SOURCES
-    exchanges or more: the first exchanges of a space have nothing to share yet."""
-    held: dict[str, set[str]] = {}
+def holders(texts: Iterable[tuple[str, str]]) -> dict[str, frozenset[str]]:
+    """Each word of a space and the sources that hold it, from (source, text) pairs: each saved
+    exchange and the facts drawn from it, under the exchange's key."""
+    out: dict[str, set[str]] = {}
+    for source, text in texts:
+        for word in words(text):
+            out.setdefault(word, set()).add(source)
+    return {word: frozenset(sources) for word, sources in out.items()}
+
+
+def loose_sources(texts: Sequence[tuple[str, str]], held: Mapping[str, frozenset[str]]) -> frozenset[str]:
+    """The saved exchanges of a space (`texts`, as for ``holders``; `held`, their ``holders``) that
+    are about none of its parts: those that name no path and none of whose names another exchange
+    holds. Judged only among LOOSE_MIN_SOURCES exchanges or more: the first exchanges of a space have
+    nothing to share yet."""
     names: dict[str, set[str]] = {}
     pathed: set[str] = set()
     for source, text in texts:
-        held.setdefault(source, set()).update(words(text))
         names.setdefault(source, set()).update(identifiers(text))
         if _PATH_TOKEN.search(text.replace("`", " ")):
             pathed.add(source)
-    if len(held) < LOOSE_MIN_SOURCES:
+    if len(names) < LOOSE_MIN_SOURCES:
         return frozenset()
-    holders: dict[str, set[str]] = {}  # a word: the sources that hold it
-    for source, found in held.items():
-        for word in found:
-            holders.setdefault(word, set()).add(source)
     return frozenset(
         source
         for source, found in names.items()
-        if source not in pathed and not any(holders[name] - {source} for name in found)
+        if source not in pathed and not any(held.get(name, frozenset()) - {source} for name in found)
     )
+
+
+def anchored(fact: str, source: str, held: Mapping[str, frozenset[str]]) -> bool:
+    """Whether `fact`, drawn from the saved exchange `source`, names a thing another saved exchange of
+    its space holds (`held`, the space's ``holders``): one of the project's standing parts."""
+    return any(held.get(name, frozenset()) - {source} for name in identifiers(fact))
