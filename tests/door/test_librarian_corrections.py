@@ -96,6 +96,16 @@ SUPERSEDED = [
         "Decisions: region europe-west4, state in gs://acme-state, and container images come from gcr.io/acme-prod.",
     ),
     (
+        "moved off old, then where it runs now",
+        "The build runner is off ci-old-01 and now runs on ci-box-7.",
+        "The build runner lives on ci-old-01 under the desk.",
+    ),
+    (
+        "off a versioned name",
+        "We're finally off Node 18, every service runs Node 20.",
+        "The API runs Node 18 in production.",
+    ),
+    (
         "migrated from an address",
         "We migrated the docs from docs.example.dev to handbook.example.dev.",
         "The team docs live at docs.example.dev.",
@@ -129,6 +139,16 @@ KEPT = [
         "instead of a name that stays",
         "Uploads go through the signed-URL endpoint instead of the API.",
         "The API accepts uploads of up to 10 MB per request.",
+    ),
+    (
+        "off a name of two capitalised words, not its first word",
+        "We moved off Container Registry to Artifact Registry.",
+        "Decisions: region europe-west4, and container images are built by Cloud Build.",
+    ),
+    (
+        "a state switched off, not a move",
+        "Turned off the cache for the tests.",
+        "The cache holds pages for 5 min.",
     ),
     (
         "the old fact already tells of the move",

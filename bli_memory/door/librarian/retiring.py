@@ -76,6 +76,19 @@ RETIRING_SHAPES: tuple[RetiringShape, ...] = (
         "redis",
     ),
     RetiringShape(
+        "moved off old",
+        re.compile(
+            r"(?:\b(?:moved|moving|migrated|migrating|switched|switching|went|got)(?:\s+[\w-]+){0,5}?"
+            r"|\b(?:is|are|was|were|now)|'re|'s)(?:\s+(?:finally|now|already|fully))?\s+off\s+"
+            rf"(?:of\s+)?(?:the\s+|our\s+)?(?P<old>{_TERM}(?:\s+(?-i:[A-Z])[\w.-]*|\s+v?\d[\w.]*)?)"
+            rf"(?:[^.;]{{0,40}}?\s(?:to|onto|on|at)\s+(?P<new>{_TERM}))?",
+            re.IGNORECASE,
+        ),
+        "named",
+        "The build runner is off tavi-desktop and now runs on lf-build01.",
+        "tavi-desktop",
+    ),
+    RetiringShape(
         "renamed old to new",
         re.compile(
             rf"\b(?:renamed|replaced|swapped|switched|traded|exchanged)\s+(?:the\s+|our\s+)?(?P<old>{_TERM})\s+"
