@@ -496,11 +496,8 @@ def _entries() -> dict[str, Callable[[str], object]]:
         "score a fact": lambda text: (lasting.lasting_score(text), lasting.breaks_contract(text)),
         "reconcile a fact": decide,
         "a fact's words": words.fact_key,
-        "judge a space's exchanges": lambda text: (
-            anchors.loose_sources(
-                space := [(f"exchange:{n}", text) for n in range(4)], anchors.holders(space)
-            ),
-            anchors.anchored(text, "exchange:0", anchors.holders(space)),
+        "judge a space's exchanges": lambda text: anchors.loose_sources(
+            space := [(f"exchange:{n}", text) for n in range(4)], anchors.holders(space)
         ),
         "read a question": lambda text: answer_kind.held_share(text, answer_kind.asked(text)),
         "search terms": keyword.query_terms,

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bli_memory.door.librarian.anchors import LOOSE_MIN_SOURCES, anchored, holders, identifiers, loose_sources
-from bli_memory.door.service.profile import PROFILE_BRIEFING_COUNT
+from bli_memory.door.librarian.anchors import LOOSE_MIN_SOURCES, holders, identifiers, loose_sources
 from tests.door.helpers import saved_with_extract
 from tests.helpers import DoorProcess
 
@@ -78,13 +77,6 @@ def test_a_space_of_few_exchanges_judges_none_loose() -> None:
     assert loose_sources(few, holders(few)) == frozenset()
 
 
-def test_a_fact_naming_what_another_exchange_names_is_anchored() -> None:
-    held = holders(SPACE)
-    assert anchored("Staging has its own cluster beside `tidemark-pg`.", "exchange:2", held)
-    assert not anchored("Region is lhr.", "exchange:1", held)  # no name by its shape
-    assert not anchored("The Moon pulls the near side more.", "exchange:5", held)  # only its own
-
-
 EXCHANGES = [
     "User: the harbour app's db is tidemark-pg on Fly, region lhr. Rangi owns the Oban workers.\n\n"
     'Assistant: Attached `tidemark-pg`; `primary_region = "lhr"` is in fly.toml.',
@@ -115,24 +107,3 @@ def test_the_briefing_leaves_out_what_a_general_question_left(door: DoorProcess,
     shown = answer["profile"]["dynamic"] + [row["content"] for row in answer["recent"]]
     assert any("tidemark-pg" in line for line in shown), shown
     assert not any("starch" in line or "dough" in line for line in shown), shown  # … but never briefs
-
-
-def test_among_facts_that_last_alike_those_naming_a_standing_part_brief_first(
-    door: DoorProcess, tag: str
-) -> None:
-    def save(content: str) -> None:
-        status, body = door.post("/api/memory/save", {"content": content, "containerTag": tag})
-        assert status == 201, body
-
-    standing = "The billing database lives on orbit-db.internal, port 5432."
-    save(standing)  # the oldest fact: by age alone, the newer ones would fill the briefing
-    names = "alpha bravo charlie delta echo foxtrot golf hotel india juliett kilo lima mike november".split()
-    names += "oscar papa quebec romeo sierra tango uniform victor".split()
-    assert len(names) > PROFILE_BRIEFING_COUNT
-    for name in names:
-        save(f"The {name} worker reads its jobs from the {name} queue.")
-    save("Nightly backups of orbit-db.internal go to the NAS.")
-    status, answer = door.post("/api/memory/v4/profile", {"containerTag": tag})
-    assert status == 200
-    briefing = answer["profile"]["dynamic"]
-    assert briefing[:2] == ["Nightly backups of orbit-db.internal go to the NAS.", standing], briefing

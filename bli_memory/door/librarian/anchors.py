@@ -99,9 +99,3 @@ def loose_sources(texts: Sequence[tuple[str, str]], held: Mapping[str, frozenset
         for source, found in names.items()
         if source not in pathed and not any(held.get(name, frozenset()) - {source} for name in found)
     )
-
-
-def anchored(fact: str, source: str, held: Mapping[str, frozenset[str]]) -> bool:
-    """Whether `fact`, drawn from the saved exchange `source`, names a thing another saved exchange of
-    its space holds (`held`, the space's ``holders``): one of the project's standing parts."""
-    return any(held.get(name, frozenset()) - {source} for name in identifiers(fact))

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from bli_memory.door import exchanges
 from bli_memory.door.exchanges import is_stored_exchange
-from bli_memory.door.librarian.anchors import anchored, holders, loose_sources
+from bli_memory.door.librarian.anchors import holders, loose_sources
 from bli_memory.door.librarian.lasting import (
     SHARED_MIN_WORDS,
     briefing_text,
@@ -105,10 +105,7 @@ class Profiles:
             ]
             dynamic = [memory.content for memory in found[:PROFILE_DYNAMIC_COUNT]]
         else:
-            standing = {
-                memory.id for memory, _score in kept if anchored(memory.content, _source(memory), held)
-            }
-            dynamic = [briefing_text(memory.content) for memory in _briefing(kept, standing)]
+            dynamic = [briefing_text(memory.content) for memory in _briefing(kept)]
         recent = _recent(kept)
         return Profile(static=pinned, dynamic=dynamic, recent=recent, tags=tags[:-1])
 
@@ -153,15 +150,14 @@ def _rank(score: int | None) -> int:
     return -1 if score is None else score
 
 
-def _briefing(scored: list[tuple[Memory, int]], standing: set[str]) -> list[Memory]:
-    """The lasting facts, most lasting first (``_most_lasting``; `standing`, the ids of those naming
-    one of the project's standing parts, first among equals), those scored at least
+def _briefing(scored: list[tuple[Memory, int]]) -> list[Memory]:
+    """The lasting facts, most lasting first (``_most_lasting``), those scored at least
     PROFILE_BRIEFING_MIN_SCORE, while they fit in PROFILE_BRIEFING_MAX_CHARS together; one that does
     not fit is passed over for shorter ones after it, up to PROFILE_BRIEFING_COUNT facts."""
     lasting = [(memory, score) for memory, score in scored if score >= PROFILE_BRIEFING_MIN_SCORE]
     chosen: list[Memory] = []
     used = 0
-    for memory in _most_lasting(lasting, standing):
+    for memory in _most_lasting(lasting):
         size = len(briefing_text(memory.content))
         if used + size > PROFILE_BRIEFING_MAX_CHARS:
             continue
@@ -188,16 +184,11 @@ def _source(memory: Memory) -> str:
     return str((memory.metadata or {}).get(exchanges.FACT_EXCHANGE_FIELD) or memory.id)
 
 
-def _most_lasting(scored: list[tuple[Memory, int]], standing: set[str]) -> list[Memory]:
-    """Newest-first (memory, lasting score) pairs ordered by score; among equals, a fact naming one of
-    the project's standing parts first (`standing`: a host, a path, a version or a person another saved
-    exchange names too, ``librarian.anchors``), newest first after that; at most
+def _most_lasting(scored: list[tuple[Memory, int]]) -> list[Memory]:
+    """Newest-first (memory, lasting score) pairs ordered by score, newest first among equals; at most
     PROFILE_FACTS_PER_EXCHANGE facts of one saved exchange come before the others' facts, so one long
     exchange does not fill the profile."""
-    order = sorted(
-        range(len(scored)),
-        key=lambda index: (-scored[index][1], scored[index][0].id not in standing, index),
-    )
+    order = sorted(range(len(scored)), key=lambda index: (-scored[index][1], index))
     taken: dict[str, int] = {}
     first: list[Memory] = []
     later: list[Memory] = []
