@@ -7,8 +7,8 @@ space names is about something else: a general question answered from general kn
 0.1 + 0.2 give 0.30000000000000004", "mutex or semaphore"), which however it is worded leaves facts
 that read like rules ("a mutex has an owner"). Its facts stay searchable; the session-start briefing
 leaves them out. On the capture sets this marks about two in five of the exchanges written as off the
-project's topic and none of those about it (docs/evaluation.md, "Exchanges about nothing of the
-project").
+project's topic and none of those about it (docs/evaluation.md, "Two more sets, p and q, and exchanges
+about nothing of the project").
 
 The names are read by shape, not from a word list: a token with a letter and a digit, or one of
 ``. _ / : @ -`` inside (`tidemark-pg`, `lf-build01`, `192.168.20.53`, `fly.staging.toml`, `09:00`), a number of
@@ -86,16 +86,16 @@ def loose_sources(texts: Sequence[tuple[str, str]], held: Mapping[str, frozenset
     are about none of its parts: those that name no path and none of whose names another exchange
     holds. Judged only among LOOSE_MIN_SOURCES exchanges or more: the first exchanges of a space have
     nothing to share yet."""
-    names: dict[str, set[str]] = {}
-    pathed: set[str] = set()
+    by_source: dict[str, list[str]] = {}
     for source, text in texts:
-        names.setdefault(source, set()).update(identifiers(text))
-        if _PATH_TOKEN.search(text.replace("`", " ")):
-            pathed.add(source)
-    if len(names) < LOOSE_MIN_SOURCES:
+        by_source.setdefault(source, []).append(text)
+    if len(by_source) < LOOSE_MIN_SOURCES:
         return frozenset()
-    return frozenset(
-        source
-        for source, found in names.items()
-        if source not in pathed and not any(held.get(name, frozenset()) - {source} for name in found)
-    )
+    loose: set[str] = set()
+    for source, said in by_source.items():
+        if any(_PATH_TOKEN.search(text.replace("`", " ")) for text in said):
+            continue  # a path of the repository: about the project (and most exchanges name one)
+        names = frozenset().union(*(identifiers(text) for text in said))
+        if not any(held.get(name, frozenset()) - {source} for name in names):
+            loose.add(source)
+    return frozenset(loose)
