@@ -1165,3 +1165,14 @@ def test_a_value_holding_backslashes_replaces_the_old_one_as_written(after: str)
     """The new value was read as a replacement template: "\\l" raised, "\\n" became a line break."""
     old = r"The runner keeps its logs in C:\runner\logs and uploads them nightly."
     assert _replaced(old, r"C:\runner\logs", after) == old.replace(r"C:\runner\logs", after)
+
+
+def test_a_rewrite_never_gives_one_release_what_another_one_has() -> None:
+    """p: "DBR 16.4 LTS ships Spark 3.5.2" became "DBR 16.4 LTS ships Spark 4.0.0" after "17.3 LTS is
+    Spark 4.0.0": the old fact, rewritten, would still name 16.4 where the new one names 17.3."""
+    old = "DBR 16.4 LTS ships Spark 3.5.2, so we compile against that and keep it `Provided`."
+    decision = decide(
+        "17.3 LTS is Spark 4.0.0 on Scala 2.13, so that headache goes away.", [Neighbour("old", old, 0.6)]
+    )
+    assert decision.rewrite is None, decision.rewrite
+    assert (decision.action, decision.target_id) == ("update", "old")  # replaced whole, not corrupted

@@ -757,9 +757,40 @@ def decide(fact: str, neighbours: Sequence[Neighbour]) -> Decision:
                 else _renamed_in(target.content, decision.values, fact)
             )
         )
-        if rewrite is not None:
+        if rewrite is not None and not _mixes_versions(rewrite, fact):
             return replace(decision, reason=decision.reason + "; the rest of it kept", rewrite=rewrite)
     return decision
+
+
+#: a version number and the word right after it or right before it that names what it versions.
+_VERSION_NAMED = re.compile(r"(?<![\w.])v?(\d+\.\d+(?:\.\d+)*)(?![\w.]|\.\d)")
+#: words beside a version that name nothing ("on 8.5", "to 2.0.0", "is 17.3").
+_VERSION_FILLER = frozenset("on to is are at of in from with and or now the a v ver version release".split())
+
+
+def _named_versions(text: str) -> set[tuple[str, str]]:
+    """(version, a word beside it) for each version number of a fact: "DBR 16.4 LTS" gives (16.4, dbr)
+    and (16.4, lts)."""
+    out: set[tuple[str, str]] = set()
+    for match in _VERSION_NAMED.finditer(text):
+        before = tokens(text[max(0, match.start() - 40) : match.start()])[-1:]
+        after = tokens(text[match.end() : match.end() + 40])[:1]
+        for word in before + after:
+            if word.isalpha() and len(word) > 1 and word not in _VERSION_FILLER:
+                out.add((match.group(1), word))
+    return out
+
+
+def _mixes_versions(rewritten: str, fact: str) -> bool:
+    """Whether an old fact rewritten with the new fact's value would still name another version of a
+    thing the new fact names: "DBR 16.4 LTS ships Spark 3.5.2" given 4.0.0 by "17.3 LTS is Spark
+    4.0.0" would say 16.4 ships what 17.3 does. The new fact then replaces the old one whole."""
+    new = _named_versions(fact)
+    return any(
+        name == other_name and version != other
+        for version, name in _named_versions(rewritten)
+        for other, other_name in new
+    )
 
 
 def _only_host(text: str) -> str:
