@@ -102,6 +102,8 @@ _USER_ROLES = frozenset({"user", "human", "h"})
 _OWN_WORDS = re.compile(
     r"\b(?:our|ours|my|mine|here|this (?:repo|project|codebase|service|app))\b", re.IGNORECASE
 )
+#: the words that mark a question as off the project's topic: "unrelated q", "random one", "side question".
+_OFF_TOPIC = r"(?:unrelated|random|off[- ]topic|side|general)\s+(?:q|qs|question|one)\b"
 #: the asker saying the question is not about the project ("not about our code", "unrelated to this
 #: repo"): the "our" in it ties nothing to the project.
 _NOT_OURS = re.compile(
@@ -109,13 +111,13 @@ _NOT_OURS = re.compile(
     r"\b(?:not|nothing)\s+(?:about|related to|specific to|to do with)\s+the\s+"
     r"(?:code|codebase|repo|repository|project|app|service|stack)\b|"
     r"\bunrelated to\s+(?:our|my|this)\s+(?:code|codebase|repo|repository|project|app|service|stack)\b|"
-    r"\b(?:unrelated|random|off[- ]topic|side|general)\s+(?:q|qs|question|one)\b|\bq\s+unrelated\b",
+    rf"\b{_OFF_TOPIC}|\bq\s+unrelated\b",
     re.IGNORECASE,
 )
 #: a sentence that opens by saying the question is off the project's topic: "Random one while cargo
 #: chews through a clean build (…)": what follows it says why it is asked, nothing of the project.
 _OFF_TOPIC_LEAD = re.compile(
-    r"^\W*(?:quick\s+)?(?:unrelated|random|off[- ]topic|side|general)\s+(?:q|qs|question|one)\b",
+    rf"^\W*(?:quick\s+)?{_OFF_TOPIC}",
     re.IGNORECASE,
 )
 #: a question asked without its mark, in the clause that ends a sentence: "vapply vs sapply, why does
