@@ -497,7 +497,7 @@ def _entries() -> dict[str, Callable[[str], object]]:
         "reconcile a fact": decide,
         "a fact's words": words.fact_key,
         "judge a space's exchanges": lambda text: anchors.loose_sources(
-            space := [(f"exchange:{n}", text) for n in range(4)], anchors.holders(space)
+            [(f"exchange:{number}", text) for number in range(anchors.LOOSE_MIN_SOURCES)]
         ),
         "read a question": lambda text: answer_kind.held_share(text, answer_kind.asked(text)),
         "search terms": keyword.query_terms,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from bli_memory.door.librarian.anchors import LOOSE_MIN_SOURCES, holders, identifiers, loose_sources
+from bli_memory.door.librarian.anchors import LOOSE_MIN_SOURCES, identifiers, loose_sources
 from tests.door.helpers import saved_with_extract
 from tests.helpers import DoorProcess
 
@@ -63,18 +63,18 @@ SPACE = [
 
 def test_an_exchange_naming_nothing_the_others_name_and_no_path_is_loose() -> None:
     # the tides share no name with the project; the colour rule shares none either, but names a path
-    assert loose_sources(SPACE, holders(SPACE)) == {"exchange:5"}
+    assert loose_sources(SPACE) == {"exchange:5"}
 
 
 def test_a_name_the_exchange_alone_holds_anchors_nothing() -> None:
     alone = [("exchange:1", "User: Ask Moira.\n\nAssistant: Moira knows."), *SPACE[2:5]]
-    assert "exchange:1" in loose_sources(alone, holders(alone))
+    assert "exchange:1" in loose_sources(alone)
 
 
 def test_a_space_of_few_exchanges_judges_none_loose() -> None:
     few = [pair for pair in SPACE if pair[0] in {"exchange:1", "exchange:5"}]
     assert len({source for source, _ in few}) < LOOSE_MIN_SOURCES
-    assert loose_sources(few, holders(few)) == frozenset()
+    assert loose_sources(few) == frozenset()
 
 
 EXCHANGES = [

@@ -20,7 +20,7 @@ anchor: "the build" is in every exchange of every space.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 
 from bli_memory.door.librarian.extract import _PATH_TOKEN
 from bli_memory.door.librarian.prose import _FUNCTION_WORDS, _IMPERATIVES, _VERBS
@@ -71,31 +71,37 @@ def identifiers(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
-def holders(texts: Iterable[tuple[str, str]]) -> dict[str, frozenset[str]]:
-    """Each word of a space and the sources that hold it, from (source, text) pairs: each saved
-    exchange and the facts drawn from it, under the exchange's key."""
+def _holders(texts: Iterable[tuple[str, str]]) -> dict[str, set[str]]:
+    """Each word of a space and the sources that hold it, from (source, text) pairs."""
     out: dict[str, set[str]] = {}
     for source, text in texts:
         for word in words(text):
             out.setdefault(word, set()).add(source)
-    return {word: frozenset(sources) for word, sources in out.items()}
+    return out
 
 
-def loose_sources(texts: Sequence[tuple[str, str]], held: Mapping[str, frozenset[str]]) -> frozenset[str]:
-    """The saved exchanges of a space (`texts`, as for ``holders``; `held`, their ``holders``) that
-    are about none of its parts: those that name no path and none of whose names another exchange
-    holds. Judged only among LOOSE_MIN_SOURCES exchanges or more: the first exchanges of a space have
-    nothing to share yet."""
+def loose_sources(texts: Sequence[tuple[str, str]]) -> frozenset[str]:
+    """The saved exchanges of a space that are about none of its parts, from (source, text) pairs
+    (each saved exchange, and the facts drawn from it, under the exchange's key): those that name no
+    path and none of whose names another exchange holds. Judged only among LOOSE_MIN_SOURCES
+    exchanges or more: the first exchanges of a space have nothing to share yet."""
     by_source: dict[str, list[str]] = {}
     for source, text in texts:
         by_source.setdefault(source, []).append(text)
     if len(by_source) < LOOSE_MIN_SOURCES:
         return frozenset()
+    # a path of the repository ties an exchange to the project, and most exchanges name one
+    pathless = [
+        source
+        for source, said in by_source.items()
+        if not any(_PATH_TOKEN.search(text.replace("`", " ")) for text in said)
+    ]
+    if not pathless:
+        return frozenset()
+    held = _holders(texts)
     loose: set[str] = set()
-    for source, said in by_source.items():
-        if any(_PATH_TOKEN.search(text.replace("`", " ")) for text in said):
-            continue  # a path of the repository: about the project (and most exchanges name one)
-        names = frozenset().union(*(identifiers(text) for text in said))
-        if not any(held.get(name, frozenset()) - {source} for name in names):
+    for source in pathless:
+        names = frozenset().union(*(identifiers(text) for text in by_source[source]))
+        if not any(held.get(name, set()) - {source} for name in names):
             loose.add(source)
     return frozenset(loose)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from bli_memory.door import exchanges
 from bli_memory.door.exchanges import is_stored_exchange
-from bli_memory.door.librarian.anchors import holders, loose_sources
+from bli_memory.door.librarian.anchors import loose_sources
 from bli_memory.door.librarian.lasting import (
     SHARED_MIN_WORDS,
     briefing_text,
@@ -81,11 +81,9 @@ class Profiles:
         ]
         current = _current(scored)
         # an exchange about none of the space's parts (``librarian.anchors``) briefs nothing
-        texts = [(_source(memory), memory.content) for memory in read]
-        held = holders(texts)
         loose = {
             source
-            for source in loose_sources(texts, held)
+            for source in loose_sources([(_source(memory), memory.content) for memory in read])
             if source.startswith(exchanges.EXCHANGE_KEY_PREFIX)  # a memory saved by hand is meant
         }
         kept = [
