@@ -1176,3 +1176,17 @@ def test_a_rewrite_never_gives_one_release_what_another_one_has() -> None:
     )
     assert decision.rewrite is None, decision.rewrite
     assert (decision.action, decision.target_id) == ("update", "old")  # replaced whole, not corrupted
+
+
+from bli_memory.door.librarian.reconcile import _mixes_versions  # noqa: E402
+
+
+def test_a_version_that_ends_its_sentence_is_read_too() -> None:
+    """ "… allow DBR 17.3." was no version to the check (a full stop after it hid it): the rewrite
+    naming DBR 16.4 beside it went through."""
+    assert _mixes_versions(
+        "DBR 16.4 ships Spark 4.0.0 for the nightly job.", "Job clusters only allow DBR 17.3."
+    )
+    assert not _mixes_versions(
+        "DBR 17.3 ships Spark 4.0.0 for the nightly job.", "Job clusters only allow DBR 17.3."
+    )

@@ -61,6 +61,7 @@ from bli_memory.door.librarian.corrections import (
     statement_changed,
     stems,
 )
+from bli_memory.door.librarian.lasting import VERSION as VERSION_NUMBER
 from bli_memory.door.librarian.moves import SUBJECT_FILLER, SUBJECT_WORD_MIN_CHARS, moved, moved_from
 from bli_memory.door.librarian.nearest import changed_nearest, counts_apart
 from bli_memory.door.librarian.retiring import (
@@ -762,8 +763,6 @@ def decide(fact: str, neighbours: Sequence[Neighbour]) -> Decision:
     return decision
 
 
-#: a version number and the word right after it or right before it that names what it versions.
-_VERSION_NAMED = re.compile(r"(?<![\w.])v?(\d+\.\d+(?:\.\d+)*)(?![\w.]|\.\d)")
 #: words beside a version that name nothing ("on 8.5", "to 2.0.0", "is 17.3").
 _VERSION_FILLER = frozenset("on to is are at of in from with and or now the a v ver version release".split())
 
@@ -772,12 +771,13 @@ def _named_versions(text: str) -> set[tuple[str, str]]:
     """(version, a word beside it) for each version number of a fact: "DBR 16.4 LTS" gives (16.4, dbr)
     and (16.4, lts)."""
     out: set[tuple[str, str]] = set()
-    for match in _VERSION_NAMED.finditer(text):
+    for match in VERSION_NUMBER.finditer(text):  # the version numbers the briefing reads, not measures
         before = tokens(text[max(0, match.start() - 40) : match.start()])[-1:]
-        after = tokens(text[match.end() : match.end() + 40])[:1]
+        ends = text.startswith(".", match.end())  # the next word is another sentence's
+        after = [] if ends else tokens(text[match.end() : match.end() + 40])[:1]
         for word in before + after:
             if word.isalpha() and len(word) > 1 and word not in _VERSION_FILLER:
-                out.add((match.group(1), word))
+                out.add((match.group().lower().lstrip("v"), word))
     return out
 
 
