@@ -119,6 +119,23 @@ def test_the_briefing_keeps_to_its_budget_most_lasting_first(door: DoorProcess, 
     assert used <= PROFILE_BRIEFING_MAX_CHARS < used + len(rules[0])
 
 
+def test_among_facts_alike_those_naming_a_thing_come_first(door: DoorProcess, tag: str) -> None:
+    named = [
+        "The staging database runs on pg-staging-02 in the lhr region.",
+        "Steam builds upload from the lf-build01 runner.",
+    ]
+    plain = [
+        "The scheduled run checks out the main branch like a push does.",
+        "The nightly report mails the support team a summary of failed payments.",
+        "The retry worker gives up after the third attempt and logs a warning.",
+    ]
+    for content in named + plain:  # the facts that name nothing are the newest
+        save(door, tag, content)
+    status, answer = door.post("/api/memory/v4/profile", {"containerTag": tag})
+    assert status == 200
+    assert answer["profile"]["dynamic"] == named[::-1] + plain[::-1]  # then newest first
+
+
 def test_a_query_finds_only_the_fact_in_force(door: DoorProcess, tag: str) -> None:
     save(
         door, tag, "Who to ask: the AWS account and IAM roles are owned by Jon Berg (platform); ping #infra."

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from bli_memory.door import exchanges
 from bli_memory.door.exchanges import is_stored_exchange
-from bli_memory.door.librarian.anchors import loose_sources
+from bli_memory.door.librarian.anchors import identifiers, loose_sources
 from bli_memory.door.librarian.lasting import (
     SHARED_MIN_WORDS,
     briefing_text,
@@ -68,7 +68,7 @@ class Profiles:
         and the latest memories in force. What lasts is ranked by
         ``librarian.lasting.lasting_score`` over the newest PROFILE_POOL_COUNT rows (decisions, conventions,
         preferences and who owns what, then rules, standing orders and version pins, then how things are;
-        newest first among equals); a question, a test count, a log line or a fragment without a verb
+        among equals, those naming one of the project's things first, then the newest); a question, a test count, a log line or a fragment without a verb
         is left out of all three, and so are stored exchanges (they are history, and each would fill the
         block with a whole turn), a fact a newer one restates or gives another version of, and the
         briefing and the latest memories leave out the facts of a saved exchange about none of the
@@ -183,10 +183,16 @@ def _source(memory: Memory) -> str:
 
 
 def _most_lasting(scored: list[tuple[Memory, int]]) -> list[Memory]:
-    """Newest-first (memory, lasting score) pairs ordered by score, newest first among equals; at most
-    PROFILE_FACTS_PER_EXCHANGE facts of one saved exchange come before the others' facts, so one long
-    exchange does not fill the profile."""
-    order = sorted(range(len(scored)), key=lambda index: (-scored[index][1], index))
+    """Newest-first (memory, lasting score) pairs ordered by score; among equals, those that name one
+    of the project's things first (``anchors.identifiers``: a host, a path, a version, a cron line, a
+    person), then newest first. At most PROFILE_FACTS_PER_EXCHANGE facts of one saved exchange come
+    before the others' facts, so one long exchange does not fill the profile.
+
+    Most facts score alike (how things are), and the briefing has room for about half of them; what a
+    teammate asks about later is mostly where something runs and what it is called, which a fact
+    naming nothing ("The scheduled run checks out the main branch like a push does") does not say."""
+    names = [bool(identifiers(memory.content)) for memory, _score in scored]
+    order = sorted(range(len(scored)), key=lambda index: (-scored[index][1], not names[index], index))
     taken: dict[str, int] = {}
     first: list[Memory] = []
     later: list[Memory] = []
