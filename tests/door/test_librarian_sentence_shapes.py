@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from bli_memory.door.librarian import Neighbour, decide, extract_facts
+from bli_memory.door.librarian.retiring import retired_terms
 
 # --- a question without its question mark -----------------------------------------------------------
 
@@ -116,6 +117,26 @@ def test_a_modal_sentence_that_names_its_object_stays() -> None:
         "Assistant: You can find the worker dashboard at https://grafana.example.dev/d/worker."
     )
     assert facts == ["You can find the worker dashboard at https://grafana.example.dev/d/worker."]
+
+
+def test_it_in_capitals_is_the_it_department_and_its_move_is_kept() -> None:
+    facts = extract_facts(
+        "User: IT moved the wiki off wiki01.corp.example on Friday, it's wiki03.corp.example now.\n\n"
+        "Assistant: Noted, I'll use the new host."
+    )
+    assert facts == ["IT moved the wiki off wiki01.corp.example on Friday, it's wiki03.corp.example now."]
+    assert [old for old, _new in retired_terms(facts[0])] == ["wiki01.corp.example"]
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "It moved to wiki03.corp.example on Friday.",  # the pronoun: what moved was named before
+        "IT MOVED TO WIKI03.CORP.EXAMPLE ON FRIDAY.",  # shouted: "IT" is the pronoun in capitals
+    ],
+)
+def test_it_as_the_pronoun_still_leans_on_what_came_before(sentence: str) -> None:
+    assert extract_facts(f"User: Where is the wiki now?\n\nAssistant: {sentence}") == []
 
 
 # --- a value said to hold now supersedes --------------------------------------------------------------

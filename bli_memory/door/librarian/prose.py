@@ -575,6 +575,9 @@ def _leans_on_context(sentence: str) -> bool:
                 return True  # "The new one is …": one of a kind named before the sentence
             continue
         named_before = named
+        if _is_acronym_it(token, sentence):
+            named = True  # "IT moved the database to …": the IT department, not a pointer
+            continue
         if word in _REFERRING and not token.startswith("`"):
             following = _bare(tokens[index + 1]) if index + 1 < len(tokens) else ""
             if word in _DEMONSTRATIVES and following in _SPACE_NOUNS:
@@ -589,6 +592,12 @@ def _leans_on_context(sentence: str) -> bool:
         after_modal = index > 0 and _bare(tokens[index - 1]) in _MODALS
         named = named or (_names_something(token) and not after_modal)
     return False
+
+
+def _is_acronym_it(token: str, sentence: str) -> bool:
+    """Whether `token` is "IT" written as the acronym (the IT department) rather than the pronoun:
+    in capitals inside a sentence that is not written all in capitals."""
+    return token.strip(".,;:!?()[]{}\"'") == "IT" and not sentence.isupper()
 
 
 #: the words that make "one" stand for a thing of a kind named elsewhere ("the new one", "the other one").
