@@ -110,6 +110,11 @@ SUPERSEDED = [
         "We migrated the docs from docs.example.dev to handbook.example.dev.",
         "The team docs live at docs.example.dev.",
     ),
+    (
+        "switched off",
+        "The old wiki server wiki-01.corp.example is switched off, the new one is wiki-03.corp.example.",
+        "Runbooks are on the wiki at wiki-01.corp.example under Operations.",
+    ),
 ]
 
 
@@ -119,6 +124,22 @@ SUPERSEDED = [
 def test_a_correction_supersedes_the_fact_that_states_the_old_thing(fact: str, old: str) -> None:
     decision = decide(fact, [Neighbour("old", old, 0.6)])
     assert (decision.action, decision.target_id) == ("update", "old"), decision.reason
+
+
+@pytest.mark.parametrize(
+    "fact",
+    [
+        "IT moved the database off pg-old-01.corp.example last weekend, it's pgdb-02.corp.example now.",
+        "The old wiki server wiki-01.corp.example is switched off, the new one is wiki-03.corp.example.",
+    ],
+)
+def test_a_host_retired_without_to_hands_its_facts_the_other_host_the_correction_names(fact: str) -> None:
+    old_host = "pg-old-01.corp.example" if "pg-old" in fact else "wiki-01.corp.example"
+    new_host = "pgdb-02.corp.example" if "pg-old" in fact else "wiki-03.corp.example"
+    old = f"The nightly export connects to {old_host} with the reporting role."
+    decision = decide(fact, [Neighbour("old", old, 0.6)])
+    assert (decision.action, decision.target_id) == ("update", "old"), decision.reason
+    assert decision.values == (old_host, new_host)  # the space's other facts naming it get the new one
 
 
 # --- reconciliation: a contrast that retires nothing is added beside ------------------------------

@@ -577,8 +577,10 @@ def _judge(fact: str, new: list[str], neighbour: Neighbour) -> tuple[Action, str
         return "update", f"corrects {replaced[0]!r} to {replaced[1]!r} in {neighbour.id}", replaced
     retired = retires(fact, neighbour.content)
     if retired:  # "from Redis to RabbitMQ", "amqp://… now, not redis://…": the old fact is history
-        # other facts naming the old host get the new one ("… is gone": the one host the fact names)
-        hosts = (host_of(retired[0]), host_of(retired[1]) if retired[1] else _only_host(fact))
+        # other facts naming the old host get the new one ("… is gone", "moved off …, it's … now":
+        # the one host the fact names besides the old one)
+        old_host = host_of(retired[0])
+        hosts = (old_host, host_of(retired[1]) if retired[1] else _only_host(fact, besides=old_host))
         moved_host = hosts if all(is_host(h) and not is_file(h) for h in hosts) else None
         return "update", f"{_RETIRES}{retired[0]!r}, which {neighbour.id} states", moved_host
     move = moved(fact, neighbour.content)
@@ -793,9 +795,11 @@ def _mixes_versions(rewritten: str, fact: str) -> bool:
     )
 
 
-def _only_host(text: str) -> str:
-    """The one host a fact names, bare or in a URL, or "" when it names none or several."""
+def _only_host(text: str, besides: str = "") -> str:
+    """The one host a fact names, bare or in a URL, other than `besides` (the host it retires), or ""
+    when it names none or several."""
     hosts = {host_of(t) for t in value_tokens(text) if "://" in t or (is_host(t) and not is_file(t))}
+    hosts -= {besides}
     return hosts.pop() if len(hosts) == 1 else ""
 
 

@@ -156,7 +156,8 @@ RETIRING_SHAPES: tuple[RetiringShape, ...] = (
         "old is gone",
         re.compile(
             rf"{_TERM_START}(?P<old>{_TERM})(?:\s+{_KIND})?\s+(?:(?:is|are|was|were|has been|have been)\s+)?(?:now\s+)?"
-            r"(?:gone|retired|deprecated|removed|dead|decommissioned|dropped|shut down|turned off|"
+            r"(?:gone|retired|deprecated|removed|dead|decommissioned|dropped|shut down|turned off|switched off|"
+            r"powered off|taken offline|"
             r"no longer (?:\w+ed|used|needed|in use|exists?|supported|available))\b",
             re.IGNORECASE,
         ),
