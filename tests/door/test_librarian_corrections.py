@@ -307,6 +307,12 @@ def test_a_setting_given_a_new_value_in_the_same_place_supersedes_the_old_one(
             "Billing jobs run at 01:00 and their alerts go to Tomas (he owns billing).",
             "update",
         ),
+        # a reviewing role handed over, the old fact saying who reviews
+        (
+            "Migration reviews are done by Nadia Petrova now, she has taken over the DBA role.",
+            "Every migration script must be reviewed by Oskar Lind, our DBA, before it is merged.",
+            "update",
+        ),
         # a person who left a comment has left no role
         (
             "Tomas left a comment on the PR; the retry count is now 3.",

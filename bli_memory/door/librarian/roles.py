@@ -40,6 +40,7 @@ def names_a_role(text: str) -> bool:
 #: who owns, maintains or answers for a thing.
 _ROLE = re.compile(
     r"\b(?:own(?:s|ed|er|ers|ership)?|maintain(?:s|ed|er|ers)?|lead|approv(?:e|es|ed|er|ers|al)|contact|"
+    r"review(?:s|ed|er|ers)?|"
     r"admin(?:s|istrators?)?|on-?call|belong(?:s|ed)?\s+to|go(?:es)?\s+through)\b",
     re.IGNORECASE,
 )
