@@ -66,6 +66,10 @@ MOVED: Pairs = [
         "Thumbnails are regenerated every 6 hours by the `thumbs` worker.",
         "Thumbnails are rebuilt every 2 hours now; the worker count stays at 4.",
     ),
+    (
+        "Crontab on the app host: `# harbour-stats nightly import, 01:20 server time`.",
+        "The nightly job starts at 03:45 now, the tide provider publishes its files later.",
+    ),  # the words after the comma say why, not which job
 ]
 
 #: the new fact states a schedule, but not as the old fact's job's new one.
@@ -86,6 +90,10 @@ BESIDE: Pairs = [
         "Cache entries expire after 300 seconds; the purge job runs every 15 minutes.",
         "The purge job now logs how many entries it removed.",
     ),  # no new schedule
+    (
+        "The nightly backup of the orders database runs at 02:00.",
+        "The reminder job, which mails skippers, moves to 17:00 now.",
+    ),  # the schedule after a comma belongs to the job named before it
 ]
 
 

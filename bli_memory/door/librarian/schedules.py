@@ -124,6 +124,14 @@ def _clause_of(text: str, mention: Schedule) -> str:
     return text[(starts[-1] if starts else 0) : (ends[0] if ends else len(text))]
 
 
+def _leading_part(clause: str, mention: Schedule) -> str:
+    """The clause up to its first comma when the schedule is stated before it ("The nightly job starts
+    at 04:15 now, …"), else the whole clause: a schedule after a comma may belong to words before it
+    ("the reminder job, which mails skippers, moves to 17:00")."""
+    at, comma = clause.find(mention.text), clause.find(", ")
+    return clause[:comma] if 0 <= at < comma else clause
+
+
 def _subject(text: str) -> set[str]:
     """The stems of the words a fact names its job with: compounds split, schedule words left out."""
     words = [part for word in tokens(text) for part in [word, *compound_parts(word)] if part]
@@ -146,9 +154,16 @@ def rescheduled(new_text: str, old_text: str) -> tuple[Schedule, list[Schedule]]
         if len(old_values) != 1 or len({s.value for s in new}) != 1:
             continue
         old_mentions = [s for s in old_found if s.kind == kind]
-        subject = _subject(_clause_of(new_text, new[0]))
-        # "overnight run is 04:30 UTC now" names no job but the run: the space's one at that schedule
-        if not subject or subject & _subject(_clause_of(old_text, old_mentions[0])):
+        clause = _clause_of(new_text, new[0])
+        subject = _subject(clause)
+        # "overnight run is 04:30 UTC now" names no job but the run: the space's one at that schedule;
+        # so does "The nightly job starts at 04:15 now, the vendor pushed the uploads later", whose
+        # words after the comma say why
+        if (
+            not subject
+            or not _subject(_leading_part(clause, new[0]))
+            or subject & _subject(_clause_of(old_text, old_mentions[0]))
+        ):
             return new[0], old_mentions
     return None
 
