@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from bli_memory.door.librarian import Neighbour, decide, extract_facts
+from bli_memory.door.librarian.extract import _answers_from_general_knowledge
 from bli_memory.door.librarian.retiring import retired_terms
 
 # --- a question without its question mark -----------------------------------------------------------
@@ -760,6 +761,45 @@ def test_a_question_said_to_be_off_the_project_s_topic_leaves_nothing(user: str)
     knowledge: the exchange is noise, as a general question always was."""
     reply = "Because `map` returns a new array and states the shape; `pluck` guesses it from the keys."
     assert extract_facts(f"User: {user}\n\nAssistant: {reply}") == []
+
+
+@pytest.mark.parametrize(
+    "user",
+    [
+        'A quick question that has nothing to do with the project. My landlord wrote "per our agreement" in '
+        "his mail; is that rude in English?",
+        "not code. my supervisor keeps writing 'data are', is that a real rule or just taste?",
+        "random q not work related. my cousin asked why 0.1 + 0.2 prints 0.30000000000000004 in our python "
+        "class?? why tho",
+        "totally off topic but my sister asked me why `[[0]*3]*3` shares its rows and i couldnt explain it?",
+    ],
+)
+def test_a_question_declared_off_topic_first_leaves_nothing_whatever_it_says_of_mine(user: str) -> None:
+    """The asker's first sentence says the question is not about the project ("nothing to do with the
+    project", "not code.", "not work related", "off topic"): "my supervisor", "our python class" and
+    the story around the question are its context, not the project's; the reply answers from general
+    knowledge."""
+    reply = (
+        "Compare floats with `math.isclose(a, b)`, which uses a relative tolerance of 1e-09 by default. "
+        "For money, use `decimal.Decimal` instead of floats."
+    )  # two rules as a reply states them: kept from an exchange about the project
+    assert extract_facts(f"User: {user}\n\nAssistant: {reply}") == []
+
+
+@pytest.mark.parametrize(
+    "user",
+    [
+        # a finding, not a declaration: "not related to" the database
+        "The timeout is not related to the database. Why does the pool run dry?",
+        # the declaration is not the first sentence: a statement of the project comes first
+        "The export job is slow again because the pool is small. Totally off topic, but why does a pool run dry?",
+        # declared, but the question names one of the repository's files
+        "off topic but why does `config/pool.toml` set max_size twice?",
+    ],
+)
+def test_an_off_topic_word_later_or_beside_a_path_keeps_the_exchange(user: str) -> None:
+    reply = "A connection pool runs dry when every connection is checked out and none comes back."
+    assert not _answers_from_general_knowledge(user, reply)
 
 
 def test_a_question_about_what_the_session_did_is_no_general_question() -> None:

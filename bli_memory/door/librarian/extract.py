@@ -114,6 +114,17 @@ _NOT_OURS = re.compile(
     rf"\b{_OFF_TOPIC}|\bq\s+unrelated\b",
     re.IGNORECASE,
 )
+#: the asker's first sentence saying the question is not about the project at all ("A small question which
+#: has nothing to do with the project", "not code.", "random q not bot related", "totally off topic but
+#: …"): what they say of "my" manuscript or "our" works council beside it is the question's context.
+_DECLARED_NOT_OURS = re.compile(
+    r"\b(?:nothing\s+to\s+do\s+with|not\s+(?:about|related to|specific to))\s+(?:our|my|this|the)\s+"
+    r"(?:code|codebase|repo|repository|project|app|service|stack|bot|work)\b|"
+    r"\bnot\s+(?:\w+[- ])?related\b(?!\s+to\b)|"  # "the timeout is not related to the pool" is a finding
+    r"^\W*not\s+(?:code|coding|work|programming)\b|"
+    r"\bunrelated\b(?!\s+to\b)|\boff[- ]topic\b",
+    re.IGNORECASE,
+)
 #: a sentence that opens by saying the question is off the project's topic: "Random one while cargo
 #: chews through a clean build (…)": what follows it says why it is asked, nothing of the project.
 _OFF_TOPIC_LEAD = re.compile(
@@ -395,7 +406,9 @@ def _answers_from_general_knowledge(user: str, reply: str) -> bool:
     about this repository: the question names no file and says nothing of "our"/"my"/"this repo"
     nor of how "we" stand (an aside beside it may say why it is asked, a line without a verb what it is
     about; "not about our code" says so), and the reply reports no action ("I …"), names no
-    path and says nothing of "our"/"your repo"."""
+    path and says nothing of "our"/"your repo". When the asker's first sentence says the question is
+    not about the project (``_DECLARED_NOT_OURS``), the rest of their message is its context: "my
+    supervisor" or "our works council" ties it to nothing, though a path still does."""
     units = " ".join(_prose_units(user))
     said = [s for s in (_clean(s) for s in _sentences(units)) if s]
     off_topic = [s for s in said if _OFF_TOPIC_LEAD.match(s)]  # "Random one while the build runs (…)."
@@ -409,16 +422,16 @@ def _answers_from_general_knowledge(user: str, reply: str) -> bool:
         or _GENERAL_QUESTION.match(s.rsplit(": ", 1)[-1])  # "Quick one: whats the difference …"
         or _UNMARKED_QUESTION.search(s)
     ]
-    if not asked or not all(_is_aside(s) or _is_topic(s) for s in said if s not in asked):
+    first = next((c for c in (_clean(s) for s in _sentences(units)) if c), "")
+    declared = _DECLARED_NOT_OURS.search(first) is not None  # "not code.", "totally off topic but …"
+    if not asked or not (declared or all(_is_aside(s) or _is_topic(s) for s in said if s not in asked)):
         return False  # a statement or a task beside the question makes it about the project
     if _REQUEST.match(question) and not _ASKING_REQUEST.match(question):
         return False  # "Can you add X?" is a task; "Can you explain X?" asks
     asked_words = _KIND_OF_FILE.sub(" ", question.replace("`", " "))  # "a Dockerfile" is any Dockerfile
     if (
-        _OWN_WORDS.search(asked_words)
-        or _ASKS_OUR_STATE.search(asked_words)
-        or _PATH_TOKEN.search(asked_words)
-    ):
+        not declared and (_OWN_WORDS.search(asked_words) or _ASKS_OUR_STATE.search(asked_words))
+    ) or _PATH_TOKEN.search(asked_words):
         return False  # "what version are we on" asks about the project
     marked = _EXAMPLE.sub(" ", " ".join(_prose_units(reply)))
     prose = marked.replace("`", " ")
