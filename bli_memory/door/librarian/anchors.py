@@ -10,6 +10,9 @@ leaves them out. On the capture sets this marks about two in five of the exchang
 project's topic and none of those about it (docs/evaluation.md, "Two more sets, p and q, and exchanges
 about nothing of the project").
 
+The same names order the briefing: among facts that last alike, one naming a thing comes first
+(``service/profile.py``).
+
 The names are read by shape, not from a word list: a token with a letter and a digit, or one of
 ``. _ / : @ -`` inside (`tidemark-pg`, `lf-build01`, `192.168.20.53`, `fly.staging.toml`, `09:00`), a number of
 IDENTIFIER_NUMBER_MIN_DIGITS digits or more (an app id, a port), and a capitalised word that does not

@@ -68,8 +68,8 @@ class Profiles:
         and the latest memories in force. What lasts is ranked by
         ``librarian.lasting.lasting_score`` over the newest PROFILE_POOL_COUNT rows (decisions, conventions,
         preferences and who owns what, then rules, standing orders and version pins, then how things are;
-        among equals, those naming one of the project's things first, then the newest); a question, a test count, a log line or a fragment without a verb
-        is left out of all three, and so are stored exchanges (they are history, and each would fill the
+        among equals, those naming one of the project's things first, then the newest); a question, a
+        test count, a log line or a fragment without a verb is left out of all three, and so are stored exchanges (they are history, and each would fill the
         block with a whole turn), a fact a newer one restates or gives another version of, and the
         briefing and the latest memories leave out the facts of a saved exchange about none of the
         space's parts (``librarian.anchors``: a general question answered from general knowledge)."""
