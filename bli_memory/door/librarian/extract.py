@@ -411,6 +411,8 @@ def _answers_from_general_knowledge(user: str, reply: str) -> bool:
     supervisor" or "our works council" ties it to nothing, though a path still does."""
     units = " ".join(_prose_units(user))
     said = [s for s in (_clean(s) for s in _sentences(units)) if s]
+    # the asker's first sentence may say the question is not about the project: "not code."
+    declared = bool(said) and _DECLARED_NOT_OURS.search(said[0]) is not None
     off_topic = [s for s in said if _OFF_TOPIC_LEAD.match(s)]  # "Random one while the build runs (…)."
     question = _NOT_OURS.sub(" ", " ".join(s for s in said if s not in off_topic)).strip()
     said = [s for s in (_clean(s) for s in _sentences(question)) if s]
@@ -422,8 +424,6 @@ def _answers_from_general_knowledge(user: str, reply: str) -> bool:
         or _GENERAL_QUESTION.match(s.rsplit(": ", 1)[-1])  # "Quick one: whats the difference …"
         or _UNMARKED_QUESTION.search(s)
     ]
-    first = next((c for c in (_clean(s) for s in _sentences(units)) if c), "")
-    declared = _DECLARED_NOT_OURS.search(first) is not None  # "not code.", "totally off topic but …"
     if not asked or not (declared or all(_is_aside(s) or _is_topic(s) for s in said if s not in asked)):
         return False  # a statement or a task beside the question makes it about the project
     if _REQUEST.match(question) and not _ASKING_REQUEST.match(question):

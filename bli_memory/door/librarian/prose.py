@@ -540,8 +540,12 @@ _IMPERATIVES = frozenset(
 )
 
 
+#: the punctuation a token may carry at its edges: "(it", "file,", "\"done\"".
+_EDGE_PUNCTUATION = ".,;:!?()[]{}\"'"
+
+
 def _bare(token: str) -> str:
-    return token.strip(".,;:!?()[]{}\"'").lower()
+    return token.strip(_EDGE_PUNCTUATION).lower()
 
 
 def _names_something(token: str) -> bool:
@@ -597,7 +601,7 @@ def _leans_on_context(sentence: str) -> bool:
 def _is_acronym_it(token: str, sentence: str) -> bool:
     """Whether `token` is "IT" written as the acronym (the IT department) rather than the pronoun:
     in capitals inside a sentence that is not written all in capitals."""
-    return token.strip(".,;:!?()[]{}\"'") == "IT" and not sentence.isupper()
+    return token.strip(_EDGE_PUNCTUATION) == "IT" and not sentence.isupper()
 
 
 #: the words that make "one" stand for a thing of a kind named elsewhere ("the new one", "the other one").

@@ -158,11 +158,9 @@ def rescheduled(new_text: str, old_text: str) -> tuple[Schedule, list[Schedule]]
         subject = _subject(clause)
         # "overnight run is 04:30 UTC now" names no job but the run: the space's one at that schedule;
         # so does "The nightly job starts at 04:15 now, the vendor pushed the uploads later", whose
-        # words after the comma say why
-        if (
-            not subject
-            or not _subject(_leading_part(clause, new[0]))
-            or subject & _subject(_clause_of(old_text, old_mentions[0]))
+        # words after the comma say why (the part before the comma holds no word the clause lacks)
+        if not _subject(_leading_part(clause, new[0])) or subject & _subject(
+            _clause_of(old_text, old_mentions[0])
         ):
             return new[0], old_mentions
     return None

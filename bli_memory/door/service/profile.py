@@ -69,10 +69,11 @@ class Profiles:
         ``librarian.lasting.lasting_score`` over the newest PROFILE_POOL_COUNT rows (decisions, conventions,
         preferences and who owns what, then rules, standing orders and version pins, then how things are;
         among equals, those naming one of the project's things first, then the newest); a question, a
-        test count, a log line or a fragment without a verb is left out of all three, and so are stored exchanges (they are history, and each would fill the
-        block with a whole turn), a fact a newer one restates or gives another version of, and the
-        briefing and the latest memories leave out the facts of a saved exchange about none of the
-        space's parts (``librarian.anchors``: a general question answered from general knowledge)."""
+        test count, a log line or a fragment without a verb is left out of all three, and so are stored
+        exchanges (they are history, and each would fill the block with a whole turn), a fact a newer
+        one restates or gives another version of, and the briefing and the latest memories leave out
+        the facts of a saved exchange about none of the space's parts (``librarian.anchors``: a general
+        question answered from general knowledge)."""
         tags = self.spaces.scope_tags(principal, tag, "all")
         pinned = self.store.pinned(principal.team_id, tags)
         read = self.store.recent(principal.team_id, tags, max(PROFILE_POOL_COUNT, PROFILE_RECENT_COUNT))
