@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from bli_memory.wire.http import Connection
 
 CONTEXT_TAG = "bli-memory-context"
-PROFILE_MAX_ITEMS = 20
+PROFILE_MAX_ITEMS = 30
 RECENT_MAX_ITEMS = 10
 ITEM_MAX_CHARS = 600
 #: the pins shown together hold at most this many characters of text (the block holds 8000): the

@@ -58,7 +58,7 @@ def test_one_long_exchange_does_not_fill_the_profile(door: DoorProcess, tag: str
     older = "The receipts queue runs on its own Celery worker pool."
     save(door, tag, older, exchange="x_older")
     newer = [
-        "Receipt PDFs use WeasyPrint.",
+        "Receipt documents use WeasyPrint.",
         "Receipt emails use Postmark.",
         "Receipt numbers use a Postgres sequence.",
     ]
@@ -147,3 +147,42 @@ def test_a_query_finds_only_the_fact_in_force(door: DoorProcess, tag: str) -> No
     )
     assert status == 200
     assert answer["profile"]["dynamic"] == [newer]
+
+
+#: words of their own for each fact of a full briefing, so that none restates another.
+WORDS = (
+    "apple basin candle dagger ember falcon garnet harbor island jasper kettle lantern meadow nectar "
+    "orchard pepper quarry ribbon saddle timber umber velvet walnut yarrow zephyr anchor beacon cinder "
+    "drift estuary fjord glacier hollow inlet juniper kelp lagoon marsh nettle oyster prairie quartz reef "
+    "sorrel tundra upland valley willow yucca zinnia acorn bramble cedar dune elm fern gorse heath ivy "
+    "larch maple poplar"
+).split()
+
+
+def test_a_full_briefing_chooses_decisions_then_the_facts_naming_more_things(
+    door: DoorProcess, tag: str
+) -> None:
+    decision = "We decided that every service owns its own schema, from now on."  # names nothing
+    two_named = "The omega1 worker keeps its queue apart from the omega2 package."
+    names = [*NAMES, "amber", "cobalt", "indigo", "magenta", "scarlet"]
+    one_named = [
+        f"The {name}1 service writes {WORDS[2 * index]} logs to the {WORDS[2 * index + 1]} volume."
+        for index, name in enumerate(names)
+    ]
+    assert len(one_named) > PROFILE_BRIEFING_COUNT
+    for content in [decision, two_named, *one_named]:  # the two chosen first are the oldest
+        save(door, tag, content)
+    status, answer = door.post("/api/memory/v4/profile", {"containerTag": tag})
+    assert status == 200
+    newest = one_named[::-1][: PROFILE_BRIEFING_COUNT - 2]
+    assert answer["profile"]["dynamic"] == [decision, two_named, *newest]
+
+
+def test_the_briefing_shows_what_it_chose_most_lasting_first(door: DoorProcess, tag: str) -> None:
+    rule = "Deploys must go through the deploy01 runner."  # a standing order naming one thing
+    two_named = "The omega1 worker keeps its queue apart from the omega2 package."  # how things are
+    for content in [rule, two_named]:
+        save(door, tag, content)
+    status, answer = door.post("/api/memory/v4/profile", {"containerTag": tag})
+    assert status == 200
+    assert answer["profile"]["dynamic"] == [rule, two_named]  # chosen the other way round

@@ -15,6 +15,7 @@ from bli_memory.door import exchanges
 from bli_memory.door.exchanges import is_stored_exchange
 from bli_memory.door.librarian.anchors import identifiers, loose_sources
 from bli_memory.door.librarian.lasting import (
+    DECISION_SCORE,
     SHARED_MIN_WORDS,
     briefing_text,
     changes,
@@ -30,9 +31,14 @@ from bli_memory.door.service.spaces import Spaces
 from bli_memory.door.store.roles import Store
 
 PROFILE_DYNAMIC_COUNT = 8
-#: the lasting facts the briefing (the profile without a query) shows at most, and their characters.
-PROFILE_BRIEFING_COUNT = 20
-PROFILE_BRIEFING_MAX_CHARS = 3000
+#: the lasting facts the briefing (the profile without a query) shows at most, and their characters:
+#: about 1 100 tokens, well inside what a host places before the first prompt (Claude Code takes 10 000
+#: characters of hook context before it moves the rest to a file).
+PROFILE_BRIEFING_COUNT = 30
+PROFILE_BRIEFING_MAX_CHARS = 4500
+#: the briefing chooses facts naming more of the project's things first, counting up to this many:
+#: a host with its port, or a path with a version, tells more than one name; more than two, no more.
+BRIEFING_NAMES_COUNTED = 2
 #: the lowest lasting score a fact of the briefing has: reports of what a session did (0) are left out.
 PROFILE_BRIEFING_MIN_SCORE = 1
 PROFILE_RECENT_COUNT = 10
@@ -68,7 +74,8 @@ class Profiles:
         and the latest memories in force. What lasts is ranked by
         ``librarian.lasting.lasting_score`` over the newest PROFILE_POOL_COUNT rows (decisions, conventions,
         preferences and who owns what, then rules, standing orders and version pins, then how things are;
-        among equals, those naming one of the project's things first, then the newest); a question, a
+        the briefing chooses decisions first, then the facts naming most of the project's things, and
+        shows what it chose most lasting first); a question, a
         test count, a log line or a fragment without a verb is left out of all three, and so are stored
         exchanges (they are history, and each would fill the block with a whole turn), a fact a newer
         one restates or gives another version of, and the briefing and the latest memories leave out
@@ -154,6 +161,7 @@ def _briefing(scored: list[tuple[Memory, int]]) -> list[Memory]:
     PROFILE_BRIEFING_MIN_SCORE, while they fit in PROFILE_BRIEFING_MAX_CHARS together; one that does
     not fit is passed over for shorter ones after it, up to PROFILE_BRIEFING_COUNT facts."""
     lasting = [(memory, score) for memory, score in scored if score >= PROFILE_BRIEFING_MIN_SCORE]
+    score_of = {memory.id: score for memory, score in lasting}
     chosen: list[Memory] = []
     used = 0
     for memory in _most_lasting(lasting):
@@ -164,7 +172,7 @@ def _briefing(scored: list[tuple[Memory, int]]) -> list[Memory]:
         used += size
         if len(chosen) == PROFILE_BRIEFING_COUNT:
             break
-    return chosen
+    return sorted(chosen, key=lambda memory: -score_of[memory.id])  # shown most lasting first
 
 
 def _recent(scored: list[tuple[Memory, int]]) -> list[Memory]:
@@ -184,16 +192,25 @@ def _source(memory: Memory) -> str:
 
 
 def _most_lasting(scored: list[tuple[Memory, int]]) -> list[Memory]:
-    """Newest-first (memory, lasting score) pairs ordered by score; among equals, those that name one
-    of the project's things first (``anchors.identifiers``: a host, a path, a version, a cron line, a
-    person), then newest first. At most PROFILE_FACTS_PER_EXCHANGE facts of one saved exchange come
-    before the others' facts, so one long exchange does not fill the profile.
+    """Newest-first (memory, lasting score) pairs in the order the briefing chooses them: decisions,
+    conventions, preferences and who owns what (``lasting.DECISION_SCORE``) first; then the facts
+    that name more of the project's things (``anchors.identifiers``: a host, a path, a version, a cron
+    line, a person; up to BRIEFING_NAMES_COUNTED), then by score, then newest first. At most
+    PROFILE_FACTS_PER_EXCHANGE facts of one saved exchange come before the others' facts, so one long
+    exchange does not fill the profile.
 
-    Most facts score alike (how things are), and the briefing has room for about half of them; what a
-    teammate asks about later is mostly where something runs and what it is called, which a fact
-    naming nothing ("The scheduled run checks out the main branch like a push does") does not say."""
-    names = [bool(identifiers(memory.content)) for memory, _score in scored]
-    order = sorted(range(len(scored)), key=lambda index: (-scored[index][1], not names[index], index))
+    Most facts score alike (how things are), and a verbose project stores more of them than the
+    briefing has room for; what a teammate asks about later is mostly where something runs and what
+    it is called, which a fact naming nothing ("The scheduled run checks out the main branch like a
+    push does") does not say, and a fact naming two things ("the proxy listens on 6432 on db-02")
+    says more of than one naming one."""
+    named = [min(len(identifiers(memory.content)), BRIEFING_NAMES_COUNTED) for memory, _score in scored]
+
+    def rank(index: int) -> tuple[bool, int, int, int]:
+        score = scored[index][1]
+        return (score < DECISION_SCORE, -named[index], -score, index)
+
+    order = sorted(range(len(scored)), key=rank)
     taken: dict[str, int] = {}
     first: list[Memory] = []
     later: list[Memory] = []
