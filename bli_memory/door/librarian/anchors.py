@@ -22,6 +22,7 @@ anchor: "the build" is in every exchange of every space.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 
@@ -37,6 +38,8 @@ _LETTER_AND_DIGIT = re.compile(r"^(?=.*[^\W\d_])(?=.*\d)")
 IDENTIFIER_MIN_CHARS = 3
 #: the digits a bare number needs to name something (an app id, a port): "12" or "200" is a quantity.
 IDENTIFIER_NUMBER_MIN_DIGITS = 4
+#: texts whose identifiers are remembered: a session start reads the same newest rows every time.
+IDENTIFIERS_CACHE_MAX = 8192
 #: the saved exchanges a space needs before one of them can be judged loose.
 LOOSE_MIN_SOURCES = 4
 #: what ends a sentence: the word after it is capitalised by grammar, not because it is a name.
@@ -50,6 +53,7 @@ def words(text: str) -> frozenset[str]:
     return frozenset(token.lower() for token in _TOKEN.findall(text))
 
 
+@functools.lru_cache(maxsize=IDENTIFIERS_CACHE_MAX)
 def identifiers(text: str) -> frozenset[str]:
     """The tokens of `text` that name a thing (see the module's docstring), lower-cased."""
     found: set[str] = set()

@@ -417,9 +417,10 @@ def same_fact(newer: str, older: str) -> bool:
     """Whether `newer` states what `older` does, near word for word (the older is then not shown)."""
     a, b = content_words(newer), content_words(older)
     shared = len(a & b)
-    if all(any(c.isdigit() for c in word) for word in a ^ b):
-        return False  # numbered siblings ("note 3: module m3", "note 4: module m4"), not one fact twice
-    return shared >= NEAR_DUPLICATE_MIN_WORDS and shared >= NEAR_DUPLICATE_SHARE * min(len(a), len(b))
+    if shared < NEAR_DUPLICATE_MIN_WORDS or shared < NEAR_DUPLICATE_SHARE * min(len(a), len(b)):
+        return False  # the cheap test first: a profile asks it of every pair of facts sharing words
+    # numbered siblings ("note 3: module m3", "note 4: module m4") are not one fact twice
+    return not all(any(c.isdigit() for c in word) for word in a ^ b)
 
 
 @functools.lru_cache(maxsize=LASTING_CACHE_MAX)

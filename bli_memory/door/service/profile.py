@@ -8,6 +8,7 @@ Separate from search: it reads pins and the newest rows as well as hits, and ran
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from dataclasses import dataclass, replace
 
@@ -46,6 +47,8 @@ PROFILE_RECENT_COUNT = 10
 PROFILE_READ_FACTOR = 3
 #: the newest rows the profile ranks by how long they last (``librarian.lasting``) when no query is given.
 PROFILE_POOL_COUNT = 200
+#: pairs of facts whose "does the newer hide the older" answer is remembered (``_text_hides``).
+HIDES_CACHE_MAX = 65536
 #: facts of one saved exchange the profile shows before it shows any other exchange's less lasting ones.
 PROFILE_FACTS_PER_EXCHANGE = 2
 
@@ -144,11 +147,16 @@ def _current(scored: list[tuple[Memory, int | None]]) -> list[tuple[Memory, int 
 def _hides(newer: tuple[Memory, int | None], older: tuple[Memory, int | None]) -> bool:
     """Whether the newer fact hides the older one (see ``_current``)."""
     (new, new_score), (old, old_score) = newer, older
-    if same_fact(new.content, old.content):
+    return _text_hides(new.content, _rank(new_score), old.content, _rank(old_score))
+
+
+@functools.lru_cache(maxsize=HIDES_CACHE_MAX)
+def _text_hides(newer: str, newer_rank: int, older: str, older_rank: int) -> bool:
+    """``_hides`` of two texts and their ranks, remembered: a session start asks it of every pair of
+    the newest rows that share words, and the next session start asks most of the same pairs."""
+    if same_fact(newer, older):
         return True
-    return _rank(new_score) >= _rank(old_score) and (
-        changes(new.content, old.content) or newer_version(new.content, old.content)
-    )
+    return newer_rank >= older_rank and (changes(newer, older) or newer_version(newer, older))
 
 
 def _rank(score: int | None) -> int:
