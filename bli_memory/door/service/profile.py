@@ -47,8 +47,9 @@ PROFILE_RECENT_COUNT = 10
 PROFILE_READ_FACTOR = 3
 #: the newest rows the profile ranks by how long they last (``librarian.lasting``) when no query is given.
 PROFILE_POOL_COUNT = 200
-#: pairs of facts whose "does the newer hide the older" answer is remembered (``_text_hides``).
-HIDES_CACHE_MAX = 65536
+#: pairs of facts whose "does the newer hide the older" answer is remembered (``_text_hides``): a
+#: space's 200 newest rows make at most 19 900 pairs, most far fewer; a full cache holds about 10 MiB.
+HIDES_CACHE_MAX = 32768
 #: facts of one saved exchange the profile shows before it shows any other exchange's less lasting ones.
 PROFILE_FACTS_PER_EXCHANGE = 2
 
