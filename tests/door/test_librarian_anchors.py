@@ -85,7 +85,7 @@ EXCHANGES = [
     "User: staging should get its own cluster, not tidemark-pg.\n\n"
     "Assistant: Created tidemark-pg-staging on Fly; staging deploys with `fly deploy -c fly.staging.toml`.",
     # worded so that extraction keeps a fact of it: only the space can tell it is about nothing here
-    "User: side thing, my nephew asked me yesterday why bread dough has to rest before baking and i had "
+    "User: my nephew asked me yesterday why bread dough has to rest before baking and i had "
     "no good answer. whats going on in there\n\nAssistant: Resting lets two things happen. The yeast "
     "keeps fermenting, so carbon dioxide builds up in the dough and it rises. The gluten network also "
     "relaxes: kneading stretches the protein strands tight, and a rest lets them loosen. A longer, colder "

@@ -789,6 +789,55 @@ def test_a_question_declared_off_topic_first_leaves_nothing_whatever_it_says_of_
 @pytest.mark.parametrize(
     "user",
     [
+        "dumb q that came up at lunch. my nephew asked why ice floats and i fumbled it. give me a version a "
+        "ten-year-old gets",  # declared, and it asks without a question
+        "random one, not work. why do planes leave white trails behind them and some days not?",
+        "side thing, prepping a talk for a meetup tomorrow: whats the difference between a process and a thread",
+        "quick sql question while the migration runs. is `count(*)` slower than `count(1)`?",
+        "question not about code. in german is it 'das Virus' or 'der Virus'?",
+    ],
+)
+def test_a_question_announced_as_a_side_one_leaves_nothing(user: str) -> None:
+    """A first sentence that announces a question of another kind ("dumb q", "random one, not work",
+    "side thing", "quick sql question", "question not about code") declares it off the project's
+    topic, whether or not a question mark follows."""
+    reply = "Short version: it depends on how the engine counts rows, and most engines treat both alike."
+    assert extract_facts(f"User: {user}\n\nAssistant: {reply}") == []
+
+
+def test_a_declared_question_s_answer_may_name_example_paths() -> None:
+    """ "not work related": the folders and the git range in the answer are the answer's examples."""
+    user = (
+        "not work related. i have 300 scanned receipts named scan_001 and so on, all in one folder. want "
+        "them sorted into folders by month. quick way?"
+    )
+    reply = (
+        "Use `exiftool`: `cd ~/Scans`, then `exiftool '-Directory<CreateDate' -d ./%Y-%m/ .` moves each "
+        "file into a folder such as `./2024-01/`. To undo a bad run in git, `git log main..sorting` lists "
+        "what the branch added."
+    )
+    assert extract_facts(f"User: {user}\n\nAssistant: {reply}") == []
+
+
+@pytest.mark.parametrize(
+    "user",
+    [
+        # "quick question" alone announces nothing: this one asks how the project deploys
+        "quick question: how do we deploy to staging?",
+        # a side question that is a task on the repository's file
+        "side thing: can you add `dist/` to `.gitignore`?",
+    ],
+)
+def test_a_quick_or_side_question_about_the_project_keeps_its_answer(user: str) -> None:
+    reply = (
+        "Run `deploy/staging.sh` from the repository root; it builds the image and pushes it to `stg-eu1`."
+    )
+    assert extract_facts(f"User: {user}\n\nAssistant: {reply}") != []
+
+
+@pytest.mark.parametrize(
+    "user",
+    [
         # a finding, not a declaration: "not related to" the database
         "The timeout is not related to the database. Why does the pool run dry?",
         # the declaration is not the first sentence: a statement of the project comes first

@@ -120,6 +120,12 @@ _NOT_OURS = re.compile(
 _DECLARED_NOT_OURS = re.compile(
     r"\b(?:nothing\s+to\s+do\s+with|not\s+(?:about|related to|specific to))\s+(?:our|my|this|the)\s+"
     r"(?:code|codebase|repo|repository|project|app|service|stack|bot|work)\b|"
+    # "random one, not work.", "dumb q that came up at dinner", "side thing, …", "random git q while …"
+    r"^\W*(?:random|dumb|silly|stupid|side|unrelated|off[- ]topic|general)\b[^.?!:]{0,40}?"
+    r"\b(?:q|qs|question|one|thing)\b|"
+    # "quick c question while …": a question of a kind named before it, not "quick question: how do we …"
+    r"^\W*quick\s+(?!(?:q|qs|question|one|thing)\b)[\w+#.-]+\s+(?:q|question)\b|"
+    r"\bnot\s+about\s+(?:code|coding|work|programming)\b|"
     r"\bnot\s+(?:\w+[- ])?related\b(?!\s+to\b)|"  # "the timeout is not related to the pool" is a finding
     r"^\W*not\s+(?:code|coding|work|programming)\b|"
     r"\bunrelated\b(?!\s+to\b)|\boff[- ]topic\b",
@@ -407,8 +413,11 @@ def _answers_from_general_knowledge(user: str, reply: str) -> bool:
     nor of how "we" stand (an aside beside it may say why it is asked, a line without a verb what it is
     about; "not about our code" says so), and the reply reports no action ("I …"), names no
     path and says nothing of "our"/"your repo". When the asker's first sentence says the question is
-    not about the project (``_DECLARED_NOT_OURS``), the rest of their message is its context: "my
-    supervisor" or "our works council" ties it to nothing, though a path still does."""
+    not about the project (``_DECLARED_NOT_OURS``: "not code.", "random one, not work.", "dumb q that
+    came up at dinner", "quick c question while …"), the rest of their message is its context: "my
+    supervisor" or "our works council" ties it to nothing, though a path in it still does; it may ask
+    without a question ("give me the version I can say out loud"), and the reply's paths are its
+    examples (`~/Pictures/trip`, `./phone3/`), though a reported change still ties the exchange."""
     units = " ".join(_prose_units(user))
     said = [s for s in (_clean(s) for s in _sentences(units)) if s]
     # the asker's first sentence may say the question is not about the project: "not code."
@@ -424,10 +433,10 @@ def _answers_from_general_knowledge(user: str, reply: str) -> bool:
         or _GENERAL_QUESTION.match(s.rsplit(": ", 1)[-1])  # "Quick one: whats the difference …"
         or _UNMARKED_QUESTION.search(s)
     ]
-    if not asked or not (declared or all(_is_aside(s) or _is_topic(s) for s in said if s not in asked)):
+    if not declared and (not asked or not all(_is_aside(s) or _is_topic(s) for s in said if s not in asked)):
         return False  # a statement or a task beside the question makes it about the project
-    if _REQUEST.match(question) and not _ASKING_REQUEST.match(question):
-        return False  # "Can you add X?" is a task; "Can you explain X?" asks
+    if not declared and _REQUEST.match(question) and not _ASKING_REQUEST.match(question):
+        return False  # "Can you add X?" is a task; "Can you explain X?" asks (declared: "give me …" asks)
     asked_words = _KIND_OF_FILE.sub(" ", question.replace("`", " "))  # "a Dockerfile" is any Dockerfile
     if (
         not declared and (_OWN_WORDS.search(asked_words) or _ASKS_OUR_STATE.search(asked_words))
@@ -437,7 +446,7 @@ def _answers_from_general_knowledge(user: str, reply: str) -> bool:
     prose = marked.replace("`", " ")
     return not (
         _ACTOR_WORDS.search(prose)
-        or _PATH_TOKEN.search(prose)
+        or (not declared and _PATH_TOKEN.search(prose))  # declared: its paths are the answer's examples
         or _OWN_TASK.search(marked)
         or _CHANGE_MADE.search(_INLINE_CODE_SPAN.sub("code", marked))
     )
