@@ -103,7 +103,8 @@ _OWN_WORDS = re.compile(
     r"\b(?:our|ours|my|mine|here|this (?:repo|project|codebase|service|app))\b", re.IGNORECASE
 )
 #: the words that mark a question as off the project's topic: "unrelated q", "random one", "side question".
-_OFF_TOPIC = r"(?:unrelated|random|off[- ]topic|side|general)\s+(?:q|qs|question|one)\b"
+_OFF_TOPIC_WORDS = r"unrelated|random|off[- ]topic|side|general"
+_OFF_TOPIC = rf"(?:{_OFF_TOPIC_WORDS})\s+(?:q|qs|question|one)\b"
 #: the asker saying the question is not about the project ("not about our code", "unrelated to this
 #: repo"): the "our" in it ties nothing to the project.
 _NOT_OURS = re.compile(
@@ -121,7 +122,7 @@ _DECLARED_NOT_OURS = re.compile(
     r"\b(?:nothing\s+to\s+do\s+with|not\s+(?:about|related to|specific to))\s+(?:our|my|this|the)\s+"
     r"(?:code|codebase|repo|repository|project|app|service|stack|bot|work)\b|"
     # "random one, not work.", "dumb q that came up at dinner", "side thing, …", "random git q while …"
-    r"^\W*(?:random|dumb|silly|stupid|side|unrelated|off[- ]topic|general)\b[^.?!:]{0,40}?"
+    rf"^\W*(?:{_OFF_TOPIC_WORDS}|dumb|silly|stupid)\b[^.?!:]{{0,40}}?"
     r"\b(?:q|qs|question|one|thing)\b|"
     # "quick c question while …": a question of a kind named before it, not "quick question: how do we …"
     r"^\W*quick\s+(?!(?:q|qs|question|one|thing)\b)[\w+#.-]+\s+(?:q|question)\b|"

@@ -166,9 +166,9 @@ def _rank(score: int | None) -> int:
 
 
 def _briefing(scored: list[tuple[Memory, int]]) -> list[Memory]:
-    """The lasting facts, most lasting first (``_most_lasting``), those scored at least
-    PROFILE_BRIEFING_MIN_SCORE, while they fit in PROFILE_BRIEFING_MAX_CHARS together; one that does
-    not fit is passed over for shorter ones after it, up to PROFILE_BRIEFING_COUNT facts."""
+    """The lasting facts scored at least PROFILE_BRIEFING_MIN_SCORE, chosen in ``_most_lasting``'s
+    order while they fit in PROFILE_BRIEFING_MAX_CHARS together (one that does not fit is passed over
+    for shorter ones after it), up to PROFILE_BRIEFING_COUNT facts, and shown most lasting first."""
     lasting = [(memory, score) for memory, score in scored if score >= PROFILE_BRIEFING_MIN_SCORE]
     score_of = {memory.id: score for memory, score in lasting}
     chosen: list[Memory] = []
