@@ -70,6 +70,14 @@ def fact_exchange(memory: Memory) -> str | None:
     return exchange_of(memory.metadata) if memory.kind == "memory" else None
 
 
+def source_of(memory: Memory) -> str:
+    """The saved exchange a row belongs to: a stored exchange's key, the one a distilled fact came
+    from, or the row itself for a memory saved on its own."""
+    if is_stored_exchange(memory) and memory.custom_id:
+        return memory.custom_id
+    return str((memory.metadata or {}).get(FACT_EXCHANGE_FIELD) or memory.id)
+
+
 def gave_no_facts(memory: Memory) -> bool:
     """Whether `memory` is a stored exchange its extraction job distilled no fact from: a test run, a
     greeting, a question that was only acknowledged. An exchange kept without a job (its metadata

@@ -6,7 +6,8 @@ store only through the memory service (`MemoryService`: the job queue, the write
 exchange). Jobs are claimed in a round over the devices that have some waiting (`Store.claim_job`),
 so one device's backlog never holds the others' back. A claimed job's text is distilled into facts
 by the librarian in the child, under a CPU budget per job (a job over it fails with that reason, and
-the queue goes on), so the door's threads never wait for the GIL behind the rules. Each fact is then
+the queue goes on), so the door's threads never wait for the GIL behind the rules. An exchange about
+none of its space's parts (``librarian.anchors.loose_exchange``) gives no facts. Each fact is then
 reconciled against the space's facts and written in a transaction of its own together with the
 job's progress, and the exchange kept with the job's `done` mark in a last one: searches wait for
 one fact's writes at most, never for a whole job. A door killed mid-job, or a job retried after an
@@ -79,6 +80,8 @@ def run_job(memories: MemoryService, job: Job, extract: Extractor) -> JobOutcome
     if progress is None:
         started = time.perf_counter()
         facts, _ = extract(job.content)
+        if facts and memories.exchange_is_loose(principal, job.container_tag, job.content):
+            facts = []  # about none of the space's parts: kept as a stored exchange only
         progress = JobProgress(facts=list(facts), extract_ms=round((time.perf_counter() - started) * 1000))
     outcome = progress.outcome()
     started = time.perf_counter()

@@ -296,6 +296,9 @@ class MemoryService:
     def exchange_vector(self, principal: Principal, tag: str, content: str) -> np.ndarray | None:
         return self.stored.exchange_vector(principal, tag, content)
 
+    def exchange_is_loose(self, principal: Principal, tag: str, content: str) -> bool:
+        return self.stored.is_loose(principal, tag, content)
+
     def save_exchange(
         self,
         principal: Principal,

@@ -1,11 +1,18 @@
-"""The saved exchanges about none of their space's parts (``librarian.anchors``), pure, and the
-briefing that leaves their facts out, through a real door."""
+"""The saved exchanges about none of their space's parts (``librarian.anchors``), pure, and through
+a real door: an exchange saved into a space it meets nowhere gives no facts, and the briefing leaves
+out the facts of one that was saved before the space had anything to meet."""
 
 from __future__ import annotations
 
 import pytest
 
-from bli_memory.door.librarian.anchors import LOOSE_MIN_SOURCES, identifiers, loose_sources
+from bli_memory.door.librarian.anchors import (
+    LOOSE_AT_SAVE_MIN_SOURCES,
+    LOOSE_MIN_SOURCES,
+    identifiers,
+    loose_exchange,
+    loose_sources,
+)
 from tests.door.helpers import saved_with_extract
 from tests.helpers import DoorProcess
 
@@ -38,6 +45,7 @@ def test_a_name_is_read_by_its_shape(fact: str, names: set[str]) -> None:
         "A binary semaphore looks like a mutex but anyone can release it.",
         "Use the pool. Fix: Bumped the limit after the run.",  # a capital opening a sentence or a plain word
         "There are two high tides a day because the moon pulls on both sides of the earth.",
+        "Spell out abbreviations, e.g. write 'for example', i.e. in full.",  # "e.g" and "i.e" name nothing
     ],
 )
 def test_plain_words_name_nothing(fact: str) -> None:
@@ -77,6 +85,28 @@ def test_a_space_of_few_exchanges_judges_none_loose() -> None:
     assert loose_sources(few) == frozenset()
 
 
+def test_an_exchange_being_saved_is_judged_against_the_space_before_it() -> None:
+    before = [pair for pair in SPACE if pair[0] != "exchange:5"]
+    tides = SPACE[5][1]
+    assert loose_exchange(tides, before)
+    assert not loose_exchange("User: does Rangi still own it?\n\nAssistant: Yes.", before)  # a name held
+    assert not loose_exchange("User: why?\n\nAssistant: See `docs/tides.md`.", before)  # a path of the repo
+
+
+def test_a_path_under_home_ties_nothing_to_the_project() -> None:
+    before = [pair for pair in SPACE if pair[0] != "exchange:5"]
+    photos = "User: rename my holiday photos by date\n\nAssistant: `cd ~/Pictures/trip` and run exiftool."
+    assert loose_exchange(photos, before)
+    assert not loose_exchange(photos.replace("~/Pictures/trip", "./assets/photos"), before)
+
+
+def test_the_first_exchanges_of_a_space_are_never_judged() -> None:
+    first = SPACE[:1]
+    assert len({source for source, _ in first}) < LOOSE_AT_SAVE_MIN_SOURCES
+    assert not loose_exchange(SPACE[5][1], first)
+    assert not loose_exchange(SPACE[5][1], [])
+
+
 EXCHANGES = [
     "User: the harbour app's db is tidemark-pg on Fly, region lhr. Rangi owns the Oban workers.\n\n"
     'Assistant: Attached `tidemark-pg`; `primary_region = "lhr"` is in fly.toml.',
@@ -93,17 +123,31 @@ EXCHANGES = [
 ]
 
 
+def test_an_exchange_about_nothing_of_the_space_is_kept_without_facts(door: DoorProcess, tag: str) -> None:
+    for exchange in EXCHANGES[:3]:
+        assert saved_with_extract(door, tag, exchange)["outcome"]["added"] > 0
+    bread = saved_with_extract(door, tag, EXCHANGES[3])
+    assert bread["outcome"]["added"] == 0, bread
+    status, found = door.post(
+        "/api/memory/search", {"q": "where does the flavour of bread come from", "containerTag": tag}
+    )
+    assert status == 200, found
+    starch = [hit for hit in found["results"] if "starch" in hit["content"]]
+    assert starch and all(hit["kind"] == "document" for hit in starch), found  # the exchange is kept, whole
+
+
 def test_the_briefing_leaves_out_what_a_general_question_left(door: DoorProcess, tag: str) -> None:
-    for exchange in EXCHANGES:
+    # saved first, when the space had nothing to meet, the general question gives its facts …
+    for exchange in [EXCHANGES[3], *EXCHANGES[:3]]:
         saved_with_extract(door, tag, exchange)
     status, found = door.post(
         "/api/memory/search", {"q": "where does the flavour of bread come from", "containerTag": tag}
     )
     assert status == 200, found
     tides = [hit for hit in found["results"] if hit["kind"] == "memory" and "starch" in hit["content"]]
-    assert tides, found  # the fact is kept, and found …
+    assert tides, found  # … which are kept, and found …
     status, answer = door.post("/api/memory/v4/profile", {"containerTag": tag})
     assert status == 200
     shown = answer["profile"]["dynamic"] + [row["content"] for row in answer["recent"]]
     assert any("tidemark-pg" in line for line in shown), shown
-    assert not any("starch" in line or "dough" in line for line in shown), shown  # … but never briefs
+    assert not any("starch" in line or "dough" in line for line in shown), shown  # … but never brief

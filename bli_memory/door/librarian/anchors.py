@@ -10,6 +10,14 @@ leaves them out. On the capture sets this marks about two in five of the exchang
 project's topic and none of those about it (docs/evaluation.md, "Two more sets, p and q, and exchanges
 about nothing of the project").
 
+The same judgement is made when an exchange is saved (:func:`loose_exchange`), against the rows the
+space already holds: an exchange about none of their parts is kept as a stored exchange and gives no
+facts. It needs fewer sources before it (LOOSE_AT_SAVE_MIN_SOURCES) than the briefing's judgement,
+as it asks only whether one new exchange meets the space, not which of many stand apart; the first
+exchanges of a space are never judged, so a new project's first words give their facts. A path
+under the home directory (``~/Pictures/trip``) is the user's, not the repository's, and ties no
+exchange to the project.
+
 The same names order the briefing: among facts that last alike, one naming a thing comes first
 (``service/profile.py``).
 
@@ -42,6 +50,11 @@ IDENTIFIER_NUMBER_MIN_DIGITS = 4
 IDENTIFIERS_CACHE_MAX = 8192
 #: the saved exchanges a space needs before one of them can be judged loose.
 LOOSE_MIN_SOURCES = 4
+#: the saved exchanges (or memories saved on their own) a space needs before a new exchange is judged
+#: loose as it is saved: two, so that a new project's first exchanges always give their facts.
+LOOSE_AT_SAVE_MIN_SOURCES = 2
+#: an abbreviation written with full stops ("e.g", "i.e", "a.k.a") names nothing.
+_DOTTED_ABBREVIATION = re.compile(r"^(?:[a-z]\.)+[a-z]$")
 #: what ends a sentence: the word after it is capitalised by grammar, not because it is a name.
 _SENTENCE_END = (".", "!", "?", ":")
 #: words a capital letter does not make a name ("Use the pool", "Fix: Bumped …").
@@ -65,7 +78,7 @@ def identifiers(text: str) -> frozenset[str]:
         gap = between.strip(" \t\n\"'`(*[")
         opens_sentence = (opens_sentence and not gap) or gap.endswith(_SENTENCE_END) or "\n" in between
         previous_end = match.end()
-        if len(token) < IDENTIFIER_MIN_CHARS:
+        if len(token) < IDENTIFIER_MIN_CHARS or _DOTTED_ABBREVIATION.match(token):
             pass
         elif _VALUE_MARK.search(token) or _LETTER_AND_DIGIT.match(token):
             found.add(token.lower())
@@ -98,17 +111,31 @@ def loose_sources(texts: Sequence[tuple[str, str]]) -> frozenset[str]:
     if len(by_source) < LOOSE_MIN_SOURCES:
         return frozenset()
     # a path of the repository ties an exchange to the project, and most exchanges name one
-    pathless = [
-        source
-        for source, said in by_source.items()
-        if not any(_PATH_TOKEN.search(text.replace("`", " ")) for text in said)
-    ]
+    pathless = [source for source, said in by_source.items() if not any(map(_names_a_path, said))]
     if not pathless:
         return frozenset()
     held = _holders(texts)
-    loose: set[str] = set()
-    for source in pathless:
-        names = frozenset().union(*(identifiers(text) for text in by_source[source]))
-        if not any(held.get(name, set()) - {source} for name in names):
-            loose.add(source)
-    return frozenset(loose)
+    return frozenset(source for source in pathless if not _meets(by_source[source], held, source))
+
+
+def loose_exchange(text: str, earlier: Sequence[tuple[str, str]]) -> bool:
+    """Whether an exchange being saved is about none of its space's parts, given the space's rows as
+    (source, text) pairs (see :func:`loose_sources`): it names no path of the repository and none
+    of its names is held by the space's rows. False while the space has fewer than
+    LOOSE_AT_SAVE_MIN_SOURCES sources: a new project's first exchanges have nothing to meet yet."""
+    if len({source for source, _ in earlier}) < LOOSE_AT_SAVE_MIN_SOURCES or _names_a_path(text):
+        return False
+    return not _meets([text], _holders(earlier), None)
+
+
+def _names_a_path(text: str) -> bool:
+    """A path of the repository in `text`: one under the home directory is the user's own."""
+    return any(
+        not match.group().lstrip().startswith("~/") for match in _PATH_TOKEN.finditer(text.replace("`", " "))
+    )
+
+
+def _meets(said: Sequence[str], held: dict[str, set[str]], source: str | None) -> bool:
+    """Whether one of the names of `said` is held by a source other than `source`."""
+    names = frozenset().union(*(identifiers(text) for text in said))
+    return any(held.get(name, set()) - {source} for name in names)

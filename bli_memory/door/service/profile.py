@@ -95,11 +95,13 @@ class Profiles:
         # an exchange about none of the space's parts (``librarian.anchors``) briefs nothing
         loose = {
             source
-            for source in loose_sources([(_source(memory), memory.content) for memory in read])
+            for source in loose_sources([(exchanges.source_of(memory), memory.content) for memory in read])
             if source.startswith(exchanges.EXCHANGE_KEY_PREFIX)  # a memory saved by hand is meant
         }
         kept = [
-            (memory, score) for memory, score in current if score is not None and _source(memory) not in loose
+            (memory, score)
+            for memory, score in current
+            if score is not None and exchanges.source_of(memory) not in loose
         ]
         hidden = {memory.id for memory, _score in scored} - {memory.id for memory, _score in current}
         if q:
@@ -192,14 +194,6 @@ def _recent(scored: list[tuple[Memory, int]]) -> list[Memory]:
     ]
 
 
-def _source(memory: Memory) -> str:
-    """The saved exchange a row belongs to: a stored exchange's key, the one a distilled fact came
-    from, or the row itself for a memory saved on its own."""
-    if is_stored_exchange(memory) and memory.custom_id:
-        return memory.custom_id
-    return str((memory.metadata or {}).get(exchanges.FACT_EXCHANGE_FIELD) or memory.id)
-
-
 def _most_lasting(scored: list[tuple[Memory, int]]) -> list[Memory]:
     """Newest-first (memory, lasting score) pairs in the order the briefing chooses them: decisions,
     conventions, preferences and who owns what (``lasting.DECISION_SCORE``) first; then the facts
@@ -225,7 +219,7 @@ def _most_lasting(scored: list[tuple[Memory, int]]) -> list[Memory]:
     later: list[Memory] = []
     for index in order:
         memory = scored[index][0]
-        source = _source(memory)
+        source = exchanges.source_of(memory)
         taken[source] = taken.get(source, 0) + 1
         (first if taken[source] <= PROFILE_FACTS_PER_EXCHANGE else later).append(memory)
     return first + later

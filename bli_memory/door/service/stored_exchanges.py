@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from bli_memory.door import exchanges, keyword
 from bli_memory.door.exchanges import is_stored_exchange
+from bli_memory.door.librarian.anchors import loose_exchange
 from bli_memory.door.model import Job, JobOutcome, Memory, Principal
 from bli_memory.door.service.candidates import Candidates
 from bli_memory.door.service.spaces import Spaces
@@ -25,6 +26,9 @@ if TYPE_CHECKING:
 
 #: stored exchanges tombstoned per transaction by the retention sweep (searches run between batches).
 RETENTION_BATCH = 200
+#: the newest rows of a space an exchange being saved is compared with (``anchors.loose_exchange``):
+#: a project's standing parts come up again within its last few dozen exchanges.
+LOOSE_READ_COUNT = 200
 
 
 class StoredExchanges:
@@ -51,6 +55,16 @@ class StoredExchanges:
             return None
         vectors = self.writer.embed([content], "passage")
         return None if vectors is None else vectors[0]
+
+    def is_loose(self, principal: Principal, tag: str, content: str) -> bool:
+        """Whether the exchange `content` is about none of the parts of the space of `tag`
+        (``librarian.anchors.loose_exchange``), judged against the space's LOOSE_READ_COUNT newest
+        rows: a general question answered from general knowledge, whose facts would read like the
+        project's rules. The job keeps such an exchange and distils nothing from it."""
+        key = exchanges.exchange_key(content)
+        rows = self.store.recent(principal.team_id, self.spaces.space_tags(principal, tag), LOOSE_READ_COUNT)
+        earlier = [(exchanges.source_of(row), row.content) for row in rows]
+        return loose_exchange(content, [(source, text) for source, text in earlier if source != key])
 
     def save_exchange(
         self,
