@@ -53,10 +53,16 @@ def test_plain_words_name_nothing(fact: str) -> None:
 
 
 SPACE = [
-    ("exchange:1", "User: the db is tidemark-pg on fly, region lhr.\n\nAssistant: Attached it."),
+    (
+        "exchange:1",
+        "User: the db is tidemark-pg on fly, region lhr.\n\nAssistant: Attached it in `deploy/fly.toml`.",
+    ),
     ("exchange:1", "The database is `tidemark-pg`, attached on Fly."),  # a fact drawn from it
-    ("exchange:2", "User: staging gets its own cluster, not tidemark-pg.\n\nAssistant: Done."),
-    ("exchange:3", "User: Rangi owns the workers.\n\nAssistant: Noted in CODEOWNERS for Rangi."),
+    (
+        "exchange:2",
+        "User: staging gets its own cluster, not tidemark-pg.\n\nAssistant: Done in `deploy/fly.staging.toml`.",
+    ),
+    ("exchange:3", "User: Rangi owns the workers.\n\nAssistant: Noted in `docs/owners.md` for Rangi."),
     (
         "exchange:4",
         "User: reminders go out at 17:00 UK time.\n\nAssistant: The cron that Rangi owns now says so.",
@@ -100,6 +106,17 @@ def test_a_path_under_home_ties_nothing_to_the_project() -> None:
     assert not loose_exchange(photos.replace("~/Pictures/trip", "./assets/photos"), before)
 
 
+def test_a_space_whose_exchanges_name_no_path_judges_none_as_they_are_saved() -> None:
+    # a chat about anything but a repository: nothing of the space is a part to meet
+    chat = [
+        (f"exchange:{n}", f"User: how was {day}?\n\nAssistant: Busy! {what}.")
+        for n, (day, what) in enumerate(
+            [("Monday", "Pottery class"), ("Tuesday", "A long run"), ("today", "Baking")]
+        )
+    ]
+    assert not loose_exchange("User: any summer plans?\n\nAssistant: Researching adoption agencies.", chat)
+
+
 def test_the_first_exchanges_of_a_space_are_never_judged() -> None:
     first = SPACE[:1]
     assert len({source for source, _ in first}) < LOOSE_AT_SAVE_MIN_SOURCES
@@ -109,11 +126,11 @@ def test_the_first_exchanges_of_a_space_are_never_judged() -> None:
 
 EXCHANGES = [
     "User: the harbour app's db is tidemark-pg on Fly, region lhr. Rangi owns the Oban workers.\n\n"
-    'Assistant: Attached `tidemark-pg`; `primary_region = "lhr"` is in fly.toml.',
+    'Assistant: Attached `tidemark-pg`; `primary_region = "lhr"` is in `deploy/fly.toml`.',
     "User: arrival reminders go out at 17:00 UK time, Rangi wants the cron in Oban.\n\n"
-    "Assistant: The Oban cron entry runs `ArrivalReminder` at 17:00 Europe/London.",
+    "Assistant: The Oban cron entry in `config/runtime.exs` runs `ArrivalReminder` at 17:00 Europe/London.",
     "User: staging should get its own cluster, not tidemark-pg.\n\n"
-    "Assistant: Created tidemark-pg-staging on Fly; staging deploys with `fly deploy -c fly.staging.toml`.",
+    "Assistant: Created tidemark-pg-staging on Fly; staging deploys with `fly deploy -c deploy/fly.staging.toml`.",
     # worded so that extraction keeps a fact of it: only the space can tell it is about nothing here
     "User: my nephew asked me yesterday why bread dough has to rest before baking and i had "
     "no good answer. whats going on in there\n\nAssistant: Resting lets two things happen. The yeast "

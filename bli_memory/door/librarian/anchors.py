@@ -14,7 +14,8 @@ The same judgement is made when an exchange is saved (:func:`loose_exchange`), a
 space already holds: an exchange about none of their parts is kept as a stored exchange and gives no
 facts. It needs fewer sources before it (LOOSE_AT_SAVE_MIN_SOURCES) than the briefing's judgement,
 as it asks only whether one new exchange meets the space, not which of many stand apart; the first
-exchanges of a space are never judged, so a new project's first words give their facts. A path
+exchanges of a space are never judged, so a new project's first words give their facts, and neither
+is a space whose exchanges mostly name no path (a chat about anything else has no such parts). A path
 under the home directory (``~/Pictures/trip``) is the user's, not the repository's, and ties no
 exchange to the project.
 
@@ -50,8 +51,9 @@ IDENTIFIER_NUMBER_MIN_DIGITS = 4
 IDENTIFIERS_CACHE_MAX = 8192
 #: the saved exchanges a space needs before one of them can be judged loose.
 LOOSE_MIN_SOURCES = 4
-#: the saved exchanges (or memories saved on their own) a space needs before a new exchange is judged
-#: loose as it is saved: two, so that a new project's first exchanges always give their facts.
+#: the saved exchanges (or memories saved on their own) naming a path of the repository that a space
+#: needs before a new exchange is judged loose as it is saved: two, so that a new project's first
+#: exchanges always give their facts.
 LOOSE_AT_SAVE_MIN_SOURCES = 2
 #: an abbreviation written with full stops ("e.g", "i.e", "a.k.a") names nothing.
 _DOTTED_ABBREVIATION = re.compile(r"^(?:[a-z]\.)+[a-z]$")
@@ -121,9 +123,16 @@ def loose_sources(texts: Sequence[tuple[str, str]]) -> frozenset[str]:
 def loose_exchange(text: str, earlier: Sequence[tuple[str, str]]) -> bool:
     """Whether an exchange being saved is about none of its space's parts, given the space's rows as
     (source, text) pairs (see :func:`loose_sources`): it names no path of the repository and none
-    of its names is held by the space's rows. False while the space has fewer than
-    LOOSE_AT_SAVE_MIN_SOURCES sources: a new project's first exchanges have nothing to meet yet."""
-    if len({source for source, _ in earlier}) < LOOSE_AT_SAVE_MIN_SOURCES or _names_a_path(text):
+    of its names is held by the space's rows. False while fewer than LOOSE_AT_SAVE_MIN_SOURCES sources
+    name a path, or fewer than half of them: a new project's first exchanges have nothing to meet
+    yet, and a space that is not about a repository has no parts of that kind."""
+    if _names_a_path(text):
+        return False
+    sources = {source for source, _ in earlier}
+    pathed = {source for source, said in earlier if _names_a_path(said)}
+    # a space about a repository: most of its exchanges name one of its paths (a space of chat about
+    # anything else has no parts to meet, and every exchange would look loose)
+    if len(pathed) < LOOSE_AT_SAVE_MIN_SOURCES or 2 * len(pathed) < len(sources):
         return False
     return not _meets([text], _holders(earlier), None)
 
