@@ -855,3 +855,31 @@ def test_a_question_about_what_the_session_did_is_no_general_question() -> None:
     """ "what did you change" and "how do we deploy" ask about the project: the reply stays."""
     facts = extract_facts("User: what did you change\n\nAssistant: `config/app.toml` now sets `workers = 4`.")
     assert facts == ["`config/app.toml` now sets `workers = 4`."]
+
+
+# --- a reason that leans on what came before, and its consequence ----------------------------------
+
+
+@pytest.mark.parametrize(
+    ("prompt", "kept"),
+    [
+        (
+            "That fix costs gas, so the withdrawal budget moves from 52000 to 55000.",
+            "The withdrawal budget moves from 52000 to 55000.",
+        ),
+        (
+            "This broke the nightly again, so we pin `numpy` to 1.26.4 from now on.",
+            "We pin `numpy` to 1.26.4 from now on.",
+        ),
+    ],
+)
+def test_the_consequence_of_a_reason_that_leans_on_the_context_is_kept_alone(prompt: str, kept: str) -> None:
+    facts = extract_facts(f"User: {prompt}\n\nAssistant: Updated `config/limits.toml` and the tests.")
+    assert kept in facts, facts
+    assert not any(fact.startswith(("That fix", "This broke")) for fact in facts), facts
+
+
+def test_a_consequence_that_leans_on_the_context_too_is_dropped() -> None:
+    prompt = "That fix costs gas, so it moves from 52000 to 55000."
+    facts = extract_facts(f"User: {prompt}\n\nAssistant: Updated `config/limits.toml` and the tests.")
+    assert not any("52000" in fact for fact in facts), facts

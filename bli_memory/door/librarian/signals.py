@@ -125,6 +125,17 @@ SIGNALS: tuple[Signal, ...] = (
         ),
     ),
     Signal(
+        "change",
+        # a value said to change from one number to another: "moves from 52000 to 55000", "from 30 s to 2 min"
+        re.compile(r"\bfrom\s+`?~?\d[\w.,:%/-]*`?(?:\s?[a-z]{1,12})?\s+to\s+`?~?\d", re.IGNORECASE),
+        False,
+        (
+            "The withdrawal budget moves from 52000 to 55000.",
+            "The sensor bus goes from 9600 to 19200 baud.",
+            "Retention drops from 30 days to 14 days.",
+        ),
+    ),
+    Signal(
         "host",
         # a host name without its scheme: three labels or more, the last all letters and no file's extension
         re.compile(

@@ -337,6 +337,22 @@ _INTERJECTION = re.compile(
 )
 
 
+#: where a reason ends and what follows from it begins: "That fix costs gas, so the budget …".
+_SO_CLAUSE = re.compile(r",\s+(?:and\s+)?so\s+(?!that\b|far\b|much\b|many\b)", re.IGNORECASE)
+
+
+def _consequence(sentence: str) -> str | None:
+    """The clause after a reason's ", so", capitalised, when it reads on its own and carries a durable
+    signal; None otherwise."""
+    found = _SO_CLAUSE.search(sentence)
+    if found is None:
+        return None
+    clause = _capitalise(sentence[found.end() :].strip())
+    if _leans_on_context(clause) or not _signals(clause)[0] or len(_TOKEN.findall(clause)) < MIN_WORDS_STRONG:
+        return None
+    return clause
+
+
 def _user_facts(units: list[str]) -> list[str]:
     """What the user states: a decision, a convention, a preference, a correction, how things are.
 
@@ -392,6 +408,10 @@ def _user_facts(units: list[str]) -> list[str]:
             held = held_now(sentence) if bound else None
             if held:  # "it's X now, the old one is off as of this morning": when it changed
                 sentence, bound = held, None
+            if not bound and not follows and _leans_on_context(sentence):
+                # "That fix costs gas, so the withdrawal budget moves from 52000 to 55000": the
+                # consequence reads on its own when only the reason leans on what came before
+                sentence = _consequence(sentence) or sentence
             if bound or (not follows and _leans_on_context(sentence)):
                 after_decision = False
                 continue
