@@ -319,6 +319,23 @@ def test_a_setting_given_a_new_value_in_the_same_place_supersedes_the_old_one(
             "Billing jobs run at 01:00 and their alerts go to Tomas (he owns billing).",
             "add",
         ),
+        # the former holder went to other work, the role passes "from this week"
+        (
+            "The push keys are with Lucía Ortega from this week, Kenji went to the Android side.",
+            "`CONTRIBUTING.md`: added the rule and a note that Kenji Watanabe owns APNs keys.",
+            "update",
+        ),
+        (
+            "Ingrid has left the company last Friday, Tomasz Wróbel is owning the billing module from this week.",
+            "Ask Ingrid Solberg about invoices, she is the owner of the billing module.",
+            "update",
+        ),
+        # someone who went to lunch left no role, and nobody new holds it
+        (
+            "Kenji went to the canteen, the push keys are in the vault as before.",
+            "`CONTRIBUTING.md`: added the rule and a note that Kenji Watanabe owns APNs keys.",
+            "add",
+        ),
     ],
 )
 def test_a_role_handed_to_another_person_supersedes_the_fact_naming_the_former_one(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from bli_memory.door.librarian import Neighbour, decide
-from bli_memory.door.librarian.nearest import changed_nearest, kinds
+from bli_memory.door.librarian.nearest import changed_nearest, kinds, moved_number
 
 
 def test_kinds_reads_quantities_by_unit_family_times_versions_ports_and_hosts() -> None:
@@ -17,6 +17,40 @@ def test_kinds_reads_quantities_by_unit_family_times_versions_ports_and_hosts() 
         "port": {"8443"},
         "host": {"sync.lab.example.org"},
         "version": {"2.4.1"},
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        # a URL's host counts, with its port, whatever path follows it
+        ("The feed is https://rt.transit.example/feed, polled every 20 s.", {"rt.transit.example"}),
+        ("Registry: `https://models.lab.internal:8443/v2`.", {"models.lab.internal:8443"}),
+        ("DATABASE_URL=postgres://app@db-stg.lab.internal:5432/app", {"db-stg.lab.internal:5432"}),
+    ],
+)
+def test_a_url_names_its_host(text: str, found: set[str]) -> None:
+    assert kinds(text)["host"] == found
+
+
+@pytest.mark.parametrize(
+    ("text", "version"),
+    [
+        ("We're on 2022.3.40f1 now.", "2022.3.40f1"),  # a release's letters and number after it
+        ("The loader is ported, so we go to 4.3 now.", "4.3"),  # a word after it that is no unit
+        ("Engine: Godot 4.3 stable.", "4.3"),
+    ],
+)
+def test_a_version_is_read_with_its_release_suffix_and_beside_words_that_are_no_unit(
+    text: str, version: str
+) -> None:
+    assert kinds(text)["version"] == {version}
+
+
+def test_a_number_before_a_unit_is_a_quantity_not_a_version() -> None:
+    assert kinds("The run took 4.5 hours at 0.6 m/s.") == {
+        "quantity:hours": {"4.5"},
+        "quantity:metres per second": {"0.6"},
     }
 
 
@@ -44,6 +78,17 @@ def test_kinds_reads_quantities_by_unit_family_times_versions_ports_and_hosts() 
             "Aisles are 3.5 m wide, so the forklift drives at most 1.2 m/s between the racks.",
             "Safety review: from now the top speed is 0.8 m/s between the racks, and docking stays slow, 0.3 m/s.",
             ("1.2", "0.8"),
+        ),
+        # a URL's host moved within the same site, near enough to be the same endpoint
+        (
+            "Src = gtfs-rt @ https://rt.ridenorth.example/feed , poll q20s.",
+            "RideNorth moved the realtime endpoint, it's https://gtfs.ridenorth-transit.example/v2/realtime now.",
+            ("rt.ridenorth.example", "gtfs.ridenorth-transit.example"),
+        ),
+        (
+            "Pin the editor: we stay on 2022.3.21f1 LTS.",
+            "We're on 2022.3.40f1 now, CI image too.",
+            ("2022.3.21f1", "2022.3.40f1"),
         ),
     ],
 )
@@ -75,6 +120,12 @@ def test_a_change_of_the_one_value_of_a_kind_supersedes_the_nearest_fact(
         ("The sync runs at 01:00 and at 13:00.", "The sync now runs at 04:00.", 0.8),
         # not near enough
         ("Carts are kept for 20 minutes.", "A basket now stays reserved for 35 minutes.", 0.4),
+        # another host of the same site, not near enough to be the same service's address
+        (
+            "Prometheus lives at https://prom.metrics.example.net.",
+            "Grafana now lives at https://grafana.ops.example.io.",
+            0.62,
+        ),
     ],
 )
 def test_the_nearest_fact_is_left_alone_without_the_evidence(old: str, new: str, similarity: float) -> None:
@@ -107,3 +158,39 @@ def test_a_role_s_new_holder_is_written_as_the_correction_writes_the_name() -> N
         decision.reason
     )
     assert decision.rewrite == old.replace("Kenji Watanabe", "Lucía Ortega")
+
+
+# --- a number said to move from one value to another ------------------------------------------------
+
+OLD_BUDGET = "VaultkeepTreasury.executeWithdrawal stays under 52000 gas on the single-token path."
+
+
+def test_a_number_said_to_move_replaces_it_in_the_near_fact_that_states_it() -> None:
+    decision = decide(
+        "The withdrawal budget moves from 52000 to 55000.", [Neighbour("old", OLD_BUDGET, 0.45)]
+    )
+    assert decision.action == "update", decision.reason
+    assert decision.rewrite == OLD_BUDGET.replace("52000", "55000")
+
+
+@pytest.mark.parametrize(
+    ("new", "old", "similarity"),
+    [
+        # another subject: the claim budget is not the withdrawal's
+        ("The claim budget moves from 52000 to 55000.", OLD_BUDGET, 0.45),
+        # the old fact states the number twice: which one moved is not known
+        ("The withdrawal budget moves from 52000 to 55000.", "Withdrawal: 52000 gas, claim: 52000 gas.", 0.6),
+        # another unit: 55000 users are no new value of 52000 ms
+        (
+            "The withdrawal queue moves from 52000 to 55000 users.",
+            "executeWithdrawal times out after 52000 ms.",
+            0.6,
+        ),
+        # too far apart
+        ("The withdrawal budget moves from 52000 to 55000.", OLD_BUDGET, 0.2),
+    ],
+)
+def test_a_moved_number_leaves_alone_a_fact_it_may_not_be_said_of(
+    new: str, old: str, similarity: float
+) -> None:
+    assert moved_number(new, [("old", old, similarity)]) is None

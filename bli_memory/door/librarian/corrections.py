@@ -301,7 +301,9 @@ def _addresses(text: str) -> list[str]:
     return [t for t in value_tokens(text) if "://" in t or (is_host(host_of(t)) and not is_file(host_of(t)))]
 
 
-def _host_parts(address: str) -> set[str]:
+def host_parts(address: str) -> set[str]:
+    """The words of a host's name that name a service or a site ("gtfs", "ridenorth"), not the web's
+    prefixes nor the site's kind."""
     labels = host_of(address).split(".")[:-1]  # the last label is the site's kind, not its name
     return {
         part for label in labels for part in label.split("-") if part not in _GENERIC_LABELS and len(part) > 1
@@ -321,7 +323,7 @@ def address_moved(new_text: str, old_text: str) -> tuple[str, str] | None:
     if len(set(old_addresses)) != 1 or len(set(new_addresses)) != 1:
         return None
     old, new = old_addresses[0], new_addresses[0]
-    shared_host = _host_parts(old) & _host_parts(new)
+    shared_host = host_parts(old) & host_parts(new)
     if old == new or len(shared_host) < SHARED_HOST_WORDS_MIN or old in new_text.lower():
         return None
     about = (stems(_without_addresses(old_text)) & stems(_without_addresses(new_text))) - {

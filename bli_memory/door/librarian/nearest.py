@@ -9,7 +9,12 @@ that fact nearest. :func:`changed_nearest` takes that evidence: a fact that says
 kind (a quantity in one unit, a time of day, a version, a port, a host, a role's holder) replaces that
 kind's one value in the most similar stored fact, when that fact is close enough (closer still when
 no word of their subjects meets), names no other thing in the same place (`corrections.siblings`),
-and states no value of the kind the new one does.
+and states no value of the kind the new one does. A host moves to another one only when the two share
+two words of their names or the facts are closer still: another host is often another service.
+
+:func:`moved_number` reads a number said to move ("the withdrawal budget moves from 52000 to 55000"):
+the old number named is evidence a cosine is not, so a fact further away that states it once, in the
+same unit, and shares a word of the subject takes the new number in its place.
 """
 
 from __future__ import annotations
@@ -17,7 +22,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from bli_memory.door.librarian.corrections import CLAUSE_END, siblings, stems
+from bli_memory.door.librarian.corrections import (
+    CLAUSE_END,
+    SHARED_HOST_WORDS_MIN,
+    host_parts,
+    siblings,
+    stems,
+)
 from bli_memory.door.librarian.retiring import CHANGE_STEMS
 from bli_memory.door.librarian.roles import PERSON as _PERSON
 from bli_memory.door.librarian.roles import names_a_role
@@ -92,14 +103,18 @@ _UNIT_FAMILIES = {
 }
 #: a time of day ("04:15", "18:00").
 _TIME = re.compile(r"(?<![\d:])(?:[01]?\d|2[0-3]):[0-5]\d(?![\d:])")
-#: a version of two parts or more ("3.3.1", "v1.64.0").
-_VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)*(?![\w%]|\.\d)")
+#: a version of two parts or more ("3.3.1", "v1.64.0"), with a release's letters and number after it
+#: ("2022.3.40f1", "1.8.0rc2").
+_VERSION = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)*(?:[a-z]{1,3}\d+)?(?![\w%]|\.\d)")
 #: dots a host name holds at least to be read as one ("geo.county.gov", not "prj.conf").
 HOST_MIN_DOTS = 2
 #: a port: "port 7777", "listen on 24600", "listens on port 8080".
 _PORT = re.compile(r"\b(?:port|listen(?:s|ing)?\s+on(?:\s+port)?)\s+(\d{2,5})\b", re.IGNORECASE)
 #: a host name, with its port when it has one ("db-2.internal:5432" moves whole).
 _HOST = re.compile(rf"(?<![\w./@-])({HOST_NAME_PATTERN}(?::\d{{2,5}})?)(?![\w/-]|\.\w)")
+#: the host of a URL, with its port ("https://models.sprout.internal:8443/v2" names
+#: models.sprout.internal:8443): a URL's path says what the host is, so one dot is enough.
+_URL_HOST = re.compile(rf"\b[a-z][a-z0-9+.-]*://(?:[^\s/@]+@)?({HOST_NAME_PATTERN}(?::\d{{2,5}})?)")
 
 
 #: the word right after a number: its unit, or what it counts ("8 climbers").
@@ -140,7 +155,9 @@ def kinds(text: str) -> dict[str, set[str]]:
     for time in _TIME.findall(lowered):
         out.setdefault("time", set()).add(time.zfill(5))
     for version in _VERSION.findall(lowered):
-        if not _QUANTITY.match(lowered, lowered.find(version)) or version.count(".") > 1:
+        # "0.6 m/s" and "4.5 hours" are quantities; "4.3 now" and "4.3 stable" are versions
+        quantity = _QUANTITY.match(lowered, lowered.find(version))
+        if quantity is None or quantity.group(2) not in _UNIT_FAMILIES or version.count(".") > 1:
             out.setdefault("version", set()).add(version.lstrip("v"))
     if names_a_role(text):  # "Tom Reyes wrote the service" names an author, no holder of a role
         for person in _PERSON.findall(text.replace("`", " ")):
@@ -151,6 +168,9 @@ def kinds(text: str) -> dict[str, set[str]]:
         host = found.split(":", 1)[0]
         # three labels or more, and no file's name: `prj.conf` and `board.yml` are files
         if host.count(".") >= HOST_MIN_DOTS and not is_file(host) and not host.replace(".", "").isdigit():
+            out.setdefault("host", set()).add(found)
+    for found in _URL_HOST.findall(lowered):
+        if not found.split(":", 1)[0].replace(".", "").isdigit():
             out.setdefault("host", set()).add(found)
     return out
 
@@ -190,5 +210,62 @@ def changed_nearest(
             (old_value,) = tuple(old_values)
             if old_value == new_value or old_value in present or new_value in text.lower():
                 continue
+            if (
+                kind == "host"
+                and len(host_parts(old_value) & host_parts(new_value)) < SHARED_HOST_WORDS_MIN
+                and (similarity or 0.0) < NEAREST_ALONE_SIMILARITY
+            ):
+                continue  # another host is another service ("Grafana now lives at …" beside Prometheus)
             return ident, old_value, new_value
     return None
+
+
+#: a number said to move to another, with the unit or word after each: "moves from 52000 to 55000",
+#: "goes from 9600 to 19200 baud".
+_FROM_TO_NUMBER = re.compile(
+    r"\bfrom\s+`?~?(\d[\d,.]*\d|\d)`?\s+(?:\w+\s+)?to\s+`?~?(\d[\d,.]*\d|\d)`?(?![\w:.]\d)", re.IGNORECASE
+)
+#: how close the fact stating the old number must be: the move names that number, which is evidence a
+#: cosine alone is not, so the floor is lower than NEAREST_MIN_SIMILARITY.
+MOVED_MIN_SIMILARITY = 0.25
+#: the characters a stem of one fact needs to be found inside a word of the other ("withdrawal" in
+#: "executeWithdrawal").
+SHARED_STEM_MIN_CHARS = 4
+
+
+def moved_number(
+    fact: str, neighbours: Sequence[tuple[str, str, float | None]]
+) -> tuple[str, str, str] | None:
+    """(neighbour id, old number, new number) when `fact` says one number moves to another ("the
+    withdrawal budget moves from 52000 to 55000") and one of the NEAREST_READ most similar facts (at
+    MOVED_MIN_SIMILARITY or more) states the old number once, not the new one, of the same unit, and
+    shares a word of its subject ("…executeWithdrawal stays under 52000 gas")."""
+    moves = list(_FROM_TO_NUMBER.finditer(fact))
+    if len(moves) != 1:
+        return None
+    old, new = moves[0].group(1), moves[0].group(2)
+    if old == new:
+        return None
+    subject = {
+        word
+        for word in stems(fact[: moves[0].start()] + fact[moves[0].end() :]) - CHANGE_STEMS
+        if len(word) >= SHARED_STEM_MIN_CHARS and not word[0].isdigit()
+    }
+    ranked = sorted(
+        (n for n in neighbours if n[2] is not None and n[2] >= MOVED_MIN_SIMILARITY),
+        key=lambda n: -(n[2] or 0.0),
+    )
+    for ident, text, _similarity in ranked[:NEAREST_READ]:
+        if len(_number_mentions(text, old)) != 1 or _number_mentions(text, new):
+            continue
+        if counts_apart(text, old, fact, new):
+            continue  # "52000 gas" is no "52000 users"
+        lowered = text.lower()
+        if any(word in lowered for word in subject):
+            return ident, old, new
+    return None
+
+
+def _number_mentions(text: str, number: str) -> list[str]:
+    """The mentions of `number` as a whole number in `text` (not inside "152000" or "52000.5")."""
+    return re.findall(rf"(?<![\w.,]){re.escape(number)}(?![\w]|[.,]\d)", text)

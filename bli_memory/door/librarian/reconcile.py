@@ -63,7 +63,7 @@ from bli_memory.door.librarian.corrections import (
 )
 from bli_memory.door.librarian.lasting import VERSION as VERSION_NUMBER
 from bli_memory.door.librarian.moves import SUBJECT_FILLER, SUBJECT_WORD_MIN_CHARS, moved, moved_from
-from bli_memory.door.librarian.nearest import changed_nearest, counts_apart
+from bli_memory.door.librarian.nearest import changed_nearest, counts_apart, moved_number
 from bli_memory.door.librarian.retiring import (
     CHANGE_STEMS,
     DECLARED_CORRECTION,
@@ -739,8 +739,10 @@ def decide(fact: str, neighbours: Sequence[Neighbour]) -> Decision:
         if best is None or key[:3] < best[:3]:
             best = key
     if best is None:
-        return _nearest_changed(fact, neighbours) or Decision(
-            "add", None, "no stored fact says the same or the opposite"
+        return (
+            _number_moved(fact, neighbours)
+            or _nearest_changed(fact, neighbours)
+            or Decision("add", None, "no stored fact says the same or the opposite")
         )
     decision = best[3]
     if decision.action == "update":
@@ -801,6 +803,22 @@ def _only_host(text: str, besides: str = "") -> str:
     hosts = {host_of(t) for t in value_tokens(text) if "://" in t or (is_host(t) and not is_file(t))}
     hosts -= {besides}
     return hosts.pop() if len(hosts) == 1 else ""
+
+
+def _number_moved(fact: str, neighbours: Sequence[Neighbour]) -> Decision | None:
+    """The update `nearest.moved_number` finds: a number said to move ("from 52000 to 55000") put in
+    place of the one a near fact states, the rest of that fact kept."""
+    found = moved_number(fact, [(n.id, n.content, n.similarity) for n in neighbours])
+    if found is None:
+        return None
+    target_id, before, after = found
+    target = next(n for n in neighbours if n.id == target_id)
+    return Decision(
+        "update",
+        target_id,
+        f"{before!r} moves to {after!r} in {target_id}; the rest of it kept",
+        rewrite=_replaced(target.content, before, after),
+    )
 
 
 def _nearest_changed(fact: str, neighbours: Sequence[Neighbour]) -> Decision | None:

@@ -39,7 +39,7 @@ def names_a_role(text: str) -> bool:
 
 #: who owns, maintains or answers for a thing.
 _ROLE = re.compile(
-    r"\b(?:own(?:s|ed|er|ers|ership)?|maintain(?:s|ed|er|ers)?|lead|approv(?:e|es|ed|er|ers|al)|contact|"
+    r"\b(?:own(?:s|ed|er|ers|ership|ing)?|maintain(?:s|ed|er|ers|ing)?|lead|approv(?:e|es|ed|er|ers|al)|contact|"
     r"review(?:s|ed|er|ers)?|"
     r"admin(?:s|istrators?)?|on-?call|belong(?:s|ed)?\s+to|go(?:es)?\s+through)\b",
     re.IGNORECASE,
@@ -185,13 +185,22 @@ def _thing_words(phrase: str) -> set[str]:
     }
 
 
-#: a person who left: "Kwame has moved on from the company", "Dmitri left last week".
+#: a person who left, or left the role for other work: "Kwame has moved on from the company", "Dmitri
+#: left last week", "Kenji went to the Android side", "Marisol has stepped down", "Lena's on the mobile
+#: team now".
 _DEPARTED = re.compile(
-    rf"\b(?P<who>{_NAME_WORD})(?:\s+{_NAME_WORD})?\s+(?:has\s+|have\s+|had\s+)?"
-    r"(?:left(?!\s+(?:a|an|it|them|some|comments?|notes?)\b)|moved\s+on|is\s+leaving|quit|retired)\b"
+    rf"\b(?P<who>{_NAME_WORD})(?:\s+{_NAME_WORD})?(?:\s+(?:has|have|had)\b)?\s*"
+    r"(?:left(?!\s+(?:a|an|it|them|some|comments?|notes?)\b)|moved\s+on|is\s+leaving|quit|retired|"
+    r"(?:moved|went|switched|transferred)\s+(?:over\s+)?to\s+(?:the\s+)?[\w-]+(?:\s+[\w-]+)?\s+(?:team|side|squad|group)|"
+    r"stepped\s+(?:down|back|away)|'s\s+on\s+(?:the\s+)?[\w-]+(?:\s+[\w-]+)?\s+(?:team|side|squad|group))\b"
 )
-#: the role passing to someone now: "… will be looking after the pipelines from now on".
-_PASSES_NOW = re.compile(r"\b(?:now|from now on|going forward|take[sn]?\s+over|took\s+over)\b", re.IGNORECASE)
+#: the role passing to someone now: "… will be looking after the pipelines from now on", "… from this
+#: week", "as of Monday".
+_PASSES_NOW = re.compile(
+    r"\b(?:now|from now on|going forward|from here on|from (?:this|next) (?:week|month|sprint)|as of|"
+    r"starting (?:today|tomorrow|monday|this week)|take[sn]?\s+over|took\s+over)\b",
+    re.IGNORECASE,
+)
 
 
 def departed_holder(new_text: str, old_text: str) -> str | None:
