@@ -105,6 +105,7 @@ DYNAMIC_PATTERNS = {
     ("bli_memory.door.librarian.corrections", "_mention"): "one escaped literal between look-arounds",
     ("bli_memory.door.librarian.corrections", "_port_at"): "one escaped number between look-arounds",
     ("bli_memory.door.librarian.nearest", "_word_after"): "one escaped number between look-arounds",
+    ("bli_memory.door.librarian.nearest", "_number_mentions"): "one escaped number between look-arounds",
     (
         "bli_memory.door.librarian.prose",
         "_sentences",
