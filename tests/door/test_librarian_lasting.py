@@ -26,6 +26,7 @@ from bli_memory.door.librarian.lasting import (
         "Only arizona.",  # two words: no subject, nothing said of it
         "Default ns platform-system.",  # no verb, no setting: a note, not a statement
         "`Dockerfile`, base image `node:20-alpine` (line 1).",  # an image's name is not a setting
+        "Files touched: `cmd/ferry/serve.go`, `internal/server/server.go`.",  # what a change touched
     ],
 )
 def test_log_lines_test_counts_questions_and_fragments_never_enter_the_profile(fact: str) -> None:
@@ -134,6 +135,22 @@ def test_a_policy_is_a_decision_only_when_it_is_the_team_s(fact: str, score: int
 )
 def test_a_past_event_of_the_session_ranks_last_in_the_profile(fact: str) -> None:
     assert lasting_score(fact) == 0
+
+
+@pytest.mark.parametrize(
+    "fact",
+    [
+        "Added a download cap to the fetcher: `--max-feed-bytes`, default 64 MiB.",
+        "Raised the pool for the batch workers, set to 20 connections.",
+        "Introduced request bodies capped at 25 MB for the upload endpoint.",
+    ],
+)
+def test_a_report_that_leaves_a_default_or_a_limit_in_place_says_how_things_are(fact: str) -> None:
+    assert lasting_score(fact) == DURABLE_VERB_SCORE
+
+
+def test_a_report_bound_to_the_moment_stays_the_moment_s_whatever_value_it_sets() -> None:
+    assert lasting_score("Bumped the timeout tonight, default 30 s until the next deploy.") == 0
 
 
 @pytest.mark.parametrize(

@@ -126,6 +126,13 @@ _PAST_IRREGULAR = frozenset(
 )
 #: a verb form that is not in the librarian's word lists: "pinned", "removed", "touched".
 _PAST_FORM = re.compile(r"^[a-z]{3,}ed$")
+#: a value a report of the session leaves in place: "Added a download cap: `--max-feed-bytes`, default
+#: 64 MiB" says what the default is from then on, however it opens.
+_SETTLED_VALUE = re.compile(
+    r"\b(?:defaults?(?:\s+(?:is|of|to))?|capped at|limit(?:ed)? (?:of|to|at)|set to)\s+`?~?\d", re.IGNORECASE
+)
+#: a list of the files a change touched: what the session did, not how things are.
+_FILES_TOUCHED = re.compile(r"^\W*files? (?:touched|changed|edited|modified|updated)\b", re.IGNORECASE)
 
 
 #: "policy" after a noun names a configured object ("the bucket policy allows …"), not a decision;
@@ -320,6 +327,7 @@ def lasting_score(fact: str) -> int | None:
         return None  # "Only arizona.": two words name no subject and say nothing of it
     if (
         _TEST_COUNT.search(prose)
+        or _FILES_TOUCHED.match(text)
         or _is_run_report(text)
         or _LOG_SHAPE.search(text)
         or _NOISE_LINE.match(text)
@@ -355,7 +363,8 @@ def lasting_score(fact: str) -> int | None:
     opening = next((w for w in words if w not in _REPORT_OPENERS), words[0])
     pinned = rule or (VERSION.search(text) and _PIN_WORDS.search(statement))
     moment = _MOMENT.search(_FOR_NOW.sub(" ", prose) if pinned else prose)  # "stay on 3.8.4 for now"
-    if moment or _PAST_FORM.match(opening) or opening in _PAST_IRREGULAR:
+    reported = _PAST_FORM.match(opening) or opening in _PAST_IRREGULAR
+    if moment or (reported and not _SETTLED_VALUE.search(statement)):
         return 0  # "Opened #413 …", "Then turned on the rule …": what the session did, its subject dropped
     if _PASSIVE_PAST.search(prose):
         return 0  # "The migration was applied to staging": an event of the session, not how things are
