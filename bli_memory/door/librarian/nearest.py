@@ -175,6 +175,18 @@ def kinds(text: str) -> dict[str, set[str]]:
     return out
 
 
+def _nearest_read(
+    neighbours: Sequence[tuple[str, str, float | None]], floor: float
+) -> list[tuple[str, str, float | None]]:
+    """The NEAREST_READ most similar neighbours at `floor` or more, most similar first (a stable sort:
+    ties keep the search's order)."""
+    ranked = sorted(
+        (n for n in neighbours if n[2] is not None and n[2] >= floor),
+        key=lambda n: -(n[2] or 0.0),
+    )
+    return ranked[:NEAREST_READ]
+
+
 def changed_nearest(
     fact: str, neighbours: Sequence[tuple[str, str, float | None]]
 ) -> tuple[str, str, str] | None:
@@ -193,11 +205,7 @@ def changed_nearest(
     if not new_kinds:
         return None
     present = set(value_tokens(fact))
-    ranked = sorted(
-        (n for n in neighbours if n[2] is not None and n[2] >= NEAREST_MIN_SIMILARITY),
-        key=lambda n: -(n[2] or 0.0),
-    )
-    for ident, text, similarity in ranked[:NEAREST_READ]:
+    for ident, text, similarity in _nearest_read(neighbours, NEAREST_MIN_SIMILARITY):
         if siblings(" ; ".join(said), text):
             continue  # "the production host is now …" beside "the staging host is …"
         if not (stems(fact) & stems(text) - CHANGE_STEMS) and (similarity or 0.0) < NEAREST_ALONE_SIMILARITY:
@@ -251,11 +259,7 @@ def moved_number(
         for word in stems(fact[: moves[0].start()] + fact[moves[0].end() :]) - CHANGE_STEMS
         if len(word) >= SHARED_STEM_MIN_CHARS and not word[0].isdigit()
     }
-    ranked = sorted(
-        (n for n in neighbours if n[2] is not None and n[2] >= MOVED_MIN_SIMILARITY),
-        key=lambda n: -(n[2] or 0.0),
-    )
-    for ident, text, _similarity in ranked[:NEAREST_READ]:
+    for ident, text, _similarity in _nearest_read(neighbours, MOVED_MIN_SIMILARITY):
         if len(_number_mentions(text, old)) != 1 or _number_mentions(text, new):
             continue
         if counts_apart(text, old, fact, new):

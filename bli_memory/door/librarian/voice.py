@@ -408,11 +408,13 @@ def _user_facts(units: list[str]) -> list[str]:
             held = held_now(sentence) if bound else None
             if held:  # "it's X now, the old one is off as of this morning": when it changed
                 sentence, bound = held, None
-            if not bound and not follows and _leans_on_context(sentence):
+            leans = not follows and _leans_on_context(sentence)
+            consequence = _consequence(sentence) if leans and not bound else None
+            if consequence:
                 # "That fix costs gas, so the withdrawal budget moves from 52000 to 55000": the
                 # consequence reads on its own when only the reason leans on what came before
-                sentence = _consequence(sentence) or sentence
-            if bound or (not follows and _leans_on_context(sentence)):
+                sentence, leans = consequence, False
+            if bound or leans:
                 after_decision = False
                 continue
             sentence = _finish(sentence)
