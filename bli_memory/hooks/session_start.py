@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from bli_memory.wire.http import Connection
 
 CONTEXT_TAG = "bli-memory-context"
-PROFILE_MAX_ITEMS = 30
+#: as many as the door's briefing holds at most (its PROFILE_BRIEFING_COUNT)
+PROFILE_MAX_ITEMS = 40
 RECENT_MAX_ITEMS = 10
 ITEM_MAX_CHARS = 600
 #: the pins shown together hold at most this many characters of text (the block holds 8000): the

@@ -19,6 +19,8 @@ NAMES = (
     "alpha bravo charlie delta echo foxtrot golf hotel india juliett kilo lima mike november oscar "
     "papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu"
 ).split()
+#: more names than a briefing holds facts: NAMES, then each of them again with a suffix of its own.
+MANY_NAMES = [*NAMES, *(f"{name}x" for name in NAMES)]
 EDITS = [f"`docs/notes_{index}.md`: added the on-call rota." for index in range(10)]
 
 
@@ -104,7 +106,7 @@ def test_the_briefing_keeps_to_its_budget_most_lasting_first(door: DoorProcess, 
     rules = [
         f"Module {n}1 never imports {n}2 or {n}3 from {n}4 and {n}5, because the build of {n}6 and {n}7 "
         f"must stay apart from {n}8, {n}9 and the {n}10 bundle."
-        for n in NAMES
+        for n in MANY_NAMES
     ]
     for rule in rules:
         save(door, tag, rule)
@@ -155,7 +157,8 @@ WORDS = (
     "orchard pepper quarry ribbon saddle timber umber velvet walnut yarrow zephyr anchor beacon cinder "
     "drift estuary fjord glacier hollow inlet juniper kelp lagoon marsh nettle oyster prairie quartz reef "
     "sorrel tundra upland valley willow yucca zinnia acorn bramble cedar dune elm fern gorse heath ivy "
-    "larch maple poplar"
+    "larch maple poplar alder birch clover daisy fennel ginger hazel iris jasmine kale lilac mango "
+    "nutmeg olive parsley quince rosemary saffron thyme vanilla wasabi"
 ).split()
 
 
@@ -164,10 +167,9 @@ def test_a_full_briefing_chooses_decisions_then_the_facts_naming_more_things(
 ) -> None:
     decision = "We decided that every service owns its own schema, from now on."  # names nothing
     two_named = "The omega1 worker keeps its queue apart from the omega2 package."
-    names = [*NAMES, "amber", "cobalt", "indigo", "magenta", "scarlet"]
     one_named = [
         f"The {name}1 service writes {WORDS[2 * index]} logs to the {WORDS[2 * index + 1]} volume."
-        for index, name in enumerate(names)
+        for index, name in enumerate(MANY_NAMES[: PROFILE_BRIEFING_COUNT + 1])
     ]
     assert len(one_named) > PROFILE_BRIEFING_COUNT
     for content in [decision, two_named, *one_named]:  # the two chosen first are the oldest

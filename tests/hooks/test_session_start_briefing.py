@@ -46,3 +46,24 @@ def test_session_start_briefs_the_lasting_facts_in_force_and_then_what_is_new(
     ]
     assert lines[recent + 1].endswith("`docker-compose.yml`: removed the `beat` service.")
     assert "1.7.5" not in run.stdout and "Jon Berg" not in run.stdout and "?" not in run.stdout
+
+
+def test_the_hook_shows_every_fact_the_doors_briefing_holds(
+    tmp_path: Path, door: DoorProcess, tag: str
+) -> None:
+    """The door chooses at most PROFILE_BRIEFING_COUNT facts; the hook, which imports nothing of the
+    door, must not cut that list shorter (it once showed 20 of the door's 30)."""
+    from bli_memory.door.service.profile import PROFILE_BRIEFING_COUNT
+
+    assert session_start.PROFILE_MAX_ITEMS == PROFILE_BRIEFING_COUNT
+    token, env = person_home(tmp_path, door, tag)
+    for number in range(PROFILE_BRIEFING_COUNT + 5):
+        content = f"Service svc-{number:02d} runs on host node-{number:02d}.internal, port {8000 + number}."
+        post(door, "/api/memory/save", {"content": content, "containerTag": tag}, token)
+    run = run_hook("session-start", SESSION_START, Path(env["HOME"]), env=env)
+    assert run.returncode == 0 and run.receipt()[1] == "ok", run.stderr
+    lines = run.stdout.splitlines()
+    profile = lines.index("[bli] ## User Profile")
+    end = lines.index("[bli] ## Recent Context") if "[bli] ## Recent Context" in lines else len(lines) - 1
+    shown = [line for line in lines[profile + 1 : end] if line.startswith("[bli] - ")]
+    assert len(shown) == PROFILE_BRIEFING_COUNT
