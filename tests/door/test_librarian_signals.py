@@ -29,7 +29,15 @@ def test_each_example_alone_in_a_reply_is_kept(name: str, example: str) -> None:
     assert len(extract_facts(f"Assistant: {example}")) == 1, name
 
 
-@pytest.mark.parametrize("sentence", ["That went well, thanks for the patience.", "Sounds good to me."])
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "That went well, thanks for the patience.",
+        "Sounds good to me.",
+        "Thanks, that was 2 good ideas.",  # a number, but in no unit
+        "Write to me at the usual address.",
+    ],
+)
 def test_a_sentence_without_a_signal_is_not_kept(sentence: str) -> None:
     assert not any(signal.pattern.search(sentence) for signal in SIGNALS)
     assert extract_facts(f"Assistant: {sentence}") == []

@@ -1,8 +1,8 @@
 """Extraction's signals: what makes a sentence of a reply worth keeping. Pure.
 
-A command, a path, a version, an identifier, a decision, a fix, an owner. Each signal is a rule as
-data: its name, its pattern, whether it is strong enough to let a short sentence through, and
-examples the tests iterate.
+A command, a path, a version, an identifier, an address, a quantity, a decision, a fix, an owner.
+Each signal is a rule as data: its name, its pattern, whether it is strong enough to let a short
+sentence through, and examples the tests iterate.
 """
 
 from __future__ import annotations
@@ -146,6 +146,25 @@ SIGNALS: tuple[Signal, ...] = (
         ),
         True,
         ("infra moved staging, it's stg-eu1.example.io now.", "The database is on pg-3.db.internal."),
+    ),
+    Signal(
+        "email",
+        # an address names who receives something ("the daily file goes to accounts@…"); a host signal
+        # wants three labels and a handle a space before its "@", so neither read one
+        re.compile(r"(?<![\w.+-])[\w.+-]+@[a-z0-9-]+(?:\.[a-z0-9-]+)*\.[a-z]{2,12}\b", re.IGNORECASE),
+        True,
+        ("The daily sales file goes to accounts@ortega.example.", "Alerts mail oncall@team.example.com."),
+    ),
+    Signal(
+        "quantity",
+        # a number in a unit of time, size or rate: a hold of 45 minutes, a 800 ms timeout, a 25 MB cap
+        # said without "at most" (weak: a sentence needs another signal or enough words besides)
+        re.compile(
+            r"(?<![\w.])\d+(?:\.\d+)?\s?(?:ms|milliseconds?|s|secs?|seconds?|mins?|minutes?|h|hrs?|hours?|"
+            r"days?|weeks?|[KMGT]i?B|Hz|kHz|MHz|fps|rpm)\b",
+        ),
+        False,
+        ("A sign-in link stays valid for 20 minutes.", "The CTD sensor on the bus gets 800 ms."),
     ),
     Signal(
         "handle",
