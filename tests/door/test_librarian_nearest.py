@@ -132,6 +132,39 @@ def test_the_nearest_fact_is_left_alone_without_the_evidence(old: str, new: str,
     assert changed_nearest(new, [("old", old, similarity)]) is None
 
 
+HOLD = "Holds now expire after 8 minutes and are released by the database itself via `pg_cron`."
+
+
+def test_a_changed_quantity_reaches_a_further_fact_of_the_same_unit_and_subject() -> None:
+    """A duration is said again in other words: under the nearest-fact floor, a fact stating one
+    quantity of the same unit and sharing a word of the subject ("hold") takes the new value."""
+    new = "Changed the hold length to 12 minutes in the database and on the page."
+    assert changed_nearest(new, [("old", HOLD, 0.33)]) == ("old", "8", "12")
+    decision = decide(new, [Neighbour("old", HOLD, 0.33)])
+    assert decision.action == "update" and decision.rewrite == HOLD.replace("8 minutes", "12 minutes")
+
+
+@pytest.mark.parametrize(
+    ("new", "similarity"),
+    [
+        ("Changed the hold length to 12 minutes in the database and on the page.", 0.25),  # too far
+        ("The reminder email now goes out 12 minutes before the start.", 0.4),  # no word of the subject
+        ("Changed the hold length to 12 hours in the database.", 0.4),  # another unit
+    ],
+)
+def test_a_changed_quantity_leaves_a_further_fact_alone_without_the_evidence(
+    new: str, similarity: float
+) -> None:
+    assert changed_nearest(new, [("old", HOLD, similarity)]) is None
+
+
+def test_m_is_its_own_unit_neither_minutes_nor_metres_per_second() -> None:
+    assert kinds("Rows are 3.2 m wide; the poller waits 5 minutes.") == {
+        "quantity:m": {"3.2"},
+        "quantity:minutes": {"5"},
+    }
+
+
 def test_only_the_nearest_two_are_read_most_similar_first() -> None:
     new = "From now on a basket stays reserved for 35 minutes while the buyer pays."
     far = ("far", "Baskets are emptied after 20 minutes.", 0.56)

@@ -10,7 +10,10 @@ kind (a quantity in one unit, a time of day, a version, a port, a host, a role's
 kind's one value in the most similar stored fact, when that fact is close enough (closer still when
 no word of their subjects meets), names no other thing in the same place (`corrections.siblings`),
 and states no value of the kind the new one does. A host moves to another one only when the two share
-two words of their names or the facts are closer still: another host is often another service.
+two words of their names or the facts are closer still: another host is often another service. A
+quantity (a hold of 8 minutes, a 25 MB cap) is said again in other words more than a host or a name,
+so a change of one reaches a fact further away that states one of the same unit and shares a word of
+the subject.
 
 :func:`moved_number` reads a number said to move ("the withdrawal budget moves from 52000 to 55000"):
 the old number named is evidence a cosine is not, so a fact further away that states it once, in the
@@ -42,6 +45,11 @@ NEAREST_MIN_SIMILARITY = 0.55
 NEAREST_ALONE_SIMILARITY = 0.65
 #: the neighbours, most similar first, read for the one that states a value of the kind.
 NEAREST_READ = 2
+#: how close a fact stating one quantity of a unit must be for a change of that quantity to replace
+#: it, when the two share a word of their subject: a duration or a size is said again in other words
+#: ("Holds now expire after 8 minutes" / "Changed the hold length to 12 minutes", cosine 0.33), and a
+#: number of the same unit in a sentence that says a change is evidence a host or a name is not.
+QUANTITY_MIN_SIMILARITY = 0.30
 
 #: words that say something changed, read in the new fact.
 CHANGE_SIGNAL = re.compile(
@@ -68,7 +76,7 @@ _UNIT_FAMILIES = {
     "mins": "minutes",
     "minute": "minutes",
     "minutes": "minutes",
-    "m": "minutes",
+    "m": "m",  # minutes ("5m") or metres ("3.2 m wide"): only another "m" is the same unit
     "h": "hours",
     "hr": "hours",
     "hrs": "hours",
@@ -101,6 +109,8 @@ _UNIT_FAMILIES = {
     "connections": "connections",
     "threads": "threads",
 }
+#: the stems of the unit words, which say what a number counts and not what it is about.
+_UNIT_STEMS = stems(" ".join([*_UNIT_FAMILIES, *set(_UNIT_FAMILIES.values())]))
 #: a time of day ("04:15", "18:00").
 _TIME = re.compile(r"(?<![\d:])(?:[01]?\d|2[0-3]):[0-5]\d(?![\d:])")
 #: a version of two parts or more ("3.3.1", "v1.64.0"), with a release's letters and number after it
@@ -193,7 +203,8 @@ def changed_nearest(
     """(neighbour id, old value, new value) when `fact` says a change and states one value of a kind
     that the most similar neighbour (of the first NEAREST_READ, at NEAREST_MIN_SIMILARITY or more)
     states another one value of, and neither states the other's; `neighbours` are (id, text,
-    cosine similarity)."""
+    cosine similarity). A quantity is read further: among the neighbours under that floor, at
+    QUANTITY_MIN_SIMILARITY or more and sharing a word of the subject, the most similar two."""
     # the change is said where the new value is: "no longer warmed at boot; it fills within 30 s"
     # changes the warming, not a time
     said = [clause for clause in CLAUSE_END.split(fact) if CHANGE_SIGNAL.search(clause)]
@@ -205,7 +216,41 @@ def changed_nearest(
     if not new_kinds:
         return None
     present = set(value_tokens(fact))
-    for ident, text, similarity in _nearest_read(neighbours, NEAREST_MIN_SIMILARITY):
+    found = _changed_value(fact, said, new_kinds, present, _nearest_read(neighbours, NEAREST_MIN_SIMILARITY))
+    if found is not None:
+        return found
+    # a quantity changed: a fact further away that states one of the same unit and shares a word of
+    # the subject ("hold" in "Holds now expire after 8 minutes")
+    quantities = {kind: values for kind, values in new_kinds.items() if kind.startswith("quantity:")}
+    subject = _subject_stems(fact)
+    further = [
+        (ident, text, similarity)
+        for ident, text, similarity in neighbours
+        if (similarity or 0.0) < NEAREST_MIN_SIMILARITY and subject & stems(text)
+    ]
+    read = _nearest_read(further, QUANTITY_MIN_SIMILARITY)
+    return _changed_value(fact, said, quantities, present, read) if quantities and read else None
+
+
+def _subject_stems(fact: str) -> set[str]:
+    """The stems of a fact's words long enough to name its subject, no word of change or unit."""
+    return {
+        word
+        for word in stems(fact) - CHANGE_STEMS - _UNIT_STEMS
+        if len(word) >= SHARED_STEM_MIN_CHARS and not word[0].isdigit()
+    }
+
+
+def _changed_value(
+    fact: str,
+    said: list[str],
+    new_kinds: dict[str, set[str]],
+    present: set[str],
+    read: Sequence[tuple[str, str, float | None]],
+) -> tuple[str, str, str] | None:
+    """`changed_nearest`'s pairing over the neighbours `read`: the first that states one other value
+    of a kind the change states one of."""
+    for ident, text, similarity in read:
         if siblings(" ; ".join(said), text):
             continue  # "the production host is now …" beside "the staging host is …"
         if not (stems(fact) & stems(text) - CHANGE_STEMS) and (similarity or 0.0) < NEAREST_ALONE_SIMILARITY:
