@@ -230,3 +230,22 @@ def test_a_wish_without_a_rule_is_a_request_not_a_decision() -> None:
 )
 def test_a_preference_or_a_rule_said_in_the_first_person_is_a_decision(fact: str) -> None:
     assert lasting_score(fact) == DECISION_SCORE
+
+
+@pytest.mark.parametrize(
+    ("fact", "score"),
+    [
+        # the speaker is in a clause hanging on the statement, or in an aside: the statement is the team's
+        (
+            "Dr Fiona Achterberg will take over as owner of the Connect app while I am on sabbatical.",
+            DECISION_SCORE,
+        ),
+        ("Daniel Cho (my manager) says checkpoints are selected by mIoU on the holdout.", DURABLE_VERB_SCORE),
+        ("The upload cap is 25 MB, so I set the limit in the endpoint metadata.", DURABLE_VERB_SCORE),
+        # the speaker in the main clause: a report of what they did
+        ("I moved the upload cap to the endpoint metadata while the tests ran.", 0),
+        ("Tomasz and I have Cantaloupe running on Render.", 0),
+    ],
+)
+def test_who_speaks_in_an_aside_or_a_hanging_clause_does_not_make_it_a_report(fact: str, score: int) -> None:
+    assert lasting_score(fact) == score

@@ -312,6 +312,24 @@ def _reports_the_decision(prose: str, words: list[str]) -> bool:
     )
 
 
+#: where a sentence's main clause ends: a clause hanging on it ("while I am on sabbatical", ", so I …").
+#: (a run of space is entered at its first character only: from each of them, `\s+` ran to its end)
+_SUBORDINATE = re.compile(
+    r"(?<!\s)\s+(?:while|since|because|as long as|until|so that|so)\s|[;:]\s|,\s+(?:and|but)\s+(?:i|we)\b",
+    re.IGNORECASE,
+)
+#: an aside in brackets ("Daniel Cho (my manager) wants …").
+_BRACKETED = re.compile(r"\([^()]*\)")
+
+
+def _main_part(statement: str) -> str:
+    """The statement without its asides in brackets and up to its first hanging clause: who speaks in
+    "…, so I'd like …" or "(my manager)" does not make the main clause a report of the speaker."""
+    bare = _BRACKETED.sub("", statement)
+    cut = _SUBORDINATE.search(bare)
+    return bare[: cut.start()].rstrip(" ,") if cut else bare
+
+
 #: distinct facts whose score is remembered; the profile scores the same newest rows on every session start.
 LASTING_CACHE_MAX = 8192
 
@@ -346,7 +364,8 @@ def lasting_score(fact: str) -> int | None:
     statement = prose.rsplit("? ", 1)[-1]  # "How do I X? Use Y." is judged by its answer
     if _FINDING.match(statement):
         return 0
-    if _OWNERSHIP.search(statement) and not _FIRST_PERSON.search(statement):
+    main = _main_part(statement)
+    if _OWNERSHIP.search(statement) and not _FIRST_PERSON.search(main):
         return DECISION_SCORE  # "On ownership, `docs/OWNERS.md`: the renderer belongs to Ingrid."
     rule = bool(_RULE.search(statement))
     if not rule and not _has_verb(words):
@@ -356,7 +375,7 @@ def lasting_score(fact: str) -> int | None:
         return DURABLE_VERB_SCORE if listed or pins else None
     if _STANDING_ORDER_START.match(prose):
         return STANDING_ORDER_SCORE  # "Stop adding force unwraps, I see `!` everywhere": the order, then why
-    if _FIRST_PERSON.search(statement) or _MOMENT_REPORT.match(statement):
+    if _FIRST_PERSON.search(main) or _MOMENT_REPORT.match(statement):
         return 0
     if _PROBLEM_REPORT.search(prose):
         return 0
