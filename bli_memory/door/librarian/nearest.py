@@ -222,21 +222,23 @@ def changed_nearest(
     # a quantity changed: a fact further away that states one of the same unit and shares a word of
     # the subject ("hold" in "Holds now expire after 8 minutes")
     quantities = {kind: values for kind, values in new_kinds.items() if kind.startswith("quantity:")}
-    subject = _subject_stems(fact)
+    if not quantities:
+        return None
+    subject = _subject_stems(fact) - _UNIT_STEMS  # the unit is shared by the rule's own condition
     further = [
         (ident, text, similarity)
         for ident, text, similarity in neighbours
         if (similarity or 0.0) < NEAREST_MIN_SIMILARITY and subject & stems(text)
     ]
     read = _nearest_read(further, QUANTITY_MIN_SIMILARITY)
-    return _changed_value(fact, said, quantities, present, read) if quantities and read else None
+    return _changed_value(fact, said, quantities, present, read) if read else None
 
 
-def _subject_stems(fact: str) -> set[str]:
-    """The stems of a fact's words long enough to name its subject, no word of change or unit."""
+def _subject_stems(text: str) -> set[str]:
+    """The stems of a text's words long enough to name its subject, no word of change and no number."""
     return {
         word
-        for word in stems(fact) - CHANGE_STEMS - _UNIT_STEMS
+        for word in stems(text) - CHANGE_STEMS
         if len(word) >= SHARED_STEM_MIN_CHARS and not word[0].isdigit()
     }
 
@@ -299,11 +301,7 @@ def moved_number(
     old, new = moves[0].group(1), moves[0].group(2)
     if old == new:
         return None
-    subject = {
-        word
-        for word in stems(fact[: moves[0].start()] + fact[moves[0].end() :]) - CHANGE_STEMS
-        if len(word) >= SHARED_STEM_MIN_CHARS and not word[0].isdigit()
-    }
+    subject = _subject_stems(fact[: moves[0].start()] + fact[moves[0].end() :])
     for ident, text, _similarity in _nearest_read(neighbours, MOVED_MIN_SIMILARITY):
         if len(_number_mentions(text, old)) != 1 or _number_mentions(text, new):
             continue
