@@ -28,6 +28,7 @@ from bli_memory.door.librarian.prose import (
     _clean,
     _finish,
     _is_question,
+    _join,
     _leans_on_context,
     _sentences,
     held_now,
@@ -353,6 +354,42 @@ def _consequence(sentence: str) -> str | None:
     return clause
 
 
+#: a sentence opening on "he" or "she" says something of a person named before it
+_PERSON_PRONOUN = re.compile(r"(?:he|she)(?:'(?:ll|s|d))?\b", re.IGNORECASE)
+#: a sentence opening on a pointer ("They want …", "It's …") leans on the sentence before it; one
+#: with its pointer further in ("the soil we sample every 10 min, this must …") points inside itself
+_OPENS_ON_POINTER = re.compile(r"(?:they|it|this|that|these|those)(?:'(?:re|s|ll|d))?\b", re.IGNORECASE)
+
+
+#: a line that only names a setting and its value: "topic: `orders.v2`", "consumer group `pricing`",
+#: "region eu-west-1" (a label of at most four words, then one value written as code or as a name)
+_LABEL_LINE = re.compile(
+    r"[A-Za-z][\w./-]*(?: [\w./-]+){0,3}?(?::[ \t]*|[ \t]+)(?:`[^`\n]+`|[\w./:@-]*[\d_./:@-][\w./:@-]*)[.;,]?"
+)
+
+
+_LABEL_LINE_MAX_CHARS = 80
+
+
+def _merged_label_lines(units: list[str]) -> list[str]:
+    """Consecutive lines that each name a setting and its value, as one line: a list of "topic: `x`",
+    "consumer group `y`" under a request says one thing, and each item alone is a fragment."""
+    merged: list[str] = []
+    run: list[str] = []
+    for unit in [*units, ""]:
+        if unit and len(unit) <= _LABEL_LINE_MAX_CHARS and _LABEL_LINE.fullmatch(unit.strip()):
+            run.append(unit.strip().rstrip(".;,"))
+            continue
+        if len(run) > 1:
+            merged.append("; ".join(run) + ".")
+        else:
+            merged.extend(run)
+        run = []
+        if unit:
+            merged.append(unit)
+    return merged
+
+
 def _user_facts(units: list[str]) -> list[str]:
     """What the user states: a decision, a convention, a preference, a correction, how things are.
 
@@ -362,10 +399,15 @@ def _user_facts(units: list[str]) -> list[str]:
     ("Name the files with the ticket first") join the decision before them, which says what they mean.
     A correction keeps a word saying so.
     """
+    units = _merged_label_lines(units)
     parts: list[str] = []
     after_decision = False
+    kept_last = False  # the sentence just before was kept, as parts[-1]
+    stated_last: str | None = None  # the sentence just before, when it states (kept or not)
     for unit in units:
         for said in _sentences(unit):
+            kept_before, kept_last = kept_last, False
+            stated_before, stated_last = stated_last, None
             raw = _stated_part(said)
             lead = _CORRECTION_LEAD.match(raw)
             prose = _INLINE_CODE_SPAN.sub(" ", raw)
@@ -383,6 +425,8 @@ def _user_facts(units: list[str]) -> list[str]:
                 sentence = _capitalise(sentence[request.end() :])
             question = _is_question(sentence) or sentence.endswith(":")
             sentence = sentence.rstrip("?:").strip()
+            if not (request or question):
+                stated_last = sentence
             first = _bare(sentence.split(" ", 1)[0]) if sentence else ""
             if decided and not question:
                 follows = False  # a decision of its own
@@ -414,6 +458,28 @@ def _user_facts(units: list[str]) -> list[str]:
                 # "That fix costs gas, so the withdrawal budget moves from 52000 to 55000": the
                 # consequence reads on its own when only the reason leans on what came before
                 sentence, leans = consequence, False
+            person = not follows and _PERSON_PRONOUN.match(sentence) is not None
+            if (
+                ((leans and _OPENS_ON_POINTER.match(sentence)) or person)
+                and not bound
+                and (kept_before or (person and stated_before))
+                and not _CORRECTION.match(raw)
+                and (decided or _signals(sentence)[0])
+            ):
+                # "… host is sftp.x on port 2222. They want one CSV per day, named kp_20250301.csv":
+                # the fact just kept names what "they" are; "… sent us Priya Raman as our new helper.
+                # She'll take over the imports": the sentence before, kept or not, names who "she" is
+                if kept_before:
+                    joined = _join(parts[-1], _finish(sentence))
+                else:
+                    joined = _join(_finish(stated_before or ""), _finish(sentence))
+                if len(joined) <= MAX_FACT_CHARS:
+                    if kept_before:
+                        parts[-1] = joined
+                    else:
+                        parts.append(joined)
+                    kept_last = True
+                    continue
             if bound or leans:
                 after_decision = False
                 continue
@@ -423,7 +489,9 @@ def _user_facts(units: list[str]) -> list[str]:
             joined = f"{parts[-1]} {sentence}" if follows and parts else ""
             if joined and len(joined) <= MAX_FACT_CHARS:
                 parts[-1] = joined  # "Use expect with a reason" says what it means after its decision
+                kept_last = True
             elif len(_TOKEN.findall(sentence)) >= MIN_WORDS_STRONG and len(sentence) <= MAX_FACT_CHARS:
                 parts.append(sentence)
+                kept_last = True
             after_decision = decided or follows
     return parts

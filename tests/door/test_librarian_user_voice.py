@@ -1,0 +1,62 @@
+"""Librarian rules for what the user says across sentences and lines (pure functions, no door): a
+sentence that leans on the one before ("They want …", "She'll take over …") joins the sentence that
+names what it means, and a list of settings ("topic: `x`", "consumer group `y`") is one fact, not a
+fragment a line."""
+
+from __future__ import annotations
+
+from bli_memory.door.librarian import extract_facts
+
+# --- the user's sentence that leans on the one before ---------------------------------------------
+
+
+def test_a_user_s_sentence_on_they_joins_the_kept_sentence_that_names_them() -> None:
+    facts = extract_facts(
+        "User: The bank gave us the drop box: host is sftp.bank.example on port 2022, user `ledger`. "
+        "They want one file per day named stmt_20240101.csv with tabs as separator. Can you build the "
+        "export?\n\nAssistant: Done, the task writes the file and uploads it."
+    )
+    assert facts[0] == (
+        "The bank gave us the drop box: host is sftp.bank.example on port 2022, user `ledger`; they want "
+        "one file per day named stmt_20240101.csv with tabs as separator."
+    )
+
+
+def test_a_user_s_sentence_on_she_joins_the_sentence_that_names_her_even_unkept() -> None:
+    facts = extract_facts(
+        "User: Our intern left last week, and the lab sent us Mirela Dobre as the new helper. She'll take "
+        "over the weekly imports from next week.\n\nAssistant: Noted, I gave her account the importer role."
+    )
+    assert facts[0] == (
+        "Our intern left last week, and the lab sent us Mirela Dobre as the new helper; she'll take over "
+        "the weekly imports from next week."
+    )
+
+
+def test_a_user_s_sentence_on_they_with_nothing_before_it_is_still_dropped() -> None:
+    facts = extract_facts(
+        "User: They want one file per day named stmt_20240101.csv.\n\nAssistant: I will write that file."
+    )
+    assert not any("stmt_20240101" in fact for fact in facts)
+
+
+# --- a list of settings in the user's prompt -----------------------------------------------------------
+
+
+def test_consecutive_setting_lines_of_a_user_s_list_are_one_fact() -> None:
+    facts = extract_facts(
+        "User: new consumer for the billing service, can you wire it up?\n"
+        "- topic: `billing.invoices.v3`\n"
+        "- consumer group `billing-writer`\n"
+        "- we use confluent-kafka-go, never sarama\n\n"
+        "Assistant: Wired up the consumer in `billing/consumer.go`."
+    )
+    assert "Topic: `billing.invoices.v3`; consumer group `billing-writer`." in facts
+
+
+def test_one_setting_line_alone_is_not_merged_with_the_prose_around_it() -> None:
+    facts = extract_facts(
+        "User: the cache settings:\n- ttl `900`\n- we never cache the cart page\n\n"
+        "Assistant: Set the TTL in `cache/config.py`."
+    )
+    assert not any(";" in fact and "cart" in fact for fact in facts)
