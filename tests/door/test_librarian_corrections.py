@@ -330,6 +330,15 @@ def test_a_setting_given_a_new_value_in_the_same_place_supersedes_the_old_one(
             "Ask Ingrid Solberg about invoices, she is the owner of the billing module.",
             "update",
         ),
+        # a role handed to a person named by a first name alone, "going forward"
+        (
+            "Ines owns the export workers going forward (queues + cron config).",
+            "Marek owns the cron config, so keep every schedule in `config/cron.py`.",
+            "update",
+        ),
+        # nobody is no person, and another thing of the same person is no handover
+        ("Nobody owns the cron config now.", "Marek owns the cron config.", "add"),
+        ("Ines owns the mail templates now.", "Marek owns the cron config.", "add"),
         # someone who went to lunch left no role, and nobody new holds it
         (
             "Kenji went to the canteen, the push keys are in the vault as before.",

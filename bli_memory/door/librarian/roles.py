@@ -61,8 +61,10 @@ _FIRST_NAME_HOLDS = re.compile(rf"^({_NAME_WORD})(?=\s+(?:owns|maintains|leads|a
 #: Nowak is the person to go to from now on").
 _HOLDS_NOW = re.compile(
     r"\b(?:owns|maintains|leads|approves|is the (?:person|one|contact|people) to (?:go to|ask|talk to))\b"
-    r"[^.;]{0,60}?\bnow\b"
+    r"[^.;]{0,60}?\b(?:now|going (?:forward|fwd)|these days)\b"
 )
+#: capitalised words that open a sentence without naming anyone: "Nobody owns it now".
+_NOBODY = frozenset("Nobody Everyone Everybody Someone Somebody Anyone Anybody Each Whoever".split())
 
 
 #: a role a named person took from another: "Tobias Lindqvist has kindly taken over the Twilio account".
@@ -80,7 +82,11 @@ def handed_over(new_text: str, old_text: str) -> str | None:
     person took it over), the old one gives the same role, about a thing both name, to a person the
     new fact does not name."""
     holds_now = _HOLDS_NOW.search(new_text) or _TAKES_OVER.search(new_text)
-    named_now = holds_now is not None and _PERSON.search(new_text[: holds_now.start()]) is not None
+    opener = _FIRST_NAME_HOLDS.match(new_text)  # "Dele owns the job workers going forward"
+    named_now = holds_now is not None and (
+        _PERSON.search(new_text[: holds_now.start()]) is not None
+        or (opener is not None and opener.group(1) not in _NOBODY)
+    )
     if not ((_ROLE_NOW.search(new_text) or named_now) and _ROLE.search(old_text)):
         return None
     people = set(_PERSON.findall(new_text))
