@@ -172,6 +172,9 @@ def test_a_report_bound_to_the_moment_stays_the_moment_s_whatever_value_it_sets(
         # one setting given its value, in a file or in prose, states how something is configured
         ("`deploy/canary.yml`: `weight: 10`.", DURABLE_VERB_SCORE),
         ("Queue grp = billing.events, partitions 12, retention 7d.", DURABLE_VERB_SCORE),
+        # a value named by a label and a colon: how a thing is configured or done
+        ("Push container: `iCloud.com.example.tides`.", DURABLE_VERB_SCORE),
+        ("Topic: `orders.placed.v3`; consumer group `order-mailer`.", DURABLE_VERB_SCORE),
     ],
 )
 def test_verbless_pins_settings_and_hedged_rules_enter_the_profile(fact: str, score: int) -> None:
@@ -249,3 +252,15 @@ def test_a_preference_or_a_rule_said_in_the_first_person_is_a_decision(fact: str
 )
 def test_who_speaks_in_an_aside_or_a_hanging_clause_does_not_make_it_a_report(fact: str, score: int) -> None:
     assert lasting_score(fact) == score
+
+
+@pytest.mark.parametrize(
+    "fact",
+    [
+        "Plus: `create index(:bookings, [:starts_at])`.",  # a report's label opens no setting
+        "Stack on linux: `#0 reader::read_header (offset=-2147480712)`.",
+        "Verified from the runner: `ansible all -m ping -o`.",
+    ],
+)
+def test_a_report_s_label_before_a_code_span_is_no_setting(fact: str) -> None:
+    assert not lasting_score(fact)

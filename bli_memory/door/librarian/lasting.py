@@ -108,6 +108,14 @@ _SETTINGS_LIST = re.compile(r"^`[^`\n]+`:\s*`[A-Za-z_][\w.-]*\s*[=:]\s*[^`\n]+`"
 #: in `project.pbxproj`", "`ntp.yml`: `servers:`, then `- ntp1.lan`"): how something is configured. A
 #: colon is a setting's only before a space or at the end (`node:20-alpine` is an image's name).
 _SETTING_SPAN = re.compile(r"`[A-Za-z_][\w.-]*\s*(?:=\s*[^`\n]+|:(?:\s[^`\n]*)?)`")
+#: a value named by a label of a few words and a colon: "CloudKit container: `iCloud.com.x`", "Topic:
+#: `rates.v2`; consumer group `pricing`" (a report's label, "Fix:", "Summary:", "Root cause:", opens no setting).
+_LABELLED_VALUE = re.compile(
+    r"^(?!(?:fix|fixed|summary|root cause|cause|note|result|output|error|changes?|tests?|done|why|how|"
+    r"before|after|update|updated|added|removed|new|old|plus|also|then|next|first|finally|what happened|"
+    r"stack|trace|traceback|logs?|diff|verified|checked|grepped)\b)[A-Za-z][\w-]*(?: [\w-]+){0,3}:[ \t]+`[^`\n]+`",
+    re.IGNORECASE,
+)
 #: a setting given its value in prose, outside a code span: "CRD grp = cache.kestrel.io, ver v1alpha1".
 _PROSE_SETTING = re.compile(r"\b[A-Za-z][\w.-]*\s=\s*[\w`\"'./:-]")
 #: versions a fact without a verb names to be a list of pins ("Kotlin 1.9.24, boot 3.2.5.").
@@ -370,7 +378,12 @@ def lasting_score(fact: str) -> int | None:
     rule = bool(_RULE.search(statement))
     if not rule and not _has_verb(words):
         # "Indexes always concurrently." is a rule without a verb; a listing of settings states them
-        listed = _SETTINGS_LIST.match(text) or _SETTING_SPAN.search(text) or _PROSE_SETTING.search(prose)
+        listed = (
+            _SETTINGS_LIST.match(text)
+            or _SETTING_SPAN.search(text)
+            or _PROSE_SETTING.search(prose)
+            or _LABELLED_VALUE.match(text)
+        )
         pins = len(VERSION.findall(text)) >= PIN_LIST_MIN_VERSIONS  # "Kotlin 1.9.24, boot 3.2.5."
         return DURABLE_VERB_SCORE if listed or pins else None
     if _STANDING_ORDER_START.match(prose):
