@@ -414,3 +414,22 @@ def test_a_subject_said_to_hold_another_value_now_supersedes_the_old_value(
 ) -> None:
     decision = decide(fact, [Neighbour("old", old, 0.6)])
     assert decision.action == action, decision.reason
+
+
+@pytest.mark.parametrize(
+    ("fact", "action"),
+    [
+        # the old host is only described, by a word of its first label, on the same parent domain
+        ("Metrics are on mx-prod-3.corp-net instead of the old grafana box now.", "update"),
+        ("Dashboards read mx-prod-3.corp-net rather than the former grafana server.", "update"),
+        # a word the old host's label does not hold, or another parent domain, retires nothing
+        ("Metrics are on mx-prod-3.corp-net instead of the old reporting box now.", "add"),
+        ("Metrics are on mx-prod-3.other-net instead of the old grafana box now.", "add"),
+    ],
+)
+def test_a_new_host_in_place_of_a_described_old_one_retires_the_host_the_words_name(
+    fact: str, action: str
+) -> None:
+    old = "Grafana reads from mx-grafana.corp-net:3000, datasource `prometheus-main`."
+    decision = decide(fact, [Neighbour("old", old, 0.5)])
+    assert decision.action == action, decision.reason

@@ -271,6 +271,40 @@ def _host_named_by_label(old_text: str, term: str, new_term: str) -> str | None:
     return None
 
 
+#: a new host put in place of one the fact only describes: "CH is on ch-prod-2.corp instead of the old
+#: analytics box now" (the words of the description name the old host's first label).
+_DESCRIBED_OLD_HOST = re.compile(
+    rf"{_TERM_START}(?P<new>{_TERM})\s+(?:instead of|rather than|in place of|replacing)\s+(?:the|our)\s+"
+    r"(?:old|former|previous)\s+(?P<desc>[A-Za-z][\w-]*(?:\s[A-Za-z][\w-]*)?)\s+"
+    r"(?:box|server|host|machine|instance|vm|node|database|db|cluster)\b",
+    re.IGNORECASE,
+)
+
+
+#: a host name as an internal network writes one: labels of letters, digits and hyphens ("ch-2.ff-internal")
+_HOST_LIKE = re.compile(r"[a-z0-9][a-z0-9-]*(?:\.[a-z0-9-]+)+", re.IGNORECASE)
+
+
+def _described_host(new_text: str, old_text: str) -> tuple[str, str] | None:
+    """(old host, new host) when the new fact puts a host in place of "the old <words> box" and the old
+    fact states a host on the same parent domain whose first label holds one of those words."""
+    for match in _DESCRIBED_OLD_HOST.finditer(new_text):
+        new_term = _term(match.group("new"))
+        new_host = host_of(new_term)
+        if not _HOST_LIKE.fullmatch(new_host) or is_file(new_host) or mentions(old_text, new_term):
+            continue
+        parent = new_host.split(".", 1)[1]
+        described = {word.lower() for word in match.group("desc").split()} - _NOT_TERMS
+        for token in value_tokens(old_text):
+            host = host_of(token)
+            if not _HOST_LIKE.fullmatch(host) or is_file(host) or host == new_host:
+                continue
+            label, rest = host.split(".", 1)
+            if rest == parent and described & set(label.lower().split("-")):
+                return host, new_host
+    return None
+
+
 def retires(new_text: str, old_text: str) -> tuple[str, str] | None:
     """The term the new fact retires that the old fact still states as current: the old fact names
     it, does not name its replacement, and the two share a word of their subject ("broker") unless
@@ -295,4 +329,4 @@ def retires(new_text: str, old_text: str) -> tuple[str, str] | None:
         shared = stems(new_text) & stems(old_text) - CHANGE_STEMS
         if shared - terms or names_one_thing(old_term) or not new_term:
             return old_term, new_term
-    return None
+    return _described_host(new_text, old_text)
