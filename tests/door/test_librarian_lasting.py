@@ -264,3 +264,21 @@ def test_who_speaks_in_an_aside_or_a_hanging_clause_does_not_make_it_a_report(fa
 )
 def test_a_report_s_label_before_a_code_span_is_no_setting(fact: str) -> None:
     assert not lasting_score(fact)
+
+
+@pytest.mark.parametrize(
+    ("fact", "score"),
+    [
+        # a report that writes a rule down: the rule lasts, the act does not
+        (
+            "I'd set a rule for the whole repo: money is always integer cents, never floats.",
+            STANDING_ORDER_SCORE,
+        ),
+        ("Wrote it down in `docs/style.md`: colours always come from `tokens.ts`.", STANDING_ORDER_SCORE),
+        # what follows the colon tells of the fix just made, or states nothing that lasts
+        ("Fixed the flaky test: it never waits for the socket now.", 0),
+        ("Updated `README.md`: the install section is shorter.", 0),
+    ],
+)
+def test_a_report_introducing_a_rule_after_its_colon_lasts_as_the_rule(fact: str, score: int) -> None:
+    assert lasting_score(fact) == score

@@ -342,10 +342,37 @@ def _main_part(statement: str) -> str:
 LASTING_CACHE_MAX = 8192
 
 
+#: a statement opening on a pointer tells of what the sentence before it named.
+_OPENS_ON_POINTER = re.compile(r"(?:it|its|it's|this|that|these|those|they|they're)\b", re.IGNORECASE)
+#: a lead that says a rule was set or written down: "I'd set a rule for the repo:", "Added a line to
+#: `CONTRIBUTING.md`:" ("Fix:", "Options I considered:" introduce no rule).
+_WRITES_DOWN = re.compile(
+    r"\b(?:rules?|conventions?|polic(?:y|ies)|guidelines?|line to|note (?:in|to)|wrote (?:it )?down|"
+    r"noted|documented|CONTRIBUTING|README|docs/|\.md\b)",
+    re.IGNORECASE,
+)
+#: where a report's lead ends and what it introduces begins: a colon outside a code span, then a space.
+_LEAD_COLON = re.compile(r"^[^`:]*(?:`[^`\n]*`[^`:]*)*:\s")
+
+
 @functools.lru_cache(maxsize=LASTING_CACHE_MAX)
 def lasting_score(fact: str) -> int | None:
     """How long the fact stays true, for ranking the profile: ``None`` for a fact that never belongs
-    there (a question, a test count, a log line, a fragment), else a score, higher lasts longer."""
+    there (a question, a test count, a log line, a fragment), else a score, higher lasts longer.
+
+    A report that introduces a rule after a colon ("Added a line to `CONTRIBUTING.md`: money is always
+    integer cents") lasts as the rule does: the session's act passes, the rule it wrote down stays."""
+    score = _lasting_score(fact)
+    lead = _LEAD_COLON.match(fact.strip()) if score == 0 else None
+    rest = fact.strip()[lead.end() :] if lead and _WRITES_DOWN.search(lead.group()) else ""
+    if rest and not _OPENS_ON_POINTER.match(rest):  # "Fixed the test: it never …" tells of the fix
+        introduced = _lasting_score(rest)
+        if introduced is not None and introduced >= STANDING_ORDER_SCORE:
+            return introduced
+    return score
+
+
+def _lasting_score(fact: str) -> int | None:
     text = fact.strip()
     prose = _INLINE_CODE_SPAN.sub(" code ", text)
     words = tokens(prose)
