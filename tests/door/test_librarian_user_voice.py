@@ -1,9 +1,12 @@
 """Librarian rules for what the user says across sentences and lines (pure functions, no door): a
 sentence that leans on the one before ("They want …", "She'll take over …") joins the sentence that
 names what it means, and a list of settings ("topic: `x`", "consumer group `y`") is one fact, not a
-fragment a line."""
+fragment a line; a question the asker declares off the project ("totally unrelated to anything but …",
+"an off-piste question, nothing to do with the garden") leaves nothing."""
 
 from __future__ import annotations
+
+import pytest
 
 from bli_memory.door.librarian import extract_facts
 
@@ -60,3 +63,41 @@ def test_one_setting_line_alone_is_not_merged_with_the_prose_around_it() -> None
         "Assistant: Set the TTL in `cache/config.py`."
     )
     assert not any(";" in fact and "cart" in fact for fact in facts)
+
+
+# --- a question the asker declares off the project ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "totally unrelated to anything but it's bugging me: every time I plug my phone into my laptop the "
+        "photo app opens its import screen. how do I make it stop?",
+        "Forgive a slightly off-piste question, nothing to do with the observatory. My home backup to a FAT32 "
+        "stick copies every file again each night. Why?",
+    ],
+)
+def test_a_question_declared_off_the_project_leaves_nothing(prompt: str) -> None:
+    reply = (
+        "The setting lives per device in the system's image tool, not in the photo app: pick the device and "
+        "choose No application. FAT32 stores times to two seconds and has no owners, so a copy that "
+        "preserves them sees every file as changed; use `--modify-window=1 --no-owner`."
+    )
+    assert extract_facts(f"User: {prompt}\n\nAssistant: {reply}") == []
+
+
+def test_a_handle_shaped_option_in_a_code_span_ties_no_answer_to_a_team() -> None:
+    facts = extract_facts(
+        "User: totally unrelated but the pane won't scroll in my terminal multiplexer, how do I fix it?\n\n"
+        "Assistant: Turn mouse mode on with `set -g mouse on`; the plugin's `set -g @scroll-speed-lines 3` "
+        "sets how far one wheel step moves."
+    )
+    assert facts == []
+
+
+def test_nothing_to_do_with_a_thing_said_of_a_finding_keeps_the_finding() -> None:
+    facts = extract_facts(
+        "User: the timeout has nothing to do with the pool, the `RETRY_LIMIT=2` in `jobs.py` is the cause\n\n"
+        "Assistant: Right: I raised `RETRY_LIMIT` to 5 in `jobs.py`."
+    )
+    assert facts

@@ -129,7 +129,10 @@ _DECLARED_NOT_OURS = re.compile(
     r"\bnot\s+about\s+(?:code|coding|work|programming)\b|"
     r"\bnot\s+(?:\w+[- ])?related\b(?!\s+to\b)|"  # "the timeout is not related to the pool" is a finding
     r"^\W*not\s+(?:code|coding|work|programming)\b|"
-    r"\bunrelated\b(?!\s+to\b)|\boff[- ]topic\b",
+    r"\bunrelated\b(?!\s+to\b)|\bunrelated\s+to\s+(?:anything|everything|work)\b|\boff[- ]topic\b|"
+    # "Forgive a slightly off-piste question, nothing to do with the garden": a question the asker
+    # says has nothing to do with what the project is about, whatever they call that
+    r"\b(?:q|qs|question|one|thing)\b[^.?!]{0,20}?\bnothing\s+to\s+do\s+with\s+(?:the|our|my|this|work)\b",
     re.IGNORECASE,
 )
 #: a sentence that opens by saying the question is off the project's topic: "Random one while cargo
@@ -345,9 +348,10 @@ _EXAMPLE = re.compile(r"\((?:e\.g\.|eg\.|for example|for instance|say)[^()]*\)",
 #: naming one speaks of this project, whatever the question's words.
 _OWN_TASK = re.compile(
     r"`(?:make|just|npm run|pnpm run|yarn run|poetry run|cargo xtask)\s+[\w:.-]+|"
-    r"`(?:npm|pnpm|yarn|bun)\s+[\w-]+:[\w:-]+|"
-    r"(?:^|\s)[#@][a-z][a-z0-9]*-[\w-]+|(?:^|\s)@[\w-]+/[\w-]+"  # a team's channel or handle
+    r"`(?:npm|pnpm|yarn|bun)\s+[\w-]+:[\w:-]+"
 )
+#: a team's channel or handle, outside code (`set -g @scroll-speed 3` is an option's name).
+_TEAM_HANDLE = re.compile(r"(?:^|\s)[#@][a-z][a-z0-9]*-[\w-]+|(?:^|\s)@[\w-]+/[\w-]+")
 
 
 #: a change the reply reports having made, opening its clause ("Bumped it to 50", "Bumping it to 50
@@ -449,6 +453,7 @@ def _answers_from_general_knowledge(user: str, reply: str) -> bool:
         _ACTOR_WORDS.search(prose)
         or (not declared and _PATH_TOKEN.search(prose))  # declared: its paths are the answer's examples
         or _OWN_TASK.search(marked)
+        or _TEAM_HANDLE.search(_INLINE_CODE_SPAN.sub(" ", marked))
         or _CHANGE_MADE.search(_INLINE_CODE_SPAN.sub("code", marked))
     )
 
