@@ -101,3 +101,50 @@ def test_nothing_to_do_with_a_thing_said_of_a_finding_keeps_the_finding() -> Non
         "Assistant: Right: I raised `RETRY_LIMIT` to 5 in `jobs.py`."
     )
     assert facts
+
+
+# --- a general question asked in other words -------------------------------------------------------------
+
+_TEXTBOOK_REPLY = (
+    "A mutex is held by one owner at a time, and only that owner releases it; a semaphore counts permits, "
+    "so several holders can share it up to its count. Use a mutex to guard one shared value, and a "
+    "semaphore to bound how many workers use a pool at once.\n\n"
+    "```python\nlock = threading.Lock()\nslots = threading.Semaphore(4)\n```"
+)
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        # an asking request without its question mark
+        "walk me through mutex vs semaphore, high level is fine",
+        "remind me when to use a mutex and when a semaphore",
+        # a request with an adverb, and an aside on why it is asked
+        "Could you kindly clarify the distinction between a mutex and a semaphore? I wish to use them correctly.",
+        # a spoken lead before an unmarked question
+        "can u explain mutexes vs semaphores? like when do i actually need each",
+        # the emphasis before the verb
+        "what even is a semaphore",
+        # the stack named in passing, the question asked in general
+        "we're on Go 1.22 but in general how do a mutex and a semaphore differ? not just for go",
+        "explain mutex vs semaphore. we mostly write kotlin so this is pure curiosity",
+    ],
+)
+def test_a_general_question_asked_in_other_words_leaves_nothing(prompt: str) -> None:
+    assert extract_facts(f"User: {prompt}\n\nAssistant: {_TEXTBOOK_REPLY}") == []
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "walk me through how we deploy the api",
+        "can you explain why our nightly job failed",
+        "remind me where the retry limit is set",
+    ],
+)
+def test_an_asking_request_about_the_project_keeps_what_the_reply_states(prompt: str) -> None:
+    reply = (
+        "I looked at `deploy/api.sh`: it builds the image, pushes it to `registry.acme.internal/api` and "
+        "runs `kubectl rollout restart deploy/api`. The retry limit is `RETRY_LIMIT=3` in `jobs/settings.py`."
+    )
+    assert extract_facts(f"User: {prompt}\n\nAssistant: {reply}")

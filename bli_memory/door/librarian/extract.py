@@ -188,7 +188,9 @@ _GENERAL_QUESTION = re.compile(
 
 #: a request that asks to be told something is a question: "Can you explain how X works?".
 _ASKING_REQUEST = re.compile(
-    r"^(?:(?:please|can you|could you|would you)\s+)*(?:explain|describe|clarify|tell me|remind me|"
+    r"^(?:(?:please|pls|can you|could you|would you|can u|could u|"
+    r"(?:reckon|think|wonder if|any chance|do you think)\s+(?:you|u)\s+(?:could|can|would))\s+)*"
+    r"(?:(?:quickly|kindly|briefly|just)\s+)?(?:explain|describe|clarify|tell me|remind me|eli5|"
     r"walk me through|help me understand)\b",
     re.IGNORECASE,
 )
@@ -365,6 +367,20 @@ _CHANGE_MADE = re.compile(
 
 #: words of an aside beside a question: why the user asks ("reviewing a PR and want to be sure").
 ASIDE_MAX_WORDS = 10
+#: a wh-question whose verb comes after a word of emphasis: "what even is that", "how exactly does it".
+_WH_EMPHASIS = re.compile(
+    r"^(?:what|how|why|when|where)\s+(?:even|exactly|actually|really)\s+(?:is|are|does|do|was|happens)\b",
+    re.IGNORECASE,
+)
+#: the asker saying the question is asked out of curiosity or in general: "this is pure curiosity",
+#: "in general how does MVCC work", "just curious": whatever else they say of their stack is context.
+_CURIOSITY = re.compile(
+    r"\b(?:pure|just|only)\s+(?:curiosity|curious)\b|\bjust\s+wondering\b|\bout of curiosity\b|"
+    r"\bsettl(?:e|ing)\s+a\s+bet\b|\bbut\s+in\s+general\b|\bnot\s+just\s+for\b",
+    re.IGNORECASE,
+)
+#: a question holding the assistant or the team asks about the session or the project.
+_YOU_OR_WE = re.compile(r"\b(?:you|u|we|us|our)\b", re.IGNORECASE)
 #: the team as the subject of an aside makes it a statement about the project ("we deploy on Fridays").
 _WE = re.compile(r"\b(?:we|we're|we've|us|the team)\b", re.IGNORECASE)
 #: a question about how the team stands ("what version are we on", "do we pin it"), not for advice
@@ -378,18 +394,25 @@ _ASKS_OUR_STATE = re.compile(
 _PERSONAL_ASIDE = re.compile(
     r"^I\s+(?:always|never|keep|often|usually|sometimes|still)\s+(?:[a-z]+\s+){0,3}?"
     r"(?:them|it|these|those|which|both|the two)\b|"
-    r"^(?:I\s+)?(?:always|keep|often)\s+(?:mix(?:ing)?|confus(?:e|ing)|forget(?:ting)?)\b",  # "always mix up"
+    r"^(?:I\s+)?(?:always|keep|often)\s+(?:mix(?:ing)?|confus(?:e|ing)|forget(?:ting)?)\b|"  # "always mix up"
+    # why it is asked: "I want to be certain before the review", "the new grad asked me and I waffled"
+    r"^I\s+(?:want|wanted|need|needed|'d like|would like)\s+to\s+(?:be\s+(?:sure|certain|clear)|understand|"
+    r"double[- ]check)\b|"
+    r"^(?:[\w']+\s+){0,3}?asked\s+me\b",
     re.IGNORECASE,
 )
+#: a personal aside may be longer than another: it says who asked and how the asker fared.
+PERSONAL_ASIDE_MAX_WORDS = 16
 
 
 def _is_aside(sentence: str) -> bool:
     """A short sentence beside a question that says why it is asked, nothing about the project: no
     durable signal (the asker's habit with the things asked about is none: "I always mix them up"),
     no request, not the team as its subject."""
+    personal = _PERSONAL_ASIDE.match(sentence) is not None
     return (
-        len(sentence.split()) <= ASIDE_MAX_WORDS
-        and (_signals(sentence)[0] == 0 or _PERSONAL_ASIDE.match(sentence) is not None)
+        len(sentence.split()) <= (PERSONAL_ASIDE_MAX_WORDS if personal else ASIDE_MAX_WORDS)
+        and (_signals(sentence)[0] == 0 or personal)
         and not _REQUEST.match(sentence)
         and not _WE.search(sentence)
     )
@@ -426,7 +449,9 @@ def _answers_from_general_knowledge(user: str, reply: str) -> bool:
     units = " ".join(_prose_units(user))
     said = [s for s in (_clean(s) for s in _sentences(units)) if s]
     # the asker's first sentence may say the question is not about the project: "not code."
-    declared = bool(said) and _DECLARED_NOT_OURS.search(said[0]) is not None
+    declared = bool(said) and (
+        _DECLARED_NOT_OURS.search(said[0]) is not None or any(_CURIOSITY.search(s) for s in said)
+    )
     off_topic = [s for s in said if _OFF_TOPIC_LEAD.match(s)]  # "Random one while the build runs (…)."
     question = _NOT_OURS.sub(" ", " ".join(s for s in said if s not in off_topic)).strip()
     said = [s for s in (_clean(s) for s in _sentences(question)) if s]
@@ -437,6 +462,11 @@ def _answers_from_general_knowledge(user: str, reply: str) -> bool:
         or _GENERAL_QUESTION.match(s)
         or _GENERAL_QUESTION.match(s.rsplit(": ", 1)[-1])  # "Quick one: whats the difference …"
         or _UNMARKED_QUESTION.search(s)
+        # "like when do i actually need it" asks as a marked one would; "what did you change" asks of
+        # the session, "how do we deploy" of the project
+        or (_is_question(s) and not _YOU_OR_WE.search(s))
+        or _ASKING_REQUEST.match(s)  # "walk me through how a TLS handshake works": asked, mark or not
+        or _WH_EMPHASIS.match(s)  # "what even is that thing"
     ]
     if not declared and (not asked or not all(_is_aside(s) or _is_topic(s) for s in said if s not in asked)):
         return False  # a statement or a task beside the question makes it about the project

@@ -393,7 +393,7 @@ _GREETING_OR_FILLER = re.compile(
     re.IGNORECASE,
 )
 _REQUEST = re.compile(
-    r"^(?:please|can you|could you|would you|will you|help me|i need you to|i want you to|"
+    r"^(?:please|can you|could you|would you|will you|can u|could u|help me|i need you to|i want you to|"
     r"i'd like you to|i would like you to|go ahead and|try to|try)\b[\s,]*",
     re.IGNORECASE,
 )
@@ -699,7 +699,9 @@ _WH_QUESTION = re.compile(r"^(?:how|where|what|which|who|why|when)(?:'?s)?\b", r
 #: difference between …", "how do I …", "where is …"); "What we ship is …" states, and so does
 #: "Which is why …" (so "which" is left out).
 _UNMARKED_QUESTION = re.compile(
-    r"^(?:what|how|where|when|why|who)(?:'?s|'re|\s+(?:is|are|was|were|do|does|did|can|could|should|"
+    # (a spoken lead may come first: "like when do i need it", "so how does it pick one")
+    r"^(?:(?:like|so|and|also|basically|or)\s+)?"
+    r"(?:what|how|where|when|why|who)(?:'?s|'re|\s+(?:is|are|was|were|do|does|did|can|could|should|"
     r"would|will|has|have))\b",
     re.IGNORECASE,
 )
