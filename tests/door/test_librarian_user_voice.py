@@ -128,6 +128,8 @@ _TEXTBOOK_REPLY = (
         # the stack named in passing, the question asked in general
         "we're on Go 1.22 but in general how do a mutex and a semaphore differ? not just for go",
         "explain mutex vs semaphore. we mostly write kotlin so this is pure curiosity",
+        # an aside's "my" says who asked, not whose project it is
+        "my intern asked me why a semaphore is not a mutex and I totally blanked. remind me?",
     ],
 )
 def test_a_general_question_asked_in_other_words_leaves_nothing(prompt: str) -> None:
@@ -140,6 +142,7 @@ def test_a_general_question_asked_in_other_words_leaves_nothing(prompt: str) -> 
         "walk me through how we deploy the api",
         "can you explain why our nightly job failed",
         "remind me where the retry limit is set",
+        "my deploy keeps timing out. remind me where the retry limit is set?",
     ],
 )
 def test_an_asking_request_about_the_project_keeps_what_the_reply_states(prompt: str) -> None:

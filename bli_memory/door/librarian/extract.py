@@ -473,8 +473,11 @@ def _answers_from_general_knowledge(user: str, reply: str) -> bool:
     if not declared and _REQUEST.match(question) and not _ASKING_REQUEST.match(question):
         return False  # "Can you add X?" is a task; "Can you explain X?" asks (declared: "give me …" asks)
     asked_words = _KIND_OF_FILE.sub(" ", question.replace("`", " "))  # "a Dockerfile" is any Dockerfile
+    # "my intern asked me …": an aside's "my" says who asked, not whose project it is
+    beside = " ".join(s for s in said if s in asked or not _PERSONAL_ASIDE.match(s))
+    owned_words = _KIND_OF_FILE.sub(" ", beside.replace("`", " "))
     if (
-        not declared and (_OWN_WORDS.search(asked_words) or _ASKS_OUR_STATE.search(asked_words))
+        not declared and (_OWN_WORDS.search(owned_words) or _ASKS_OUR_STATE.search(owned_words))
     ) or _PATH_TOKEN.search(asked_words):
         return False  # "what version are we on" asks about the project
     marked = _EXAMPLE.sub(" ", " ".join(_prose_units(reply)))
