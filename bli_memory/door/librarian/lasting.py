@@ -56,6 +56,7 @@ from bli_memory.door.librarian.extract import (
     _is_run_report,
     _leans_on_context,
 )
+from bli_memory.door.librarian.prose import POINTER_OPENERS
 from bli_memory.door.librarian.words import tokens
 
 #: a fact of at most this many words is a fragment, whatever it looks like ("Only arizona.").
@@ -343,7 +344,7 @@ LASTING_CACHE_MAX = 8192
 
 
 #: a statement opening on a pointer tells of what the sentence before it named.
-_OPENS_ON_POINTER = re.compile(r"(?:it|its|it's|this|that|these|those|they|they're)\b", re.IGNORECASE)
+_OPENS_ON_POINTER = re.compile(rf"(?:its|{POINTER_OPENERS})\b", re.IGNORECASE)
 #: a lead that says a rule was set or written down: "I'd set a rule for the repo:", "Added a line to
 #: `CONTRIBUTING.md`:" ("Fix:", "Options I considered:" introduce no rule).
 _WRITES_DOWN = re.compile(
@@ -362,9 +363,10 @@ def lasting_score(fact: str) -> int | None:
 
     A report that introduces a rule after a colon ("Added a line to `CONTRIBUTING.md`: money is always
     integer cents") lasts as the rule does: the session's act passes, the rule it wrote down stays."""
-    score = _lasting_score(fact)
-    lead = _LEAD_COLON.match(fact.strip()) if score == 0 else None
-    rest = fact.strip()[lead.end() :] if lead and _WRITES_DOWN.search(lead.group()) else ""
+    text = fact.strip()
+    score = _lasting_score(text)
+    lead = _LEAD_COLON.match(text) if score == 0 else None
+    rest = text[lead.end() :] if lead and _WRITES_DOWN.search(lead.group()) else ""
     if rest and not _OPENS_ON_POINTER.match(rest):  # "Fixed the test: it never …" tells of the fix
         introduced = _lasting_score(rest)
         if introduced is not None and introduced >= STANDING_ORDER_SCORE:

@@ -520,6 +520,9 @@ _AFTER_PRONOUN = _VERBS | frozenset(
 )
 #: words that point back at something said earlier.
 _REFERRING = frozenset("it its it's itself this that these those they them their they're theirs".split())
+#: the pointers a sentence may open on when it leans on the one before it ("They want …", "It's …"):
+#: read as a pattern's alternatives, each then ends a word ("it's" opens on "it").
+POINTER_OPENERS = "it|this|that|these|those|they"
 _DEMONSTRATIVES = frozenset({"this", "that", "these", "those"})
 _SPACE_NOUNS = frozenset("project repo repository codebase team workspace monorepo".split())
 #: words that never name the thing a pronoun could stand for.

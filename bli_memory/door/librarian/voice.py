@@ -23,6 +23,7 @@ from bli_memory.door.librarian.prose import (
     _WH_QUESTION,
     MAX_FACT_CHARS,
     MIN_WORDS_STRONG,
+    POINTER_OPENERS,
     _bare,
     _capitalise,
     _clean,
@@ -358,7 +359,7 @@ def _consequence(sentence: str) -> str | None:
 _PERSON_PRONOUN = re.compile(r"(?:he|she)(?:'(?:ll|s|d))?\b", re.IGNORECASE)
 #: a sentence opening on a pointer ("They want …", "It's …") leans on the sentence before it; one
 #: with its pointer further in ("the soil we sample every 10 min, this must …") points inside itself
-_OPENS_ON_POINTER = re.compile(r"(?:they|it|this|that|these|those)(?:'(?:re|s|ll|d))?\b", re.IGNORECASE)
+_OPENS_ON_POINTER = re.compile(rf"(?:{POINTER_OPENERS})\b", re.IGNORECASE)
 
 
 #: a line that only names a setting and its value: "topic: `orders.v2`", "consumer group `pricing`",
@@ -366,8 +367,7 @@ _OPENS_ON_POINTER = re.compile(r"(?:they|it|this|that|these|those)(?:'(?:re|s|ll
 _LABEL_LINE = re.compile(
     r"[A-Za-z][\w./-]*(?: [\w./-]+){0,3}?(?::[ \t]*|[ \t]+)(?:`[^`\n]+`|[\w./:@-]*[\d_./:@-][\w./:@-]*)[.;,]?"
 )
-
-
+#: a longer line says more than a setting, and is never read against the pattern above.
 _LABEL_LINE_MAX_CHARS = 80
 
 
@@ -469,10 +469,8 @@ def _user_facts(units: list[str]) -> list[str]:
                 # "… host is sftp.x on port 2222. They want one CSV per day, named kp_20250301.csv":
                 # the fact just kept names what "they" are; "… sent us Priya Raman as our new helper.
                 # She'll take over the imports": the sentence before, kept or not, names who "she" is
-                if kept_before:
-                    joined = _join(parts[-1], _finish(sentence))
-                else:
-                    joined = _join(_finish(stated_before or ""), _finish(sentence))
+                named = parts[-1] if kept_before else _finish(stated_before or "")
+                joined = _join(named, _finish(sentence))
                 if len(joined) <= MAX_FACT_CHARS:
                     if kept_before:
                         parts[-1] = joined
