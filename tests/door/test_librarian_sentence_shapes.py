@@ -386,6 +386,19 @@ def test_a_heading_between_a_block_and_a_paragraph_ends_what_the_lead_in_leads()
     assert facts == ["`make docs` renders the site into `site/`."]
 
 
+def test_a_numbered_section_title_in_bold_is_a_heading_not_a_fact() -> None:
+    facts = extract_facts(
+        "User: two things, go\n\nAssistant: Two changes, one PR.\n\n**1. Switch to v2**\n\n"
+        "The topic in `application.yml` is now `payments.settled.v2`.\n\n**2. Poll size**\n\n"
+        "`max.poll.records` is 50 now.\n\n**3. Summary email.** It goes to `ops@example.org` now."
+    )
+    assert facts == [
+        "The topic in `application.yml` is now `payments.settled.v2`.",
+        "`max.poll.records` is 50 now.",
+        "Summary email. It goes to `ops@example.org` now.",
+    ], facts
+
+
 def test_a_reply_s_opening_commands_that_no_question_asked_for_leave_nothing() -> None:
     assert extract_facts("User: run the tests\n\nAssistant: ```\nnpm ci\nnpm test\n```\n\nAll green.") == []
     facts = extract_facts(
