@@ -43,6 +43,16 @@ def test_a_user_s_sentence_on_they_with_nothing_before_it_is_still_dropped() -> 
     assert not any("stmt_20240101" in fact for fact in facts)
 
 
+def test_a_user_s_order_to_switch_everything_to_a_value_is_a_decision() -> None:
+    facts = extract_facts(
+        "User: Piotr told us `payments.settled.v1` goes away on 15 April. Switch everything to "
+        "payments.settled.v2 and look at the rebalancing too.\n\nAssistant: Done, one PR."
+    )
+    assert "Switch everything to payments.settled.v2 and look at the rebalancing too." in facts, facts
+    # a switch naming no value is a one-off task
+    assert extract_facts("User: Switch to the other branch and run the tests.\n\nAssistant: Done.") == []
+
+
 # --- a list of settings in the user's prompt -----------------------------------------------------------
 
 

@@ -218,7 +218,7 @@ _CORRECTION = re.compile(
 #: the verbs of a standing instruction ("Use expect …", "Name the files …"); others are one-off tasks.
 _CONVENTION_VERBS = frozenset(
     "use name keep prefer avoid put write wrap call prefix suffix stick always never only don't do "
-    "pin place store commit tag format sort no not set run".split()
+    "pin place store commit tag format sort no not set run switch".split()
 )
 #: a request that carries a choice ("… with APScheduler instead?") is part of the decision.
 _CHOICE = re.compile(
