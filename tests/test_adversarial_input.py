@@ -69,6 +69,7 @@ DRIVEN_MODULES = {
     "bli_memory.door.librarian.schedules": "a new fact and the memories close to it, each sentence of an exchange",
     "bli_memory.door.librarian.words": "every fact's words",
     "bli_memory.door.librarian.tables": "a saved exchange's text, its tables read as sentences",
+    "bli_memory.door.librarian.diffs": "a saved exchange's text, its diffs read as changed values",
     "bli_memory.door.librarian.llm": "a model's answer",
     "bli_memory.door.librarian.anchors": "the saved exchanges and facts of a space, for the briefing",
     "bli_memory.door.answer_kind": "a search query and the memories it finds",

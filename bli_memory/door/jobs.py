@@ -100,12 +100,13 @@ def run_job(memories: MemoryService, job: Job, extract: Extractor) -> JobOutcome
             progress.advance(root, written, outcome)
             memories.keep_job_progress(job.id, progress.to_json())
         time.sleep(BETWEEN_FACTS_S)  # a request waiting for the lock takes it now, not after the job
-    if progress.replaced:  # in one transaction: a job resumed after a crash does it again, whole
+    changes = _changes(progress.replaced, job.content)
+    if changes:  # in one transaction: a job resumed after a crash does it again, whole
         with memories.transaction():
             if not memories.job_may_write(job):
                 return None
             restated: set[str] = set()  # a fact two values of one update restate takes both
-            for replaced in progress.replaced:
+            for replaced in changes:
                 _restate_elsewhere(
                     memories, principal, job.container_tag, replaced, metadata, outcome, written, restated
                 )
@@ -192,6 +193,21 @@ def _neighbours(memories: MemoryService, principal: Principal, tag: str, fact: s
     return [hit for hit in hits if hit.memory.kind == "memory" and not hit.memory.pinned][
         :RECONCILE_NEIGHBOURS
     ]
+
+
+def _changes(replaced: list[list[str]], text: str) -> list[list[str]]:
+    """(old value, new value, source) for every value the job replaced: those its updates replaced,
+    then those a diff in the exchange changes (`librarian.changed_values`: "-  memory = 2048" /
+    "+  memory = 4096"), each kept when it is specific enough to carry over (`carried_pairs`); each
+    pair once, in that order."""
+    out = [list(entry) for entry in replaced]
+    seen = {(entry[0], entry[1]) for entry in out}
+    for old_value, new_value, line in librarian.changed_values(text):
+        for pair in librarian.carried_pairs(old_value, new_value):
+            if pair not in seen:
+                seen.add(pair)
+                out.append([pair[0], pair[1], line])
+    return out
 
 
 def _restate_elsewhere(

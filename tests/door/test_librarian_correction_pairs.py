@@ -227,7 +227,33 @@ MOVED_IT_IS: Pairs = [
     ("Grafana is served from `grafana.ops.quayside.dev`.", "We moved Grafana, it's `dash.quayside.io` now."),
 ]
 
+NEW_ONE: Pairs = [
+    (
+        "Master scans live in a B2 bucket called `herbar-masters-01`.",
+        "The new bucket is `herbar-r2-masters`, on Cloudflare R2; the master scans are copied over.",
+    ),
+    (
+        "The sender address is `noreply@notify.quillnest.app`.",
+        "From now on the sender address is `hello@mail.quillnest.app`.",
+    ),
+    (
+        "We've got an S3 bucket `tiles-prod-eu` behind CloudFront for the map tiles.",
+        "Tom moved the map tiles to Cloudflare R2 — bucket is `tiles-r2`, same custom domain.",
+    ),
+]
+
+RELEASE_LINE: Pairs = [
+    (
+        "The editor is Unity 2022.3.21f1, installed through Hub.",
+        "I've upgraded the project locally to 2022.3.40f1 and it opens fine.",
+    ),
+    ("We run Python 3.11.4 in CI.", "Bumped the runner image to 3.11.9."),
+    ("The cluster runs Kubernetes 1.29.3.", "Upgraded everything to 1.29.6 last night."),
+]
+
 SUPERSEDING: dict[str, Pairs] = {
+    "the new one": NEW_ONE,
+    "along its release line": RELEASE_LINE,
     "moved, it is now": MOVED_IT_IS,
     "is now": IS_NOW,
     "renamed": RENAMED,
@@ -320,7 +346,15 @@ TWO_COMMANDS: Pairs = [
     ),
 ]
 
+ANOTHER_THING: Pairs = [
+    ("Support mail goes to help@acme.org.", "Invoices are sent from billing@acme.org from now."),
+    ("Alerts go to oncall@acme.org.", "From now on the nightly report is mailed to reports@acme.org."),
+    ("lodash is at 4.17.21.", "Bumped axios to 4.17.3."),
+    ("Terraform is pinned to 1.7.5.", "Moved the runner to 1.9.8."),
+]
+
 BESIDE: dict[str, Pairs] = {
+    "another thing": ANOTHER_THING,
     "two components": TWO_COMPONENTS,
     "two commands": TWO_COMMANDS,
     "two places": TWO_PLACES,
@@ -499,6 +533,17 @@ def test_restated_replaces_the_old_value_as_the_correction_writes_the_new_one() 
     assert restated(
         "Hosts: BUILD-02.rack.lan only.", "build-02.rack.lan", "build-05.rack.lan", "Now `Build-05.rack.lan`."
     ) == ("Hosts: Build-05.rack.lan only.")
+    # a build part after a version of three parts is a build of that release, and stays
+    assert (
+        restated(
+            "`docs/setup.md` says to install the LunarG SDK 1.3.280.0.",
+            "1.3.280",
+            "1.3.290",
+            "We're going to SDK 1.3.290 for mesh shaders.",
+        )
+        == "`docs/setup.md` says to install the LunarG SDK 1.3.290.0."
+    )
+    assert restated("The wheel is 1.3.280.dev1.", "1.3.280", "1.3.290", "The SDK goes to 1.3.290.") is None
 
 
 @pytest.mark.parametrize(
@@ -535,6 +580,24 @@ def test_a_correction_replaces_the_value_named_by_the_same_nearest_word(
     decision = decide(new, [Neighbour("old", old, 0.6)])
     assert decision.action == "update", decision.reason
     assert decision.rewrite is not None and rewrite in decision.rewrite
+
+
+@pytest.mark.parametrize(
+    ("new", "rewrite"),
+    [
+        # "CPU stays": the CPU's value is not the one replaced, though only its name meets the old fact's
+        ("We have decided with Miriam: the task gets 4096 MB, CPU stays.", None),
+        (
+            "Correction: the task gets 4096 MB now, cpu unchanged.",
+            "The task size: `cpu = 1024`, `memory = 4096`, `desired_count = 2` in `infra/main.tf`.",
+        ),
+    ],
+)
+def test_a_value_the_correction_says_stays_is_not_the_one_it_replaces(new: str, rewrite: str | None) -> None:
+    old = "The task size: `cpu = 1024`, `memory = 2048`, `desired_count = 2` in `infra/main.tf`."
+    decision = decide(new, [Neighbour("old", old, 0.6)])
+    assert decision.rewrite == rewrite, decision.reason
+    assert decision.action == ("add" if rewrite is None else "update")
 
 
 def test_a_subject_moved_to_a_new_host_hands_its_old_address_and_host_to_the_restatement() -> None:

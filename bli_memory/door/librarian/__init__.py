@@ -6,10 +6,12 @@ rules in `prose`, `signals` and `voice`), `lasting`
 `reconcile` (the verdict on one fact) are pure; `llm` is the one part that does I/O, an HTTP client
 for an OpenAI-compatible chat endpoint that falls back to `extract`. `words` is their shared tokenizer,
 `values` reads the values a fact states (for `reconcile`),
-`tables` reads a table of who owns what as sentences before prose extraction.
+`tables` reads a table of who owns what as sentences before prose extraction, `diffs` the values a
+diff in an exchange changes.
 """
 
 from bli_memory.door.librarian.corrections import carried_over, carried_pairs, restated
+from bli_memory.door.librarian.diffs import changed_values
 from bli_memory.door.librarian.extract import MAX_FACT_CHARS, MAX_FACTS_PER_TEXT, extract_facts
 from bli_memory.door.librarian.llm import (
     ExtractorName,
@@ -30,6 +32,7 @@ __all__ = [
     "Neighbour",
     "carried_over",
     "carried_pairs",
+    "changed_values",
     "decide",
     "extract_facts",
     "extractor_for",

@@ -102,6 +102,30 @@ def _name_before(text: str, value: str) -> str | None:
     return before[-1] if before else None
 
 
+#: what a change names when it changes the version of everything it is about ("upgraded the project
+#: locally to …", "moved the runner image to …"): no thing of its own beside the old fact's.
+_WHOLE_PROJECT = frozenset(
+    "project app repo repository codebase everything all it locally here us build builds runner runners "
+    "image images ci machine machines laptop laptops team shared".split()
+)
+#: the fewest parts a release line keeps before its last one ("2022.3" of "2022.3.21f1"): one part
+#: ("1" of "1.7.5") is shared by too many things.
+RELEASE_LINE_MIN_PARTS = 2
+
+
+def same_release_line(old: str, new: str) -> bool:
+    """Whether two versions of one form differ only in their last part ("2022.3.21f1" and
+    "2022.3.40f1", "3.11.4" and "3.11.9"), the line before it of RELEASE_LINE_MIN_PARTS parts or more:
+    a version moved along its release line, whatever the fact calls the thing (two things of one
+    project on one line of three parts are rare; "1.7.5" and "1.9.8" share one part only)."""
+    old_parts, new_parts = old.lstrip("v").split("."), new.lstrip("v").split(".")
+    return (
+        len(old_parts) == len(new_parts) > RELEASE_LINE_MIN_PARTS
+        and old_parts[:-1] == new_parts[:-1]
+        and old_parts[-1] != new_parts[-1]
+    )
+
+
 def adds(text: str) -> bool:
     """Whether a fact adds to what is known ("CI also runs …", "… as well"): it replaces nothing."""
     return _ADDS.search(text) is not None
@@ -128,6 +152,11 @@ def bumped(new_text: str, old_text: str) -> tuple[str, str] | None:
     named = _name_before(old_text, old_value)
     new_words = set(tokens(new_text))
     old_words = set(tokens(old_text))
+    if same_release_line(old_value, new_value) and not thing - old_words - _WHOLE_PROJECT:
+        return (
+            old_value,
+            new_value,
+        )  # "upgraded the project locally to 2022.3.40f1" after "Unity's 2022.3.21f1"
     shares_file = bool(_specific(new_text) & _specific(old_text))
     if named is not None and named not in new_words and thing - old_words - _specific(new_text):
         return None  # "bumped axios to 1.7" after "lodash at 4.17": each names its own thing
@@ -563,6 +592,20 @@ def _same_thing(content: str, old: str, source: str, new: str) -> bool:
     return bool(beside) and together and not siblings(_clause_of(source, new), _clause_of(content, old))
 
 
+def _same_setting(content: str, old: str, source: str, new: str) -> bool:
+    """Whether the correction assigns its value to a setting ("memory = 4096", "maxSize: 1024", a
+    diff's added line) that `content` names right before the old value ("`memory = 2048` MB"): the
+    setting's own name says it is the same thing, however few other words meet."""
+    assigned = re.search(rf"([A-Za-z_][\w.-]*)[\"']?\s*[:=]\s*[\"']?{re.escape(new)}(?![\w.])", source)
+    if assigned is None:
+        return False
+    setting = re.escape(assigned.group(1))
+    return (
+        re.search(rf"(?<![\w.-]){setting}[\"']?\s*[:=]?\s*[\"']?{re.escape(old)}(?![\w.])", content)
+        is not None
+    )
+
+
 #: the lowest port a service is given by choice: "18" or "443" are no port a correction moves.
 PORT_MIN = 1024
 #: what stands right before a number that is a port: a local host and a colon ("localhost:3333"), or
@@ -734,6 +777,10 @@ def as_written(text: str, value: str) -> str:
     return text[at : at + len(value)] if at >= 0 else value
 
 
+#: a version of three numeric parts or more ("1.3.280"): a fourth part after it numbers a build of it.
+_LONG_VERSION = re.compile(r"v?\d+\.\d+\.\d+")
+
+
 def restated(content: str, old_value: str, new_value: str, source: str) -> str | None:
     """`content` with `old_value` replaced by `new_value` as `source` (the correcting fact) writes it,
     or None when `content` does not state the old value as a whole token, or states the new one too
@@ -751,13 +798,16 @@ def restated(content: str, old_value: str, new_value: str, source: str) -> str |
         and not siblings(_clause_of(source, new), _clause_of(content, old))
     )
     if (_short_versions(old, new) or _bare_numbers(old, new)) and not (
-        moved_port or _same_thing(content, old, source, new)
+        moved_port or _same_thing(content, old, source, new) or _same_setting(content, old, source, new)
     ):
         return None  # "1.75" is many things' version: only where the same words name what it versions
     # a kebab-case name heads a dotted one ("harbor-prod-dw.raw_shopify"), a class its members
     # ("AudioBus.stop_all"); a version never does
     named = _KEBAB.fullmatch(old.lower()) or CAMEL_CASE.fullmatch(old)
     after = r"(?![\w-])" if named else r"(?![\w-]|\.\w)"
+    if _LONG_VERSION.fullmatch(old):
+        # a build part after the version is the same release: "LunarG SDK 1.3.280.0" states 1.3.280
+        after = rf"(?=(?:\.\d+)?{after})"
     found = re.compile(rf"(?<![\w.-]){re.escape(old)}{after}", re.IGNORECASE)
     if found.search(content) is None or new.lower() in content.lower():
         return None

@@ -85,6 +85,7 @@ from bli_memory.door.librarian.values import (
     JOINED_NAME,
     QUANTITY,
     VERSION,
+    declared_unchanged,
     domain_of,
     host_of,
     host_words,
@@ -260,11 +261,17 @@ _NOW_VALUE = re.compile(
 
 #: a value something is said to change to: "Spring Boot goes to 3.3.1", "go to v1.64.0", "bumped the
 #: chart to `2.4.0`", "moved the job to 04:15".
+#: "the new bucket is wbg-masters", "emails go from avisos@… from now": the old one is no more.
+_NEW_ONE = re.compile(
+    r"\bthe\s+new\s+[\w-]+\s+(?:is|are|will be|lives)\b|\bfrom now(?: on)?\b|\bgoing forward\b", re.IGNORECASE
+)
 _CHANGED_TO = re.compile(
     # "go to" a version only: "questions go to `#oncall`" routes, it changes nothing
     r"\b(?:goes|go|going|went)\s+(?:[\w.`-]+\s+){0,2}?to\s+v?\d|"
     r"\b(?:moves?|moved|bump(?:s|ed)?|upgrad(?:e|es|ed)|rais(?:e|es|ed)|lower(?:s|ed)?|chang(?:e|es|ed))"
-    r"\s+(?:[\w.`-]+\s+){0,2}?to\s+(?:v?\d|`|https?://|@)",
+    r"\s+(?:[\w.`-]+\s+){0,2}?to\s+(?:v?\d|`|https?://|@)|"
+    # a move to anything: "he's moved us to Cloudflare R2 — bucket is `qs-content`"
+    r"\b(?:moved|switched|migrated)\s+(?:[\w.`-]+\s+){0,3}?(?:to|onto|over to)\s+\S",
     re.IGNORECASE,
 )
 
@@ -276,7 +283,7 @@ def _corrects(new_text: str, old_text: str) -> bool:
     the one it retires ("from 8080",
     "not 18", "instead of 1.74"). "Instead of" or "no longer" about anything else ("requests queued
     instead of failing") describes, it does not correct."""
-    if _NOW_VALUE.search(new_text) or _CHANGED_TO.search(new_text):
+    if _NOW_VALUE.search(new_text) or _CHANGED_TO.search(new_text) or _NEW_ONE.search(new_text):
         return True
     if not _CORRECTION_WORDS.search(new_text):
         return False
@@ -337,10 +344,11 @@ def _new_value_for(old_text: str, new_text: str, corrects: bool) -> tuple[str, s
         return None
     # the words right before both values meet first ("JDK 17" -> "JDK 21", not "Gradle 7.6" -> "21");
     # a correction's looser rule (any word of the old value's context) only when none does
+    kept = declared_unchanged(new_text)  # "…, CPU stays": the CPU's value is not the one replaced
     for loose in (False, True) if corrects else (False,):
         met: list[tuple[int, int, tuple[str, str]]] = []
         for old_value, old_shape, old_anchors in old_values:
-            if old_value in present:
+            if old_value in present or nearest_anchor(old_text, old_value) in kept:
                 continue
             for new_value, new_shape, new_anchors in new_values:
                 if new_value == old_value or new_shape != old_shape or new_value in stated_before:

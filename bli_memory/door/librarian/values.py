@@ -47,11 +47,18 @@ def value_tokens(text: str) -> list[str]:
 def is_value(word: str) -> bool:
     """A value a fact can state and a later one change: a URL, anything with a digit, or a handle
     ("@team-ledger": an owner is a value of who owns)."""
-    return "://" in word or any(ch.isdigit() for ch in word) or HANDLE.fullmatch(word) is not None
+    return (
+        "://" in word
+        or any(ch.isdigit() for ch in word)
+        or HANDLE.fullmatch(word) is not None
+        or EMAIL.fullmatch(word) is not None
+    )
 
 
 #: a person's or a team's handle.
 HANDLE = re.compile(r"@[a-z][\w.-]*(?:/[\w.-]+)?")
+#: an e-mail address: a sender, a recipient, an account ("escala@notify.rotaboard.org").
+EMAIL = re.compile(r"[a-z0-9][\w.+-]*@[a-z0-9-]+(?:\.[a-z0-9-]+)+")
 
 
 def shape_of(value: str) -> str:
@@ -61,6 +68,8 @@ def shape_of(value: str) -> str:
         return "url"
     if HANDLE.fullmatch(value):
         return "handle"
+    if EMAIL.fullmatch(value):
+        return "email"
     if VERSION.fullmatch(value):
         return "number"
     quantity = QUANTITY.fullmatch(value)
@@ -74,8 +83,9 @@ def host_of(url: str) -> str:
 
 
 def domain_of(url: str) -> str:
-    """The last two labels of a URL's host ("api.stg.acmepay.dev" -> "acmepay.dev")."""
-    return ".".join(host_of(url).split(".")[-2:])
+    """The last two labels of a URL's host ("api.stg.acmepay.dev" -> "acmepay.dev"), or of an
+    e-mail address's ("ops@mail.acmepay.dev" -> "acmepay.dev")."""
+    return ".".join(host_of(url).rsplit("@", 1)[-1].split(".")[-2:])
 
 
 def host_words(url: str) -> frozenset[str]:
@@ -94,6 +104,19 @@ def values_of(text: str) -> list[tuple[str, str, frozenset[str]]]:
         before = [w for w in words[max(0, index - ANCHOR_WORDS - 2) : index] if is_anchor(w)]
         out.append((word, shape_of(word), frozenset(before[-ANCHOR_WORDS:])))
     return out
+
+
+#: a thing a fact says is not changing: "CPU stays", "the region remains", "port unchanged".
+_UNCHANGED = re.compile(
+    r"(?<![\w-])([\w-]+)\s+(?:stays|stay|remains|remain|(?:is|are)\s+unchanged|unchanged|untouched)\b",
+    re.IGNORECASE,
+)
+
+
+def declared_unchanged(text: str) -> set[str]:
+    """The content words a fact says stay as they are ("the task gets 4096 MB, CPU stays" -> cpu):
+    a value of one of them is no old value the fact replaces, however near its other words."""
+    return {word for word in (m.group(1).lower() for m in _UNCHANGED.finditer(text)) if is_anchor(word)}
 
 
 def words_before(text: str, value: str) -> set[str]:
@@ -165,8 +188,16 @@ def slots(text: str) -> dict[str, str]:
     it. A file is no slot's value (files live side by side), but a build target is."""
     words = value_tokens(text)
     out: dict[str, str] = {}
-    for noun, name in pairwise(words):
+    # the noun right before the name, or before a word that links them ("bucket called x", "bucket is y")
+    linked = [(noun, name) for (noun, link), (_, name) in pairwise(pairwise(words)) if link in _SLOT_LINKS]
+    pairs = [*pairwise(words), *linked]
+    for noun, name in pairs:
         named = (is_value(name) or JOINED_NAME.fullmatch(name)) and not is_file(name)
-        if is_anchor(noun) and (named or _TARGET.fullmatch(name)):
+        if is_anchor(noun) and noun not in _SLOT_LINKS and (named or _TARGET.fullmatch(name)):
             out.setdefault(noun, name)
     return out
+
+
+#: words between a noun and the name it is given: "a bucket called whitlow-masters", "the new bucket is
+#: wbg-masters".
+_SLOT_LINKS = frozenset({"is", "called", "named"})
