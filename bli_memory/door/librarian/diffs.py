@@ -98,8 +98,8 @@ def changed_value(old_line: str, new_line: str) -> tuple[str, str] | None:
     """(old value, new value) when two lines are one setting with one value changed: the same start
     (a name of KEY_MIN_LETTERS letters or more, unless each line is its value alone) and end, and a
     short span between that differs ("memory = 2048" / "memory = 4096")."""
-    if old_line == new_line:
-        return None
+    if "".join(old_line.split()) == "".join(new_line.split()):
+        return None  # spacing changed, no value
     start = _common_start(old_line, new_line)
     end = _common_start(old_line[start:][::-1], new_line[start:][::-1])
     # widen both spans to whole values: "payments.settled.v1", not "1"
