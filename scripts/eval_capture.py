@@ -392,8 +392,8 @@ def deterministic_env(env: Mapping[str, str]) -> dict[str, str]:
 
 def relevance_setting(path: Path | None) -> dict[str, str]:
     """The door's environment for `--relevance FILE`: its relevance calibrations instead of the
-    packaged ones (fit_relevance.py --held-out writes each capture file's own, so that the other
-    file is scored held out). The file is checked here: a bad one is one line, exit 2."""
+    packaged ones (fit_relevance.py --held-out writes, per capture file, the fit on the others, so
+    that the file is scored held out). The file is checked here: a bad one is one line, exit 2."""
     if path is None:
         return {}
     try:
@@ -511,7 +511,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=Path,
         metavar="FILE",
         help="the door's relevance calibrations instead of the packaged ones (fit_relevance.py "
-        "--held-out writes each capture file's own: give one file's to score the other held out)",
+        "--held-out writes fit-without-FILE.json, the fit on the other files: give it to score FILE held out)",
     )
     parser.add_argument(
         "--rewrite-standin",

@@ -500,11 +500,12 @@ def test_a_version_the_correcting_exchange_writes_in_its_own_words_is_its_statem
 
 def test_relevance_from_a_file_of_its_own_scores_the_run_and_a_bad_file_is_one_line(tmp_path: Path) -> None:
     """--relevance FILE: the door scores with those calibrations (fit_relevance.py --held-out writes
-    one per capture file, so the other is scored held out); the header names the file."""
+    per capture file the fit on the others, so that file is scored held out); the header names the
+    file."""
     from bli_memory.door import relevance
 
     entry = json.loads(relevance.COEFFICIENTS_FILE.read_text(encoding="utf-8"))["embedders"]["none"]
-    silent = tmp_path / "fit-on-other.json"  # a floor no hit reaches: the hook shows nothing
+    silent = tmp_path / "fit-without-this.json"  # a floor no hit reaches: the hook shows nothing
     silent.write_text(json.dumps({"embedders": {"none": {**entry, "floor": 1.0}}}), encoding="utf-8")
     capture = str(write_capture(tmp_path))
     unanswered = str(write_unanswered(tmp_path))
@@ -512,7 +513,7 @@ def test_relevance_from_a_file_of_its_own_scores_the_run_and_a_bad_file_is_one_l
         tmp_path, capture, "--embedder", "none", "--relevance", str(silent), "--unanswered", unanswered
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[0].endswith("; relevance from fit-on-other.json")
+    assert done.stdout.splitlines()[0].endswith("; relevance from fit-without-this.json")
     assert cells(done.stdout, "shown by the prompt hook")[0] == "0.000 (0/3)"
     assert cells(done.stdout, "questions with nothing stored") == [f"0 of {len(UNANSWERED[PROJECT])}"]
     bad = tmp_path / "bad.json"
