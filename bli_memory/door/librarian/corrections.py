@@ -153,10 +153,8 @@ def bumped(new_text: str, old_text: str) -> tuple[str, str] | None:
     new_words = set(tokens(new_text))
     old_words = set(tokens(old_text))
     if same_release_line(old_value, new_value) and not thing - old_words - _WHOLE_PROJECT:
-        return (
-            old_value,
-            new_value,
-        )  # "upgraded the project locally to 2022.3.40f1" after "Unity's 2022.3.21f1"
+        # "upgraded the project locally to 2022.3.40f1" after "Unity's 2022.3.21f1"
+        return old_value, new_value
     shares_file = bool(_specific(new_text) & _specific(old_text))
     if named is not None and named not in new_words and thing - old_words - _specific(new_text):
         return None  # "bumped axios to 1.7" after "lodash at 4.17": each names its own thing
@@ -596,7 +594,10 @@ def _same_setting(content: str, old: str, source: str, new: str) -> bool:
     """Whether the correction assigns its value to a setting ("memory = 4096", "maxSize: 1024", a
     diff's added line) that `content` names right before the old value ("`memory = 2048` MB"): the
     setting's own name says it is the same thing, however few other words meet."""
-    assigned = re.search(rf"([A-Za-z_][\w.-]*)[\"']?\s*[:=]\s*[\"']?{re.escape(new)}(?![\w.])", source)
+    # each name is tried from its first character only: a long run is read once, not from each of its
+    assigned = re.search(
+        rf"(?<![\w.-])([A-Za-z_][\w.-]*)[\"']?\s*[:=]\s*[\"']?{re.escape(new)}(?![\w.])", source
+    )
     if assigned is None:
         return False
     setting = re.escape(assigned.group(1))
