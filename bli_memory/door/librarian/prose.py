@@ -53,11 +53,11 @@ _CONTROL = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|[\x00-\x08\x0b-\x1f\x7f]")
 _FENCE = re.compile(r"^\s*(```+|~~~+)\s*([\w+.-]*)")
 _SPEAKER = re.compile(r"^\s*(?:\*\*)?(user|human|assistant|claude|ai|h|a)(?:\*\*)?\s*:\s*", re.IGNORECASE)
 _BULLET = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?")
-#: a Markdown heading, or a numbered section title set in bold ("**1. Switch to v2**"): a title, not a
-#: statement; what the section says follows it.
 #: a list number inside the bold that opens a line ("**3. Summary email.** It goes …"): the number is
 #: the item's, the bold its label's.
 _BOLD_NUMBER = re.compile(r"^(\s*)\*\*(\d{1,3}[.)]\s+)(?=\S)")
+#: a Markdown heading, or a numbered section title set in bold ("**1. Switch to v2**"): a title, not a
+#: statement; what the section says follows it.
 _HEADING = re.compile(r"^\s*(?:#{1,6}\s|\*\*\d{1,3}[.)]\s[^*\n]+\*\*:?\s*$)")
 _NOISE_LINE = re.compile(
     r"""^\s*(?:

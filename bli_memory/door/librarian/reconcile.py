@@ -259,12 +259,12 @@ _NOW_VALUE = re.compile(
 )
 
 
-#: a value something is said to change to: "Spring Boot goes to 3.3.1", "go to v1.64.0", "bumped the
-#: chart to `2.4.0`", "moved the job to 04:15".
 #: "the new bucket is wbg-masters", "emails go from avisos@… from now": the old one is no more.
 _NEW_ONE = re.compile(
     r"\bthe\s+new\s+[\w-]+\s+(?:is|are|will be|lives)\b|\bfrom now(?: on)?\b|\bgoing forward\b", re.IGNORECASE
 )
+#: a value something is said to change to: "Spring Boot goes to 3.3.1", "go to v1.64.0", "bumped the
+#: chart to `2.4.0`", "moved the job to 04:15".
 _CHANGED_TO = re.compile(
     # "go to" a version only: "questions go to `#oncall`" routes, it changes nothing
     r"\b(?:goes|go|going|went)\s+(?:[\w.`-]+\s+){0,2}?to\s+v?\d|"

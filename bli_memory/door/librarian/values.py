@@ -182,6 +182,11 @@ JOINED_NAME = re.compile(r"[a-z][a-z0-9]*(?:[-_.][a-z0-9]+)+")
 _TARGET = re.compile(r"//[\w./-]+:[\w.-]+")
 
 
+#: words between a noun and the name it is given: "a bucket called whitlow-masters", "the new bucket is
+#: wbg-masters".
+_SLOT_LINKS = frozenset({"is", "called", "named"})
+
+
 def slots(text: str) -> dict[str, str]:
     """The names a fact gives right after a noun that says what they are ("bucket cn-vault-b2",
     "`bucket: coopnest-velero`", "tgt //services/scan_ingest:ScanIngest"): noun -> the first name after
@@ -196,8 +201,3 @@ def slots(text: str) -> dict[str, str]:
         if is_anchor(noun) and noun not in _SLOT_LINKS and (named or _TARGET.fullmatch(name)):
             out.setdefault(noun, name)
     return out
-
-
-#: words between a noun and the name it is given: "a bucket called whitlow-masters", "the new bucket is
-#: wbg-masters".
-_SLOT_LINKS = frozenset({"is", "called", "named"})
