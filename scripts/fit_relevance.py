@@ -186,21 +186,50 @@ class Bar:
     empty_share: float
 
 
+@dataclass(frozen=True)
+class TopScores:
+    """The relevance of each query's top SHOWN_TOP hits, scored once; every floor's tally is counted
+    from it. `answers`: per fact, its best key-holding hit (-1 for none); `unrelated`: every hit of a
+    query asked in another project's space, of `others` such queries; `quiet`: per question with
+    nothing stored, its best hit (-1 for none)."""
+
+    answers: list[float]
+    unrelated: list[float]
+    others: int
+    quiet: list[float]
+
+    def tally(self, floor: float) -> Tally:
+        return Tally(
+            kept=sum(score >= floor for score in self.answers),
+            facts=len(self.answers),
+            unrelated=sum(score >= floor for score in self.unrelated),
+            others=self.others,
+            empty=sum(score < floor for score in self.quiet),
+            unanswered=len(self.quiet),
+        )
+
+
+def top_scores(datasets: Sequence[Labelled], model: relevance.Calibration) -> TopScores:
+    answers: list[float] = []
+    unrelated: list[float] = []
+    quiet: list[float] = []
+    others = 0
+    for data in datasets:
+        for query in data.queries:
+            scored = [(_score(model, f), y) for f, y in query.pairs[:SHOWN_TOP]]
+            if query.purpose == "fact":
+                answers.append(max((score for score, y in scored if y), default=-1.0))
+            elif query.purpose == "other":
+                others += 1
+                unrelated += [score for score, _ in scored]
+            else:
+                quiet.append(max((score for score, _ in scored), default=-1.0))
+    return TopScores(answers, unrelated, others, quiet)
+
+
 def tally_at(data: Labelled, model: relevance.Calibration, floor: float) -> Tally:
     """The hook's block at `floor`, before its cut, counted over `data`'s queries."""
-    counts = dict.fromkeys(("kept", "facts", "unrelated", "others", "empty", "unanswered"), 0)
-    for query in data.queries:
-        kept = [y for f, y in query.pairs[:SHOWN_TOP] if _score(model, f) >= floor]
-        if query.purpose == "fact":
-            counts["facts"] += 1
-            counts["kept"] += int(any(kept))
-        elif query.purpose == "other":
-            counts["others"] += 1
-            counts["unrelated"] += len(kept)
-        else:
-            counts["unanswered"] += 1
-            counts["empty"] += int(not kept)
-    return Tally(**counts)
+    return top_scores([data], model).tally(floor)
 
 
 def bar_at(data: Labelled, model: relevance.Calibration, floor: float) -> Bar:
@@ -214,33 +243,11 @@ def _score(model: relevance.Calibration, features: Sequence[float]) -> float:
 
 
 def _floor_sweep(datasets: Sequence[Labelled], model: relevance.Calibration) -> list[tuple[float, Bar]]:
-    """(floor, the bar pooled over `datasets` at it) for every floor in FLOOR_STEP, best first: the
-    scores of each query's top hits are computed once, then each floor only counts."""
-    import numpy as np
-
-    best_answer, best_unanswered, unrelated, facts, others = [], [], [], 0, 0
-    for data in datasets:
-        for query in data.queries:
-            scores = [(_score(model, f), y) for f, y in query.pairs[:SHOWN_TOP]]
-            if query.purpose == "fact":
-                facts += 1
-                best_answer.append(max((p for p, y in scores if y), default=-1.0))
-            elif query.purpose == "other":
-                others += 1
-                unrelated += [p for p, _ in scores]
-            else:
-                best_unanswered.append(max((p for p, _ in scores), default=-1.0))
-    answers, quiet, loud = np.array(best_answer), np.array(best_unanswered), np.array(unrelated)
-    sweep = []
-    for step in range(1, round(1 / FLOOR_STEP)):
-        floor = round(step * FLOOR_STEP, 2)
-        bar = Bar(
-            float((answers >= floor).sum()) / max(facts, 1),
-            float((loud >= floor).sum()) / max(others, 1),
-            float((quiet < floor).mean()) if len(quiet) else 1.0,
-        )
-        sweep.append((floor, bar))
-    return sweep
+    """(floor, the bar pooled over `datasets` at it) for every floor in FLOOR_STEP, lowest first: the
+    hits are scored once (`top_scores`), then each floor only counts."""
+    scores = top_scores(datasets, model)
+    floors = [round(step * FLOOR_STEP, 2) for step in range(1, round(1 / FLOOR_STEP))]
+    return [(floor, scores.tally(floor).bar()) for floor in floors]
 
 
 def pick_floor(datasets: Sequence[Labelled], model: relevance.Calibration) -> float:
