@@ -107,6 +107,9 @@ DYNAMIC_PATTERNS = {
     ("bli_memory.door.librarian.corrections", "_same_setting"): (
         "a setting's name read from its first character only, then one escaped literal"
     ),
+    ("bli_memory.door.librarian.corrections", "_told_by_name"): (
+        "one escaped number and one escaped word of letters between look-arounds"
+    ),
     ("bli_memory.door.librarian.corrections", "_port_at"): "one escaped number between look-arounds",
     ("bli_memory.door.librarian.nearest", "_word_after"): "one escaped number between look-arounds",
     ("bli_memory.door.librarian.nearest", "_number_mentions"): "one escaped number between look-arounds",

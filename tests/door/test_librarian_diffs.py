@@ -79,6 +79,19 @@ def test_a_setting_named_right_before_the_old_value_takes_the_new_one() -> None:
     assert restated(fact, "1024", "2048", "memory = 2048") is None  # another setting's number
 
 
+def test_a_setting_named_in_words_beside_the_old_number_takes_the_new_one() -> None:
+    source = "SELLER_PAYOUT_HOLD_DAYS=14"
+    assert restated("Hold seller money 7 days after the buyer confirms delivery.", "7", "14", source) == (
+        "Hold seller money 14 days after the buyer confirms delivery."
+    )
+    assert restated("Sellers get paid 7 days after delivery.", "7", "14", source) == (
+        "Sellers get paid 14 days after delivery."
+    )
+    # the unit alone, or the name's words without the unit, are another thing's number
+    assert restated("Logs are kept 7 days.", "7", "14", source) is None
+    assert restated("The payout job retries 7 times for a seller.", "7", "14", source) is None
+
+
 def test_a_diff_restates_the_fact_that_states_the_old_value(door_onnx: DoorProcess, tag: str) -> None:
     first = saved_with_extract(
         door_onnx,

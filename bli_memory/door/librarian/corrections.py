@@ -604,7 +604,23 @@ def _same_setting(content: str, old: str, source: str, new: str) -> bool:
     return (
         re.search(rf"(?<![\w.-]){setting}[\"']?\s*[:=]?\s*[\"']?{re.escape(old)}(?![\w.])", content)
         is not None
-    )
+    ) or _told_by_name(content, old, assigned.group(1))
+
+
+#: the shortest word of a setting's name that says what it sets: "hold" and "payout" do, "max" not.
+NAME_WORD_MIN_CHARS = 4
+
+
+def _told_by_name(content: str, old: str, setting: str) -> bool:
+    """Whether `content` states `old` as the setting's name spells it in words: the number with the
+    unit the name ends on ("7 days" for SELLER_PAYOUT_HOLD_DAYS) and another word of the name before
+    or after it ("Hold seller money 7 days"). "Logs are kept 7 days" is not the hold."""
+    words = [w.lower() for w in re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])", setting)]
+    if len(words) < 2 or not old.isdigit():
+        return False
+    unit, named = words[-1].rstrip("s"), {w.rstrip("s") for w in words[:-1] if len(w) >= NAME_WORD_MIN_CHARS}
+    said = re.search(rf"(?<![\w.-]){re.escape(old)}[\s-]?{re.escape(unit)}s?\b", content, re.IGNORECASE)
+    return said is not None and any(re.search(rf"\b{re.escape(w)}", content, re.IGNORECASE) for w in named)
 
 
 #: the lowest port a service is given by choice: "18" or "443" are no port a correction moves.
