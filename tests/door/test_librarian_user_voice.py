@@ -53,6 +53,21 @@ def test_a_user_s_order_to_switch_everything_to_a_value_is_a_decision() -> None:
     assert extract_facts("User: Switch to the other branch and run the tests.\n\nAssistant: Done.") == []
 
 
+def test_a_change_someone_made_for_the_team_is_a_decision() -> None:
+    facts = extract_facts(
+        "User: sendwell is gone - priya's moved us to parcelpost (the old contract ends friday). "
+        "switch the mailer over pls\n\nAssistant: Switched."
+    )
+    assert facts[0].startswith("Sendwell is gone - priya's moved us to parcelpost"), facts
+    # a thing moved for someone else is no change of the team's
+    assert not any(
+        "printer" in fact
+        for fact in extract_facts(
+            "User: the printer moved to room 4 yesterday, fix the label job pls\n\nAssistant: Fixed."
+        )
+    )
+
+
 # --- a list of settings in the user's prompt -----------------------------------------------------------
 
 

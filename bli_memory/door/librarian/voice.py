@@ -198,6 +198,8 @@ _USER_DECISION = re.compile(
     r"we(?:'re| are) (?:replacing|moving|switching|migrating|dropping|standardi[sz]ing|adopting|using)|"
     r"(?:i'm|i am|we're|we are) (?:done with|dropping|ditching|getting rid of)|"
     r"we (?:moved|switched|migrated|replaced|cut|dropped|standardi[sz]ed|adopted|use|always|never)|"
+    # a change someone else made for the team: "dan's moved us to mailgun", "ops switched us over to X"
+    r"(?:moved|switched|migrated|moving|switching|migrating) us (?:all )?(?:over )?(?:to|onto|off)|"
     r"(?:has|have) to be|must (?:always|never|be)|should (?:always|never))\b|"
     r"^(?:always|never|only)\b|\bnot [\w.`-]+(?: [\w.`-]+)?,? but\b|,\s+not\s+v?\d[\w.]*\b",
     re.IGNORECASE,
