@@ -115,6 +115,11 @@ SUPERSEDED = [
         "The old wiki server wiki-01.corp.example is switched off, the new one is wiki-03.corp.example.",
         "Runbooks are on the wiki at wiki-01.corp.example under Operations.",
     ),
+    (
+        "a thing gone, the environment variable named for it",
+        "Sendwell is gone, the ops team moved us to Parcelpost for all outgoing mail.",
+        "Set the key yourself: `kubectl create secret generic mail --from-literal=SENDWELL_API_KEY=...`.",
+    ),
 ]
 
 

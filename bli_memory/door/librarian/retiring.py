@@ -222,12 +222,22 @@ def retired_terms(text: str, eased: bool = False) -> list[tuple[str, str]]:
     return out
 
 
+#: the shortest name whose environment variables (`NAME_API_KEY`) name it too: "CI_" or "APP_" are
+#: every tool's prefix.
+ENV_PREFIX_MIN_CHARS = 4
+
+
 def mentions(text: str, term: str) -> bool:
     """Whether a fact names the term as a whole (not inside a longer name), or, for a URL, a URL of
-    the same host."""
+    the same host, or, for a plain word, an environment variable it heads (`POSTMARK_API_KEY`)."""
     lowered = text.lower()
     if re.search(rf"(?<![\w./-]){re.escape(term)}(?![\w/-]|\.\w)", lowered):
         return True
+    if term.isalpha() and len(term) >= ENV_PREFIX_MIN_CHARS:
+        # a setting named for the thing is the thing's: "POSTMARK_API_KEY" after "Postmark is gone"
+        return (
+            re.search(rf"(?<![\w.-]){re.escape(term.upper())}_[A-Z0-9_]*[A-Z0-9](?![\w-])", text) is not None
+        )
     if "://" in term:
         if term.split("://", 1)[1] in {"…", "..."}:  # "not redis://…": any address of that scheme
             return any(token.startswith(term.split("://", 1)[0] + "://") for token in value_tokens(text))
