@@ -235,6 +235,22 @@ def test_a_command_holding_backslashes_is_folded_into_its_lead_in_as_written(com
     assert any(f"`{command}`" in fact for fact in facts), facts
 
 
+def test_a_lead_in_ending_on_is_takes_the_file_its_block_names() -> None:
+    """ "… and staging is:" + a TOML block was stored as "… and staging is.", a sentence without its end."""
+    facts = extract_facts(
+        "User: split the deploy config\n\nAssistant: Each app has its own file now. `deploy.toml` is "
+        'prod (`app = "otter"`), and staging is:\n\n```toml\n# deploy.staging.toml\napp = "otter-staging"\n'
+        'region = "fra"\n\n[env]\n  PORT = "8080"\n```\n\nMigrations run before each release.'
+    )
+    assert '`deploy.toml` is prod (`app = "otter"`), and staging is `deploy.staging.toml`.' in facts, facts
+    # a lead-in that does not end on its verb names nothing from the block
+    facts = extract_facts(
+        "User: split the deploy config\n\nAssistant: I wrote the staging settings to their own file:\n\n"
+        '```toml\n# deploy.staging.toml\napp = "otter-staging"\nregion = "fra"\n[env]\n  PORT = "8080"\n```\n'
+    )
+    assert not any("`deploy.staging.toml`" in fact for fact in facts), facts
+
+
 def test_a_reply_opening_with_output_keeps_nothing_of_it() -> None:
     facts = extract_facts(
         "User: How do I run the unit tests for the parser?\n\nAssistant: ```\n$ pytest tests/parser -q\n"

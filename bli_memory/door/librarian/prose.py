@@ -145,6 +145,12 @@ def _drop_tagged_blocks(text: str) -> str:
     return "".join(out)
 
 
+#: a lead-in that ends on its verb, waiting for what the block is: "… and staging is:".
+_LINK_ENDS = re.compile(r"\b(?:is|are|is now|are now)\s*:\s*$", re.IGNORECASE)
+#: a block's first line that is only a comment naming a file: "# fly.staging.toml", "// src/app.ts".
+_FILE_COMMENT = re.compile(r"^(?:#|//|--|;)\s*((?:[\w.-]+/)*[\w-]+(?:\.[\w-]+)*\.[A-Za-z]{1,8})\s*$")
+
+
 def _fold_code(lead_in: str, code_lines: list[str]) -> str:
     """Fold a short command block into the line that introduced it ("Run this:" + ``make dev``)."""
     spans = ", then ".join(f"`{c}`" for c in code_lines)
@@ -190,6 +196,14 @@ def _prose_units(text: str) -> list[str]:
                         units[lead_in_index] = _fold_code(units[lead_in_index], body)
                     elif fence_lang in _SHELL_LANGS:
                         commands = ", then ".join(f"`{line}`" for line in body) + "."
+                elif (
+                    lead_in_index is not None and _LINK_ENDS.search(lead_in) and _FILE_COMMENT.match(body[0])
+                ):
+                    # "… and staging is:" + a block whose first line names its file: the file is what it is
+                    named = _FILE_COMMENT.match(body[0])
+                    assert named is not None
+                    head = units[lead_in_index].rstrip().rstrip(":").rstrip()
+                    units[lead_in_index] = f"{head} `{named.group(1)}`."
                 block_lead_in = lead_in_index
                 said = _sentences(units[lead_in_index]) if lead_in_index is not None else []
                 if lead_in_index is not None and said and _REPORT_LEAD_IN.match(said[-1]):
