@@ -88,6 +88,16 @@ SIGNALS: tuple[Signal, ...] = (
         ),
     ),
     Signal(
+        "named value",
+        # an id, key or code stated by its kind: "Title id is E4F1B", "the tenant ID: 7c1e0d" (a value
+        # of capitals and digits no other signal reads as one)
+        re.compile(
+            r"\b(?i:ids?|identifier|key|code|number|no\.)\s*(?:is|are|=|:)\s*`?(?=[A-Z0-9_-]*\d)[A-Z0-9][A-Z0-9_-]{2,}\b"
+        ),
+        True,
+        ("Title id is E4F1B.", "The merchant ID is 48213907 for the sandbox."),
+    ),
+    Signal(
         "url",
         # any scheme: `rediss://…`, `amqp://…`, `s3://…` (a scheme is short: from each letter of a long
         # run of `v1.v1.…` an unbounded one was read to the run's end)
