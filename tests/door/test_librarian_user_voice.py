@@ -68,6 +68,28 @@ def test_a_change_someone_made_for_the_team_is_a_decision() -> None:
     )
 
 
+def test_a_question_with_a_compound_of_only_is_still_a_question() -> None:
+    """ "content-only" read as the choice word "only", and the question was kept as a decision."""
+    facts = extract_facts(
+        "User: the CDN is `cdn.otter.example` now. And one question because I forget every time: what "
+        "exactly I must keep from a store build so later I can do a content-only update?\n\n"
+        "Assistant: Keep `content_state.bin` from the build that went to the store."
+    )
+    assert not any("one question" in fact.lower() for fact in facts), facts
+    assert any("content_state.bin" in fact for fact in facts), facts
+
+
+def test_a_condition_with_no_main_clause_is_no_rule() -> None:
+    crash = (
+        "User: new top crash in `libunity.so`, 1.8% of sessions. Always when app comes back from background."
+    )
+    assert not any(
+        fact.startswith("Always when") for fact in extract_facts(crash + "\n\nAssistant: Looking.")
+    )
+    rule = "User: Always when you touch `db/schema.sql`, run `make migrate` too.\n\nAssistant: Noted."
+    assert any(fact.startswith("Always when you touch") for fact in extract_facts(rule))
+
+
 # --- a list of settings in the user's prompt -----------------------------------------------------------
 
 

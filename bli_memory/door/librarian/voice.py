@@ -210,6 +210,11 @@ _CORRECTION_LEAD = re.compile(
     r"(?:it )?turns out(?: that)?|update(?=\s*:))\b[\s,:;–—-]*",
     re.IGNORECASE,
 )
+#: a condition with no main clause after it: "Always when app comes back from background." (a rule
+#: says what to do when: "Always when you touch the schema, run `make migrate`").
+_ONLY_A_CONDITION = re.compile(
+    r"^(?:always|never|only)\s+(?:when|if|after|before|while|once)\b[^,;:]*$", re.IGNORECASE
+)
 #: a sentence that only announces a change: "Change of plan.", "Correction:".
 _ONLY_A_LEAD = re.compile(r"^\W*(?:change of plan|correction|update)\W*$", re.IGNORECASE)
 _CORRECTION = re.compile(
@@ -223,9 +228,10 @@ _CONVENTION_VERBS = frozenset(
     "pin place store commit tag format sort no not set run switch".split()
 )
 #: a request that carries a choice ("… with APScheduler instead?") is part of the decision.
+#: ("content-only", "read-only": a word of a compound is no choice)
 _CHOICE = re.compile(
-    r"\b(?:instead|rather than|switch(?:ing)? to|replac(?:e|ing) \S+ with|mov(?:e|ing) \S+(?: \S+){0,6} (?:to|into)|"
-    r"from now on|always|never|only)\b",
+    r"(?<![\w-])(?:instead|rather than|switch(?:ing)? to|replac(?:e|ing) \S+ with|mov(?:e|ing) \S+(?: \S+){0,6} (?:to|into)|"
+    r"from now on|always|never|only)(?![\w-])",
     re.IGNORECASE,
 )
 
@@ -422,6 +428,8 @@ def _user_facts(units: list[str]) -> list[str]:
             sentence = _INTERJECTION.sub("", _clean(raw[lead.end() :] if lead else raw))
             if not sentence or _GREETING_OR_FILLER.match(sentence) or _ONLY_A_LEAD.match(sentence):
                 continue  # "Change of plan." says a correction follows, and nothing of it
+            if _ONLY_A_CONDITION.match(sentence):
+                continue  # "Always when app comes back from background.": when the crash before happens
             request = _REQUEST.match(sentence)
             if request:
                 sentence = _capitalise(sentence[request.end() :])
