@@ -251,6 +251,20 @@ def test_a_lead_in_ending_on_is_takes_the_file_its_block_names() -> None:
     assert not any("`deploy.staging.toml`" in fact for fact in facts), facts
 
 
+def test_a_line_all_in_bold_is_a_section_title_not_a_fact() -> None:
+    facts = extract_facts(
+        "User: wire up the mailer\n\nAssistant: Done.\n\n**Sendwell (config/runtime.exs, prod block)**\n\n"
+        "The adapter reads `SENDWELL_API_KEY` at boot.\n\n**Never log the key.**\n\n**Set the secret on the otter app with this:**\n\n"
+        "```\nfly secrets set SENDWELL_API_KEY=... -a otter\n```\n"
+    )
+    assert not any(fact.startswith("Sendwell (config") for fact in facts), facts
+    assert "The adapter reads `SENDWELL_API_KEY` at boot." in facts, facts
+    assert "Never log the key." in facts, facts  # a bold sentence is a statement
+    assert any("`fly secrets set SENDWELL_API_KEY=... -a otter`" in fact for fact in facts), (
+        facts
+    )  # a bold lead-in leads
+
+
 def test_a_reply_opening_with_output_keeps_nothing_of_it() -> None:
     facts = extract_facts(
         "User: How do I run the unit tests for the parser?\n\nAssistant: ```\n$ pytest tests/parser -q\n"

@@ -56,9 +56,13 @@ _BULLET = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?")
 #: a list number inside the bold that opens a line ("**3. Summary email.** It goes …"): the number is
 #: the item's, the bold its label's.
 _BOLD_NUMBER = re.compile(r"^(\s*)\*\*(\d{1,3}[.)]\s+)(?=\S)")
-#: a Markdown heading, or a numbered section title set in bold ("**1. Switch to v2**"): a title, not a
-#: statement; what the section says follows it.
-_HEADING = re.compile(r"^\s*(?:#{1,6}\s|\*\*\d{1,3}[.)]\s[^*\n]+\*\*:?\s*$)")
+#: a lead-in set in bold, its colon inside ("**Set the secret with this:**"): a lead-in like any other.
+_BOLD_LEAD_IN = re.compile(r"^(\s*)\*\*([^*\n]+:)\*\*\s*$")
+#: a Markdown heading, a numbered section title set in bold ("**1. Switch to v2**") or a line that is
+#: all bold and no sentence ("**Postmark (config/runtime.exs, prod block)**", "**Tests**"): a title,
+#: not a statement; what the section says follows it. A bold sentence ("**Never push to main.**") or
+#: lead-in ("**Run this:**") is none.
+_HEADING = re.compile(r"^\s*(?:#{1,6}\s|\*\*\d{1,3}[.)]\s[^*\n]+\*\*:?\s*$|\*\*[^*\n]*[^*.!?:\s]\*\*:?\s*$)")
 _NOISE_LINE = re.compile(
     r"""^\s*(?:
         [⏺⎿●✻│╭╰└├┌┐┘┤┬┴┼─═▶►✓✔✗✘❯›»]                  # Claude Code / TUI glyphs
@@ -233,6 +237,7 @@ def _prose_units(text: str) -> list[str]:
                 commands, block_lead_in, list_lead_in = "", None, None  # a new section: nothing before leads
             continue
         line = _BOLD_NUMBER.sub(r"\1\2**", line, count=1)  # "**3. Email.** It …" -> "3. **Email.** It …"
+        line = _BOLD_LEAD_IN.sub(r"\1\2", line, count=1)  # "**Set it with this:**" leads what follows
         if (raw.startswith("    ") or raw.startswith("\t")) and not _BULLET.match(line):
             last_was_unit = False  # an indented code block
             continue
