@@ -48,6 +48,34 @@ def test_a_bad_port_is_one_line(tmp_path: Path, port: str) -> None:
     assert done.returncode == 2 and "Traceback" not in done.stderr and "port" in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["serve", "--port", "http"], "bli-memory-door serve: argument --port: not a port number: 'http'"),
+        (["bogus"], "bli-memory-door: argument COMMAND: invalid choice: 'bogus'"),
+        (["tokens"], "bli-memory-door tokens: the following arguments are required: ACTION"),
+        (
+            ["migrate", "--from", "x.db", "--to"],
+            "bli-memory-door migrate: argument --to: expected one argument",
+        ),
+    ],
+)
+def test_a_usage_error_is_one_line_naming_the_help_to_read(
+    tmp_path: Path, args: list[str], said: str
+) -> None:
+    """argparse's usage dump was printed above the error (up to ten lines for a mistyped flag)."""
+    done = run_door(*args, home=tmp_path)
+    assert done.returncode == 2 and done.stdout == "", done
+    assert done.stderr.splitlines() == [done.stderr.strip()] and done.stderr.startswith(said), done.stderr
+    assert "--help`)" in done.stderr
+
+
+def test_a_usage_error_quoting_a_database_url_masks_its_password(tmp_path: Path) -> None:
+    done = run_door("serve", "--dbx=postgresql://memory:s3cret-pw@db.internal/memory", home=tmp_path)
+    assert done.returncode == 2 and "s3cret-pw" not in done.stderr, done.stderr
+    assert "postgresql://memory:***@db.internal/memory" in done.stderr, done.stderr
+
+
 def test_tokens_list_does_not_create_a_database(tmp_path: Path) -> None:
     missing = tmp_path / "nowhere" / "m.db"
     done = run_door("tokens", "list", "--db", str(missing), home=tmp_path)

@@ -15,9 +15,10 @@ from collections.abc import Callable, Mapping
 
 from bli_memory.door.cli.devices import pair, tokens
 from bli_memory.door.cli.maintenance import migrate, reset
-from bli_memory.door.cli.parser import build_parser
+from bli_memory.door.cli.parser import UsageError, build_parser
 from bli_memory.door.cli.pidfile import stop
 from bli_memory.door.cli.serve import serve
+from bli_memory.door.store.urls import is_postgres_url, scrub
 from bli_memory.errors import CliError
 
 #: what `serve`, `pair` and `tokens` import at their start; without them the `door` extra is missing.
@@ -42,7 +43,13 @@ def main(argv: list[str] | None = None) -> int:
     """The console script: parse, check the `door` extra is installed, run one subcommand; a
     `CliError` is one stderr line under the program's name (passwords masked) and its exit status."""
     parser = build_parser()
-    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as exc:  # a database URL typed wrong may hold its password: masked like any error
+        values = [word.split("=", 1)[-1] if word.startswith("--") else word for word in argv]
+        sys.stderr.write(scrub(exc.line, *[value for value in values if is_postgres_url(value)]) + "\n")
+        return 2
     handlers: dict[str, Callable[[argparse.Namespace, Mapping[str, str]], int]] = {
         "serve": serve,
         "stop": stop,

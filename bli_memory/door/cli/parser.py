@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from bli_memory import __version__
 from bli_memory.door.api.signin import LOGIN_LINK_TTL_S, SESSION_TTL_S
@@ -17,6 +17,23 @@ from bli_memory.door.server import IDLE_TIMEOUT_S, MAX_CONNECTIONS, MAX_HEAD_BYT
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
+
+
+class UsageError(Exception):
+    """A command line argparse refused: one line under the (sub)command's name, exit status 2."""
+
+    def __init__(self, prog: str, message: str) -> None:
+        super().__init__(message)
+        self.line = f"{prog}: {message} (see `{prog} --help`)"
+
+
+class DoorParser(argparse.ArgumentParser):
+    """argparse, but a usage error is raised as one line (no usage dump) for `main` to print, after it
+    masks the passwords of any database URL the command line holds; its subcommands' parsers are of
+    this class too (argparse makes them with the parent's class)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(self.prog, message)
 
 
 def _port(text: str) -> int:
@@ -156,9 +173,9 @@ example:
 """
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> DoorParser:
     """`bli-memory-door`'s parser: one subcommand each for serve, stop, pair, tokens, reset, migrate."""
-    parser = argparse.ArgumentParser(
+    parser = DoorParser(
         prog="bli-memory-door",
         description="The bli-memory door: an HTTP memory service over SQLite.",
         epilog="Start it with `bli-memory-door serve` (it pairs the local user on first start); stop it "
