@@ -249,6 +249,12 @@ def test_a_lead_in_ending_on_is_takes_the_file_its_block_names() -> None:
         '```toml\n# deploy.staging.toml\napp = "otter-staging"\nregion = "fra"\n[env]\n  PORT = "8080"\n```\n'
     )
     assert not any("`deploy.staging.toml`" in fact for fact in facts), facts
+    # an empty block after such a lead-in names nothing (its first line was read and raised IndexError)
+    facts = extract_facts(
+        "User: split the deploy config\n\nAssistant: `deploy.toml` is prod, and staging is:\n\n```toml\n```\n\n"
+        "Migrations run before each release on `deploy.toml`."
+    )
+    assert "Migrations run before each release on `deploy.toml`." in facts, facts
 
 
 def test_a_line_all_in_bold_is_a_section_title_not_a_fact() -> None:

@@ -201,11 +201,12 @@ def _prose_units(text: str) -> list[str]:
                     elif fence_lang in _SHELL_LANGS:
                         commands = ", then ".join(f"`{line}`" for line in body) + "."
                 elif (
-                    lead_in_index is not None and _LINK_ENDS.search(lead_in) and _FILE_COMMENT.match(body[0])
+                    lead_in_index is not None
+                    and body
+                    and _LINK_ENDS.search(lead_in)
+                    and (named := _FILE_COMMENT.match(body[0]))
                 ):
                     # "… and staging is:" + a block whose first line names its file: the file is what it is
-                    named = _FILE_COMMENT.match(body[0])
-                    assert named is not None
                     head = units[lead_in_index].rstrip().rstrip(":").rstrip()
                     units[lead_in_index] = f"{head} `{named.group(1)}`."
                 block_lead_in = lead_in_index
