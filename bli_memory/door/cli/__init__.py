@@ -15,11 +15,10 @@ from collections.abc import Callable, Mapping
 
 from bli_memory.door.cli.devices import pair, tokens
 from bli_memory.door.cli.maintenance import migrate, reset
-from bli_memory.door.cli.parser import UsageError, build_parser
+from bli_memory.door.cli.parser import build_parser
 from bli_memory.door.cli.pidfile import stop
 from bli_memory.door.cli.serve import serve
-from bli_memory.door.store.urls import is_postgres_url, scrub
-from bli_memory.errors import CliError
+from bli_memory.errors import CliError, UsageError
 
 #: what `serve`, `pair` and `tokens` import at their start; without them the `door` extra is missing.
 DOOR_EXTRA_MODULES = ("fastapi", "uvicorn", "numpy", "snowballstemmer")
@@ -47,9 +46,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         args = parser.parse_args(argv)
     except UsageError as exc:  # a database URL typed wrong may hold its password: masked like any error
-        values = [word.split("=", 1)[-1] if word.startswith("--") else word for word in argv]
-        sys.stderr.write(scrub(exc.line, *[value for value in values if is_postgres_url(value)]) + "\n")
-        return 2
+        # (the line names the subcommand itself: "bli-memory-door serve: argument --port: …")
+        words = [word.split("=", 1)[-1] if word.startswith("--") else word for word in argv]
+        sys.stderr.write(f"{_without_passwords(exc.message, words)}\n")
+        return exc.exit_code
     handlers: dict[str, Callable[[argparse.Namespace, Mapping[str, str]], int]] = {
         "serve": serve,
         "stop": stop,
@@ -72,16 +72,20 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return handler(args, os.environ)
     except CliError as exc:
-        sys.stderr.write(f"bli-memory-door: {_without_passwords(exc.message, args)}\n")
+        sys.stderr.write(f"bli-memory-door: {_without_passwords(exc.message, _database_urls(args))}\n")
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
 
 
-def _without_passwords(line: str, args: argparse.Namespace) -> str:
-    """`line` with every password of the database URLs given (`--db`, `--from`, `--to`) masked: the
-    last guard before an error line is printed, whatever library worded it."""
+def _database_urls(args: argparse.Namespace) -> list[str]:
+    """The database URLs a parsed command line gives (`--db`, `--from`, `--to`)."""
+    return [value for name in ("db", "source", "dest") if isinstance(value := getattr(args, name, None), str)]
+
+
+def _without_passwords(line: str, urls: list[str]) -> str:
+    """`line` with every password of `urls` masked (words that are no URL carry none): the last guard
+    before an error line is printed, whatever library worded it."""
     from bli_memory.door.store.urls import scrub
 
-    urls = [value for name in ("db", "source", "dest") if isinstance(value := getattr(args, name, None), str)]
     return scrub(line, *urls)

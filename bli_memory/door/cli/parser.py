@@ -14,26 +14,19 @@ from bli_memory.door.cli.pidfile import STOP_WAIT_S
 from bli_memory.door.config import ENV_INDEX_DIR, ENV_RETENTION_DAYS, positive_number
 from bli_memory.door.exchanges import DEFAULT_RETENTION_DAYS
 from bli_memory.door.server import IDLE_TIMEOUT_S, MAX_CONNECTIONS, MAX_HEAD_BYTES, READ_TIMEOUT_S
+from bli_memory.errors import UsageError
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
 
 
-class UsageError(Exception):
-    """A command line argparse refused: one line under the (sub)command's name, exit status 2."""
-
-    def __init__(self, prog: str, message: str) -> None:
-        super().__init__(message)
-        self.line = f"{prog}: {message} (see `{prog} --help`)"
-
-
 class DoorParser(argparse.ArgumentParser):
-    """argparse, but a usage error is raised as one line (no usage dump) for `main` to print, after it
-    masks the passwords of any database URL the command line holds; its subcommands' parsers are of
-    this class too (argparse makes them with the parent's class)."""
+    """argparse, but a usage error is raised as one line under the (sub)command's name (no usage
+    dump) for `main` to print, after it masks the passwords of any database URL the command line
+    holds; its subcommands' parsers are of this class too (argparse makes them with the parent's)."""
 
     def error(self, message: str) -> NoReturn:
-        raise UsageError(self.prog, message)
+        raise UsageError(f"{self.prog}: {message} (see `{self.prog} --help`)")
 
 
 def _port(text: str) -> int:
