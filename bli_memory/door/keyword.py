@@ -43,6 +43,8 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import snowballstemmer
 
+from bli_memory.door.stem_table import StemTable, joined_texts, split_texts
+
 K1 = 1.2
 B = 0.3
 #: words that carry no meaning on their own; dropped from queries so BM25 ranks on content.
@@ -140,17 +142,17 @@ class KeywordIndex:
     The postings are one CSR made when the index is built (or read, memory-mapped, from a snapshot:
     :meth:`from_arrays`) and never changed after; a later save's postings go to a small per-term
     delta that :meth:`postings` appends (the joined arrays kept until the term's next save), a
-    forget only clears the slot's `alive` byte, and compaction makes a new CSR. A snapshot's stems are looked up by hash (`_StemTable`), so loading one makes
+    forget only clears the slot's `alive` byte, and compaction makes a new CSR. A snapshot's stems are looked up by hash (`StemTable`), so loading one makes
     no Python object per word: 1 000 000 memories of the bench's million words load in about 0.65 s
     instead of several seconds.
     """
 
     def __init__(self) -> None:
         #: stem -> term id of the terms learned or looked up since the index was made; a snapshot's
-        #: other terms are found in `_base` (:class:`_StemTable`) and join this only when asked for
+        #: other terms are found in `_base` (:class:`StemTable`) and join this only when asked for
         self.term_id: dict[str, int] = {}
         self._word_term: dict[str, int] = {}  # folded word -> term id of its stem
-        self._base = _StemTable.empty()  # the stems of a snapshot's terms, ids 0 .. len - 1
+        self._base = StemTable.empty()  # the stems of a snapshot's terms, ids 0 .. len - 1
         self._new_stems: list[str] = []  # the stems of the terms learned after them, in id order
         #: the postings as one CSR: per term t < len(offsets) - 1, the slots that hold it, ascending,
         #: are slots[offsets[t]:offsets[t + 1]] and how often, frequencies[...]; read-only (a snapshot's
@@ -429,9 +431,9 @@ class KeywordIndex:
         devices = sorted({device for device in self.devices if device is not None})
         code = {device: number for number, device in enumerate(devices, start=1)}
         stems = self._base.joined(self._new_stems)
-        table = _StemTable.of(stems, self.term_count)
+        table = StemTable.of(stems, self.term_count)
         return {
-            "ids": _joined([memory_id or "" for memory_id in self.ids]),
+            "ids": joined_texts([memory_id or "" for memory_id in self.ids]),
             "stems": stems,
             "stem_hashes": table.hashes,
             "stem_order": table.order,
@@ -444,7 +446,7 @@ class KeywordIndex:
             "lengths": np.frombuffer(self.lengths, dtype=np.float64).copy(),
             "alive": np.frombuffer(self.alive, dtype=np.int8).copy(),
             "saved_at": np.frombuffer(self.saved_at, dtype=np.float64).copy(),
-            "device_names": _joined(devices),
+            "device_names": joined_texts(devices),
             "device_codes": np.array(
                 [code.get(d, 0) if d is not None else 0 for d in self.devices], dtype=np.int32
             ),
@@ -487,11 +489,9 @@ class KeywordIndex:
         offsets = np.asarray(arrays["offsets"], dtype=np.int64)
         terms_total = offsets.size - 1
         if "stem_hashes" in arrays:
-            index._base = _StemTable(
-                arrays["stems"], terms_total, arrays["stem_hashes"], arrays["stem_order"]
-            )
+            index._base = StemTable(arrays["stems"], terms_total, arrays["stem_hashes"], arrays["stem_order"])
         else:
-            index._base = _StemTable.of(arrays["stems"], terms_total)
+            index._base = StemTable.of(arrays["stems"], terms_total)
         if terms_total < 0 or len(index._base) != terms_total:
             raise ValueError("postings do not match the terms")
         postings, frequencies = arrays["postings"], arrays["frequencies"]
@@ -504,7 +504,7 @@ class KeywordIndex:
         if len(index.document_counts) != terms_total:
             raise ValueError("postings do not match the terms' counts")
         alive = np.asarray(arrays["alive"], dtype=np.int8)
-        ids = _split(arrays["ids"], alive.size)
+        ids = split_texts(arrays["ids"], alive.size)
         if not len(ids) == alive.size == arrays["starts"].size == arrays["lengths"].size:
             raise ValueError("documents do not match their ids")
         if alive.all():  # the common case, about twice as fast at a million memories
@@ -522,7 +522,7 @@ class KeywordIndex:
         index.lengths = array("d", np.asarray(arrays["lengths"], dtype=np.float64).tobytes())
         index.alive = array("b", alive.tobytes())
         index.saved_at = array("d", np.asarray(arrays["saved_at"], dtype=np.float64).tobytes())
-        names: list[str | None] = [None, *_split(arrays["device_names"])]
+        names: list[str | None] = [None, *split_texts(arrays["device_names"])]
         codes = np.asarray(arrays["device_codes"])
         if codes.size and (int(codes.min()) < 0 or int(codes.max()) >= len(names)):
             raise ValueError("documents name devices the snapshot does not hold")
@@ -589,122 +589,8 @@ def _check_postings(index: KeywordIndex) -> None:
         raise ValueError("the stems' lookup table is not one entry per term")
     if (index._base.hashes[1:] < index._base.hashes[:-1]).any():
         raise ValueError("the stems' hashes are not sorted")
-    if index._base.count and index._base._stem_bounds().size - 1 != index._base.count:
+    if index._base.count and index._base.bounds().size - 1 != index._base.count:
         raise ValueError("the stems do not match the postings' terms")
-
-
-#: the multiplier of the stems' polynomial hash (odd, so every byte counts modulo 2**64)
-_HASH_MULTIPLIER = 0x100000001B3
-_HASH_MASK = (1 << 64) - 1
-
-
-def _stem_hash(stem: str) -> int:
-    """The hash :meth:`_StemTable.of` gives `stem`: sum of byte * M**position modulo 2**64."""
-    value, power = 0, 1
-    for byte in stem.encode("utf-8"):
-        value = (value + byte * power) & _HASH_MASK
-        power = (power * _HASH_MULTIPLIER) & _HASH_MASK
-    return value
-
-
-class _StemTable:
-    """The stems of a snapshot's terms, found without a dictionary: their newline-joined UTF-8, and
-    their hashes sorted (`hashes`) with the term id of each (`order`). A lookup is one binary search
-    and a check of the stem's bytes, so loading a million words costs no Python object per word."""
-
-    def __init__(self, joined: np.ndarray, count: int, hashes: np.ndarray, order: np.ndarray) -> None:
-        self._joined = joined
-        self.count = count
-        self.hashes = np.asarray(hashes, dtype=np.uint64)
-        self.order = np.asarray(order, dtype=np.int64)
-        if self.hashes.size != count or self.order.size != count:
-            raise ValueError("the stems' hashes do not match the postings' terms")
-        self._bounds: np.ndarray | None = None
-
-    @classmethod
-    def empty(cls) -> _StemTable:
-        return cls(np.zeros(0, dtype=np.uint8), 0, np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64))
-
-    @classmethod
-    def of(cls, joined: np.ndarray, count: int) -> _StemTable:
-        """The table of `count` newline-joined stems, hashed in a few vectorised passes."""
-        data = np.asarray(joined, dtype=np.uint8)
-        if count == 0:
-            return cls(data, 0, np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64))
-        bounds = _stem_bounds(data)
-        if bounds.size - 1 != count:
-            raise ValueError("the stems do not match the postings' terms")
-        starts, ends = bounds[:-1], bounds[1:] - 1
-        sizes = ends - starts
-        if (sizes < 0).any():
-            raise ValueError("the stems do not match the postings' terms")
-        powers = np.empty(int(sizes.max()), dtype=np.uint64)
-        power = 1
-        for position in range(powers.size):
-            powers[position] = power
-            power = (power * _HASH_MULTIPLIER) & _HASH_MASK
-        within = np.arange(int(sizes.sum())) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-        letters = data[np.repeat(starts, sizes) + within].astype(np.uint64)
-        hashes = np.zeros(count, dtype=np.uint64)  # an empty stem (porter makes some) hashes to 0
-        filled = sizes > 0
-        if filled.any():
-            with np.errstate(over="ignore"):
-                sums = np.add.reduceat(letters * powers[within], (np.cumsum(sizes) - sizes)[filled])
-            hashes[filled] = sums
-        order = np.argsort(hashes, kind="stable")
-        table = cls(data, count, hashes[order], order)
-        table._bounds = bounds
-        return table
-
-    def __len__(self) -> int:
-        return self.count
-
-    def _stem_bounds(self) -> np.ndarray:
-        if self._bounds is None:
-            self._bounds = _stem_bounds(np.asarray(self._joined, dtype=np.uint8))
-        return self._bounds
-
-    def stem(self, term: int) -> str:
-        bounds = self._stem_bounds()
-        return bytes(self._joined[bounds[term] : bounds[term + 1] - 1]).decode("utf-8")
-
-    def find(self, stem: str) -> int | None:
-        if not self.count:
-            return None
-        wanted = np.uint64(_stem_hash(stem))
-        position = int(np.searchsorted(self.hashes, wanted))
-        while position < self.count and self.hashes[position] == wanted:
-            term = int(self.order[position])
-            if self.stem(term) == stem:
-                return term
-            position += 1
-        return None
-
-    def joined(self, more: Sequence[str]) -> np.ndarray:
-        """These stems and then `more`, newline-joined."""
-        base = np.asarray(self._joined, dtype=np.uint8)
-        if not more:
-            return base.copy()
-        tail = _joined(more)
-        if not self.count:
-            return tail
-        return np.concatenate((base, np.frombuffer(b"\n", dtype=np.uint8), tail))
-
-
-def _stem_bounds(data: np.ndarray) -> np.ndarray:
-    """Where each newline-joined stem starts, and one past the end (+1 for the missing last newline)."""
-    breaks = np.flatnonzero(data == ord("\n"))
-    return np.concatenate(([0], breaks + 1, [data.size + 1])).astype(np.int64)
-
-
-def _joined(texts: Sequence[str]) -> np.ndarray:
-    return np.frombuffer("\n".join(texts).encode("utf-8"), dtype=np.uint8)
-
-
-def _split(data: np.ndarray, count: int | None = None) -> list[str]:
-    """The texts `_joined` wrote; `count` tells one empty text from none."""
-    text = data.tobytes().decode("utf-8")
-    return text.split("\n") if text or count == 1 else []
 
 
 def _concat(parts: Sequence[array[int]]) -> np.ndarray:

@@ -18,8 +18,9 @@ import numpy as np
 import pytest
 
 from bli_memory.door import keyword
-from bli_memory.door.keyword import KeywordIndex, _joined, _stem_hash, _StemTable, query_terms
+from bli_memory.door.keyword import KeywordIndex, query_terms
 from bli_memory.door.snapshots import mapped_arrays
+from bli_memory.door.stem_table import StemTable, joined_texts, stem_hash
 
 
 @pytest.mark.parametrize(
@@ -499,14 +500,14 @@ def test_a_snapshot_without_the_stems_hashes_still_reads() -> None:
 
 def test_stems_are_found_by_hash_through_collisions_and_empty_ones() -> None:
     stems = ["", "alpha", "café", "日本", "beta"]
-    table = _StemTable.of(_joined(stems), len(stems))
+    table = StemTable.of(joined_texts(stems), len(stems))
     assert [table.find(stem) for stem in stems] == [0, 1, 2, 3, 4]
     assert [table.stem(term) for term in range(len(stems))] == stems
     assert table.find("gamma") is None
     # two stems with one hash: the lookup checks each one's text, past the other
     for wanted, order in (("beta", [0, 1]), ("alpha", [1, 0])):
-        same = np.full(2, _stem_hash(wanted), dtype=np.uint64)
-        clash = _StemTable(_joined(["alpha", "beta"]), 2, same, np.array(order))
+        same = np.full(2, stem_hash(wanted), dtype=np.uint64)
+        clash = StemTable(joined_texts(["alpha", "beta"]), 2, same, np.array(order))
         assert clash.find(wanted) == ["alpha", "beta"].index(wanted)
         assert clash.find("gamma") is None
 
