@@ -198,3 +198,41 @@ def test_an_asking_request_about_the_project_keeps_what_the_reply_states(prompt:
         "runs `kubectl rollout restart deploy/api`. The retry limit is `RETRY_LIMIT=3` in `jobs/settings.py`."
     )
     assert extract_facts(f"User: {prompt}\n\nAssistant: {reply}")
+
+
+# --- a prohibition, a state as of a change, praise ---------------------------------------------------
+
+
+def test_a_prohibition_opening_on_no_is_a_rule_and_a_bare_no_is_an_answer() -> None:
+    facts = extract_facts(
+        "User: No Lombok annotations in this codebase, I don't want to debug generated code. Add the "
+        "DTOs by hand.\n\nAssistant: Wrote the DTOs as records."
+    )
+    assert facts[0] == "No Lombok annotations in this codebase, I don't want to debug generated code.", facts
+    for answer in (
+        "No, that's fine, thanks.",
+        "No problem, the v2 build is green.",
+        "No changes to `app.yaml`.",
+    ):
+        assert extract_facts(f"User: {answer}\n\nAssistant: Great.") == [], answer
+
+
+def test_a_state_as_of_a_change_is_no_problem_report() -> None:
+    facts = extract_facts(
+        "User: The lockfile has us on Nuxt 3.12.4 as of yesterday's rebase. Tidy the plugins folder."
+        "\n\nAssistant: Tidied."
+    )
+    assert "The lockfile has us on Nuxt 3.12.4 as of yesterday's rebase." in facts, facts
+    # the day of a failure still reports it
+    assert extract_facts("User: The deploy of Nuxt 3.12.4 failed yesterday.\n\nAssistant: Looking.") == []
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "Brilliant, the 04:00 backup finished in 12 minutes instead of an hour.",
+        "Fantastic, that's the first time the nightly run at 3am finished clean.",
+    ],
+)
+def test_praise_that_names_a_time_is_no_fact(prompt: str) -> None:
+    assert extract_facts(f"User: {prompt}\n\nAssistant: Glad it held.") == []

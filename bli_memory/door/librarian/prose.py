@@ -407,8 +407,12 @@ _DISCOURSE = re.compile(
 )
 _GREETING_OR_FILLER = re.compile(
     r"^(?:hi|hello|hey|howdy|good (?:morning|afternoon|evening)|thanks|thank you|thx|cheers|sure|"
-    r"certainly|absolutely|of course|great|perfect|awesome|excellent|nice|cool|ok|okay|alright|got it|"
-    r"understood|sounds good|no problem|you're welcome|you are welcome|happy to help|done|yes|yep|no(?!\s+`)|"
+    r"certainly|absolutely|of course|great|perfect|awesome|excellent|nice|cool|amazing|brilliant|fantastic|"
+    r"wonderful|lovely|ok|okay|alright|got it|understood|sounds good|no problem|you're welcome|you are welcome|"
+    r"happy to help|done|yes|yep|"
+    # "No, …", "No problem": an answer; "No unittest TestCase classes in this repo": a rule
+    r"no(?=\s*$|[,.!;:]|\s+(?:problems?|worries|need|luck|idea|thanks|way|wait|rush|hurry|pressure|changes?|"
+    r"issues?|errors|hits|matches|output|diff|longer|more|one)\b)|"
     r"nope|right|let me|let's|lemme|let us|i'll|i will|i'm going to|i am going to|i'm gonna|i need to|"
     r"i should|i can|i could|i see|i notice|i understand|i think|i believe|i'm not sure|i am not sure|"
     r"now i'll|now let me|first,? (?:let me|i'll)|next,? (?:let me|i'll)|looking at|checking|reading|"

@@ -286,9 +286,11 @@ def _reports_problem(prose: str) -> bool:
     return bool(_PROBLEM.search(_HANDLED.sub(" ", main)) or _FIX_REQUEST.search(prose))
 
 
-#: a sentence that gives something its new value: "new broker is rediss://…", "staging is now …".
+#: a sentence that gives something its new value: "new broker is rediss://…", "staging is now …",
+#: "the catalog has us on Spring Boot 3.3.2 as of yesterday's merge".
 _NEW_STATE = re.compile(
-    r"\bnew\s+[\w-]+(?:\s+[\w-]+)?\s+(?:is|are|lives)\b|\b(?:is|are|lives)\s+now\b|\bnow\s+(?:is|are|lives)\b",
+    r"\bnew\s+[\w-]+(?:\s+[\w-]+)?\s+(?:is|are|lives)\b|\b(?:is|are|lives)\s+now\b|\bnow\s+(?:is|are|lives)\b|"
+    r"\b(?:has|have|puts?) us on\b|\bas of\b",
     re.IGNORECASE,
 )
 #: when a change happened, which says nothing of a problem when the sentence states the new value.
