@@ -101,7 +101,9 @@ DYNAMIC_PATTERNS = {
     ("bli_memory.door.librarian.schedules", "moved_in"): "one escaped literal between look-arounds",
     ("bli_memory.door.librarian.retiring", "mentions"): "one escaped literal between look-arounds",
     ("bli_memory.door.librarian.reconcile", "_nearest_changed"): "one escaped literal between look-arounds",
-    ("bli_memory.door.librarian.corrections", "restated"): "one escaped literal between look-arounds",
+    ("bli_memory.door.librarian.corrections", "restated"): (
+        "one escaped literal between look-arounds, a first name then at most one capitalised word"
+    ),
     ("bli_memory.door.librarian.roles", "departed_holder"): "one escaped name between word boundaries",
     ("bli_memory.door.librarian.corrections", "_mention"): "one escaped literal between look-arounds",
     ("bli_memory.door.librarian.corrections", "_same_setting"): (

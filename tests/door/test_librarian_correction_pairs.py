@@ -677,6 +677,27 @@ def test_the_new_holder_replaces_the_former_only_in_facts_about_what_passed() ->
     )
 
 
+def test_a_holder_named_by_the_first_name_alone_is_carried_to_every_fact_of_what_passed() -> None:
+    """ "Rohan went to the data team" names the former holder by his first name: each fact naming
+    "Rohan Mehta" as holding what passed gets the new holder's whole name, surname included."""
+    source = "The release signing keys are with Ilse Vermeer from this week, Rohan went to the data team."
+    assert carried_pairs("Rohan", "Ilse Vermeer") == [("Rohan", "Ilse Vermeer")]
+    assert restated(
+        "Rohan Mehta keeps the release signing keys; nobody else can sign a build.",
+        "Rohan",
+        "Ilse Vermeer",
+        source,
+    ) == ("Ilse Vermeer keeps the release signing keys; nobody else can sign a build.")
+    # a lowercase word after the first name is no surname
+    assert restated(
+        "Ask Rohan about the signing keys before a release.", "Rohan", "Ilse Vermeer", source
+    ) == ("Ask Ilse Vermeer about the signing keys before a release.")
+    # his other role is his still
+    assert restated("Rohan Mehta also runs the office wifi.", "Rohan", "Ilse Vermeer", source) is None
+    # a first name and a bare name neither is carried
+    assert carried_pairs("Rohan", "Ilse") == []
+
+
 def test_a_role_over_a_compound_name_meets_the_same_words_apart() -> None:
     """ "Stripe-webhook related" and "the Stripe webhooks": one thing, whatever the hyphen and plural."""
     old = "For anything Stripe-webhook related, Ana Lima owns it, so don't touch app/api/stripe/ without her."

@@ -238,6 +238,10 @@ def is_first_name(value: str) -> bool:
     return _FIRST_NAME.fullmatch(value) is not None
 
 
+#: a first name and the surname after it: "Kenji Watanabe" where a correction names only "Kenji".
+NAME_WORD = _NAME_WORD
+
+
 def is_person(value: str) -> bool:
     """Whether a value is a person's name as roles read one ("Tomasz Wójcik")."""
     return _PERSON.fullmatch(value) is not None
