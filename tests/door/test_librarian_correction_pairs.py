@@ -1274,3 +1274,20 @@ def test_a_version_that_ends_its_sentence_is_read_too() -> None:
     assert not _mixes_versions(
         "DBR 17.3 ships Spark 4.0.0 for the nightly job.", "Job clusters only allow DBR 17.3."
     )
+
+
+def test_a_range_the_new_value_closes_on_itself_names_that_value_alone() -> None:
+    """ "`>=4.2,<4.3`" with 4.2 -> 4.3 would read `>=4.3,<4.3`, a range that allows nothing: the rest
+    of the old fact is kept and the range becomes the pin it now is."""
+    old = (
+        "Put the rules into `CONTRIBUTING.md` so newcomers see them: pdm only (`pdm add` / `pdm add -dG "
+        "test`), Django stays inside `>=4.2,<4.3` until we decide otherwise, pytest functions only."
+    )
+    new = "`CONTRIBUTING.md` still said the old Django range; updated it to the 4.3 LTS pin."
+    decision = decide(new, [Neighbour("old", old, 0.6)])
+    assert (decision.action, decision.values) == ("update", ("4.2", "4.3")), decision.reason
+    assert decision.rewrite == old.replace("`>=4.2,<4.3`", "`4.3`")
+    # a range the new value leaves open stays a range
+    assert _replaced("Django stays inside `>=4.2,<5.0`.", "4.2", "4.3") == (
+        "Django stays inside `>=4.3,<5.0`."
+    )

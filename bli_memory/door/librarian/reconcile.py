@@ -430,12 +430,19 @@ def _more_changes(old_text: str, new_text: str, first: tuple[str, str]) -> list[
 REWRITE_MAX_PAIRS = 3
 
 
+#: a version range, its lower bound and its upper one: ">=5.1,<5.2", ">= 2.0, < 3".
+_RANGE = re.compile(r">=?\s?v?(\d[\w.]{0,30}),\s?<=?\s?v?(\d[\w.]{0,30})")
+
+
 def _replaced(text: str | None, before: str, after: str) -> str | None:
-    """`text` with the value `before` replaced by `after` as a whole token; None when it is absent."""
+    """`text` with the value `before` replaced by `after` as a whole token; None when it is absent. A
+    range the new value closes on itself names that value alone: "Django stays inside `>=5.1,<5.2`"
+    with 5.1 -> 5.2 reads "… inside `5.2` …", not `>=5.2,<5.2`, which allows nothing."""
     if text is None:
         return None
     pattern = re.compile(rf"(?<![\w.]){re.escape(before)}(?![\w]|\.\d)", re.IGNORECASE)
     rewritten, count = pattern.subn(lambda _: after, text)  # a value, never a template (`C:\new`)
+    rewritten = _RANGE.sub(lambda m: m.group(1) if m.group(1) == m.group(2) else m.group(0), rewritten)
     return rewritten if count else None
 
 
