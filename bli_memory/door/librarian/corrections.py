@@ -33,7 +33,13 @@ from __future__ import annotations
 import re
 
 from bli_memory.door.librarian.prose import _VERBS
-from bli_memory.door.librarian.roles import NAME_WORD, about_the_same_thing, is_first_name, is_person
+from bli_memory.door.librarian.roles import (
+    NAME_WORD,
+    about_the_same_thing,
+    is_first_name,
+    is_person,
+    passed_between,
+)
 from bli_memory.door.librarian.schedules import is_schedule, reschedule
 from bli_memory.door.librarian.values import (
     CAMEL_CASE,
@@ -473,7 +479,7 @@ def carried_pairs(old_value: str, new_value: str) -> list[tuple[str, str]]:
     carried over, and for two URLs their hosts as well (a summary names "`staging.example.dev`"
     without its scheme). A role's holders, a renamed CamelCase class or kebab-case name, a short
     version and a bare number are carried too; `restated` then asks each fact for the same subject."""
-    if (is_person(old_value) or is_first_name(old_value)) and is_person(new_value):
+    if passed_between(old_value, new_value):
         # a role handed over ("Kenji went to the Android side" names him by his first name alone):
         # `restated` asks for the same subject
         return [(old_value, new_value)]
@@ -807,7 +813,7 @@ def restated(content: str, old_value: str, new_value: str, source: str) -> str |
     old, new = _bare(old_value), _bare(new_value)
     if _schedules_only(old, new):
         return reschedule(content, source)  # "15 minutes" is many jobs' interval: only the same job's
-    holder = is_person(old) or (is_first_name(old) and is_person(new))
+    holder = is_person(old) or passed_between(old, new)
     if holder and not about_the_same_thing(content, source, (old, new)):
         return None  # a person holds other roles: only a fact about what passed names the new holder
     moved_port = (

@@ -75,9 +75,8 @@ from bli_memory.door.librarian.roles import (
     departed_holder,
     handed_over,
     holder_replaced,
-    is_first_name,
-    is_person,
     newcomer,
+    passed_between,
 )
 from bli_memory.door.librarian.schedules import Schedule, moved_in, rescheduled
 from bli_memory.door.librarian.values import (
@@ -442,8 +441,9 @@ def _replaced(text: str | None, before: str, after: str) -> str | None:
         return None
     pattern = re.compile(rf"(?<![\w.]){re.escape(before)}(?![\w]|\.\d)", re.IGNORECASE)
     rewritten, count = pattern.subn(lambda _: after, text)  # a value, never a template (`C:\new`)
-    rewritten = _RANGE.sub(lambda m: m.group(1) if m.group(1) == m.group(2) else m.group(0), rewritten)
-    return rewritten if count else None
+    if not count:
+        return None
+    return _RANGE.sub(lambda m: m.group(1) if m.group(1) == m.group(2) else m.group(0), rewritten)
 
 
 def _renamed_in(old_text: str, values: tuple[str, str] | None, new_text: str) -> str | None:
@@ -452,11 +452,7 @@ def _renamed_in(old_text: str, values: tuple[str, str] | None, new_text: str) ->
     else the new fact replaces it ("The staging host is `db-2…`" after "staging moved to `db-3…`")."""
     if values is not None and is_host(values[0].strip("`")) and not _says_more(old_text, new_text, values[0]):
         return None
-    if (
-        values is not None
-        and is_person(values[1])
-        and (is_person(values[0]) or is_first_name(values[0]))  # "failure emails go to Kwame"
-    ):
+    if values is not None and passed_between(*values):  # "failure emails go to Kwame" -> a full name
         # a role handed over in one clause of a summary: its other clauses still hold ("reminders fire
         # at 16:30; SMS questions go to Marisol Okafor" -> "…; SMS questions go to Tobias Lindqvist"), unless
         # one is about what passed ("…; resize requests go in #snowflake-admin"), which may have changed too

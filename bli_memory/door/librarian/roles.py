@@ -29,6 +29,8 @@ _NAME = rf"{_NAME_WORD}(?:[ -]{_NAME_WORD})+"
 _PERSON = re.compile(rf"\b{_NAME}\b")
 #: a person's name as other modules read one.
 PERSON = _PERSON
+#: one capitalised word of a name as other modules read one (the surname after a first name).
+NAME_WORD = _NAME_WORD
 
 
 def names_a_role(text: str) -> bool:
@@ -238,13 +240,16 @@ def is_first_name(value: str) -> bool:
     return _FIRST_NAME.fullmatch(value) is not None
 
 
-#: a first name and the surname after it: "Kenji Watanabe" where a correction names only "Kenji".
-NAME_WORD = _NAME_WORD
-
-
 def is_person(value: str) -> bool:
     """Whether a value is a person's name as roles read one ("Tomasz Wójcik")."""
     return _PERSON.fullmatch(value) is not None
+
+
+def passed_between(old_value: str, new_value: str) -> bool:
+    """Whether a pair of values is a role passed from one holder to another: the new one a person's
+    name, the old one too or a first name alone ("Kenji went to the Android side", "failure emails go
+    to Kwame")."""
+    return is_person(new_value) and (is_person(old_value) or is_first_name(old_value))
 
 
 def about_the_same_thing(content: str, source: str, people: tuple[str, ...]) -> bool:
