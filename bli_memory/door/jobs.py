@@ -101,11 +101,23 @@ def run_job(memories: MemoryService, job: Job, extract: Extractor) -> JobOutcome
             memories.keep_job_progress(job.id, progress.to_json())
         time.sleep(BETWEEN_FACTS_S)  # a request waiting for the lock takes it now, not after the job
     changes = _changes(progress.replaced, job.content)
-    if changes:  # in one transaction: a job resumed after a crash does it again, whole
+    statements = librarian.slot_statements(job.content)
+    if changes or statements:  # in one transaction: a job resumed after a crash does it again, whole
         with memories.transaction():
             if not memories.job_may_write(job):
                 return None
             restated: set[str] = set()  # a fact two values of one update restate takes both
+            changes += _move_in_slots(
+                memories,
+                principal,
+                job.container_tag,
+                job.content,
+                statements,
+                metadata,
+                outcome,
+                written,
+                restated,
+            )
             for replaced in changes:
                 _restate_elsewhere(
                     memories, principal, job.container_tag, replaced, metadata, outcome, written, restated
@@ -208,6 +220,44 @@ def _changes(replaced: list[list[str]], text: str) -> list[list[str]]:
                 seen.add(pair)
                 out.append([pair[0], pair[1], line])
     return out
+
+
+def _move_in_slots(
+    memories: MemoryService,
+    principal: Principal,
+    tag: str,
+    text: str,
+    statements: list[str],
+    metadata: dict[str, Any],
+    outcome: JobOutcome,
+    written: set[str],
+    restated: set[str],
+) -> list[list[str]]:
+    """The stored facts whose value a statement of the exchange moves in its slot ("kindly shift the
+    local Jetty to 3030" after "… Jetty … listening on port 8280": `librarian.moved_value`) get the new
+    value, each as a new version; (old value, new value, statement) for each, so that
+    `_restate_elsewhere` reaches the other facts stating the old value too. A correction that names
+    no old value and that the extraction did not keep as a fact (a line of the reply's config block, a
+    request) still retires the fact it corrects. The facts this job wrote are never moved; a fact two
+    statements move takes the move whose words meet most."""
+    moves: dict[str, tuple[librarian.Move, str, dict[str, Any]]] = {}
+    for statement in statements:
+        for hit in memories.search(principal, tag, statement, limit=RECONCILE_READ, context=False):
+            stored = hit.memory
+            if stored.kind != "memory" or stored.pinned or stored.id in written:
+                continue
+            move = librarian.moved_value(stored.content, statement, text)
+            if move is not None and (stored.id not in moves or move.shared > moves[stored.id][0].shared):
+                moves[stored.id] = (move, statement, dict(stored.metadata or {}))
+    pairs: list[list[str]] = []
+    for memory_id, (move, statement, stored_metadata) in moves.items():
+        relinked = {**stored_metadata, exchanges.FACT_EXCHANGE_FIELD: metadata[exchanges.FACT_EXCHANGE_FIELD]}
+        version = memories.update(principal, memory_id, move.text, metadata=relinked).id
+        written.add(version)
+        restated.add(version)
+        outcome.updated += 1
+        pairs.extend([old, new, statement] for old, new in librarian.carried_pairs(move.old, move.new))
+    return pairs
 
 
 def _restate_elsewhere(

@@ -360,6 +360,32 @@ def test_thanks_typo_fixes_and_advice_from_general_knowledge_leave_nothing(text:
     assert extract_facts(text) == []
 
 
+def test_a_word_about_wording_in_a_request_that_builds_something_does_not_make_it_a_typo_fix() -> None:
+    """ "the exact wording comes later" names wording; the reply built a feature, and its facts stay."""
+    reply = (
+        "Both done on `develop`, so they are on staging to look at.\n\n**Threshold**\n\n"
+        "`src/Shipping/Threshold.php` now has `public const MIN_SPEND = '80.00';` and I updated the "
+        "shipping zone setting so the admin screen shows the same number:\n\n```\n"
+        '$ wp wc shipping_zone_method update 1 3 --settings=\'{"min_amount":"80.00"}\'\n'
+        "Success: Updated shipping_zone_method 3.\n```\n\n"
+        "The same command has to run on live on Monday; the deploy only copies files.\n\n"
+        "**Basket notice**\n\nA new `src/Shipping/ProgressNotice.php` shows the gap on the basket page and "
+        "in the mini-basket, for EU addresses only, and hides once the basket qualifies. Its text goes "
+        "through the `shop/delivery_notice` filter, so the designer's copy is a one-line change that "
+        "does not touch the logic. Styling is a plain `.shop-delivery-notice` class in "
+        "`assets/css/cart.css`.\n\nCaveat: the basket total is counted after coupons and before "
+        "delivery, which is how the built-in free-shipping rule counts it.\n\n| Basket | Shown |\n|---|---|\n"
+        '| €62.50 | "€17.50 away" |\n| €79.99 | "€0.01 away" |\n| €80.00 | no notice, free delivery |'
+    )
+    text = (
+        "User: Our bookkeeper has been doing her sums on postage and wants the delivery cut-off raised to €80 "
+        "from Monday. Could you also show a little notice in the basket? Our designer will send the exact "
+        f"wording later, so anything sensible for now is fine.\n\nAssistant: {reply}"
+    )
+    facts = extract_facts(text)
+    assert any("€80" in fact or "80.00" in fact for fact in facts), facts
+
+
 def test_a_value_corrected_in_place_is_a_decision_and_a_correction() -> None:
     assert extract_facts("User: The gRPC port is 8443, not 8080. Fix the docs.\n\nAssistant: Done.") == [
         "The gRPC port is 8443, not 8080."

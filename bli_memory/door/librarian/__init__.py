@@ -7,7 +7,7 @@ rules in `prose`, `signals` and `voice`), `lasting`
 for an OpenAI-compatible chat endpoint that falls back to `extract`. `words` is their shared tokenizer,
 `values` reads the values a fact states (for `reconcile`),
 `tables` reads a table of who owns what as sentences before prose extraction, `diffs` the values a
-diff in an exchange changes.
+diff in an exchange changes, `slots` the values an exchange moves without naming the old one.
 """
 
 from bli_memory.door.librarian.corrections import carried_over, carried_pairs, restated
@@ -20,6 +20,8 @@ from bli_memory.door.librarian.llm import (
     extractor_for,
 )
 from bli_memory.door.librarian.reconcile import Action, Decision, Neighbour, decide
+from bli_memory.door.librarian.slots import Move, moved_value
+from bli_memory.door.librarian.slots import statements as slot_statements
 
 __all__ = [
     "MAX_FACTS_PER_TEXT",
@@ -29,6 +31,7 @@ __all__ = [
     "ExtractorName",
     "LibrarianError",
     "LlmExtractor",
+    "Move",
     "Neighbour",
     "carried_over",
     "carried_pairs",
@@ -36,5 +39,7 @@ __all__ = [
     "decide",
     "extract_facts",
     "extractor_for",
+    "moved_value",
     "restated",
+    "slot_statements",
 ]

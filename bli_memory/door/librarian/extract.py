@@ -173,6 +173,9 @@ _RERUN = re.compile(
 )
 #: the longest request that is only a re-run.
 RERUN_MAX_WORDS = 10
+#: the longest reply to a typo's fix: a word or a line changed is told in a few lines; a reply this
+#: long built something ("Tomasz will send the exact wording later" asked for a feature, not a fix).
+TYPO_REPLY_MAX_CHARS = 1000
 #: (a path is entered at the start of its token only: from each `\b` inside `a/b/c/…` the rest of the
 #: token was read again)
 _PATH_TOKEN = re.compile(
@@ -509,7 +512,11 @@ def _leaves_nothing(turns: list[tuple[str, str]]) -> bool:
         for s in raw
     ):
         return True
-    if _TYPO.search(users[0]) and not _user_facts(_prose_units(users[0])):
+    if (
+        _TYPO.search(users[0])
+        and len(replies) <= TYPO_REPLY_MAX_CHARS
+        and not _user_facts(_prose_units(users[0]))
+    ):
         return True
     sentences = [c for c in (_clean(s) for s in raw) if c]
     if len(sentences) == 1 and _RERUN.search(sentences[0]) and len(sentences[0].split()) <= RERUN_MAX_WORDS:
