@@ -67,6 +67,7 @@ DRIVEN_MODULES = {
     "bli_memory.door.librarian.retiring": "a new fact and the memories close to it",
     "bli_memory.door.librarian.nearest": "a new fact and the memories close to it",
     "bli_memory.door.librarian.schedules": "a new fact and the memories close to it, each sentence of an exchange",
+    "bli_memory.door.librarian.slots": "each line and sentence of a saved exchange, and the memories it finds",
     "bli_memory.door.librarian.words": "every fact's words",
     "bli_memory.door.librarian.tables": "a saved exchange's text, its tables read as sentences",
     "bli_memory.door.librarian.diffs": "a saved exchange's text, its diffs read as changed values",
@@ -99,6 +100,10 @@ DYNAMIC_PATTERNS = {
     ): "the fact's words, escaped, joined by \\s+: literals between runs of space",
     ("bli_memory.door.librarian.reconcile", "_replaced"): "one escaped literal between look-arounds",
     ("bli_memory.door.librarian.schedules", "moved_in"): "one escaped literal between look-arounds",
+    ("bli_memory.door.librarian.slots", "_holder_near"): "one escaped word between look-arounds",
+    ("bli_memory.door.librarian.slots", "_people"): "one capitalised word of letters between look-arounds",
+    ("bli_memory.door.librarian.slots", "_named_in"): "one escaped literal between look-arounds",
+    ("bli_memory.door.librarian.slots", "_rewritten"): "one escaped literal between look-arounds",
     ("bli_memory.door.librarian.retiring", "mentions"): "one escaped literal between look-arounds",
     ("bli_memory.door.librarian.reconcile", "_nearest_changed"): "one escaped literal between look-arounds",
     ("bli_memory.door.librarian.corrections", "restated"): (

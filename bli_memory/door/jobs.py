@@ -35,7 +35,7 @@ from bli_memory.door.config import DEFAULT_JOB_CPU_S, LlmConfig
 from bli_memory.door.errors import exception_line
 from bli_memory.door.extraction import ExtractorProcess, OverBudget
 from bli_memory.door.memories import MemoryService, write_snapshots_saying
-from bli_memory.door.model import Hit, Job, JobOutcome, Principal, now_s
+from bli_memory.door.model import Hit, Job, JobOutcome, Memory, Principal, now_s
 from bli_memory.door.service.stored_exchanges import RETENTION_BATCH
 
 #: a job that failed (or was interrupted) this many times is given up.
@@ -238,25 +238,64 @@ def _move_in_slots(
     value, each as a new version; (old value, new value, statement) for each, so that
     `_restate_elsewhere` reaches the other facts stating the old value too. A correction that names
     no old value and that the extraction did not keep as a fact (a line of the reply's config block, a
-    request) still retires the fact it corrects. The facts this job wrote are never moved; a fact two
-    statements move takes the move whose words meet most."""
-    moves: dict[str, tuple[librarian.Move, str, dict[str, Any]]] = {}
+    request) still retires the fact it corrects.
+
+    The facts are those each statement finds, then those each moved value finds (a fact stating the
+    old port in a `curl` line shares few words with "the API lives on 3047 from here on"), judged by
+    the statement that moved it. A fact's values each move once, by the statement whose words meet
+    most; the facts this job wrote are never moved."""
+    found: dict[str, Memory] = {}
+    moves: dict[str, dict[str, tuple[librarian.Move, str]]] = {}  # fact id -> old value -> move
+
+    def judge(stored: Memory, statement: str) -> None:
+        if stored.kind != "memory" or stored.pinned or stored.id in written:
+            return
+        move = librarian.moved_value(stored.content, statement, text)
+        if move is None:
+            return
+        found[stored.id] = stored
+        kept = moves.setdefault(stored.id, {}).get(move.old)
+        if kept is None or move.shared > kept[0].shared:
+            moves[stored.id][move.old] = (move, statement)
+
     for statement in statements:
         for hit in memories.search(principal, tag, statement, limit=RECONCILE_READ, context=False):
-            stored = hit.memory
-            if stored.kind != "memory" or stored.pinned or stored.id in written:
-                continue
-            move = librarian.moved_value(stored.content, statement, text)
-            if move is not None and (stored.id not in moves or move.shared > moves[stored.id][0].shared):
-                moves[stored.id] = (move, statement, dict(stored.metadata or {}))
+            judge(hit.memory, statement)
+    for old, statement in {
+        (move.old, statement) for by_old in list(moves.values()) for move, statement in by_old.values()
+    }:
+        for hit in memories.search(principal, tag, old, limit=RECONCILE_READ, context=False):
+            if hit.memory.id not in moves:
+                judge(hit.memory, statement)
     pairs: list[list[str]] = []
-    for memory_id, (move, statement, stored_metadata) in moves.items():
-        relinked = {**stored_metadata, exchanges.FACT_EXCHANGE_FIELD: metadata[exchanges.FACT_EXCHANGE_FIELD]}
-        version = memories.update(principal, memory_id, move.text, metadata=relinked).id
+    for memory_id, by_old in moves.items():
+        stored = found[memory_id]
+        content = stored.content
+        for (
+            move,
+            statement,
+        ) in by_old.values():  # each value of the fact in its turn: "GHC 9.6.4, i.e. ghc964"
+            again = librarian.moved_value(content, statement, text, only=move.old)
+            content = again.text if again is not None else content
+            pairs.extend([old, new, statement] for old, new in _moved_pairs(move))
+        relinked = {
+            **(stored.metadata or {}),
+            exchanges.FACT_EXCHANGE_FIELD: metadata[exchanges.FACT_EXCHANGE_FIELD],
+        }
+        version = memories.update(principal, memory_id, content, metadata=relinked).id
         written.add(version)
         restated.add(version)
         outcome.updated += 1
-        pairs.extend([old, new, statement] for old, new in librarian.carried_pairs(move.old, move.new))
+    return pairs
+
+
+def _moved_pairs(move: librarian.Move) -> list[tuple[str, str]]:
+    """The pairs a move hands to `_restate_elsewhere`: those `carried_pairs` carries, and for a person
+    the first name alone as well ("Staging builds for Meenakshi's team" names Meenakshi Iyer)."""
+    pairs = librarian.carried_pairs(move.old, move.new)
+    first = move.old.split()[0]
+    if " " in move.old and librarian.passed_between(move.old, move.new):
+        pairs.append((first, move.new))
     return pairs
 
 

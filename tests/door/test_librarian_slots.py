@@ -66,7 +66,7 @@ def test_a_block_answering_a_request_for_a_change_is_read_though_its_own_lead_sa
             id="a port, named by what listens there",
         ),
         pytest.param(
-            "Orders over €60 ship free within Germany.",
+            "Free shipping applies to orders over €60 within Germany.",
             "Finance wants the free shipping threshold raised to €75 next month.",
             "Done.",
             ("€60", "€75"),
@@ -125,6 +125,18 @@ def test_the_rules_that_judge_a_fact_by_its_wording_see_no_correction_in_these()
 @pytest.mark.parametrize(
     ("stored", "user", "reply"),
     [
+        pytest.param(
+            "The engraving is a text box of 20 characters and costs €4.50 extra.",
+            "the accountant has checked postage costs and wants the free delivery threshold raised to €50",
+            "Done.",
+            id="a sum sharing one word",
+        ),
+        pytest.param(
+            "The crashes already reported for 1.3.1 stay unreadable.",
+            "ok, ship it now",
+            "Built and uploaded:\n\n```\nbuild/android/Hatchery-1.4.0.aab (92.6 MB)\n```",
+            id="a version inside a built package's name",
+        ),
         pytest.param(
             "The alarm fires when the queue holds more than 50 messages.",
             "the redrive now moves up to 250 messages per run",

@@ -20,6 +20,7 @@ from bli_memory.door.librarian.llm import (
     extractor_for,
 )
 from bli_memory.door.librarian.reconcile import Action, Decision, Neighbour, decide
+from bli_memory.door.librarian.roles import passed_between
 from bli_memory.door.librarian.slots import Move, moved_value
 from bli_memory.door.librarian.slots import statements as slot_statements
 
@@ -40,6 +41,7 @@ __all__ = [
     "extract_facts",
     "extractor_for",
     "moved_value",
+    "passed_between",
     "restated",
     "slot_statements",
 ]

@@ -55,8 +55,12 @@ _MONEY = re.compile(r"(?<![\w])([£$€])\s?(\d{1,3}(?:,\d{3})*(?:\.\d{1,2})?|\d
 _VERSION = re.compile(r"(?:(?<![\w.£$€])|(?<=[_-]))v?(\d+)\.(\d+)(?:\.\d+){0,2}(?![\w%]|\.\d)")
 #: a whole number on its own, not a part of a version, a date, a time or a name.
 _INTEGER = re.compile(r"(?<![\w.,:/£$€-])\d{2,5}(?![\w%]|[.,:/]\d)")
-#: a number right after a local host and a colon ("localhost:3030") is a port.
-_HOST_PORT = re.compile(r"(?:localhost|127\.0\.0\.1|0\.0\.0\.0|\[::1\]|[\w-]+\.[\w.-]+):(\d{2,5})(?!\d)")
+#: a number right after a host and a colon ("localhost:3030", "db.internal:5432") is a port.
+_COLON_PORT = re.compile(r"(?<=[\w\]]):(\d{2,5})(?!\d)")
+#: the longest host name read back from a port's colon.
+HOST_MAX_CHARS = 253
+#: a host a port follows: a name with a dot in it, or the machine itself.
+_HOST_BEFORE = re.compile(r"localhost|\[::1\]|[\w-]*\.[\w.-]*")
 #: a text that speaks of a port ("port 8080", "the app's port", `KELP_PORT`).
 _PORT_WORD = re.compile(r"(?:\b|_)ports?\b", re.IGNORECASE)
 #: words after a number that are no unit of it ("7311 behind nginx", "60 via the proxy").
@@ -73,7 +77,9 @@ PORT_MIN, PORT_MAX = 1025, 65534
 YEAR_MIN, YEAR_MAX = 1990, 2099
 #: a name made of parts joined by marks ("quietfern/ropewalk", "haskell.packages.ghc964").
 _JOINED = re.compile(r"(?<![\w./@:-])[A-Za-z][\w-]*(?:[./][\w-]+)+(?![\w/@-]|\.\w)")
-_FILE = re.compile(rf"\.(?:{FILE_EXTENSIONS})$", re.IGNORECASE)
+#: the endings of built packages and images, a version inside whose name is a build's, not a setting.
+PACKAGE_EXTENSIONS = "apk|aab|ipa|dmg|msi|deb|rpm|whl|nupkg|gem|crate|bin|img|iso|tpz|pck|zst|xz|bz2|7z"
+_FILE = re.compile(rf"\.(?:{FILE_EXTENSIONS}|{PACKAGE_EXTENSIONS})$", re.IGNORECASE)
 #: parts that name one of several places a thing runs side by side: a name differing in one of them
 #: is a sibling (`tarn-uat-compute`, `tarn-prod-compute`), not a new value.
 _SIDE_BY_SIDE = frozenset(
@@ -88,13 +94,13 @@ NAME_SLOT_MIN_LETTERS = 4
 #: the shortest word that may say what a value belongs to.
 CONTEXT_WORD_MIN_CHARS = 3
 #: words on each side of a value that say what it belongs to.
-CONTEXT_BEFORE_WORDS = 8
+CONTEXT_BEFORE_WORDS = 12
 CONTEXT_AFTER_WORDS = 1
 #: words a person's two statements must share beyond the names (what the role is held over).
 PERSON_MIN_SHARED = 2
 #: how far from a name (in characters, each side) a word of holding makes it a person's.
 HOLDER_REACH_CHARS = 24
-#: words that must meet around two counts in one unit, besides the unit.
+#: words that must meet around two counts in one unit (besides the unit) or two sums of money.
 NUMBER_MIN_SHARED = 2
 #: the most statements one exchange is read for (each costs a search of the space).
 MAX_STATEMENTS = 16
@@ -216,16 +222,20 @@ def _asked_change(exchange: str) -> bool:
     )
 
 
-def moved_value(stored: str, statement: str, exchange: str) -> Move | None:
+def moved_value(stored: str, statement: str, exchange: str, *, only: str | None = None) -> Move | None:
     """The move `statement` makes of a value `stored` states in the same slot, or None: the two
     values of one kind, their words meeting, the old value named nowhere in `exchange`. Of several,
-    the pair whose words meet most."""
+    the pair whose words meet most; `only`: of the old value `only` alone."""
     best: tuple[int, Value, Value] | None = None
     full_names = _full_names(exchange)
     new_values = _values(statement, full_names, scope=_scope(exchange, statement))
     old_values = _values(stored)
     for old in old_values:
-        if _named_in(exchange, old) or _history(old, old_values, new_values):
+        if (
+            (only is not None and old.text != only)
+            or _named_in(exchange, old)
+            or _history(old, old_values, new_values)
+        ):
             continue
         for new in new_values:
             shared = _slot_shared(old, new, stored, statement)
@@ -283,6 +293,9 @@ def _slot_shared(old: Value, new: Value, stored: str, statement: str) -> int | N
     shared = old.context & new.context
     if old.kind == "port":
         shared -= _ADDRESS_WORDS  # every port is a port of an address: what listens there must meet
+    if old.kind.startswith("money"):
+        # prices, fees and thresholds are everywhere: two words must say which one
+        return len(shared) if len(shared) >= NUMBER_MIN_SHARED else None
     if old.kind == "number":
         # a count in a unit ("10 minutes", "50 messages") names many things: more must meet than the unit
         shared -= {old.unit}
@@ -354,15 +367,19 @@ def _values(text: str, full_names: dict[str, str] | None = None, scope: str | No
         found.append(
             (match.start(), Value(match.group(0).replace(" ", ""), "money:" + match.group(1), frozenset()))
         )
-    for match in _HOST_PORT.finditer(text):
-        if free(*match.span(1)) and PORT_MIN <= int(match.group(1)) <= PORT_MAX:
+    for match in _COLON_PORT.finditer(text):
+        host = _run_before(text, match.start(), ".[]:-", HOST_MAX_CHARS).lstrip(":")
+        named = _HOST_BEFORE.fullmatch(host) is not None
+        if named and free(*match.span(1)) and PORT_MIN <= int(match.group(1)) <= PORT_MAX:
             taken.append(match.span())
             found.append((match.start(1), Value(match.group(1), "port", frozenset())))
     for match in _JOINED.finditer(text):
         if free(*match.span()) and not match.group(0).lower().startswith(("http", "www.")):
             found.append((match.start(), Value(match.group(0), "name", frozenset())))
     for match in _VERSION.finditer(text):
-        if free(*match.span()) and not _dotted_quad(text, match) and not _unit_follows(text, match.end()):
+        if free(*match.span()) and not (
+            _dotted_quad(text, match) or _unit_follows(text, match.end()) or _in_file_name(text, match)
+        ):
             taken.append(match.span())
             found.append((match.start(), Value(match.group(0), "version", frozenset(), major=_line(match))))
     for match in _INTEGER.finditer(text):
@@ -394,17 +411,34 @@ def _with_slots(text: str, found: list[tuple[int, Value]]) -> list[Value]:
         head = text[last_end.get(kind, 0) : start]
         head = head[max(head.rfind(". "), head.rfind("\n"), -1) + 1 :]
         if value.kind == "port":  # a host's name before its port is the host's, not what listens there
-            head = head[: len(head) - len(re.search(r"\S*$", head).group(0))]  # type: ignore[union-attr]
+            head = head[: len(head.rstrip()) - len(head.rstrip().split()[-1])] if head.strip() else head
         tail = re.split(r"[.;!?,]\s|\n", text[end:], maxsplit=1)[0]
         words = tokens(head)[-CONTEXT_BEFORE_WORDS:] + tokens(tail)[:CONTEXT_AFTER_WORDS]
         if value.kind == "version":
-            inside = re.search(r"[\w./-]*$", text[:start])
             outside = re.match(r"[\w./-]*", text[end:])
-            joined = (inside.group(0) if inside else "") + (outside.group(0) if outside else "")
+            joined = _run_before(text, start, "./-") + (outside.group(0) if outside else "")
             words += compound_parts(joined.lower())
         last_end[kind] = end
         out.append(Value(value.text, value.kind, frozenset(_stems(words)), value.unit, value.major))
     return out
+
+
+def _in_file_name(text: str, match: re.Match[str]) -> bool:
+    """A version inside a file's name ("Hatchery-1.4.0.aab", "tool-2.1.0.tar.gz"): a build's."""
+    after = re.match(r"[\w.+-]*", text[match.end() :])
+    name = _run_before(text, match.start(), ".+-") + match.group(0) + (after.group(0) if after else "")
+    return _FILE.search(name.rstrip(".")) is not None
+
+
+def _run_before(text: str, end: int, marks: str, most: int = HOST_MAX_CHARS) -> str:
+    """The run of word characters and `marks` that ends at `end`, at most `most` long (read back one
+    character at a time: a pattern anchored at the end would be tried from every start of a long run)."""
+    start = end
+    while start > max(0, end - most) and (
+        text[start - 1].isalnum() or text[start - 1] in marks or text[start - 1] == "_"
+    ):
+        start -= 1
+    return text[start:end]
 
 
 def _line(match: re.Match[str]) -> str:
