@@ -255,7 +255,7 @@ def _move_in_slots(
             return
         found[stored.id] = stored
         kept = moves.setdefault(stored.id, {}).get(move.old)
-        if kept is None or move.shared > kept[0].shared:
+        if kept is None or (move.shared, len(move.new)) > (kept[0].shared, len(kept[0].new)):
             moves[stored.id][move.old] = (move, statement)
 
     for statement in statements:

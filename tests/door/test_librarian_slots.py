@@ -66,6 +66,28 @@ def test_a_block_answering_a_request_for_a_change_is_read_though_its_own_lead_sa
             id="a port, named by what listens there",
         ),
         pytest.param(
+            "The stack's region is us-east-1; the bucket policy names it too.",
+            "listeners are mostly in Europe, so the stack lives in Frankfurt now",
+            "Updated the stack config:\n\n```yaml\nconfig:\n  aws:region: eu-central-1\n```",
+            ("us-east-1", "eu-central-1"),
+            id="a cloud region",
+        ),
+        pytest.param(
+            "The export job runs Godot 4.2.2 stable in its container.",
+            "the loader is ported, so we go to 4.3 now",
+            "Moved the project to Godot 4.3 stable:\n\n```diff\n-    container: godot-ci:4.2.2\n"
+            "+    container: godot-ci:4.3\n```",
+            ("4.2.2", "4.3"),
+            id="an old value a diff removes is retired, not kept",
+        ),
+        pytest.param(
+            "SMS reminders go out 24 hrs before the shift starts.",
+            "the SMS goes out 3 hours before the shift from now on",
+            "Done.",
+            ("24", "3"),
+            id="a count of time in another spelling of its unit",
+        ),
+        pytest.param(
             "Free shipping applies to orders over €60 within Germany.",
             "Finance wants the free shipping threshold raised to €75 next month.",
             "Done.",
@@ -136,6 +158,12 @@ def test_the_rules_that_judge_a_fact_by_its_wording_see_no_correction_in_these()
             "ok, ship it now",
             "Built and uploaded:\n\n```\nbuild/android/Hatchery-1.4.0.aab (92.6 MB)\n```",
             id="a version inside a built package's name",
+        ),
+        pytest.param(
+            "The upstream budget is 250ms per call.",
+            "the pricing team bumped the upstream budget after the page",
+            "Done: the upstream budget is now `timeoutMs: 400`, and the p99 target is still 180ms.",
+            id="a value said to hold as before",
         ),
         pytest.param(
             "The alarm fires when the queue holds more than 50 messages.",

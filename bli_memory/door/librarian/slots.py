@@ -45,6 +45,9 @@ _CHANGE = re.compile(
     r"went|goes\s+to|go\s+to|lives?\s+on|lives?\s+(?:at|in)|points?\s+(?:at|to))\b",
     re.IGNORECASE,
 )
+#: a line of a tool's run report ("✓ src/a.test.ts (6 tests) 15ms", "ok  pkg 0.8s", "PASS …"): its
+#: numbers are measures of that run.
+_RUN_REPORT = re.compile(r"\s*(?:[✓✔✗✘×√]|(?:PASS|FAIL|ok|FAILED|PASSED)\b)")
 #: a sentence of prose: up to its end mark, which a space or the end follows.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|\n+")
 #: a line that opens or closes a fenced block.
@@ -54,7 +57,7 @@ _MONEY = re.compile(r"(?<![\w])([£$€])\s?(\d{1,3}(?:,\d{3})*(?:\.\d{1,2})?|\d
 #: a version: two to four numeric parts, a "v" allowed before ("4.3", "v2.7.0", "Godot_v4.3-stable").
 _VERSION = re.compile(r"(?:(?<![\w.£$€])|(?<=[_-]))v?(\d+)\.(\d+)(?:\.\d+){0,2}(?![\w%]|\.\d)")
 #: a whole number on its own, not a part of a version, a date, a time or a name.
-_INTEGER = re.compile(r"(?<![\w.,:/£$€-])\d{2,5}(?![\w%]|[.,:/]\d)")
+_INTEGER = re.compile(r"(?<![\w.,:/£$€-])(\d{1,5})([a-z]{1,3})?(?![\w%]|[.,:/]\d)")
 #: a number right after a host and a colon ("localhost:3030", "db.internal:5432") is a port.
 _COLON_PORT = re.compile(r"(?<=[\w\]]):(\d{2,5})(?!\d)")
 #: the longest host name read back from a port's colon.
@@ -67,6 +70,24 @@ _PORT_WORD = re.compile(r"(?:\b|_)ports?\b", re.IGNORECASE)
 _NOT_UNITS = frozenset(
     "behind before after via from into onto inside outside across between for with".split()
 )
+#: words right before a number that make it a measure ("~50s", "took 38s", "about 40 minutes").
+_ABOUT = re.compile(
+    r"(?:[~≈]|\b(?:about|around|roughly|approx(?:imately)?|took|takes|took about))\s*$", re.IGNORECASE
+)
+MEASURE_REACH_CHARS = 20
+#: the marks of a version range's bound (">=1.8.0", "<1.9.0"): a bound, not the version in use.
+_BOUND_BEFORE = re.compile(r"[<>]=?$")
+#: the spellings of a unit of time, each to its one name.
+_TIME_UNITS = {
+    **dict.fromkeys("ms msec msecs millisecond milliseconds".split(), "millisecond"),
+    **dict.fromkeys("s sec secs second seconds".split(), "second"),
+    **dict.fromkeys("min mins minute minutes".split(), "minute"),
+    **dict.fromkeys("h hr hrs hour hours".split(), "hour"),
+    **dict.fromkeys("d day days".split(), "day"),
+    **dict.fromkeys("w wk wks week weeks".split(), "week"),
+}
+#: the stems of those spellings, which say the unit again and nothing of what is counted.
+_UNIT_STEMS = frozenset(stem(word) for word in _TIME_UNITS)
 #: units after a number that make it a size, a time or a share, not a version.
 _UNITS = frozenset("b kb mb gb tb kib mib gib ms s sec secs seconds min mins minutes h hours x % px".split())
 #: words any port stands beside, which say nothing of what listens on it.
@@ -75,6 +96,11 @@ _ADDRESS_WORDS = frozenset(stem(word) for word in "port ports addr address host 
 #: number may be.
 PORT_MIN, PORT_MAX = 1025, 65534
 YEAR_MIN, YEAR_MAX = 1990, 2099
+#: a cloud region: `eu-west-1` (AWS), `europe-west4` (Google Cloud); a deployment's one place, most often.
+_REGION = re.compile(
+    r"(?<![\w-])(?:(?:us|eu|ap|sa|ca|me|af|il|mx)-(?:gov-)?|(?:europe|asia|australia|northamerica|"
+    r"southamerica|africa)-)(?:north|south|east|west|central|northeast|southeast|northwest|southwest)-?\d(?![\w-])"
+)
 #: a name made of parts joined by marks ("quietfern/ropewalk", "haskell.packages.ghc964").
 _JOINED = re.compile(r"(?<![\w./@:-])[A-Za-z][\w-]*(?:[./][\w-]+)+(?![\w/@-]|\.\w)")
 #: the endings of built packages and images, a version inside whose name is a build's, not a setting.
@@ -100,8 +126,14 @@ CONTEXT_AFTER_WORDS = 1
 PERSON_MIN_SHARED = 2
 #: how far from a name (in characters, each side) a word of holding makes it a person's.
 HOLDER_REACH_CHARS = 24
-#: words that must meet around two counts in one unit (besides the unit) or two sums of money.
-NUMBER_MIN_SHARED = 2
+#: words that must meet around two counts in one unit, besides the unit ("reserved for 12 minutes" and
+#: "seats held for 8 minutes": held, reserved differ, seats meets).
+NUMBER_MIN_SHARED = 1
+#: words that must meet around two sums of money (prices, fees and thresholds are everywhere).
+MONEY_MIN_SHARED = 2
+#: words that say a value holds as it did, and how far before it they reach.
+_STILL = re.compile(r"\b(?:still|stays?|remains?|unchanged|untouched|as before)\b", re.IGNORECASE)
+STILL_REACH_CHARS = 24
 #: the most statements one exchange is read for (each costs a search of the space).
 MAX_STATEMENTS = 16
 #: words of a request or of a change, which say nothing of what a value belongs to.
@@ -202,14 +234,13 @@ def _block_statements(
 ) -> list[str]:
     """The lines of one fenced block that state a value, when a change opens it or it is a diff (which
     is a change itself); a diff's removed lines state the old value and are left out."""
-    diff = language in ("diff", "patch") or (
-        any(line.startswith("+") for line in block)
-        and any(line.startswith("-") and line[1:2] != " " for line in block)
-    )
+    diff = _is_diff(block, language)
     if not (changes or diff):
         return []
     return [
-        line.strip() for line in block if not (diff and line.startswith("-")) and _values(line, full_names)
+        line.strip()
+        for line in block
+        if not (diff and line.startswith("-")) and not _RUN_REPORT.match(line) and _values(line, full_names)
     ]
 
 
@@ -225,15 +256,21 @@ def _asked_change(exchange: str) -> bool:
 def moved_value(stored: str, statement: str, exchange: str, *, only: str | None = None) -> Move | None:
     """The move `statement` makes of a value `stored` states in the same slot, or None: the two
     values of one kind, their words meeting, the old value named nowhere in `exchange`. Of several,
-    the pair whose words meet most; `only`: of the old value `only` alone."""
+    the pair whose words meet most, then the more specific new value; `only`: of the old value `only`
+    alone."""
     best: tuple[int, Value, Value] | None = None
     full_names = _full_names(exchange)
-    new_values = _values(statement, full_names, scope=_scope(exchange, statement))
+    new_values = [
+        value
+        for value in _values(statement, full_names, scope=_scope(exchange, statement))
+        if not _kept_as_is(statement, value.text)
+    ]
     old_values = _values(stored)
+    kept = _without_removed_lines(exchange)
     for old in old_values:
         if (
             (only is not None and old.text != only)
-            or _named_in(exchange, old)
+            or _named_in(kept, old)
             or _history(old, old_values, new_values)
         ):
             continue
@@ -241,8 +278,8 @@ def moved_value(stored: str, statement: str, exchange: str, *, only: str | None 
             shared = _slot_shared(old, new, stored, statement)
             if shared is None:
                 continue
-            if best is None or shared > best[0]:
-                best = (shared, old, new)
+            if best is None or (shared, len(new.text)) > (best[0], len(best[2].text)):
+                best = (shared, old, new)  # of two as near, the more specific ("1.8.7" over "1.8")
     if best is None:
         return None
     _, old, new = best
@@ -251,6 +288,42 @@ def moved_value(stored: str, statement: str, exchange: str, *, only: str | None 
     )
     text = _rewritten(stored, old.text, written)
     return None if text is None else Move(old.text, written, text, best[0])
+
+
+def _without_removed_lines(exchange: str) -> str:
+    """The exchange without its diffs' removed lines: a line a diff removes names the old value to
+    retire it, as a correction that names no old value would have."""
+    out: list[str] = []
+    block: list[str] | None = None
+    language = ""
+    for line in exchange.splitlines():
+        if _FENCE.match(line):
+            if block is None:
+                block, language = [], line.strip().lstrip("`~").strip().lower()
+            else:
+                diff = _is_diff(block, language)
+                out.extend(kept for kept in block if not (diff and kept.startswith("-")))
+                block = None
+            continue
+        if block is not None:
+            block.append(line)
+        else:
+            out.append(line)
+    return "\n".join(out + (block or []))
+
+
+def _is_diff(block: list[str], language: str) -> bool:
+    """A fenced block that is a diff: marked so, or holding added and removed lines."""
+    return language in ("diff", "patch") or (
+        any(line.startswith("+") for line in block)
+        and any(line.startswith("-") and line[1:2] != " " for line in block)
+    )
+
+
+def _kept_as_is(statement: str, value: str) -> bool:
+    """Whether the statement says a value holds as it did ("the p99 target is still 180ms")."""
+    at = statement.find(value)
+    return at >= 0 and _STILL.search(statement[max(0, at - STILL_REACH_CHARS) : at]) is not None
 
 
 def _scope(exchange: str, statement: str) -> str:
@@ -295,10 +368,10 @@ def _slot_shared(old: Value, new: Value, stored: str, statement: str) -> int | N
         shared -= _ADDRESS_WORDS  # every port is a port of an address: what listens there must meet
     if old.kind.startswith("money"):
         # prices, fees and thresholds are everywhere: two words must say which one
-        return len(shared) if len(shared) >= NUMBER_MIN_SHARED else None
+        return len(shared) if len(shared) >= MONEY_MIN_SHARED else None
     if old.kind == "number":
         # a count in a unit ("10 minutes", "50 messages") names many things: more must meet than the unit
-        shared -= {old.unit}
+        shared -= {old.unit, *_UNIT_STEMS}
         return len(shared) if len(shared) >= NUMBER_MIN_SHARED else None
     return len(shared) if shared else None
 
@@ -373,23 +446,38 @@ def _values(text: str, full_names: dict[str, str] | None = None, scope: str | No
         if named and free(*match.span(1)) and PORT_MIN <= int(match.group(1)) <= PORT_MAX:
             taken.append(match.span())
             found.append((match.start(1), Value(match.group(1), "port", frozenset())))
+    for match in _REGION.finditer(text):
+        taken.append(match.span())
+        found.append((match.start(), Value(match.group(0), "region", frozenset())))
     for match in _JOINED.finditer(text):
         if free(*match.span()) and not match.group(0).lower().startswith(("http", "www.")):
             found.append((match.start(), Value(match.group(0), "name", frozenset())))
     for match in _VERSION.finditer(text):
         if free(*match.span()) and not (
-            _dotted_quad(text, match) or _unit_follows(text, match.end()) or _in_file_name(text, match)
+            _dotted_quad(text, match)
+            or _unit_follows(text, match.end())
+            or _in_file_name(text, match)
+            or _BOUND_BEFORE.search(text[max(0, match.start() - 2) : match.start()])
         ):
             taken.append(match.span())
             found.append((match.start(), Value(match.group(0), "version", frozenset(), major=_line(match))))
     for match in _INTEGER.finditer(text):
         if not free(*match.span()):
             continue
-        number = int(match.group(0))
-        after = tokens(text[match.end() :])[:1]
-        unit = stem(after[0]) if after and is_anchor(after[0]) and after[0] not in _NOT_UNITS else None
+        if _measured(text, match):
+            continue
+        number = int(match.group(1))
+        glued = match.group(2)
+        after = [glued] if glued else tokens(text[match.end() :])[:1]
+        unit = (
+            _unit(after[0])
+            if after and (glued or is_anchor(after[0])) and after[0] not in _NOT_UNITS
+            else None
+        )
+        if glued and unit not in _TIME_UNITS.values():
+            continue  # "3x", "64k", "v2": no count of a time
         port = ported and unit is None and PORT_MIN <= number <= PORT_MAX
-        if not port and (unit is None or YEAR_MIN <= number <= YEAR_MAX):
+        if not port and (unit is None or YEAR_MIN <= number <= YEAR_MAX or number < 2):
             continue  # a bare count says nothing of what it counts; a year is no setting
         found.append((match.start(), Value(match.group(0), "port" if port else "number", frozenset(), unit)))
     for name in _people(text, full_names or {}):
@@ -408,8 +496,11 @@ def _with_slots(text: str, found: list[tuple[int, Value]]) -> list[Value]:
             continue
         kind = "number" if value.kind == "port" else value.kind
         end = start + len(value.text)
-        head = text[last_end.get(kind, 0) : start]
-        head = head[max(head.rfind(". "), head.rfind("\n"), -1) + 1 :]
+        whole = text[last_end.get(kind, 0) : start]
+        head = whole[max(whole.rfind(". "), whole.rfind("\n"), -1) + 1 :]
+        if not any(_stems(tokens(head))):  # "… on the fw:tt keys. 36h.": the thing is in the sentence before
+            before = whole[: len(whole) - len(head)].rstrip(". \n")
+            head = before[max(before.rfind(". "), before.rfind("\n"), -1) + 1 :] + " " + head
         if value.kind == "port":  # a host's name before its port is the host's, not what listens there
             head = head[: len(head.rstrip()) - len(head.rstrip().split()[-1])] if head.strip() else head
         tail = re.split(r"[.;!?,]\s|\n", text[end:], maxsplit=1)[0]
@@ -428,6 +519,21 @@ def _in_file_name(text: str, match: re.Match[str]) -> bool:
     after = re.match(r"[\w.+-]*", text[match.end() :])
     name = _run_before(text, match.start(), ".+-") + match.group(0) + (after.group(0) if after else "")
     return _FILE.search(name.rstrip(".")) is not None
+
+
+def _measured(text: str, match: re.Match[str]) -> bool:
+    """A number that reports a measure, not a setting: about so much ("~50s", "roughly 40 minutes") or
+    a run's time alone in brackets ("(38s)"; "(7 days)" explains a setting)."""
+    before = text[max(0, match.start() - MEASURE_REACH_CHARS) : match.start()]
+    bracketed = (
+        before.rstrip().endswith("(") and match.group(2) and text[match.end() : match.end() + 1] == ")"
+    )
+    return bool(bracketed) or _ABOUT.search(before) is not None
+
+
+def _unit(word: str) -> str:
+    """A unit as one name, whatever its spelling: "min", "mins", "minutes" -> minute; "h", "hrs" -> hour."""
+    return _TIME_UNITS.get(word.lower(), stem(word.lower()))
 
 
 def _run_before(text: str, end: int, marks: str, most: int = HOST_MAX_CHARS) -> str:
@@ -499,7 +605,7 @@ def _stems(words: list[str]) -> Iterator[str]:
     """The stems of the words that may say what a value belongs to, compounds split: a thing's name,
     the noun of its setting ("billing", "shipping" among them, as "ship" and "bill")."""
     for word in words:
-        for part in {word, *compound_parts(word)}:
+        for part in {word, *re.split(r"[-/_.:]", word)}:
             if len(part) < CONTEXT_WORD_MIN_CHARS or part in NOT_ANCHORS or any(ch.isdigit() for ch in part):
                 continue
             if part.endswith("ly"):
