@@ -166,6 +166,18 @@ def test_the_rules_that_judge_a_fact_by_its_wording_see_no_correction_in_these()
             id="a value said to hold as before",
         ),
         pytest.param(
+            "Building the index took ~50s at this table size.",
+            "the builds are faster now",
+            "Ran the builds again:\n\n```\n✔  nx run api:build:production (38s)\n```",
+            id="measures: about so much, and a run report's time",
+        ),
+        pytest.param(
+            "dbt is pinned to 1.7.11 so local and CI match.",
+            "the templater is still behind",
+            "Now blocked: `sqlfluff-templater-dbt 3.0.7 depends on dbt-core<1.8.0`.",
+            id="a version range's bound",
+        ),
+        pytest.param(
             "The alarm fires when the queue holds more than 50 messages.",
             "the redrive now moves up to 250 messages per run",
             "Done.",
