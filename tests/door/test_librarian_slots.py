@@ -134,6 +134,16 @@ def test_a_correction_naming_only_the_new_value_moves_the_stored_one(
     assert move[1] in moves[0].text and move[0] not in moves[0].text.replace(move[1], "")
 
 
+def test_a_stored_range_moved_onto_its_upper_bound_names_the_value_alone() -> None:
+    stored = "Django stays inside `>=4.2,<4.3` until we decide otherwise."
+    exchange = _exchange(
+        "we're going to the LTS",
+        "The contributing guide still said the old Django range; I moved it to the 4.3 LTS pin.",
+    )
+    moves = [m for s in slot_statements(exchange) if (m := moved_value(stored, s, exchange)) is not None]
+    assert [m.text for m in moves] == ["Django stays inside `4.3` until we decide otherwise."]
+
+
 def test_the_rules_that_judge_a_fact_by_its_wording_see_no_correction_in_these() -> None:
     """The pairs above are what the slot reads and the fact-by-fact verdict does not: it adds them."""
     stored = "Local dev server is Undertow via the servlet adapter, listening on port 8280."

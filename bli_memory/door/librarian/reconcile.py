@@ -84,6 +84,7 @@ from bli_memory.door.librarian.values import (
     JOINED_NAME,
     QUANTITY,
     VERSION,
+    closed_ranges,
     declared_unchanged,
     domain_of,
     host_of,
@@ -430,9 +431,6 @@ REWRITE_MAX_PAIRS = 3
 
 
 #: a version range, its lower bound and its upper one: ">=5.1,<5.2", ">= 2.0, < 3".
-_RANGE = re.compile(r">=?\s?v?(\d[\w.]{0,30}),\s?<=?\s?v?(\d[\w.]{0,30})")
-
-
 def _replaced(text: str | None, before: str, after: str) -> str | None:
     """`text` with the value `before` replaced by `after` as a whole token; None when it is absent. A
     range the new value closes on itself names that value alone: "Django stays inside `>=5.1,<5.2`"
@@ -443,7 +441,7 @@ def _replaced(text: str | None, before: str, after: str) -> str | None:
     rewritten, count = pattern.subn(lambda _: after, text)  # a value, never a template (`C:\new`)
     if not count:
         return None
-    return _RANGE.sub(lambda m: m.group(1) if m.group(1) == m.group(2) else m.group(0), rewritten)
+    return closed_ranges(rewritten)
 
 
 def _renamed_in(old_text: str, values: tuple[str, str] | None, new_text: str) -> str | None:

@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from bli_memory.door.librarian.roles import NAME_WORD, PERSON, names_a_role
-from bli_memory.door.librarian.values import FILE_EXTENSIONS, is_host
+from bli_memory.door.librarian.values import FILE_EXTENSIONS, closed_ranges, is_host
 from bli_memory.door.librarian.words import NOT_ANCHORS, compound_parts, is_anchor, stem, tokens
 
 #: a statement that says something changed: a verb of change, a switch of holder, or a time from
@@ -263,7 +263,7 @@ def moved_value(stored: str, statement: str, exchange: str, *, only: str | None 
     new_values = [
         value
         for value in _values(statement, full_names, scope=_scope(exchange, statement))
-        if not _kept_as_is(statement, value.text)
+        if not (_kept_as_is(statement, value.text) or _bound(statement, value))
     ]
     old_values = _values(stored)
     kept = _without_removed_lines(exchange)
@@ -317,6 +317,17 @@ def _is_diff(block: list[str], language: str) -> bool:
     return language in ("diff", "patch") or (
         any(line.startswith("+") for line in block)
         and any(line.startswith("-") and line[1:2] != " " for line in block)
+    )
+
+
+def _bound(statement: str, value: Value) -> bool:
+    """Whether a statement gives a version as a range's bound ("depends on dbt-core<1.8.0"): a limit,
+    not the version now in use (a stored range, "stays inside `>=5.1,<5.2`", is the pin it moves)."""
+    at = statement.find(value.text)
+    return (
+        value.kind == "version"
+        and at >= 0
+        and _BOUND_BEFORE.search(statement[max(0, at - 2) : at]) is not None
     )
 
 
@@ -454,10 +465,7 @@ def _values(text: str, full_names: dict[str, str] | None = None, scope: str | No
             found.append((match.start(), Value(match.group(0), "name", frozenset())))
     for match in _VERSION.finditer(text):
         if free(*match.span()) and not (
-            _dotted_quad(text, match)
-            or _unit_follows(text, match.end())
-            or _in_file_name(text, match)
-            or _BOUND_BEFORE.search(text[max(0, match.start() - 2) : match.start()])
+            _dotted_quad(text, match) or _unit_follows(text, match.end()) or _in_file_name(text, match)
         ):
             taken.append(match.span())
             found.append((match.start(), Value(match.group(0), "version", frozenset(), major=_line(match))))
@@ -628,4 +636,4 @@ def _rewritten(stored: str, old: str, new: str) -> str | None:
     """`stored` with each whole mention of `old` replaced by `new`; None when none is found."""
     pattern = re.compile(rf"(?<![\w.-]){re.escape(old)}(?![\w-]|\.\d)")
     text, count = pattern.subn(lambda _: new, stored)
-    return text if count else None
+    return closed_ranges(text) if count else None

@@ -201,3 +201,14 @@ def slots(text: str) -> dict[str, str]:
         if is_anchor(noun) and noun not in _SLOT_LINKS and (named or _TARGET.fullmatch(name)):
             out.setdefault(noun, name)
     return out
+
+
+#: a version range: ">=5.1,<5.2", "> 1.0, <= 2.0".
+_RANGE = re.compile(r">=?\s?v?(\d[\w.]{0,30}),\s?<=?\s?v?(\d[\w.]{0,30})")
+
+
+def closed_ranges(text: str) -> str:
+    """`text` with each version range whose two bounds are one value named by that value alone: a
+    rewrite of "Django stays inside `>=5.1,<5.2`" for 5.1 -> 5.2 reads "… inside `5.2` …", not
+    `>=5.2,<5.2`, which allows nothing."""
+    return _RANGE.sub(lambda m: m.group(1) if m.group(1) == m.group(2) else m.group(0), text)
