@@ -7,14 +7,19 @@ Suresh Pillai" after "the offshore QA team (Meenakshi Iyer is the lead) will do 
 builds"; a reply's `hp = pkgs.haskell.packages.ghc966;` after "… haskell.packages.ghc964". What ties
 the two is the slot, not the wording:
 
-- a value of the same kind on both sides: a port, a count in the same unit, a sum in the same
-  currency, a version of the same major release, a person, or a name whose other parts are the same
-  (`quietfern/ropewalk` -> `brambleshed/ropewalk`);
-- words that meet around the two values (a thing named near each: "Jetty", "free delivery"), two of
-  them for a person (a role is held over something), none for a name (its other parts are the slot);
-- the exchange says something changed (a change word in the statement, or in the prose line that
-  opens the block holding it);
-- and the exchange never names the old value: one that still names it is no retirement of it.
+- a value of the same kind on both sides: a port, a count of time in any spelling of its unit ("36h",
+  "96 hours"), a sum in the same currency, a version of the same release line, a cloud region, a
+  person holding a role, or a name whose other parts are the same (`quietfern/ropewalk` ->
+  `brambleshed/ropewalk`, `haskell.packages.ghc964` -> `…ghc966`);
+- words that meet around the two values (a thing named near each: "Jetty", "free delivery"), two for
+  a sum or a person (a role is held over something), none for a name (its other parts are the slot);
+- the exchange says something changed (a change word in the statement, in the prose line that opens
+  the block holding it, or in the user's message), or the block is a diff;
+- and the exchange never names the old value (but in a diff's removed line): one that still names it
+  is no retirement of it.
+
+A value said to hold as before ("is still 180ms"), a range's bound ("<1.8.0"), a measure ("~50s",
+"(38s)", a test runner's report line) and a version inside a built package's name are no new value.
 
 `statements` reads an exchange's change statements (the job searches the space with each);
 `moved_value` judges one stored fact against one of them. `reconcile` judges a stored fact against
@@ -24,6 +29,7 @@ as a fact (a line of a config block, a request) still reaches the fact it correc
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -134,6 +140,8 @@ MONEY_MIN_SHARED = 2
 #: words that say a value holds as it did, and how far before it they reach.
 _STILL = re.compile(r"\b(?:still|stays?|remains?|unchanged|untouched|as before)\b", re.IGNORECASE)
 STILL_REACH_CHARS = 24
+#: exchanges whose names and kept lines are remembered: one job judges many facts against one exchange.
+EXCHANGES_CACHED = 4
 #: the most statements one exchange is read for (each costs a search of the space).
 MAX_STATEMENTS = 16
 #: words of a request or of a change, which say nothing of what a value belongs to.
@@ -194,8 +202,7 @@ def statements(exchange: str) -> list[str]:
     """The statements of an exchange that say a value changed: each prose sentence with a change word
     and a value, then each line with a value of a fenced block that a change word opens (the last prose
     line before it), that answers a message asking for a change or that is a diff (its removed lines
-    left out);
-    in order, once each, at most MAX_STATEMENTS."""
+    left out); in order, once each, at most MAX_STATEMENTS."""
     prose: list[str] = []
     lines: list[str] = []
     block: list[str] | None = None
@@ -290,6 +297,7 @@ def moved_value(stored: str, statement: str, exchange: str, *, only: str | None 
     return None if text is None else Move(old.text, written, text, best[0])
 
 
+@functools.lru_cache(maxsize=EXCHANGES_CACHED)
 def _without_removed_lines(exchange: str) -> str:
     """The exchange without its diffs' removed lines: a line a diff removes names the old value to
     retire it, as a correction that names no old value would have."""
@@ -589,6 +597,7 @@ def _people(text: str, full_names: dict[str, str]) -> Iterator[str]:
             yield full
 
 
+@functools.lru_cache(maxsize=EXCHANGES_CACHED)
 def _full_names(exchange: str) -> dict[str, str]:
     """Each first name of a whole name the exchange gives, with that name; a first name two names
     share is left out."""
