@@ -101,22 +101,16 @@ def run_job(memories: MemoryService, job: Job, extract: Extractor) -> JobOutcome
             memories.keep_job_progress(job.id, progress.to_json())
         time.sleep(BETWEEN_FACTS_S)  # a request waiting for the lock takes it now, not after the job
     changes = _changes(progress.replaced, job.content)
-    statements = librarian.slot_statements(job.content)
-    if changes or statements:  # in one transaction: a job resumed after a crash does it again, whole
+    # read before the transaction, which holds the lock the searches of others (and the lease's
+    # renewal) wait for; each fact is written only if it is still the version that was read
+    moves = _slot_moves(memories, principal, job.container_tag, job.content, written)
+    if changes or moves:  # in one transaction: a job resumed after a crash does it again, whole
         with memories.transaction():
             if not memories.job_may_write(job):
                 return None
             restated: set[str] = set()  # a fact two values of one update restate takes both
-            changes += _move_in_slots(
-                memories,
-                principal,
-                job.container_tag,
-                job.content,
-                statements,
-                metadata,
-                outcome,
-                written,
-                restated,
+            changes += _apply_slot_moves(
+                memories, principal, job.content, moves, metadata, outcome, written, restated
             )
             for replaced in changes:
                 _restate_elsewhere(
@@ -222,28 +216,22 @@ def _changes(replaced: list[list[str]], text: str) -> list[list[str]]:
     return out
 
 
-def _move_in_slots(
-    memories: MemoryService,
-    principal: Principal,
-    tag: str,
-    text: str,
-    statements: list[str],
-    metadata: dict[str, Any],
-    outcome: JobOutcome,
-    written: set[str],
-    restated: set[str],
-) -> list[list[str]]:
+#: (the fact as it was read, its moves: each a move and the statement that made it), per fact id.
+SlotMoves = dict[str, tuple[Memory, list[tuple[librarian.Move, str]]]]
+
+
+def _slot_moves(
+    memories: MemoryService, principal: Principal, tag: str, text: str, written: set[str]
+) -> SlotMoves:
     """The stored facts whose value a statement of the exchange moves in its slot ("kindly shift the
-    local Jetty to 3030" after "… Jetty … listening on port 8280": `librarian.moved_value`) get the new
-    value, each as a new version; (old value, new value, statement) for each, so that
-    `_restate_elsewhere` reaches the other facts stating the old value too. A correction that names
-    no old value and that the extraction did not keep as a fact (a line of the reply's config block, a
-    request) still retires the fact it corrects.
+    local Jetty to 3030" after "… Jetty … listening on port 8280": `librarian.moved_value`). A
+    correction that names no old value and that the extraction did not keep as a fact (a line of the
+    reply's config block, a request) still reaches the fact it corrects.
 
     The facts are those each statement finds, then those each moved value finds (a fact stating the
     old port in a `curl` line shares few words with "the API lives on 3047 from here on"), judged by
     the statement that moved it. A fact's values each move once, by the statement whose words meet
-    most; the facts this job wrote are never moved."""
+    most (then the more specific new value); the facts this job wrote are never moved."""
     found: dict[str, Memory] = {}
     moves: dict[str, dict[str, tuple[librarian.Move, str]]] = {}  # fact id -> old value -> move
 
@@ -258,23 +246,37 @@ def _move_in_slots(
         if kept is None or (move.shared, len(move.new)) > (kept[0].shared, len(kept[0].new)):
             moves[stored.id][move.old] = (move, statement)
 
-    for statement in statements:
+    for statement in librarian.slot_statements(text):
         for hit in memories.search(principal, tag, statement, limit=RECONCILE_READ, context=False):
             judge(hit.memory, statement)
-    for old, statement in {
-        (move.old, statement) for by_old in list(moves.values()) for move, statement in by_old.values()
-    }:
+    moved = {(move.old, statement) for by_old in list(moves.values()) for move, statement in by_old.values()}
+    for old, statement in sorted(moved):
         for hit in memories.search(principal, tag, old, limit=RECONCILE_READ, context=False):
             if hit.memory.id not in moves:
                 judge(hit.memory, statement)
+    return {memory_id: (found[memory_id], list(by_old.values())) for memory_id, by_old in moves.items()}
+
+
+def _apply_slot_moves(
+    memories: MemoryService,
+    principal: Principal,
+    text: str,
+    moves: SlotMoves,
+    metadata: dict[str, Any],
+    outcome: JobOutcome,
+    written: set[str],
+    restated: set[str],
+) -> list[list[str]]:
+    """Each moved fact, still the version that was read, gets its new values as its next version (each
+    of its values in its turn: "GHC 9.6.4, i.e. ghc964"); (old value, new value, statement) for each
+    move, so that `_restate_elsewhere` reaches the other facts stating the old value too."""
     pairs: list[list[str]] = []
-    for memory_id, by_old in moves.items():
-        stored = found[memory_id]
+    for memory_id, (stored, by_old) in moves.items():
+        current = memories.get(principal, memory_id)
+        if current.status != "current" or current.content != stored.content:
+            continue  # another job moved it since: its words are no longer those judged
         content = stored.content
-        for (
-            move,
-            statement,
-        ) in by_old.values():  # each value of the fact in its turn: "GHC 9.6.4, i.e. ghc964"
+        for move, statement in by_old:
             again = librarian.moved_value(content, statement, text, only=move.old)
             content = again.text if again is not None else content
             pairs.extend([old, new, statement] for old, new in _moved_pairs(move))

@@ -188,6 +188,12 @@ def test_the_rules_that_judge_a_fact_by_its_wording_see_no_correction_in_these()
             id="a version range's bound",
         ),
         pytest.param(
+            "Fact 5: the build cache for service-5 lives in bucket cache-5 and expires after 5 days.",
+            "Fact 3: the build cache for service-3 lives in bucket cache-3 and expires after 3 days.",
+            "Done.",
+            id="numbered siblings",
+        ),
+        pytest.param(
             "The alarm fires when the queue holds more than 50 messages.",
             "the redrive now moves up to 250 messages per run",
             "Done.",

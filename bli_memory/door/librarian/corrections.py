@@ -225,7 +225,7 @@ def statement_changed(new_text: str, old_text: str) -> tuple[str, str] | None:
             if change is None:
                 continue
             before, after = change
-            if before in new_text.lower() or after in old_text.lower() or _numbered_siblings(before, after):
+            if before in new_text.lower() or after in old_text.lower() or numbered_siblings(before, after):
                 continue
             if not _specific(old_text.replace(old_span, " ")) & _specific(new_text.replace(new_span, " ")):
                 continue  # not said to be in the same file: two commands run, not one line changed
@@ -233,7 +233,7 @@ def statement_changed(new_text: str, old_text: str) -> tuple[str, str] | None:
     return None
 
 
-def _numbered_siblings(a: str, b: str) -> bool:
+def numbered_siblings(a: str, b: str) -> bool:
     """Two names that differ only in a short tail ("hivemon_revb", "hivemon_revc"; "db-1", "db-2")."""
     common = 0
     while common < min(len(a), len(b)) and a[common] == b[common]:

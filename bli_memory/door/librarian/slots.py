@@ -34,6 +34,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from bli_memory.door.librarian.corrections import numbered_siblings
 from bli_memory.door.librarian.roles import NAME_WORD, PERSON, names_a_role
 from bli_memory.door.librarian.values import FILE_EXTENSIONS, closed_ranges, is_host
 from bli_memory.door.librarian.words import NOT_ANCHORS, compound_parts, is_anchor, stem, tokens
@@ -107,6 +108,8 @@ _REGION = re.compile(
     r"(?<![\w-])(?:(?:us|eu|ap|sa|ca|me|af|il|mx)-(?:gov-)?|(?:europe|asia|australia|northamerica|"
     r"southamerica|africa)-)(?:north|south|east|west|central|northeast|southeast|northwest|southwest)-?\d(?![\w-])"
 )
+#: a name with a number in it, read for numbered siblings ("service-3", "db-2").
+_NAME_TOKEN = re.compile(r"(?<![\w.-])[A-Za-z][\w-]*\d[\w-]*")
 #: a name made of parts joined by marks ("quietfern/ropewalk", "haskell.packages.ghc964").
 _JOINED = re.compile(r"(?<![\w./@:-])[A-Za-z][\w-]*(?:[./][\w-]+)+(?![\w/@-]|\.\w)")
 #: the endings of built packages and images, a version inside whose name is a build's, not a setting.
@@ -274,6 +277,8 @@ def moved_value(stored: str, statement: str, exchange: str, *, only: str | None 
     ]
     old_values = _values(stored)
     kept = _without_removed_lines(exchange)
+    if _about_siblings(stored, statement):
+        return None
     for old in old_values:
         if (
             (only is not None and old.text != only)
@@ -295,6 +300,18 @@ def moved_value(stored: str, statement: str, exchange: str, *, only: str | None 
     )
     text = _rewritten(stored, old.text, written)
     return None if text is None else Move(old.text, written, text, best[0])
+
+
+def _about_siblings(stored: str, statement: str) -> bool:
+    """Whether the two name numbered siblings ("service-3" and "service-5", "db-1" and "db-2"): each
+    is about its own thing, whose values are no old and new value of one."""
+    names = [
+        {token for token in _NAME_TOKEN.findall(text) if any(ch.isdigit() for ch in token)}
+        for text in (stored, statement)
+    ]
+    return any(
+        numbered_siblings(a.lower(), b.lower()) for a in names[0] - names[1] for b in names[1] - names[0]
+    )
 
 
 @functools.lru_cache(maxsize=EXCHANGES_CACHED)
