@@ -103,7 +103,7 @@ DYNAMIC_PATTERNS = {
     ("bli_memory.door.librarian.slots", "_holder_near"): "one escaped word between look-arounds",
     ("bli_memory.door.librarian.slots", "_people"): "one capitalised word of letters between look-arounds",
     ("bli_memory.door.librarian.slots", "_named_in"): "one escaped literal between look-arounds",
-    ("bli_memory.door.librarian.slots", "_rewritten"): "one escaped literal between look-arounds",
+    ("bli_memory.door.librarian.slots", "with_value_moved"): "one escaped literal between look-arounds",
     ("bli_memory.door.librarian.retiring", "mentions"): "one escaped literal between look-arounds",
     ("bli_memory.door.librarian.reconcile", "_nearest_changed"): "one escaped literal between look-arounds",
     ("bli_memory.door.librarian.corrections", "restated"): (

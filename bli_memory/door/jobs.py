@@ -109,9 +109,7 @@ def run_job(memories: MemoryService, job: Job, extract: Extractor) -> JobOutcome
             if not memories.job_may_write(job):
                 return None
             restated: set[str] = set()  # a fact two values of one update restate takes both
-            changes += _apply_slot_moves(
-                memories, principal, job.content, moves, metadata, outcome, written, restated
-            )
+            changes += _apply_slot_moves(memories, principal, moves, metadata, outcome, written, restated)
             for replaced in changes:
                 _restate_elsewhere(
                     memories, principal, job.container_tag, replaced, metadata, outcome, written, restated
@@ -249,7 +247,7 @@ def _slot_moves(
     for statement in librarian.slot_statements(text):
         for hit in memories.search(principal, tag, statement, limit=RECONCILE_READ, context=False):
             judge(hit.memory, statement)
-    moved = {(move.old, statement) for by_old in list(moves.values()) for move, statement in by_old.values()}
+    moved = {(move.old, statement) for by_old in moves.values() for move, statement in by_old.values()}
     for old, statement in sorted(moved):
         for hit in memories.search(principal, tag, old, limit=RECONCILE_READ, context=False):
             if hit.memory.id not in moves:
@@ -260,7 +258,6 @@ def _slot_moves(
 def _apply_slot_moves(
     memories: MemoryService,
     principal: Principal,
-    text: str,
     moves: SlotMoves,
     metadata: dict[str, Any],
     outcome: JobOutcome,
@@ -277,8 +274,7 @@ def _apply_slot_moves(
             continue  # another job moved it since: its words are no longer those judged
         content = stored.content
         for move, statement in by_old:
-            again = librarian.moved_value(content, statement, text, only=move.old)
-            content = again.text if again is not None else content
+            content = librarian.with_value_moved(content, move.old, move.new) or content
             pairs.extend([old, new, statement] for old, new in _moved_pairs(move))
         relinked = {
             **(stored.metadata or {}),
@@ -295,9 +291,8 @@ def _moved_pairs(move: librarian.Move) -> list[tuple[str, str]]:
     """The pairs a move hands to `_restate_elsewhere`: those `carried_pairs` carries, and for a person
     the first name alone as well ("Staging builds for Meenakshi's team" names Meenakshi Iyer)."""
     pairs = librarian.carried_pairs(move.old, move.new)
-    first = move.old.split()[0]
     if " " in move.old and librarian.passed_between(move.old, move.new):
-        pairs.append((first, move.new))
+        pairs.append((move.old.split()[0], move.new))
     return pairs
 
 

@@ -21,7 +21,7 @@ from bli_memory.door.librarian.llm import (
 )
 from bli_memory.door.librarian.reconcile import Action, Decision, Neighbour, decide
 from bli_memory.door.librarian.roles import passed_between
-from bli_memory.door.librarian.slots import Move, moved_value
+from bli_memory.door.librarian.slots import Move, moved_value, with_value_moved
 from bli_memory.door.librarian.slots import statements as slot_statements
 
 __all__ = [
@@ -44,4 +44,5 @@ __all__ = [
     "passed_between",
     "restated",
     "slot_statements",
+    "with_value_moved",
 ]

@@ -34,25 +34,38 @@ _PLACEHOLDER = re.compile(r"\.\.\.|…|^<[^>]*>$")
 MAX_CHANGES = 12
 
 
-def _blocks(text: str) -> list[tuple[str, list[str]]]:
-    """Each fenced block of `text`, closed or not: its language and its lines (read line by line,
-    once: a pattern spanning the block read an unclosed fence to the end from each opening)."""
-    blocks: list[tuple[str, list[str]]] = []
+def segments(text: str) -> list[tuple[str | None, list[str]]]:
+    """`text` cut into its runs of prose lines (language None) and its fenced blocks (their language,
+    "" when none is given, and their lines), in order, a block closed or not; the fence lines
+    themselves belong to neither. Read line by line, once: a pattern spanning the block read an
+    unclosed fence to the end from each opening."""
+    parts: list[tuple[str | None, list[str]]] = []
     fence: str | None = None
     for line in text.split("\n"):
         marks = _FENCE.match(line)
         if fence is None:
             if marks:
                 fence = marks.group(1)
-                blocks.append((marks.group(2).lower(), []))
+                parts.append((marks.group(2).lower(), []))
+            else:
+                if not parts or parts[-1][0] is not None:
+                    parts.append((None, []))
+                parts[-1][1].append(line)
         elif marks and marks.group(1).startswith(fence) and not line.strip(" \t`~"):
             fence = None
         else:
-            blocks[-1][1].append(line)
-    return blocks
+            parts[-1][1].append(line)
+    return parts
 
 
-def _is_diff(language: str, lines: list[str]) -> bool:
+def _blocks(text: str) -> list[tuple[str, list[str]]]:
+    """Each fenced block of `text`, closed or not: its language and its lines."""
+    return [(language, lines) for language, lines in segments(text) if language is not None]
+
+
+def is_diff(language: str, lines: list[str]) -> bool:
+    """Whether a fenced block is a diff: marked ``diff`` or ``patch``, or holding a hunk header or
+    both added and removed lines (a file's `---`/`+++` marks are neither)."""
     if language in ("diff", "patch"):
         return True
     added = any(line.startswith("+") and not line.startswith("+++") for line in lines)
@@ -133,7 +146,7 @@ def changed_values(text: str) -> list[tuple[str, str, str]]:
     out: list[tuple[str, str, str]] = []
     seen: set[tuple[str, str]] = set()
     for language, lines in _blocks(text):
-        if not _is_diff(language, lines):
+        if not is_diff(language, lines):
             continue
         for removed, added in _runs(lines):
             for old_line in removed:

@@ -430,7 +430,6 @@ def _more_changes(old_text: str, new_text: str, first: tuple[str, str]) -> list[
 REWRITE_MAX_PAIRS = 3
 
 
-#: a version range, its lower bound and its upper one: ">=5.1,<5.2", ">= 2.0, < 3".
 def _replaced(text: str | None, before: str, after: str) -> str | None:
     """`text` with the value `before` replaced by `after` as a whole token; None when it is absent. A
     range the new value closes on itself names that value alone: "Django stays inside `>=5.1,<5.2`"

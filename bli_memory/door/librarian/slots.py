@@ -35,6 +35,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from bli_memory.door.librarian.corrections import numbered_siblings
+from bli_memory.door.librarian.diffs import is_diff, segments
 from bli_memory.door.librarian.roles import NAME_WORD, PERSON, names_a_role
 from bli_memory.door.librarian.values import FILE_EXTENSIONS, closed_ranges, is_host
 from bli_memory.door.librarian.words import NOT_ANCHORS, compound_parts, is_anchor, stem, tokens
@@ -57,8 +58,6 @@ _CHANGE = re.compile(
 _RUN_REPORT = re.compile(r"\s*(?:[✓✔✗✘×√]|(?:PASS|FAIL|ok|FAILED|PASSED)\b)")
 #: a sentence of prose: up to its end mark, which a space or the end follows.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)|\n+")
-#: a line that opens or closes a fenced block.
-_FENCE = re.compile(r"\s*(?:`{3,}|~{3,})")
 #: a sum of money: a currency sign and an amount ("£50", "$1,200.00").
 _MONEY = re.compile(r"(?<![\w])([£$€])\s?(\d{1,3}(?:,\d{3})*(?:\.\d{1,2})?|\d+(?:\.\d{1,2})?)(?![\d])")
 #: a version: two to four numeric parts, a "v" allowed before ("4.3", "v2.7.0", "Godot_v4.3-stable").
@@ -208,34 +207,24 @@ def statements(exchange: str) -> list[str]:
     left out); in order, once each, at most MAX_STATEMENTS."""
     prose: list[str] = []
     lines: list[str] = []
-    block: list[str] | None = None
-    block_changes = False
-    language = ""
     last_prose = ""
     asked = _asked_change(exchange)
     full_names = _full_names(exchange)
-    for line in exchange.splitlines():
-        fence = _FENCE.match(line)
-        if fence:
-            if block is None:
-                block, language = [], line.strip().lstrip("`~").strip().lower()
-                block_changes = asked or bool(_CHANGE.search(last_prose))
-            else:
-                lines.extend(_block_statements(block, language, full_names, block_changes))
-                block = None
+    for language, part in segments(exchange):
+        if language is not None:
+            block_changes = asked or bool(_CHANGE.search(last_prose))
+            lines.extend(_block_statements(part, language, full_names, block_changes))
             continue
-        if block is not None:
-            block.append(line)
-            continue
-        if line.strip():
-            last_prose = line
-        for sentence in _SENTENCE_END.split(line):
-            if (
-                _CHANGE.search(sentence)
-                and not sentence.rstrip().endswith("?")
-                and _values(sentence, full_names, scope=line)
-            ):
-                prose.append(sentence.strip())
+        for line in part:
+            if line.strip():
+                last_prose = line
+            for sentence in _SENTENCE_END.split(line):
+                if (
+                    _CHANGE.search(sentence)
+                    and not sentence.rstrip().endswith("?")
+                    and _values(sentence, full_names, scope=line)
+                ):
+                    prose.append(sentence.strip())
     return list(dict.fromkeys([*prose, *lines]))[:MAX_STATEMENTS]
 
 
@@ -244,7 +233,7 @@ def _block_statements(
 ) -> list[str]:
     """The lines of one fenced block that state a value, when a change opens it or it is a diff (which
     is a change itself); a diff's removed lines state the old value and are left out."""
-    diff = _is_diff(block, language)
+    diff = is_diff(language, block)
     if not (changes or diff):
         return []
     return [
@@ -263,11 +252,10 @@ def _asked_change(exchange: str) -> bool:
     )
 
 
-def moved_value(stored: str, statement: str, exchange: str, *, only: str | None = None) -> Move | None:
+def moved_value(stored: str, statement: str, exchange: str) -> Move | None:
     """The move `statement` makes of a value `stored` states in the same slot, or None: the two
     values of one kind, their words meeting, the old value named nowhere in `exchange`. Of several,
-    the pair whose words meet most, then the more specific new value; `only`: of the old value `only`
-    alone."""
+    the pair whose words meet most, then the more specific new value."""
     best: tuple[int, Value, Value] | None = None
     full_names = _full_names(exchange)
     new_values = [
@@ -280,11 +268,7 @@ def moved_value(stored: str, statement: str, exchange: str, *, only: str | None 
     if _about_siblings(stored, statement):
         return None
     for old in old_values:
-        if (
-            (only is not None and old.text != only)
-            or _named_in(kept, old)
-            or _history(old, old_values, new_values)
-        ):
+        if _named_in(kept, old) or _history(old, old_values, new_values):
             continue
         for new in new_values:
             shared = _slot_shared(old, new, stored, statement)
@@ -298,7 +282,7 @@ def moved_value(stored: str, statement: str, exchange: str, *, only: str | None 
     written = (
         new.text[1:] if old.kind == "version" and new.text[:1] == "v" and old.text[:1] != "v" else new.text
     )
-    text = _rewritten(stored, old.text, written)
+    text = with_value_moved(stored, old.text, written)
     return None if text is None else Move(old.text, written, text, best[0])
 
 
@@ -319,30 +303,10 @@ def _without_removed_lines(exchange: str) -> str:
     """The exchange without its diffs' removed lines: a line a diff removes names the old value to
     retire it, as a correction that names no old value would have."""
     out: list[str] = []
-    block: list[str] | None = None
-    language = ""
-    for line in exchange.splitlines():
-        if _FENCE.match(line):
-            if block is None:
-                block, language = [], line.strip().lstrip("`~").strip().lower()
-            else:
-                diff = _is_diff(block, language)
-                out.extend(kept for kept in block if not (diff and kept.startswith("-")))
-                block = None
-            continue
-        if block is not None:
-            block.append(line)
-        else:
-            out.append(line)
-    return "\n".join(out + (block or []))
-
-
-def _is_diff(block: list[str], language: str) -> bool:
-    """A fenced block that is a diff: marked so, or holding added and removed lines."""
-    return language in ("diff", "patch") or (
-        any(line.startswith("+") for line in block)
-        and any(line.startswith("-") and line[1:2] != " " for line in block)
-    )
+    for language, lines in segments(exchange):
+        diff = language is not None and is_diff(language, lines)
+        out.extend(line for line in lines if not (diff and line.startswith("-")))
+    return "\n".join(out)
 
 
 def _bound(statement: str, value: Value) -> bool:
@@ -658,8 +622,9 @@ def _named_in(text: str, value: Value) -> bool:
     return re.search(rf"(?<![\w.-]){re.escape(value.text)}(?![\w-]|\.\d)", text, re.IGNORECASE) is not None
 
 
-def _rewritten(stored: str, old: str, new: str) -> str | None:
-    """`stored` with each whole mention of `old` replaced by `new`; None when none is found."""
+def with_value_moved(stored: str, old: str, new: str) -> str | None:
+    """`stored` with each whole mention of `old` replaced by `new` (a range closed on itself then
+    names the value alone); None when none is found."""
     pattern = re.compile(rf"(?<![\w.-]){re.escape(old)}(?![\w-]|\.\d)")
     text, count = pattern.subn(lambda _: new, stored)
     return closed_ranges(text) if count else None
